@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/// @file memspace.h
+/// The one public header of memspace: a C11 memory-management library for Linux.
+///
+/// Parts: options and messages, statistics, the page layer (`ms_pages_*`) with a double-buffered frame
+/// allocator (`ms_frame_*`), the thread-caching heap (`ms_malloc` ...), deterministic spaces (`ms_space_*`),
+/// file-backed spill (`ms_spill_*`) and DMA buffers (`ms_dma_*`). Every call sets `errno` on failure.
+/// Names in this header are stable: see CONTRACT.md for the parts external users rely on.
+#ifndef MEMSPACE_H
+#define MEMSPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMSPACE_VERSION_MAJOR 0
+#define MEMSPACE_VERSION_MINOR 1
+#define MEMSPACE_VERSION_PATCH 0
+
+/// The one export macro: every public symbol carries it; everything else is hidden.
+#if defined(__GNUC__)
+#define MS_API __attribute__((visibility("default")))
+#define MS_MALLOC_ATTR __attribute__((malloc))
+#define MS_ALLOC_SIZE(n) __attribute__((alloc_size(n)))
+#define MS_ALLOC_SIZE2(n, m) __attribute__((alloc_size(n, m)))
+#else
+#define MS_API
+#define MS_MALLOC_ATTR
+#define MS_ALLOC_SIZE(n)
+#define MS_ALLOC_SIZE2(n, m)
+#endif
+
+/// Library version as MAJOR*10000 + MINOR*100 + PATCH. Thread-safe, O(1), never fails.
+MS_API int ms_version(void);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Options: one table, mapped to MEMSPACE_* environment variables (sizes take K/M/G suffixes)                  */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/// Every runtime option. The environment variable is `MEMSPACE_` followed by the name in capitals.
+typedef enum ms_option_e {
+  MS_OPTION_CACHE = 0,        ///< heap cache preset: 0 unlimited, 1 performance (default), 2 size, 3 none
+  MS_OPTION_PURGE_DELAY,      ///< ms of idleness before free heap memory returns to the OS; -1 never
+  MS_OPTION_SPACE_INITIAL,    ///< bytes; non-zero: malloc is served by one deterministic space
+  MS_OPTION_SPACE_EXPAND,     ///< bytes; expand step of that space, 0 = fixed size
+  MS_OPTION_SPACE_AT,         ///< 0 start, 1 firstalloc
+  MS_OPTION_SPACE_INHERIT,    ///< 1: children keep the space settings
+  MS_OPTION_SPILL_THRESHOLD,  ///< bytes; 0 = spill off
+  MS_OPTION_SPILL_DIR,        ///< string option (read with ms_option_get_string)
+  MS_OPTION_HUGE_PAGES,       ///< bytes: 0, 2M or 1G
+  MS_OPTION_SECURE,           ///< 1: secure-mode checks where the build has them
+  MS_OPTION_SHOW_STATS,       ///< 1: print statistics to stderr at exit
+  MS_OPTION_VERBOSE,          ///< 1: report decisions and fallbacks on stderr
+  MS_OPTION_FRAME_IDLE,       ///< ms without a flip after which a frame allocator gives its pages back
+  MS_OPTION_COUNT
+} ms_option_t;
+
+/// Current value of an option (read from the environment on first use). Thread-safe, O(1).
+/// Returns 0 with errno EINVAL for an unknown option.
+MS_API long long ms_option_get(ms_option_t option);
+/// String value of a string option (MS_OPTION_SPILL_DIR) or NULL when unset. Thread-safe, O(1).
+MS_API const char *ms_option_get_string(ms_option_t option);
+/// Overrides an option for the rest of the process. Thread-safe (atomic store), O(1).
+/// Returns 0, or EINVAL for an unknown option or a value out of range.
+MS_API int ms_option_set(ms_option_t option, long long value);
+/// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL for an unknown option. O(1).
+MS_API const char *ms_option_name(ms_option_t option);
+/// Parses a size with an optional K/M/G suffix (powers of 1024, optionally followed by "iB" or "B").
+/// Returns 0 and stores the value, or EINVAL (syntax) / ERANGE (overflow). Allocation-free, thread-safe.
+MS_API int ms_parse_size(const char *text, size_t *value);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Statistics: one namespace all parts register into                                                           */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+#define MS_STATS_VERSION 1
+#define MS_STATS_SIZE_CLASSES 64
+
+/// One heap size class's counters.
+typedef struct ms_stats_class_s {
+  size_t block_size;     ///< bytes per block in this class
+  uint64_t allocated;    ///< blocks currently handed out
+  uint64_t cached;       ///< free blocks held in thread and global caches
+  uint64_t mapped;       ///< blocks' worth of memory carved from spans
+  uint64_t returned;     ///< spans of this class given back to the OS
+} ms_stats_class_t;
+
+/// A snapshot of every part's counters. Pass sizeof(ms_stats_t): an older caller gets the prefix it knows.
+typedef struct ms_stats_s {
+  size_t size;                  ///< filled in: bytes written
+  uint32_t version;             ///< MS_STATS_VERSION
+  /* page layer */
+  uint64_t os_reserved_bytes;   ///< address space reserved and not released
+  uint64_t os_committed_bytes;  ///< committed (readable/writable) bytes
+  uint64_t os_reset_bytes;      ///< lazily reset bytes (may still show in RSS as LazyFree)
+  uint64_t os_locked_bytes;     ///< mlocked bytes
+  uint64_t os_hugetlb_bytes;    ///< bytes backed by the hugetlb pool (not RSS, never "returned")
+  uint64_t os_thp_bytes;        ///< bytes advised for transparent huge pages
+  uint64_t os_huge_fallbacks;   ///< huge page requests that fell back to a smaller page
+  uint64_t os_calls;            ///< system calls made by the page layer
+  uint64_t os_failures;         ///< system calls that failed (injected faults included)
+  /* heap */
+  uint64_t heap_allocated_bytes;  ///< bytes handed out (usable sizes)
+  uint64_t heap_mapped_bytes;     ///< bytes the heap holds from the page layer
+  uint64_t heap_cached_bytes;     ///< free bytes held in thread and global caches
+  uint64_t heap_returned_bytes;   ///< bytes given back to the OS since start
+  uint64_t heap_large_bytes;      ///< bytes in large (page-layer) blocks
+  uint64_t heap_threads;          ///< live thread caches
+  uint64_t heap_purges;           ///< purge passes run
+  ms_stats_class_t heap_class[MS_STATS_SIZE_CLASSES];
+  /* spaces */
+  uint64_t space_count;         ///< live spaces
+  uint64_t space_bytes;         ///< bytes owned by spaces
+  uint64_t space_used_bytes;    ///< bytes in use in spaces
+  uint64_t space_oom;           ///< failed space allocations
+  uint64_t space_expands;       ///< expansions
+  /* spill */
+  uint64_t spill_blocks;        ///< live spilled blocks
+  uint64_t spill_bytes;         ///< bytes of live spilled blocks
+  uint64_t spill_disk_bytes;    ///< bytes reserved on disk
+  uint64_t spill_resident_bytes;///< spilled bytes resident in RAM (sampled)
+  uint64_t spill_fallbacks;     ///< spill requests served from RAM instead
+  /* dma */
+  uint64_t dma_buffers;         ///< live DMA buffers
+  uint64_t dma_pinned_bytes;    ///< bytes pinned for DMA
+  uint64_t dma_huge_bytes;      ///< of which on huge pages
+  uint64_t reserved[32];
+} ms_stats_t;
+
+/// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping
+/// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small).
+MS_API int ms_stats_get(ms_stats_t *stats, size_t size);
+
+/// Output callback for printing: receives NUL-terminated chunks.
+typedef void ms_output_fn(const char *text, void *arg);
+#define MS_STATS_JSON 1u  ///< print JSON instead of text
+/// Prints every part's statistics through `out` (NULL: stderr). docs/stats.md explains each line.
+/// Allocation-free, thread-safe.
+MS_API void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Page layer                                                                                                   */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/// Kinds of page that can back a range.
+typedef enum ms_page_kind_e {
+  MS_PAGE_BASE = 0,     ///< the base page (read at run time: 4 KiB on x86-64)
+  MS_PAGE_THP = 1,      ///< base pages advised for transparent huge pages (2 MiB when the kernel finds them)
+  MS_PAGE_HUGE_2M = 2,  ///< hugetlb 2 MiB pages
+  MS_PAGE_HUGE_1G = 3   ///< hugetlb 1 GiB pages
+} ms_page_kind_t;
+
+#define MS_PAGES_COMMIT 0x01u      ///< commit at reserve time (read/write)
+#define MS_PAGES_POPULATE 0x02u    ///< pre-fault the committed pages
+#define MS_PAGES_LOCK 0x04u        ///< mlock the committed pages (checks RLIMIT_MEMLOCK)
+#define MS_PAGES_HUGE_2M 0x08u     ///< try hugetlb 2 MiB pages
+#define MS_PAGES_HUGE_1G 0x10u     ///< try hugetlb 1 GiB pages (then 2 MiB if also set)
+#define MS_PAGES_THP 0x20u         ///< advise transparent huge pages (also the fallback of hugetlb)
+#define MS_PAGES_NO_FALLBACK 0x40u ///< fail with ENOMEM instead of falling back to a smaller page
+
+/// What a reservation obtained.
+typedef struct ms_pages_s {
+  void *addr;              ///< start (aligned as asked and to page_size)
+  size_t size;             ///< bytes, a multiple of page_size
+  size_t page_size;        ///< page size actually obtained
+  ms_page_kind_t kind;     ///< kind actually obtained
+  unsigned flags;          ///< flags that took effect
+  int numa_node;           ///< node bound to, or -1
+  int fallback;            ///< 1 when a requested huge page size could not be had
+} ms_pages_t;
+
+/// The base page size, read at run time. Thread-safe, O(1).
+MS_API size_t ms_page_size(void);
+/// Size of the huge page of `kind` on this machine, or 0 when the kernel has none. O(1) after first call.
+MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
+
+/// Reserves `size` bytes of address space aligned to `alignment` (a power of two, 0 = page), committed when
+/// MS_PAGES_COMMIT is given; huge pages per flags with reported fallback; bound to `numa_node` (-1 none).
+/// Hugetlb ranges are always committed (never MAP_NORESERVE). Thread-safe; a few system calls.
+/// Returns 0 and fills `out`, or an errno value: EINVAL (size 0, bad alignment, NULL out), ENOMEM (no memory,
+/// no huge pages with MS_PAGES_NO_FALLBACK, overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
+MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
+/// Makes [addr, addr+size) readable and writable. Range must be page-aligned inside a reservation.
+/// Returns 0 or an errno value (EINVAL unaligned, ENOMEM outside a mapping). One system call.
+MS_API int ms_pages_commit(void *addr, size_t size);
+/// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE). Contents are lost.
+/// Returns 0 or an errno value. Two system calls; cost grows with resident pages.
+MS_API int ms_pages_decommit(void *addr, size_t size);
+/// Lazy reset: the kernel may take the pages back when it needs memory (MADV_FREE, else MADV_DONTNEED).
+/// The range stays accessible and is NOT promised to read as zero afterwards. Returns 0 or an errno value.
+MS_API int ms_pages_reset(void *addr, size_t size);
+/// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE, else touching each page). Returns 0 or an errno value.
+MS_API int ms_pages_populate(void *addr, size_t size);
+/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM above RLIMIT_MEMLOCK).
+MS_API int ms_pages_lock(void *addr, size_t size);
+MS_API int ms_pages_unlock(void *addr, size_t size);
+/// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
+/// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
+MS_API int ms_pages_bind(void *addr, size_t size, int node);
+/// Releases a reservation (or a whole-page part of one) back to the OS. Returns 0 or an errno value.
+MS_API int ms_pages_release(void *addr, size_t size);
+
+/// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
+/// Thread-safe. Production code pays one relaxed load per system call.
+typedef enum ms_fault_op_e { MS_FAULT_MMAP = 0, MS_FAULT_MADVISE, MS_FAULT_MPROTECT, MS_FAULT_FALLOCATE,
+                             MS_FAULT_MLOCK, MS_FAULT_OP_COUNT } ms_fault_op_t;
+MS_API void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Double-buffered frame allocator                                                                             */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+typedef struct ms_frame_s ms_frame_t;
+/// What a flip does to the range that was used one frame earlier.
+typedef enum ms_frame_policy_e {
+  MS_FRAME_KEEP_IDLE = 0, ///< default: keep pages while frames run; decommit both ranges when idle
+  MS_FRAME_KEEP,          ///< keep pages forever (fastest, holds 2 ranges)
+  MS_FRAME_RESET,         ///< lazy reset (MADV_FREE) every flip
+  MS_FRAME_DECOMMIT,      ///< decommit (MADV_DONTNEED) every flip
+  MS_FRAME_RELEASE,       ///< unmap and map again every flip
+  MS_FRAME_HUGE           ///< THP-backed ranges, MADV_DONTNEED every flip (hugetlb with MEMSPACE_HUGE_PAGES)
+} ms_frame_policy_t;
+typedef struct ms_frame_config_s {
+  size_t range_size;          ///< bytes per range (each of the two)
+  ms_frame_policy_t policy;
+  int idle_ms;                ///< idle period for MS_FRAME_KEEP_IDLE; 0 = MEMSPACE_FRAME_IDLE (default 500)
+  uint64_t reserved[4];       ///< must be zero
+} ms_frame_config_t;
+/// Creates a frame allocator with two ranges of `range_size`. NULL + errno (EINVAL, ENOMEM) on failure.
+MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
+/// Bump-allocates from the current range; `alignment` a power of two (0 = 16). O(1), no system call once the
+/// range is committed. NULL + ENOMEM when the range is full, EINVAL on a bad alignment. Not thread-safe.
+MS_API void *ms_frame_alloc(ms_frame_t *frame, size_t size, size_t alignment);
+/// Ends a frame: switches ranges and applies the policy to the range used one frame earlier. Not thread-safe.
+MS_API void ms_frame_flip(ms_frame_t *frame);
+/// Gives back both ranges' pages now (what idleness does); returns bytes decommitted. Not thread-safe.
+MS_API size_t ms_frame_idle(ms_frame_t *frame);
+/// Frees everything. NULL is ignored.
+MS_API void ms_frame_destroy(ms_frame_t *frame);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Heap: the thread-caching general-purpose allocator (what LD_PRELOAD makes malloc)                           */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/// malloc: 16-byte aligned for every size. Thread-safe, lock-free fast path. NULL + ENOMEM on failure.
+MS_API MS_MALLOC_ATTR MS_ALLOC_SIZE(1) void *ms_malloc(size_t size);
+/// calloc with overflow check (NULL + ENOMEM on overflow).
+MS_API MS_MALLOC_ATTR MS_ALLOC_SIZE2(1, 2) void *ms_calloc(size_t count, size_t size);
+/// realloc: in place where the size class or the page layer allows; large blocks move with mremap.
+MS_API MS_ALLOC_SIZE(2) void *ms_realloc(void *ptr, size_t size);
+/// free; NULL is ignored. Double and invalid frees inside memspace's ranges are detected where the build allows.
+MS_API void ms_free(void *ptr);
+/// Aligned allocation: any power-of-two alignment. NULL + EINVAL for a bad alignment, ENOMEM when out of memory.
+MS_API MS_MALLOC_ATTR MS_ALLOC_SIZE(2) void *ms_aligned_alloc(size_t alignment, size_t size);
+/// Usable size of a block (>= requested); 0 for NULL. O(1).
+MS_API size_t ms_usable_size(const void *ptr);
+/// Returns free memory to the OS: the calling thread's cache and the global cache (force != 0: all of it now).
+MS_API void ms_heap_collect(int force);
+/// 1 when `ptr` lies inside memory memspace manages (heap, space or spill). O(1), lock-free.
+MS_API int ms_is_ours(const void *ptr);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Deterministic spaces (CONTRACT.md §4)                                                                       */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+#define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory
+#define MS_SPACE_ZERO 0x2u         ///< zero every block on allocation
+#define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
+#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported)
+
+typedef struct ms_space_s ms_space_t;
+typedef enum { MS_SPACE_AT_START = 0, MS_SPACE_AT_FIRSTALLOC = 1 } ms_space_at_t;
+typedef struct ms_space_config_s {
+  size_t initial_size;   /* bytes reserved (and committed when at == MS_SPACE_AT_START) */
+  size_t expand_size;    /* growth step in bytes; 0 = fixed size */
+  ms_space_at_t at;      /* when the initial memory is taken from the OS */
+  unsigned flags;        /* MS_SPACE_LOCKED, MS_SPACE_ZERO, MS_SPACE_THREAD_SAFE, MS_SPACE_HUGE_PAGES */
+  int numa_node;         /* -1 = no preference */
+  const char *name;      /* shown in stats; may be NULL */
+  uint64_t reserved[4];  /* must be zero: room to grow without breaking callers */
+} ms_space_config_t;
+typedef struct ms_space_info_s {
+  size_t size, used, free, peak_used, largest_free_block, free_blocks;
+  uint64_t allocs, frees, oom_count, expand_count;
+  uint64_t reserved[4];
+} ms_space_info_t;
+
+/// Creates a space. NULL + errno (EINVAL bad config, ENOMEM, EPERM/EAGAIN lock refused) on failure.
+MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
+/// Creates a fixed-size space inside the caller's memory (which must outlive it). NULL + errno on failure.
+MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
+/// Destroys a space and every block in it. NULL is ignored.
+MS_API void ms_space_destroy(ms_space_t *space);
+/// O(1) allocation, 16-byte aligned. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0 or NULL space.
+MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
+/// O(1) calloc (zeroing costs O(size)); overflow-checked.
+MS_API void *ms_space_calloc(ms_space_t *space, size_t count, size_t size);
+/// O(1) aligned allocation; alignment a power of two (else EINVAL).
+MS_API void *ms_space_aligned_alloc(ms_space_t *space, size_t alignment, size_t size);
+/// O(1) in place when the neighbour allows, else malloc+copy+free. realloc(NULL) = malloc; size 0 frees.
+MS_API void *ms_space_realloc(ms_space_t *space, void *ptr, size_t size);
+/// O(1) free; NULL is ignored. Foreign and double frees are detected where the design allows.
+MS_API void ms_space_free(ms_space_t *space, void *ptr);
+/// Usable size of a block of this space. O(1).
+MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
+/// Grows the space by at least `bytes`. Returns 0 or an errno value.
+MS_API int ms_space_expand(ms_space_t *space, size_t bytes);
+/// Gives back whole expansions that are free; returns bytes given back.
+MS_API size_t ms_space_shrink(ms_space_t *space);
+/// Fills `info`. Returns 0 or EINVAL.
+MS_API int ms_space_info(const ms_space_t *space, ms_space_info_t *info);
+/// Verifies every invariant; 0 when all hold, else an errno value (EFAULT) with a message. O(blocks).
+MS_API int ms_space_check(const ms_space_t *space);
+/// Visits every block in address order; stops when `visit` returns non-zero (returned). O(blocks).
+MS_API int ms_space_walk(const ms_space_t *space,
+                         int (*visit)(const void *block, size_t size, int used, void *arg), void *arg);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* Spill: file-backed allocations                                                                               */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/// Allocates `size` bytes backed by a file in MEMSPACE_SPILL_DIR (disk space reserved now). NULL + ENOMEM when
+/// the disk cannot hold it; when no usable directory exists the block comes from RAM (reported once).
+MS_API void *ms_spill_alloc(size_t size);
+/// Frees a block from ms_spill_alloc (or any spilled block); releases its disk space at once.
+MS_API void ms_spill_free(void *ptr);
+/// 1 when `ptr` is inside a spilled block. O(1), lock-free.
+MS_API int ms_spill_is(const void *ptr);
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* DMA buffers (CONTRACT.md §5)                                                                                */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+#define MS_DMA_CONTIGUOUS 0x1u   ///< one physical run or fail
+#define MS_DMA_NO_FALLBACK 0x2u  ///< fail instead of falling back to a smaller page size
+
+typedef struct ms_dma_buffer_s ms_dma_buffer_t;
+typedef struct ms_dma_segment_s { uint64_t phys; size_t length; } ms_dma_segment_t; /* one contiguous run */
+typedef struct ms_dma_config_s {
+  size_t page_size;      /* 0 = best available (1 GiB, then 2 MiB, then 4 KiB), or an exact size */
+  int numa_node;         /* -1 = no preference */
+  unsigned flags;        /* MS_DMA_CONTIGUOUS (one physical run or fail), MS_DMA_NO_FALLBACK */
+  uint64_t reserved[4];  /* must be zero */
+} ms_dma_config_t;
+
+/// Allocates a pinned buffer. NULL + errno on failure.
+MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config);
+/// Pins and describes memory the program already has. NULL + errno on failure.
+MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
+/// Frees, or unregisters registered memory. NULL is ignored.
+MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
+MS_API void *ms_dma_addr(const ms_dma_buffer_t *buffer);
+MS_API size_t ms_dma_size(const ms_dma_buffer_t *buffer);
+/// The page size actually obtained.
+MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
+/// Scatter/gather list in buffer order, coalesced; NULL + errno EPERM without CAP_SYS_ADMIN.
+MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
+/// Physical address of the byte at `offset`. Returns 0 or an errno value.
+MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
+/// Streaming (non-temporal) copy into the buffer.
+MS_API void ms_dma_write(ms_dma_buffer_t *buffer, size_t offset, const void *src, size_t length);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMSPACE_H */

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* lock.c: the slow paths of msi_lock (a three-state futex lock: 0 free, 1 held, 2 held with waiters). */
+#include "internal.h"
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static void futex(_Atomic int *addr, int op, int val) { syscall(SYS_futex, (int *)addr, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0); }
+
+void msi_lock_slow(msi_lock_t *l) {
+  for (int spin = 0; spin < 100; spin++) {
+    int expected = 0;
+    if (atomic_load_explicit(&l->state, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_weak_explicit(&l->state, &expected, 1, memory_order_acquire, memory_order_relaxed))
+      return;
+    msi_cpu_relax();
+  }
+  while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0) futex(&l->state, FUTEX_WAIT, 2);
+}
+
+void msi_unlock_slow(msi_lock_t *l) { futex(&l->state, FUTEX_WAKE, 1); }
+
+uint64_t msi_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* maint.c: one maintenance thread shared by every part (heap purge, spill write-back, frame idle).
+   It starts lazily: only when a part says there is work (msi_maint_kick) and the program already runs a second
+   thread (msi_maint_note_thread), so a single-threaded program never gets an extra thread (an extra thread
+   makes unshare(CLONE_NEWUSER) fail). MEMSPACE_PURGE_DELAY=-1 switches it off. After fork the child has no
+   thread; it is started again lazily there. Never call msi_maint_kick while holding an allocator lock:
+   pthread_create allocates. */
+#include "internal.h"
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#define MAX_TASKS 8
+static const msi_maint_task_t *tasks[MAX_TASKS];
+static _Atomic int task_count;
+static msi_lock_t task_lock = MSI_LOCK_INIT;
+static _Atomic int multi_threaded;
+static _Atomic int state; /* 0 none, 1 starting, 2 running */
+static _Atomic int atfork_done;
+
+void msi_maint_register(const msi_maint_task_t *task) {
+  msi_lock(&task_lock);
+  int n = atomic_load(&task_count);
+  bool present = false;
+  for (int i = 0; i < n; i++) present |= tasks[i] == task;
+  if (!present && n < MAX_TASKS) {
+    tasks[n] = task;
+    atomic_store(&task_count, n + 1);
+  }
+  msi_unlock(&task_lock);
+}
+
+static unsigned min_period(void) {
+  unsigned p = 1000;
+  int n = atomic_load(&task_count);
+  for (int i = 0; i < n; i++)
+    if (tasks[i]->period_ms && tasks[i]->period_ms < p) p = tasks[i]->period_ms;
+  return p < 10 ? 10 : p;
+}
+
+static void *maint_main(void *arg) {
+  (void)arg;
+  uint64_t last[MAX_TASKS] = {0};
+  for (;;) {
+    unsigned period = min_period();
+    struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
+    uint64_t now = msi_now_ns();
+    int n = atomic_load(&task_count);
+    for (int i = 0; i < n; i++) {
+      if (now - last[i] < (uint64_t)tasks[i]->period_ms * 1000000ull) continue;
+      last[i] = now;
+      tasks[i]->run(now);
+    }
+  }
+  return NULL;
+}
+
+static void child_after_fork(void) {
+  atomic_store(&state, 0);
+  atomic_store(&multi_threaded, 0);
+  msi_lock_reset(&task_lock);
+}
+
+void msi_maint_note_thread(void) {
+  if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) atomic_store(&multi_threaded, 1);
+}
+
+bool msi_maint_running(void) { return atomic_load(&state) == 2; }
+
+void msi_maint_kick(void) {
+  if (MSI_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != 0)) return;
+  if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return;
+  if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) return;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
+  if (!atomic_exchange(&atfork_done, 1)) pthread_atfork(NULL, NULL, child_after_fork);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits a mask that blocks every signal */
+  pthread_t t;
+  int r = pthread_create(&t, &attr, maint_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (r == 0) {
+#ifdef __GLIBC__
+    pthread_setname_np(t, "memspace-maint");
+#endif
+    atomic_store(&state, 2);
+    msi_verbose("maintenance thread started");
+  } else {
+    msi_verbose("maintenance thread not started (error %d); memory is returned on the next allocation", r);
+    atomic_store(&state, 3); /* do not retry on every call */
+  }
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* msg.c: messages without malloc. A tiny printf (the subset listed in internal.h) into a stack buffer,
+   written to stderr with write(2). */
+#include "internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct { char *buf; size_t cap, len; } out_t;
+
+static void put(out_t *o, char c) {
+  if (o->len + 1 < o->cap) o->buf[o->len] = c;
+  o->len++;
+}
+
+static void put_num(out_t *o, unsigned long long v, unsigned base, bool neg, int width, char pad, bool left) {
+  char tmp[24];
+  int n = 0;
+  do { tmp[n++] = "0123456789abcdef"[v % base]; v /= base; } while (v);
+  if (neg) tmp[n++] = '-';
+  int fill = width > n ? width - n : 0;
+  if (!left) while (fill-- > 0) put(o, pad);
+  while (n) put(o, tmp[--n]);
+  if (left) while (fill-- > 0) put(o, ' ');
+}
+
+size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) {
+  out_t o = {buf, cap, 0};
+  for (const char *f = fmt; *f; f++) {
+    if (*f != '%') { put(&o, *f); continue; }
+    f++;
+    bool left = false;
+    char pad = ' ';
+    int width = 0;
+    if (*f == '-') { left = true; f++; }
+    if (*f == '0') { pad = '0'; f++; }
+    while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
+    int lng = 0; /* 1 long, 2 long long, 3 size_t */
+    if (*f == 'z') { lng = 3; f++; }
+    while (*f == 'l') { lng++; f++; }
+    switch (*f) {
+    case 's': {
+      const char *s = va_arg(ap, const char *);
+      if (!s) s = "(null)";
+      int n = (int)strlen(s), fill = width > n ? width - n : 0;
+      if (!left) while (fill-- > 0) put(&o, ' ');
+      while (*s) put(&o, *s++);
+      if (left) while (fill-- > 0) put(&o, ' ');
+      break;
+    }
+    case 'c': put(&o, (char)va_arg(ap, int)); break;
+    case 'd': case 'i': {
+      long long v = lng == 0 ? va_arg(ap, int) : lng == 1 ? va_arg(ap, long) : lng == 3 ? (long long)va_arg(ap, ptrdiff_t) : va_arg(ap, long long);
+      put_num(&o, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, 10, v < 0, width, pad, left);
+      break;
+    }
+    case 'u': case 'x': {
+      unsigned long long v = lng == 0 ? va_arg(ap, unsigned) : lng == 1 ? va_arg(ap, unsigned long) : lng == 3 ? va_arg(ap, size_t) : va_arg(ap, unsigned long long);
+      put_num(&o, v, *f == 'x' ? 16 : 10, false, width, pad, left);
+      break;
+    }
+    case 'p': put(&o, '0'); put(&o, 'x'); put_num(&o, (uintptr_t)va_arg(ap, void *), 16, false, 0, ' ', false); break;
+    case '%': put(&o, '%'); break;
+    case 0: f--; break;
+    default: put(&o, '%'); put(&o, *f); break;
+    }
+  }
+  if (cap) buf[o.len < cap ? o.len : cap - 1] = 0;
+  return o.len;
+}
+
+size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t n = msi_vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
+void msi_write_fd(int fd, const char *text, size_t len) {
+  int saved = errno;
+  while (len) {
+    ssize_t w = write(fd, text, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    text += w;
+    len -= (size_t)w;
+  }
+  errno = saved;
+}
+
+static void emit(const char *prefix, const char *fmt, va_list ap) {
+  char buf[1024];
+  size_t n = msi_snprintf(buf, sizeof buf, "memspace: %s", prefix);
+  if (n >= sizeof buf) n = sizeof buf - 1;
+  size_t m = msi_vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+  n += m < sizeof buf - n - 1 ? m : sizeof buf - n - 2;
+  buf[n++] = '\n';
+  msi_write_fd(2, buf, n);
+}
+
+void msi_verbose(const char *fmt, ...) {
+  if (!msi_opt(MS_OPTION_VERBOSE)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  emit("", fmt, ap);
+  va_end(ap);
+}
+
+void msi_warning(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit("warning: ", fmt, ap);
+  va_end(ap);
+}
+
+void msi_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit("error: ", fmt, ap);
+  va_end(ap);
+}
+
+void msi_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit("fatal: ", fmt, ap);
+  va_end(ap);
+  abort();
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* options.c: the option table (options.def) mapped to MEMSPACE_* environment variables, read from environ
+   without allocating. An invalid value is reported once, naming the variable, and the default is kept. */
+#include "internal.h"
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+extern char **environ;
+
+typedef enum { KIND_BOOL, KIND_INT, KIND_SIZE, KIND_ENUM, KIND_STR } opt_kind_t;
+typedef struct {
+  const char *env;
+  opt_kind_t kind;
+  long long def, min, max;
+  const char *doc;
+} opt_desc_t;
+
+static const opt_desc_t opt_table[MS_OPTION_COUNT] = {
+#define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = {"MEMSPACE_" env, KIND_##kind, def, min, max, doc},
+#include "options.def"
+#undef X
+};
+
+_Atomic long long msi_option_values[MS_OPTION_COUNT] = {
+#define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = def,
+#include "options.def"
+#undef X
+};
+static const char *opt_strings[MS_OPTION_COUNT];
+static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
+
+const char *msi_getenv(const char *name) {
+  if (!environ || !name) return NULL;
+  size_t n = strlen(name);
+  for (char **e = environ; *e; e++)
+    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  return NULL;
+}
+
+void msi_unsetenv(const char *name) {
+  if (!environ || !name) return;
+  size_t n = strlen(name);
+  char **w = environ;
+  for (char **e = environ; *e; e++)
+    if (!(strncmp(*e, name, n) == 0 && (*e)[n] == '=')) *w++ = *e;
+  *w = NULL;
+}
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+int ms_parse_size(const char *s, size_t *value) {
+  if (!s || !value) return EINVAL;
+  while (*s == ' ') s++;
+  if (*s < '0' || *s > '9') return EINVAL;
+  unsigned long long v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    unsigned d = (unsigned)(*s - '0');
+    if (v > (ULLONG_MAX - d) / 10) return ERANGE;
+    v = v * 10 + d;
+  }
+  unsigned shift = 0;
+  switch (lower(*s)) {
+  case 'k': shift = 10; s++; break;
+  case 'm': shift = 20; s++; break;
+  case 'g': shift = 30; s++; break;
+  case 't': shift = 40; s++; break;
+  default: break;
+  }
+  if (shift && lower(*s) == 'i') { s++; if (lower(*s) != 'b') return EINVAL; }
+  if (lower(*s) == 'b') s++;
+  while (*s == ' ') s++;
+  if (*s) return EINVAL;
+  if (shift && v > (SIZE_MAX >> shift)) return ERANGE;
+  if (v > SIZE_MAX) return ERANGE;
+  *value = (size_t)(v << shift);
+  return 0;
+}
+
+static int parse_int(const char *s, long long *out) {
+  int neg = 0;
+  if (*s == '-') { neg = 1; s++; }
+  if (*s < '0' || *s > '9') return EINVAL;
+  long long v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    if (v > (LLONG_MAX - 9) / 10) return ERANGE;
+    v = v * 10 + (*s - '0');
+  }
+  if (*s) return EINVAL;
+  *out = neg ? -v : v;
+  return 0;
+}
+
+static bool word_eq(const char *a, const char *b, size_t blen) {
+  size_t i = 0;
+  for (; i < blen && a[i]; i++)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return i == blen && a[i] == 0;
+}
+
+/* enum names follow the ':' in doc, comma separated; a number is accepted too */
+static int parse_enum(const opt_desc_t *d, const char *s, long long *out) {
+  const char *p = strchr(d->doc, ':');
+  long long idx = 0;
+  while (p && *p) {
+    p++;
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (word_eq(s, p, len)) { *out = idx; return 0; }
+    idx++;
+    p = end;
+  }
+  if (parse_int(s, out) == 0 && *out >= d->min && *out <= d->max) return 0;
+  return EINVAL;
+}
+
+static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
+  switch (d->kind) {
+  case KIND_BOOL:
+    if (word_eq(s, "1", 1) || word_eq(s, "true", 4) || word_eq(s, "yes", 3) || word_eq(s, "on", 2)) { *out = 1; return 0; }
+    if (word_eq(s, "0", 1) || word_eq(s, "false", 5) || word_eq(s, "no", 2) || word_eq(s, "off", 3)) { *out = 0; return 0; }
+    return EINVAL;
+  case KIND_INT: {
+    int r = parse_int(s, out);
+    if (r == 0 && (*out < d->min || *out > d->max)) r = ERANGE;
+    return r;
+  }
+  case KIND_SIZE: {
+    size_t v;
+    int r = ms_parse_size(s, &v);
+    if (r == 0 && v > (size_t)LLONG_MAX) r = ERANGE;
+    if (r == 0) *out = (long long)v;
+    return r;
+  }
+  case KIND_ENUM: return parse_enum(d, s, out);
+  case KIND_STR: return 0;
+  }
+  return EINVAL;
+}
+
+void msi_options_init(void) {
+  int expected = 0;
+  if (atomic_load_explicit(&opt_state, memory_order_acquire) == 2) return;
+  if (!atomic_compare_exchange_strong(&opt_state, &expected, 1)) {
+    while (atomic_load_explicit(&opt_state, memory_order_acquire) != 2) { /* another thread is reading */ }
+    return;
+  }
+  for (int i = 0; i < MS_OPTION_COUNT; i++) {
+    const opt_desc_t *d = &opt_table[i];
+    const char *s = msi_getenv(d->env);
+    if (!s) continue;
+    if (d->kind == KIND_STR) { opt_strings[i] = *s ? s : NULL; continue; }
+    long long v;
+    if (*s == 0 || parse_value(d, s, &v) != 0) {
+      msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);
+      continue;
+    }
+    atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);
+  }
+  atomic_store_explicit(&opt_state, 2, memory_order_release);
+}
+
+long long ms_option_get(ms_option_t o) {
+  if ((unsigned)o >= MS_OPTION_COUNT) { errno = EINVAL; return 0; }
+  msi_options_init();
+  return msi_opt(o);
+}
+
+const char *ms_option_get_string(ms_option_t o) {
+  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind != KIND_STR) { errno = EINVAL; return NULL; }
+  msi_options_init();
+  return opt_strings[o];
+}
+
+int ms_option_set(ms_option_t o, long long value) {
+  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR) return EINVAL;
+  const opt_desc_t *d = &opt_table[o];
+  if (value < d->min || (d->max >= 0 && value > d->max)) return EINVAL;
+  msi_options_init();
+  atomic_store_explicit(&msi_option_values[o], value, memory_order_relaxed);
+  return 0;
+}
+
+const char *ms_option_name(ms_option_t o) {
+  return (unsigned)o < MS_OPTION_COUNT ? opt_table[o].env : NULL;
+}
+
+/* for `memspace info` and docs: the option's one-line description */
+const char *msi_option_doc(ms_option_t o) { return (unsigned)o < MS_OPTION_COUNT ? opt_table[o].doc : NULL; }

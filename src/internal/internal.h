@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h: what every memspace source file shares. Never installed.
+   Internal non-static names use the prefix msi_; public ones ms_ (exported with MS_API). */
+#ifndef MSI_INTERNAL_H
+#define MSI_INTERNAL_H
+
+#include "memspace.h"
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MSI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MSI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MSI_NOINLINE __attribute__((noinline))
+#define MSI_COLD __attribute__((cold))
+#define MSI_UNUSED __attribute__((unused))
+#define MSI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define MSI_CACHE_LINE 64
+#define MSI_KiB ((size_t)1024)
+#define MSI_MiB (MSI_KiB * 1024)
+#define MSI_GiB (MSI_MiB * 1024)
+
+static inline bool msi_is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+static inline uintptr_t msi_align_up(uintptr_t x, size_t a) { return (x + (a - 1)) & ~(uintptr_t)(a - 1); }
+static inline uintptr_t msi_align_down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }
+/* size rounded up to a multiple of a (power of two); 0 on overflow */
+static inline size_t msi_round_up(size_t x, size_t a) { return x > SIZE_MAX - (a - 1) ? 0 : (x + a - 1) & ~(a - 1); }
+
+/* ---- options (src/core/options.c): the table in options.def ---- */
+void msi_options_init(void);                   /* reads the environment once; idempotent, allocation-free */
+extern _Atomic long long msi_option_values[MS_OPTION_COUNT];
+static inline long long msi_opt(ms_option_t o) {
+  return atomic_load_explicit(&msi_option_values[o], memory_order_relaxed);
+}
+/* value of environment variable `name` straight from environ (no allocation), NULL when unset */
+const char *msi_getenv(const char *name);
+/* removes variables from environ in place (no allocation): used to stop children inheriting settings */
+void msi_unsetenv(const char *name);
+
+/* ---- messages (src/core/msg.c): formatted with a tiny allocation-free printf, written with write(2) ----
+   Supported: %s %c %d %i %u %x %p %zu %zd %zx %ld %lu %lx %lld %llu %llx %% with optional width/'-'/'0'. */
+size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
+size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void msi_write_fd(int fd, const char *text, size_t len);
+void msi_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with MEMSPACE_VERBOSE=1 */
+void msi_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void msi_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* prints once per call site: pass a static flag */
+#define MSI_WARN_ONCE(...) do { static atomic_flag once_ = ATOMIC_FLAG_INIT; \
+    if (!atomic_flag_test_and_set(&once_)) msi_warning(__VA_ARGS__); } while (0)
+_Noreturn void msi_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- statistics registry (src/core/stats.c): each part registers a source once ---- */
+typedef struct msi_stats_writer_s msi_stats_writer_t;  /* text/JSON sink used by print callbacks */
+typedef struct msi_stats_source_s {
+  const char *name;                                    /* section: "pages", "heap", "spaces", ... */
+  void (*get)(ms_stats_t *stats);                      /* adds its counters */
+  void (*print)(msi_stats_writer_t *w);                /* optional: extra lines beyond ms_stats_t */
+} msi_stats_source_t;
+void msi_stats_register(const msi_stats_source_t *source); /* idempotent; at most 16 sources */
+/* print helpers usable from a source's print callback: a named integer field */
+void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long value, const char *unit);
+void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value);
+
+/* ---- maintenance thread (src/core/maint.c): one thread shared by every part ----
+   A task runs every period_ms while registered. The thread starts lazily, only once msi_maint_kick() is
+   called from a process that runs a second thread, never when MEMSPACE_PURGE_DELAY is -1; it is re-created
+   lazily in a forked child. Tasks must not allocate through malloc. */
+typedef struct msi_maint_task_s {
+  const char *name;
+  unsigned period_ms;
+  void (*run)(uint64_t now_ns);
+} msi_maint_task_t;
+void msi_maint_register(const msi_maint_task_t *task);   /* idempotent; at most 8 tasks */
+void msi_maint_kick(void);                               /* "there is work": starts the thread if allowed */
+bool msi_maint_running(void);
+void msi_maint_note_thread(void);                        /* call when a second thread is seen allocating */
+
+/* ---- time ---- */
+uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */
+
+static inline void msi_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- a small lock (futex-based, no allocation, fork-reset by owner code) ---- */
+typedef struct { _Atomic int state; } msi_lock_t;
+#define MSI_LOCK_INIT { 0 }
+void msi_lock_slow(msi_lock_t *l);
+void msi_unlock_slow(msi_lock_t *l);
+static inline void msi_lock(msi_lock_t *l) {
+  int expected = 0;
+  if (MSI_UNLIKELY(!atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire,
+                                                            memory_order_relaxed)))
+    msi_lock_slow(l);
+}
+static inline bool msi_trylock(msi_lock_t *l) {
+  int expected = 0;
+  return atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire, memory_order_relaxed);
+}
+static inline void msi_unlock(msi_lock_t *l) {
+  if (MSI_UNLIKELY(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)) msi_unlock_slow(l);
+}
+static inline void msi_lock_reset(msi_lock_t *l) { atomic_store_explicit(&l->state, 0, memory_order_relaxed); }
+
+/* ---- library start-up (src/core/init.c) ---- */
+void msi_init(void);          /* idempotent; safe before libc is fully up */
+extern _Atomic int msi_initialized;
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* os.h: the whole platform contract. Every system call memspace makes goes through these wrappers (one file
+   per OS implements them: src/os/linux.c). Each wrapper retries on EINTR, counts itself in the page-layer
+   stats, honours fault injection (ms_fault_inject) and returns like the system call (-1/MAP_FAILED + errno). */
+#ifndef MSI_OS_H
+#define MSI_OS_H
+#include "internal.h"
+#include <sys/types.h>
+
+void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset);
+int msi_os_munmap(void *addr, size_t size);
+void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr);
+int msi_os_mprotect(void *addr, size_t size, int prot);
+int msi_os_madvise(void *addr, size_t size, int advice);
+int msi_os_mlock(const void *addr, size_t size);
+int msi_os_munlock(const void *addr, size_t size);
+int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
+long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
+
+/* facts read at run time, cached */
+size_t msi_os_page_size(void);
+size_t msi_os_huge_size(ms_page_kind_t kind);   /* 0 when the kernel has no such page */
+int msi_os_numa_nodes(void);                    /* >= 1 */
+bool msi_os_has_madv_free(void);
+
+/* page-layer counters (atomics, read by stats) */
+typedef struct msi_os_counters_s {
+  _Atomic uint64_t reserved, committed, reset, locked, hugetlb, thp, huge_fallbacks, calls, failures;
+} msi_os_counters_t;
+extern msi_os_counters_t msi_os_counters;
+
+/* fault injection: true when this call of `op` must fail; *err receives the errno to return */
+bool msi_fault_hit(ms_fault_op_t op, int *err);
+#endif

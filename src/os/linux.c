@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* linux.c: the platform contract of os.h for Linux. Every wrapper retries on EINTR, counts the call and
+   honours fault injection. Facts about the machine are read once from /proc and /sys without stdio. */
+#include "os.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+msi_os_counters_t msi_os_counters;
+
+/* ---- fault injection ---- */
+static _Atomic unsigned long fault_nth[MS_FAULT_OP_COUNT];
+static _Atomic int fault_err[MS_FAULT_OP_COUNT];
+static _Atomic int fault_armed;
+
+void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err) {
+  if ((unsigned)op >= MS_FAULT_OP_COUNT) return;
+  atomic_store(&fault_err[op], err ? err : ENOMEM);
+  atomic_store(&fault_nth[op], nth);
+  int any = 0;
+  for (int i = 0; i < MS_FAULT_OP_COUNT; i++) any |= atomic_load(&fault_nth[i]) != 0;
+  atomic_store(&fault_armed, any);
+}
+
+bool msi_fault_hit(ms_fault_op_t op, int *err) {
+  if (MSI_LIKELY(!atomic_load_explicit(&fault_armed, memory_order_relaxed))) return false;
+  unsigned long n = atomic_load(&fault_nth[op]);
+  while (n != 0) {
+    if (atomic_compare_exchange_weak(&fault_nth[op], &n, n - 1)) {
+      if (n == 1) { *err = atomic_load(&fault_err[op]); return true; }
+      return false;
+    }
+  }
+  return false;
+}
+
+#define COUNT_CALL() atomic_fetch_add_explicit(&msi_os_counters.calls, 1, memory_order_relaxed)
+#define COUNT_FAIL() atomic_fetch_add_explicit(&msi_os_counters.failures, 1, memory_order_relaxed)
+#define INJECT(op, failval)                                                                                     \
+  do {                                                                                                         \
+    int err_;                                                                                                  \
+    if (MSI_UNLIKELY(msi_fault_hit(op, &err_))) { COUNT_FAIL(); errno = err_; return failval; }                \
+  } while (0)
+
+void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
+  INJECT(MS_FAULT_MMAP, MAP_FAILED);
+  COUNT_CALL();
+  void *p;
+  do p = mmap(addr, size, prot, flags, fd, offset); while (p == MAP_FAILED && errno == EINTR);
+  if (p == MAP_FAILED) COUNT_FAIL();
+  return p;
+}
+
+void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr) {
+  INJECT(MS_FAULT_MMAP, MAP_FAILED);
+  COUNT_CALL();
+  void *p;
+  do p = mremap(old, old_size, new_size, flags, new_addr); while (p == MAP_FAILED && errno == EINTR);
+  if (p == MAP_FAILED) COUNT_FAIL();
+  return p;
+}
+
+#define RETRY_INT(op, expr)                                                                                     \
+  do {                                                                                                         \
+    INJECT(op, -1);                                                                                            \
+    COUNT_CALL();                                                                                              \
+    int r_;                                                                                                    \
+    do r_ = (expr); while (r_ == -1 && errno == EINTR);                                                        \
+    if (r_ == -1) COUNT_FAIL();                                                                                \
+    return r_;                                                                                                 \
+  } while (0)
+
+int msi_os_munmap(void *addr, size_t size) {
+  COUNT_CALL();
+  int r = munmap(addr, size);
+  if (r) COUNT_FAIL();
+  return r;
+}
+int msi_os_mprotect(void *addr, size_t size, int prot) { RETRY_INT(MS_FAULT_MPROTECT, mprotect(addr, size, prot)); }
+int msi_os_madvise(void *addr, size_t size, int advice) { RETRY_INT(MS_FAULT_MADVISE, madvise(addr, size, advice)); }
+int msi_os_mlock(const void *addr, size_t size) { RETRY_INT(MS_FAULT_MLOCK, mlock(addr, size)); }
+int msi_os_munlock(const void *addr, size_t size) {
+  COUNT_CALL();
+  return munlock(addr, size);
+}
+int msi_os_fallocate(int fd, int mode, off_t offset, off_t len) {
+  RETRY_INT(MS_FAULT_FALLOCATE, fallocate(fd, mode, offset, len));
+}
+
+long msi_os_mbind(void *addr, size_t size, int node) {
+  if (node < 0 || node >= 1024) { errno = EINVAL; return -1; }
+  unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+  memset(mask, 0, sizeof mask);
+  mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+  COUNT_CALL();
+  long r = syscall(SYS_mbind, addr, size, 2 /* MPOL_BIND */, mask, (unsigned long)node + 2, 0u);
+  if (r) COUNT_FAIL();
+  return r;
+}
+
+/* ---- facts read once ---- */
+static size_t read_file_ull(const char *path, unsigned long long *value) {
+  int fd;
+  do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+  if (fd < 0) return 0;
+  char buf[64];
+  ssize_t n;
+  do n = read(fd, buf, sizeof buf - 1); while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  unsigned long long v = 0;
+  const char *s = buf;
+  if (*s < '0' || *s > '9') return 0;
+  for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (unsigned)(*s - '0');
+  *value = v;
+  return 1;
+}
+
+size_t msi_os_page_size(void) {
+  static _Atomic size_t cached;
+  size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (MSI_UNLIKELY(p == 0)) {
+    long v = sysconf(_SC_PAGESIZE);
+    p = v > 0 ? (size_t)v : 4096;
+    atomic_store_explicit(&cached, p, memory_order_relaxed);
+  }
+  return p;
+}
+
+size_t msi_os_huge_size(ms_page_kind_t kind) {
+  static _Atomic size_t cached[4] = {0, 0, 0, 0};
+  static _Atomic int done[4];
+  if ((unsigned)kind > MS_PAGE_HUGE_1G) return 0;
+  if (kind == MS_PAGE_BASE) return msi_os_page_size();
+  if (atomic_load(&done[kind])) return atomic_load(&cached[kind]);
+  size_t size = 0;
+  unsigned long long v;
+  if (kind == MS_PAGE_THP) {
+    if (read_file_ull("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", &v)) size = (size_t)v;
+  } else {
+    const char *dir = kind == MS_PAGE_HUGE_2M ? "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+                                              : "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
+    if (access(dir, F_OK) == 0) size = kind == MS_PAGE_HUGE_2M ? 2 * MSI_MiB : MSI_GiB;
+  }
+  atomic_store(&cached[kind], size);
+  atomic_store(&done[kind], 1);
+  return size;
+}
+
+int msi_os_numa_nodes(void) {
+  static _Atomic int cached;
+  int n = atomic_load(&cached);
+  if (n) return n;
+  char path[64];
+  for (n = 0; n < 1024; n++) {
+    msi_snprintf(path, sizeof path, "/sys/devices/system/node/node%d", n);
+    if (access(path, F_OK) != 0) break;
+  }
+  if (n == 0) n = 1;
+  atomic_store(&cached, n);
+  return n;
+}
+
+bool msi_os_has_madv_free(void) {
+  static _Atomic int state; /* 0 unknown, 1 yes, 2 no */
+  int s = atomic_load(&state);
+  if (s) return s == 1;
+  size_t ps = msi_os_page_size();
+  void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_FREE) == 0;
+  if (p != MAP_FAILED) munmap(p, ps);
+  atomic_store(&state, ok ? 1 : 2);
+  return ok;
+}

@@ -1,0 +1,46 @@
+/* Option table and size parsing: suffixes, invalid values, defaults. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdlib.h>
+#include "internal.h"
+
+static void parse_sizes(void **state) {
+  (void)state;
+  size_t v;
+  assert_int_equal(ms_parse_size("0", &v), 0); assert_int_equal(v, 0);
+  assert_int_equal(ms_parse_size("4096", &v), 0); assert_int_equal(v, 4096);
+  assert_int_equal(ms_parse_size("4K", &v), 0); assert_int_equal(v, 4096);
+  assert_int_equal(ms_parse_size("2m", &v), 0); assert_int_equal(v, 2u << 20);
+  assert_int_equal(ms_parse_size("1G", &v), 0); assert_int_equal(v, 1u << 30);
+  assert_int_equal(ms_parse_size("3GiB", &v), 0); assert_int_equal(v, 3ull << 30);
+  assert_int_equal(ms_parse_size("5MB", &v), 0); assert_int_equal(v, 5u << 20);
+  assert_int_equal(ms_parse_size("12B", &v), 0); assert_int_equal(v, 12);
+  assert_int_equal(ms_parse_size("", &v), EINVAL);
+  assert_int_equal(ms_parse_size("K", &v), EINVAL);
+  assert_int_equal(ms_parse_size("-1", &v), EINVAL);
+  assert_int_equal(ms_parse_size("1X", &v), EINVAL);
+  assert_int_equal(ms_parse_size("1Gi", &v), EINVAL);
+  assert_int_equal(ms_parse_size("99999999999999999999", &v), ERANGE);
+  assert_int_equal(ms_parse_size("99999999999999G", &v), ERANGE);
+  assert_int_equal(ms_parse_size(NULL, &v), EINVAL);
+}
+
+static void names_and_set(void **state) {
+  (void)state;
+  assert_string_equal(ms_option_name(MS_OPTION_CACHE), "MEMSPACE_CACHE");
+  assert_string_equal(ms_option_name(MS_OPTION_SPILL_DIR), "MEMSPACE_SPILL_DIR");
+  assert_null(ms_option_name(MS_OPTION_COUNT));
+  assert_int_equal(ms_option_set(MS_OPTION_CACHE, 3), 0);
+  assert_int_equal(ms_option_get(MS_OPTION_CACHE), 3);
+  assert_int_equal(ms_option_set(MS_OPTION_CACHE, 7), EINVAL);
+  assert_int_equal(ms_option_set(MS_OPTION_PURGE_DELAY, -1), 0);
+  assert_int_equal(ms_option_set(MS_OPTION_COUNT, 1), EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(parse_sizes), cmocka_unit_test(names_and_set)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

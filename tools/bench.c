@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* bench.c: `memspace bench PART [--out DIR] [--quick | --full]`. Opens PART.csv and PART.cmd, calls the
+   part's driver (msb_bench_PART, defined in bench/PART.c), then bench/plot.py for the plots. */
+#include "bench.h"
+#include "tool.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A part whose driver is not linked yet reports so instead of failing the build. */
+__attribute__((weak)) int msb_bench_pages(msb_ctx_t *ctx);
+__attribute__((weak)) int msb_bench_spaces(msb_ctx_t *ctx);
+__attribute__((weak)) int msb_bench_heap(msb_ctx_t *ctx);
+__attribute__((weak)) int msb_bench_spill(msb_ctx_t *ctx);
+__attribute__((weak)) int msb_bench_dma(msb_ctx_t *ctx);
+
+static const struct { const char *name; int (*fn)(msb_ctx_t *); } parts[] = {
+    {"pages", msb_bench_pages}, {"spaces", msb_bench_spaces}, {"heap", msb_bench_heap},
+    {"spill", msb_bench_spill}, {"dma", msb_bench_dma},
+};
+
+static void mkdirs(const char *path) {
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') { *p = 0; mkdir(tmp, 0755); *p = '/'; }
+  mkdir(tmp, 0755);
+}
+
+static void write_machine(FILE *f) {
+  struct utsname u;
+  uname(&u);
+  char model[256] = "unknown";
+  FILE *c = fopen("/proc/cpuinfo", "r");
+  if (c) {
+    char line[512];
+    while (fgets(line, sizeof line, c))
+      if (strncmp(line, "model name", 10) == 0) {
+        char *v = strchr(line, ':');
+        if (v) { snprintf(model, sizeof model, "%s", v + 2); model[strcspn(model, "\n")] = 0; }
+        break;
+      }
+    fclose(c);
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  fprintf(f, "machine: cpu=\"%s\" cores=%ld memory_bytes=%lld kernel=\"%s %s\" arch=%s\n", model,
+          sysconf(_SC_NPROCESSORS_ONLN), (long long)pages * psize, u.sysname, u.release, u.machine);
+  size_t n;
+  const msb_alloc_t *a = msb_allocators(&n);
+  fprintf(f, "libraries:");
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, " %s=%s", a[i].impl, a[i].installed ? (a[i].version[0] ? a[i].version : "installed") : "not_installed");
+  fprintf(f, "\n");
+}
+
+static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, char **argv) {
+  msb_ctx_t ctx = {parts[idx].name, out_dir, mode, NULL, NULL};
+  if (!parts[idx].fn) {
+    msb_printf("== bench %s: not built yet in this version\n", ctx.part);
+    return 0;
+  }
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s.csv", out_dir, ctx.part);
+  ctx.csv = fopen(path, "w");
+  snprintf(path, sizeof path, "%s/%s.cmd", out_dir, ctx.part);
+  ctx.cmd = fopen(path, "w");
+  if (!ctx.csv || !ctx.cmd) {
+    fprintf(stderr, "memspace bench: cannot write to %s: %s\n", out_dir, strerror(errno));
+    return 1;
+  }
+  fprintf(ctx.csv, "part,case,impl,threads,size_bytes,metric,value\n");
+  time_t now = time(NULL);
+  char date[64];
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  fprintf(ctx.cmd, "command:");
+  for (int i = 0; i < argc; i++) fprintf(ctx.cmd, " %s", argv[i]);
+  fprintf(ctx.cmd, "\npart: %s\nmode: %s\ndate: %s\n", ctx.part,
+          mode == MSB_QUICK ? "quick" : mode == MSB_FULL ? "full" : "default", date);
+  write_machine(ctx.cmd);
+  fflush(ctx.cmd);
+  msb_printf("== bench %s (%s)\n", ctx.part, mode == MSB_QUICK ? "quick" : mode == MSB_FULL ? "full" : "default");
+  double t0 = msb_now();
+  int r = parts[idx].fn(&ctx);
+  fprintf(ctx.cmd, "seconds: %.1f\nexit: %d\n", msb_now() - t0, r);
+  fclose(ctx.csv);
+  fclose(ctx.cmd);
+  char plot[PATH_MAX * 2];
+  snprintf(plot, sizeof plot, "python3 '%s/bench/plot.py' '%s/%s.csv' '%s' >/dev/null 2>&1", msb_source_dir(),
+           out_dir, ctx.part, out_dir);
+  if (system(plot) != 0) msb_printf("(plots for %s not written: python3 with matplotlib is needed)\n", ctx.part);
+  return r;
+}
+
+int tool_bench(int argc, char **argv) {
+  const char *part = NULL, *out = NULL;
+  msb_mode_t mode = MSB_DEFAULT;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) mode = MSB_QUICK;
+    else if (strcmp(argv[i], "--full") == 0) mode = MSB_FULL;
+    else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+    else if (argv[i][0] != '-' && !part) part = argv[i];
+    else { fprintf(stderr, "memspace bench: unknown argument '%s'\n", argv[i]); return 2; }
+  }
+  if (!part) { fprintf(stderr, "usage: memspace bench PART [--out DIR] [--quick | --full]\n"); return 2; }
+  char def_out[PATH_MAX];
+  if (!out) {
+    snprintf(def_out, sizeof def_out, "%s/bench/results", msb_source_dir());
+    if (access(msb_source_dir(), W_OK) != 0) snprintf(def_out, sizeof def_out, "bench/results");
+    out = def_out;
+  }
+  mkdirs(out);
+  int status = 0, found = 0;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (strcmp(part, "all") == 0 || strcmp(part, parts[i].name) == 0) {
+      found = 1;
+      status |= run_part((int)i, out, mode, argc + 1, argv - 1);
+    }
+  if (!found) { fprintf(stderr, "memspace bench: unknown part '%s' (pages spaces heap spill dma all)\n", part); return 2; }
+  return status ? 1 : 0;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* main.c: `memspace info | run | bench | version`. */
+#include "tool.h"
+#include "memspace.h"
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: memspace info\n"
+          "       memspace run [--heap PRESET] [--space-initial SIZE --space-expand SIZE --space-at start|firstalloc]\n"
+          "                    [--spill-threshold SIZE] [--spill-dir DIR] [--inherit] [--stats] -- PROGRAM ARGS...\n"
+          "       memspace bench PART [--out DIR] [--quick | --full]   (PART: pages spaces heap spill dma all)\n"
+          "       memspace version\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return 2; }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "info") == 0) return tool_info(argc - 1, argv + 1);
+  if (strcmp(cmd, "run") == 0) return tool_run(argc - 1, argv + 1);
+  if (strcmp(cmd, "bench") == 0) return tool_bench(argc - 1, argv + 1);
+  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    int v = ms_version();
+    printf("memspace %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
+    return 0;
+  }
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) { usage(stdout); return 0; }
+  fprintf(stderr, "memspace: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* run.c: `memspace run [options] -- PROGRAM ARGS...`: exec the program with the library preloaded (absolute
+   path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's. */
+#include "bench.h"
+#include "memspace.h"
+#include "tool.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int need_size(const char *opt, const char *value) {
+  size_t v;
+  if (!value) { fprintf(stderr, "memspace run: %s needs a value\n", opt); return -1; }
+  if (ms_parse_size(value, &v) != 0) {
+    fprintf(stderr, "memspace run: %s: '%s' is not a size (bytes, or a number with K, M or G)\n", opt, value);
+    return -1;
+  }
+  return 0;
+}
+
+int tool_run(int argc, char **argv) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--") == 0) { i++; break; }
+    if (strcmp(a, "--heap") == 0) {
+      if (!v || (strcmp(v, "unlimited") && strcmp(v, "performance") && strcmp(v, "size") && strcmp(v, "none"))) {
+        fprintf(stderr, "memspace run: --heap takes unlimited, performance, size or none\n");
+        return 2;
+      }
+      setenv("MEMSPACE_CACHE", v, 1), i++;
+    } else if (strcmp(a, "--space-initial") == 0) {
+      if (need_size(a, v)) return 2;
+      setenv("MEMSPACE_SPACE_INITIAL", v, 1), i++;
+    } else if (strcmp(a, "--space-expand") == 0) {
+      if (need_size(a, v)) return 2;
+      setenv("MEMSPACE_SPACE_EXPAND", v, 1), i++;
+    } else if (strcmp(a, "--space-at") == 0) {
+      if (!v || (strcmp(v, "start") && strcmp(v, "firstalloc"))) {
+        fprintf(stderr, "memspace run: --space-at takes start or firstalloc\n");
+        return 2;
+      }
+      setenv("MEMSPACE_SPACE_AT", v, 1), i++;
+    } else if (strcmp(a, "--spill-threshold") == 0) {
+      if (need_size(a, v)) return 2;
+      setenv("MEMSPACE_SPILL_THRESHOLD", v, 1), i++;
+    } else if (strcmp(a, "--spill-dir") == 0) {
+      if (!v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return 2; }
+      char abs[PATH_MAX];
+      setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), i++;
+    } else if (strcmp(a, "--inherit") == 0) {
+      setenv("MEMSPACE_SPACE_INHERIT", "1", 1);
+    } else if (strcmp(a, "--stats") == 0) {
+      setenv("MEMSPACE_SHOW_STATS", "1", 1);
+    } else if (a[0] == '-') {
+      fprintf(stderr, "memspace run: unknown option '%s'\n", a);
+      return 2;
+    } else {
+      break; /* the program, without "--" */
+    }
+  }
+  if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return 2; }
+  const char *lib = msb_memspace_lib();
+  char abs[PATH_MAX];
+  if (!realpath(lib, abs)) {
+    fprintf(stderr, "memspace run: cannot find the library %s: %s (run make first)\n", lib, strerror(errno));
+    return 127;
+  }
+  const char *old = getenv("LD_PRELOAD");
+  if (old && *old && !strstr(old, abs)) {
+    size_t n = strlen(old) + strlen(abs) + 2;
+    char *joined = malloc(n);
+    if (!joined) return 127;
+    snprintf(joined, n, "%s:%s", old, abs);
+    setenv("LD_PRELOAD", joined, 1);
+  } else if (!old || !*old) {
+    setenv("LD_PRELOAD", abs, 1);
+  }
+  execvp(argv[i], argv + i);
+  fprintf(stderr, "memspace run: cannot run '%s': %s\n", argv[i], strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* tool.h: the memspace command-line tool's commands (CONTRACT §2). */
+#ifndef MS_TOOL_H
+#define MS_TOOL_H
+int tool_info(int argc, char **argv);
+int tool_run(int argc, char **argv);
+int tool_bench(int argc, char **argv);
+#endif
