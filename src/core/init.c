@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* init.c: library start-up and exit. Safe before libc is fully up: reads options from environ only. */
 #include "internal.h"
+#include "route.h"
 
 _Atomic int msi_initialized;
 
@@ -9,6 +10,7 @@ int ms_version(void) { return MEMSPACE_VERSION_MAJOR * 10000 + MEMSPACE_VERSION_
 void msi_init(void) {
   if (MSI_LIKELY(atomic_load_explicit(&msi_initialized, memory_order_acquire))) return;
   msi_options_init();
+  msi_route_init();
   atomic_store_explicit(&msi_initialized, 1, memory_order_release);
 }
 
