@@ -1,4 +1,62 @@
 #!/usr/bin/env python3
-"""Plots for `memspace bench`: reads PART.csv alone and writes PART*.png. Usage: plot.py PART.csv OUTDIR"""
+"""Plots for `memspace bench`, from the CSV alone: plot.py PART.csv OUTDIR -> OUTDIR/PART*.png
+
+Each part has a module bench/plots/PART.py with `plot(rows, outdir, part)`; rows are dicts with the CSV's
+columns (value kept as text: 'not_installed' rows are status rows). Helpers here are shared by all parts."""
+import csv
+import importlib.util
+import os
 import sys
-print("plot.py: placeholder", file=sys.stderr)
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def numeric(rows, **match):
+    """rows matching every column=value in match, with value converted to float (status rows dropped)."""
+    out = []
+    for r in rows:
+        if any(r.get(k) != str(v) for k, v in match.items()):
+            continue
+        try:
+            r = dict(r)
+            r["value"] = float(r["value"])
+        except ValueError:
+            continue
+        out.append(r)
+    return out
+
+
+def pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    csv_path, outdir = sys.argv[1], sys.argv[2]
+    rows = read_rows(csv_path)
+    if not rows:
+        return 0
+    part = rows[0]["part"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    module_path = os.path.join(here, "plots", part + ".py")
+    if not os.path.exists(module_path):
+        print(f"plot.py: no plot module for {part}", file=sys.stderr)
+        return 0
+    sys.path.insert(0, here)
+    spec = importlib.util.spec_from_file_location("plot_" + part, module_path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.plot(rows, outdir, part)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
