@@ -242,6 +242,10 @@ static MSI_NOINLINE void *new_slow(size_t size, size_t alignment, bool nothrow) 
   }
 }
 
+/* the throwing forms' slow path, also used by the nothrow forms (nothrow.cc) inside a catch clause */
+void *msi_new_throwing(size_t size, size_t alignment);
+void *msi_new_throwing(size_t size, size_t alignment) { return new_slow(size, alignment, false); }
+
 static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
   return MSI_LIKELY(p != NULL) ? p : new_slow(size, alignment, nothrow);
@@ -250,18 +254,9 @@ static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
 #define OP(name, sym) EXPORT name __asm__(sym); name
 OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0, false); }
 OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0, false); }
-OP(void *op_new_nt(size_t n, const void *nt), "_ZnwmRKSt9nothrow_t") { (void)nt; return new_impl(n, 0, true); }
-OP(void *op_new_arr_nt(size_t n, const void *nt), "_ZnamRKSt9nothrow_t") { (void)nt; return new_impl(n, 0, true); }
 OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_impl(n, al, false); }
 OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_impl(n, al, false); }
-OP(void *op_new_al_nt(size_t n, size_t al, const void *nt), "_ZnwmSt11align_val_tRKSt9nothrow_t") {
-  (void)nt;
-  return new_impl(n, al, true);
-}
-OP(void *op_new_arr_al_nt(size_t n, size_t al, const void *nt), "_ZnamSt11align_val_tRKSt9nothrow_t") {
-  (void)nt;
-  return new_impl(n, al, true);
-}
+/* the nothrow forms are in nothrow.cc: they need a catch clause */
 OP(void op_del(void *p), "_ZdlPv") { msi_free(p); }
 OP(void op_del_arr(void *p), "_ZdaPv") { msi_free(p); }
 OP(void op_del_sz(void *p, size_t n), "_ZdlPvm") { (void)n; msi_free(p); }
