@@ -33,14 +33,14 @@ typedef struct {
 } hb_params_t;
 
 static hb_params_t params_for(msb_mode_t mode) {
-  hb_params_t p = {.rounds = 3, .loops = 10, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
+  hb_params_t p = {.rounds = 3, .loops = 8, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
                    .gcc_funcs = 70, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 2, .realloc_runs = 3};
   if (mode == MSB_QUICK) {
-    p.rounds = 1; p.loops = 3; p.idle_ms = 50; p.blocks = 15000; p.ops = 7500; p.rptest_timeout_s = 30;
+    p.rounds = 1; p.loops = 3; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
     p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.prog_timeout_s = 30;
-    p.realloc_max = (size_t)128 << 20; p.realloc_limit_s = 1; p.realloc_runs = 1;
+    p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
     p.rounds = 1; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
