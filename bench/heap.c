@@ -21,7 +21,7 @@
 /* ---- parameters ------------------------------------------------------------------------------------ */
 
 typedef struct {
-  int rounds, loops, idle_ms;          /* rptest */
+  int rounds, warmup, loops, idle_ms;  /* rptest: untimed warm-up loops, measured loops */
   size_t blocks, ops;
   double rptest_timeout_s;
   int runs;                            /* real programs */
@@ -33,16 +33,16 @@ typedef struct {
 } hb_params_t;
 
 static hb_params_t params_for(msb_mode_t mode) {
-  hb_params_t p = {.rounds = 3, .loops = 5, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
+  hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 4, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
                    .gcc_funcs = 70, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3};
   if (mode == MSB_QUICK) {
-    p.rounds = 1; p.loops = 3; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
+    p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
     p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
-    p.rounds = 1; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100;
+    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
   }
   return p;
@@ -182,14 +182,15 @@ static bool case_has_threads(int c, int t) { return c == C_SCATTER || thread_cou
 static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, int t, int k) {
   const hb_impl_t *im = &synth[k];
   int threads = thread_counts[t];
-  char prog[PATH_MAX], a_thr[16], a_loops[16], a_blocks[32], a_ops[32], a_idle[16];
+  char prog[PATH_MAX], a_thr[16], a_warm[16], a_loops[16], a_blocks[32], a_ops[32], a_idle[16];
   snprintf(prog, sizeof prog, "%s/bench/heap_rptest", msb_binary_dir());
   snprintf(a_thr, sizeof a_thr, "%d", threads);
+  snprintf(a_warm, sizeof a_warm, "%d", p->warmup);
   snprintf(a_loops, sizeof a_loops, "%d", p->loops);
   snprintf(a_blocks, sizeof a_blocks, "%zu", p->blocks);
   snprintf(a_ops, sizeof a_ops, "%zu", p->ops);
   snprintf(a_idle, sizeof a_idle, "%d", (round == 0 && c == C_SCATTER) ? p->idle_ms : 0);
-  char *argv[] = {prog, "--threads", a_thr, "--loops", a_loops, "--blocks", a_blocks, "--ops", a_ops,
+  char *argv[] = {prog, "--threads", a_thr, "--warmup", a_warm, "--loops", a_loops, "--blocks", a_blocks, "--ops", a_ops,
                   "--min", "16", "--max", "16000", "--idle-ms", a_idle, c == C_CROSS ? "--cross" : NULL, NULL};
   if (round == 0) note_cmd(ctx, case_names[c], argv, im);
   char out[4096];
@@ -229,9 +230,9 @@ static double overhead_pct(int c, int t, int k) {
 }
 
 static void print_rptest(const hb_params_t *p, int c) {
-  msb_printf("\n-- %s: per thread %zu blocks of 16..16000 B (linear falloff), %d loops, each freeing and "
-             "allocating %zu blocks in scattered order%s; median of %d round%s\n",
-             case_names[c], p->blocks, p->loops, p->ops,
+  msb_printf("\n-- %s: per thread %zu blocks of 16..16000 B (linear falloff), %d untimed + %d measured loops, "
+             "each freeing and allocating %zu blocks in scattered order%s; median of %d round%s\n",
+             case_names[c], p->blocks, p->warmup, p->loops, p->ops,
              c == C_CROSS ? ", plus ops/4 blocks a loop handed to the next thread to free" : ", no cross-thread frees",
              p->rounds, p->rounds > 1 ? "s" : "");
   msb_printf("%-22s %3s %11s %8s %12s %9s %9s %9s %9s\n", "impl", "thr", "Mops/CPU-s", "x glibc", "x best-peer",
@@ -589,9 +590,9 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     return 1;
   }
   if (ctx->cmd)
-    fprintf(ctx->cmd, "heap parameters: rounds=%d loops=%d blocks=%zu ops=%zu sizes=16..16000(linear falloff) "
+    fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d blocks=%zu ops=%zu sizes=16..16000(linear falloff) "
             "idle_ms=%d runs=%d py_waves=%d py_n=%d sql_rows=%d gcc_funcs=%d realloc_max=%zu realloc_limit_s=%g\n",
-            p.rounds, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.sql_rows, p.gcc_funcs,
+            p.rounds, p.warmup, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.sql_rows, p.gcc_funcs,
             p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
 
