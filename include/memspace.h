@@ -213,32 +213,50 @@ MS_API void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err);
 /* Double-buffered frame allocator                                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/// A double-buffered frame allocator: two virtual ranges used alternately. Objects allocated in frame k stay
+/// valid during frame k+1 and die at the end of it (the flip that starts frame k+2 reuses their range).
+/// Idleness (no flip and no alloc for idle_ms, or ms_frame_idle) gives both ranges' pages back and DISCARDS
+/// the contents of both frames: after it, memory from earlier allocations reads as zero (it stays mapped).
+/// One thread owns a frame allocator (alloc/flip/idle are not thread-safe); the shared maintenance thread may
+/// reclaim an idle one concurrently, which the owner's next call notices. docs/pages.md has the measurements.
 typedef struct ms_frame_s ms_frame_t;
-/// What a flip does to the range that was used one frame earlier.
+/// What a flip does to the range that was used one frame earlier (the range the next frame reuses).
 typedef enum ms_frame_policy_e {
-  MS_FRAME_KEEP_IDLE = 0, ///< default: keep pages while frames run; decommit both ranges when idle
-  MS_FRAME_KEEP,          ///< keep pages forever (fastest, holds 2 ranges)
-  MS_FRAME_RESET,         ///< lazy reset (MADV_FREE) every flip
-  MS_FRAME_DECOMMIT,      ///< decommit (MADV_DONTNEED) every flip
-  MS_FRAME_RELEASE,       ///< unmap and map again every flip
-  MS_FRAME_HUGE           ///< THP-backed ranges, MADV_DONTNEED every flip (hugetlb with MEMSPACE_HUGE_PAGES)
+  MS_FRAME_KEEP_IDLE = 0, ///< default: keep pages while frames run; MADV_DONTNEED both ranges after idle_ms
+  MS_FRAME_KEEP,          ///< keep pages forever (no idle reclaim; holds up to 2 ranges of RSS)
+  MS_FRAME_RESET,         ///< lazy reset (MADV_FREE) every flip: RSS stays, counted as LazyFree
+  MS_FRAME_DECOMMIT,      ///< MADV_DONTNEED every flip (range stays accessible; every page faults again)
+  MS_FRAME_RELEASE,       ///< unmap and map again (mmap MAP_FIXED over the range) every flip
+  MS_FRAME_HUGE,          ///< THP-backed ranges, MADV_DONTNEED every flip (hugetlb with MEMSPACE_HUGE_PAGES)
+  MS_FRAME_POLICY_COUNT
 } ms_frame_policy_t;
+/// Configuration of ms_frame_create. Zero-initialise it, then set range_size (and policy).
 typedef struct ms_frame_config_s {
-  size_t range_size;          ///< bytes per range (each of the two)
-  ms_frame_policy_t policy;
-  int idle_ms;                ///< idle period for MS_FRAME_KEEP_IDLE; 0 = MEMSPACE_FRAME_IDLE (default 500)
+  size_t range_size;          ///< bytes per range (each of the two); rounded up to the page (2 MiB for HUGE)
+  ms_frame_policy_t policy;   ///< what a flip does; MS_FRAME_KEEP_IDLE (0) is the default
+  int idle_ms;                ///< idleness before both ranges are given back (every policy but KEEP);
+                              ///< 0 = MEMSPACE_FRAME_IDLE (default 500); -1 = never
   uint64_t reserved[4];       ///< must be zero
 } ms_frame_config_t;
-/// Creates a frame allocator with two ranges of `range_size`. NULL + errno (EINVAL, ENOMEM) on failure.
+/// Creates a frame allocator with two ranges of `range_size` (address space reserved, pages committed lazily
+/// by first touch). Thread-safe. NULL + errno: EINVAL (NULL config, size 0, bad policy, non-zero reserved),
+/// ENOMEM (no address space, size overflow).
 MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
-/// Bump-allocates from the current range; `alignment` a power of two (0 = 16). O(1), no system call once the
-/// range is committed. NULL + ENOMEM when the range is full, EINVAL on a bad alignment. Not thread-safe.
+/// Bump-allocates `size` bytes from the current range; `alignment` a power of two (0 = 16). O(1), no system
+/// call. NULL + errno: ENOMEM when the range is full (nothing changes), EINVAL for size 0, a bad alignment or
+/// a NULL frame. Owner thread only.
 MS_API void *ms_frame_alloc(ms_frame_t *frame, size_t size, size_t alignment);
-/// Ends a frame: switches ranges and applies the policy to the range used one frame earlier. Not thread-safe.
+/// Ends a frame: switches ranges and applies the policy to the range used one frame earlier, which the new
+/// frame then uses. When the previous flip is older than idle_ms and the maintenance thread has not already
+/// reclaimed the ranges, both are given back first. Cost: policy dependent (docs/pages.md). Owner thread only;
+/// NULL is ignored. A failing system call falls back to MADV_DONTNEED (reported under MEMSPACE_VERBOSE).
 MS_API void ms_frame_flip(ms_frame_t *frame);
-/// Gives back both ranges' pages now (what idleness does); returns bytes decommitted. Not thread-safe.
+/// Gives back both ranges' pages now (what idleness does; contents of both frames are discarded). Returns the
+/// bytes given back (0 for NULL). Owner thread only. Cost: about 0.3 us per resident 4 KiB page.
 MS_API size_t ms_frame_idle(ms_frame_t *frame);
-/// Frees everything. NULL is ignored.
+/// Bytes allocated in the current frame (alignment padding included); 0 for NULL. O(1).
+MS_API size_t ms_frame_used(const ms_frame_t *frame);
+/// Frees both ranges. NULL is ignored. Owner thread only; waits for a running idle reclaim.
 MS_API void ms_frame_destroy(ms_frame_t *frame);
 
 /* ------------------------------------------------------------------------------------------------------------ */

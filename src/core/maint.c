@@ -9,6 +9,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define MSI_HAVE_SINGLE_THREADED 1
+#endif
+#endif
 
 #define MAX_TASKS 8
 static const msi_maint_task_t *tasks[MAX_TASKS];
@@ -69,9 +75,21 @@ void msi_maint_note_thread(void) {
 
 bool msi_maint_running(void) { return atomic_load(&state) == 2; }
 
+/* a second thread exists: told by a part (msi_maint_note_thread) or, with glibc >= 2.32, seen directly */
+static bool second_thread(void) {
+  if (atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return true;
+#ifdef MSI_HAVE_SINGLE_THREADED
+  if (!__libc_single_threaded) {
+    atomic_store(&multi_threaded, 1);
+    return true;
+  }
+#endif
+  return false;
+}
+
 void msi_maint_kick(void) {
   if (MSI_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != 0)) return;
-  if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return;
+  if (!second_thread()) return;
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) return;
   int expected = 0;
   if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
