@@ -27,6 +27,7 @@ size_t msi_os_page_size(void);
 size_t msi_os_huge_size(ms_page_kind_t kind);   /* 0 when the kernel has no such page */
 int msi_os_numa_nodes(void);                    /* >= 1 */
 bool msi_os_has_madv_free(void);
+bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
 
 /* page-layer counters (atomics, read by stats) */
 typedef struct msi_os_counters_s {

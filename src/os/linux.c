@@ -227,3 +227,18 @@ int msi_os_membarrier(void) {
   return -1;
 #endif
 }
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+bool msi_os_has_populate_write(void) {
+  static _Atomic int state; /* 0 unknown, 1 yes, 2 no (kernel before 5.14) */
+  int s = atomic_load(&state);
+  if (s) return s == 1;
+  size_t ps = msi_os_page_size();
+  void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_POPULATE_WRITE) == 0;
+  if (p != MAP_FAILED) munmap(p, ps);
+  atomic_store(&state, ok ? 1 : 2);
+  return ok;
+}

@@ -240,9 +240,11 @@ int ms_pages_reset(void *addr, size_t size) {
 int ms_pages_populate(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
-  if (msi_os_madvise(addr, size, MADV_POPULATE_WRITE) == 0) return 0;
-  if (errno != EINVAL) return errno; /* ENOMEM (hole), EFAULT/ENOMEM (not writable), EINTR... */
-  /* kernel before 5.14: mlock faults the pages in (and fails cleanly on a hole), munlock keeps them */
+  if (msi_os_has_populate_write()) {
+    /* ENOMEM (hole), EINVAL (PROT_NONE), EFAULT (not writable): reported, never a crash */
+    return msi_os_madvise(addr, size, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
+  }
+  /* kernel before 5.14: mlock faults the pages in (and fails cleanly on a hole or PROT_NONE), munlock keeps them */
   if (msi_os_mapped(addr, size) != 0) return errno;
   if (msi_os_mlock(addr, size) != 0) return errno;
   msi_os_munlock(addr, size);
