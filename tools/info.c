@@ -270,6 +270,16 @@ static void peers(void) {
   }
 }
 
+static void settings(void) {
+  section("memspace settings in the environment (docs/options.md)");
+  int n = 0;
+  for (int o = 0; o < MS_OPTION_COUNT; o++) {
+    const char *name = ms_option_name((ms_option_t)o), *v = getenv(name);
+    if (v) row(name, "%s", v), n++;
+  }
+  if (!n) row("(none set)", "defaults apply");
+}
+
 int tool_info(int argc, char **argv) {
   (void)argv;
   if (argc > 1) { fprintf(stderr, "usage: memspace info\n"); return 2; }
@@ -287,6 +297,8 @@ int tool_info(int argc, char **argv) {
   numa();
   printf("\n");
   realtime();
+  printf("\n");
+  settings();
   printf("\n");
   peers();
   return 0;

@@ -12,6 +12,7 @@
    path is therefore a plain store and a plain load. */
 #include "os.h"
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,6 +27,7 @@ struct ms_frame_s {
   _Atomic int state;          /* ST_* */
   _Atomic uint64_t epoch;     /* bumped by every flip and idle call */
   uintptr_t base[2];
+  size_t limit[2];            /* usable bytes of each range: range_size, 0 if a failed remap lost it */
   size_t range_size;
   ms_frame_policy_t policy;
   uint64_t idle_ns;           /* UINT64_MAX: never */
@@ -53,6 +55,16 @@ static _Atomic uint64_t total_frames, total_flips, total_reclaims, total_reclaim
 #define BUMP(x, v) atomic_fetch_add_explicit(&(x), (uint64_t)(v), RLX)
 
 static void maint_run(uint64_t now_ns);
+
+/* fork: the maintenance thread may hold list_lock (during a reclaim); take it around fork so the child's copy
+   is consistent and free */
+static void fork_prepare(void) { msi_lock(&list_lock); }
+static void fork_release(void) { msi_unlock(&list_lock); }
+static void fork_child(void) { msi_lock_reset(&list_lock); }
+static void atfork_once(void) {
+  static _Atomic int done;
+  if (!atomic_exchange(&done, 1)) pthread_atfork(fork_prepare, fork_release, fork_child);
+}
 static const msi_maint_task_t frame_task = {"frame-idle", 100, maint_run};
 
 static size_t round_unit(const ms_frame_t *f, size_t bytes) {
@@ -144,10 +156,12 @@ ms_frame_t *ms_frame_create(const ms_frame_config_t *config) {
   }
   /* both ranges got the same kind (same flags); a hugetlb pair might differ if the pool ran dry in between */
   f->range_size = f->pages[0].size < f->pages[1].size ? f->pages[0].size : f->pages[1].size;
+  f->limit[0] = f->limit[1] = f->range_size;
   f->unit = f->pages[0].page_size > f->pages[1].page_size ? f->pages[0].page_size : f->pages[1].page_size;
   if (f->unit < ms_page_size()) f->unit = ms_page_size();
   f->last_flip_ns = msi_now_ns();
   f->m_since_ns = f->last_flip_ns;
+  atfork_once();
   msi_lock(&list_lock);
   f->next = list_head;
   if (list_head) list_head->prev = f;
@@ -165,11 +179,12 @@ void *ms_frame_alloc(ms_frame_t *f, size_t size, size_t alignment) {
   if (MSI_UNLIKELY(!f || size == 0)) { errno = EINVAL; return NULL; }
   if (alignment == 0) alignment = 16;
   else if (MSI_UNLIKELY(!msi_is_pow2(alignment))) { errno = EINVAL; return NULL; }
-  uintptr_t base = f->base[LOAD(f->cur)];
-  size_t top = LOAD(f->top);
+  unsigned r = LOAD(f->cur);
+  uintptr_t base = f->base[r];
+  size_t top = LOAD(f->top), limit = f->limit[r];
   uintptr_t cur = base + top;
   uintptr_t p = (cur + (alignment - 1)) & ~(uintptr_t)(alignment - 1);
-  if (MSI_UNLIKELY(p < cur || p - base > f->range_size || size > f->range_size - (p - base))) {
+  if (MSI_UNLIKELY(p < cur || p - base > limit || size > limit - (p - base))) {
     errno = ENOMEM;
     return NULL;
   }
@@ -210,7 +225,19 @@ static void apply_policy(ms_frame_t *f, unsigned i) {
   BUMP(f->fallbacks, 1);
   BUMP(total_fallbacks, 1);
   msi_verbose("frame: policy %d failed on %zu bytes (error %d); using MADV_DONTNEED", (int)f->policy, bytes, errno);
-  if (msi_os_madvise(addr, bytes, MADV_DONTNEED) == 0) STORE(f->hw[i], 0);
+  if (msi_os_madvise(addr, bytes, MADV_DONTNEED) == 0) {
+    STORE(f->hw[i], 0);
+  } else if (msi_os_mapped(addr, bytes) != 0) {
+    /* a failed MAP_FIXED may leave a hole (older kernels): map it again, else stop using this range */
+    void *p = msi_os_mmap(addr, bytes, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p != addr) {
+      if (p != MAP_FAILED) msi_os_munmap(p, bytes);
+      f->limit[i] = 0;
+      msi_warning("frame: a range of %zu bytes was lost (error %d); allocations from it fail with ENOMEM",
+                  bytes, errno);
+    }
+  }
 }
 
 void ms_frame_flip(ms_frame_t *f) {

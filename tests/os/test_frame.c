@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -290,6 +291,33 @@ static void busy_owner_never_reclaimed(void **state) {
 
 static void to_buf(const char *text, void *arg) { strncat((char *)arg, text, 8191 - strlen((char *)arg)); }
 
+/* a forked child (the maintenance thread may have held the allocator list) creates and uses a frame */
+static void fork_child_uses_frames(void **state) {
+  (void)state;
+  ms_frame_t *f = make(1 << 20, MS_FRAME_KEEP_IDLE, 10);
+  assert_non_null(f);
+  for (int i = 0; i < 20; i++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      ms_frame_t *g = make(1 << 20, MS_FRAME_DECOMMIT, 10);
+      if (!g) _exit(1);
+      char *p = ms_frame_alloc(g, 1000, 0);
+      if (!p) _exit(2);
+      memset(p, 1, 1000);
+      ms_frame_flip(g);
+      ms_frame_destroy(g);
+      ms_frame_destroy(f);
+      _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    usleep(5000);
+  }
+  ms_frame_destroy(f);
+}
+
 static void stats_section(void **state) {
   (void)state;
   static char buf[8192];
@@ -305,7 +333,8 @@ int main(void) {
       cmocka_unit_test(policies),        cmocka_unit_test(policy_failures),
       cmocka_unit_test(decommit_returns_each_flip), cmocka_unit_test(idle_call_returns),
       cmocka_unit_test(idle_next_call),  cmocka_unit_test(idle_maintenance_thread),
-      cmocka_unit_test(busy_owner_never_reclaimed), cmocka_unit_test(stats_section),
+      cmocka_unit_test(busy_owner_never_reclaimed), cmocka_unit_test(fork_child_uses_frames),
+      cmocka_unit_test(stats_section),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
