@@ -376,7 +376,7 @@ typedef struct {
   bool hugetlb;
 } fpol_t;
 static const fpol_t fpols[] = {
-    {"keep_idle", MS_FRAME_KEEP_IDLE, false}, {"keep", MS_FRAME_KEEP, false},
+    {"keep", MS_FRAME_KEEP, false},           {"keep_idle", MS_FRAME_KEEP_IDLE, false},
     {"reset", MS_FRAME_RESET, false},         {"decommit", MS_FRAME_DECOMMIT, false},
     {"release", MS_FRAME_RELEASE, false},     {"huge_thp", MS_FRAME_HUGE, false},
     {"huge_hugetlb", MS_FRAME_HUGE, true},
@@ -426,7 +426,7 @@ static void frame_run(const fpol_t *pol, fres_t *res, size_t range, size_t frame
     snprintf(res->reason, sizeof res->reason, "ms_frame_create: %s", strerror(errno));
     return;
   }
-  const int warm = 4;
+  const int warm = 8;
   for (int i = -warm; i < frames; i++) {
     double t0 = now_ns();
     size_t used = 0;
