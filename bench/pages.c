@@ -405,51 +405,81 @@ static uint64_t xorshift(void) {
   return rng_state;
 }
 
-static void frame_run(const fpol_t *pol, fres_t *res, size_t range, size_t frame_bytes, int frames, bool have_huge) {
-  memset(res, 0, sizeof *res);
-  if (pol->hugetlb && !have_huge) {
-    res->skip = true;
-    snprintf(res->reason, sizeof res->reason, "no 2 MiB hugetlb pages reserved");
-    return;
-  }
-  uint64_t base_rss = msb_rss_bytes();
-  long hp_free0 = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+static ms_frame_t *frame_make(const fpol_t *pol, size_t range, int idle_ms) {
   ms_option_set(MS_OPTION_HUGE_PAGES, pol->hugetlb ? 2 << 20 : 0);
   ms_frame_config_t cfg = {0};
   cfg.range_size = range;
   cfg.policy = pol->policy;
-  cfg.idle_ms = 500;
+  cfg.idle_ms = idle_ms;
   ms_frame_t *f = ms_frame_create(&cfg);
   ms_option_set(MS_OPTION_HUGE_PAGES, 0);
-  if (!f) {
-    res->skip = true;
-    snprintf(res->reason, sizeof res->reason, "ms_frame_create: %s", strerror(errno));
-    return;
+  return f;
+}
+
+/* one frame: 1-256 KiB blocks, each memset, until frame_bytes; then the flip. Returns frame and flip ns. */
+static void frame_one(ms_frame_t *f, size_t frame_bytes, int k, double *frame_ns, double *flip_ns) {
+  double t0 = now_ns();
+  size_t used = 0;
+  while (used < frame_bytes) {
+    size_t sz = 1024 + (size_t)(xorshift() % (256 * 1024 - 1024));
+    if (sz > frame_bytes - used) sz = frame_bytes - used;
+    char *p = ms_frame_alloc(f, sz, 16);
+    if (!p) break;
+    memset(p, k, sz);
+    used += sz;
   }
-  const int warm = 8;
-  for (int i = -warm; i < frames; i++) {
-    double t0 = now_ns();
-    size_t used = 0;
-    while (used < frame_bytes) {
-      size_t sz = 1024 + (size_t)(xorshift() % (256 * 1024 - 1024));
-      if (sz > frame_bytes - used) sz = frame_bytes - used;
-      char *p = ms_frame_alloc(f, sz, 16);
-      if (!p) break;
-      memset(p, (int)i, sz);
-      used += sz;
+  double t1 = now_ns();
+  ms_frame_flip(f);
+  double t2 = now_ns();
+  *frame_ns = t2 - t0;
+  *flip_ns = t2 - t1;
+}
+
+/* Timing: every policy's allocator alive at once, blocks of 10 frames round-robin so that the machine's noise
+   spreads evenly; idle_ms is longer than a round, so this is the steady state while frames run. */
+static void frame_timing(fres_t *res, size_t range, size_t frame_bytes, int frames, bool have_huge) {
+  ms_frame_t *f[NPOL] = {0};
+  for (size_t i = 0; i < NPOL; i++) {
+    memset(&res[i], 0, sizeof res[i]);
+    if (fpols[i].hugetlb && !have_huge) {
+      res[i].skip = true;
+      snprintf(res[i].reason, sizeof res[i].reason, "no 2 MiB hugetlb pages reserved");
+      continue;
     }
-    double t1 = now_ns();
-    ms_frame_flip(f);
-    double t2 = now_ns();
-    if (i >= 0) {
-      res->frame_ns[i] = t2 - t0;
-      res->flip_ns[i] = t2 - t1;
+    f[i] = frame_make(&fpols[i], range, 60000);
+    if (!f[i]) {
+      res[i].skip = true;
+      snprintf(res[i].reason, sizeof res[i].reason, "ms_frame_create: %s", strerror(errno));
+      continue;
     }
+    double a, b;
+    for (int k = 0; k < 8; k++) frame_one(f[i], frame_bytes, k, &a, &b); /* warm-up */
+  }
+  const int block = 10;
+  for (int done = 0; done < frames; done += block)
+    for (size_t i = 0; i < NPOL; i++) {
+      if (!f[i]) continue;
+      for (int k = done; k < done + block && k < frames; k++) frame_one(f[i], frame_bytes, k, &res[i].frame_ns[k], &res[i].flip_ns[k]);
+    }
+  for (size_t i = 0; i < NPOL; i++) {
+    res[i].frames = frames;
+    ms_frame_destroy(f[i]);
+  }
+}
+
+/* RSS: one policy at a time (idle_ms 500): peak while frames run, at the last flip, and while idle */
+static void frame_rss(const fpol_t *pol, fres_t *res, size_t range, size_t frame_bytes) {
+  if (res->skip) return;
+  uint64_t base_rss = msb_rss_bytes();
+  long hp_free0 = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+  ms_frame_t *f = frame_make(pol, range, 500);
+  if (!f) return;
+  for (int k = 0; k < 12; k++) {
+    double a, b;
+    frame_one(f, frame_bytes, k, &a, &b);
     uint64_t rss = msb_rss_bytes();
-    if (i >= 0 && rss > base_rss && (double)(rss - base_rss) > res->peak) res->peak = (double)(rss - base_rss);
-    (void)t1;
+    if (rss > base_rss && (double)(rss - base_rss) > res->peak) res->peak = (double)(rss - base_rss);
   }
-  res->frames = frames;
   long hp_end = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
   if (pol->hugetlb && hp_free0 >= 0 && hp_end >= 0) res->pool_end = (double)(hp_free0 - hp_end) * 2 * MiB;
   uint64_t rss = msb_rss_bytes();
@@ -474,8 +504,9 @@ static void frame_run(const fpol_t *pol, fres_t *res, size_t range, size_t frame
 
 static void frame_rows_and_table(msb_ctx_t *ctx, fres_t *res, size_t range, size_t frame_bytes) {
   msb_printf("\nFrame allocator (ms_frame_*): two ranges of %.0f MiB, frames of %.0f MiB in 1-256 KiB blocks, each "
-             "memset; %d frames per policy.\nRSS in MiB above the run's start (smaps_rollup); idle = 1.2 s without "
-             "a flip (idle_ms 500, maintenance thread on).\n",
+             "memset; %d frames per policy,\ninterleaved in blocks of 10 (steady state). RSS in MiB above the start "
+             "(smaps_rollup), from a separate run of 12 frames per policy\nwith idle_ms 500 and the maintenance "
+             "thread on; idle = 1.2 s after the last flip; returned = RSS below 5%% of the peak.\n",
              range / MiB, frame_bytes / MiB, res[0].frames);
   msb_printf("%-13s %9s %8s %8s %8s %9s %8s %9s %9s %9s %9s %10s\n", "policy", "med ms", "p99", "max", "x keep",
              "flip ms", "peak", "end RSS", "LazyFree", "idle RSS", "LazyFree", "returned");
@@ -589,7 +620,8 @@ int msb_bench_pages(msb_ctx_t *ctx) {
   pthread_t t;
   bool thread = pthread_create(&t, NULL, sleeper, NULL) == 0;
   static fres_t res[NPOL];
-  for (size_t i = 0; i < NPOL; i++) frame_run(&fpols[i], &res[i], range, frame_bytes, frames, have_huge);
+  frame_timing(res, range, frame_bytes, frames, have_huge);
+  for (size_t i = 0; i < NPOL; i++) frame_rss(&fpols[i], &res[i], range, frame_bytes);
   frame_rows_and_table(ctx, res, range, frame_bytes);
   if (thread) {
     pthread_cancel(t);
