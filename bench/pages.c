@@ -468,7 +468,7 @@ static void frame_timing(fres_t *res, size_t range, size_t frame_bytes, int fram
 }
 
 /* RSS: one policy at a time (idle_ms 500): peak while frames run, at the last flip, and while idle */
-static void frame_rss(const fpol_t *pol, fres_t *res, size_t range, size_t frame_bytes) {
+static void frame_rss(const fpol_t *pol, fres_t *res, size_t range, size_t frame_bytes, bool quick) {
   if (res->skip) return;
   uint64_t base_rss = msb_rss_bytes();
   long hp_free0 = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
@@ -493,6 +493,7 @@ static void frame_rss(const fpol_t *pol, fres_t *res, size_t range, size_t frame
     rss = msb_rss_bytes();
     double d = rss > base_rss ? (double)(rss - base_rss) : 0;
     if (res->return_ms < 0 && res->peak > 0 && d < 0.05 * res->peak) res->return_ms = (now_ns() - t_last) / 1e6;
+    if (quick && (res->return_ms >= 0 || res->peak == 0)) break; /* --quick: stop once it is known */
   }
   rss = msb_rss_bytes();
   res->idle_rss = rss > base_rss ? (double)(rss - base_rss) : 0;
@@ -621,7 +622,7 @@ int msb_bench_pages(msb_ctx_t *ctx) {
   bool thread = pthread_create(&t, NULL, sleeper, NULL) == 0;
   static fres_t res[NPOL];
   frame_timing(res, range, frame_bytes, frames, have_huge);
-  for (size_t i = 0; i < NPOL; i++) frame_rss(&fpols[i], &res[i], range, frame_bytes);
+  for (size_t i = 0; i < NPOL; i++) frame_rss(&fpols[i], &res[i], range, frame_bytes, ctx->mode == MSB_QUICK);
   frame_rows_and_table(ctx, res, range, frame_bytes);
   if (thread) {
     pthread_cancel(t);
