@@ -154,8 +154,8 @@ typedef enum ms_page_kind_e {
 } ms_page_kind_t;
 
 #define MS_PAGES_COMMIT 0x01u      ///< commit at reserve time (read/write)
-#define MS_PAGES_POPULATE 0x02u    ///< pre-fault the committed pages
-#define MS_PAGES_LOCK 0x04u        ///< mlock the committed pages (checks RLIMIT_MEMLOCK)
+#define MS_PAGES_POPULATE 0x02u    ///< pre-fault the pages (implies MS_PAGES_COMMIT)
+#define MS_PAGES_LOCK 0x04u        ///< mlock the pages (implies MS_PAGES_COMMIT; RLIMIT_MEMLOCK applies)
 #define MS_PAGES_HUGE_2M 0x08u     ///< try hugetlb 2 MiB pages
 #define MS_PAGES_HUGE_1G 0x10u     ///< try hugetlb 1 GiB pages (then 2 MiB if also set)
 #define MS_PAGES_THP 0x20u         ///< advise transparent huge pages (also the fallback of hugetlb)
@@ -183,24 +183,31 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// Returns 0 and fills `out`, or an errno value: EINVAL (size 0, bad alignment, NULL out), ENOMEM (no memory,
 /// no huge pages with MS_PAGES_NO_FALLBACK, overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
-/// Makes [addr, addr+size) readable and writable. Range must be page-aligned inside a reservation.
-/// Returns 0 or an errno value (EINVAL unaligned, ENOMEM outside a mapping). One system call.
+/// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
+/// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
+/// wrapping), ENOMEM (a hole: outside or beyond a reservation). One mprotect; no page is touched.
 MS_API int ms_pages_commit(void *addr, size_t size);
-/// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE). Contents are lost.
-/// Returns 0 or an errno value. Two system calls; cost grows with resident pages.
+/// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE; hugetlb ranges stay
+/// accessible). Contents are lost: committed again, the range reads as zero. Returns 0 or an errno value
+/// (EINVAL, ENOMEM for a hole). Two system calls; about 0.3 us per resident 4 KiB page. Thread-safe.
 MS_API int ms_pages_decommit(void *addr, size_t size);
 /// Lazy reset: the kernel may take the pages back when it needs memory (MADV_FREE, else MADV_DONTNEED).
-/// The range stays accessible and is NOT promised to read as zero afterwards. Returns 0 or an errno value.
+/// The range stays accessible and is NOT promised to read as zero afterwards; until the kernel takes them the
+/// pages still count in RSS (as LazyFree). Returns 0 or an errno value (EINVAL, ENOMEM for a hole). Thread-safe.
 MS_API int ms_pages_reset(void *addr, size_t size);
-/// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE, else touching each page). Returns 0 or an errno value.
+/// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
+/// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Thread-safe.
 MS_API int ms_pages_populate(void *addr, size_t size);
-/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM above RLIMIT_MEMLOCK).
+/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM/EAGAIN above RLIMIT_MEMLOCK without
+/// CAP_IPC_LOCK, reported under MEMSPACE_VERBOSE with the limit; EINVAL bad range). Thread-safe.
 MS_API int ms_pages_lock(void *addr, size_t size);
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
 /// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
-/// Releases a reservation (or a whole-page part of one) back to the OS. Returns 0 or an errno value.
+/// Releases a reservation (or a whole-page part of one) back to the OS (hugetlb pages go back to the pool).
+/// Returns 0 or an errno value: EINVAL bad range, ENOMEM when part of the range is not mapped (released
+/// twice, foreign). Thread-safe; two system calls.
 MS_API int ms_pages_release(void *addr, size_t size);
 
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
