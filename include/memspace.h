@@ -201,6 +201,7 @@ MS_API int ms_pages_populate(void *addr, size_t size);
 /// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM/EAGAIN above RLIMIT_MEMLOCK without
 /// CAP_IPC_LOCK, reported under MEMSPACE_VERBOSE with the limit; EINVAL bad range). Thread-safe.
 MS_API int ms_pages_lock(void *addr, size_t size);
+/// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole).
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
 /// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
