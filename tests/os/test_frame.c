@@ -291,6 +291,34 @@ static void busy_owner_never_reclaimed(void **state) {
 
 static void to_buf(const char *text, void *arg) { strncat((char *)arg, text, 8191 - strlen((char *)arg)); }
 
+/* the owner comes back at random moments around idle_ms while the maintenance thread reclaims: what it writes
+   right after an alloc is never discarded (the reclaim either finished before the alloc returned or backs off) */
+static void reclaim_races_owner(void **state) {
+  (void)state;
+  if (ms_option_get(MS_OPTION_PURGE_DELAY) < 0) skip();
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, sleeper, NULL), 0);
+  ms_frame_t *f = make(1 << 20, MS_FRAME_KEEP_IDLE, 1);
+  assert_non_null(f);
+  unsigned r = 12345;
+  uint64_t end = msi_now_ns() + 2000ull * 1000000;
+  int n = 0;
+  while (msi_now_ns() < end) {
+    unsigned char *p = ms_frame_alloc(f, 256, 0);
+    if (!p) { ms_frame_flip(f); continue; }
+    memset(p, 0xab, 256);
+    for (volatile int spin = 0; spin < 20000; spin++) {}
+    for (int i = 0; i < 256; i++) assert_int_equal(p[i], 0xab);
+    if (++n % 64 == 0) ms_frame_flip(f);
+    r = r * 1103515245 + 12345;
+    /* pauses around the maintenance period (100 ms), so the owner often returns while a reclaim starts */
+    if ((r >> 16) % 8 == 0) usleep(90000 + (r >> 8) % 20000);
+  }
+  ms_frame_destroy(f);
+  pthread_cancel(t);
+  pthread_join(t, NULL);
+}
+
 /* a forked child (the maintenance thread may have held the allocator list) creates and uses a frame */
 static void fork_child_uses_frames(void **state) {
   (void)state;
@@ -333,7 +361,8 @@ int main(void) {
       cmocka_unit_test(policies),        cmocka_unit_test(policy_failures),
       cmocka_unit_test(decommit_returns_each_flip), cmocka_unit_test(idle_call_returns),
       cmocka_unit_test(idle_next_call),  cmocka_unit_test(idle_maintenance_thread),
-      cmocka_unit_test(busy_owner_never_reclaimed), cmocka_unit_test(fork_child_uses_frames),
+      cmocka_unit_test(busy_owner_never_reclaimed), cmocka_unit_test(reclaim_races_owner),
+      cmocka_unit_test(fork_child_uses_frames),
       cmocka_unit_test(stats_section),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
