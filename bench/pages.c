@@ -443,7 +443,7 @@ static void frame_one(ms_frame_t *f, size_t frame_bytes, int k, double *frame_ns
 
 /* Timing: every policy's allocator alive at once, blocks of 10 frames round-robin so that the machine's noise
    spreads evenly; idle_ms is longer than a round, so this is the steady state while frames run. */
-static void frame_timing(fres_t *res, size_t range, size_t frame_bytes, int frames, bool have_huge) {
+static void frame_timing(fres_t *res, size_t range, size_t frame_bytes, int frames, bool have_huge, int warm) {
   ms_frame_t *f[NPOL] = {0};
   for (size_t i = 0; i < NPOL; i++) {
     memset(&res[i], 0, sizeof res[i]);
@@ -459,7 +459,7 @@ static void frame_timing(fres_t *res, size_t range, size_t frame_bytes, int fram
       continue;
     }
     double a, b;
-    for (int k = 0; k < 8; k++) frame_one(f[i], frame_bytes, k, &a, &b); /* warm-up */
+    for (int k = 0; k < warm; k++) frame_one(f[i], frame_bytes, k, &a, &b); /* warm-up */
   }
   const int block = 10;
   for (int done = 0; done < frames; done += block)
@@ -480,7 +480,7 @@ static void frame_rss(const fpol_t *pol, fres_t *res, size_t range, size_t frame
   long hp_free0 = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
   ms_frame_t *f = frame_make(pol, range, 500);
   if (!f) return;
-  for (int k = 0; k < 12; k++) {
+  for (int k = 0; k < (quick ? 6 : 12); k++) {
     double a, b;
     frame_one(f, frame_bytes, k, &a, &b);
     uint64_t rss = msb_rss_bytes();
@@ -627,7 +627,7 @@ int msb_bench_pages(msb_ctx_t *ctx) {
   pthread_t t;
   bool thread = pthread_create(&t, NULL, sleeper, NULL) == 0;
   static fres_t res[NPOL];
-  frame_timing(res, range, frame_bytes, frames, have_huge);
+  frame_timing(res, range, frame_bytes, frames, have_huge, ctx->mode == MSB_QUICK ? 2 : 8);
   for (size_t i = 0; i < NPOL; i++) frame_rss(&fpols[i], &res[i], range, frame_bytes, ctx->mode == MSB_QUICK);
   frame_rows_and_table(ctx, res, range, frame_bytes);
   if (thread) {
