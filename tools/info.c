@@ -172,25 +172,33 @@ static void memory(void) {
     if (c) snprintf(v1, sizeof v1, "%s", c + 8);
   }
   if (f) fclose(f);
-  char path[1100], buf[128];
+  /* the own cgroup and its parents: the smallest limit applies (a container's limit often sits above us) */
+  bool v1mode = v1[0] != 0;
+  const char *own = v1mode ? v1 : v2;
   bool shown = false;
-  if (v1[0]) {
-    snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", v1);
-    if (!read_line(path, buf, sizeof buf)) read_line("/sys/fs/cgroup/memory/memory.limit_in_bytes", buf, sizeof buf);
-    if (buf[0]) {
-      unsigned long long v = strtoull(buf, NULL, 10);
-      if (v >= (1ull << 62)) row("cgroup memory limit", "none (v1, %s)", v1);
-      else { human(h, sizeof h, v); row("cgroup memory limit", "%s (v1, %s)", h, v1); }
-      shown = true;
+  if (own[0]) {
+    char cg[512], path[1100], buf[128], where[512] = "";
+    unsigned long long best = ~0ull;
+    bool any = false;
+    snprintf(cg, sizeof cg, "%s", own);
+    for (;;) {
+      if (v1mode) snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", strcmp(cg, "/") ? cg : "");
+      else snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(cg, "/") ? cg : "");
+      if (read_line(path, buf, sizeof buf)) {
+        any = true;
+        unsigned long long v = strcmp(buf, "max") == 0 ? ~0ull : strtoull(buf, NULL, 10);
+        if (v < best && v < (1ull << 62)) best = v, snprintf(where, sizeof where, "%s", cg);
+      }
+      char *slash = strrchr(cg, '/');
+      if (!slash || strcmp(cg, "/") == 0) break;
+      if (slash == cg) slash[1] = 0; else *slash = 0;
     }
-  } else if (v2[0]) {
-    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(v2, "/") == 0 ? "" : v2);
-    if (read_line(path, buf, sizeof buf)) {
-      if (strcmp(buf, "max") == 0) row("cgroup memory limit", "none (v2 %s)", v2);
-      else { human(h, sizeof h, strtoull(buf, NULL, 10)); row("cgroup memory limit", "%s (v2 %s)", h, v2); }
+    if (best != ~0ull) {
+      human(h, sizeof h, best);
+      row("cgroup memory limit", "%s (%s, set at %s; own cgroup %s)", h, v1mode ? "v1" : "v2", where, own);
       shown = true;
-    } else if (strcmp(v2, "/") == 0) {
-      row("cgroup memory limit", "none (root cgroup)");
+    } else if (any || strcmp(own, "/") == 0) {
+      row("cgroup memory limit", "none (%s, own cgroup %s)", v1mode ? "v1" : "v2", own);
       shown = true;
     }
   }
