@@ -33,8 +33,11 @@ static void conversions(void **state) {
   CHECK("100%", "100%%");
   CHECK("   42|42   |00042", "%5d|%-5d|%05d", 42, 42, 42);
   CHECK("  ab|ab  ", "%4s|%-4s", "ab", "ab");
-  const char *volatile odd = "%q";
-  CHECK("%q", odd);
+  /* an unknown conversion is copied as is (called through a pointer: compilers would refuse the literal) */
+  size_t (*fmt)(char *, size_t, const char *, ...) = msi_snprintf;
+  char b[16];
+  assert_int_equal(fmt(b, sizeof b, "%q"), 2);
+  assert_string_equal(b, "%q");
 }
 
 static void truncation(void **state) {
