@@ -73,6 +73,9 @@ def _frame(rows, outdir, part, plt):
     a2.bar([i for i in x], [summary[n].get("end_rss_bytes", 0) / mib for n in names], 0.3, label="after last flip")
     a2.bar([i + 0.3 for i in x], [summary[n].get("idle_rss_bytes", 0) / mib for n in names], 0.3,
            label="after idle")
+    pool = [summary[n].get("hugetlb_pool_end_bytes", 0) / mib for n in names]
+    if any(pool):
+        a2.bar([i for i in x], pool, 0.3, fill=False, hatch="//", label="hugetlb pool in use (not RSS)")
     a2.set_xticks(list(x))
     a2.set_xticklabels(names, rotation=30, fontsize=8)
     a2.set_ylabel("MiB (RSS above start)")
