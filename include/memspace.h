@@ -410,15 +410,23 @@ MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, si
 /// Returns 0, or EINVAL (NULL, offset out of range), EPERM (no CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
 MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
 /// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
-/// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, a store
-/// fence before return, so the data is globally visible when it returns; plain memcpy for short copies (under
-/// 256 bytes) and on other architectures. For memory the CPU will not read back soon. Thread-safe for disjoint
-/// ranges, no lock, no system call. A range outside the buffer (or NULL) writes nothing and sets errno EINVAL.
+/// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
+/// fence before return, so the data is globally visible when it returns; plain memcpy (ordered, no fence) for
+/// copies under 1 KiB, where the fence costs more than it saves, and on other architectures. For memory the CPU
+/// will not read back soon. Thread-safe for disjoint ranges, no lock, no system call. A range outside the
+/// buffer (or NULL) writes nothing and sets errno EINVAL. Many small events: ms_dma_stream + ms_dma_fence.
 MS_API void ms_dma_write(ms_dma_buffer_t *buffer, size_t offset, const void *src, size_t length);
 
-/// The streaming copy behind ms_dma_write, for any destination (e.g. a device's view of a buffer found through
-/// its own mapping). Same stores and fence as ms_dma_write; `dst` and `src` must not overlap. Thread-safe.
+/// As ms_dma_write but without the fence (memcpy below 256 bytes): for a run of events, followed by ONE
+/// ms_dma_fence() before the device is told (doorbell, write pointer). Until that fence the device may see
+/// older contents. Thread-safe for disjoint ranges; the fence orders the calling thread's stores only.
+MS_API void ms_dma_stream(ms_dma_buffer_t *buffer, size_t offset, const void *src, size_t length);
+/// The unfenced streaming copy behind ms_dma_stream, for any destination (e.g. a device's view of a buffer found
+/// through its own mapping). `dst` and `src` must not overlap. Thread-safe. Follow with ms_dma_fence().
 MS_API void ms_dma_copy(void *dst, const void *src, size_t length);
+/// Store fence (sfence on x86-64): every earlier ms_dma_stream / ms_dma_copy of this thread is globally visible
+/// when it returns. O(outstanding stores).
+MS_API void ms_dma_fence(void);
 /// 1 when the buffer's physical pages may move while it lives (base pages, registered memory not entirely on
 /// hugetlb), 0 when hugetlb-backed (stable against compaction; see the guarantees above), -1 + EINVAL for NULL.
 /// O(1), thread-safe.

@@ -42,7 +42,7 @@ typedef struct {
 typedef void lb_copy_fn(void *dst, const void *src, size_t n);
 
 /* reads pagemap entries for `n` pages from virtual page `vpage` into out; 0 or -1 */
-static int lb_pagemap_read(int fd, uint64_t vpage, size_t n, uint64_t *out) {
+static inline int lb_pagemap_read(int fd, uint64_t vpage, size_t n, uint64_t *out) {
   size_t done = 0;
   while (done < n) {
     ssize_t r = pread(fd, (char *)out + done * 8, (n - done) * 8, (off_t)((vpage + done) * 8));
@@ -55,7 +55,7 @@ static int lb_pagemap_read(int fd, uint64_t vpage, size_t n, uint64_t *out) {
 
 /* independent translation, for tests: physical address of every 4 KiB page of [va, va+len) (0 when not present or
    not readable). Returns 0 or -1. One bulk read. */
-static int lb_phys_of_range(const void *va, size_t len, uint64_t *phys_out) {
+static inline int lb_phys_of_range(const void *va, size_t len, uint64_t *phys_out) {
   int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   uint64_t first = (uintptr_t)va / LB_PAGE, last = ((uintptr_t)va + len + LB_PAGE - 1) / LB_PAGE;
@@ -71,13 +71,13 @@ static int lb_phys_of_range(const void *va, size_t len, uint64_t *phys_out) {
 
 typedef struct { uint64_t pfn0, pfn1, phys; size_t page_index; size_t seg; } lb_range_t; /* pages [pfn0, pfn1) */
 
-static int lb_cmp_range(const void *a, const void *b) {
+static inline int lb_cmp_range(const void *a, const void *b) {
   const lb_range_t *x = a, *y = b;
   return x->phys < y->phys ? -1 : x->phys > y->phys;
 }
 
 /* attaches the device to a list; 0, or -1 with d->error set (the list is rejected) */
-static int lb_attach(lb_device_t *d, const ms_dma_segment_t *segs, size_t n) {
+static inline int lb_attach(lb_device_t *d, const ms_dma_segment_t *segs, size_t n) {
   memset(d, 0, sizeof *d);
   if (!segs || n == 0) { snprintf(d->error, sizeof d->error, "empty list"); return -1; }
   lb_range_t *ranges = calloc(n, sizeof *ranges);
@@ -193,14 +193,14 @@ static int lb_attach(lb_device_t *d, const ms_dma_segment_t *segs, size_t n) {
   return 0;
 }
 
-static void lb_detach(lb_device_t *d) {
+static inline void lb_detach(lb_device_t *d) {
   free(d->chunks);
   d->chunks = NULL;
   d->nchunks = 0;
 }
 
 /* the bytes of event `seq` of `size` bytes (header + payload) into ev */
-static void lb_make_event(char *ev, size_t size, uint64_t seq, bool full_pattern) {
+static inline void lb_make_event(char *ev, size_t size, uint64_t seq, bool full_pattern) {
   if (full_pattern) {
     uint64_t x = seq * 0x9E3779B97F4A7C15ull + 1;
     size_t i = LB_HEADER;
@@ -217,15 +217,15 @@ static void lb_make_event(char *ev, size_t size, uint64_t seq, bool full_pattern
 }
 
 /* a fixed payload for the bench (only the header changes per event) */
-static void lb_fill_fixed(char *ev, size_t size) {
+static inline void lb_fill_fixed(char *ev, size_t size) {
   for (size_t i = 0; i < size; i++) ev[i] = (char)(i * 7 + 3);
 }
 
-static size_t lb_slots(size_t total, size_t event) { return event && event <= total ? total / event : 0; }
+static inline size_t lb_slots(size_t total, size_t event) { return event && event <= total ? total / event : 0; }
 
 /* the device writes `count` events of `size` bytes (ev is a scratch buffer of `size` bytes; with full_pattern
    every event is generated, else only its header is stamped into ev) through its own view, as a ring */
-static void lb_write_events(lb_device_t *d, size_t size, uint64_t count, char *ev, bool full_pattern,
+static inline void lb_write_events(lb_device_t *d, size_t size, uint64_t count, char *ev, bool full_pattern,
                             lb_copy_fn *copy) {
   if (size > d->total || size < LB_HEADER) return;
   for (uint64_t k = 0; k < count; k++) {
@@ -246,7 +246,7 @@ static void lb_write_events(lb_device_t *d, size_t size, uint64_t count, char *e
 
 /* the consumer: checks events [first, first+count) of a ring of `total` bytes at `base` (every one must still be
    in the ring: count <= slots). Returns the number of bad events; *first_bad receives the first bad sequence. */
-static size_t lb_check_events(const char *base, size_t total, size_t size, uint64_t first, uint64_t count,
+static inline size_t lb_check_events(const char *base, size_t total, size_t size, uint64_t first, uint64_t count,
                               bool full_pattern, uint64_t *first_bad) {
   size_t slots = lb_slots(total, size), bad = 0;
   if (!slots) return (size_t)count;

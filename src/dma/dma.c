@@ -797,12 +797,20 @@ int ms_dma_info(const ms_dma_buffer_t *b, ms_dma_info_t *info) {
   return 0;
 }
 
+void msi_dma_copy_fenced(void *dst, const void *src, size_t length); /* copy.c */
+
+static inline bool write_ok(const ms_dma_buffer_t *b, size_t offset, const void *src, size_t length) {
+  if (MSI_LIKELY(valid(b) && (src || !length) && offset <= b->size && length <= b->size - offset)) return true;
+  errno = EINVAL;
+  return false;
+}
+
 void ms_dma_write(ms_dma_buffer_t *b, size_t offset, const void *src, size_t length) {
-  if (MSI_UNLIKELY(!valid(b) || (!src && length) || offset > b->size || length > b->size - offset)) {
-    errno = EINVAL;
-    return;
-  }
-  ms_dma_copy(b->addr + offset, src, length);
+  if (write_ok(b, offset, src, length)) msi_dma_copy_fenced(b->addr + offset, src, length);
+}
+
+void ms_dma_stream(ms_dma_buffer_t *b, size_t offset, const void *src, size_t length) {
+  if (write_ok(b, offset, src, length)) ms_dma_copy(b->addr + offset, src, length);
 }
 
 /* ---- statistics ---- */

@@ -511,6 +511,7 @@ static void run_loopback(ms_dma_buffer_t *b) {
     for (int lap = 0; lap < 3; lap++) { /* whole laps, then a partial one: every event checked */
       uint64_t batch = lap < 2 ? slots : slots / 2 + 1;
       lb_write_events(&d, size, batch, ev, true, lap == 1 ? plain_copy : ms_dma_copy);
+      ms_dma_fence();
       uint64_t first_bad = 0;
       size_t bad = lb_check_events(ms_dma_addr(b), d.total, size, written, batch, true, &first_bad);
       if (bad) fail_msg("event size %zu: %zu of %llu events wrong, first %llu", size, bad,
@@ -580,6 +581,7 @@ static void loopback_rejects_corrupt_list(void **state) {
     size_t slots = lb_slots(d.total, 4096);
     char ev[4096];
     lb_write_events(&d, 4096, slots, ev, true, ms_dma_copy);
+    ms_dma_fence();
     uint64_t first_bad = 0;
     assert_true(lb_check_events(ms_dma_addr(b), d.total, 4096, 0, slots, true, &first_bad) > 0);
     lb_detach(&d);
@@ -828,10 +830,28 @@ static void streaming_copy(void **state) {
       for (size_t sa = 0; sa < 64; sa += 21) {
         memset(dst, 0, cap + 64), memset(ref, 0, cap + 64);
         ms_dma_copy(dst + da, src + sa, lens[l]);
+        ms_dma_fence();
         memcpy(ref + da, src + sa, lens[l]);
         assert_memory_equal(dst, ref, cap + 64);
       }
-  free(src), free(dst), free(ref);
+  free(src), free(ref);
+  /* through a buffer: fenced and unfenced */
+  ms_dma_config_t c = cfg(4096, 0);
+  ms_dma_buffer_t *b = ms_dma_alloc(2 * MiB, &c);
+  assert_non_null(b);
+  for (size_t l = 0; l < MSI_ARRAY_LEN(lens); l++) {
+    memset(ms_dma_addr(b), 0, 2 * MiB);
+    ms_dma_write(b, 3, dst, lens[l]);
+    assert_memory_equal((char *)ms_dma_addr(b) + 3, dst, lens[l]);
+    ms_dma_stream(b, 2 * MiB - lens[l], dst + 5, lens[l]);
+    ms_dma_fence();
+    assert_memory_equal((char *)ms_dma_addr(b) + 2 * MiB - lens[l], dst + 5, lens[l]);
+  }
+  errno = 0;
+  ms_dma_stream(b, 1, dst, 2 * MiB);
+  assert_int_equal(errno, EINVAL);
+  ms_dma_free(b);
+  free(dst);
 }
 
 static void append(const char *text, void *arg) {
