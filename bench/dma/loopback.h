@@ -5,7 +5,8 @@
    Like the RORC's internal data generator, the device is given only a scatter/gather list (physical address and
    length of each run). It finds where each run lives by its own reading of the kernel's tables, never through
    memspace's: it walks /proc/self/smaps for pinned mappings (VmFlags "lo" or "ht", as a device can only be
-   given pinned memory), reads /proc/self/pagemap for them and builds its own PFN -> virtual map. It rejects a
+   given pinned memory; "dc", MADV_DONTFORK, which every DMA buffer has, also counts: sanitizer runtimes make mlock
+   a no-op), reads /proc/self/pagemap for them and builds its own PFN -> virtual map. It rejects a
    list that names memory this process does not have pinned, runs that overlap, or runs of length 0. It then
    writes events of a given size as a ring, in list order, wrapping to the start when the next event does not
    fit. The consumer (the CPU side) checks each event at its place in the buffer's virtual memory.
@@ -127,7 +128,7 @@ static inline int lb_attach(lb_device_t *d, const ms_dma_segment_t *segs, size_t
     unsigned long long a, b;
     if (sscanf(line, "%llx-%llx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) { vs = a, ve = b; continue; }
     if (strncmp(line, "VmFlags:", 8) != 0) continue;
-    if (!strstr(line, " lo") && !strstr(line, " ht")) continue;
+    if (!strstr(line, " lo") && !strstr(line, " ht") && !strstr(line, " dc")) continue;
     for (uint64_t vp = vs / LB_PAGE; vp < ve / LB_PAGE; vp += buf_cap) {
       size_t k = ve / LB_PAGE - vp < buf_cap ? (size_t)(ve / LB_PAGE - vp) : buf_cap;
       if (lb_pagemap_read(pm, vp, k, buf)) break;

@@ -468,6 +468,12 @@ static int try_page(size_t size, size_t page, int node, ms_pages_t *p, int *pool
   if (page == ps) {
     int r = ms_pages_reserve(size, 0, MS_PAGES_COMMIT, node, p);
     if (r) return r;
+    /* populate for writing first: mlock would too, but sanitizer runtimes replace mlock with a no-op */
+    r = ms_pages_populate(p->addr, p->size);
+    if (r) {
+      ms_pages_release(p->addr, p->size);
+      return r;
+    }
     r = ms_pages_lock(p->addr, p->size);
     if (r) {
       memlock_error("ms_dma_alloc", p->size, r);

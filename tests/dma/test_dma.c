@@ -29,6 +29,12 @@
 #pragma weak ms_space_free
 #pragma weak ms_space_destroy
 
+/* AddressSanitizer's runtime replaces mlock with a no-op: locking is not observable in that build */
+#if defined(__SANITIZE_ADDRESS__)
+#define MLOCK_OBSERVABLE 0
+#else
+#define MLOCK_OBSERVABLE 1
+#endif
 #define MiB (1024ul * 1024)
 #define GiB (1024ul * MiB)
 static const size_t event_sizes[] = {200, 1024, 4096, 16384, 65536, 262144, 1048576};
@@ -140,7 +146,7 @@ static void alloc_base_pages(void **state) {
   assert_int_equal(info.mapped_size, 3 * MiB + 4096);
   assert_int_equal(info.registered, 0);
   assert_int_equal(info.fallback, 0);
-  assert_true(status_kb("VmLck") >= lck0 + (long long)(info.mapped_size / 1024)); /* pinned */
+  if (MLOCK_OBSERVABLE) assert_true(status_kb("VmLck") >= lck0 + (long long)(info.mapped_size / 1024)); /* pinned */
   unsigned char *p = ms_dma_addr(b);
   for (size_t i = 0; i < size; i += 4096) assert_int_equal(p[i], 0);
   ms_stats_get(&st1, sizeof st1);
@@ -437,7 +443,7 @@ static void register_memory(void **state) {
   ms_dma_info_t info;
   ms_dma_info(b, &info);
   assert_int_equal(info.registered, 1);
-  assert_int_equal(status_kb("VmLck"), lck0 + (long long)(size / 1024));
+  if (MLOCK_OBSERVABLE) assert_int_equal(status_kb("VmLck"), lck0 + (long long)(size / 1024));
   if (phys_readable(b)) check_list(b);
   ms_dma_free(b);
   assert_int_equal(status_kb("VmLck"), lck0); /* unpinned */
@@ -447,7 +453,7 @@ static void register_memory(void **state) {
   b = ms_dma_register(m, size, NULL);
   assert_non_null(b);
   ms_dma_free(b);
-  assert_int_equal(status_kb("VmLck"), lck0 + (long long)(size / 1024));
+  if (MLOCK_OBSERVABLE) assert_int_equal(status_kb("VmLck"), lck0 + (long long)(size / 1024));
   munlock(m, size);
   munmap(m, size);
   /* hugetlb memory: recognised, stable, not mlocked */
@@ -740,6 +746,10 @@ static int child_tiny_memlock(void) {
 
 static void tiny_memlock_limit(void **state) {
   (void)state;
+  if (!MLOCK_OBSERVABLE) {
+    print_message("skipped: this sanitizer build's runtime replaces mlock with a no-op\n");
+    skip();
+  }
   char msg[4096];
   int st = in_child(child_tiny_memlock, msg, sizeof msg);
   if (st == 77) {
