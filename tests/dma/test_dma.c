@@ -23,11 +23,11 @@
 #include "internal.h"
 #include "loopback.h"
 
-/* the spaces part defines it; before that part is merged the placeholder build has no definition */
-#pragma weak ms_space_create_in
-#pragma weak ms_space_malloc
-#pragma weak ms_space_free
-#pragma weak ms_space_destroy
+/* MS_TEST_HAVE_SPACE_CREATE_IN: set by tests/dma/CMakeLists.txt when src/space/ defines ms_space_create_in (the
+   spaces part); before that part is merged the test skips, saying so */
+#ifndef MS_TEST_HAVE_SPACE_CREATE_IN
+#define MS_TEST_HAVE_SPACE_CREATE_IN 0
+#endif
 
 /* AddressSanitizer's runtime replaces mlock with a no-op: locking is not observable in that build */
 #if defined(__SANITIZE_ADDRESS__)
@@ -601,14 +601,13 @@ static void loopback_rejects_corrupt_list(void **state) {
 /* ---- a deterministic space inside a buffer ---- */
 static void space_in_buffer(void **state) {
   (void)state;
+#if !MS_TEST_HAVE_SPACE_CREATE_IN
+  print_message("skipped: ms_space_create_in is not defined in src/space/ yet (spaces part not merged)\n");
+  skip();
+#else
   ms_dma_config_t c = cfg(free_2m() >= 2 ? 2 * MiB : 4096, 0);
   ms_dma_buffer_t *b = ms_dma_alloc(2 * MiB, &c);
   assert_non_null(b);
-  if (!ms_space_create_in) {
-    print_message("skipped: ms_space_create_in is not linked in this build (spaces part not merged yet)\n");
-    ms_dma_free(b);
-    skip();
-  }
   ms_space_t *sp = ms_space_create_in(ms_dma_addr(b), ms_dma_size(b), 0);
   if (!sp && errno == ENOSYS) {
     print_message("skipped: ms_space_create_in is a placeholder (spaces part not merged yet)\n");
@@ -628,8 +627,10 @@ static void space_in_buffer(void **state) {
   int r = ms_dma_phys(b, (size_t)((char *)blocks[10] - lo), &phys);
   assert_true(r == 0 || r == EPERM); /* a descriptor's physical address, for a device */
   for (int i = 0; i < 64; i += 2) ms_space_free(sp, blocks[i]);
+  assert_int_equal(ms_space_check(sp), 0);
   ms_space_destroy(sp);
   ms_dma_free(b);
+#endif
 }
 
 /* ---- privilege and limits, in children ---- */
