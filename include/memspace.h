@@ -412,7 +412,7 @@ MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *p
 /// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
 /// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
 /// fence before return, so the data is globally visible when it returns; plain memcpy (ordered, no fence) for
-/// copies under 1 KiB, where the fence costs more than it saves, and on other architectures. For memory the CPU
+/// copies under 2 KiB, where the fence costs more than it saves, and on other architectures. For memory the CPU
 /// will not read back soon. Thread-safe for disjoint ranges, no lock, no system call. A range outside the
 /// buffer (or NULL) writes nothing and sets errno EINVAL. Many small events: ms_dma_stream + ms_dma_fence.
 MS_API void ms_dma_write(ms_dma_buffer_t *buffer, size_t offset, const void *src, size_t length);

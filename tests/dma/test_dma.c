@@ -159,6 +159,31 @@ static void alloc_base_pages(void **state) {
   assert_int_equal(st1.dma_pinned_bytes, st0.dma_pinned_bytes);
 }
 
+static void numa_node_binding(void **state) {
+  (void)state;
+  if (access("/sys/devices/system/node/node0", F_OK) != 0) {
+    print_message("skipped: no NUMA node information in /sys\n");
+    skip();
+  }
+  ms_dma_config_t c = cfg(4096, 0);
+  c.numa_node = 0;
+  ms_dma_buffer_t *b = ms_dma_alloc(1 * MiB, &c);
+  assert_non_null(b);
+  ms_dma_info_t info;
+  ms_dma_info(b, &info);
+  assert_int_equal(info.numa_node, 0); /* bound through the page layer (mbind) */
+  ms_dma_free(b);
+  if (free_2m() >= 1) {
+    c.page_size = 2 * MiB;
+    b = ms_dma_alloc(2 * MiB, &c);
+    assert_non_null(b);
+    ms_dma_info(b, &info);
+    assert_int_equal(info.numa_node, 0);
+    assert_int_equal(ms_dma_page_size(b), 2 * MiB);
+    ms_dma_free(b);
+  }
+}
+
 static void alloc_2m_pages(void **state) {
   (void)state;
   SKIP_IF_NO_2M(3);
@@ -892,6 +917,7 @@ static void stats_lines(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(alloc_base_pages),
+      cmocka_unit_test(numa_node_binding),
       cmocka_unit_test(alloc_2m_pages),
       cmocka_unit_test(alloc_1g_pages),
       cmocka_unit_test(best_available_and_fallback),
