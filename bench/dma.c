@@ -13,6 +13,7 @@
 #include "bench.h"
 #include "memspace.h"
 #include "dma/loopback.h"
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,21 +39,29 @@ static const char *method_title[NMETHODS] = {
 #define FENCE_EVERY (64 * 1024) /* a producer publishing its write pointer every 64 KiB */
 
 /* ---- the hugetlb pool: added for the run, given back always ---- */
-static long long pool_added;
+/* raw system calls only: pool_restore also runs from signal handlers */
+static volatile long long pool_added;
 static long long read_ll(const char *path) {
-  FILE *f = fopen(path, "r");
-  long long v = -1;
-  if (f) {
-    if (fscanf(f, "%lld", &v) != 1) v = -1;
-    fclose(f);
-  }
+  char buf[32];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  long long v = 0;
+  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) v = v * 10 + (buf[i] - '0');
   return v;
 }
 static int write_ll(const char *path, long long v) {
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
-  int ok = fprintf(f, "%lld\n", v) > 0;
-  return fclose(f) == 0 && ok ? 0 : -1;
+  char buf[32], tmp[32];
+  int n = 0, k = 0;
+  do tmp[k++] = (char)('0' + v % 10), v /= 10; while (v > 0 && k < 30);
+  while (k) buf[n++] = tmp[--k];
+  buf[n++] = '\n';
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int ok = write(fd, buf, (size_t)n) == n;
+  return close(fd) == 0 && ok ? 0 : -1;
 }
 static void pool_restore(void) {
   if (pool_added <= 0) return;
@@ -69,12 +78,14 @@ static void on_signal(int sig) {
 static long long pool_add(long long pages, char *why, size_t why_cap) {
   long long cur = read_ll(HP2);
   if (cur < 0) { snprintf(why, why_cap, "no 2 MiB huge pages in this kernel"); return 0; }
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
   atexit(pool_restore);
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], on_signal);
   if (write_ll(HP2, cur + pages) != 0) {
     snprintf(why, why_cap, "writing %s refused: %s", HP2, strerror(errno));
-    return 0;
+    long long now = read_ll(HP2); /* a partial grant still has to be given back */
+    pool_added = now > cur ? now - cur : 0;
+    return pool_added;
   }
   long long now = read_ll(HP2);
   pool_added = now > cur ? now - cur : 0;

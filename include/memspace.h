@@ -366,13 +366,14 @@ typedef struct ms_dma_config_s {
 /// Allocates a pinned buffer of `size` bytes (config NULL: best page size, no NUMA preference, no flags).
 /// Pages: `page_size` 0 tries 1 GiB pages (when the buffer exceeds 512 MiB, so rounding wastes under half, or
 /// when MS_DMA_CONTIGUOUS needs one), then 2 MiB, then the base page; MEMSPACE_HUGE_PAGES=2M caps that choice.
-/// An exact size (base, 2 MiB, 1 GiB) is tried first and falls back to the base page (reported under
-/// MEMSPACE_VERBOSE and in stats) unless MS_DMA_NO_FALLBACK. Hugetlb pages come from the pool reserved at
+/// An exact size (base, 2 MiB, 1 GiB) is tried first, then the smaller ones (reported under MEMSPACE_VERBOSE,
+/// in stats and in ms_dma_info) unless MS_DMA_NO_FALLBACK; a size the kernel lacks counts as an empty pool. Hugetlb pages come from the pool reserved at
 /// allocation time (never MAP_NORESERVE) and are pre-faulted, not mlocked (RLIMIT_MEMLOCK does not apply);
 /// base pages are mlocked and populated. Memory is bound to `numa_node` when >= 0. The buffer starts
 /// aligned to its page size and reads as zero.
-/// Thread-safe. Cost: the system calls plus the kernel zeroing every page (about 0.1 s per GiB on 2 MiB pages).
-/// NULL + errno: EINVAL (size 0, reserved fields not zero, unknown flags, a page size the machine lacks, or
+/// Thread-safe. Cost: the system calls plus the kernel zeroing every page (0.1-0.2 s per GiB on 2 MiB pages).
+/// NULL + errno: EINVAL (size 0, reserved fields not zero, unknown flags, a NUMA node the machine lacks, a page
+/// size other than the base page, 2 MiB or 1 GiB, or
 /// MS_DMA_CONTIGUOUS when no single page can hold the buffer: the message names why), ENOMEM (size overflow,
 /// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), EPERM/EAGAIN/ENOMEM from
 /// mlock when RLIMIT_MEMLOCK is too small (the message names the limit), EIO (MS_DMA_CONTIGUOUS buffer found
