@@ -346,7 +346,9 @@ const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *c
   if (!valid(buffer)) { errno = EINVAL; return NULL; }
   int r = build(buffer);
   if (r) { errno = r; return NULL; }
+  msi_lock((msi_lock_t *)&buffer->lock); /* ms_dma_verify may be updating the list */
   if (count) *count = buffer->count;
+  msi_unlock((msi_lock_t *)&buffer->lock);
   return buffer->segs;
 }
 
@@ -792,10 +794,12 @@ int ms_dma_info(const ms_dma_buffer_t *b, ms_dma_info_t *info) {
   info->size = b->size;
   info->mapped_size = b->mapped;
   info->page_size = b->page;
+  msi_lock((msi_lock_t *)&b->lock);
   if (atomic_load_explicit(&b->built, memory_order_acquire)) {
     info->segments = b->count;
     info->largest_segment = b->largest;
   }
+  msi_unlock((msi_lock_t *)&b->lock);
   info->numa_node = b->numa_node;
   info->registered = b->registered;
   info->movable = b->movable;
@@ -846,10 +850,13 @@ static void dma_print(msi_stats_writer_t *w) {
   int i = 0;
   for (struct ms_dma_buffer_s *b = reg_head; b && i < PRINT_BUFFERS; b = b->next, i++) {
     char name[32], text[192];
+    msi_lock(&b->lock); /* lock order: registry, then buffer */
+    size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
+    msi_unlock(&b->lock);
     msi_snprintf(name, sizeof name, "buffer_%d", i);
     msi_snprintf(text, sizeof text, "%zu bytes at %p, %s pages, %s%s%s, %zu segments", b->size, (void *)b->addr,
                  page_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
-                 b->fallback ? ", fallback" : "", b->built ? b->count : 0);
+                 b->fallback ? ", fallback" : "", segs);
     msi_stats_text(w, name, text);
   }
   msi_unlock(&reg_lock);
