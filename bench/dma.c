@@ -387,7 +387,10 @@ int msb_bench_dma(msb_ctx_t *ctx) {
              "figures in the CSV):\n", tag, reps);
   msb_printf("  %-6s %10s %12s\n", "pages", "memset", "NT stores");
   for (int p = 0; p < npages; p++)
-    msb_printf("  %-6s %10.1f %12.1f\n", page_tag(pages[p]), lim[p].memset_gbs, lim[p].nt_gbs);
+    if (lim[p].memset_gbs > 0)
+      msb_printf("  %-6s %10.1f %12.1f\n", page_tag(pages[p]), lim[p].memset_gbs, lim[p].nt_gbs);
+    else
+      msb_printf("  %-6s %10s %12s   (buffer not allocated)\n", page_tag(pages[p]), "-", "-");
   msb_row(ctx, "ring-published-peak", "pda-published", 1, 4096, "gb_per_s", 18.0);
 
   /* ring writes */
