@@ -35,7 +35,8 @@
 /* hugetlb pool: reserve for the run, restore always                                                 */
 /* ------------------------------------------------------------------------------------------------ */
 static const char *nr_path = "/proc/sys/vm/nr_hugepages";
-static long huge_saved = -1;
+static long huge_added = -1; /* pages this run added to the pool: given back by subtracting, never by
+                                 writing an absolute count that would erase another program's reservation */
 
 static long read_long(const char *path) {
   FILE *f = fopen(path, "r");
@@ -59,10 +60,11 @@ static int write_long(const char *path, long v) {
 }
 
 static void huge_restore(void) {
-  if (huge_saved >= 0) {
-    write_long(nr_path, huge_saved);
-    huge_saved = -1;
+  if (huge_added > 0) {
+    long cur = read_long(nr_path);
+    if (cur >= 0) write_long(nr_path, cur > huge_added ? cur - huge_added : 0);
   }
+  huge_added = -1;
 }
 
 static void on_signal(int sig) {
@@ -77,12 +79,15 @@ static long huge_reserve(long want, char *reason, size_t cap) {
   if (old < 0) { snprintf(reason, cap, "%s unreadable", nr_path); return 0; }
   long free0 = read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
   if (free0 >= want) return want;
-  huge_saved = old;
   atexit(huge_restore);
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  if (write_long(nr_path, old + want - (free0 > 0 ? free0 : 0)) != 0) {
-    snprintf(reason, cap, "writing %s refused: %s", nr_path, strerror(errno));
+  int wr = write_long(nr_path, old + want - (free0 > 0 ? free0 : 0));
+  int wr_errno = errno;
+  long now = read_long(nr_path);
+  huge_added = now > old ? now - old : 0;
+  if (wr != 0) {
+    snprintf(reason, cap, "writing %s refused: %s", nr_path, strerror(wr_errno));
     huge_restore();
     return 0;
   }
