@@ -1,0 +1,973 @@
+/* SPDX-License-Identifier: MIT */
+/* space.c: deterministic memory spaces (CONTRACT §4, docs/spaces.md).
+
+   Design: a binary buddy allocator whose metadata lives entirely OUTSIDE the blocks, in a compact side area:
+   - per order k (block size 2^k, k >= 4, i.e. 16 B .. the space size) a hierarchical bitmap of free block
+     positions (leaf bit i: the block at offset i*2^k is free; each summary bit says "some bit below is set";
+     at most 6 levels for 2^36 positions), plus one 64-bit mask of the orders that have a free block;
+   - an allocation map: one nibble per 16-byte granule for allocated blocks of 16 B .. 2 KiB (value k-3),
+     one byte per 4 KiB for allocated blocks of 4 KiB and more (value k). Every entry is zero except at the
+     first granule of an allocated block, so a free of an interior pointer or a double free reads zero and is
+     detected in every build.
+   malloc: order k = ceil(log2(size)); j = lowest order >= k with a free block (one ctz on the mask); take the
+   lowest-address free block of order j (one ctz per bitmap level); split it down to k (j-k bit sets).
+   free: read the map entry; merge with the buddy while the buddy is free (a bit test) and in the same region.
+   Neither call reads or writes a byte of the data area: on this kind of VM, touching memory just past a large
+   block the program has just walked costs ~1 us (nested page walks); a header or split remainder next to the
+   block would pay that on every call. A heap overflow cannot corrupt the allocator either.
+   Worst case per call: (orders) splits or merges x (bitmap depth <= 6) word updates, no loops over blocks. */
+#include "space_internal.h"
+#include "os.h"
+#ifndef __has_feature /* track.h tests __has_feature, which older GCC lacks */
+#define __has_feature(x) 0
+#endif
+#include "track.h"
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#define GSHIFT 4                  /* granule: 16 bytes, the minimum block and the alignment */
+#define LSHIFT 12                 /* large-block map granule: blocks of 4 KiB and more start on it */
+#define MAX_ORDER 46              /* 64 TiB */
+#define MAX_LEVELS 7
+#define MAX_REGIONS 64            /* the initial region and up to 63 expansions */
+#define SPACE_MAGIC 0x6d7370616365ull /* "mspace" */
+
+enum { REGION_ACTIVE = 1, REGION_PENDING = 2, REGION_RETURNED = 3 };
+
+typedef struct {
+  uint64_t *lv[MAX_LEVELS]; /* lv[0] is the single top word, lv[depth-1] the leaf words */
+  uint32_t depth;
+  uint64_t positions;       /* blocks of this order that fit in the reserved range */
+} hbm_t;
+
+typedef struct {
+  size_t start, size;       /* offsets in the data range */
+  int state;
+} region_t;
+
+struct ms_space_s {
+  uint64_t magic;
+  unsigned flags;
+  unsigned top;             /* largest order that fits the reserved range */
+  char *data;               /* data range base */
+  uint64_t free_mask;       /* bit k: order k has a free block */
+  uint8_t *nib;             /* allocation nibbles, one per granule */
+  uint8_t *lmap;            /* allocation bytes, one per 4 KiB */
+  size_t used, peak, size, free_blocks;
+  uint64_t allocs, frees, ooms, expands;
+  int lock_on;
+  pthread_mutex_t lock;
+  /* colder */
+  size_t reserved;          /* data range length */
+  size_t expand;            /* automatic expansion step, 0 = fixed */
+  size_t end;               /* end of the last region (bump pointer for expansions) */
+  int nregions;
+  int in_caller;            /* created with ms_space_create_in */
+  int at_pending;           /* MS_SPACE_AT_FIRSTALLOC: initial region not committed yet */
+  unsigned page_flags;      /* extra flags for ms_pages_* on commit */
+  void *meta_base;          /* mapping holding this struct and the metadata (NULL for create_in) */
+  size_t meta_size;
+  size_t data_map_size;     /* length of the data mapping (>= reserved) */
+  void *data_map;
+  int numa_node;
+  const char *name;
+  struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
+  region_t regions[MAX_REGIONS];
+  hbm_t fb[MAX_ORDER + 1];
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+/* registry and statistics                                                                            */
+/* ------------------------------------------------------------------------------------------------ */
+static msi_lock_t registry_lock = MSI_LOCK_INIT;
+static ms_space_t *registry;
+static uint64_t dead_ooms, dead_expands;
+
+static void registry_add(ms_space_t *s) {
+  msi_lock(&registry_lock);
+  s->prev = NULL;
+  s->next = registry;
+  if (registry) registry->prev = s;
+  registry = s;
+  msi_unlock(&registry_lock);
+}
+static void registry_remove(ms_space_t *s) {
+  msi_lock(&registry_lock);
+  if (s->prev) s->prev->next = s->next;
+  else registry = s->next;
+  if (s->next) s->next->prev = s->prev;
+  dead_ooms += s->ooms;
+  dead_expands += s->expands;
+  msi_unlock(&registry_lock);
+}
+
+static void spaces_get(ms_stats_t *st) {
+  msi_lock(&registry_lock);
+  uint64_t count = 0, bytes = 0, used = 0, ooms = dead_ooms, expands = dead_expands;
+  for (ms_space_t *s = registry; s; s = s->next) {
+    count++;
+    bytes += __atomic_load_n(&s->size, __ATOMIC_RELAXED);
+    used += __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+    ooms += __atomic_load_n(&s->ooms, __ATOMIC_RELAXED);
+    expands += __atomic_load_n(&s->expands, __ATOMIC_RELAXED);
+  }
+  msi_unlock(&registry_lock);
+  st->space_count += count;
+  st->space_bytes += bytes;
+  st->space_used_bytes += used;
+  st->space_oom += ooms;
+  st->space_expands += expands;
+}
+
+static void spaces_print(msi_stats_writer_t *w) {
+  ms_stats_t st;
+  memset(&st, 0, sizeof st);
+  spaces_get(&st);
+  msi_stats_field(w, "spaces", st.space_count, "");
+  msi_stats_field(w, "size", st.space_bytes, "bytes");
+  msi_stats_field(w, "used", st.space_used_bytes, "bytes");
+  msi_stats_field(w, "oom", st.space_oom, "");
+  msi_stats_field(w, "expansions", st.space_expands, "");
+}
+
+static const msi_stats_source_t spaces_source = {"spaces", spaces_get, spaces_print};
+__attribute__((constructor(103))) static void spaces_register(void) { msi_stats_register(&spaces_source); }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* hierarchical bitmaps                                                                               */
+/* ------------------------------------------------------------------------------------------------ */
+static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
+  hbm_t *h = &s->fb[k];
+  s->free_blocks++;
+  for (int l = (int)h->depth - 1; l >= 0; l--) {
+    uint64_t *w = &h->lv[l][pos >> 6];
+    uint64_t old = *w;
+    *w = old | (1ull << (pos & 63));
+    if (old) return;
+    pos >>= 6;
+  }
+  s->free_mask |= 1ull << k;
+}
+
+static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
+  hbm_t *h = &s->fb[k];
+  s->free_blocks--;
+  for (int l = (int)h->depth - 1; l >= 0; l--) {
+    uint64_t *w = &h->lv[l][pos >> 6];
+    uint64_t nw = *w & ~(1ull << (pos & 63));
+    *w = nw;
+    if (nw) return;
+    pos >>= 6;
+  }
+  s->free_mask &= ~(1ull << k);
+}
+
+static inline bool hbm_test(const ms_space_t *s, unsigned k, uint64_t pos) {
+  const hbm_t *h = &s->fb[k];
+  if (pos >= h->positions) return false;
+  return (h->lv[h->depth - 1][pos >> 6] >> (pos & 63)) & 1;
+}
+
+/* lowest set position; the order must have a free block */
+static inline uint64_t hbm_first(const ms_space_t *s, unsigned k) {
+  const hbm_t *h = &s->fb[k];
+  uint64_t i = 0;
+  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(h->lv[l][i]);
+  return i;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* allocation map                                                                                     */
+/* ------------------------------------------------------------------------------------------------ */
+static inline unsigned nib_get(const ms_space_t *s, size_t off) {
+  size_t g = off >> GSHIFT;
+  return (s->nib[g >> 1] >> ((g & 1) * 4)) & 15;
+}
+static inline void nib_put(ms_space_t *s, size_t off, unsigned v) {
+  size_t g = off >> GSHIFT;
+  unsigned sh = (unsigned)(g & 1) * 4;
+  s->nib[g >> 1] = (uint8_t)((s->nib[g >> 1] & ~(15u << sh)) | (v << sh));
+}
+static inline void map_set(ms_space_t *s, size_t off, unsigned k) {
+  if (k >= LSHIFT) s->lmap[off >> LSHIFT] = (uint8_t)k;
+  else nib_put(s, off, k - 3);
+}
+/* order of the allocated block starting at off, 0 when none starts there */
+static inline unsigned map_get(const ms_space_t *s, size_t off) {
+  if (!(off & ((1u << LSHIFT) - 1))) {
+    unsigned k = s->lmap[off >> LSHIFT];
+    if (k) return k;
+  }
+  unsigned v = nib_get(s, off);
+  return v ? v + 3 : 0;
+}
+static inline void map_clear(ms_space_t *s, size_t off, unsigned k) {
+  if (k >= LSHIFT) s->lmap[off >> LSHIFT] = 0;
+  else nib_put(s, off, 0);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* regions                                                                                            */
+/* ------------------------------------------------------------------------------------------------ */
+static inline int region_of(const ms_space_t *s, size_t off) {
+  int lo = 0, hi = s->nregions - 1; /* regions are sorted by start and contiguous */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (s->regions[mid].start <= off) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* calls fn on each root block (largest aligned power-of-two pieces) of [a, b) */
+static inline unsigned root_order(const ms_space_t *s, size_t o, size_t b) {
+  unsigned k = o ? (unsigned)__builtin_ctzll(o) : s->top;
+  if (k > s->top) k = s->top;
+  while (k > GSHIFT && o + ((size_t)1 << k) > b) k--;
+  return k;
+}
+
+static void region_add_free(ms_space_t *s, size_t a, size_t b) {
+  for (size_t o = a; o < b;) {
+    unsigned k = root_order(s, o, b);
+    hbm_set(s, k, o >> k);
+    o += (size_t)1 << k;
+  }
+}
+static bool region_is_free(const ms_space_t *s, size_t a, size_t b) {
+  for (size_t o = a; o < b;) {
+    unsigned k = root_order(s, o, b);
+    if (!hbm_test(s, k, o >> k)) return false;
+    o += (size_t)1 << k;
+  }
+  return true;
+}
+static void region_remove_free(ms_space_t *s, size_t a, size_t b) {
+  for (size_t o = a; o < b;) {
+    unsigned k = root_order(s, o, b);
+    hbm_clear(s, k, o >> k);
+    o += (size_t)1 << k;
+  }
+}
+
+/* metadata slices for [a, b) of the data range, as page ranges; fn(addr, len) */
+static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_t)) {
+  if (s->in_caller) return 0;
+  size_t ps = msi_os_page_size();
+  if (s->meta_size <= 4 * MSI_MiB) return fn(s->meta_base, s->meta_size);
+  struct { uintptr_t lo, hi; } r[2 + (MAX_ORDER + 1) * MAX_LEVELS];
+  int n = 0;
+  r[n].lo = (uintptr_t)s->meta_base; /* this struct */
+  r[n++].hi = (uintptr_t)s->meta_base + sizeof *s;
+  r[n].lo = (uintptr_t)s->nib + (a >> (GSHIFT + 1));
+  r[n++].hi = (uintptr_t)s->nib + (b >> (GSHIFT + 1)) + 1;
+  r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);
+  r[n++].hi = (uintptr_t)s->lmap + (b >> LSHIFT) + 1;
+  for (unsigned k = GSHIFT; k <= s->top; k++) {
+    hbm_t *h = &s->fb[k];
+    uint64_t plo = a >> k, phi = (b >> k) + 1;
+    for (int l = (int)h->depth - 1; l >= 0; l--) {
+      plo >>= 6;
+      phi = (phi >> 6) + 1;
+      r[n].lo = (uintptr_t)(h->lv[l] + plo);
+      r[n++].hi = (uintptr_t)(h->lv[l] + phi);
+    }
+  }
+  uintptr_t mend = (uintptr_t)s->meta_base + s->meta_size;
+  for (int i = 0; i < n; i++) {
+    uintptr_t lo = msi_align_down(r[i].lo, ps), hi = msi_align_up(r[i].hi, ps);
+    if (hi > mend) hi = mend;
+    if (hi > lo) {
+      int e = fn((void *)lo, hi - lo);
+      if (e) return e;
+    }
+  }
+  return 0;
+}
+
+/* commits, pre-faults and (LOCKED) locks the data and metadata of [a, b); 0 or an errno value */
+static int region_commit(ms_space_t *s, size_t a, size_t b) {
+  if (s->in_caller) return 0;
+  int e = ms_pages_commit(s->data + a, b - a);
+  if (e) return e;
+  if (s->numa_node >= 0) ms_pages_bind(s->data + a, b - a, s->numa_node);
+  if ((e = ms_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, ms_pages_populate))) goto fail;
+  if (s->flags & MS_SPACE_LOCKED) {
+    if ((e = ms_pages_lock(s->data + a, b - a))) goto fail;
+    if ((e = meta_apply(s, a, b, ms_pages_lock))) { ms_pages_unlock(s->data + a, b - a); goto fail; }
+  }
+  return 0;
+fail:
+  ms_pages_decommit(s->data + a, b - a);
+  return e;
+}
+
+static void region_decommit(ms_space_t *s, size_t a, size_t b) {
+  if (s->in_caller) return;
+  if (s->flags & MS_SPACE_LOCKED) ms_pages_unlock(s->data + a, b - a);
+  ms_pages_decommit(s->data + a, b - a);
+}
+
+/* adds [a, a+size) as a new region (committing it); 0 or an errno value */
+static int region_append(ms_space_t *s, size_t size, int state) {
+  if (s->nregions >= MAX_REGIONS || size > s->reserved - s->end) return ENOMEM;
+  size_t a = s->end;
+  if (state == REGION_ACTIVE) {
+    int e = region_commit(s, a, a + size);
+    if (e) return e;
+    region_add_free(s, a, a + size);
+    s->size += size;
+  }
+  s->regions[s->nregions++] = (region_t){a, size, state};
+  s->end = a + size;
+  return 0;
+}
+
+/* grows by at least `bytes` (the caller holds the lock); reuses a returned region that is large enough */
+static int grow(ms_space_t *s, size_t bytes) {
+  size_t ps = msi_os_page_size();
+  size_t want = msi_round_up(bytes, ps);
+  if (!want) return ENOMEM;
+  for (int i = 0; i < s->nregions; i++) {
+    region_t *r = &s->regions[i];
+    if (r->state == REGION_RETURNED && r->size >= want) {
+      int e = region_commit(s, r->start, r->start + r->size);
+      if (e) return e;
+      r->state = REGION_ACTIVE;
+      region_add_free(s, r->start, r->start + r->size);
+      s->size += r->size;
+      return 0;
+    }
+  }
+  return region_append(s, want, REGION_ACTIVE);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* locking and error reports                                                                          */
+/* ------------------------------------------------------------------------------------------------ */
+static inline void space_lock(ms_space_t *s) {
+  if (s->lock_on) pthread_mutex_lock(&s->lock);
+}
+static inline void space_unlock(ms_space_t *s) {
+  if (s->lock_on) pthread_mutex_unlock(&s->lock);
+}
+
+static bool strict_mode(void) {
+#if (defined(MEMSPACE_DEBUG) && MEMSPACE_DEBUG) || (defined(MEMSPACE_SECURE_BUILD) && MEMSPACE_SECURE_BUILD)
+  return true;
+#else
+  return msi_opt(MS_OPTION_SECURE) != 0;
+#endif
+}
+
+/* a bad pointer was given: reported always; fatal in debug/secure builds and with MEMSPACE_SECURE=1 */
+MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p, const char *call, const char *what) {
+  if (strict_mode())
+    msi_fatal("space %s: %s(%p): %s", s->name ? s->name : "(unnamed)", call, p, what);
+  msi_error("space %s: %s(%p): %s; ignored", s->name ? s->name : "(unnamed)", call, p, what);
+  errno = EINVAL;
+}
+
+/* why `off` is not an allocated block start (cold path: may scan the orders) */
+MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off) {
+  if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned)";
+  for (unsigned k = GSHIFT; k <= s->top; k++)
+    if (!(off & (((size_t)1 << k) - 1)) && hbm_test(s, k, off >> k)) return "double free (the block is free)";
+  return "not the start of an allocated block of this space (interior pointer or already freed)";
+}
+
+/* offset of p in the space's committed range, or SIZE_MAX */
+static inline size_t offset_of(const ms_space_t *s, const void *p) {
+  size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->data);
+  return off < s->end ? off : SIZE_MAX;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* core allocate / release (lock held)                                                                */
+/* ------------------------------------------------------------------------------------------------ */
+static inline unsigned order_of(size_t size) {
+  if (size <= ((size_t)1 << GSHIFT)) return GSHIFT;
+  return 64u - (unsigned)__builtin_clzll(size - 1);
+}
+
+MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
+  if (s->at_pending) {
+    s->at_pending = 0;
+    region_t *r = &s->regions[0];
+    if (region_commit(s, r->start, r->start + r->size) == 0) {
+      r->state = REGION_ACTIVE;
+      region_add_free(s, r->start, r->start + r->size);
+      s->size += r->size;
+      if (s->free_mask >> k) return true;
+    } else {
+      r->state = REGION_RETURNED;
+      msi_warning("space %s: committing the initial %zu bytes at first allocation failed",
+                  s->name ? s->name : "(unnamed)", r->size);
+    }
+  }
+  if (!s->expand) return false;
+  /* the new region must hold an aligned block of order k: [end, align_up(end, 2^k) + 2^k) at least */
+  size_t need = (size_t)1 << k;
+  size_t step = s->expand, at_least = msi_align_up(s->end, need) + need - s->end;
+  if (step < at_least) step = at_least;
+  if (grow(s, step) != 0) return false;
+  s->expands++;
+  msi_verbose("space %s: expanded by %zu bytes (now %zu; expansion %llu)", s->name ? s->name : "(unnamed)",
+              step, s->size, (unsigned long long)s->expands);
+  return (s->free_mask >> k) != 0;
+}
+
+static inline void *take(ms_space_t *s, unsigned k) {
+  uint64_t m = s->free_mask >> k;
+  if (MSI_UNLIKELY(!m)) {
+    if (!refill(s, k)) { s->ooms++; return NULL; }
+    m = s->free_mask >> k;
+  }
+  unsigned j = k + (unsigned)__builtin_ctzll(m);
+  uint64_t pos = hbm_first(s, j);
+  hbm_clear(s, j, pos);
+  size_t off = (size_t)pos << j;
+  while (j > k) {
+    j--;
+    hbm_set(s, j, (off >> j) + 1);
+  }
+  map_set(s, off, k);
+  s->used += (size_t)1 << k;
+  if (s->used > s->peak) s->peak = s->used;
+  s->allocs++;
+  return s->data + off;
+}
+
+static inline bool same_region(const ms_space_t *s, size_t a, size_t b) {
+  if (s->nregions == 1) return true;
+  return region_of(s, a) == region_of(s, b);
+}
+
+static inline void release(ms_space_t *s, size_t off, unsigned k) {
+  map_clear(s, off, k);
+  s->used -= (size_t)1 << k;
+  s->frees++;
+  while (k < s->top) {
+    size_t bsz = (size_t)1 << k;
+    size_t buddy = off ^ bsz;
+    if (!hbm_test(s, k, buddy >> k)) break;
+    if (k >= LSHIFT && !same_region(s, off & ~bsz, (off | bsz) + bsz - 1)) break;
+    hbm_clear(s, k, buddy >> k);
+    off &= ~bsz;
+    k++;
+  }
+  hbm_set(s, k, off >> k);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* creation                                                                                           */
+/* ------------------------------------------------------------------------------------------------ */
+size_t msi_space_reserve_size(size_t initial, size_t expand) {
+  size_t step = expand ? expand : initial;
+  size_t room = step > (64 * MSI_GiB) / 63 ? 64 * MSI_GiB : step * 63;
+  size_t r = initial + room;
+  if (r < initial || r > ((size_t)1 << MAX_ORDER)) r = (size_t)1 << MAX_ORDER;
+  return r;
+}
+
+/* bytes of metadata (bitmaps + maps) for a data range of `reserved` bytes, laid out after the struct */
+static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
+  size_t off = msi_round_up(sizeof(ms_space_t), 64);
+  unsigned top = 63u - (unsigned)__builtin_clzll(reserved);
+  if (top > MAX_ORDER) top = MAX_ORDER;
+  for (unsigned k = GSHIFT; k <= top; k++) {
+    uint64_t positions = reserved >> k;
+    uint64_t words[MAX_LEVELS];
+    uint32_t depth = 0;
+    uint64_t n = positions;
+    do {
+      n = (n + 63) / 64;
+      words[depth++] = n;
+    } while (n > 1);
+    if (s) {
+      s->fb[k].depth = depth;
+      s->fb[k].positions = positions;
+    }
+    for (uint32_t l = 0; l < depth; l++) { /* words[0] = leaf; lv[depth-1] = leaf */
+      if (s) s->fb[k].lv[depth - 1 - l] = (uint64_t *)(base + off);
+      off += words[l] * 8;
+    }
+    off = msi_round_up(off, 64);
+  }
+  if (s) s->nib = (uint8_t *)(base + off);
+  off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
+  if (s) s->lmap = (uint8_t *)(base + off);
+  off += msi_round_up((reserved >> LSHIFT) + 1, 64);
+  if (s) s->top = top;
+  return off;
+}
+
+static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
+  s->magic = SPACE_MAGIC;
+  s->flags = flags;
+  s->numa_node = -1;
+  s->name = name;
+  if (flags & MS_SPACE_THREAD_SAFE) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) != 0)
+      MSI_WARN_ONCE("spaces: priority-inheriting mutexes unavailable; using a plain mutex");
+    pthread_mutex_init(&s->lock, &a);
+    pthread_mutexattr_destroy(&a);
+    s->lock_on = 1;
+  }
+}
+
+static unsigned huge_flags(void) {
+  long long hp = msi_opt(MS_OPTION_HUGE_PAGES);
+  if (hp >= (long long)MSI_GiB) return MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M;
+  return MS_PAGES_HUGE_2M;
+}
+
+ms_space_t *ms_space_create(const ms_space_config_t *c) {
+  msi_init();
+  if (!c || c->initial_size == 0 || (c->at != MS_SPACE_AT_START && c->at != MS_SPACE_AT_FIRSTALLOC) ||
+      (c->flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE | MS_SPACE_HUGE_PAGES)) ||
+      c->reserved[0] || c->reserved[1] || c->reserved[2] || c->reserved[3] || c->numa_node < -1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t ps = msi_os_page_size();
+  size_t initial = msi_round_up(c->initial_size, ps), expand = c->expand_size ? msi_round_up(c->expand_size, ps) : 0;
+  if (!initial || (c->expand_size && !expand) || initial > ((size_t)1 << MAX_ORDER)) { errno = ENOMEM; return NULL; }
+  ms_pages_t dm;
+  size_t reserved;
+  int e;
+  bool huge = c->flags & MS_SPACE_HUGE_PAGES;
+  if (huge) {
+    /* hugetlb memory is committed when mapped: a huge-page space is fixed at its (rounded) initial size */
+    unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE | ((c->flags & MS_SPACE_LOCKED) ? MS_PAGES_LOCK : 0);
+    e = ms_pages_reserve(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
+    if (e) { errno = e; return NULL; }
+    if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", c->name ? c->name : "(unnamed)", dm.page_size);
+    reserved = initial = dm.size;
+    expand = 0;
+  } else {
+    reserved = msi_round_up(msi_space_reserve_size(initial, expand), ps);
+    e = ms_pages_reserve(reserved, 2 * MSI_MiB, 0, c->numa_node, &dm);
+    if (e) { errno = e; return NULL; }
+  }
+  size_t msize = msi_round_up(meta_layout(NULL, reserved, NULL), ps);
+  ms_pages_t mm;
+  e = ms_pages_reserve(msize, 0, MS_PAGES_COMMIT, -1, &mm);
+  if (e) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
+  ms_space_t *s = mm.addr;
+  meta_layout(s, reserved, mm.addr);
+  init_struct(s, c->flags, c->name);
+  s->numa_node = c->numa_node;
+  s->data = dm.addr;
+  s->data_map = dm.addr;
+  s->data_map_size = dm.size;
+  s->reserved = reserved;
+  s->expand = expand;
+  s->meta_base = mm.addr;
+  s->meta_size = mm.size;
+  if (huge) {
+    s->in_caller = 1; /* already committed, populated and locked: region_commit has nothing to do */
+    e = region_append(s, initial, REGION_ACTIVE);
+    s->in_caller = 0;
+    if (!e && (c->flags & MS_SPACE_LOCKED)) e = meta_apply(s, 0, initial, ms_pages_lock);
+    if (!e) e = meta_apply(s, 0, initial, ms_pages_populate);
+  } else if (c->at == MS_SPACE_AT_FIRSTALLOC) {
+    e = region_append(s, initial, REGION_PENDING);
+    s->at_pending = 1;
+  } else {
+    e = region_append(s, initial, REGION_ACTIVE);
+  }
+  if (e) {
+    if (s->lock_on) pthread_mutex_destroy(&s->lock);
+    ms_pages_release(dm.addr, dm.size);
+    ms_pages_release(mm.addr, mm.size);
+    errno = e;
+    return NULL;
+  }
+  registry_add(s);
+  msi_verbose("space %s: created: %zu bytes%s, expand %zu, %zu bytes of address space reserved, %zu of metadata",
+              s->name ? s->name : "(unnamed)", initial, c->at == MS_SPACE_AT_FIRSTALLOC ? " at first allocation" : "",
+              expand, reserved, msize);
+  return s;
+}
+
+ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
+  msi_init();
+  if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
+  uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
+  if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
+  /* data = the largest multiple of 16 that fits beside its metadata; align it to 4 KiB when that costs little */
+  size_t avail = hi - lo;
+  size_t data = avail;
+  for (int i = 0; i < 8; i++) {
+    size_t need = meta_layout(NULL, data < 16 ? 16 : data, NULL);
+    if (need >= avail) { data = 0; break; }
+    size_t fit = (avail - need) & ~(size_t)15;
+    if (fit >= data) break;
+    data = fit;
+  }
+  if (data < 16) { errno = EINVAL; return NULL; }
+  size_t need = meta_layout(NULL, data, NULL);
+  uintptr_t dbase = msi_align_up(lo + need, 16);
+  uintptr_t dpage = msi_align_up(lo + need, 4096);
+  if (dpage + (data > 8 * 4096 ? data - 4096 : data) <= hi && data > 8 * 4096) {
+    dbase = dpage;
+    data -= 4096;
+  }
+  if (dbase + data > hi) data = (hi - dbase) & ~(size_t)15;
+  data &= ~(size_t)15;
+  if (data < 16) { errno = EINVAL; return NULL; }
+  ms_space_t *s = (ms_space_t *)lo;
+  memset(s, 0, need);
+  meta_layout(s, data, (char *)lo);
+  init_struct(s, flags, NULL);
+  s->in_caller = 1;
+  s->data = (char *)dbase;
+  s->reserved = data;
+  if (flags & MS_SPACE_LOCKED) {
+    size_t ps = msi_os_page_size();
+    uintptr_t a = msi_align_down((uintptr_t)memory, ps), b = msi_align_up(hi, ps);
+    int e = ms_pages_lock((void *)a, b - a);
+    if (e) { if (s->lock_on) pthread_mutex_destroy(&s->lock); errno = e; return NULL; }
+  }
+  region_append(s, data, REGION_ACTIVE);
+  registry_add(s);
+  return s;
+}
+
+void ms_space_destroy(ms_space_t *s) {
+  if (!s || s->magic != SPACE_MAGIC) return;
+  registry_remove(s);
+  s->magic = 0;
+  if (s->lock_on) pthread_mutex_destroy(&s->lock);
+  if (s->in_caller) return;
+  if (s->flags & MS_SPACE_LOCKED) {
+    for (int i = 0; i < s->nregions; i++)
+      if (s->regions[i].state == REGION_ACTIVE) ms_pages_unlock(s->data + s->regions[i].start, s->regions[i].size);
+  }
+  void *dmap = s->data_map, *mbase = s->meta_base;
+  size_t dsize = s->data_map_size, msize = s->meta_size;
+  ms_pages_release(dmap, dsize);
+  ms_pages_release(mbase, msize);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the allocation calls                                                                               */
+/* ------------------------------------------------------------------------------------------------ */
+static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zero) {
+  space_lock(s);
+  void *p = take(s, k);
+  space_unlock(s);
+  if (MSI_UNLIKELY(!p)) { errno = ENOMEM; return NULL; }
+  MSI_TRACK_MALLOC(p, size, zero);
+  if (zero || (s->flags & MS_SPACE_ZERO)) memset(p, 0, size);
+  return p;
+}
+
+void *ms_space_malloc(ms_space_t *s, size_t size) {
+  if (MSI_UNLIKELY(!s || size == 0)) { errno = EINVAL; return NULL; }
+  if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) {
+    space_lock(s); s->ooms++; space_unlock(s);
+    errno = ENOMEM;
+    return NULL;
+  }
+  return alloc_order(s, order_of(size), size, false);
+}
+
+void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
+  size_t total;
+  if (MSI_UNLIKELY(!s)) { errno = EINVAL; return NULL; }
+  if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
+  if (total == 0) { errno = EINVAL; return NULL; }
+  if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) { errno = ENOMEM; return NULL; }
+  return alloc_order(s, order_of(total), total, true);
+}
+
+void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
+  if (MSI_UNLIKELY(!s || size == 0 || !msi_is_pow2(alignment))) { errno = EINVAL; return NULL; }
+  if (size > ((size_t)1 << s->top) || alignment > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
+  unsigned k = order_of(size);
+  unsigned a = (unsigned)__builtin_ctzll(alignment);
+  if (a > k) k = a;
+  /* blocks of order k are aligned to 2^k relative to the data base */
+  if (((uintptr_t)s->data & (alignment - 1)) != 0) { errno = ENOMEM; return NULL; }
+  return alloc_order(s, k, size, false);
+}
+
+void ms_space_free(ms_space_t *s, void *p) {
+  if (!p) return;
+  if (MSI_UNLIKELY(!s)) { errno = EINVAL; return; }
+  size_t off = offset_of(s, p);
+  if (MSI_UNLIKELY(off == SIZE_MAX)) { bad_pointer(s, p, "free", "not a block of this space"); return; }
+  space_lock(s);
+  unsigned k = map_get(s, off);
+  if (MSI_UNLIKELY(!k)) {
+    const char *why = why_bad(s, off);
+    space_unlock(s);
+    bad_pointer(s, p, "free", why);
+    return;
+  }
+  MSI_TRACK_FREE(p);
+  MSI_TRACK_NOACCESS(p, (size_t)1 << k);
+  release(s, off, k);
+  space_unlock(s);
+}
+
+size_t ms_space_usable_size(const ms_space_t *cs, const void *p) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s || !p) return 0;
+  size_t off = offset_of(s, p);
+  if (off == SIZE_MAX) return 0;
+  space_lock(s);
+  unsigned k = map_get(s, off);
+  space_unlock(s);
+  return k ? (size_t)1 << k : 0;
+}
+
+void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
+  if (!s) { errno = EINVAL; return NULL; }
+  if (!p) return ms_space_malloc(s, size);
+  if (size == 0) { ms_space_free(s, p); return NULL; }
+  size_t off = offset_of(s, p);
+  if (off == SIZE_MAX) { bad_pointer(s, p, "realloc", "not a block of this space"); return NULL; }
+  if (size > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
+  unsigned n = order_of(size);
+  space_lock(s);
+  unsigned k = map_get(s, off);
+  if (!k) {
+    const char *why = why_bad(s, off);
+    space_unlock(s);
+    bad_pointer(s, p, "realloc", why);
+    return NULL;
+  }
+  if (n <= k) {
+    /* shrink in place: the upper halves become free (their buddies are ours, so no merging) */
+    if (n < k) {
+      map_clear(s, off, k);
+      for (unsigned l = k; l > n; l--) hbm_set(s, l - 1, (off >> (l - 1)) + 1);
+      map_set(s, off, n);
+      s->used -= ((size_t)1 << k) - ((size_t)1 << n);
+    }
+    space_unlock(s);
+    MSI_TRACK_RESIZE(p, (size_t)1 << k, size);
+    return p;
+  }
+  /* grow in place when every buddy up to order n is free, we are the lower half and it stays in one region */
+  bool ok = n <= s->top && !(off & (((size_t)1 << n) - 1)) && same_region(s, off, off + ((size_t)1 << n) - 1);
+  for (unsigned l = k; ok && l < n; l++) ok = hbm_test(s, l, (off >> l) + 1);
+  if (ok) {
+    for (unsigned l = k; l < n; l++) hbm_clear(s, l, (off >> l) + 1);
+    map_clear(s, off, k);
+    map_set(s, off, n);
+    s->used += ((size_t)1 << n) - ((size_t)1 << k);
+    if (s->used > s->peak) s->peak = s->used;
+    space_unlock(s);
+    MSI_TRACK_RESIZE(p, (size_t)1 << k, size);
+    if (s->flags & MS_SPACE_ZERO) memset((char *)p + ((size_t)1 << k), 0, size - ((size_t)1 << k));
+    return p;
+  }
+  void *q = take(s, n);
+  space_unlock(s);
+  if (!q) { errno = ENOMEM; return NULL; }
+  MSI_TRACK_MALLOC(q, size, 0);
+  memcpy(q, p, (size_t)1 << k);
+  if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, size - ((size_t)1 << k));
+  space_lock(s);
+  MSI_TRACK_NOACCESS(p, (size_t)1 << k);
+  release(s, off, k);
+  space_unlock(s);
+  return q;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* expansion, shrinking, information                                                                  */
+/* ------------------------------------------------------------------------------------------------ */
+int ms_space_expand(ms_space_t *s, size_t bytes) {
+  if (!s || bytes == 0) return EINVAL;
+  if (s->in_caller) return ENOMEM;
+  space_lock(s);
+  int e = grow(s, bytes);
+  if (!e) s->expands++;
+  space_unlock(s);
+  return e;
+}
+
+size_t ms_space_shrink(ms_space_t *s) {
+  if (!s || s->in_caller) return 0;
+  size_t given = 0;
+  space_lock(s);
+  for (int i = 1; i < s->nregions; i++) {
+    region_t *r = &s->regions[i];
+    if (r->state != REGION_ACTIVE || !region_is_free(s, r->start, r->start + r->size)) continue;
+    region_remove_free(s, r->start, r->start + r->size);
+    region_decommit(s, r->start, r->start + r->size);
+    r->state = REGION_RETURNED;
+    s->size -= r->size;
+    given += r->size;
+  }
+  /* returned regions at the end give their address range back to the bump pointer */
+  while (s->nregions > 1 && s->regions[s->nregions - 1].state == REGION_RETURNED) {
+    s->nregions--;
+    s->end = s->regions[s->nregions].start;
+  }
+  space_unlock(s);
+  return given;
+}
+
+int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s || !info || s->magic != SPACE_MAGIC) return EINVAL;
+  space_lock(s);
+  memset(info, 0, sizeof *info);
+  info->size = s->size;
+  info->used = s->used;
+  info->free = s->size - s->used;
+  info->peak_used = s->peak;
+  info->largest_free_block = s->free_mask ? (size_t)1 << (63 - __builtin_clzll(s->free_mask)) : 0;
+  info->free_blocks = s->free_blocks;
+  info->allocs = s->allocs;
+  info->frees = s->frees;
+  info->oom_count = s->ooms;
+  info->expand_count = s->expands;
+  space_unlock(s);
+  return 0;
+}
+
+void msi_space_range(const ms_space_t *s, uintptr_t *lo, size_t *span) {
+  *lo = (uintptr_t)s->data;
+  *span = s->reserved;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* walk and check                                                                                     */
+/* ------------------------------------------------------------------------------------------------ */
+/* order of the free block starting at off, 0 when none */
+static unsigned free_order_at(const ms_space_t *s, size_t off) {
+  for (unsigned k = GSHIFT; k <= s->top; k++) {
+    if (off & (((size_t)1 << k) - 1)) break;
+    if (hbm_test(s, k, off >> k)) return k;
+  }
+  return 0;
+}
+
+typedef int (*visit_fn)(const void *, size_t, int, void *);
+
+/* walks every block of the active regions; returns the visitor's non-zero value, or -EFAULT-like codes < 0
+   for an inconsistency (reported through *why) */
+static int walk_blocks(const ms_space_t *s, visit_fn visit, void *arg, const char **why, size_t *bad_off) {
+  for (int i = 0; i < s->nregions; i++) {
+    const region_t *r = &s->regions[i];
+    if (r->state != REGION_ACTIVE) continue;
+    for (size_t off = r->start; off < r->start + r->size;) {
+      unsigned k = map_get(s, off);
+      int used = k != 0;
+      if (!k) k = free_order_at(s, off);
+      if (!k) { *why = "a granule belongs to no block"; *bad_off = off; return -1; }
+      if (off + ((size_t)1 << k) > r->start + r->size) { *why = "a block crosses its region's end"; *bad_off = off; return -1; }
+      if (visit) {
+        int v = visit(s->data + off, (size_t)1 << k, used, arg);
+        if (v) return v;
+      }
+      off += (size_t)1 << k;
+    }
+  }
+  return 0;
+}
+
+int ms_space_walk(const ms_space_t *cs, int (*visit)(const void *, size_t, int, void *), void *arg) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s || !visit || s->magic != SPACE_MAGIC) return EINVAL;
+  space_lock(s);
+  const char *why = NULL;
+  size_t bad = 0;
+  int r = walk_blocks(s, visit, arg, &why, &bad);
+  space_unlock(s);
+  if (r < 0) { msi_error("space %s: walk stopped at offset %zu: %s", s->name ? s->name : "(unnamed)", bad, why); return EFAULT; }
+  return r;
+}
+
+typedef struct { const ms_space_t *s; size_t used, free_blocks, nalloc; const char *why; size_t bad; } check_t;
+
+static int check_visit(const void *block, size_t size, int used, void *arg) {
+  check_t *c = arg;
+  const ms_space_t *s = c->s;
+  size_t off = (size_t)((const char *)block - s->data);
+  unsigned k = (unsigned)__builtin_ctzll(size);
+  if (off & (size - 1)) { c->why = "a block is not aligned to its size"; c->bad = off; return 1; }
+  if (used) {
+    c->used += size;
+    c->nalloc++;
+    if (free_order_at(s, off)) { c->why = "an allocated block is also marked free"; c->bad = off; return 1; }
+  } else {
+    c->free_blocks++;
+    /* no two free buddies inside one region: they would have merged */
+    size_t buddy = off ^ size;
+    if (k < s->top && hbm_test(s, k, buddy >> k) && same_region(s, off & ~size, (off | size) + size - 1)) {
+      c->why = "two free buddies were not merged"; c->bad = off; return 1;
+    }
+  }
+  return 0;
+}
+
+int ms_space_check(const ms_space_t *cs) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s) return EINVAL;
+  if (s->magic != SPACE_MAGIC) { msi_error("space %p: bad magic (not a space, or destroyed)", (void *)s); return EFAULT; }
+  space_lock(s);
+  const char *why = NULL;
+  size_t bad = 0;
+  /* 1. every summary bit matches its child word; the order mask matches the top words */
+  for (unsigned k = GSHIFT; k <= s->top && !why; k++) {
+    const hbm_t *h = &s->fb[k];
+    if (((s->free_mask >> k) & 1) != (h->lv[0][0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
+    for (uint32_t l = 0; l + 1 < h->depth && !why; l++) {
+      uint64_t nw = h->positions; /* words at level l+1 */
+      for (uint32_t d = h->depth; d > l + 1; d--) nw = (nw + 63) >> 6;
+      for (uint64_t i = 0; i < nw; i++) {
+        bool child = h->lv[l + 1][i] != 0;
+        bool summary = (h->lv[l][i >> 6] >> (i & 63)) & 1;
+        if (child != summary) { why = "a summary bit disagrees with its word"; bad = k; break; }
+      }
+    }
+    /* no free bit beyond the positions or outside the active regions is checked by the walk count below */
+  }
+  if (s->free_mask & ((1ull << GSHIFT) - 1)) why = "the order mask has orders below the minimum";
+  /* 2. walk: every granule of every active region is in exactly one block */
+  check_t c = {s, 0, 0, 0, NULL, 0};
+  if (!why) {
+    int r = walk_blocks(s, check_visit, &c, &why, &bad);
+    if (r > 0) { why = c.why; bad = c.bad; }
+  }
+  /* 3. counters; free bits only where the walk found free blocks; map entries only at allocated blocks */
+  if (!why && c.used != s->used) why = "the used counter disagrees with the blocks";
+  if (!why && c.free_blocks != s->free_blocks) why = "free bits exist outside the blocks (or the free count is wrong)";
+  if (!why) {
+    uint64_t bits = 0;
+    for (unsigned k = GSHIFT; k <= s->top; k++) {
+      const hbm_t *h = &s->fb[k];
+      for (uint64_t i = 0; i < (h->positions + 63) / 64; i++) bits += (uint64_t)__builtin_popcountll(h->lv[h->depth - 1][i]);
+    }
+    if (bits != s->free_blocks) why = "stray free bits";
+  }
+  if (!why) {
+    size_t entries = 0;
+    for (int i = 0; i < s->nregions; i++) {
+      const region_t *r = &s->regions[i];
+      if (r->state != REGION_ACTIVE) continue;
+      for (size_t o = r->start; o < r->start + r->size; o += (size_t)1 << GSHIFT) entries += nib_get(s, o) != 0;
+      for (size_t o = r->start; o < r->start + r->size; o += (size_t)1 << LSHIFT) entries += s->lmap[o >> LSHIFT] != 0;
+    }
+    if (entries != c.nalloc) why = "stray allocation-map entries";
+  }
+  if (!why && s->used > s->size) why = "used exceeds size";
+  if (!why && s->peak < s->used) why = "peak below used";
+  space_unlock(s);
+  if (why) {
+    msi_error("space %s: invariant broken: %s (at %zu)", s->name ? s->name : "(unnamed)", why, bad);
+    return EFAULT;
+  }
+  return 0;
+}
