@@ -39,7 +39,15 @@ typedef struct {
   uint64_t *lv[MAX_LEVELS]; /* lv[0] is the single top word, lv[depth-1] the leaf words */
   uint32_t depth;
   uint64_t positions;       /* blocks of this order that fit in the reserved range */
+  uint64_t hint;            /* leaf word where the last search found a block: tried first */
 } hbm_t;
+
+/* Small-block cache (lazy coalescing): freed blocks of 16 B .. 1 KiB wait in per-order LIFO lists (side
+   metadata: offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most
+   QMAX blocks in all (fewer for small spaces); a request that finds no free block first returns them all to
+   the buddy system (bounded: QMAX releases), so the cache never causes an ENOMEM. */
+#define QORDERS 7                 /* orders 4..10 */
+#define QMAX 256
 
 typedef struct {
   size_t start, size;       /* offsets in the data range */
@@ -54,6 +62,11 @@ struct ms_space_s {
   uint64_t free_mask;       /* bit k: order k has a free block */
   uint8_t *nib;             /* allocation nibbles, one per granule */
   uint8_t *lmap;            /* allocation bytes, one per 4 KiB */
+  uint16_t qhead[QORDERS];  /* small-block cache: list heads (entry index + 1, 0 = empty) */
+  uint16_t qfree;           /* free entries stack */
+  uint32_t qcount, qcap;
+  size_t *qoff;             /* entry -> block offset */
+  uint16_t *qnext;          /* entry -> next entry + 1 */
   size_t used, peak, size, free_blocks;
   uint64_t allocs, frees, ooms, expands;
   int lock_on;
@@ -170,10 +183,14 @@ static inline bool hbm_test(const ms_space_t *s, unsigned k, uint64_t pos) {
 }
 
 /* lowest set position; the order must have a free block */
-static inline uint64_t hbm_first(const ms_space_t *s, unsigned k) {
-  const hbm_t *h = &s->fb[k];
+static inline uint64_t hbm_first(ms_space_t *s, unsigned k) {
+  hbm_t *h = &s->fb[k];
+  uint64_t *leaf = h->lv[h->depth - 1];
+  uint64_t w = leaf[h->hint];
+  if (MSI_LIKELY(w)) return (h->hint << 6) | (uint64_t)__builtin_ctzll(w);
   uint64_t i = 0;
   for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(h->lv[l][i]);
+  h->hint = i >> 6;
   return i;
 }
 
@@ -200,7 +217,7 @@ static inline unsigned map_get(const ms_space_t *s, size_t off) {
     if (k) return k;
   }
   unsigned v = nib_get(s, off);
-  return v ? v + 3 : 0;
+  return v && v < 9 ? v + 3 : 0; /* 9..15: a cached free block of order v-5 */
 }
 static inline void map_clear(ms_space_t *s, size_t off, unsigned k) {
   if (k >= LSHIFT) s->lmap[off >> LSHIFT] = 0;
@@ -372,6 +389,7 @@ MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p
 /* why `off` is not an allocated block start (cold path: may scan the orders) */
 MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off) {
   if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned)";
+  if (nib_get(s, off) >= 9) return "double free (the block is free)";
   for (unsigned k = GSHIFT; k <= s->top; k++)
     if (!(off & (((size_t)1 << k) - 1)) && hbm_test(s, k, off >> k)) return "double free (the block is free)";
   return "not the start of an allocated block of this space (interior pointer or already freed)";
@@ -386,12 +404,17 @@ static inline size_t offset_of(const ms_space_t *s, const void *p) {
 /* ------------------------------------------------------------------------------------------------ */
 /* core allocate / release (lock held)                                                                */
 /* ------------------------------------------------------------------------------------------------ */
+static void cache_flush(ms_space_t *s);
 static inline unsigned order_of(size_t size) {
   if (size <= ((size_t)1 << GSHIFT)) return GSHIFT;
   return 64u - (unsigned)__builtin_clzll(size - 1);
 }
 
 MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
+  if (s->qcount) {
+    cache_flush(s);
+    if (s->free_mask >> k) return true;
+  }
   if (s->at_pending) {
     s->at_pending = 0;
     region_t *r = &s->regions[0];
@@ -419,6 +442,22 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
 }
 
 static inline void *take(ms_space_t *s, unsigned k) {
+  if (k < GSHIFT + QORDERS) {
+    unsigned h = s->qhead[k - GSHIFT];
+    if (h) {
+      unsigned i = h - 1;
+      size_t off = s->qoff[i];
+      s->qhead[k - GSHIFT] = s->qnext[i];
+      s->qnext[i] = s->qfree;
+      s->qfree = (uint16_t)h;
+      s->qcount--;
+      nib_put(s, off, k - 3);
+      s->used += (size_t)1 << k;
+      if (s->used > s->peak) s->peak = s->used;
+      s->allocs++;
+      return s->data + off;
+    }
+  }
   uint64_t m = s->free_mask >> k;
   if (MSI_UNLIKELY(!m)) {
     if (!refill(s, k)) { s->ooms++; return NULL; }
@@ -444,10 +483,9 @@ static inline bool same_region(const ms_space_t *s, size_t a, size_t b) {
   return region_of(s, a) == region_of(s, b);
 }
 
-static inline void release(ms_space_t *s, size_t off, unsigned k) {
+/* returns the block to the buddy bitmaps, merging with free buddies (no accounting) */
+static inline void merge_free(ms_space_t *s, size_t off, unsigned k) {
   map_clear(s, off, k);
-  s->used -= (size_t)1 << k;
-  s->frees++;
   while (k < s->top) {
     size_t bsz = (size_t)1 << k;
     size_t buddy = off ^ bsz;
@@ -460,45 +498,107 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
   hbm_set(s, k, off >> k);
 }
 
+/* every cached small block back to the buddy system: at most qcap merges */
+MSI_NOINLINE static void cache_flush(ms_space_t *s) {
+  for (unsigned q = 0; q < QORDERS; q++) {
+    while (s->qhead[q]) {
+      unsigned i = s->qhead[q] - 1u;
+      s->qhead[q] = s->qnext[i];
+      s->qnext[i] = s->qfree;
+      s->qfree = (uint16_t)(i + 1);
+      s->qcount--;
+      merge_free(s, s->qoff[i], q + GSHIFT);
+    }
+  }
+}
+
+/* a block leaves the application: into the small-block cache when it has room, else to the buddy bitmaps */
+static inline void release(ms_space_t *s, size_t off, unsigned k) {
+  s->used -= (size_t)1 << k;
+  s->frees++;
+  if (k < GSHIFT + QORDERS && s->qcap) {
+    unsigned q = k - GSHIFT;
+    if (MSI_UNLIKELY(!s->qfree)) {
+      /* full: evict the newest block of another order (one merge), so the cache follows the workload */
+      unsigned other = 0;
+      for (unsigned o = 0; o < QORDERS; o++) other |= (s->qhead[o] != 0) << o;
+      other &= ~(1u << q);
+      if (!other) { merge_free(s, off, k); return; }
+      unsigned o = (unsigned)__builtin_ctz(other), e = s->qhead[o] - 1u;
+      s->qhead[o] = s->qnext[e];
+      s->qnext[e] = 0;
+      s->qfree = (uint16_t)(e + 1);
+      s->qcount--;
+      merge_free(s, s->qoff[e], o + GSHIFT);
+    }
+    unsigned i = s->qfree - 1u;
+    s->qfree = s->qnext[i];
+    s->qoff[i] = off;
+    s->qnext[i] = s->qhead[q];
+    s->qhead[q] = (uint16_t)(i + 1);
+    s->qcount++;
+    nib_put(s, off, k + 5); /* cached marker: a second free is still detected */
+    return;
+  }
+  merge_free(s, off, k);
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* creation                                                                                           */
 /* ------------------------------------------------------------------------------------------------ */
 size_t msi_space_reserve_size(size_t initial, size_t expand) {
-  size_t step = expand ? expand : initial;
-  size_t room = step > (64 * MSI_GiB) / 63 ? 64 * MSI_GiB : step * 63;
+  /* automatic expansion: room for 63 steps (at most 64 GiB); a fixed space: room to grow to 4x explicitly */
+  size_t room = !expand ? (initial > SIZE_MAX / 4 ? initial : initial * 3)
+                        : expand > (64 * MSI_GiB) / 63 ? 64 * MSI_GiB : expand * 63;
   size_t r = initial + room;
   if (r < initial || r > ((size_t)1 << MAX_ORDER)) r = (size_t)1 << MAX_ORDER;
   return r;
 }
 
-/* bytes of metadata (bitmaps + maps) for a data range of `reserved` bytes, laid out after the struct */
+/* bytes of metadata (bitmaps + maps) for a data range of `reserved` bytes, laid out after the struct.
+   Hot and small first: every summary level and the small leaves (high orders), then the large-block map,
+   then the big leaves (low orders, whose locality follows the data), then the nibble map. */
 static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
   size_t off = msi_round_up(sizeof(ms_space_t), 64);
+  size_t qcap = reserved >> 12;
+  if (qcap > QMAX) qcap = QMAX;
+  if (s) {
+    s->qcap = (uint32_t)qcap;
+    s->qoff = (size_t *)(base + off);
+    s->qnext = (uint16_t *)(base + off + qcap * sizeof(size_t));
+    for (size_t i = 0; i < qcap; i++) s->qnext[i] = (uint16_t)(i + 1 < qcap ? i + 2 : 0);
+    s->qfree = qcap ? 1 : 0;
+  }
+  off = msi_round_up(off + qcap * (sizeof(size_t) + sizeof(uint16_t)), 64);
   unsigned top = 63u - (unsigned)__builtin_clzll(reserved);
   if (top > MAX_ORDER) top = MAX_ORDER;
+  uint64_t words[MAX_ORDER + 1][MAX_LEVELS]; /* words[k][0] = leaf */
+  uint32_t depth[MAX_ORDER + 1];
   for (unsigned k = GSHIFT; k <= top; k++) {
-    uint64_t positions = reserved >> k;
-    uint64_t words[MAX_LEVELS];
-    uint32_t depth = 0;
-    uint64_t n = positions;
+    uint64_t n = reserved >> k;
+    depth[k] = 0;
     do {
       n = (n + 63) / 64;
-      words[depth++] = n;
+      words[k][depth[k]++] = n;
     } while (n > 1);
     if (s) {
-      s->fb[k].depth = depth;
-      s->fb[k].positions = positions;
+      s->fb[k].depth = depth[k];
+      s->fb[k].positions = reserved >> k;
     }
-    for (uint32_t l = 0; l < depth; l++) { /* words[0] = leaf; lv[depth-1] = leaf */
-      if (s) s->fb[k].lv[depth - 1 - l] = (uint64_t *)(base + off);
-      off += words[l] * 8;
-    }
-    off = msi_round_up(off, 64);
   }
-  if (s) s->nib = (uint8_t *)(base + off);
-  off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
+#define PLACE(k, l) do { if (s) s->fb[k].lv[depth[k] - 1 - (l)] = (uint64_t *)(base + off); \
+                         off = msi_round_up(off + words[k][l] * 8, 64); } while (0)
+  for (unsigned k = top + 1; k-- > GSHIFT;) {
+    for (uint32_t l = 1; l < depth[k]; l++) PLACE(k, l);
+    if (words[k][0] <= 8) PLACE(k, 0);
+  }
   if (s) s->lmap = (uint8_t *)(base + off);
   off += msi_round_up((reserved >> LSHIFT) + 1, 64);
+  for (unsigned k = top + 1; k-- > GSHIFT;)
+    if (words[k][0] > 8) PLACE(k, 0);
+#undef PLACE
+  if (s) s->nib = (uint8_t *)(base + off);
+  off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
   if (s) s->top = top;
   return off;
 }
@@ -555,7 +655,9 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   }
   size_t msize = msi_round_up(meta_layout(NULL, reserved, NULL), ps);
   ms_pages_t mm;
-  e = ms_pages_reserve(msize, 0, MS_PAGES_COMMIT, -1, &mm);
+  /* large metadata on transparent huge pages: walking the 4 KiB pages of big blocks then does not evict the
+     metadata's TLB entries (separate 2 MiB entries), so malloc and free find it without page walks */
+  e = ms_pages_reserve(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, &mm);
   if (e) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
   ms_space_t *s = mm.addr;
   meta_layout(s, reserved, mm.addr);
@@ -799,6 +901,7 @@ size_t ms_space_shrink(ms_space_t *s) {
   if (!s || s->in_caller) return 0;
   size_t given = 0;
   space_lock(s);
+  cache_flush(s);
   for (int i = 1; i < s->nregions; i++) {
     region_t *r = &s->regions[i];
     if (r->state != REGION_ACTIVE || !region_is_free(s, r->start, r->start + r->size)) continue;
@@ -827,7 +930,9 @@ int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
   info->free = s->size - s->used;
   info->peak_used = s->peak;
   info->largest_free_block = s->free_mask ? (size_t)1 << (63 - __builtin_clzll(s->free_mask)) : 0;
-  info->free_blocks = s->free_blocks;
+  for (unsigned q = 0; q < QORDERS; q++)
+    if (s->qhead[q] && ((size_t)1 << (q + GSHIFT)) > info->largest_free_block) info->largest_free_block = (size_t)1 << (q + GSHIFT);
+  info->free_blocks = s->free_blocks + s->qcount;
   info->allocs = s->allocs;
   info->frees = s->frees;
   info->oom_count = s->ooms;
@@ -864,7 +969,8 @@ static int walk_blocks(const ms_space_t *s, visit_fn visit, void *arg, const cha
     for (size_t off = r->start; off < r->start + r->size;) {
       unsigned k = map_get(s, off);
       int used = k != 0;
-      if (!k) k = free_order_at(s, off);
+      if (!k && nib_get(s, off) >= 9) k = nib_get(s, off) - 5; /* cached small block: free */
+      else if (!k) k = free_order_at(s, off);
       if (!k) { *why = "a granule belongs to no block"; *bad_off = off; return -1; }
       if (off + ((size_t)1 << k) > r->start + r->size) { *why = "a block crosses its region's end"; *bad_off = off; return -1; }
       if (visit) {
@@ -889,7 +995,7 @@ int ms_space_walk(const ms_space_t *cs, int (*visit)(const void *, size_t, int, 
   return r;
 }
 
-typedef struct { const ms_space_t *s; size_t used, free_blocks, nalloc; const char *why; size_t bad; } check_t;
+typedef struct { const ms_space_t *s; size_t used, free_blocks, nalloc, cached; const char *why; size_t bad; } check_t;
 
 static int check_visit(const void *block, size_t size, int used, void *arg) {
   check_t *c = arg;
@@ -901,6 +1007,9 @@ static int check_visit(const void *block, size_t size, int used, void *arg) {
     c->used += size;
     c->nalloc++;
     if (free_order_at(s, off)) { c->why = "an allocated block is also marked free"; c->bad = off; return 1; }
+  } else if (k < GSHIFT + QORDERS && nib_get(s, off) >= 9) {
+    c->cached++;
+    if (free_order_at(s, off)) { c->why = "a cached block is also in the free bitmaps"; c->bad = off; return 1; }
   } else {
     c->free_blocks++;
     /* no two free buddies inside one region: they would have merged */
@@ -936,7 +1045,7 @@ int ms_space_check(const ms_space_t *cs) {
   }
   if (s->free_mask & ((1ull << GSHIFT) - 1)) why = "the order mask has orders below the minimum";
   /* 2. walk: every granule of every active region is in exactly one block */
-  check_t c = {s, 0, 0, 0, NULL, 0};
+  check_t c = {s, 0, 0, 0, 0, NULL, 0};
   if (!why) {
     int r = walk_blocks(s, check_visit, &c, &why, &bad);
     if (r > 0) { why = c.why; bad = c.bad; }
@@ -960,7 +1069,17 @@ int ms_space_check(const ms_space_t *cs) {
       for (size_t o = r->start; o < r->start + r->size; o += (size_t)1 << GSHIFT) entries += nib_get(s, o) != 0;
       for (size_t o = r->start; o < r->start + r->size; o += (size_t)1 << LSHIFT) entries += s->lmap[o >> LSHIFT] != 0;
     }
-    if (entries != c.nalloc) why = "stray allocation-map entries";
+    if (entries != c.nalloc + c.cached) why = "stray allocation-map entries";
+  }
+  if (!why) { /* the cache lists hold exactly the cached blocks; the free-entry stack the rest */
+    size_t listed = 0, spare = 0;
+    for (unsigned q = 0; q < QORDERS; q++)
+      for (unsigned h = s->qhead[q]; h && listed <= s->qcap; h = s->qnext[h - 1]) {
+        listed++;
+        if (nib_get(s, s->qoff[h - 1]) != q + GSHIFT + 5) { why = "a cache entry does not point at a cached block"; break; }
+      }
+    for (unsigned h = s->qfree; h && spare <= s->qcap; h = s->qnext[h - 1]) spare++;
+    if (!why && (listed != c.cached || listed != s->qcount || listed + spare != s->qcap)) why = "the small-block cache lists are inconsistent";
   }
   if (!why && s->used > s->size) why = "used exceeds size";
   if (!why && s->peak < s->used) why = "peak below used";

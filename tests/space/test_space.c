@@ -52,6 +52,9 @@ static void basics(void **state) {
   assert_int_equal(ms_space_check(s), 0);
   assert_int_equal(ms_space_info(s, &in), 0);
   assert_int_equal(in.used, 0);
+  assert_true(in.free_blocks >= 1); /* small freed blocks may wait in the small-block cache */
+  assert_int_equal(ms_space_shrink(s), 0); /* returns the cache to the buddy system: all merged */
+  assert_int_equal(ms_space_info(s, &in), 0);
   assert_int_equal(in.free_blocks, 1);
   assert_int_equal(in.allocs, 20);
   assert_int_equal(in.frees, 20);
@@ -179,6 +182,7 @@ static void realloc_in_place(void **state) {
   assert_null(ms_space_realloc(s, q3, 0)); /* size 0 frees */
   ms_space_free(s, r);
   assert_int_equal(ms_space_check(s), 0);
+  ms_space_shrink(s);
   ms_space_info_t in;
   ms_space_info(s, &in);
   assert_int_equal(in.used, 0);
@@ -342,6 +346,7 @@ static void full_and_recovery(void **state) {
   ms_space_info(s, &in);
   assert_int_equal(in.expand_count, 1);
   assert_true(in.size >= (64 << 10) + 100000);
+  assert_int_equal(ms_space_expand(s, 1 << 20), ENOMEM); /* beyond the reserved room of a fixed space */
   p = ms_space_malloc(s, 64 << 10);
   void *q = ms_space_malloc(s, 64 << 10);
   assert_non_null(p);
@@ -461,6 +466,7 @@ static void adversarial(void **state) {
   assert_int_equal(ms_space_check(s), 0);
   ms_space_free(s, p);
   for (int i = 1; i < N; i += 2) ms_space_free(s, ps[i]);
+  ms_space_shrink(s);
   ms_space_info_t in;
   ms_space_info(s, &in);
   assert_int_equal(in.free_blocks, 1);
