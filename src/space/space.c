@@ -322,6 +322,7 @@ fail:
 
 static void region_decommit(ms_space_t *s, size_t a, size_t b) {
   if (s->in_caller) return;
+  MSI_TRACK_UNDEFINED(s->data + a, b - a);
   if (s->flags & MS_SPACE_LOCKED) ms_pages_unlock(s->data + a, b - a);
   ms_pages_decommit(s->data + a, b - a);
 }
@@ -745,6 +746,7 @@ void ms_space_destroy(ms_space_t *s) {
   registry_remove(s);
   s->magic = 0;
   if (s->lock_on) pthread_mutex_destroy(&s->lock);
+  MSI_TRACK_UNDEFINED(s->data, s->reserved); /* freed blocks were poisoned: the range outlives the space */
   if (s->in_caller) return;
   if (s->flags & MS_SPACE_LOCKED) {
     for (int i = 0; i < s->nregions; i++)
@@ -764,7 +766,7 @@ static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zer
   void *p = take(s, k);
   space_unlock(s);
   if (MSI_UNLIKELY(!p)) { errno = ENOMEM; return NULL; }
-  MSI_TRACK_MALLOC(p, size, zero);
+  MSI_TRACK_MALLOC(p, (size_t)1 << k, zero); /* the usable size is the whole block */
   if (zero || (s->flags & MS_SPACE_ZERO)) memset(p, 0, size);
   return p;
 }
@@ -854,7 +856,8 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
       s->used -= ((size_t)1 << k) - ((size_t)1 << n);
     }
     space_unlock(s);
-    MSI_TRACK_RESIZE(p, (size_t)1 << k, size);
+    MSI_TRACK_RESIZE(p, (size_t)1 << k, (size_t)1 << n);
+    if (n < k) MSI_TRACK_NOACCESS((char *)p + ((size_t)1 << n), ((size_t)1 << k) - ((size_t)1 << n));
     return p;
   }
   /* grow in place when every buddy up to order n is free, we are the lower half and it stays in one region */
@@ -867,14 +870,14 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
     s->used += ((size_t)1 << n) - ((size_t)1 << k);
     if (s->used > s->peak) s->peak = s->used;
     space_unlock(s);
-    MSI_TRACK_RESIZE(p, (size_t)1 << k, size);
+    MSI_TRACK_RESIZE(p, (size_t)1 << k, (size_t)1 << n);
     if (s->flags & MS_SPACE_ZERO) memset((char *)p + ((size_t)1 << k), 0, size - ((size_t)1 << k));
     return p;
   }
   void *q = take(s, n);
   space_unlock(s);
   if (!q) { errno = ENOMEM; return NULL; }
-  MSI_TRACK_MALLOC(q, size, 0);
+  MSI_TRACK_MALLOC(q, (size_t)1 << n, 0);
   memcpy(q, p, (size_t)1 << k);
   if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, size - ((size_t)1 << k));
   space_lock(s);
