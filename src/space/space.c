@@ -27,7 +27,8 @@
 #include <string.h>
 
 #define GSHIFT 4                  /* granule: 16 bytes, the minimum block and the alignment */
-#define LSHIFT 12                 /* large-block map granule: blocks of 4 KiB and more start on it */
+#define LSHIFT 11                 /* large-block map granule: blocks of 2 KiB and more start on it */
+#define RSHIFT 12                 /* regions are page-aligned: merges below 4 KiB never cross one */
 #define MAX_ORDER 46              /* 64 TiB */
 #define MAX_LEVELS 7
 #define MAX_REGIONS 64            /* the initial region and up to 63 expansions */
@@ -35,18 +36,19 @@
 
 enum { REGION_ACTIVE = 1, REGION_PENDING = 2, REGION_RETURNED = 3 };
 
-typedef struct {
-  uint64_t *lv[MAX_LEVELS]; /* lv[0] is the single top word, lv[depth-1] the leaf words */
-  uint32_t depth;
-  uint64_t positions;       /* blocks of this order that fit in the reserved range */
+typedef struct {            /* the hot part of one order's bitmap: 32 bytes, two orders per cache line */
+  uint64_t *leaf;           /* leaf words (also lvl[k][depth-1]) */
   uint64_t hint;            /* leaf word where the last search found a block: tried first */
+  uint64_t positions;       /* blocks of this order that fit in the reserved range */
+  uint32_t depth, pad;
 } hbm_t;
 
-/* Small-block cache (lazy coalescing): freed blocks of 16 B .. 1 KiB wait in per-order LIFO lists (side
-   metadata: offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most
-   QMAX blocks in all (fewer for small spaces); a request that finds no free block first returns them all to
-   the buddy system (bounded: QMAX releases), so the cache never causes an ENOMEM. */
-#define QORDERS 7                 /* orders 4..10 */
+/* Block cache (lazy coalescing): freed blocks of 16 B .. 64 KiB wait in per-order LIFO lists (side metadata:
+   offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most QMAX blocks
+   and 1/32 of the space (fewer for small spaces). A request that finds no free block in the bitmaps splits a
+   larger cached block (O(1)); only when none exists are the cached blocks returned to the buddy system
+   (bounded: at most QMAX merges), so the cache never causes an ENOMEM. */
+#define QORDERS 13                /* orders 4..16 */
 #define QMAX 256
 
 typedef struct {
@@ -61,10 +63,14 @@ struct ms_space_s {
   char *data;               /* data range base */
   uint64_t free_mask;       /* bit k: order k has a free block */
   uint8_t *nib;             /* allocation nibbles, one per granule */
-  uint8_t *lmap;            /* allocation bytes, one per 4 KiB */
-  uint16_t qhead[QORDERS];  /* small-block cache: list heads (entry index + 1, 0 = empty) */
+  uint8_t *lmap;            /* allocation bytes, one per 2 KiB */
+  size_t end;               /* end of the last region (bump pointer for expansions) */
+  uint16_t qhead[QORDERS];  /* block cache: list heads (entry index + 1, 0 = empty) */
   uint16_t qfree;           /* free entries stack */
+  uint16_t qmask;           /* bit q: order q+4 has cached blocks */
   uint32_t qcount, qcap;
+  size_t qbytes, qbytes_max;
+  hbm_t fb[MAX_ORDER + 1];  /* hot bitmap descriptors */
   size_t *qoff;             /* entry -> block offset */
   uint16_t *qnext;          /* entry -> next entry + 1 */
   size_t used, peak, size, free_blocks;
@@ -74,7 +80,6 @@ struct ms_space_s {
   /* colder */
   size_t reserved;          /* data range length */
   size_t expand;            /* automatic expansion step, 0 = fixed */
-  size_t end;               /* end of the last region (bump pointer for expansions) */
   int nregions;
   int in_caller;            /* created with ms_space_create_in */
   int at_pending;           /* MS_SPACE_AT_FIRSTALLOC: initial region not committed yet */
@@ -87,7 +92,7 @@ struct ms_space_s {
   const char *name;
   struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
   region_t regions[MAX_REGIONS];
-  hbm_t fb[MAX_ORDER + 1];
+  uint64_t *lvl[MAX_ORDER + 1][MAX_LEVELS]; /* per order: lvl[k][0] the top word ... lvl[k][depth-1] the leaf */
 };
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -153,12 +158,16 @@ __attribute__((constructor(103))) static void spaces_register(void) { msi_stats_
 static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
   hbm_t *h = &s->fb[k];
   s->free_blocks++;
-  for (int l = (int)h->depth - 1; l >= 0; l--) {
-    uint64_t *w = &h->lv[l][pos >> 6];
-    uint64_t old = *w;
+  uint64_t *w = &h->leaf[pos >> 6];
+  uint64_t old = *w;
+  *w = old | (1ull << (pos & 63));
+  if (old) return;
+  for (int l = (int)h->depth - 2; l >= 0; l--) {
+    pos >>= 6;
+    w = &s->lvl[k][l][pos >> 6];
+    old = *w;
     *w = old | (1ull << (pos & 63));
     if (old) return;
-    pos >>= 6;
   }
   s->free_mask |= 1ull << k;
 }
@@ -166,12 +175,16 @@ static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
 static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
   hbm_t *h = &s->fb[k];
   s->free_blocks--;
-  for (int l = (int)h->depth - 1; l >= 0; l--) {
-    uint64_t *w = &h->lv[l][pos >> 6];
-    uint64_t nw = *w & ~(1ull << (pos & 63));
+  uint64_t *w = &h->leaf[pos >> 6];
+  uint64_t nw = *w & ~(1ull << (pos & 63));
+  *w = nw;
+  if (nw) return;
+  for (int l = (int)h->depth - 2; l >= 0; l--) {
+    pos >>= 6;
+    w = &s->lvl[k][l][pos >> 6];
+    nw = *w & ~(1ull << (pos & 63));
     *w = nw;
     if (nw) return;
-    pos >>= 6;
   }
   s->free_mask &= ~(1ull << k);
 }
@@ -179,17 +192,16 @@ static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
 static inline bool hbm_test(const ms_space_t *s, unsigned k, uint64_t pos) {
   const hbm_t *h = &s->fb[k];
   if (pos >= h->positions) return false;
-  return (h->lv[h->depth - 1][pos >> 6] >> (pos & 63)) & 1;
+  return (h->leaf[pos >> 6] >> (pos & 63)) & 1;
 }
 
 /* lowest set position; the order must have a free block */
 static inline uint64_t hbm_first(ms_space_t *s, unsigned k) {
   hbm_t *h = &s->fb[k];
-  uint64_t *leaf = h->lv[h->depth - 1];
-  uint64_t w = leaf[h->hint];
+  uint64_t w = h->leaf[h->hint];
   if (MSI_LIKELY(w)) return (h->hint << 6) | (uint64_t)__builtin_ctzll(w);
   uint64_t i = 0;
-  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(h->lv[l][i]);
+  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(s->lvl[k][l][i]);
   h->hint = i >> 6;
   return i;
 }
@@ -206,18 +218,29 @@ static inline void nib_put(ms_space_t *s, size_t off, unsigned v) {
   unsigned sh = (unsigned)(g & 1) * 4;
   s->nib[g >> 1] = (uint8_t)((s->nib[g >> 1] & ~(15u << sh)) | (v << sh));
 }
+/* nibbles: 1..7 allocated order v+3 (16 B..1 KiB), 8..14 cached order v-4; bytes: k allocated, k|0x80 cached */
 static inline void map_set(ms_space_t *s, size_t off, unsigned k) {
   if (k >= LSHIFT) s->lmap[off >> LSHIFT] = (uint8_t)k;
   else nib_put(s, off, k - 3);
+}
+static inline void map_cached(ms_space_t *s, size_t off, unsigned k) {
+  if (k >= LSHIFT) s->lmap[off >> LSHIFT] = (uint8_t)(k | 0x80);
+  else nib_put(s, off, k + 4);
 }
 /* order of the allocated block starting at off, 0 when none starts there */
 static inline unsigned map_get(const ms_space_t *s, size_t off) {
   if (!(off & ((1u << LSHIFT) - 1))) {
     unsigned k = s->lmap[off >> LSHIFT];
-    if (k) return k;
+    if (k) return k & 0x80 ? 0 : k;
   }
   unsigned v = nib_get(s, off);
-  return v && v < 9 ? v + 3 : 0; /* 9..15: a cached free block of order v-5 */
+  return v && v < 8 ? v + 3 : 0;
+}
+/* order of the cached free block starting at off, 0 when none */
+static inline unsigned cached_at(const ms_space_t *s, size_t off) {
+  if (!(off & ((1u << LSHIFT) - 1)) && (s->lmap[off >> LSHIFT] & 0x80)) return s->lmap[off >> LSHIFT] & 0x7f;
+  unsigned v = nib_get(s, off);
+  return v >= 8 && v < 15 ? v - 4 : 0;
 }
 static inline void map_clear(ms_space_t *s, size_t off, unsigned k) {
   if (k >= LSHIFT) s->lmap[off >> LSHIFT] = 0;
@@ -282,13 +305,13 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
   r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);
   r[n++].hi = (uintptr_t)s->lmap + (b >> LSHIFT) + 1;
   for (unsigned k = GSHIFT; k <= s->top; k++) {
-    hbm_t *h = &s->fb[k];
+    const hbm_t *h = &s->fb[k];
     uint64_t plo = a >> k, phi = (b >> k) + 1;
     for (int l = (int)h->depth - 1; l >= 0; l--) {
       plo >>= 6;
       phi = (phi >> 6) + 1;
-      r[n].lo = (uintptr_t)(h->lv[l] + plo);
-      r[n++].hi = (uintptr_t)(h->lv[l] + phi);
+      r[n].lo = (uintptr_t)(s->lvl[k][l] + plo);
+      r[n++].hi = (uintptr_t)(s->lvl[k][l] + phi);
     }
   }
   uintptr_t mend = (uintptr_t)s->meta_base + s->meta_size;
@@ -390,7 +413,7 @@ MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p
 /* why `off` is not an allocated block start (cold path: may scan the orders) */
 MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off) {
   if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned)";
-  if (nib_get(s, off) >= 9) return "double free (the block is free)";
+  if (cached_at(s, off)) return "double free (the block is free)";
   for (unsigned k = GSHIFT; k <= s->top; k++)
     if (!(off & (((size_t)1 << k) - 1)) && hbm_test(s, k, off >> k)) return "double free (the block is free)";
   return "not the start of an allocated block of this space (interior pointer or already freed)";
@@ -442,36 +465,49 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
   return (s->free_mask >> k) != 0;
 }
 
+/* pops the newest cached block of cache order q (which must have one) */
+static inline size_t cache_pop(ms_space_t *s, unsigned q) {
+  unsigned h = s->qhead[q], i = h - 1;
+  size_t off = s->qoff[i];
+  s->qhead[q] = s->qnext[i];
+  if (!s->qhead[q]) s->qmask &= (uint16_t)~(1u << q);
+  s->qnext[i] = s->qfree;
+  s->qfree = (uint16_t)h;
+  s->qcount--;
+  s->qbytes -= (size_t)1 << (q + GSHIFT);
+  return off;
+}
+
 static inline void *take(ms_space_t *s, unsigned k) {
-  if (k < GSHIFT + QORDERS) {
-    unsigned h = s->qhead[k - GSHIFT];
-    if (h) {
-      unsigned i = h - 1;
-      size_t off = s->qoff[i];
-      s->qhead[k - GSHIFT] = s->qnext[i];
-      s->qnext[i] = s->qfree;
-      s->qfree = (uint16_t)h;
-      s->qcount--;
-      nib_put(s, off, k - 3);
-      s->used += (size_t)1 << k;
-      if (s->used > s->peak) s->peak = s->used;
-      s->allocs++;
-      return s->data + off;
-    }
+  size_t off;
+  unsigned j;
+  if (k < GSHIFT + QORDERS && s->qhead[k - GSHIFT]) {
+    off = cache_pop(s, k - GSHIFT);
+    goto done;
   }
   uint64_t m = s->free_mask >> k;
   if (MSI_UNLIKELY(!m)) {
+    /* a larger cached block, split (O(1) to find) */
+    unsigned big = k < GSHIFT + QORDERS ? (unsigned)s->qmask >> (k - GSHIFT) : 0;
+    if (big) {
+      j = k + (unsigned)__builtin_ctz(big);
+      off = cache_pop(s, j - GSHIFT);
+      map_clear(s, off, j);
+      goto split;
+    }
     if (!refill(s, k)) { s->ooms++; return NULL; }
     m = s->free_mask >> k;
   }
-  unsigned j = k + (unsigned)__builtin_ctzll(m);
+  j = k + (unsigned)__builtin_ctzll(m);
   uint64_t pos = hbm_first(s, j);
   hbm_clear(s, j, pos);
-  size_t off = (size_t)pos << j;
+  off = (size_t)pos << j;
+split:
   while (j > k) {
     j--;
     hbm_set(s, j, (off >> j) + 1);
   }
+done:
   map_set(s, off, k);
   s->used += (size_t)1 << k;
   if (s->used > s->peak) s->peak = s->used;
@@ -491,7 +527,7 @@ static inline void merge_free(ms_space_t *s, size_t off, unsigned k) {
     size_t bsz = (size_t)1 << k;
     size_t buddy = off ^ bsz;
     if (!hbm_test(s, k, buddy >> k)) break;
-    if (k >= LSHIFT && !same_region(s, off & ~bsz, (off | bsz) + bsz - 1)) break;
+    if (k >= RSHIFT && !same_region(s, off & ~bsz, (off | bsz) + bsz - 1)) break;
     hbm_clear(s, k, buddy >> k);
     off &= ~bsz;
     k++;
@@ -501,16 +537,8 @@ static inline void merge_free(ms_space_t *s, size_t off, unsigned k) {
 
 /* every cached small block back to the buddy system: at most qcap merges */
 MSI_NOINLINE static void cache_flush(ms_space_t *s) {
-  for (unsigned q = 0; q < QORDERS; q++) {
-    while (s->qhead[q]) {
-      unsigned i = s->qhead[q] - 1u;
-      s->qhead[q] = s->qnext[i];
-      s->qnext[i] = s->qfree;
-      s->qfree = (uint16_t)(i + 1);
-      s->qcount--;
-      merge_free(s, s->qoff[i], q + GSHIFT);
-    }
-  }
+  for (unsigned q = 0; q < QORDERS; q++)
+    while (s->qhead[q]) merge_free(s, cache_pop(s, q), q + GSHIFT);
 }
 
 /* a block leaves the application: into the small-block cache when it has room, else to the buddy bitmaps */
@@ -519,26 +547,25 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
   s->frees++;
   if (k < GSHIFT + QORDERS && s->qcap) {
     unsigned q = k - GSHIFT;
-    if (MSI_UNLIKELY(!s->qfree)) {
-      /* full: evict the newest block of another order (one merge), so the cache follows the workload */
-      unsigned other = 0;
-      for (unsigned o = 0; o < QORDERS; o++) other |= (s->qhead[o] != 0) << o;
-      other &= ~(1u << q);
-      if (!other) { merge_free(s, off, k); return; }
-      unsigned o = (unsigned)__builtin_ctz(other), e = s->qhead[o] - 1u;
-      s->qhead[o] = s->qnext[e];
-      s->qnext[e] = 0;
-      s->qfree = (uint16_t)(e + 1);
-      s->qcount--;
-      merge_free(s, s->qoff[e], o + GSHIFT);
+    if (MSI_UNLIKELY(!s->qfree || s->qbytes + ((size_t)1 << k) > s->qbytes_max)) {
+      /* full: evict the newest block of the largest other cached order (one merge chain), so the cache
+         follows the workload; if that is not enough room, this block goes to the bitmaps */
+      unsigned other = s->qmask & ~(1u << q);
+      if (other) {
+        unsigned o = 31u - (unsigned)__builtin_clz(other);
+        merge_free(s, cache_pop(s, o), o + GSHIFT);
+      }
+      if (!s->qfree || s->qbytes + ((size_t)1 << k) > s->qbytes_max) { merge_free(s, off, k); return; }
     }
     unsigned i = s->qfree - 1u;
     s->qfree = s->qnext[i];
     s->qoff[i] = off;
     s->qnext[i] = s->qhead[q];
     s->qhead[q] = (uint16_t)(i + 1);
+    s->qmask |= (uint16_t)(1u << q);
     s->qcount++;
-    nib_put(s, off, k + 5); /* cached marker: a second free is still detected */
+    s->qbytes += (size_t)1 << k;
+    map_cached(s, off, k); /* a second free is still detected */
     return;
   }
   merge_free(s, off, k);
@@ -569,6 +596,7 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
     s->qnext = (uint16_t *)(base + off + qcap * sizeof(size_t));
     for (size_t i = 0; i < qcap; i++) s->qnext[i] = (uint16_t)(i + 1 < qcap ? i + 2 : 0);
     s->qfree = qcap ? 1 : 0;
+    s->qbytes_max = reserved / 32;
   }
   off = msi_round_up(off + qcap * (sizeof(size_t) + sizeof(uint16_t)), 64);
   unsigned top = 63u - (unsigned)__builtin_clzll(reserved);
@@ -587,7 +615,7 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
       s->fb[k].positions = reserved >> k;
     }
   }
-#define PLACE(k, l) do { if (s) s->fb[k].lv[depth[k] - 1 - (l)] = (uint64_t *)(base + off); \
+#define PLACE(k, l) do { if (s) s->lvl[k][depth[k] - 1 - (l)] = (uint64_t *)(base + off); \
                          off = msi_round_up(off + words[k][l] * 8, 64); } while (0)
   for (unsigned k = top + 1; k-- > GSHIFT;) {
     for (uint32_t l = 1; l < depth[k]; l++) PLACE(k, l);
@@ -598,6 +626,8 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
   for (unsigned k = top + 1; k-- > GSHIFT;)
     if (words[k][0] > 8) PLACE(k, 0);
 #undef PLACE
+  if (s)
+    for (unsigned k = GSHIFT; k <= top; k++) s->fb[k].leaf = s->lvl[k][depth[k] - 1];
   if (s) s->nib = (uint8_t *)(base + off);
   off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
   if (s) s->top = top;
@@ -972,8 +1002,8 @@ static int walk_blocks(const ms_space_t *s, visit_fn visit, void *arg, const cha
     for (size_t off = r->start; off < r->start + r->size;) {
       unsigned k = map_get(s, off);
       int used = k != 0;
-      if (!k && nib_get(s, off) >= 9) k = nib_get(s, off) - 5; /* cached small block: free */
-      else if (!k) k = free_order_at(s, off);
+      if (!k) k = cached_at(s, off); /* a cached block: free */
+      if (!k) k = free_order_at(s, off);
       if (!k) { *why = "a granule belongs to no block"; *bad_off = off; return -1; }
       if (off + ((size_t)1 << k) > r->start + r->size) { *why = "a block crosses its region's end"; *bad_off = off; return -1; }
       if (visit) {
@@ -1010,7 +1040,7 @@ static int check_visit(const void *block, size_t size, int used, void *arg) {
     c->used += size;
     c->nalloc++;
     if (free_order_at(s, off)) { c->why = "an allocated block is also marked free"; c->bad = off; return 1; }
-  } else if (k < GSHIFT + QORDERS && nib_get(s, off) >= 9) {
+  } else if (cached_at(s, off) == k) {
     c->cached++;
     if (free_order_at(s, off)) { c->why = "a cached block is also in the free bitmaps"; c->bad = off; return 1; }
   } else {
@@ -1034,13 +1064,14 @@ int ms_space_check(const ms_space_t *cs) {
   /* 1. every summary bit matches its child word; the order mask matches the top words */
   for (unsigned k = GSHIFT; k <= s->top && !why; k++) {
     const hbm_t *h = &s->fb[k];
-    if (((s->free_mask >> k) & 1) != (h->lv[0][0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
+    if (h->leaf != s->lvl[k][h->depth - 1]) { why = "a leaf pointer is wrong"; bad = k; }
+    if (((s->free_mask >> k) & 1) != (s->lvl[k][0][0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
     for (uint32_t l = 0; l + 1 < h->depth && !why; l++) {
       uint64_t nw = h->positions; /* words at level l+1 */
       for (uint32_t d = h->depth; d > l + 1; d--) nw = (nw + 63) >> 6;
       for (uint64_t i = 0; i < nw; i++) {
-        bool child = h->lv[l + 1][i] != 0;
-        bool summary = (h->lv[l][i >> 6] >> (i & 63)) & 1;
+        bool child = s->lvl[k][l + 1][i] != 0;
+        bool summary = (s->lvl[k][l][i >> 6] >> (i & 63)) & 1;
         if (child != summary) { why = "a summary bit disagrees with its word"; bad = k; break; }
       }
     }
@@ -1060,7 +1091,7 @@ int ms_space_check(const ms_space_t *cs) {
     uint64_t bits = 0;
     for (unsigned k = GSHIFT; k <= s->top; k++) {
       const hbm_t *h = &s->fb[k];
-      for (uint64_t i = 0; i < (h->positions + 63) / 64; i++) bits += (uint64_t)__builtin_popcountll(h->lv[h->depth - 1][i]);
+      for (uint64_t i = 0; i < (h->positions + 63) / 64; i++) bits += (uint64_t)__builtin_popcountll(h->leaf[i]);
     }
     if (bits != s->free_blocks) why = "stray free bits";
   }
@@ -1079,10 +1110,16 @@ int ms_space_check(const ms_space_t *cs) {
     for (unsigned q = 0; q < QORDERS; q++)
       for (unsigned h = s->qhead[q]; h && listed <= s->qcap; h = s->qnext[h - 1]) {
         listed++;
-        if (nib_get(s, s->qoff[h - 1]) != q + GSHIFT + 5) { why = "a cache entry does not point at a cached block"; break; }
+        if (cached_at(s, s->qoff[h - 1]) != q + GSHIFT) { why = "a cache entry does not point at a cached block"; break; }
       }
     for (unsigned h = s->qfree; h && spare <= s->qcap; h = s->qnext[h - 1]) spare++;
-    if (!why && (listed != c.cached || listed != s->qcount || listed + spare != s->qcap)) why = "the small-block cache lists are inconsistent";
+    if (!why && (listed != c.cached || listed != s->qcount || listed + spare != s->qcap)) why = "the block cache lists are inconsistent";
+    size_t bytes = 0;
+    for (unsigned q = 0; q < QORDERS && !why; q++) {
+      if (((s->qmask >> q) & 1) != (s->qhead[q] != 0)) why = "the block cache mask is wrong";
+      for (unsigned h = s->qhead[q], n = 0; h && n <= s->qcap; h = s->qnext[h - 1], n++) bytes += (size_t)1 << (q + GSHIFT);
+    }
+    if (!why && (bytes != s->qbytes || s->qbytes > s->qbytes_max)) why = "the block cache byte count is wrong";
   }
   if (!why && s->used > s->size) why = "used exceeds size";
   if (!why && s->peak < s->used) why = "peak below used";
