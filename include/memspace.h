@@ -268,12 +268,13 @@ MS_API int ms_is_ours(const void *ptr);
 
 /// Deterministic spaces: many independent memory spaces with an O(1) allocator for real-time code
 /// (docs/spaces.md). Each space is a binary buddy system whose metadata lives outside the blocks, in a compact
-/// side area (free bitmaps per block order, an allocation map of one nibble per 16 B and one byte per 4 KiB,
-/// a small-block cache), so malloc and free never read or write the data area and a heap overflow cannot
-/// corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size; no per-block header.
+/// side area (free bitmaps per block order, an allocation map of one nibble per 16 B and one byte per 2 KiB,
+/// a cache of freed blocks up to 64 KiB), so malloc and free never read or write the data area and a heap
+/// overflow cannot corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size; no
+/// per-block header.
 ///
-/// THE GUARANTEE. While a space has room (a free block of the requested order exists, the small-block cache
-/// included), ms_space_malloc, ms_space_free, ms_space_calloc (not counting the zeroing) and
+/// THE GUARANTEE. While a space has room (a free block of the requested order or larger exists, in the bitmaps
+/// or the block cache), ms_space_malloc, ms_space_free, ms_space_calloc (not counting the zeroing) and
 /// ms_space_aligned_alloc take a bounded number of steps (below), make no system call and touch a bounded number
 /// of cache lines (at most ~2 per block order of the space plus 4); they take no page fault when the space was
 /// created MS_SPACE_AT_START (or has made its first allocation with MS_SPACE_AT_FIRSTALLOC) and is backed by
@@ -285,12 +286,12 @@ MS_API int ms_is_ours(const void *ptr);
 /// commit, ms_space_expand, ms_space_shrink, create/destroy, check and walk.
 ///
 /// STEP COUNTS. Let L = log2(space reserve / 16) (the number of block orders, at most 42) and D <= 6 the depth
-/// of a free bitmap (64-way). malloc: a cache hit is ~10 operations; otherwise one ctz on the order mask, at
-/// most D loads to find the lowest free block, then at most L splits of at most D word updates each: at most
-/// L*(D+1)+D+10 word operations, no loop over blocks. free: one map read, at most L merges (bit test + clear
-/// of at most D words each) and one set; a full small-block cache first evicts one block (one such merge
-/// chain). A request that finds no block returns the small-block cache (at most 256 blocks) to the buddy
-/// system before expanding or failing: bounded, and only when the space is full.
+/// of a free bitmap (64-way). malloc: a cache hit is ~10 operations; otherwise one ctz on the order mask (or
+/// on the cache's order mask), at most D loads to find the lowest free block, then at most L splits of at most
+/// D word updates each: at most L*(D+1)+D+10 word operations, no loop over blocks. free: one map read, then a
+/// cache push, or at most L merges (bit test + clear of at most D words each) and one set; a full cache first
+/// evicts one block (one such merge chain). A request that finds no block at all returns the cache (at most
+/// 256 blocks) to the buddy system before expanding or failing: bounded, and only when the space is full.
 ///
 /// THREAD SAFETY. A space is not thread-safe unless created with MS_SPACE_THREAD_SAFE (a PTHREAD_PRIO_INHERIT
 /// mutex around every call). Different spaces are independent: no global lock on any allocation path.
@@ -358,11 +359,11 @@ MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
 /// spaces in caller memory and huge-page spaces cannot grow), EPERM/EAGAIN (lock refused).
 MS_API int ms_space_expand(ms_space_t *space, size_t bytes);
 /// Gives back whole expansions that are free (decommitted; the address range stays reserved for later
-/// expansions); also returns the small-block cache to the buddy system. Returns bytes given back.
+/// expansions); also returns the block cache to the buddy system. Returns bytes given back.
 /// O(regions x log(size)) plus system calls.
 MS_API size_t ms_space_shrink(ms_space_t *space);
 /// Fills `info`: size (committed bytes), used (bytes in allocated blocks), free = size - used, peak_used,
-/// largest_free_block, free_blocks (cached small blocks included), allocs, frees, oom_count, expand_count.
+/// largest_free_block, free_blocks (cached blocks included), allocs, frees, oom_count, expand_count.
 /// O(1). Returns 0 or EINVAL.
 MS_API int ms_space_info(const ms_space_t *space, ms_space_info_t *info);
 /// Verifies every invariant (bitmap summaries, order mask, every granule in exactly one block, no unmerged free

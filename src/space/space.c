@@ -45,7 +45,7 @@ typedef struct {            /* the hot part of one order's bitmap: 32 bytes, two
 
 /* Block cache (lazy coalescing): freed blocks of 16 B .. 64 KiB wait in per-order LIFO lists (side metadata:
    offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most QMAX blocks
-   and 1/32 of the space (fewer for small spaces). A request that finds no free block in the bitmaps splits a
+   (one per 4 KiB of a smaller space) and 1/32 of the committed size. A request that finds no free block in the bitmaps splits a
    larger cached block (O(1)); only when none exists are the cached blocks returned to the buddy system
    (bounded: at most QMAX merges), so the cache never causes an ENOMEM. */
 #define QORDERS 13                /* orders 4..16 */
@@ -69,7 +69,7 @@ struct ms_space_s {
   uint16_t qfree;           /* free entries stack */
   uint16_t qmask;           /* bit q: order q+4 has cached blocks */
   uint32_t qcount, qcap;
-  size_t qbytes, qbytes_max;
+  size_t qbytes;             /* bytes in the cache: at most size/32 */
   hbm_t fb[MAX_ORDER + 1];  /* hot bitmap descriptors */
   size_t *qoff;             /* entry -> block offset */
   uint16_t *qnext;          /* entry -> next entry + 1 */
@@ -547,7 +547,7 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
   s->frees++;
   if (k < GSHIFT + QORDERS && s->qcap) {
     unsigned q = k - GSHIFT;
-    if (MSI_UNLIKELY(!s->qfree || s->qbytes + ((size_t)1 << k) > s->qbytes_max)) {
+    if (MSI_UNLIKELY(!s->qfree || s->qbytes + ((size_t)1 << k) > (s->size >> 5))) {
       /* full: evict the newest block of the largest other cached order (one merge chain), so the cache
          follows the workload; if that is not enough room, this block goes to the bitmaps */
       unsigned other = s->qmask & ~(1u << q);
@@ -555,7 +555,7 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
         unsigned o = 31u - (unsigned)__builtin_clz(other);
         merge_free(s, cache_pop(s, o), o + GSHIFT);
       }
-      if (!s->qfree || s->qbytes + ((size_t)1 << k) > s->qbytes_max) { merge_free(s, off, k); return; }
+      if (!s->qfree || s->qbytes + ((size_t)1 << k) > (s->size >> 5)) { merge_free(s, off, k); return; }
     }
     unsigned i = s->qfree - 1u;
     s->qfree = s->qnext[i];
@@ -596,7 +596,6 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
     s->qnext = (uint16_t *)(base + off + qcap * sizeof(size_t));
     for (size_t i = 0; i < qcap; i++) s->qnext[i] = (uint16_t)(i + 1 < qcap ? i + 2 : 0);
     s->qfree = qcap ? 1 : 0;
-    s->qbytes_max = reserved / 32;
   }
   off = msi_round_up(off + qcap * (sizeof(size_t) + sizeof(uint16_t)), 64);
   unsigned top = 63u - (unsigned)__builtin_clzll(reserved);
@@ -1119,7 +1118,7 @@ int ms_space_check(const ms_space_t *cs) {
       if (((s->qmask >> q) & 1) != (s->qhead[q] != 0)) why = "the block cache mask is wrong";
       for (unsigned h = s->qhead[q], n = 0; h && n <= s->qcap; h = s->qnext[h - 1], n++) bytes += (size_t)1 << (q + GSHIFT);
     }
-    if (!why && (bytes != s->qbytes || s->qbytes > s->qbytes_max)) why = "the block cache byte count is wrong";
+    if (!why && bytes != s->qbytes) why = "the block cache byte count is wrong";
   }
   if (!why && s->used > s->size) why = "used exceeds size";
   if (!why && s->peak < s->used) why = "peak below used";
