@@ -9,6 +9,7 @@
 #include "route.h"
 #include "space_internal.h"
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 static ms_space_t *_Atomic proc_space;
@@ -23,6 +24,19 @@ static void clear_environment(void) {
   msi_unsetenv("MEMSPACE_SPACE_EXPAND");
   msi_unsetenv("MEMSPACE_SPACE_AT");
   msi_unsetenv("MEMSPACE_SPACE_INHERIT");
+}
+
+static void fork_prepare(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s) msi_space_fork_prepare(s);
+}
+static void fork_parent(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s) msi_space_fork_parent(s);
+}
+static void fork_child(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s) msi_space_fork_child(s);
 }
 
 MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
@@ -67,6 +81,8 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
   }
   clear_environment();
   msi_unlock(&proc_lock);
+  /* after publishing: registering may allocate, which then finds the space */
+  if (s) pthread_atfork(fork_prepare, fork_parent, fork_child);
   return s;
 }
 

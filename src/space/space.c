@@ -633,20 +633,25 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
   return off;
 }
 
+static void init_lock(ms_space_t *s);
 static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
   s->magic = SPACE_MAGIC;
   s->flags = flags;
   s->numa_node = -1;
   s->name = name;
   if (flags & MS_SPACE_THREAD_SAFE) {
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) != 0)
-      MSI_WARN_ONCE("spaces: priority-inheriting mutexes unavailable; using a plain mutex");
-    pthread_mutex_init(&s->lock, &a);
-    pthread_mutexattr_destroy(&a);
+    init_lock(s);
     s->lock_on = 1;
   }
+}
+
+static void init_lock(ms_space_t *s) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) != 0)
+    MSI_WARN_ONCE("spaces: priority-inheriting mutexes unavailable; using a plain mutex");
+  pthread_mutex_init(&s->lock, &a);
+  pthread_mutexattr_destroy(&a);
 }
 
 static unsigned huge_flags(void) {
@@ -971,6 +976,16 @@ int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
   info->expand_count = s->expands;
   space_unlock(s);
   return 0;
+}
+
+/* fork protection for a thread-safe space (the process space registers these with pthread_atfork): the lock
+   is held across fork so the child never inherits a half-done operation; the child re-creates its mutex (a
+   priority-inheriting mutex records its owner's thread id, which changes in the child) */
+static void init_lock(ms_space_t *s);
+void msi_space_fork_prepare(ms_space_t *s) { space_lock(s); }
+void msi_space_fork_parent(ms_space_t *s) { space_unlock(s); }
+void msi_space_fork_child(ms_space_t *s) {
+  if (s->lock_on) init_lock(s);
 }
 
 void msi_space_range(const ms_space_t *s, uintptr_t *lo, size_t *span) {

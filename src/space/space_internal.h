@@ -9,6 +9,10 @@
 void msi_space_range(const ms_space_t *space, uintptr_t *lo, size_t *span);
 /* Bytes of data range a space reserves for `initial` and `expand` (room for expansions). */
 size_t msi_space_reserve_size(size_t initial, size_t expand);
+/* pthread_atfork handlers for one thread-safe space: hold its lock across fork, re-create it in the child. */
+void msi_space_fork_prepare(ms_space_t *space);
+void msi_space_fork_parent(ms_space_t *space);
+void msi_space_fork_child(ms_space_t *space);
 /* The process space (proc_space.c), or NULL when there is none (yet). */
 ms_space_t *msi_proc_space_get(void);
 #endif

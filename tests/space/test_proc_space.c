@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
@@ -69,6 +71,39 @@ static void direct(void **state) {
   assert_true(st.space_oom >= 1);
 }
 
+static _Atomic int stop;
+static void *hammer(void *arg) {
+  (void)arg;
+  while (!atomic_load(&stop)) {
+    void *p = msi_proc_space_malloc(64, 0, false);
+    msi_proc_space_free(p);
+  }
+  return NULL;
+}
+
+/* fork while another thread allocates: the child's space (lock included) works (no deadlock, no corruption) */
+static void fork_while_allocating(void **state) {
+  (void)state;
+  if (!msi_proc_space_get()) skip();
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, hammer, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      alarm(10);
+      void *p = msi_proc_space_malloc(1000, 0, false);
+      msi_proc_space_free(p);
+      _exit(p && ms_space_check(msi_proc_space_get()) == 0 ? 0 : 1);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("child %d: status %#x", i, st);
+  }
+  atomic_store(&stop, 1);
+  pthread_join(t, NULL);
+}
+
 /* child mode: report whether the space exists and the variable is still set */
 static int child_report(void) {
   ms_space_t *s = msi_proc_space_get();
@@ -107,6 +142,6 @@ static void environment(void **state) {
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc > 1 && strcmp(argv[1], "--child") == 0) return child_report();
-  const struct CMUnitTest tests[] = {cmocka_unit_test(direct), cmocka_unit_test(environment)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(direct), cmocka_unit_test(fork_while_allocating), cmocka_unit_test(environment)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

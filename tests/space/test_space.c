@@ -453,6 +453,38 @@ static void walk(void **state) {
   ms_space_destroy(s);
 }
 
+/* huge pages (hugetlb when the pool has pages, else a reported fallback) and a NUMA node: the space works */
+static void huge_and_numa(void **state) {
+  (void)state;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 4 << 20;
+  c.flags = MS_SPACE_HUGE_PAGES;
+  c.numa_node = -1;
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  ms_space_info_t in;
+  ms_space_info(s, &in);
+  assert_true(in.size >= (4 << 20));
+  void *p = ms_space_malloc(s, 1 << 20);
+  assert_non_null(p);
+  memset(p, 1, 1 << 20);
+  assert_int_equal(ms_space_expand(s, 1 << 20), ENOMEM); /* huge-page spaces are fixed */
+  ms_space_free(s, p);
+  assert_int_equal(ms_space_check(s), 0);
+  ms_space_destroy(s);
+  c.flags = 0;
+  c.numa_node = 0; /* node 0 exists on every Linux machine */
+  s = ms_space_create(&c);
+  assert_non_null(s);
+  p = ms_space_malloc(s, 5000);
+  assert_non_null(p);
+  ms_space_free(s, p);
+  ms_space_destroy(s);
+  c.numa_node = 4096;
+  assert_null(ms_space_create(&c));
+}
+
 /* the adversarial case of the bench: many non-adjacent free blocks, then a larger request */
 static void adversarial(void **state) {
   (void)state;
@@ -481,7 +513,7 @@ int main(void) {
       cmocka_unit_test(property_caller_memory), cmocka_unit_test(full_and_recovery),
       cmocka_unit_test(expansion_counted), cmocka_unit_test(first_alloc),
       cmocka_unit_test(thousands),       cmocka_unit_test(walk),
-      cmocka_unit_test(adversarial),
+      cmocka_unit_test(adversarial),     cmocka_unit_test(huge_and_numa),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
