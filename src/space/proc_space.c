@@ -72,7 +72,7 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
     size_t span;
     msi_space_range(s, &lo, &span);
     atomic_store_explicit(&proc_lo, lo, memory_order_relaxed);
-    atomic_store_explicit(&proc_span, span, memory_order_relaxed);
+    atomic_store_explicit(&proc_span, span, memory_order_release);
     atomic_store_explicit(&proc_space, s, memory_order_release);
     atomic_store(&proc_state, 1);
     msi_verbose("process space: %zu bytes%s, expand %zu, at %s", c.initial_size,
@@ -98,8 +98,8 @@ __attribute__((constructor(110))) static void proc_space_init(void) {
 }
 
 bool msi_proc_space_owns(const void *p) {
-  uintptr_t lo = atomic_load_explicit(&proc_lo, memory_order_relaxed);
-  return (uintptr_t)p - lo < atomic_load_explicit(&proc_span, memory_order_relaxed);
+  size_t span = atomic_load_explicit(&proc_span, memory_order_acquire); /* published after proc_lo */
+  return (uintptr_t)p - atomic_load_explicit(&proc_lo, memory_order_relaxed) < span;
 }
 
 void *msi_proc_space_malloc(size_t size, size_t alignment, bool zero) {

@@ -260,7 +260,7 @@ static inline int region_of(const ms_space_t *s, size_t off) {
   return lo;
 }
 
-/* calls fn on each root block (largest aligned power-of-two pieces) of [a, b) */
+/* order of the root block (largest aligned power-of-two piece) of [o, b) starting at o */
 static inline unsigned root_order(const ms_space_t *s, size_t o, size_t b) {
   unsigned k = o ? (unsigned)__builtin_ctzll(o) : s->top;
   if (k > s->top) k = s->top;
@@ -268,28 +268,20 @@ static inline unsigned root_order(const ms_space_t *s, size_t o, size_t b) {
   return k;
 }
 
-static void region_add_free(ms_space_t *s, size_t a, size_t b) {
+/* the root blocks of region [a, b): ROOTS_ADD marks them free, ROOTS_REMOVE unmarks them, ROOTS_TEST tells
+   whether all are free (a region is wholly free exactly when its roots are: merges never cross regions) */
+enum { ROOTS_ADD, ROOTS_TEST, ROOTS_REMOVE };
+static bool region_roots(ms_space_t *s, size_t a, size_t b, int op) {
   for (size_t o = a; o < b;) {
     unsigned k = root_order(s, o, b);
-    hbm_set(s, k, o >> k);
-    o += (size_t)1 << k;
-  }
-}
-static bool region_is_free(const ms_space_t *s, size_t a, size_t b) {
-  for (size_t o = a; o < b;) {
-    unsigned k = root_order(s, o, b);
-    if (!hbm_test(s, k, o >> k)) return false;
+    if (op == ROOTS_ADD) hbm_set(s, k, o >> k);
+    else if (op == ROOTS_REMOVE) hbm_clear(s, k, o >> k);
+    else if (!hbm_test(s, k, o >> k)) return false;
     o += (size_t)1 << k;
   }
   return true;
 }
-static void region_remove_free(ms_space_t *s, size_t a, size_t b) {
-  for (size_t o = a; o < b;) {
-    unsigned k = root_order(s, o, b);
-    hbm_clear(s, k, o >> k);
-    o += (size_t)1 << k;
-  }
-}
+#define region_add_free(s, a, b) region_roots((s), (a), (b), ROOTS_ADD)
 
 /* metadata slices for [a, b) of the data range, as page ranges; fn(addr, len) */
 static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_t)) {
@@ -941,8 +933,8 @@ size_t ms_space_shrink(ms_space_t *s) {
   cache_flush(s);
   for (int i = 1; i < s->nregions; i++) {
     region_t *r = &s->regions[i];
-    if (r->state != REGION_ACTIVE || !region_is_free(s, r->start, r->start + r->size)) continue;
-    region_remove_free(s, r->start, r->start + r->size);
+    if (r->state != REGION_ACTIVE || !region_roots(s, r->start, r->start + r->size, ROOTS_TEST)) continue;
+    region_roots(s, r->start, r->start + r->size, ROOTS_REMOVE);
     region_decommit(s, r->start, r->start + r->size);
     r->state = REGION_RETURNED;
     s->size -= r->size;
