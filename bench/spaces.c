@@ -91,6 +91,7 @@ static void run_impl(msb_ctx_t *ctx, result_t *r, const char *prog, const char *
   argv[a++] = path;
   if (rt) argv[a++] = "--rt";
   if (ctx->mode == MSB_QUICK) argv[a++] = "--quick";
+  if (ctx->mode == MSB_FULL) argv[a++] = "--full";
   argv[a++] = "--seccomp";
   argv[a] = NULL;
   static char tun[] = "GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4611686018427387904";

@@ -12,7 +12,7 @@
      mixed OP mean p50 p99 p999 max
      adversarial N ns
      steady faults minor major
-   Usage: spaces_work_{space,malloc} [--rt] [--quick] [--seccomp] */
+   Usage: spaces_work_{space,malloc} [--rt] [--quick | --full] [--seccomp] */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -299,11 +299,12 @@ static void steady(int use_seccomp) {
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, rt = 0, sec = 0, adv_n = 100000;
+  int quick = 0, rt = 0, sec = 0, adv_n = 100000, full = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--rt")) rt = 1;
     else if (!strcmp(argv[i], "--seccomp")) sec = 1;
+    else if (!strcmp(argv[i], "--full")) full = 1; /* the seed's own space: RtssRun /i 4194292 (KiB) /e 0 */
   }
   if (quick) adv_n = 20000;
   page = (size_t)sysconf(_SC_PAGESIZE);
@@ -318,7 +319,7 @@ int main(int argc, char **argv) {
   (void)rt;
   ms_space_config_t c;
   memset(&c, 0, sizeof c);
-  c.initial_size = (size_t)512 << 20; /* locked and pre-faulted at start */
+  c.initial_size = full ? (size_t)4194292 << 10 : (size_t)512 << 20; /* locked and pre-faulted at start */
   c.at = MS_SPACE_AT_START;
   c.flags = MS_SPACE_LOCKED;
   c.numa_node = -1;
@@ -328,6 +329,7 @@ int main(int argc, char **argv) {
   if (!space) { fprintf(stderr, "spaces_work: cannot create the space\n"); return 2; }
   printf("config locked=%d fifo=%d\n", (c.flags & MS_SPACE_LOCKED) != 0, fifo);
 #else
+  (void)full;
   if (rt) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, INT32_MAX);
