@@ -112,6 +112,7 @@ void msi_free(void *p) {
       if (MSI_UNLIKELY((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off))
         msi_heap_bad_pointer(p, "free(): invalid pointer");
       if (MSI_UNLIKELY(b->cookie == ((uintptr_t)b ^ SECRET()))) msi_heap_bad_pointer(p, "free(): double free");
+      if (MSI_UNLIKELY(msi_heap_checks)) msi_heap_check_free(s, b);
       MSI_TRACK_FREE(p);
       b->next = s->free;
       b->cookie = (uintptr_t)b ^ SECRET();

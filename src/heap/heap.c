@@ -84,7 +84,7 @@ void msi_heap_set_preset(int preset) {
   case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, 30, true}; break;
   case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 1, 22, true}; break;
   case 3: l = (msi_heap_limits_t){0, 0, 0, 0, false}; break;
-  default: l = (msi_heap_limits_t){4 * MSI_MiB, 16 * MSI_MiB, 4, 25, true}; break;
+  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 8, 25, true}; break;
   }
   msi_heap_limits = l;
 }
@@ -92,6 +92,19 @@ void msi_heap_set_preset(int preset) {
 /* ------------------------------------------------------------------------------------------------------------ */
 /* errors                                                                                                       */
 /* ------------------------------------------------------------------------------------------------------------ */
+
+bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
+
+/* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
+   double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
+void msi_heap_check_free(msi_span_t *s, msi_block_t *b) {
+  unsigned n = 0;
+  for (msi_block_t *f = s->free; f && n < 4096; f = f->next, n++)
+    if (f == b) msi_heap_bad_pointer(b, "free(): double free");
+#if MEMSPACE_DEBUG
+  if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));
+#endif
+}
 
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
   msi_error("%s: %p (memspace heap); aborting", what, p);
@@ -563,6 +576,7 @@ void msi_heap_global_init(void) {
   msi_init();
   classes_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
+  if (msi_opt(MS_OPTION_SECURE)) msi_heap_checks = true;
   msi_empty_span.owner = NULL;
   msi_empty_span.state = MSI_SPAN_FREE;
   heap_reset_current(&msi_empty_heap);

@@ -139,6 +139,15 @@ void *msi_realloc(void *p, size_t size);
 void *msi_aligned_alloc(size_t alignment, size_t size);
 size_t msi_usable_size(const void *p);
 
+/* extra checks: debug and secure builds, or MEMSPACE_SECURE=1 */
+#if MEMSPACE_DEBUG || MEMSPACE_SECURE_BUILD
+#define MSI_HEAP_CHECKS_BUILD 1
+#else
+#define MSI_HEAP_CHECKS_BUILD 0
+#endif
+extern bool msi_heap_checks;
+void msi_heap_check_free(msi_span_t *s, msi_block_t *b);
+
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
 
