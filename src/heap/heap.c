@@ -249,15 +249,18 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   s->state = MSI_SPAN_CACHED;
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
-  if (h && (msi_heap_limits.thread_bucket == SIZE_MAX || (h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket)) {
+  if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
-    list_push(&h->cache[n], s);
+    if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
+      list_push(&h->cache[n], s);
+      msi_unlock(&h->cache_lock);
+      return;
+    }
     msi_unlock(&h->cache_lock);
-    return;
   }
-  if (msi_heap_limits.global_bucket == SIZE_MAX || (global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+  if (msi_heap_limits.global_bucket >= bytes) {
     msi_lock(&global_lock);
-    if (msi_heap_limits.global_bucket == SIZE_MAX || (global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+    if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
       list_push(&global_cache[n], s);
       msi_unlock(&global_lock);
       return;
@@ -725,7 +728,10 @@ void msi_heap_thread_collect(bool force) {
   heap_cache_drain(h, force);
 }
 
-/* statistics: walks every segment (racy reads, like any counter snapshot) */
+/* statistics: walks every segment (racy reads on purpose, like any counter snapshot) */
+#if defined(__SANITIZE_THREAD__)
+__attribute__((no_sanitize("thread")))
+#endif
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   uint64_t cached = 0;

@@ -26,7 +26,7 @@ typedef struct lclass_s {
   uintptr_t base;
   uint64_t nslots, bump;
   uint32_t free_head; /* index + 1 of an uncommitted free slot */
-  uint32_t ncached;
+  _Atomic uint32_t ncached; /* peeked at by the purge without the lock */
   uint32_t cached[CACHE_MAX];
   uint32_t cached_ms[CACHE_MAX];
   slot_meta_t *meta;
@@ -281,7 +281,7 @@ size_t msi_large_purge(uint64_t now_ms, bool force) {
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];
-    if (!atomic_load_explicit((_Atomic uint32_t *)&c->ncached, memory_order_relaxed)) continue;
+    if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     uint32_t old[CACHE_MAX], n = 0;
     msi_lock(&c->lock);
