@@ -98,6 +98,7 @@ bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
 /* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
 void msi_heap_check_free(msi_span_t *s, msi_block_t *b) {
+  if (b->cookie == ((uintptr_t)b ^ msi_heap_g.secret)) msi_heap_bad_pointer(b, "free(): double free");
   unsigned n = 0;
   for (msi_block_t *f = s->free; f && n < 4096; f = f->next, n++)
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
@@ -658,7 +659,7 @@ bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
   msi_span_t *s = msi_heap_span_of(p);
   if (s->state != MSI_SPAN_ACTIVE) return false;
   uintptr_t off = (uintptr_t)p - s->base;
-  if (off >= (uintptr_t)s->capacity * s->block_size || ((off * s->recip) >> 40) * s->block_size != off) return false;
+  if ((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off) return false;
   if (span_out) *span_out = s;
   return true;
 }
@@ -689,7 +690,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   }
   /* remote free: validate, then push on the span's list; the first push queues the span on its owner */
   uintptr_t off = (uintptr_t)p - s->base;
-  if (MSI_UNLIKELY(off >= (uintptr_t)s->capacity * s->block_size ||
+  if (MSI_UNLIKELY((uintptr_t)p >= s->end ||
                    ((off * s->recip) >> 40) * s->block_size != off))
     msi_heap_bad_pointer(p, "free(): invalid pointer");
   msi_block_t *b = p;

@@ -36,21 +36,21 @@ struct msi_heap_s;
 enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
 
 typedef struct msi_span_s {
-  /* owner's fields */
+  /* the owner's hot fields: one cache line */
   msi_block_t *free;           /* local free list */
   uint32_t used;               /* blocks handed out and not yet seen free by the owner */
   uint32_t block_size;
   uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
   uintptr_t base, bump, end;   /* blocks [base, end); [bump, end) never handed out yet */
+  uint8_t cls, nchunks, state, in_partial;
+  uint8_t last_cls;            /* class it served last (stats of returned spans) */
+  /* second line: what other threads touch, and the owner's cold fields */
+  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks; bit 0: span queued on owner's remote stack */
+  struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
-  uint8_t cls, nchunks, state, in_partial;
-  uint8_t last_cls;            /* class it served last (stats of returned spans) */
-  /* other threads' fields, on their own cache line */
-  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks; bit 0: span queued on owner's remote stack */
-  struct msi_span_s *_Atomic rnext;
 } msi_span_t;
 
 typedef struct msi_segment_s {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 /* runs the victim with `lib` preloaded; returns the wait status, fills out/err */
+static const char *extra_env; /* NAME=VALUE put in the victim's environment, or NULL */
 static int run_victim(const char *lib, const char *mode, char *out, size_t outcap, char *err, size_t errcap) {
   int po[2], pe[2];
   if (pipe(po) || pipe(pe)) return -1;
@@ -22,6 +23,7 @@ static int run_victim(const char *lib, const char *mode, char *out, size_t outca
     close(po[0]);
     close(pe[0]);
     setenv("LD_PRELOAD", lib, 1);
+    if (extra_env) putenv((char *)extra_env);
     execl(MS_VICTIM_PATH, MS_VICTIM_PATH, mode, (char *)NULL);
     _exit(127);
   }
@@ -61,10 +63,15 @@ static void invalid_pointer_debug(void **state) {
   expect_abort(MS_DEBUG_LIB, "invalid_pointer", "invalid pointer");
   expect_abort(MS_DEBUG_LIB, "invalid_large", "invalid pointer");
 }
-static void release_build_checks_too(void **state) {
+/* the release build checks pointers always, and double frees too with MEMSPACE_SECURE=1 */
+static void release_build_checks(void **state) {
   (void)state;
-  expect_abort(MS_RELEASE_LIB, "double_free", "double free");
   expect_abort(MS_RELEASE_LIB, "invalid_pointer", "invalid pointer");
+  expect_abort(MS_RELEASE_LIB, "invalid_large", "invalid pointer");
+  expect_abort(MS_RELEASE_LIB, "double_free_large", "double free");
+  extra_env = "MEMSPACE_SECURE=1";
+  expect_abort(MS_RELEASE_LIB, "double_free", "double free");
+  extra_env = NULL;
 }
 static void foreign_pointer_no_complaint(void **state) {
   (void)state;
@@ -83,7 +90,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_debug),
       cmocka_unit_test(invalid_pointer_debug),
-      cmocka_unit_test(release_build_checks_too),
+      cmocka_unit_test(release_build_checks),
       cmocka_unit_test(foreign_pointer_no_complaint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
