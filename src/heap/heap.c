@@ -186,6 +186,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   seg_hint = seg;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
+  seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
   msi_span_t *s = &seg->spans[at];
   s->nchunks = (uint8_t)n;
   s->state = MSI_SPAN_CACHED;
@@ -194,21 +195,63 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   return s;
 }
 
-/* gives a span's chunks back to its segment, pages returned to the OS (MADV_DONTNEED) */
-static void segment_release_span(msi_span_t *s) {
+static void chunks_purged(size_t bytes) {
+  atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+}
+
+/* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
+   MADV_FREE, which leaves them in RSS); else they stay resident ("dirty") until the purge finds them idle for
+   MEMSPACE_PURGE_DELAY, and a span allocated meanwhile reuses them without page faults. */
+static void segment_release_span(msi_span_t *s, bool purge_now) {
   msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
-  msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
-  atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+  uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
+  if (purge_now) {
+    msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
+    chunks_purged(bytes);
+  }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
+  uint32_t now = purge_now ? 0 : msi_heap_now_ms();
   msi_lock(&seg_lock);
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
   s->state = MSI_SPAN_FREE;
   s->nchunks = 0;
-  seg->free_mask |= ((n == 64 ? ~0ull : ((1ull << n) - 1)) << at);
+  seg->free_mask |= bits;
+  if (!purge_now) {
+    if (!seg->dirty_mask) seg->dirty_ms = now;
+    seg->dirty_mask |= bits;
+  }
   if (!seg_hint || seg < seg_hint) seg_hint = seg;
   msi_unlock(&seg_lock);
+}
+
+/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped */
+static void segments_purge(uint32_t now, uint32_t delay, bool force) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    msi_lock(&seg_lock);
+    uint64_t m = seg->dirty_mask;
+    if (!m || !(force || now - seg->dirty_ms >= delay)) {
+      msi_unlock(&seg_lock);
+      continue;
+    }
+    seg->dirty_mask = 0;
+    seg->free_mask &= ~m;
+    msi_unlock(&seg_lock);
+    for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
+      if (!(m >> i & 1)) { i++; continue; }
+      unsigned j = i;
+      while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
+      msi_os_madvise((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK, MADV_DONTNEED);
+      chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK);
+      i = j;
+    }
+    msi_lock(&seg_lock);
+    seg->free_mask |= m;
+    msi_unlock(&seg_lock);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -238,7 +281,7 @@ static msi_span_t *list_cut_old(msi_span_list_t *l, uint32_t now, uint32_t delay
 static void release_chain(msi_span_t *s) {
   while (s) {
     msi_span_t *next = s->next;
-    segment_release_span(s);
+    segment_release_span(s, true);
     s = next;
   }
 }
@@ -268,7 +311,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
     }
     msi_unlock(&global_lock);
   }
-  segment_release_span(s);
+  segment_release_span(s, msi_heap_limits.global_bucket == 0);
 }
 
 static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
@@ -314,6 +357,7 @@ void msi_heap_purge(uint64_t now_ms_in, bool force) {
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&global_cache[n], now, delay, force);
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
+  segments_purge(now, delay, force);
   msi_large_purge(now, force);
 }
 
@@ -322,7 +366,7 @@ static void maybe_purge(void) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0) return;
   uint32_t now = msi_heap_now_ms();
-  if (now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)d) return;
+  if (now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
   if (msi_maint_running()) return;
   msi_heap_purge(now, false);
 }
@@ -738,6 +782,7 @@ void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
   uint64_t cached = 0;
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    cached += (uint64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
       msi_span_t *s = &seg->spans[i];
       if (seg->map[i] != i) continue;

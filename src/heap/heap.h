@@ -56,6 +56,8 @@ typedef struct msi_span_s {
 typedef struct msi_segment_s {
   uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */
   uint64_t free_mask;                /* chunks free in the segment allocator (under the segment lock) */
+  uint64_t dirty_mask;               /* free chunks whose pages are still resident (purged after the delay) */
+  uint32_t dirty_ms;                 /* when the first of them became free */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 } msi_segment_t;
 
