@@ -33,7 +33,7 @@ typedef struct {
 } hb_params_t;
 
 static hb_params_t params_for(msb_mode_t mode) {
-  hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 4, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
+  hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
                    .gcc_funcs = 70, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3};
