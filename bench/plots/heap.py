@@ -60,8 +60,9 @@ def plot_rptest(rows, outdir, plt):
             ax.set_xticks(sorted({t for d in ops.values() for t in d}))
             ax.grid(alpha=0.3)
             ax.set_ylim(bottom=0)
-        axes[row][0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07 if len(cases) > 1 else 0.12, 1, 1))
     fig.savefig("%s/heap-rptest.png" % outdir, dpi=110)
     plt.close(fig)
 
