@@ -21,6 +21,7 @@ struct statfs;
 struct rlimit;
 int msi_os_open(const char *path, int flags, unsigned mode);
 int msi_os_close(int fd);
+ssize_t msi_os_read(int fd, void *buf, size_t len);
 int msi_os_unlink(const char *path);
 int msi_os_ftruncate(int fd, off_t size);
 int msi_os_fstatfs(int fd, struct statfs *st);

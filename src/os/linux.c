@@ -99,6 +99,13 @@ int msi_os_close(int fd) {
   COUNT_CALL();
   return close(fd); /* never retried: the descriptor is gone even on EINTR */
 }
+ssize_t msi_os_read(int fd, void *buf, size_t len) {
+  COUNT_CALL();
+  ssize_t r;
+  do r = read(fd, buf, len); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r;
+}
 int msi_os_unlink(const char *path) { RETRY_INT(MS_FAULT_OP_COUNT, unlink(path)); }
 int msi_os_ftruncate(int fd, off_t size) { RETRY_INT(MS_FAULT_FALLOCATE, ftruncate(fd, size)); }
 int msi_os_fstatfs(int fd, struct statfs *st) { RETRY_INT(MS_FAULT_OP_COUNT, fstatfs(fd, st)); }

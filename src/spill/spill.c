@@ -185,6 +185,7 @@ static void fork_child(void) {
 }
 
 static void writeback_all(void);
+static void budget_init(void);
 static void maint_run(uint64_t now_ns) { (void)now_ns; writeback_all(); }
 static const msi_maint_task_t sp_maint = {"spill-writeback", 50, maint_run};
 
@@ -235,6 +236,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
                   fs_name(sp.fs_type), span >> 30, sp.min_shift, sp.max_shift);
     }
   }
+  if (ok) budget_init();
   atomic_store(&sp.state, ok ? 1 : 2);
   msi_unlock(&sp.lock);
   if (ok) {
@@ -299,6 +301,7 @@ static bool class_map(sp_class_t *k, size_t end) {
   if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
                   (off_t)m) == MAP_FAILED)
     return false;
+  if (msi_getenv("SPILL_EXP_RANDOM")) msi_os_madvise((void *)(k->start + m), want - m, MADV_RANDOM);
   atomic_store_explicit(&k->mapped, want, memory_order_release);
   return true;
 }
@@ -492,14 +495,144 @@ void *msi_spill_realloc(void *p, size_t size) {
   return (void *)q;
 }
 
-/* ---- write-back: start writeback of every dirty page in the files (never waits) ---- */
+/* ---- memory budget and write-back ----
+   The budget is the smallest of the cgroup's limit (v1 hierarchical_memory_limit; v2 memory.max/memory.high up
+   the hierarchy) and RAM. Dirty spilled pages are kept under an eighth of it: every tick (maintenance task,
+   50 ms, or an allocation) reads the cgroup's dirty bytes (or the machine's) and starts writeback of every file
+   when above; otherwise it starts writeback of the next 1/16 of each file round-robin, so no page stays dirty
+   longer than about a second and a page rewritten often is written about once a second. */
+static struct {
+  char stat_path[PATH_MAX];   /* memory.stat of our cgroup, "" when none */
+  const char *dirty_key;      /* "total_dirty" (v1) or "file_dirty" (v2) */
+  uint64_t limit, dirty_cap;
+  size_t rr[SP_MAX_CLASSES];  /* round-robin position per class */
+  _Atomic uint64_t full_syncs;
+} bud;
+
+static ssize_t read_small(const char *path, char *buf, size_t cap) {
+  int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  ssize_t n;
+  while (len < cap - 1 && (n = msi_os_read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
+  msi_os_close(fd);
+  buf[len] = 0;
+  return (ssize_t)len;
+}
+
+static bool parse_ull(const char *s, uint64_t *v) {
+  if (*s < '0' || *s > '9') return false;
+  uint64_t x = 0;
+  for (; *s >= '0' && *s <= '9'; s++) x = x * 10 + (uint64_t)(*s - '0');
+  *v = x;
+  return true;
+}
+
+/* value of "key value" at a line start in text; false when absent */
+static bool find_key(const char *text, const char *key, uint64_t *v) {
+  size_t kl = strlen(key);
+  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == ':')) {
+      const char *s = l + kl + 1;
+      while (*s == ' ') s++;
+      return parse_ull(s, v);
+    }
+  }
+  return false;
+}
+
+static void budget_init(void) {
+  static char buf[8192];
+  uint64_t limit = UINT64_MAX, v;
+  if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) limit = v * 1024;
+  if (read_small("/proc/self/cgroup", buf, sizeof buf) > 0) {
+    char v1[PATH_MAX] = "", v2[PATH_MAX] = "";
+    bool has_v1 = false, has_v2 = false;
+    for (char *l = buf; l && *l;) {
+      char *nl = strchr(l, '\n');
+      if (nl) *nl = 0;
+      char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+      if (c1 && c2) {
+        *c2 = 0;
+        const char *ctrls = c1 + 1;
+        if (c1 == l + 1 && l[0] == '0' && ctrls[0] == 0) { has_v2 = true; msi_snprintf(v2, sizeof v2, "%s", c2 + 1); }
+        for (const char *t = ctrls; *t;) {
+          size_t n = strcspn(t, ",");
+          if (n == 6 && strncmp(t, "memory", 6) == 0) { has_v1 = true; msi_snprintf(v1, sizeof v1, "%s", c2 + 1); }
+          t += n + (t[n] == ',');
+        }
+      }
+      l = nl ? nl + 1 : NULL;
+    }
+    static char stat[8192];
+    if (has_v1) {
+      msi_snprintf(bud.stat_path, sizeof bud.stat_path, "/sys/fs/cgroup/memory%s/memory.stat", v1);
+      if (read_small(bud.stat_path, stat, sizeof stat) > 0) {
+        bud.dirty_key = "total_dirty";
+        if (find_key(stat, "hierarchical_memory_limit", &v) && v < limit) limit = v;
+      } else {
+        bud.stat_path[0] = 0;
+      }
+    }
+    if (!bud.stat_path[0] && has_v2) {
+      const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+      for (unsigned r = 0; r < 2 && !bud.stat_path[0]; r++) {
+        msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s%s/memory.stat", roots[r], v2);
+        if (read_small(bud.stat_path, stat, sizeof stat) <= 0) { bud.stat_path[0] = 0; continue; }
+        bud.dirty_key = "file_dirty";
+        char dir[PATH_MAX];
+        msi_snprintf(dir, sizeof dir, "%s", v2);
+        for (;;) { /* the smallest memory.max / memory.high up to the root */
+          const char *files[] = {"memory.max", "memory.high"};
+          for (unsigned f = 0; f < 2; f++) {
+            char path[PATH_MAX + 32], val[64];
+            msi_snprintf(path, sizeof path, "%s%s/%s", roots[r], dir, files[f]);
+            if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < limit) limit = v;
+          }
+          char *slash = strrchr(dir, '/');
+          if (!slash || slash == dir) break;
+          *slash = 0;
+        }
+      }
+    }
+  }
+  bud.limit = limit;
+  bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
+  msi_verbose("spill: memory budget %llu MiB (%s), dirty spilled pages kept under %llu MiB",
+              (unsigned long long)(limit >> 20), bud.stat_path[0] ? bud.stat_path : "RAM",
+              (unsigned long long)(bud.dirty_cap >> 20));
+}
+
+static uint64_t dirty_bytes(void) {
+  static char buf[8192];
+  static msi_lock_t buf_lock = MSI_LOCK_INIT;
+  uint64_t v = 0;
+  if (!msi_trylock(&buf_lock)) return 0;
+  if (bud.stat_path[0]) {
+    if (read_small(bud.stat_path, buf, sizeof buf) > 0) find_key(buf, bud.dirty_key, &v);
+  } else if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "Dirty", &v)) {
+    v *= 1024;
+  }
+  msi_unlock(&buf_lock);
+  return v;
+}
+
 static void writeback_all(void) {
   if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1 || atomic_load(&sp.in_child)) return;
+  bool all = dirty_bytes() >= bud.dirty_cap;
+  if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
+  size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
     if (m == 0) continue;
-    msi_os_sync_file_range(k->fd, 0, (off_t)m, SYNC_FILE_RANGE_WRITE);
+    if (all) {
+      msi_os_sync_file_range(k->fd, 0, (off_t)m, SYNC_FILE_RANGE_WRITE);
+      continue;
+    }
+    size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
+    msi_os_sync_file_range(k->fd, (off_t)pos, (off_t)step, SYNC_FILE_RANGE_WRITE);
+    bud.rr[c] = pos + step;
   }
   atomic_fetch_add_explicit(&sp.syncs, 1, memory_order_relaxed);
 }
@@ -593,5 +726,10 @@ static void stats_print(msi_stats_writer_t *w) {
   }
   msi_stats_field(w, "spill_moves", atomic_load(&sp.moves), "");
   msi_stats_field(w, "spill_writebacks", atomic_load(&sp.syncs), "");
+  msi_stats_field(w, "spill_writebacks_full", atomic_load(&bud.full_syncs), "");
+  if (st == 1) {
+    msi_stats_field(w, "spill_memory_budget", bud.limit, "bytes");
+    msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");
+  }
   msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
 }
