@@ -20,8 +20,8 @@
    - write-back: a maintenance task (and allocation pacing) starts writeback of dirty pages with
      sync_file_range(SYNC_FILE_RANGE_WRITE), so reclaim finds clean pages instead of stalling.
    - fork: a child handler maps every region again MAP_PRIVATE|MAP_FIXED from the same file: the child's writes
-     stay its own. The child then makes no new spilled blocks (they come from RAM) and never punches the
-     parent's files. */
+     stay its own. Below each region's `floor` (the extent mapped at fork) blocks are inherited: the child never
+     punches or grows them in the parent's file. New blocks in the child go above the floor, in new files. */
 #include "os.h"
 #include "route.h"
 #include <errno.h>
@@ -51,6 +51,7 @@ typedef struct sp_class_s {
   _Atomic size_t mapped;       /* bytes of the region mapped from the file (from start) */
   size_t file_size;            /* ftruncated size (<= RS, <= RLIMIT_FSIZE) */
   size_t next;                 /* bump: next never-used slot */
+  size_t floor;                /* bytes inherited from the parent at fork (private mapping of its file) */
   size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
   uint32_t *stack;             /* free slots */
   size_t nfree;
@@ -59,7 +60,7 @@ typedef struct sp_class_s {
 static struct {
   msi_lock_t lock;
   _Atomic int state;           /* 0 untried, 1 ready, 2 unusable */
-  _Atomic int in_child;        /* forked child: inherited blocks are private, no new spilled blocks */
+  _Atomic int in_child;        /* forked child (statistics only) */
   _Atomic uintptr_t base;      /* reserved range [base, base + span) */
   _Atomic size_t span;
   unsigned rs_shift, min_shift, max_shift;
@@ -176,10 +177,18 @@ static void fork_child(void) {
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load(&k->mapped);
-    if (k->fd < 0 || m == 0) continue;
-    if (msi_os_mmap((void *)k->start, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, k->fd, 0) == MAP_FAILED)
+    if (k->fd < 0) continue;
+    /* [floor, m) is still shared with the parent's file (below floor it is private already, from an earlier fork) */
+    if (m > k->floor && msi_os_mmap((void *)(k->start + k->floor), m - k->floor, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
+    msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
+    k->fd = -1;
+    k->floor = m;
+    size_t above = (m + ((size_t)1 << c) - 1) >> c;
+    if (k->next < above) k->next = above;
+    k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
   msi_lock_reset(&sp.lock);
 }
@@ -376,8 +385,8 @@ static void slot_free(unsigned c, size_t slot) {
   k->meta[slot] = 0;
   atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
-  if (atomic_load_explicit(&sp.in_child, memory_order_relaxed)) {
-    /* the file is the parent's: drop only the child's private copies; the slot is never reused here */
+  if (off < k->floor) {
+    /* inherited at fork: the file is the parent's; drop only the child's private copies, never reuse the slot */
     msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
     return;
   }
@@ -398,7 +407,7 @@ static void sp_sync_pace(void) {
 
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   (void)zero; /* fresh slots read as zero: file holes and unwritten extents */
-  if (!sp_ready() || atomic_load_explicit(&sp.in_child, memory_order_relaxed)) {
+  if (!sp_ready()) {
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     errno = 0;
     return NULL;
@@ -454,8 +463,8 @@ void *msi_spill_realloc(void *p, size_t size) {
   }
   sp_class_t *k = &sp.cls[c];
   size_t cur = k->meta[slot], off = slot << c;
-  bool child = atomic_load_explicit(&sp.in_child, memory_order_relaxed);
-  if (need <= ((size_t)1 << c)) { /* in place: no copy, no remap */
+  bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
+  if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
     if (need > cur) {
       if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + cur), (off_t)(need - cur)) != 0) {
         int e = child ? ENOMEM : disk_errno(errno);
@@ -474,21 +483,21 @@ void *msi_spill_realloc(void *p, size_t size) {
     msi_unlock(&sp.lock);
     return p;
   }
-  if (child) { msi_unlock(&sp.lock); errno = ENOMEM; return NULL; }
   /* beyond the slot: a slot with 2x headroom, filled inside the kernel */
-  unsigned nc = ceil_log2(need) + 1;
+  unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
   if (nc > sp.max_shift) nc = sp.max_shift;
   if (need > ((size_t)1 << nc)) { msi_unlock(&sp.lock); errno = ENOMEM; return NULL; }
   uintptr_t q = slot_alloc(nc, need);
   if (!q) { int e = errno; msi_unlock(&sp.lock); errno = e; return NULL; }
   sp_class_t *nk = &sp.cls[nc];
   size_t noff = q - nk->start, done = 0;
-  while (done < cur) {
+  while (!child && done < cur) {
     ssize_t n = msi_os_copy_file_range(k->fd, (off_t)(off + done), nk->fd, (off_t)(noff + done), cur - done);
     if (n <= 0) break;
     done += (size_t)n;
   }
-  if (done < cur) memcpy((void *)(q + done), (const char *)p + done, cur - done); /* no copy_file_range here */
+  /* no copy_file_range here, or the child's private copy */
+  if (done < cur) memcpy((void *)(q + done), (const char *)p + done, cur - done);
   atomic_fetch_add_explicit(&sp.moves, 1, memory_order_relaxed);
   slot_free(c, slot);
   msi_unlock(&sp.lock);
@@ -499,8 +508,9 @@ void *msi_spill_realloc(void *p, size_t size) {
    The budget is the smallest of the cgroup's limit (v1 hierarchical_memory_limit; v2 memory.max/memory.high up
    the hierarchy) and RAM. Dirty spilled pages are kept under an eighth of it: every tick (maintenance task,
    50 ms, or an allocation) reads the cgroup's dirty bytes (or the machine's) and starts writeback of every file
-   when above; otherwise it starts writeback of the next 1/16 of each file round-robin, so no page stays dirty
-   longer than about a second and a page rewritten often is written about once a second. */
+   when above; otherwise, once the spilled bytes exceed half the budget, it starts writeback of the next 1/16 of
+   each file round-robin, so no page stays dirty longer than about a second and a page rewritten often is
+   written about once a second. */
 static struct {
   char stat_path[PATH_MAX];   /* memory.stat of our cgroup, "" when none */
   const char *dirty_key;      /* "total_dirty" (v1) or "file_dirty" (v2) */
@@ -618,14 +628,17 @@ static uint64_t dirty_bytes(void) {
 }
 
 static void writeback_all(void) {
-  if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1 || atomic_load(&sp.in_child)) return;
+  if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
   bool all = dirty_bytes() >= bud.dirty_cap;
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
+  /* while the spilled data fits in half the budget, only the dirty cap applies: rewritten pages stay dirty
+     (no write fault after each write-back, no disk write per rewrite) */
+  else if (atomic_load_explicit(&sp.bytes, memory_order_relaxed) < bud.limit / 2) return;
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
-    if (m == 0) continue;
+    if (m == 0 || k->fd < 0) continue;
     if (all) {
       msi_os_sync_file_range(k->fd, 0, (off_t)m, SYNC_FILE_RANGE_WRITE);
       continue;

@@ -128,10 +128,14 @@ static int mode_fork(void) {
     for (size_t i = 0; i < n; i += 4096) if (p[i] != 1) _exit(2);  /* child reads the parent's data */
     memset(p, 2, n);                                                 /* and writes its own copy */
     for (size_t i = 0; i < n; i += 4096) if (p[i] != 2) _exit(3);
-    errno = 0;
-    void *q = s_alloc(n);                     /* new big blocks in the child: from RAM (spill says errno 0) */
-    if (!q && errno != 0) _exit(4);
-    if (q) { memset(q, 3, n); s_free(q); }
+    unsigned char *q = s_alloc(n);                                  /* new spilled blocks in the child */
+    if (!q || !ms_spill_is(q)) _exit(4);
+    memset(q, 3, n);
+    unsigned char *r = s_realloc(p, 2 * n);                          /* an inherited block grows: a copy */
+    if (!r) _exit(5);
+    for (size_t i = 0; i < n; i += 4096) if (r[i] != 2) _exit(6);
+    p = r;
+    s_free(q);
     s_free(p);                                                       /* must not touch the parent's file */
     _exit(0);
   }
