@@ -138,8 +138,9 @@ static int probe_dir(const char *dir, bool report) {
       if (report)
         msi_warning("spill directory %s is on %s (it would spill into RAM or swap): refused, spilled allocations "
                     "stay in RAM", dir, fs_name(sp.fs_type));
-    } else if (msi_os_fallocate(fd, 0, 0, (off_t)msi_os_page_size()) != 0 ||
+    } else if ((msi_os_fallocate(fd, 0, 0, (off_t)msi_os_page_size()) != 0 && errno != ENOSPC && errno != EDQUOT) ||
                msi_os_fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)msi_os_page_size()) != 0) {
+      /* (a disk that is full now is accepted: allocations then answer ENOMEM) */
       r = errno ? errno : EOPNOTSUPP;
       if (report)
         msi_warning("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: error %d): "
@@ -449,6 +450,9 @@ size_t msi_spill_usable_size(const void *p) {
   return sp.cls[c].meta[slot];
 }
 
+#pragma weak ms_malloc
+#pragma weak ms_free
+
 void *msi_spill_realloc(void *p, size_t size) {
   unsigned c;
   size_t slot;
@@ -463,6 +467,19 @@ void *msi_spill_realloc(void *p, size_t size) {
   }
   sp_class_t *k = &sp.cls[c];
   size_t cur = k->meta[slot], off = slot << c;
+  size_t threshold = msi_spill_threshold();
+  if (threshold && size < threshold && ms_malloc) { /* below the threshold: back to the heap */
+    msi_unlock(&sp.lock);
+    void *q = ms_malloc(size);
+    if (q && !msi_spill_owns(q)) {
+      memcpy(q, p, size < cur ? size : cur);
+      msi_spill_free(p);
+      return q;
+    }
+    if (q) msi_spill_free(q);
+    msi_lock(&sp.lock); /* no RAM: shrink in place below */
+    if (k->meta[slot] != cur) { msi_unlock(&sp.lock); errno = EINVAL; return NULL; }
+  }
   bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
     if (need > cur) {
@@ -651,8 +668,6 @@ static void writeback_all(void) {
 }
 
 /* ---- public API ---- */
-#pragma weak ms_malloc
-#pragma weak ms_free
 
 void *ms_spill_alloc(size_t size) {
   void *p = msi_spill_malloc(size, 0, true);

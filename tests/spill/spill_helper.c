@@ -187,6 +187,12 @@ static int mode_realloc(void) {
     p = q;
     cur = n;
   }
+  if (use_malloc) { /* across the threshold (1 MiB in the tests) both ways */
+    unsigned char *q = realloc(p, 256 << 10);
+    if (!q || ms_spill_is(q) || !check(q, 256 << 10, 1)) FAIL("realloc below the threshold");
+    p = realloc(q, 8 << 20);
+    if (!p || !ms_spill_is(p) || !check(p, 256 << 10, 1)) FAIL("realloc above the threshold");
+  }
   s_free(p);
   printf("ok realloc: contents kept up and down\n");
   return 0;
