@@ -184,6 +184,7 @@ static void fork_child(void) {
                                     MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
+    else if (m > k->floor) msi_os_madvise((void *)(k->start + k->floor), m - k->floor, MADV_RANDOM);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
     k->floor = m;
