@@ -286,7 +286,7 @@ def main():
         parent = mscgroup.Group("bench-idle", LIMIT)
         try:
             pr = Probes(parent)
-            time.sleep(5 if MODE == "quick" else 13)
+            time.sleep(3 if MODE == "quick" else 13)
             probe_res["idle"] = pr.stop()
         finally:
             parent.remove()
