@@ -173,8 +173,29 @@ static bool choose_dir(void) {
 
 static void fork_prepare(void) { msi_lock(&sp.lock); }
 static void fork_parent(void) { msi_unlock(&sp.lock); }
+/* A private file mapping still shows the parent's later writes to pages the child has not written. That is
+   fatal for memory the parent keeps changing: an interpreter's stack in a small spilled block, or the header at
+   the start of a large vector (R's garbage collector links and marks it). So the child copies now (one write per
+   page: copy on write) every page of blocks up to 16 MiB while the total stays under budget/16, and the first
+   page of every other block. */
+static uint64_t snapshot_copied; /* bytes copied in this fork (the handler runs single-threaded) */
+static uint64_t snapshot_cap(void);
+static void snapshot_blocks(sp_class_t *k, unsigned c) {
+  size_t ps = msi_os_page_size();
+  for (size_t slot = 0; slot < k->next; slot++) {
+    size_t n = k->meta[slot];
+    if (!n || (slot << c) < k->floor) continue; /* free, or inherited from a grandparent: private already */
+    volatile unsigned char *b = (volatile unsigned char *)(k->start + (slot << c));
+    size_t upto = ps;
+    if (c <= 24 && snapshot_copied + n <= snapshot_cap()) upto = n;
+    for (size_t off = 0; off < upto; off += ps) b[off] = b[off];
+    snapshot_copied += upto;
+  }
+}
+
 static void fork_child(void) {
   atomic_store(&sp.in_child, 1);
+  snapshot_copied = 0;
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load(&k->mapped);
@@ -185,6 +206,7 @@ static void fork_child(void) {
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
     else if (m > k->floor) msi_os_madvise((void *)(k->start + k->floor), m - k->floor, MADV_RANDOM);
+    snapshot_blocks(k, c);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
     k->floor = m;
@@ -632,6 +654,8 @@ static void budget_init(void) {
               (unsigned long long)(limit >> 20), bud.stat_path[0] ? bud.stat_path : "RAM",
               (unsigned long long)(bud.dirty_cap >> 20));
 }
+
+static uint64_t snapshot_cap(void) { return bud.limit / 16; }
 
 static uint64_t dirty_bytes(void) {
   static char buf[8192];
