@@ -336,11 +336,15 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static void orphans_collect(void);
+static void purge_task_run(uint64_t now_ns);
+static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
 void msi_heap_purge(uint64_t now_ms_in, bool force) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 && !force) return;
   uint32_t now = (uint32_t)now_ms_in, delay = d < 0 ? 0 : (uint32_t)d;
+  /* memory idle for `delay` ms is back with the OS by then: take what will reach it before the next pass */
+  delay = delay > purge_task.period_ms ? delay - purge_task.period_ms : 0;
   atomic_store_explicit(&last_purge_ms, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&msi_heap_counters.purges, 1, memory_order_relaxed);
   orphans_collect();
@@ -358,8 +362,10 @@ void msi_heap_purge(uint64_t now_ms_in, bool force) {
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   segments_purge(now, delay, force);
-  msi_large_purge(now, force);
+  msi_large_purge(now, delay, force);
 }
+
+static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 
 /* from the malloc/free slow paths: a single-threaded program has no maintenance thread */
 static void maybe_purge(void) {
@@ -371,8 +377,6 @@ static void maybe_purge(void) {
   msi_heap_purge(now, false);
 }
 
-static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
-static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* spans of a heap                                                                                              */

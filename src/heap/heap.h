@@ -128,7 +128,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero);
 void msi_large_free(void *p);
 size_t msi_large_usable(const void *p);
 void *msi_large_realloc(void *p, size_t size); /* NULL + errno: unchanged */
-size_t msi_large_purge(uint64_t now_ms, bool force);
+size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached slots idle >= delay ms */
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
 void msi_large_lock_all(void);
 void msi_large_unlock_all(bool child);

@@ -275,9 +275,8 @@ void *msi_large_realloc(void *p, size_t size) {
   return q;
 }
 
-size_t msi_large_purge(uint64_t now_ms, bool force) {
-  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
-  uint32_t now = (uint32_t)now_ms, delay = d < 0 ? 0 : (uint32_t)d;
+size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
+  uint32_t now = (uint32_t)now_ms;
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];
