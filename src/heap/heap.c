@@ -167,6 +167,14 @@ static int find_run(uint64_t mask, unsigned n) {
 }
 
 static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
+/* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
+#define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
+static uint64_t seg_avail[MAX_SEGMENTS / 64];
+static void seg_avail_update(msi_segment_t *seg) {
+  size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
+  if (seg->free_mask) seg_avail[i / 64] |= 1ull << (i % 64);
+  else seg_avail[i / 64] &= ~(1ull << (i % 64));
+}
 
 static msi_span_t *segment_alloc_span(unsigned n) {
   msi_lock(&seg_lock);
@@ -174,10 +182,12 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   msi_segment_t *seg = NULL;
   int at = -1;
   if (seg_hint && (at = find_run(seg_hint->free_mask, n)) >= 0) seg = seg_hint;
-  for (uintptr_t off = 0; !seg && off < top; off += MSI_HEAP_SEG_SIZE) {
-    msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + off);
-    if (s->free_mask && (at = find_run(s->free_mask, n)) >= 0) seg = s;
-  }
+  size_t nsegs = top >> MSI_HEAP_SEG_SHIFT;
+  for (size_t w = 0; !seg && w * 64 < nsegs; w++)
+    for (uint64_t m = seg_avail[w]; m && !seg; m &= m - 1) {
+      msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + ((w * 64 + (size_t)__builtin_ctzll(m)) << MSI_HEAP_SEG_SHIFT));
+      if ((at = find_run(s->free_mask, n)) >= 0) seg = s;
+    }
   if (!seg) {
     seg = segment_new();
     if (!seg) { msi_unlock(&seg_lock); return NULL; }
@@ -187,6 +197,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
   seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
+  seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
   s->nchunks = (uint8_t)n;
   s->state = MSI_SPAN_CACHED;
@@ -218,6 +229,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now) {
   s->state = MSI_SPAN_FREE;
   s->nchunks = 0;
   seg->free_mask |= bits;
+  seg_avail_update(seg);
   if (!purge_now) {
     if (!seg->dirty_mask) seg->dirty_ms = now;
     seg->dirty_mask |= bits;
@@ -239,6 +251,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     }
     seg->dirty_mask = 0;
     seg->free_mask &= ~m;
+    seg_avail_update(seg);
     msi_unlock(&seg_lock);
     for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
       if (!(m >> i & 1)) { i++; continue; }
@@ -250,6 +263,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     }
     msi_lock(&seg_lock);
     seg->free_mask |= m;
+    seg_avail_update(seg);
     msi_unlock(&seg_lock);
   }
 }
