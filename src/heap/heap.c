@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 msi_heap_globals_t msi_heap_g;
@@ -117,10 +118,15 @@ _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static bool region_init(void) {
-  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused (RLIMIT_AS...) */
-  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 26; shift -= 2) {
+  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited
+     (RLIMIT_AS: the reservation takes at most half of it, the program needs the rest) */
+  struct rlimit rl;
+  size_t cap = SIZE_MAX;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) cap = (size_t)rl.rlim_cur / 2;
+  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift -= 1) {
     size_t sub = (size_t)1 << shift;
     size_t small = 8 * sub, large = MSI_HEAP_LARGE_CLASSES * sub, total = small + large + sub;
+    if (total > cap && shift > 22) continue;
     void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     uintptr_t base = msi_align_up((uintptr_t)p, sub);
@@ -130,7 +136,8 @@ static bool region_init(void) {
     msi_heap_g.large_size = large;
     msi_heap_g.sub_shift = shift;
     if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
-      msi_verbose("heap: reserved %zu GiB of address space (less than the usual 3.75 TiB)", total >> 30);
+      msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
+                  "fail with ENOMEM", total >> 20, sub >> 20);
     return true;
   }
   return false;
