@@ -82,10 +82,10 @@ static void classes_init(void) {
 void msi_heap_set_preset(int preset) {
   msi_heap_limits_t l;
   switch (preset) {
-  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, 30, true}; break;
-  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 1, 22, true}; break;
-  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, false}; break;
-  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 8, 25, true}; break;
+  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, SIZE_MAX, 30, true}; break;
+  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 4, 8 * MSI_MiB, 22, true}; break;
+  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, 0, false}; break;
+  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 64, 128 * MSI_MiB, 25, true}; break;
   }
   msi_heap_limits = l;
 }

@@ -101,6 +101,7 @@ static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut
 typedef struct msi_heap_limits_s {
   size_t thread_bucket, global_bucket; /* span caches, per span length */
   unsigned large_slots;                /* cached large blocks per slot size */
+  size_t large_bytes;                  /* and at most this many slot bytes per slot size */
   unsigned large_max_shift;            /* no caching above this slot size */
   bool keep_empty_current;             /* keep an empty span as a class's current span */
 } msi_heap_limits_t;

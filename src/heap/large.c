@@ -185,7 +185,8 @@ void msi_large_free(void *p) {
   uint32_t have = m->pages & SLOT_PAGES;
   size_t bytes = (size_t)have << page_shift;
   atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
-  if (c->ncached < msi_heap_limits.large_slots && c->ncached < CACHE_MAX && k <= msi_heap_limits.large_max_shift) {
+  if (c->ncached < msi_heap_limits.large_slots && c->ncached < CACHE_MAX && k <= msi_heap_limits.large_max_shift &&
+      ((size_t)(c->ncached + 1) << k) <= msi_heap_limits.large_bytes) {
     m->pages = SLOT_CACHED | have;
     c->cached_ms[c->ncached] = msi_heap_now_ms();
     c->cached[c->ncached++] = idx;
