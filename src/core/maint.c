@@ -59,13 +59,54 @@ static unsigned min_period(void) {
   return p < 10 ? 10 : p;
 }
 
+/* threads of this process from /proc/self/stat (field 20), without allocating; 0 when unreadable.
+   *leader_zombie tells whether the main thread has ended (pthread_exit): it then still counts as a thread. */
+static long proc_threads_state(bool *leader_zombie) {
+  *leader_zombie = false;
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+  if (!p || !p[1] || !p[2]) return 0;
+  *leader_zombie = p[2] == 'Z';
+  for (int field = 2; *p && field < 20; p++)
+    if (*p == ' ') field++;
+  long v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  return v;
+}
+static long proc_threads(void) {
+  bool zombie;
+  return proc_threads_state(&zombie);
+}
+
+/* true when no thread of the program is left, only this one (and the main thread's zombie) */
+static bool alone(void) {
+  bool zombie;
+  long n = proc_threads_state(&zombie);
+  return n == 1 || (n == 2 && zombie);
+}
+
+/* The maintenance thread must never keep a process alive: when the program's last thread has ended with
+   pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
+   without memspace. Checked at most every 100 ms. */
 static void *maint_main(void *arg) {
   (void)arg;
   uint64_t last[MAX_TASKS] = {0};
+  uint64_t next_alone_check = 0;
   for (;;) {
     unsigned period = min_period();
     struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+    uint64_t t = msi_now_ns();
+    if (t >= next_alone_check) {
+      next_alone_check = t + 100000000ull;
+      if (alone()) return NULL; /* the last thread: the process ends with it */
+    }
     if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
     uint64_t now = msi_now_ns();
     int n = atomic_load(&task_count);
@@ -93,24 +134,6 @@ void msi_maint_note_thread(void) {
 bool msi_maint_running(void) { return atomic_load(&state) == 2; }
 
 /* a second thread exists: told by a part (msi_maint_note_thread) or, with glibc >= 2.32, seen directly */
-/* threads of this process from /proc/self/stat (field 20), without allocating; 0 when unreadable */
-static long proc_threads(void) {
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[1024];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-  if (!p) return 0;
-  for (int field = 2; *p && field < 20; p++)
-    if (*p == ' ') field++;
-  long v = 0;
-  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
-  return v;
-}
-
 static bool second_thread(void) {
   if (atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return true;
   bool multi = false;
