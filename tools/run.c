@@ -9,7 +9,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+/* Finds `prog` on PATH like execvp does; returns 0 and the path, or -1. */
+static int resolve(const char *prog, char *out, size_t cap) {
+  if (strchr(prog, '/')) { snprintf(out, cap, "%s", prog); return access(out, X_OK); }
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/bin:/bin";
+  while (*path) {
+    const char *colon = strchr(path, ':');
+    size_t len = colon ? (size_t)(colon - path) : strlen(path);
+    snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
+    if (access(out, X_OK) == 0) return 0;
+    path += len + (colon ? 1 : 0);
+  }
+  return -1;
+}
+
+/* Why the dynamic loader would ignore LD_PRELOAD for this program, or NULL. */
+static const char *preload_ignored(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return NULL;
+  if (st.st_mode & (S_ISUID | S_ISGID)) return "it is setuid/setgid (secure-execution mode ignores LD_PRELOAD)";
+  if (getxattr(path, "security.capability", NULL, 0) > 0) return "it has file capabilities (secure-execution mode)";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  Elf64_Ehdr eh;
+  const char *why = NULL;
+  if (read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64) {
+    int has_interp = 0;
+    for (int i = 0; i < eh.e_phnum; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) != (ssize_t)sizeof ph) break;
+      if (ph.p_type == PT_INTERP) has_interp = 1;
+    }
+    if (!has_interp) why = "it is statically linked (no dynamic loader)";
+  }
+  close(fd);
+  return why;
+}
 
 static int need_size(const char *opt, const char *value) {
   size_t v;
@@ -78,6 +121,12 @@ int tool_run(int argc, char **argv) {
     setenv("LD_PRELOAD", joined, 1);
   } else if (!old || !*old) {
     setenv("LD_PRELOAD", abs, 1);
+  }
+  char path[PATH_MAX];
+  const char *verbose = getenv("MEMSPACE_VERBOSE");
+  if (verbose && strcmp(verbose, "0") != 0 && resolve(argv[i], path, sizeof path) == 0) {
+    const char *why = preload_ignored(path);
+    if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }
   execvp(argv[i], argv + i);
   fprintf(stderr, "memspace run: cannot run '%s': %s\n", argv[i], strerror(errno));

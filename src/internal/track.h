@@ -5,6 +5,12 @@
 #define MSI_TRACK_H
 #include <stddef.h>
 
+#if defined(__has_feature)
+#define MSI_HAS_FEATURE_(x) __has_feature(x)
+#else
+#define MSI_HAS_FEATURE_(x) 0
+#endif
+
 #if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
 #include <valgrind/memcheck.h>
 #include <valgrind/valgrind.h>
@@ -15,7 +21,7 @@
 #define MSI_TRACK_UNDEFINED(p, size) VALGRIND_MAKE_MEM_UNDEFINED((p), (size))
 #define MSI_TRACK_DEFINED(p, size) VALGRIND_MAKE_MEM_DEFINED((p), (size))
 #define MSI_TRACK_ACTIVE() (RUNNING_ON_VALGRIND)
-#elif defined(__SANITIZE_ADDRESS__) || (defined(__has_feature) && __has_feature(address_sanitizer))
+#elif defined(__SANITIZE_ADDRESS__) || MSI_HAS_FEATURE_(address_sanitizer)
 #include <sanitizer/asan_interface.h>
 #define MSI_TRACK_MALLOC(p, size, zero) ASAN_UNPOISON_MEMORY_REGION((p), (size))
 #define MSI_TRACK_FREE(p) ((void)(p))

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* api.c: the heap's public entry points (ms_malloc ...): the lock-free fast paths, routing to spill and the process
+   space (route.h), aligned allocation, realloc in place, usable size, collection and statistics. */
+#include "heap.h"
+#include "route.h"
+#include "track.h"
+#include <errno.h>
+#include <string.h>
+
+#define SECRET() (msi_heap_g.secret)
+
+/* the small-block fast path: the calling thread's current span of the class, no lock, no atomic */
+static inline void *small_alloc(size_t size) {
+  msi_span_t *s = msi_tls_heap->current[msi_heap_class_of(size)];
+  msi_block_t *b = s->free;
+  if (MSI_LIKELY(b)) {
+    s->free = b->next;
+    s->used++;
+    b->cookie = 0;
+    MSI_TRACK_MALLOC(b, size, false);
+    return b;
+  }
+  void *p = msi_heap_small_alloc_slow(size);
+  if (p) MSI_TRACK_MALLOC(p, size, false);
+  return p;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* generic paths                                                                                                */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/* smallest class whose blocks are multiples of `alignment` (so naturally aligned inside 64 KiB-aligned spans) */
+static void *small_aligned(size_t size, size_t alignment) {
+  unsigned c = msi_heap_class_of(size);
+  while (c < MSI_HEAP_CLASSES && (msi_heap_class_size[c] & (alignment - 1))) c++;
+  if (c >= MSI_HEAP_CLASSES) return NULL;
+  msi_heap_t *h = msi_tls_heap;
+  msi_span_t *s = h->current[c];
+  msi_block_t *b = s->free;
+  if (MSI_LIKELY(b)) {
+    s->free = b->next;
+    s->used++;
+    b->cookie = 0;
+    return b;
+  }
+  return msi_heap_small_alloc_slow(msi_heap_class_size[c]);
+}
+
+static void *heap_alloc(size_t size, size_t alignment, bool zero) {
+  void *p;
+  if (size <= MSI_HEAP_SMALL_MAX && alignment <= 16) {
+    p = small_alloc(size);
+    if (p && zero) memset(p, 0, size);
+    return p;
+  }
+  if (size <= MSI_HEAP_SMALL_MAX && alignment <= MSI_HEAP_SMALL_MAX) {
+    p = small_aligned(size, alignment);
+    if (p) {
+      MSI_TRACK_MALLOC(p, size, zero);
+      if (zero) memset(p, 0, size);
+      return p;
+    }
+  }
+  p = msi_large_alloc(size, alignment, zero);
+  if (p) MSI_TRACK_MALLOC(p, size, zero);
+  return p;
+}
+
+/* allocation with routing (CONTRACT §3): spill when the size reaches the threshold, else the process space */
+static MSI_NOINLINE void *alloc_generic(size_t size, size_t alignment, bool zero) {
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  if (MSI_UNLIKELY(mask)) {
+    if (mask & MSI_ROUTE_SPILL) {
+      size_t t = msi_spill_threshold();
+      if (t && size >= t) {
+        errno = 0;
+        void *p = msi_spill_malloc(size, alignment < 16 ? 16 : alignment, zero);
+        if (p || errno == ENOMEM) return p;
+      }
+    }
+    if (mask & MSI_ROUTE_SPACE) return msi_proc_space_malloc(size, alignment < 16 ? 16 : alignment, zero);
+  }
+  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
+  return heap_alloc(size, alignment, zero);
+}
+
+static MSI_NOINLINE void free_generic(void *p) {
+  if (!p) return;
+  if (msi_heap_in_large(p)) { MSI_TRACK_FREE(p); msi_large_free(p); return; }
+  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  if (msi_spill_owns(p)) { msi_spill_free(p); return; }
+  if (msi_proc_space_owns(p)) { msi_proc_space_free(p); return; }
+  msi_foreign_free(p);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* public API                                                                                                   */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+void *msi_malloc(size_t size) {
+  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_MAX && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed)))
+    return small_alloc(size);
+  return alloc_generic(size, 0, false);
+}
+
+void msi_free(void *p) {
+  if (MSI_LIKELY(msi_heap_in_small(p))) {
+    msi_span_t *s = msi_heap_span_of(p);
+    msi_block_t *b = p;
+    if (MSI_LIKELY(s->owner == msi_tls_heap)) {
+      uintptr_t off = (uintptr_t)p - s->base;
+      if (MSI_UNLIKELY((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off))
+        msi_heap_bad_pointer(p, "free(): invalid pointer");
+      if (MSI_UNLIKELY(b->cookie == ((uintptr_t)b ^ SECRET()))) msi_heap_bad_pointer(p, "free(): double free");
+      MSI_TRACK_FREE(p);
+      b->next = s->free;
+      b->cookie = (uintptr_t)b ^ SECRET();
+      s->free = b;
+      if (MSI_UNLIKELY(--s->used == 0 || !b->next)) msi_heap_small_free_slow(p, s);
+      return;
+    }
+    msi_heap_small_free_slow(p, s);
+    return;
+  }
+  free_generic(p);
+}
+
+void *msi_calloc(size_t count, size_t size) {
+  size_t total;
+  if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
+  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_MAX && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed))) {
+    void *p = small_alloc(total);
+    if (p) memset(p, 0, total);
+    return p;
+  }
+  return alloc_generic(total, 0, true);
+}
+
+void *msi_aligned_alloc(size_t alignment, size_t size) {
+  if (!msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
+  if (alignment <= 16) return msi_malloc(size);
+  return alloc_generic(size, alignment, false);
+}
+
+/* usable size of a block of ours (0 when not a live block) */
+static size_t usable(const void *p) {
+  if (msi_heap_in_small(p)) {
+    msi_span_t *s = msi_heap_span_of(p);
+    return s->state == MSI_SPAN_ACTIVE ? s->block_size : 0;
+  }
+  if (msi_heap_in_large(p)) return msi_large_usable(p);
+  return 0;
+}
+
+size_t msi_usable_size(const void *p) {
+  if (!p) return 0;
+  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size + msi_heap_g.large_size) return usable(p);
+  if (msi_spill_owns(p)) return msi_spill_usable_size(p);
+  if (msi_proc_space_owns(p)) return msi_proc_space_usable_size(p);
+  return msi_foreign_usable(p);
+}
+
+static void *realloc_move(void *p, size_t old_usable, size_t size) {
+  void *n = msi_malloc(size);
+  if (!n) return NULL;
+  memcpy(n, p, old_usable < size ? old_usable : size);
+  msi_free(p);
+  return n;
+}
+
+void *msi_realloc(void *p, size_t size) {
+  if (!p) return msi_malloc(size);
+  if (size == 0) { msi_free(p); return NULL; }
+  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  if (msi_heap_in_small(p)) {
+    msi_span_t *s;
+    if (MSI_UNLIKELY(!msi_heap_small_valid(p, &s))) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+    size_t bs = s->block_size;
+    if (size <= bs && (size >= bs / 2 || bs <= 64) && !mask) {
+      MSI_TRACK_RESIZE(p, bs, size);
+      return p;
+    }
+    return realloc_move(p, bs, size);
+  }
+  if (msi_heap_in_large(p)) {
+    size_t old = msi_large_usable(p);
+    if (size > MSI_HEAP_SMALL_MAX && !(mask & MSI_ROUTE_SPILL && msi_spill_threshold() && size >= msi_spill_threshold())) {
+      void *q = msi_large_realloc(p, size);
+      if (q) MSI_TRACK_RESIZE(q, old, size);
+      return q;
+    }
+    return realloc_move(p, old, size);
+  }
+  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+  if (msi_spill_owns(p)) return msi_spill_realloc(p, size);
+  if (msi_proc_space_owns(p)) return msi_proc_space_realloc(p, size);
+  return msi_foreign_realloc(p, size);
+}
+
+int ms_is_ours(const void *p) {
+  if (!p) return 0;
+  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size + msi_heap_g.large_size) return 1;
+  return msi_spill_owns(p) || msi_proc_space_owns(p);
+}
+
+void ms_heap_collect(int force) {
+  msi_heap_global_init();
+  msi_heap_thread_collect(force != 0);
+  msi_heap_purge(msi_heap_now_ms(), force != 0);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* statistics                                                                                                   */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void heap_stats_get(ms_stats_t *st) {
+  if (!msi_heap_g.ready) return;
+  uint64_t cached_spans, large_alloc, large_cached, large_committed;
+  msi_heap_class_stats(st, &cached_spans);
+  msi_large_stats(&large_alloc, &large_cached, &large_committed);
+  uint64_t alloc = 0, cached = cached_spans;
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    alloc += st->heap_class[c].allocated * st->heap_class[c].block_size;
+    cached += st->heap_class[c].cached * st->heap_class[c].block_size;
+  }
+  st->heap_allocated_bytes += alloc + large_alloc;
+  st->heap_cached_bytes += cached + large_cached;
+  st->heap_mapped_bytes += atomic_load(&msi_heap_counters.segments) * MSI_HEAP_SEG_SIZE + large_committed;
+  st->heap_returned_bytes += atomic_load(&msi_heap_counters.returned_bytes);
+  st->heap_large_bytes += large_alloc;
+  st->heap_threads += atomic_load(&msi_heap_counters.threads_live);
+  st->heap_purges += atomic_load(&msi_heap_counters.purges);
+}
+
+static void heap_stats_print(msi_stats_writer_t *w) {
+  static const char *presets[] = {"unlimited", "performance", "size", "none"};
+  ms_stats_t st;
+  memset(&st, 0, sizeof st);
+  heap_stats_get(&st);
+  long long preset = msi_opt(MS_OPTION_CACHE);
+  msi_stats_text(w, "preset", preset >= 0 && preset < 4 ? presets[preset] : "?");
+  msi_stats_field(w, "allocated", st.heap_allocated_bytes, "bytes");
+  msi_stats_field(w, "mapped", st.heap_mapped_bytes, "bytes");
+  msi_stats_field(w, "cached", st.heap_cached_bytes, "bytes");
+  msi_stats_field(w, "returned", st.heap_returned_bytes, "bytes");
+  msi_stats_field(w, "large", st.heap_large_bytes, "bytes");
+  msi_stats_field(w, "threads", st.heap_threads, "");
+  msi_stats_field(w, "purges", st.heap_purges, "");
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    ms_stats_class_t *k = &st.heap_class[c];
+    if (!k->mapped && !k->returned) continue;
+    char name[48], value[128];
+    msi_snprintf(name, sizeof name, "class %zu", k->block_size);
+    msi_snprintf(value, sizeof value, "allocated %llu cached %llu mapped %llu returned %llu",
+                 (unsigned long long)k->allocated, (unsigned long long)k->cached, (unsigned long long)k->mapped,
+                 (unsigned long long)k->returned);
+    msi_stats_text(w, name, value);
+  }
+}
+
+/* the exported names are aliases: calls inside the library stay direct (no PLT) */
+void *ms_malloc(size_t size) __attribute__((alias("msi_malloc")));
+void ms_free(void *p) __attribute__((alias("msi_free")));
+void *ms_calloc(size_t count, size_t size) __attribute__((alias("msi_calloc")));
+void *ms_realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
+void *ms_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("msi_aligned_alloc")));
+size_t ms_usable_size(const void *p) __attribute__((alias("msi_usable_size")));
+
+static const msi_stats_source_t heap_source = {"heap", heap_stats_get, heap_stats_print};
+
+__attribute__((constructor(102))) static void heap_constructor(void) {
+  msi_heap_global_init();
+  msi_stats_register(&heap_source);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* foreign pointers when the override layer is not built: the C library's own functions                       */
+/* ------------------------------------------------------------------------------------------------------------ */
+#if !MEMSPACE_OVERRIDE
+#include <malloc.h>
+#include <stdlib.h>
+void msi_foreign_free(void *p) { free(p); }
+void *msi_foreign_realloc(void *p, size_t size) { return realloc(p, size); }
+size_t msi_foreign_usable(const void *p) { return malloc_usable_size((void *)p); }
+#endif

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: MIT */
+/* heap.c: the small-block heap. Region and segments, spans, thread heaps with lock-free fast paths, remote
+   (cross-thread) frees, span caches (thread -> global -> segment), orphaned heaps, purge/decay, fork.
+   The design is described in docs/heap.md and heap.h. */
+#include "heap.h"
+#include "os.h"
+#include "track.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+msi_heap_globals_t msi_heap_g;
+msi_heap_counters_t msi_heap_counters;
+msi_heap_limits_t msi_heap_limits;
+uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
+uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
+uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
+static uint64_t class_recip[MSI_HEAP_CLASSES];
+static uint32_t class_capacity[MSI_HEAP_CLASSES];
+
+/* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
+   empty span, so the fast path needs no initialisation test. */
+msi_span_t msi_empty_span;
+msi_heap_t msi_empty_heap = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
+__thread msi_heap_t *msi_tls_heap = &msi_empty_heap;
+
+static msi_lock_t init_lock = MSI_LOCK_INIT;
+static _Atomic int init_state; /* 0 none, 1 in progress, 2 done */
+static pthread_key_t heap_key;
+static bool heap_key_ok;
+
+/* segments */
+static msi_lock_t seg_lock = MSI_LOCK_INIT;
+/* global span cache, one list per span length */
+static msi_lock_t global_lock = MSI_LOCK_INIT;
+static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+/* heaps */
+static msi_lock_t heaps_lock = MSI_LOCK_INIT;
+static msi_heap_t *_Atomic all_heaps;
+static msi_heap_t *_Atomic orphans;
+static uint32_t heap_count;
+static uint8_t *heap_pool;
+static size_t heap_pool_left;
+static _Atomic uint32_t last_purge_ms;
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* size classes and presets                                                                                     */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void classes_init(void) {
+  int c = 0;
+  for (uint32_t s = 16; s <= 128; s += 16) msi_heap_class_size[c++] = s;
+  for (uint32_t d = 128; d < 8192; d *= 2)
+    for (uint32_t i = 1; i <= 8; i++) msi_heap_class_size[c++] = d + i * (d / 8);
+  for (uint32_t d = 8192; d < 32768; d *= 2)
+    for (uint32_t i = 1; i <= 4; i++) msi_heap_class_size[c++] = d + i * (d / 4);
+  for (c = 0; c < MSI_HEAP_CLASSES; c++) {
+    uint32_t bs = msi_heap_class_size[c];
+    unsigned best = 1;
+    size_t best_waste = SIZE_MAX;
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+      size_t bytes = n * MSI_HEAP_CHUNK, cap = bytes / bs, waste = bytes - cap * bs;
+      if (cap >= 4 && waste * 64 <= bytes) { best = n; break; }
+      if (cap >= 2 && waste * 1000 / bytes < best_waste) { best_waste = waste * 1000 / bytes; best = n; }
+    }
+    msi_heap_class_chunks[c] = (uint8_t)best;
+    class_capacity[c] = (uint32_t)(best * MSI_HEAP_CHUNK / bs);
+    class_recip[c] = (((uint64_t)1 << 40) + bs - 1) / bs;
+  }
+  c = 0;
+  for (size_t i = 0; i < MSI_ARRAY_LEN(msi_heap_size_lut); i++) {
+    size_t size = i << 4;
+    while (msi_heap_class_size[c] < size) c++;
+    msi_heap_size_lut[i] = (uint8_t)c;
+  }
+}
+
+void msi_heap_set_preset(int preset) {
+  msi_heap_limits_t l;
+  switch (preset) {
+  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, 30, true}; break;
+  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 1, 22, true}; break;
+  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, false}; break;
+  default: l = (msi_heap_limits_t){4 * MSI_MiB, 16 * MSI_MiB, 4, 25, true}; break;
+  }
+  msi_heap_limits = l;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* errors                                                                                                       */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+_Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
+  msi_error("%s: %p (memspace heap); aborting", what, p);
+  abort();
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* region and segments                                                                                          */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static bool region_init(void) {
+  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused (RLIMIT_AS...) */
+  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 26; shift -= 2) {
+    size_t sub = (size_t)1 << shift;
+    size_t small = 8 * sub, large = MSI_HEAP_LARGE_CLASSES * sub, total = small + large + sub;
+    void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) continue;
+    uintptr_t base = msi_align_up((uintptr_t)p, sub);
+    msi_heap_g.base = base;
+    msi_heap_g.small_size = small;
+    msi_heap_g.large_base = base + small;
+    msi_heap_g.large_size = large;
+    msi_heap_g.sub_shift = shift;
+    if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
+      msi_verbose("heap: reserved %zu GiB of address space (less than the usual 3.75 TiB)", total >> 30);
+    return true;
+  }
+  return false;
+}
+
+static msi_segment_t *segment_new(void) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
+  if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
+  void *addr = (void *)(msi_heap_g.base + top);
+  void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED) {
+    /* keep the region whole: the failed MAP_FIXED may have unmapped it */
+    msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    errno = ENOMEM;
+    return NULL;
+  }
+  msi_segment_t *seg = p;
+  seg->free_mask = ~(uint64_t)1; /* chunk 0 is the header */
+  for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS; i++) {
+    msi_span_t *s = &seg->spans[i];
+    s->base = (uintptr_t)seg + i * MSI_HEAP_CHUNK;
+    s->state = MSI_SPAN_FREE;
+  }
+  atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+  atomic_store_explicit(&msi_heap_g.small_top, top + MSI_HEAP_SEG_SIZE, memory_order_release);
+  return seg;
+}
+
+/* first run of n free chunks in mask, or -1 */
+static int find_run(uint64_t mask, unsigned n) {
+  uint64_t m = mask;
+  for (unsigned i = 1; i < n; i++) m &= mask >> i;
+  return m ? __builtin_ctzll(m) : -1;
+}
+
+static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
+
+static msi_span_t *segment_alloc_span(unsigned n) {
+  msi_lock(&seg_lock);
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
+  msi_segment_t *seg = NULL;
+  int at = -1;
+  if (seg_hint && (at = find_run(seg_hint->free_mask, n)) >= 0) seg = seg_hint;
+  for (uintptr_t off = 0; !seg && off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + off);
+    if (s->free_mask && (at = find_run(s->free_mask, n)) >= 0) seg = s;
+  }
+  if (!seg) {
+    seg = segment_new();
+    if (!seg) { msi_unlock(&seg_lock); return NULL; }
+    at = 1;
+  }
+  seg_hint = seg;
+  uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
+  seg->free_mask &= ~bits;
+  msi_span_t *s = &seg->spans[at];
+  s->nchunks = (uint8_t)n;
+  s->state = MSI_SPAN_CACHED;
+  for (unsigned i = 0; i < n; i++) seg->map[at + i] = (uint8_t)at;
+  msi_unlock(&seg_lock);
+  return s;
+}
+
+/* gives a span's chunks back to its segment, pages returned to the OS (MADV_DONTNEED) */
+static void segment_release_span(msi_span_t *s) {
+  msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
+  unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
+  size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
+  msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
+  atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
+  msi_lock(&seg_lock);
+  for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
+  s->state = MSI_SPAN_FREE;
+  s->nchunks = 0;
+  seg->free_mask |= ((n == 64 ? ~0ull : ((1ull << n) - 1)) << at);
+  if (!seg_hint || seg < seg_hint) seg_hint = seg;
+  msi_unlock(&seg_lock);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* span caches                                                                                                  */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void list_push(msi_span_list_t *l, msi_span_t *s) {
+  s->next = l->head;
+  l->head = s;
+  l->count++;
+}
+static msi_span_t *list_pop(msi_span_list_t *l) {
+  msi_span_t *s = l->head;
+  if (s) { l->head = s->next; l->count--; }
+  return s;
+}
+/* detaches the spans that entered the cache at or before `cutoff` (the list is newest first) */
+static msi_span_t *list_cut_old(msi_span_list_t *l, uint32_t now, uint32_t delay, bool force) {
+  msi_span_t *s = l->head, *prev = NULL;
+  size_t kept = 0;
+  while (s && !(force || now - s->cached_ms >= delay)) { prev = s; s = s->next; kept++; }
+  if (prev) prev->next = NULL;
+  else l->head = NULL;
+  l->count = kept;
+  return s;
+}
+static void release_chain(msi_span_t *s) {
+  while (s) {
+    msi_span_t *next = s->next;
+    segment_release_span(s);
+    s = next;
+  }
+}
+
+/* a span no longer used by any class: thread cache, else global cache, else back to the segment */
+static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
+  unsigned n = s->nchunks;
+  size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
+  s->state = MSI_SPAN_CACHED;
+  s->owner = NULL;
+  s->cached_ms = msi_heap_now_ms();
+  if (h && (msi_heap_limits.thread_bucket == SIZE_MAX || (h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket)) {
+    msi_lock(&h->cache_lock);
+    list_push(&h->cache[n], s);
+    msi_unlock(&h->cache_lock);
+    return;
+  }
+  if (msi_heap_limits.global_bucket == SIZE_MAX || (global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+    msi_lock(&global_lock);
+    if (msi_heap_limits.global_bucket == SIZE_MAX || (global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+      list_push(&global_cache[n], s);
+      msi_unlock(&global_lock);
+      return;
+    }
+    msi_unlock(&global_lock);
+  }
+  segment_release_span(s);
+}
+
+static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
+  msi_span_t *s = NULL;
+  if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) {
+    msi_lock(&h->cache_lock);
+    s = list_pop(&h->cache[n]);
+    msi_unlock(&h->cache_lock);
+    if (s) return s;
+  }
+  if (atomic_load_explicit(&global_cache[n].head, memory_order_relaxed)) {
+    msi_lock(&global_lock);
+    s = list_pop(&global_cache[n]);
+    msi_unlock(&global_lock);
+    if (s) return s;
+  }
+  return segment_alloc_span(n);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* purge                                                                                                        */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void orphans_collect(void);
+
+void msi_heap_purge(uint64_t now_ms_in, bool force) {
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
+  if (d < 0 && !force) return;
+  uint32_t now = (uint32_t)now_ms_in, delay = d < 0 ? 0 : (uint32_t)d;
+  atomic_store_explicit(&last_purge_ms, now, memory_order_relaxed);
+  atomic_fetch_add_explicit(&msi_heap_counters.purges, 1, memory_order_relaxed);
+  orphans_collect();
+  for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) {
+    if (force) msi_lock(&h->cache_lock);
+    else if (!msi_trylock(&h->cache_lock)) continue;
+    msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&h->cache[n], now, delay, force);
+    msi_unlock(&h->cache_lock);
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
+  }
+  msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+  msi_lock(&global_lock);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&global_cache[n], now, delay, force);
+  msi_unlock(&global_lock);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
+  msi_large_purge(now, force);
+}
+
+/* from the malloc/free slow paths: a single-threaded program has no maintenance thread */
+static void maybe_purge(void) {
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
+  if (d < 0) return;
+  uint32_t now = msi_heap_now_ms();
+  if (now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)d) return;
+  if (msi_maint_running()) return;
+  msi_heap_purge(now, false);
+}
+
+static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
+static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* spans of a heap                                                                                              */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void partial_push(msi_heap_t *h, msi_span_t *s) {
+  msi_span_t *head = h->partial[s->cls];
+  s->prev = NULL;
+  s->next = head;
+  if (head) head->prev = s;
+  h->partial[s->cls] = s;
+  s->in_partial = 1;
+}
+static void partial_remove(msi_heap_t *h, msi_span_t *s) {
+  if (s->prev) s->prev->next = s->next;
+  else h->partial[s->cls] = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->in_partial = 0;
+  s->next = s->prev = NULL;
+}
+
+/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0) */
+static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
+  if (s->in_partial) partial_remove(h, s);
+  s->free = NULL;
+  s->last_cls = s->cls;
+  span_cache_put(to_thread_cache ? h : NULL, s);
+}
+
+/* moves remote-freed blocks to the local list; keep_flag leaves the "queued" bit alone */
+static void span_collect(msi_span_t *s, bool keep_flag) {
+  uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+  for (;;) {
+    if ((x & ~(uintptr_t)1) == 0 && (keep_flag || x == 0)) return;
+    uintptr_t want = keep_flag ? (x & 1) : 0;
+    if (atomic_compare_exchange_weak_explicit(&s->xfree, &x, want, memory_order_acquire, memory_order_relaxed)) break;
+  }
+  msi_block_t *b = (msi_block_t *)(x & ~(uintptr_t)1);
+  if (!b) return;
+  msi_block_t *last = b;
+  uint32_t n = 1;
+  while (last->next) { last = last->next; n++; }
+  last->next = s->free;
+  s->free = b;
+  s->used -= n;
+}
+
+/* processes the owner's remote-span stack: collects and files each span. Owner context only. */
+static void heap_remote_process(msi_heap_t *h, bool to_thread_cache) {
+  msi_span_t *s = atomic_exchange_explicit(&h->remote, NULL, memory_order_acquire);
+  while (s) {
+    msi_span_t *next = atomic_load_explicit(&s->rnext, memory_order_relaxed);
+    span_collect(s, false);
+    if (s != h->current[s->cls]) {
+      if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
+      else if (!s->in_partial && s->free) partial_push(h, s);
+    }
+    s = next;
+  }
+}
+
+static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
+  uint32_t bs = msi_heap_class_size[cls];
+  s->owner = h;
+  s->cls = (uint8_t)cls;
+  s->block_size = bs;
+  s->recip = class_recip[cls];
+  s->capacity = class_capacity[cls];
+  s->free = NULL;
+  s->used = 0;
+  s->bump = s->base;
+  s->end = s->base + (uintptr_t)s->capacity * bs;
+  s->in_partial = 0;
+  s->next = s->prev = NULL;
+  s->state = MSI_SPAN_ACTIVE;
+}
+
+/* carves a batch of never-used blocks into the free list */
+static void span_carve(msi_span_t *s) {
+  uint32_t bs = s->block_size;
+  size_t avail = (s->end - s->bump) / bs, n = 16384 / bs;
+  if (n < 2) n = 2;
+  if (n > avail) n = avail;
+  uintptr_t p = s->bump;
+  msi_block_t *head = (msi_block_t *)p;
+  for (size_t i = 1; i < n; i++, p += bs) ((msi_block_t *)p)->next = (msi_block_t *)(p + bs);
+  ((msi_block_t *)p)->next = s->free;
+  s->free = head;
+  s->bump = p + bs;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* thread heaps                                                                                                 */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void heap_reset_current(msi_heap_t *h) {
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) h->current[c] = &msi_empty_span;
+}
+
+static msi_heap_t *heap_new(void) {
+  msi_lock(&heaps_lock);
+  msi_heap_t *h = orphans;
+  if (h) {
+    orphans = h->next_orphan;
+    h->orphan = 0;
+    msi_unlock(&heaps_lock);
+    return h;
+  }
+  size_t sz = msi_align_up(sizeof(msi_heap_t), MSI_CACHE_LINE);
+  if (heap_pool_left < sz) {
+    void *p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }
+    heap_pool = p;
+    heap_pool_left = 256 * MSI_KiB;
+  }
+  h = (msi_heap_t *)heap_pool;
+  heap_pool += sz;
+  heap_pool_left -= sz;
+  memset(h, 0, sizeof *h);
+  heap_reset_current(h);
+  h->id = ++heap_count;
+  h->next_all = atomic_load_explicit(&all_heaps, memory_order_relaxed);
+  atomic_store_explicit(&all_heaps, h, memory_order_release);
+  msi_unlock(&heaps_lock);
+  return h;
+}
+
+/* empties a heap's span cache: into the global cache, or straight back to the OS (release) */
+static void heap_cache_drain(msi_heap_t *h, bool release) {
+  msi_span_t *lists[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+  msi_lock(&h->cache_lock);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+    lists[n] = h->cache[n].head;
+    h->cache[n].head = NULL;
+    h->cache[n].count = 0;
+  }
+  msi_unlock(&h->cache_lock);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+    if (release) release_chain(lists[n]);
+    else
+      for (msi_span_t *s = lists[n], *next; s; s = next) {
+        next = s->next;
+        span_cache_put(NULL, s);
+      }
+  }
+}
+
+/* hands every span of a heap that can go back, keeps the heap's live spans for the next adopter */
+static void heap_flush(msi_heap_t *h, bool orphaning) {
+  heap_remote_process(h, !orphaning);
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    msi_span_t *s = h->current[c];
+    if (s == &msi_empty_span) continue;
+    h->current[c] = &msi_empty_span;
+    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
+    else if (s->free && !s->in_partial) partial_push(h, s);
+    else if (!s->free && s->bump < s->end && !s->in_partial) { span_carve(s); partial_push(h, s); }
+  }
+  if (orphaning) heap_cache_drain(h, false);
+}
+
+static void heap_thread_exit(void *arg) {
+  msi_heap_t *h = arg;
+  if (!h || h == &msi_empty_heap) return;
+  heap_flush(h, true);
+  msi_tls_heap = &msi_empty_heap;
+  atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
+  msi_lock(&heaps_lock);
+  h->orphan = 1;
+  h->next_orphan = orphans;
+  orphans = h;
+  msi_unlock(&heaps_lock);
+  msi_maint_kick();
+}
+
+/* the maintenance thread (or a purge) acts as owner of orphaned heaps: collects their remote frees */
+static void orphans_collect(void) {
+  if (!atomic_load_explicit(&orphans, memory_order_relaxed)) return;
+  msi_lock(&heaps_lock);
+  msi_heap_t *list = orphans;
+  orphans = NULL;
+  msi_unlock(&heaps_lock);
+  msi_heap_t *last = NULL;
+  for (msi_heap_t *h = list; h; h = h->next_orphan) {
+    heap_remote_process(h, false);
+    for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
+      for (msi_span_t *s = h->partial[c], *next; s; s = next) {
+        next = s->next;
+        if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
+      }
+    last = h;
+  }
+  if (!last) return;
+  msi_lock(&heaps_lock);
+  last->next_orphan = orphans;
+  orphans = list;
+  msi_unlock(&heaps_lock);
+}
+
+static msi_heap_t *heap_thread_init(void) {
+  msi_heap_global_init();
+  if (!msi_heap_g.ready) return NULL;
+  msi_heap_t *h = heap_new();
+  if (!h) return NULL;
+  msi_tls_heap = h; /* before pthread_setspecific, which may allocate */
+  if (atomic_fetch_add_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed) >= 1 || h->id > 1)
+    msi_maint_note_thread();
+  if (heap_key_ok) pthread_setspecific(heap_key, h);
+  return h;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* fork                                                                                                         */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void fork_prepare(void) {
+  msi_lock(&heaps_lock);
+  for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
+  msi_lock(&global_lock);
+  msi_lock(&seg_lock);
+  msi_large_lock_all();
+}
+static void fork_parent(void) {
+  msi_large_unlock_all(false);
+  msi_unlock(&seg_lock);
+  msi_unlock(&global_lock);
+  for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_unlock(&h->cache_lock);
+  msi_unlock(&heaps_lock);
+}
+static void fork_child(void) {
+  msi_large_unlock_all(true);
+  msi_lock_reset(&seg_lock);
+  msi_lock_reset(&global_lock);
+  for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
+  msi_lock_reset(&heaps_lock);
+  msi_lock_reset(&init_lock);
+  msi_heap_counters.threads_live = msi_tls_heap != &msi_empty_heap;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* start-up                                                                                                     */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+void msi_heap_global_init(void) {
+  if (MSI_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2)) return;
+  msi_lock(&init_lock);
+  if (atomic_load_explicit(&init_state, memory_order_acquire) != 0) { msi_unlock(&init_lock); return; }
+  atomic_store(&init_state, 1);
+  msi_init();
+  classes_init();
+  msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
+  msi_empty_span.owner = NULL;
+  msi_empty_span.state = MSI_SPAN_FREE;
+  heap_reset_current(&msi_empty_heap);
+  uintptr_t secret = (uintptr_t)msi_now_ns() * 0x9E3779B97F4A7C15ull;
+  secret ^= (uintptr_t)&secret;
+  msi_heap_g.secret = secret | 1;
+  if (!region_init()) {
+    msi_warning("heap: cannot reserve address space; every allocation fails");
+    atomic_store(&init_state, 2);
+    msi_unlock(&init_lock);
+    return;
+  }
+  msi_large_init();
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
+  unsigned period = d <= 0 ? 50 : (unsigned)(d / 8);
+  purge_task.period_ms = period < 10 ? 10 : period > 1000 ? 1000 : period;
+  msi_heap_g.ready = 1;
+  atomic_store_explicit(&init_state, 2, memory_order_release);
+  msi_unlock(&init_lock);
+  /* these may allocate: the heap works from here on */
+  heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  msi_maint_register(&purge_task);
+  atomic_store(&last_purge_ms, msi_heap_now_ms());
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* small allocation and free                                                                                    */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+static void *alloc_from(msi_span_t *s) {
+  msi_block_t *b = s->free;
+  s->free = b->next;
+  s->used++;
+  b->cookie = 0;
+  return b;
+}
+
+void *msi_heap_small_alloc_slow(size_t size) {
+  msi_heap_t *h = msi_tls_heap;
+  if (MSI_UNLIKELY(h == &msi_empty_heap)) {
+    h = heap_thread_init();
+    if (!h) { errno = ENOMEM; return NULL; }
+  }
+  unsigned cls = msi_heap_class_of(size);
+  msi_span_t *s = h->current[cls];
+  if (s->free) return alloc_from(s);
+  if (s != &msi_empty_span) {
+    if (s->bump < s->end) { span_carve(s); return alloc_from(s); }
+    span_collect(s, true);
+    if (s->free) return alloc_from(s);
+    /* full: it leaves the current slot; a free will put it on the partial list */
+  }
+  if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
+    heap_remote_process(h, true);
+    if (s->free) return alloc_from(s);
+  }
+  msi_span_t *p = h->partial[cls];
+  if (p) {
+    partial_remove(h, p);
+    h->current[cls] = p;
+    if (!p->free) span_carve(p);
+    return alloc_from(p);
+  }
+  maybe_purge();
+  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
+  if (!n) { errno = ENOMEM; return NULL; }
+  span_init(h, n, cls);
+  h->current[cls] = n;
+  span_carve(n);
+  return alloc_from(n);
+}
+
+bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
+  if (!msi_heap_in_small(p)) return false;
+  msi_span_t *s = msi_heap_span_of(p);
+  if (s->state != MSI_SPAN_ACTIVE) return false;
+  uintptr_t off = (uintptr_t)p - s->base;
+  if (off >= (uintptr_t)s->capacity * s->block_size || ((off * s->recip) >> 40) * s->block_size != off) return false;
+  if (span_out) *span_out = s;
+  return true;
+}
+
+/* free of a block whose span is not owned by the calling thread's heap, or a local free needing bookkeeping */
+void msi_heap_small_free_slow(void *p, msi_span_t *s) {
+  msi_heap_t *h = msi_tls_heap;
+  if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  if (s->owner == h) {
+    /* local free already linked by the fast path: file the span */
+    if (s == h->current[s->cls]) {
+      if (s->used == 0 && !msi_heap_limits.keep_empty_current &&
+          atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+        h->current[s->cls] = &msi_empty_span;
+        span_retire(h, s, true);
+        msi_maint_kick();
+      }
+      return;
+    }
+    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      span_retire(h, s, true);
+      msi_maint_kick();
+      maybe_purge();
+    } else if (!s->in_partial) {
+      partial_push(h, s);
+    }
+    return;
+  }
+  /* remote free: validate, then push on the span's list; the first push queues the span on its owner */
+  uintptr_t off = (uintptr_t)p - s->base;
+  if (MSI_UNLIKELY(off >= (uintptr_t)s->capacity * s->block_size ||
+                   ((off * s->recip) >> 40) * s->block_size != off))
+    msi_heap_bad_pointer(p, "free(): invalid pointer");
+  msi_block_t *b = p;
+  if (MSI_UNLIKELY(b->cookie == ((uintptr_t)b ^ msi_heap_g.secret))) msi_heap_bad_pointer(p, "free(): double free");
+  MSI_TRACK_FREE(p);
+  b->cookie = (uintptr_t)b ^ msi_heap_g.secret;
+  msi_heap_t *owner = s->owner;
+  uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+  do b->next = (msi_block_t *)(x & ~(uintptr_t)1);
+  while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, (uintptr_t)b | 1, memory_order_release,
+                                                memory_order_relaxed));
+  if (!(x & 1)) {
+    msi_span_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+    do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, s, memory_order_release,
+                                                  memory_order_relaxed));
+  }
+}
+
+/* ms_heap_collect for the calling thread: collect remote frees, give back empty spans and the thread's cache */
+void msi_heap_thread_collect(bool force) {
+  msi_heap_t *h = msi_tls_heap;
+  if (h == &msi_empty_heap) return;
+  heap_remote_process(h, false);
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    for (msi_span_t *s = h->partial[c], *next; s; s = next) {
+      next = s->next;
+      if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
+    }
+    msi_span_t *s = h->current[c];
+    if (force && s != &msi_empty_span && s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      h->current[c] = &msi_empty_span;
+      span_retire(h, s, false);
+    }
+  }
+  heap_cache_drain(h, force);
+}
+
+/* statistics: walks every segment (racy reads, like any counter snapshot) */
+void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  uint64_t cached = 0;
+  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
+      msi_span_t *s = &seg->spans[i];
+      if (seg->map[i] != i) continue;
+      if (s->state == MSI_SPAN_CACHED) { cached += (uint64_t)s->nchunks * MSI_HEAP_CHUNK; continue; }
+      if (s->state != MSI_SPAN_ACTIVE) continue;
+      ms_stats_class_t *c = &st->heap_class[s->cls];
+      uint32_t used = s->used, cap = s->capacity;
+      if (used > cap) used = cap;
+      c->allocated += used;
+      c->cached += cap - used;
+      c->mapped += cap;
+    }
+  }
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    st->heap_class[c].block_size = msi_heap_class_size[c];
+    st->heap_class[c].returned = atomic_load_explicit(&msi_heap_counters.returned_spans[c], memory_order_relaxed);
+  }
+  *cached_spans_bytes = cached;
+}

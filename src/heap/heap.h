@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* heap.h: the heap's internal structures, shared by the src/heap sources, src/override/ and the heap's unit tests.
+   Never installed. See docs/heap.md for the design.
+
+   Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused). Its first part holds
+   4 MiB segments (bump-allocated, committed whole), the rest holds large blocks in power-of-two slots, one
+   sub-region per slot size. A pointer is ours when it falls inside the region: one subtraction and compare.
+
+   Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
+   chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A span is
+   owned by one thread heap: the owner allocates and frees without atomics; other threads push freed blocks on
+   the span's atomic remote list, and the first such push queues the span on the owner's remote-span stack. */
+#ifndef MSI_HEAP_H
+#define MSI_HEAP_H
+#include "internal.h"
+
+#define MSI_HEAP_CHUNK_SHIFT 16
+#define MSI_HEAP_CHUNK ((size_t)1 << MSI_HEAP_CHUNK_SHIFT)
+#define MSI_HEAP_SEG_SHIFT 22
+#define MSI_HEAP_SEG_SIZE ((size_t)1 << MSI_HEAP_SEG_SHIFT)
+#define MSI_HEAP_SEG_CHUNKS 64
+#define MSI_HEAP_CLASSES 64
+#define MSI_HEAP_SMALL_MAX 32768
+#define MSI_HEAP_MAX_SPAN_CHUNKS 8
+#define MSI_HEAP_LARGE_MIN_SHIFT 16   /* smallest large slot: 64 KiB */
+#define MSI_HEAP_LARGE_MAX_SHIFT 37   /* largest large slot: 128 GiB */
+#define MSI_HEAP_LARGE_CLASSES (MSI_HEAP_LARGE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1)
+
+typedef struct msi_block_s {
+  struct msi_block_s *next;
+  uintptr_t cookie; /* block address ^ secret while the block is free: double frees are caught */
+} msi_block_t;
+
+struct msi_heap_s;
+
+enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
+
+typedef struct msi_span_s {
+  /* owner's fields */
+  msi_block_t *free;           /* local free list */
+  uint32_t used;               /* blocks handed out and not yet seen free by the owner */
+  uint32_t block_size;
+  uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
+  struct msi_heap_s *owner;    /* NULL unless ACTIVE */
+  uintptr_t base, bump, end;   /* blocks [base, end); [bump, end) never handed out yet */
+  struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
+  uint32_t capacity;           /* blocks in the span */
+  uint32_t cached_ms;          /* when it entered a cache (decay) */
+  uint8_t cls, nchunks, state, in_partial;
+  uint8_t last_cls;            /* class it served last (stats of returned spans) */
+  /* other threads' fields, on their own cache line */
+  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks; bit 0: span queued on owner's remote stack */
+  struct msi_span_s *_Atomic rnext;
+} msi_span_t;
+
+typedef struct msi_segment_s {
+  uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */
+  uint64_t free_mask;                /* chunks free in the segment allocator (under the segment lock) */
+  _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
+} msi_segment_t;
+
+typedef struct msi_span_list_s {
+  msi_span_t *_Atomic head; /* written under a lock, peeked at without */
+  size_t count;
+} msi_span_list_t;
+
+typedef struct msi_heap_s {
+  msi_span_t *current[MSI_HEAP_CLASSES];  /* span allocations come from (never NULL: the empty span) */
+  msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks */
+  msi_span_t *_Atomic remote;             /* spans with remote frees to collect */
+  msi_lock_t cache_lock;                  /* guards cache[]: the maintenance thread purges it */
+  msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+  struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
+  struct msi_heap_s *next_orphan;
+  int orphan;
+  uint32_t id;
+} msi_heap_t;
+
+/* the layout, fixed at start-up */
+typedef struct msi_heap_globals_s {
+  uintptr_t base;          /* region start */
+  uintptr_t small_size;    /* bytes of the segment area */
+  _Atomic uintptr_t small_top; /* bytes of the segment area in use (segments below are committed) */
+  uintptr_t large_base;    /* large slot area */
+  uintptr_t large_size;
+  size_t sub_shift;        /* log2 of each large class's sub-region */
+  uintptr_t secret;
+  int ready;
+} msi_heap_globals_t;
+extern msi_heap_globals_t msi_heap_g;
+
+/* size classes */
+extern uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
+extern uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
+extern uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
+static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut[(size + 15) >> 4]; }
+
+/* presets: cache limits in bytes */
+typedef struct msi_heap_limits_s {
+  size_t thread_bucket, global_bucket; /* span caches, per span length */
+  unsigned large_slots;                /* cached large blocks per slot size */
+  unsigned large_max_shift;            /* no caching above this slot size */
+  bool keep_empty_current;             /* keep an empty span as a class's current span */
+} msi_heap_limits_t;
+extern msi_heap_limits_t msi_heap_limits;
+
+void msi_heap_global_init(void);      /* idempotent */
+void msi_heap_set_preset(int preset); /* 0 unlimited, 1 performance, 2 size, 3 none */
+
+/* small blocks */
+void *msi_heap_small_alloc_slow(size_t size);
+void msi_heap_small_free_slow(void *p, msi_span_t *span);
+bool msi_heap_small_valid(const void *p, msi_span_t **span_out); /* block start of a live span */
+void msi_heap_thread_collect(bool force);
+void msi_heap_purge(uint64_t now_ms, bool force);
+void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
+
+/* the fast paths' state (initial-exec TLS) */
+extern __thread msi_heap_t *msi_tls_heap;
+extern msi_span_t msi_empty_span;
+extern msi_heap_t msi_empty_heap;
+
+/* large blocks */
+void msi_large_init(void);
+void *msi_large_alloc(size_t size, size_t alignment, bool zero);
+void msi_large_free(void *p);
+size_t msi_large_usable(const void *p);
+void *msi_large_realloc(void *p, size_t size); /* NULL + errno: unchanged */
+size_t msi_large_purge(uint64_t now_ms, bool force);
+void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
+void msi_large_lock_all(void);
+void msi_large_unlock_all(bool child);
+
+/* the ms_* entry points under internal (hidden, direct-call) names: src/heap/api.c */
+void *msi_malloc(size_t size);
+void msi_free(void *p);
+void *msi_calloc(size_t count, size_t size);
+void *msi_realloc(void *p, size_t size);
+void *msi_aligned_alloc(size_t alignment, size_t size);
+size_t msi_usable_size(const void *p);
+
+/* errors */
+_Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
+
+/* foreign pointers (not ours): the override layer hands them to the C library */
+void msi_foreign_free(void *p);
+void *msi_foreign_realloc(void *p, size_t size);
+size_t msi_foreign_usable(const void *p);
+
+/* counters */
+typedef struct msi_heap_counters_s {
+  _Atomic uint64_t returned_bytes, purges, segments, threads_live;
+  _Atomic uint64_t returned_spans[MSI_HEAP_CLASSES];
+} msi_heap_counters_t;
+extern msi_heap_counters_t msi_heap_counters;
+
+static inline uint32_t msi_heap_now_ms(void) { return (uint32_t)(msi_now_ns() / 1000000u); }
+
+static inline bool msi_heap_in_small(const void *p) {
+  return (uintptr_t)p - msi_heap_g.base < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
+}
+static inline bool msi_heap_in_large(const void *p) {
+  return (uintptr_t)p - msi_heap_g.large_base < msi_heap_g.large_size;
+}
+static inline msi_span_t *msi_heap_span_of(const void *p) {
+  msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
+  return &seg->spans[seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)]];
+}
+#endif

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/* large.c: blocks above MSI_HEAP_SMALL_MAX. Each lives at the start of a power-of-two slot (2^k bytes, aligned to
+   2^k, so any alignment up to the slot size comes free) in the sub-region of its slot size. A side table holds
+   each slot's committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an
+   impossible request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves
+   to a bigger slot with mremap (page tables move, bytes are never copied). Freed slots stay committed in a small
+   per-size cache (preset), and are decommitted by the purge after MEMSPACE_PURGE_DELAY. */
+#include "heap.h"
+#include "os.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SLOT_LIVE 0x80000000u
+#define SLOT_CACHED 0x40000000u
+#define SLOT_PAGES 0x3FFFFFFFu
+#define CACHE_MAX 64
+
+typedef struct slot_meta_s {
+  uint32_t pages; /* committed pages | state */
+  uint32_t link;  /* free list: next index + 1 */
+} slot_meta_t;
+
+typedef struct lclass_s {
+  msi_lock_t lock;
+  uintptr_t base;
+  uint64_t nslots, bump;
+  uint32_t free_head; /* index + 1 of an uncommitted free slot */
+  uint32_t ncached;
+  uint32_t cached[CACHE_MAX];
+  uint32_t cached_ms[CACHE_MAX];
+  slot_meta_t *meta;
+} lclass_t;
+
+static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
+static size_t page_size, page_shift;
+
+void msi_large_init(void) {
+  page_size = msi_os_page_size();
+  page_shift = (size_t)__builtin_ctzl(page_size);
+  size_t total = 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
+    classes[i].nslots = k <= msi_heap_g.sub_shift ? (uint64_t)1 << (msi_heap_g.sub_shift - k) : 0;
+    total += classes[i].nslots * sizeof(slot_meta_t);
+  }
+  total = msi_round_up(total, page_size);
+  void *p = msi_os_mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) classes[i].nslots = 0;
+    msi_warning("heap: no memory for the large-block table; large allocations will fail");
+    return;
+  }
+  slot_meta_t *m = p;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    classes[i].meta = m;
+    m += classes[i].nslots;
+  }
+}
+
+static void *commit(uintptr_t addr, size_t bytes) {
+  void *p = msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    errno = e == EINTR ? ENOMEM : ENOMEM;
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  return p;
+}
+
+static void decommit(uintptr_t addr, size_t bytes) {
+  if (!bytes) return;
+  msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+}
+
+static unsigned slot_shift_for(size_t bytes) {
+  unsigned k = bytes <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(bytes - 1);
+  return k < MSI_HEAP_LARGE_MIN_SHIFT ? MSI_HEAP_LARGE_MIN_SHIFT : k;
+}
+
+/* a free uncommitted slot index of class c, or -1; class lock held */
+static int64_t slot_take_fresh(lclass_t *c) {
+  if (c->free_head) {
+    uint32_t idx = c->free_head - 1;
+    c->free_head = c->meta[idx].link;
+    c->meta[idx].link = 0;
+    return idx;
+  }
+  if (c->bump < c->nslots) return (int64_t)c->bump++;
+  return -1;
+}
+static void slot_put_fresh(lclass_t *c, uint32_t idx) {
+  c->meta[idx].pages = 0;
+  c->meta[idx].link = c->free_head;
+  c->free_head = idx + 1;
+}
+
+/* the class and slot of a live large block, or NULL */
+static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
+  uintptr_t off = (uintptr_t)p - msi_heap_g.large_base;
+  if (off >= msi_heap_g.large_size) return NULL;
+  unsigned i = (unsigned)(off >> msi_heap_g.sub_shift);
+  lclass_t *c = &classes[i];
+  uintptr_t in = (uintptr_t)p - c->base;
+  unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+  if (in & (((uintptr_t)1 << k) - 1)) return NULL;
+  uint64_t idx = in >> k;
+  if (idx >= c->nslots) return NULL;
+  *idx_out = (uint32_t)idx;
+  return c;
+}
+
+void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
+  if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT) || alignment > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  msi_heap_global_init();
+  size_t need = msi_round_up(size ? size : 1, page_size);
+  uint32_t npages = (uint32_t)(need >> page_shift);
+  unsigned k = slot_shift_for(need > alignment ? need : alignment);
+  if (k > msi_heap_g.sub_shift || k > MSI_HEAP_LARGE_MAX_SHIFT) { errno = ENOMEM; return NULL; }
+  lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
+  msi_lock(&c->lock);
+  if (c->ncached) {
+    uint32_t idx = c->cached[--c->ncached];
+    slot_meta_t *m = &c->meta[idx];
+    uint32_t have = m->pages & SLOT_PAGES;
+    m->pages = SLOT_LIVE | have;
+    msi_unlock(&c->lock);
+    atomic_fetch_sub_explicit(&cached_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+    uintptr_t addr = c->base + ((uintptr_t)idx << k);
+    if (have < npages) {
+      if (!commit(addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) {
+        msi_lock(&c->lock);
+        decommit(addr, (size_t)have << page_shift);
+        slot_put_fresh(c, idx);
+        msi_unlock(&c->lock);
+        errno = ENOMEM;
+        return NULL;
+      }
+    } else if (have - npages >= 16 && have - npages > npages / 4) {
+      decommit(addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+      have = npages;
+    }
+    if (zero) memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
+    if (have < npages) have = npages;
+    m->pages = SLOT_LIVE | have;
+    atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+    return (void *)addr;
+  }
+  int64_t idx = slot_take_fresh(c);
+  msi_unlock(&c->lock);
+  if (idx < 0) { errno = ENOMEM; return NULL; }
+  uintptr_t addr = c->base + ((uintptr_t)idx << k);
+  if (!commit(addr, need)) {
+    msi_lock(&c->lock);
+    slot_put_fresh(c, (uint32_t)idx);
+    msi_unlock(&c->lock);
+    errno = ENOMEM;
+    return NULL;
+  }
+  c->meta[idx].pages = SLOT_LIVE | npages;
+  atomic_fetch_add_explicit(&live_bytes, need, memory_order_relaxed);
+  return (void *)addr;
+}
+
+void msi_large_free(void *p) {
+  uint32_t idx;
+  lclass_t *c = slot_lookup(p, &idx);
+  if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+  msi_lock(&c->lock);
+  slot_meta_t *m = &c->meta[idx];
+  if (!(m->pages & SLOT_LIVE)) {
+    msi_unlock(&c->lock);
+    msi_heap_bad_pointer(p, m->pages & SLOT_CACHED ? "free(): double free" : "free(): invalid pointer");
+  }
+  uint32_t have = m->pages & SLOT_PAGES;
+  size_t bytes = (size_t)have << page_shift;
+  atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
+  if (c->ncached < msi_heap_limits.large_slots && c->ncached < CACHE_MAX && k <= msi_heap_limits.large_max_shift) {
+    m->pages = SLOT_CACHED | have;
+    c->cached_ms[c->ncached] = msi_heap_now_ms();
+    c->cached[c->ncached++] = idx;
+    msi_unlock(&c->lock);
+    atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
+    msi_maint_kick();
+    return;
+  }
+  m->pages = 0; /* neither live nor cached: a second free is caught */
+  msi_unlock(&c->lock);
+  decommit((uintptr_t)p, bytes);
+  msi_lock(&c->lock);
+  slot_put_fresh(c, idx);
+  msi_unlock(&c->lock);
+}
+
+size_t msi_large_usable(const void *p) {
+  uint32_t idx;
+  lclass_t *c = slot_lookup(p, &idx);
+  if (!c) return 0;
+  uint32_t pg = c->meta[idx].pages;
+  return pg & SLOT_LIVE ? (size_t)(pg & SLOT_PAGES) << page_shift : 0;
+}
+
+void *msi_large_realloc(void *p, size_t size) {
+  uint32_t idx;
+  lclass_t *c = slot_lookup(p, &idx);
+  if (!c || !(c->meta[idx].pages & SLOT_LIVE)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+  if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) { errno = ENOMEM; return NULL; }
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+  size_t need = msi_round_up(size, page_size);
+  uint32_t npages = (uint32_t)(need >> page_shift), have = c->meta[idx].pages & SLOT_PAGES;
+  uintptr_t addr = (uintptr_t)p;
+  if (need <= ((size_t)1 << k)) { /* in place inside the slot */
+    if (npages > have) {
+      if (!commit(addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) return NULL;
+    } else if (npages < have) {
+      decommit(addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+    }
+    c->meta[idx].pages = SLOT_LIVE | npages;
+    atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+    return p;
+  }
+  /* move to a bigger slot with mremap: the pages move, nothing is copied */
+  unsigned k2 = slot_shift_for(need);
+  if (k2 > msi_heap_g.sub_shift) { errno = ENOMEM; return NULL; }
+  lclass_t *c2 = &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT];
+  msi_lock(&c2->lock);
+  int64_t idx2 = slot_take_fresh(c2);
+  msi_unlock(&c2->lock);
+  if (idx2 < 0) { errno = ENOMEM; return NULL; }
+  uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
+  size_t old_bytes = (size_t)have << page_shift;
+  void *q = msi_os_mremap(p, old_bytes, need, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
+  if (q == MAP_FAILED) {
+    int e = errno;
+    msi_lock(&c2->lock);
+    slot_put_fresh(c2, (uint32_t)idx2);
+    msi_unlock(&c2->lock);
+    if (e != EFAULT && e != EINVAL) { errno = ENOMEM; return NULL; }
+    /* the range spans several mappings: copy instead */
+    void *n = msi_large_alloc(size, 0, false);
+    if (!n) return NULL;
+    memcpy(n, p, old_bytes < need ? old_bytes : need);
+    msi_large_free(p);
+    return n;
+  }
+  /* the old range is now a hole in the region: fill it back, reserved and uncommitted */
+  msi_os_mmap(p, old_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  atomic_fetch_add_explicit(&committed_bytes, need - old_bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&live_bytes, need - old_bytes, memory_order_relaxed);
+  c2->meta[idx2].pages = SLOT_LIVE | npages;
+  msi_lock(&c->lock);
+  slot_put_fresh(c, idx);
+  msi_unlock(&c->lock);
+  return q;
+}
+
+size_t msi_large_purge(uint64_t now_ms, bool force) {
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
+  uint32_t now = (uint32_t)now_ms, delay = d < 0 ? 0 : (uint32_t)d;
+  size_t total = 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    lclass_t *c = &classes[i];
+    if (!atomic_load_explicit((_Atomic uint32_t *)&c->ncached, memory_order_relaxed)) continue;
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    uint32_t old[CACHE_MAX], n = 0;
+    msi_lock(&c->lock);
+    uint32_t keep = 0;
+    for (uint32_t j = 0; j < c->ncached; j++) {
+      if (force || now - c->cached_ms[j] >= delay) {
+        old[n++] = c->cached[j];
+        c->meta[c->cached[j]].pages &= ~SLOT_CACHED;
+      } else {
+        c->cached[keep] = c->cached[j];
+        c->cached_ms[keep++] = c->cached_ms[j];
+      }
+    }
+    c->ncached = keep;
+    msi_unlock(&c->lock);
+    for (uint32_t j = 0; j < n; j++) {
+      size_t bytes = (size_t)(c->meta[old[j]].pages & SLOT_PAGES) << page_shift;
+      decommit(c->base + ((uintptr_t)old[j] << k), bytes);
+      atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
+      total += bytes;
+    }
+    if (n) {
+      msi_lock(&c->lock);
+      for (uint32_t j = 0; j < n; j++) slot_put_fresh(c, old[j]);
+      msi_unlock(&c->lock);
+    }
+  }
+  return total;
+}
+
+void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed) {
+  *allocated = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+  *cached = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+  *committed = atomic_load_explicit(&committed_bytes, memory_order_relaxed);
+}
+
+void msi_large_lock_all(void) {
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&classes[i].lock);
+}
+void msi_large_unlock_all(bool child) {
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    if (child) msi_lock_reset(&classes[i].lock);
+    else msi_unlock(&classes[i].lock);
+  }
+}

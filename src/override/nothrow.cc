@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* nothrow.cc: the nothrow forms of operator new. When allocation fails they call the new-handler like the throwing
+   forms, and a std::bad_alloc thrown by the handler must come back as NULL, which takes a catch clause. The C++
+   runtime symbols the catch needs are weak references: a C program never loads libstdc++, never throws, and never
+   reaches them. */
+#include <cstddef>
+#include <new>
+
+extern "C" void *msi_new_throwing(std::size_t size, std::size_t alignment); /* override.c */
+extern "C" void *msi_malloc(std::size_t size);
+extern "C" void *msi_aligned_alloc(std::size_t alignment, std::size_t size);
+
+__asm__(".weak __cxa_begin_catch\n\t.weak __cxa_end_catch\n\t.weak __gxx_personality_v0");
+
+static void *nothrow_slow(std::size_t size, std::size_t alignment) noexcept {
+  try {
+    return msi_new_throwing(size, alignment);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+static inline void *nothrow_new(std::size_t size, std::size_t alignment) noexcept {
+  void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
+  return p ? p : nothrow_slow(size, alignment);
+}
+
+#define MS_OP __attribute__((visibility("default")))
+MS_OP void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }
+MS_OP void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }
+MS_OP void *operator new(std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
+  return nothrow_new(n, static_cast<std::size_t>(al));
+}
+MS_OP void *operator new[](std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
+  return nothrow_new(n, static_cast<std::size_t>(al));
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/* override.c: the drop-in replacement of the C library's allocator (built only when MEMSPACE_OVERRIDE): the
+   malloc family with glibc's exact C semantics, glibc's control calls answered with memspace's figures, the
+   __libc_* entry points and every C++ operator new/delete (defined here in C under their mangled names, so a C
+   program never depends on libstdc++: the new-handler and std::bad_alloc are looked up in the C++ runtime with
+   dlsym only when a C++ program needs them).
+   Pointers that are not ours (allocated before memspace took over, or by another allocator) go to the C library's
+   own free/realloc, found with dlsym(RTLD_NEXT): the test is an O(1) address-range check. */
+#include "../heap/heap.h"
+#include "route.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* the C library's functions, for foreign pointers                                                             */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+typedef void free_fn(void *);
+typedef void *realloc_fn(void *, size_t);
+typedef size_t usable_fn(void *);
+static free_fn *_Atomic libc_free;
+static realloc_fn *_Atomic libc_realloc;
+static usable_fn *_Atomic libc_usable;
+
+static void *libc_sym(const char *name) {
+  void *f = dlsym(RTLD_NEXT, name);
+  if (!f) {
+    void *h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (h) f = dlsym(h, name);
+  }
+  return f;
+}
+
+void msi_foreign_free(void *p) {
+  free_fn *f = atomic_load_explicit(&libc_free, memory_order_acquire);
+  if (!f) {
+    f = (free_fn *)libc_sym("free");
+    if (!f || f == (free_fn *)free) {
+      MSI_WARN_ONCE("free(%p): not memspace's and the C library's free is unavailable; leaked", p);
+      return;
+    }
+    atomic_store_explicit(&libc_free, f, memory_order_release);
+  }
+  f(p);
+}
+
+size_t msi_foreign_usable(const void *p) {
+  usable_fn *f = atomic_load_explicit(&libc_usable, memory_order_acquire);
+  if (!f) {
+    f = (usable_fn *)libc_sym("malloc_usable_size");
+    if (!f || f == (usable_fn *)malloc_usable_size) return 0;
+    atomic_store_explicit(&libc_usable, f, memory_order_release);
+  }
+  return f((void *)p);
+}
+
+/* a foreign block moves into memspace: allocate, copy what the C library says is usable, free there */
+void *msi_foreign_realloc(void *p, size_t size) {
+  size_t old = msi_foreign_usable(p);
+  if (!old) {
+    realloc_fn *r = atomic_load_explicit(&libc_realloc, memory_order_acquire);
+    if (!r) {
+      r = (realloc_fn *)libc_sym("realloc");
+      if (!r || r == (realloc_fn *)realloc) { errno = ENOMEM; return NULL; }
+      atomic_store_explicit(&libc_realloc, r, memory_order_release);
+    }
+    return r(p, size);
+  }
+  void *n = msi_malloc(size);
+  if (!n) return NULL;
+  memcpy(n, p, old < size ? old : size);
+  msi_foreign_free(p);
+  return n;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* the malloc family                                                                                            */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+EXPORT void *malloc(size_t size) { return msi_malloc(size); }
+EXPORT void free(void *p) { msi_free(p); }
+EXPORT void cfree(void *p);
+EXPORT void cfree(void *p) { msi_free(p); }
+EXPORT void *calloc(size_t count, size_t size) { return msi_calloc(count, size); }
+EXPORT void *realloc(void *p, size_t size) { return msi_realloc(p, size); }
+EXPORT size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
+
+EXPORT void *reallocarray(void *p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
+  return msi_realloc(p, total);
+}
+
+EXPORT void *aligned_alloc(size_t alignment, size_t size) {
+  if (!msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
+  return msi_aligned_alloc(alignment, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (!msi_is_pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
+  int saved = errno;
+  void *p = msi_aligned_alloc(alignment, size);
+  if (!p) return errno == EINVAL ? EINVAL : ENOMEM;
+  errno = saved;
+  *out = p;
+  return 0;
+}
+
+/* glibc: an alignment that is not a power of two is rounded up to one; absurd ones fail with EINVAL */
+EXPORT void *memalign(size_t alignment, size_t size) {
+  if (alignment <= 16) return msi_malloc(size);
+  if (alignment > SIZE_MAX / 2 + 1) { errno = EINVAL; return NULL; }
+  if (!msi_is_pow2(alignment)) alignment = (size_t)1 << (64 - __builtin_clzll(alignment));
+  return msi_aligned_alloc(alignment, size);
+}
+
+EXPORT void *valloc(size_t size) { return msi_aligned_alloc((size_t)sysconf(_SC_PAGESIZE), size); }
+
+EXPORT void *pvalloc(size_t size) {
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE), rounded;
+  if (__builtin_add_overflow(size, ps - 1, &rounded)) { errno = ENOMEM; return NULL; }
+  rounded &= ~(ps - 1);
+  return msi_aligned_alloc(ps, rounded ? rounded : ps);
+}
+
+/* glibc's internal names, which some programs and libraries call directly */
+EXPORT void *__libc_malloc(size_t size) { return msi_malloc(size); }
+EXPORT void __libc_free(void *p) { msi_free(p); }
+EXPORT void *__libc_calloc(size_t count, size_t size) { return msi_calloc(count, size); }
+EXPORT void *__libc_realloc(void *p, size_t size) { return msi_realloc(p, size); }
+EXPORT void *__libc_memalign(size_t alignment, size_t size) { return memalign(alignment, size); }
+EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
+EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* glibc's control calls                                                                                        */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+EXPORT int malloc_trim(size_t pad) {
+  (void)pad;
+  ms_heap_collect(1);
+  return 1;
+}
+
+EXPORT int mallopt(int param, int value) {
+  (void)param, (void)value;
+  return 1; /* accepted; memspace tunes itself through MEMSPACE_* */
+}
+
+EXPORT struct mallinfo2 mallinfo2(void) {
+  ms_stats_t st;
+  ms_stats_get(&st, sizeof st);
+  struct mallinfo2 mi;
+  memset(&mi, 0, sizeof mi);
+  mi.arena = st.heap_mapped_bytes - st.heap_large_bytes;
+  mi.hblkhd = st.heap_large_bytes;
+  mi.uordblks = st.heap_allocated_bytes - st.heap_large_bytes;
+  mi.fordblks = st.heap_cached_bytes;
+  mi.usmblks = 0;
+  mi.keepcost = 0;
+  return mi;
+}
+
+static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
+
+EXPORT struct mallinfo mallinfo(void) {
+  struct mallinfo2 m2 = mallinfo2();
+  struct mallinfo mi;
+  memset(&mi, 0, sizeof mi);
+  mi.arena = clamp_int(m2.arena);
+  mi.hblkhd = clamp_int(m2.hblkhd);
+  mi.uordblks = clamp_int(m2.uordblks);
+  mi.fordblks = clamp_int(m2.fordblks);
+  return mi;
+}
+
+EXPORT void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
+
+/* malloc_info writes into the caller's FILE: the one place the library touches stdio (it is the interface) */
+EXPORT int malloc_info(int options, FILE *fp) {
+  if (options != 0 || !fp) { errno = EINVAL; return -1; }
+  ms_stats_t st;
+  ms_stats_get(&st, sizeof st);
+  char buf[1024];
+  msi_snprintf(buf, sizeof buf,
+               "<malloc version=\"memspace-1\">\n"
+               "<total type=\"allocated\" size=\"%llu\"/>\n"
+               "<total type=\"mapped\" size=\"%llu\"/>\n"
+               "<total type=\"cached\" size=\"%llu\"/>\n"
+               "<total type=\"large\" size=\"%llu\"/>\n"
+               "<total type=\"returned\" size=\"%llu\"/>\n"
+               "<system type=\"current\" size=\"%llu\"/>\n"
+               "</malloc>\n",
+               (unsigned long long)st.heap_allocated_bytes, (unsigned long long)st.heap_mapped_bytes,
+               (unsigned long long)st.heap_cached_bytes, (unsigned long long)st.heap_large_bytes,
+               (unsigned long long)st.heap_returned_bytes, (unsigned long long)st.heap_mapped_bytes);
+  return fputs(buf, fp) < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* C++ operators                                                                                                */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+typedef void new_handler_t(void);
+
+static new_handler_t *current_new_handler(void) {
+  static new_handler_t *(*_Atomic get)(void);
+  new_handler_t *(*g)(void) = atomic_load_explicit(&get, memory_order_acquire);
+  if (!g) {
+    g = (new_handler_t * (*)(void)) dlsym(RTLD_DEFAULT, "_ZSt15get_new_handlerv");
+    if (!g) return NULL;
+    atomic_store_explicit(&get, g, memory_order_release);
+  }
+  return g();
+}
+
+static _Noreturn MSI_NOINLINE void throw_bad_alloc(void) {
+  void (*t)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZSt17__throw_bad_allocv");
+  if (t) t();
+  msi_error("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
+  abort();
+}
+
+static MSI_NOINLINE void *new_slow(size_t size, size_t alignment, bool nothrow) {
+  for (;;) {
+    void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
+    if (p) return p;
+    new_handler_t *h = current_new_handler();
+    if (!h) {
+      if (nothrow) return NULL;
+      throw_bad_alloc();
+    }
+    h();
+  }
+}
+
+/* the throwing forms' slow path, also used by the nothrow forms (nothrow.cc) inside a catch clause */
+void *msi_new_throwing(size_t size, size_t alignment);
+void *msi_new_throwing(size_t size, size_t alignment) { return new_slow(size, alignment, false); }
+
+static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
+  void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
+  return MSI_LIKELY(p != NULL) ? p : new_slow(size, alignment, nothrow);
+}
+
+#define OP(name, sym) EXPORT name __asm__(sym); name
+OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0, false); }
+OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0, false); }
+OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_impl(n, al, false); }
+OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_impl(n, al, false); }
+/* the nothrow forms are in nothrow.cc: they need a catch clause */
+OP(void op_del(void *p), "_ZdlPv") { msi_free(p); }
+OP(void op_del_arr(void *p), "_ZdaPv") { msi_free(p); }
+OP(void op_del_sz(void *p, size_t n), "_ZdlPvm") { (void)n; msi_free(p); }
+OP(void op_del_arr_sz(void *p, size_t n), "_ZdaPvm") { (void)n; msi_free(p); }
+OP(void op_del_nt(void *p, const void *nt), "_ZdlPvRKSt9nothrow_t") { (void)nt; msi_free(p); }
+OP(void op_del_arr_nt(void *p, const void *nt), "_ZdaPvRKSt9nothrow_t") { (void)nt; msi_free(p); }
+OP(void op_del_al(void *p, size_t al), "_ZdlPvSt11align_val_t") { (void)al; msi_free(p); }
+OP(void op_del_arr_al(void *p, size_t al), "_ZdaPvSt11align_val_t") { (void)al; msi_free(p); }
+OP(void op_del_sz_al(void *p, size_t n, size_t al), "_ZdlPvmSt11align_val_t") { (void)n, (void)al; msi_free(p); }
+OP(void op_del_arr_sz_al(void *p, size_t n, size_t al), "_ZdaPvmSt11align_val_t") { (void)n, (void)al; msi_free(p); }
+OP(void op_del_al_nt(void *p, size_t al, const void *nt), "_ZdlPvSt11align_val_tRKSt9nothrow_t") {
+  (void)al, (void)nt;
+  msi_free(p);
+}
+OP(void op_del_arr_al_nt(void *p, size_t al, const void *nt), "_ZdaPvSt11align_val_tRKSt9nothrow_t") {
+  (void)al, (void)nt;
+  msi_free(p);
+}

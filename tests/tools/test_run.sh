@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# memspace run (CONTRACT §2): exit status is the program's, LD_PRELOAD appended with an absolute path,
+# settings passed as MEMSPACE_* variables, bad options refused, programs ignoring LD_PRELOAD named.
+set -u
+tool=$1
+fail=0; pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+
+"$tool" run -- sh -c 'exit 7'; check "exit status passed through" '[ $? = 7 ]'
+out=$(LD_PRELOAD= "$tool" run -- sh -c 'echo "$LD_PRELOAD"')
+check "LD_PRELOAD is absolute and names libmemspace" '[[ "$out" == /*libmemspace.so* ]]'
+out=$(LD_PRELOAD=/nonexistent-first.so "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check "existing LD_PRELOAD kept first" '[[ "$out" == /nonexistent-first.so:/*libmemspace.so* ]]'
+out=$("$tool" run --heap size --spill-threshold 1G --spill-dir /tmp --stats -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_SPILL_THRESHOLD $MEMSPACE_SPILL_DIR $MEMSPACE_SHOW_STATS"' 2>/dev/null)
+check "heap/spill/stats options become variables" '[ "$out" = "size 1G /tmp 1" ]'
+out=$("$tool" run --space-initial 64M --space-expand 0 --space-at firstalloc --inherit -- sh -c 'echo "$MEMSPACE_SPACE_INHERIT"' 2>/dev/null)
+check "--inherit sets MEMSPACE_SPACE_INHERIT" '[ "$out" = "1" ]'
+"$tool" run --heap fast -- true 2>/dev/null; check "bad preset refused" '[ $? = 2 ]'
+"$tool" run --space-initial 12Q -- true 2>/dev/null; check "bad size refused" '[ $? = 2 ]'
+"$tool" run 2>/dev/null; check "missing program refused" '[ $? = 2 ]'
+"$tool" run -- /nonexistent/program 2>/dev/null; check "missing program gives 127" '[ $? = 127 ]'
+if [ -u /usr/bin/passwd ]; then
+  msg=$(MEMSPACE_VERBOSE=1 "$tool" run -- /usr/bin/passwd --help 2>&1 >/dev/null)
+  check "setuid program named under MEMSPACE_VERBOSE" '[[ "$msg" == *"will not use memspace"* ]]'
+fi
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
