@@ -86,7 +86,7 @@ static bool make_space(fz_in_t *in) {
   }
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
-  cfg.initial_size = (size_t)4096 << (a % 11);              /* 4 KiB .. 4 MiB */
+  cfg.initial_size = (size_t)4096 << (a % 9);               /* 4 KiB .. 1 MiB */
   cfg.expand_size = b & 4 ? (size_t)16384 << ((b >> 3) % 7) : 0;
   cfg.at = c & 1 ? MS_SPACE_AT_FIRSTALLOC : MS_SPACE_AT_START;
   cfg.flags = flags;

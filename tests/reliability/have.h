@@ -10,4 +10,7 @@
 #ifndef MS_HAVE_FRAME
 #define MS_HAVE_FRAME 0
 #endif
+#ifndef MS_HAVE_DMA
+#define MS_HAVE_DMA 0
+#endif
 #endif

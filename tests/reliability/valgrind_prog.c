@@ -11,6 +11,20 @@
 
 static volatile unsigned char sink;
 
+#if MS_HAVE_HEAP
+/* the leak happens in its own frame, and the stack it used is overwritten, so no stale copy of the pointer
+   survives in a register or stack slot for memcheck to find */
+static __attribute__((noinline)) void leak_one(void) {
+  void *p = ms_malloc(100);
+  memset(p, 1, 100);
+  sink = ((unsigned char *)p)[3];
+}
+static __attribute__((noinline)) void scrub_stack(void) {
+  volatile char buf[8192];
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = 0;
+}
+#endif
+
 static void clean(void) {
 #if MS_HAVE_HEAP
   void *keep[64];
@@ -63,10 +77,12 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "clean")) { printf("no heap in this build\n"); return 77; }
 #else
   if (!strcmp(mode, "leak")) {
-    void *p = ms_malloc(100);
-    memset(p, 1, 100);
-    p = NULL;  /* the only pointer is gone */
-    sink = 1;
+    /* the leaked block must not be the first of its span: the span descriptor's base pointer points at that
+       one, and memcheck then calls it "still reachable" (a known limit, docs/reliability.md) */
+    void *keeper = ms_malloc(100);
+    leak_one();
+    scrub_stack();
+    ms_free(keeper);
   } else if (!strcmp(mode, "overflow")) {
     unsigned char *p = ms_malloc(40);
     size_t u = ms_usable_size(p);
