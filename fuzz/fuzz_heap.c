@@ -4,19 +4,16 @@
    every step for the block touched, and for all blocks at the end of an input. */
 #include "fuzz_common.h"
 #include "memspace.h"
+#include "os.h"
 
 #define LARGE_MAX ((size_t)4 << 20)
 
 static bool fault_armed;
 static uint64_t failures_before;
 
-/* system calls the page layer saw fail so far (injected faults included) */
-static uint64_t os_failures(void) {
-  ms_stats_t st;
-  memset(&st, 0, sizeof st);
-  ms_stats_get(&st, sizeof st);
-  return st.os_failures;
-}
+/* system calls the page layer saw fail so far (injected faults included); read from the counters directly:
+   ms_stats_get reports them only when pages.c is linked in, which a static link without ms_pages_* skips */
+static uint64_t os_failures(void) { return atomic_load(&msi_os_counters.failures); }
 
 /* call before each allocating call: remembers the failure count when a fault is armed */
 static void before(void) { errno = 0; if (fault_armed) failures_before = os_failures(); }

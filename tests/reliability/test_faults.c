@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "internal.h"
 #include "os.h"
 
@@ -135,7 +137,7 @@ static void faults_frame(void **state) { (void)state; sweep("frame", frame_workl
 /* ---- heap ---- */
 #if MS_HAVE_HEAP
 static void heap_workload(bool strict) {
-  static const size_t sizes[] = {8, 24, 100, 700, 4000, 20000, 70000, 300000, 1 << 20, 3 << 20, 9 << 20};
+  static const size_t sizes[] = {8, 24, 100, 700, 4000, 20000, 70000, 300000, 1 << 20, 5 << 19};
   enum { N = 33 };
   void *b[N];
   size_t sz[N];
@@ -148,7 +150,7 @@ static void heap_workload(bool strict) {
   }
   for (int i = 0; i < N; i += 3) {
     if (!b[i]) continue;
-    size_t n = sz[i] * 3 + 5000;
+    size_t n = sz[i] * 2 + 5000;
     errno = 0;
     void *p = ms_realloc(b[i], n);
     if (!p) { failed_ok(strict, errno, "ms_realloc"); assert_int_equal(errno, ENOMEM); continue; }
@@ -165,6 +167,53 @@ static void heap_workload(bool strict) {
   ms_heap_collect(1);
 }
 static void faults_heap(void **state) { (void)state; sweep("heap", heap_workload); }
+
+/* The heap's first calls (start-up: address space reservation, first segment) in a fresh process: the N-th
+   mmap fails, then the fault is gone and the heap must work. Run as `test_faults --init-fault N`. */
+static int init_fault_child(unsigned long n) {
+  ms_fault_inject(MS_FAULT_MMAP, n, ENOMEM);
+  void *first[4];
+  for (int i = 0; i < 4; i++) {
+    errno = 0;
+    first[i] = ms_malloc(i == 3 ? (size_t)3 << 20 : 100);
+    if (!first[i] && errno != ENOMEM) return 2;
+  }
+  bool pending = still_pending(MS_FAULT_MMAP, n);
+  ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+  for (int i = 0; i < 4; i++) ms_free(first[i]);
+  void *p = ms_malloc(100), *q = ms_malloc((size_t)3 << 20);
+  if (!p || !q) {
+    fprintf(stderr, "init fault %lu: the heap stays broken after one failed mmap (%p %p)\n", n, p, q);
+    return 1;
+  }
+  ms_free(p);
+  ms_free(q);
+  return pending ? 3 : 0;  /* 3: fewer than n mmaps at start-up: the sweep is over */
+}
+
+static void faults_heap_init(void **state) {
+  (void)state;
+  unsigned long n = 1;
+  for (; n <= 64; n++) {
+    char arg[32];
+    snprintf(arg, sizeof arg, "%lu", n);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      char *argv[] = {"test_faults", "--init-fault", arg, NULL};
+      execv("/proc/self/exe", argv);
+      _exit(126);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {}
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 3) break;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      fail_msg("heap start-up with mmap %lu failing: child %s %d", n, WIFSIGNALED(st) ? "killed by signal" : "exited",
+               WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  }
+  total_injected += n - 1;
+  printf("faults: heap start-up: mmap %lu (every one survived)\n", n - 1);
+}
 #endif
 
 /* ---- spaces ---- */
@@ -256,7 +305,11 @@ static int report(void **state) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+#if MS_HAVE_HEAP
+  if (argc > 2 && !strcmp(argv[1], "--init-fault")) return init_fault_child(strtoul(argv[2], NULL, 10));
+#endif
+  (void)argc, (void)argv;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(faults_pages),
 #if MS_HAVE_FRAME
@@ -264,6 +317,7 @@ int main(void) {
 #endif
 #if MS_HAVE_HEAP
     cmocka_unit_test(faults_heap),
+    cmocka_unit_test(faults_heap_init),
 #endif
 #if MS_HAVE_SPACE
     cmocka_unit_test(faults_space),
