@@ -12,5 +12,7 @@ configure_package_config_file(cmake/memspaceConfig.cmake.in ${CMAKE_BINARY_DIR}/
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/memspaceConfigVersion.cmake COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/memspaceConfig.cmake ${CMAKE_BINARY_DIR}/memspaceConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memspace)
+# relocatable: prefix is found from the .pc file's own place, so `cmake --install --prefix DIR` works too
+file(RELATIVE_PATH MEMSPACE_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(cmake/memspace.pc.in ${CMAKE_BINARY_DIR}/memspace.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/memspace.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

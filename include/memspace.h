@@ -154,8 +154,8 @@ typedef enum ms_page_kind_e {
 } ms_page_kind_t;
 
 #define MS_PAGES_COMMIT 0x01u      ///< commit at reserve time (read/write)
-#define MS_PAGES_POPULATE 0x02u    ///< pre-fault the committed pages
-#define MS_PAGES_LOCK 0x04u        ///< mlock the committed pages (checks RLIMIT_MEMLOCK)
+#define MS_PAGES_POPULATE 0x02u    ///< pre-fault the pages (implies MS_PAGES_COMMIT)
+#define MS_PAGES_LOCK 0x04u        ///< mlock the pages (implies MS_PAGES_COMMIT; RLIMIT_MEMLOCK applies)
 #define MS_PAGES_HUGE_2M 0x08u     ///< try hugetlb 2 MiB pages
 #define MS_PAGES_HUGE_1G 0x10u     ///< try hugetlb 1 GiB pages (then 2 MiB if also set)
 #define MS_PAGES_THP 0x20u         ///< advise transparent huge pages (also the fallback of hugetlb)
@@ -183,24 +183,32 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// Returns 0 and fills `out`, or an errno value: EINVAL (size 0, bad alignment, NULL out), ENOMEM (no memory,
 /// no huge pages with MS_PAGES_NO_FALLBACK, overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
-/// Makes [addr, addr+size) readable and writable. Range must be page-aligned inside a reservation.
-/// Returns 0 or an errno value (EINVAL unaligned, ENOMEM outside a mapping). One system call.
+/// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
+/// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
+/// wrapping), ENOMEM (a hole: outside or beyond a reservation). One mprotect; no page is touched.
 MS_API int ms_pages_commit(void *addr, size_t size);
-/// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE). Contents are lost.
-/// Returns 0 or an errno value. Two system calls; cost grows with resident pages.
+/// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE; hugetlb ranges stay
+/// accessible). Contents are lost: committed again, the range reads as zero. Returns 0 or an errno value
+/// (EINVAL, ENOMEM for a hole). Two system calls; about 0.3 us per resident 4 KiB page. Thread-safe.
 MS_API int ms_pages_decommit(void *addr, size_t size);
 /// Lazy reset: the kernel may take the pages back when it needs memory (MADV_FREE, else MADV_DONTNEED).
-/// The range stays accessible and is NOT promised to read as zero afterwards. Returns 0 or an errno value.
+/// The range stays accessible and is NOT promised to read as zero afterwards; until the kernel takes them the
+/// pages still count in RSS (as LazyFree). Returns 0 or an errno value (EINVAL, ENOMEM for a hole). Thread-safe.
 MS_API int ms_pages_reset(void *addr, size_t size);
-/// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE, else touching each page). Returns 0 or an errno value.
+/// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
+/// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Thread-safe.
 MS_API int ms_pages_populate(void *addr, size_t size);
-/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM above RLIMIT_MEMLOCK).
+/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM/EAGAIN above RLIMIT_MEMLOCK without
+/// CAP_IPC_LOCK, reported under MEMSPACE_VERBOSE with the limit; EINVAL bad range). Thread-safe.
 MS_API int ms_pages_lock(void *addr, size_t size);
+/// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole).
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
 /// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
-/// Releases a reservation (or a whole-page part of one) back to the OS. Returns 0 or an errno value.
+/// Releases a reservation (or a whole-page part of one) back to the OS (hugetlb pages go back to the pool).
+/// Returns 0 or an errno value: EINVAL bad range, ENOMEM when part of the range is not mapped (released
+/// twice, foreign). Thread-safe; two system calls.
 MS_API int ms_pages_release(void *addr, size_t size);
 
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
@@ -213,32 +221,50 @@ MS_API void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err);
 /* Double-buffered frame allocator                                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/// A double-buffered frame allocator: two virtual ranges used alternately. Objects allocated in frame k stay
+/// valid during frame k+1 and die at the end of it (the flip that starts frame k+2 reuses their range).
+/// Idleness (no flip and no alloc for idle_ms, or ms_frame_idle) gives both ranges' pages back and DISCARDS
+/// the contents of both frames: after it, memory from earlier allocations reads as zero (it stays mapped).
+/// One thread owns a frame allocator (alloc/flip/idle are not thread-safe); the shared maintenance thread may
+/// reclaim an idle one concurrently, which the owner's next call notices. docs/pages.md has the measurements.
 typedef struct ms_frame_s ms_frame_t;
-/// What a flip does to the range that was used one frame earlier.
+/// What a flip does to the range that was used one frame earlier (the range the next frame reuses).
 typedef enum ms_frame_policy_e {
-  MS_FRAME_KEEP_IDLE = 0, ///< default: keep pages while frames run; decommit both ranges when idle
-  MS_FRAME_KEEP,          ///< keep pages forever (fastest, holds 2 ranges)
-  MS_FRAME_RESET,         ///< lazy reset (MADV_FREE) every flip
-  MS_FRAME_DECOMMIT,      ///< decommit (MADV_DONTNEED) every flip
-  MS_FRAME_RELEASE,       ///< unmap and map again every flip
-  MS_FRAME_HUGE           ///< THP-backed ranges, MADV_DONTNEED every flip (hugetlb with MEMSPACE_HUGE_PAGES)
+  MS_FRAME_KEEP_IDLE = 0, ///< default: keep pages while frames run; MADV_DONTNEED both ranges after idle_ms
+  MS_FRAME_KEEP,          ///< keep pages forever (no idle reclaim; holds up to 2 ranges of RSS)
+  MS_FRAME_RESET,         ///< lazy reset (MADV_FREE) every flip: RSS stays, counted as LazyFree
+  MS_FRAME_DECOMMIT,      ///< MADV_DONTNEED every flip (range stays accessible; every page faults again)
+  MS_FRAME_RELEASE,       ///< unmap and map again (mmap MAP_FIXED over the range) every flip
+  MS_FRAME_HUGE,          ///< THP-backed ranges, MADV_DONTNEED every flip (hugetlb with MEMSPACE_HUGE_PAGES)
+  MS_FRAME_POLICY_COUNT
 } ms_frame_policy_t;
+/// Configuration of ms_frame_create. Zero-initialise it, then set range_size (and policy).
 typedef struct ms_frame_config_s {
-  size_t range_size;          ///< bytes per range (each of the two)
-  ms_frame_policy_t policy;
-  int idle_ms;                ///< idle period for MS_FRAME_KEEP_IDLE; 0 = MEMSPACE_FRAME_IDLE (default 500)
+  size_t range_size;          ///< bytes per range (each of the two); rounded up to the page (2 MiB for HUGE)
+  ms_frame_policy_t policy;   ///< what a flip does; MS_FRAME_KEEP_IDLE (0) is the default
+  int idle_ms;                ///< idleness before both ranges are given back (every policy but KEEP);
+                              ///< 0 = MEMSPACE_FRAME_IDLE (default 500); -1 = never
   uint64_t reserved[4];       ///< must be zero
 } ms_frame_config_t;
-/// Creates a frame allocator with two ranges of `range_size`. NULL + errno (EINVAL, ENOMEM) on failure.
+/// Creates a frame allocator with two ranges of `range_size` (address space reserved, pages committed lazily
+/// by first touch). Thread-safe. NULL + errno: EINVAL (NULL config, size 0, bad policy, non-zero reserved),
+/// ENOMEM (no address space, size overflow).
 MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
-/// Bump-allocates from the current range; `alignment` a power of two (0 = 16). O(1), no system call once the
-/// range is committed. NULL + ENOMEM when the range is full, EINVAL on a bad alignment. Not thread-safe.
+/// Bump-allocates `size` bytes from the current range; `alignment` a power of two (0 = 16). O(1), no system
+/// call. NULL + errno: ENOMEM when the range is full (nothing changes), EINVAL for size 0, a bad alignment or
+/// a NULL frame. Owner thread only.
 MS_API void *ms_frame_alloc(ms_frame_t *frame, size_t size, size_t alignment);
-/// Ends a frame: switches ranges and applies the policy to the range used one frame earlier. Not thread-safe.
+/// Ends a frame: switches ranges and applies the policy to the range used one frame earlier, which the new
+/// frame then uses. When the previous flip is older than idle_ms and the maintenance thread has not already
+/// reclaimed the ranges, both are given back first. Cost: policy dependent (docs/pages.md). Owner thread only;
+/// NULL is ignored. A failing system call falls back to MADV_DONTNEED (reported under MEMSPACE_VERBOSE).
 MS_API void ms_frame_flip(ms_frame_t *frame);
-/// Gives back both ranges' pages now (what idleness does); returns bytes decommitted. Not thread-safe.
+/// Gives back both ranges' pages now (what idleness does; contents of both frames are discarded). Returns the
+/// bytes given back (0 for NULL). Owner thread only. Cost: about 0.3 us per resident 4 KiB page.
 MS_API size_t ms_frame_idle(ms_frame_t *frame);
-/// Frees everything. NULL is ignored.
+/// Bytes allocated in the current frame (alignment padding included); 0 for NULL. O(1).
+MS_API size_t ms_frame_used(const ms_frame_t *frame);
+/// Frees both ranges. NULL is ignored. Owner thread only; waits for a running idle reclaim.
 MS_API void ms_frame_destroy(ms_frame_t *frame);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -266,10 +292,39 @@ MS_API int ms_is_ours(const void *ptr);
 /* Deterministic spaces (CONTRACT.md §4)                                                                       */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory
-#define MS_SPACE_ZERO 0x2u         ///< zero every block on allocation
+/// Deterministic spaces: many independent memory spaces with an O(1) allocator for real-time code
+/// (docs/spaces.md). Each space is a binary buddy system whose metadata lives outside the blocks, in a compact
+/// side area (free bitmaps per block order, an allocation map of one nibble per 16 B and one byte per 2 KiB,
+/// a cache of freed blocks up to 64 KiB), so malloc and free never read or write the data area and a heap
+/// overflow cannot corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size; no
+/// per-block header.
+///
+/// THE GUARANTEE. While a space has room (a free block of the requested order or larger exists, in the bitmaps
+/// or the block cache), ms_space_malloc, ms_space_free, ms_space_calloc (not counting the zeroing) and
+/// ms_space_aligned_alloc take a bounded number of steps (below), make no system call and touch a bounded number
+/// of cache lines (at most ~2 per block order of the space plus 4); they take no page fault when the space was
+/// created MS_SPACE_AT_START (or has made its first allocation with MS_SPACE_AT_FIRSTALLOC) and is backed by
+/// hugetlb pages, or, with 4 KiB pages, when it is MS_SPACE_LOCKED and the kernel neither compacts locked pages
+/// (vm.compact_unevictable_allowed=0) nor balances NUMA (kernel.numa_balancing=0): `memspace info` shows both;
+/// and the process has not forked since (copy-on-write), and a thread-safe space's lock is uncontended
+/// (priority-inheriting, so a low-priority holder is boosted instead of stalling a real-time thread).
+/// Conditions outside the guarantee: expansion when full (counted in expand_count and reported), first-allocation
+/// commit, ms_space_expand, ms_space_shrink, create/destroy, check and walk.
+///
+/// STEP COUNTS. Let L = log2(space reserve / 16) (the number of block orders, at most 42) and D <= 6 the depth
+/// of a free bitmap (64-way). malloc: a cache hit is ~10 operations; otherwise one ctz on the order mask (or
+/// on the cache's order mask), at most D loads to find the lowest free block, then at most L splits of at most
+/// D word updates each: at most L*(D+1)+D+10 word operations, no loop over blocks. free: one map read, then a
+/// cache push, or at most L merges (bit test + clear of at most D words each) and one set; a full cache first
+/// evicts one block (one such merge chain). A request that finds no block at all returns the cache (at most
+/// 256 blocks) to the buddy system before expanding or failing: bounded, and only when the space is full.
+///
+/// THREAD SAFETY. A space is not thread-safe unless created with MS_SPACE_THREAD_SAFE (a PTHREAD_PRIO_INHERIT
+/// mutex around every call). Different spaces are independent: no global lock on any allocation path.
+#define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory (and its metadata)
+#define MS_SPACE_ZERO 0x2u         ///< zero every block on allocation (O(size))
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
-#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported)
+#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported); fixed size
 
 typedef struct ms_space_s ms_space_t;
 typedef enum { MS_SPACE_AT_START = 0, MS_SPACE_AT_FIRSTALLOC = 1 } ms_space_at_t;
@@ -288,33 +343,61 @@ typedef struct ms_space_info_s {
   uint64_t reserved[4];
 } ms_space_info_t;
 
-/// Creates a space. NULL + errno (EINVAL bad config, ENOMEM, EPERM/EAGAIN lock refused) on failure.
+/// Creates a space: reserves address space for initial_size plus room for expansions (63 steps of
+/// expand_size, at most 64 GiB; a fixed space: room to grow to 4x by ms_space_expand) and ~5% of that for
+/// metadata; with MS_SPACE_AT_START commits, pre-faults and (MS_SPACE_LOCKED) locks the initial size now, with
+/// MS_SPACE_AT_FIRSTALLOC at the first allocation. Sizes are rounded up to the page size. Thread-safe; a few
+/// system calls. NULL + errno: EINVAL (NULL config, initial_size 0, unknown flag or `at`, reserved not zero,
+/// numa_node < -1), ENOMEM (no memory, size overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
 MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
-/// Creates a fixed-size space inside the caller's memory (which must outlive it). NULL + errno on failure.
+/// Creates a fixed-size space inside the caller's memory (which must outlive it): the space's struct, its
+/// metadata (~5%) and the data area all live in [memory, memory+size); nothing is mapped. Flags: LOCKED
+/// (mlocks the range), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
+/// Thread-safe, O(size/4096) for the metadata's initialisation. NULL + errno EINVAL (NULL, too small, bad flags).
 MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
-/// Destroys a space and every block in it. NULL is ignored.
+/// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped).
+/// NULL is ignored. Not to be called concurrently with other calls on the same space.
 MS_API void ms_space_destroy(ms_space_t *space);
-/// O(1) allocation, 16-byte aligned. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0 or NULL space.
+/// O(1) allocation, 16-byte aligned; the block is the next power of two >= size (at least 16 B). Steps: see
+/// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0 or NULL space;
+/// the failure is counted in oom_count.
 MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
-/// O(1) calloc (zeroing costs O(size)); overflow-checked.
+/// O(1) calloc (zeroing costs O(size)); overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
 MS_API void *ms_space_calloc(ms_space_t *space, size_t count, size_t size);
-/// O(1) aligned allocation; alignment a power of two (else EINVAL).
+/// O(1) aligned allocation: a block of order max(log2 size, log2 alignment) is aligned to its size. alignment
+/// a power of two (else NULL + EINVAL); larger than the data area's own alignment (2 MiB for created spaces,
+/// 16 B to 4 KiB for caller memory): NULL + ENOMEM.
 MS_API void *ms_space_aligned_alloc(ms_space_t *space, size_t alignment, size_t size);
-/// O(1) in place when the neighbour allows, else malloc+copy+free. realloc(NULL) = malloc; size 0 frees.
+/// O(1) in place when the neighbour allows: shrinking always is (the upper halves are freed); growing is when
+/// the block is the lower buddy and the buddies up to the new order are free; else malloc+copy+free.
+/// realloc(NULL) = malloc; size 0 frees and returns NULL. On failure NULL + errno and the block is unchanged.
 MS_API void *ms_space_realloc(ms_space_t *space, void *ptr, size_t size);
-/// O(1) free; NULL is ignored. Foreign and double frees are detected where the design allows.
+/// O(1) free; NULL is ignored. Foreign pointers, interior pointers and double frees are always detected
+/// (the allocation map is outside the blocks): reported naming the pointer and ignored (errno EINVAL); fatal
+/// (abort) in debug/secure builds and with MEMSPACE_SECURE=1.
 MS_API void ms_space_free(ms_space_t *space, void *ptr);
-/// Usable size of a block of this space. O(1).
+/// Usable size of a block of this space (its power-of-two size); 0 for NULL or a pointer that is not an
+/// allocated block of this space. O(1).
 MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
-/// Grows the space by at least `bytes`. Returns 0 or an errno value.
+/// Grows the space by at least `bytes` (a new region, committed, pre-faulted and locked like the initial one;
+/// a free expansion region is reused first). Counted in expand_count. Not deterministic (system calls).
+/// Returns 0 or an errno value: EINVAL, ENOMEM (no reserved room left: 63 regions or the reserve is used;
+/// spaces in caller memory and huge-page spaces cannot grow), EPERM/EAGAIN (lock refused).
 MS_API int ms_space_expand(ms_space_t *space, size_t bytes);
-/// Gives back whole expansions that are free; returns bytes given back.
+/// Gives back whole expansions that are free (decommitted; the address range stays reserved for later
+/// expansions); also returns the block cache to the buddy system. Returns bytes given back.
+/// O(regions x log(size)) plus system calls.
 MS_API size_t ms_space_shrink(ms_space_t *space);
-/// Fills `info`. Returns 0 or EINVAL.
+/// Fills `info`: size (committed bytes), used (bytes in allocated blocks), free = size - used, peak_used,
+/// largest_free_block, free_blocks (cached blocks included), allocs, frees, oom_count, expand_count.
+/// O(1). Returns 0 or EINVAL.
 MS_API int ms_space_info(const ms_space_t *space, ms_space_info_t *info);
-/// Verifies every invariant; 0 when all hold, else an errno value (EFAULT) with a message. O(blocks).
+/// Verifies every invariant (bitmap summaries, order mask, every granule in exactly one block, no unmerged free
+/// buddies, allocation map and cache lists consistent, counters); 0 when all hold, else EFAULT with a message
+/// (or EINVAL for NULL). O(size/16).
 MS_API int ms_space_check(const ms_space_t *space);
-/// Visits every block in address order; stops when `visit` returns non-zero (returned). O(blocks).
+/// Visits every block in address order (used = 1 for allocated blocks); stops when `visit` returns non-zero
+/// (returned). O(blocks x orders). `visit` must not call into the same space. EINVAL for NULL arguments.
 MS_API int ms_space_walk(const ms_space_t *space,
                          int (*visit)(const void *block, size_t size, int used, void *arg), void *arg);
 
@@ -334,8 +417,25 @@ MS_API int ms_spill_is(const void *ptr);
 /* DMA buffers (CONTRACT.md §5)                                                                                */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define MS_DMA_CONTIGUOUS 0x1u   ///< one physical run or fail
-#define MS_DMA_NO_FALLBACK 0x2u  ///< fail instead of falling back to a smaller page size
+/// DMA buffers for user-space drivers and data-acquisition loops: pinned memory, its physical layout as a
+/// scatter/gather list, and a streaming copy to fill it. docs/dma.md has the details.
+///
+/// What a physical address is worth (read this before handing one to a device):
+/// - It is the CPU's view, read from /proc/self/pagemap. Behind an IOMMU a device needs IOMMU (bus) addresses,
+///   which only a kernel path gives (VFIO, a driver calling pin_user_pages, udmabuf/dma-buf).
+/// - Reading it needs CAP_SYS_ADMIN: without it the kernel reports PFN 0; every call that needs a physical
+///   address then fails with EPERM and one message saying so. Allocation, pinning and writing still work.
+/// - Buffers on hugetlb pages (2 MiB, 1 GiB) are never swapped and never moved by compaction: their list stays
+///   valid for the buffer's life. It is NOT stable against memory offlining (hot-unplug) or an explicit migration
+///   (move_pages, migrate_pages, cpuset or NUMA-balancing changes on hugetlb where the kernel supports it).
+/// - Buffers on 4 KiB pages, and registered memory that is not entirely hugetlb, are *movable*: mlock keeps them
+///   in RAM but compaction may still move them (measured: one compaction moved 63% of an mlocked GiB).
+///   ms_dma_movable() says so; ms_dma_verify() re-translates and compares. Do not give their addresses to a
+///   device that writes while the kernel might compact, unless a kernel driver pins them for you.
+/// - Every buffer is marked MADV_DONTFORK: a forked child does not inherit it, so a fork never makes the
+///   parent's next write land on a copied page while a device writes the old one. (The child must not touch it.)
+#define MS_DMA_CONTIGUOUS 0x1u   ///< one physical run or fail: succeeds when one page (a huge page) holds the buffer
+#define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size
 
 typedef struct ms_dma_buffer_s ms_dma_buffer_t;
 typedef struct ms_dma_segment_s { uint64_t phys; size_t length; } ms_dma_segment_t; /* one contiguous run */
@@ -346,22 +446,97 @@ typedef struct ms_dma_config_s {
   uint64_t reserved[4];  /* must be zero */
 } ms_dma_config_t;
 
-/// Allocates a pinned buffer. NULL + errno on failure.
+/// Allocates a pinned buffer of `size` bytes (config NULL: best page size, no NUMA preference, no flags).
+/// Pages: `page_size` 0 tries 1 GiB pages (when the buffer exceeds 512 MiB, so rounding wastes under half, or
+/// when MS_DMA_CONTIGUOUS needs one), then 2 MiB, then the base page; MEMSPACE_HUGE_PAGES=2M caps that choice.
+/// An exact size (base, 2 MiB, 1 GiB) is tried first, then the smaller ones (reported under MEMSPACE_VERBOSE,
+/// in stats and in ms_dma_info) unless MS_DMA_NO_FALLBACK; a size the kernel lacks counts as an empty pool. Hugetlb pages come from the pool reserved at
+/// allocation time (never MAP_NORESERVE) and are pre-faulted, not mlocked (RLIMIT_MEMLOCK does not apply);
+/// base pages are mlocked and populated. Memory is bound to `numa_node` when >= 0. The buffer starts
+/// aligned to its page size and reads as zero.
+/// Thread-safe. Cost: the system calls plus the kernel zeroing every page (0.1-0.2 s per GiB on 2 MiB pages).
+/// NULL + errno: EINVAL (size 0, reserved fields not zero, unknown flags, a NUMA node the machine lacks, a page
+/// size other than the base page, 2 MiB or 1 GiB, or
+/// MS_DMA_CONTIGUOUS when no single page can hold the buffer: the message names why), ENOMEM (size overflow,
+/// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), EPERM/EAGAIN/ENOMEM from
+/// mlock when RLIMIT_MEMLOCK is too small (the message names the limit), EIO (MS_DMA_CONTIGUOUS buffer found
+/// not contiguous: never expected).
 MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config);
-/// Pins and describes memory the program already has. NULL + errno on failure.
+/// Pins and describes memory the program already has (`config` may be NULL; its page_size must be 0 or the
+/// memory's page size; numa_node is ignored: existing pages are not moved). `memory` and `size` must be
+/// aligned to the memory's page size (EINVAL otherwise: rounding would pin and mark MADV_DONTFORK the
+/// neighbours sharing those pages, e.g. other heap blocks a forked child needs). The range is pre-faulted for
+/// writing, mlocked (unless hugetlb or already locked) and marked MADV_DONTFORK. Registered memory is movable
+/// unless every page is hugetlb. The memory must stay mapped until ms_dma_free. Thread-safe; O(mappings).
+/// NULL + errno: EINVAL (NULL, size 0, unaligned, bad config), EFAULT (part of the range is not mapped or not
+/// writable; the message names the first address), EPERM/ENOMEM/EAGAIN (mlock refused: the message names
+/// RLIMIT_MEMLOCK).
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
-/// Frees, or unregisters registered memory. NULL is ignored.
+/// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
+/// them; the memory stays mapped and keeps its contents). NULL is ignored. Thread-safe against other buffers;
+/// the buffer must not be used concurrently.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
+/// Start of the buffer (NULL + EINVAL for NULL). O(1), thread-safe.
 MS_API void *ms_dma_addr(const ms_dma_buffer_t *buffer);
+/// Size asked for (the list covers exactly [0, size)); 0 for NULL. O(1), thread-safe.
 MS_API size_t ms_dma_size(const ms_dma_buffer_t *buffer);
-/// The page size actually obtained.
+/// The page size actually obtained; 0 for NULL. O(1), thread-safe.
 MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
-/// Scatter/gather list in buffer order, coalesced; NULL + errno EPERM without CAP_SYS_ADMIN.
+/// Scatter/gather list: physical address and length of each physically contiguous run, in buffer order,
+/// adjacent pages coalesced, lengths summing to ms_dma_size. Built on first call from one bulk read of
+/// /proc/self/pagemap (one entry per huge page on hugetlb), then kept; the array lives as long as the buffer
+/// (ms_dma_verify may update it in place). `count` receives the number of entries (0 on failure).
+/// Thread-safe (an internal lock serialises building). O(pages) the first time, O(1) after.
+/// NULL + errno: EPERM without CAP_SYS_ADMIN (PFN 0 seen, one message says so), EFAULT (a page not present),
+/// EINVAL (NULL buffer), ENOMEM.
 MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
-/// Physical address of the byte at `offset`. Returns 0 or an errno value.
+/// Physical address of the byte at `offset` (< ms_dma_size). O(log segments) once the list is built.
+/// Returns 0, or EINVAL (NULL, offset out of range), EPERM (no CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
 MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
-/// Streaming (non-temporal) copy into the buffer.
+/// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
+/// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
+/// fence before return, so the data is globally visible when it returns; plain memcpy (ordered, no fence) for
+/// copies under 2 KiB, where the fence costs more than it saves, and on other architectures. For memory the CPU
+/// will not read back soon. Thread-safe for disjoint ranges, no lock, no system call. A range outside the
+/// buffer (or NULL) writes nothing and sets errno EINVAL. Many small events: ms_dma_stream + ms_dma_fence.
 MS_API void ms_dma_write(ms_dma_buffer_t *buffer, size_t offset, const void *src, size_t length);
+
+/// As ms_dma_write but without the fence (memcpy below 256 bytes): for a run of events, followed by ONE
+/// ms_dma_fence() before the device is told (doorbell, write pointer). Until that fence the device may see
+/// older contents. Thread-safe for disjoint ranges; the fence orders the calling thread's stores only.
+MS_API void ms_dma_stream(ms_dma_buffer_t *buffer, size_t offset, const void *src, size_t length);
+/// The unfenced streaming copy behind ms_dma_stream, for any destination (e.g. a device's view of a buffer found
+/// through its own mapping). `dst` and `src` must not overlap. Thread-safe. Follow with ms_dma_fence().
+MS_API void ms_dma_copy(void *dst, const void *src, size_t length);
+/// Store fence (sfence on x86-64): every earlier ms_dma_stream / ms_dma_copy of this thread is globally visible
+/// when it returns. O(outstanding stores).
+MS_API void ms_dma_fence(void);
+/// 1 when the buffer's physical pages may move while it lives (base pages, registered memory not entirely on
+/// hugetlb), 0 when hugetlb-backed (stable against compaction; see the guarantees above), -1 + EINVAL for NULL.
+/// O(1), thread-safe.
+MS_API int ms_dma_movable(const ms_dma_buffer_t *buffer);
+/// Re-translate and compare: reads pagemap again and compares with the list. Returns 0 when every byte is
+/// where the list says, ESTALE when some moved (the list is then updated in place and `moved_bytes` receives
+/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments.
+/// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages).
+MS_API int ms_dma_verify(ms_dma_buffer_t *buffer, size_t *moved_bytes);
+
+/// What one buffer is (ms_dma_info).
+typedef struct ms_dma_info_s {
+  void *addr;              ///< start
+  size_t size;             ///< bytes asked for
+  size_t mapped_size;      ///< bytes pinned (size rounded up to the page size)
+  size_t page_size;        ///< page size obtained
+  size_t segments;         ///< entries in the list, 0 while not built (or not readable)
+  size_t largest_segment;  ///< bytes in the largest run, 0 while not built
+  int numa_node;           ///< node bound to, or -1
+  int registered;          ///< 1 for ms_dma_register memory
+  int movable;             ///< as ms_dma_movable
+  int fallback;            ///< 1 when a larger page size was asked for and not obtained
+  uint64_t reserved[4];
+} ms_dma_info_t;
+/// Fills `info`. Returns 0 or EINVAL (NULL). O(1), thread-safe.
+MS_API int ms_dma_info(const ms_dma_buffer_t *buffer, ms_dma_info_t *info);
 
 #ifdef __cplusplus
 }

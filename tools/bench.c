@@ -91,7 +91,9 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   fclose(ctx.csv);
   fclose(ctx.cmd);
   char plot[PATH_MAX * 2];
-  snprintf(plot, sizeof plot, "python3 '%s/bench/plot.py' '%s/%s.csv' '%s' >/dev/null 2>&1", msb_source_dir(),
+  /* Debian's python3 has python3-matplotlib; a python3 earlier in PATH (pyenv, venv) may not */
+  const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  snprintf(plot, sizeof plot, "%s '%s/bench/plot.py' '%s/%s.csv' '%s' >/dev/null 2>&1", py, msb_source_dir(),
            out_dir, ctx.part, out_dir);
   if (system(plot) != 0) msb_printf("(plots for %s not written: python3 with matplotlib is needed)\n", ctx.part);
   return r;

@@ -1,9 +1,313 @@
 /* SPDX-License-Identifier: MIT */
-/* info.c: `memspace info` (CONTRACT §2). Placeholder until the foundation work fills it in. */
+/* info.c: `memspace info` (CONTRACT §2): what this machine offers a memory allocator, and which settings
+   weaken real-time guarantees. Reads /proc and /sys only; never changes anything. */
+#include "bench.h"
+#include "memspace.h"
 #include "tool.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* first line of a file without its newline; false when unreadable */
+static bool read_line(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fgets(buf, (int)cap, f) != NULL;
+  fclose(f);
+  if (ok) buf[strcspn(buf, "\n")] = 0;
+  return ok;
+}
+
+static long long read_ll(const char *path, long long def) {
+  char buf[64];
+  if (!read_line(path, buf, sizeof buf)) return def;
+  return strtoll(buf, NULL, 10);
+}
+
+/* "kB" value of a /proc/meminfo field, -1 when absent */
+static long long meminfo_kb(const char *field) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long long v = -1;
+  size_t n = strlen(field);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, field, n) == 0 && line[n] == ':') { v = strtoll(line + n + 1, NULL, 10); break; }
+  fclose(f);
+  return v;
+}
+
+static void human(char *buf, size_t cap, unsigned long long bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) snprintf(buf, cap, "%llu GiB", bytes >> 30);
+  else if (bytes >= (1ull << 30)) snprintf(buf, cap, "%.1f GiB", (double)bytes / (1 << 30));
+  else if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) snprintf(buf, cap, "%llu MiB", bytes >> 20);
+  else if (bytes >= (1ull << 20)) snprintf(buf, cap, "%.1f MiB", (double)bytes / (1 << 20));
+  else if (bytes >= 1024) snprintf(buf, cap, "%llu KiB", bytes >> 10);
+  else snprintf(buf, cap, "%llu B", bytes);
+}
+
+static void row(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void row(const char *name, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("  %-30s ", name);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+}
+
+static void section(const char *name) { printf("%s\n", name); }
+
+/* the selected word of a "[x] y z" sysfs mode file */
+static const char *selected(const char *line, char *buf, size_t cap) {
+  const char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+  if (!a || !b) { snprintf(buf, cap, "%s", line); return buf; }
+  snprintf(buf, cap, "%.*s", (int)(b - a - 1), a + 1);
+  return buf;
+}
+
+static void pages(void) {
+  char buf[256], sel[64], h[32];
+  section("Pages");
+  human(h, sizeof h, ms_page_size());
+  row("base page", "%s", h);
+  size_t thp = ms_huge_page_size(MS_PAGE_THP);
+  if (read_line("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
+    human(h, sizeof h, thp);
+    row("transparent huge pages", "enabled=%s (page %s)", selected(buf, sel, sizeof sel), thp ? h : "-");
+    if (read_line("/sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof buf))
+      row("THP defrag", "%s", selected(buf, sel, sizeof sel));
+    if (read_line("/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf, sizeof buf))
+      row("THP for shmem", "%s", selected(buf, sel, sizeof sel));
+  } else {
+    row("transparent huge pages", "not available (kernel without THP)");
+  }
+  DIR *d = opendir("/sys/kernel/mm/hugepages");
+  int sizes = 0;
+  if (d) {
+    struct dirent *e;
+    char names[8][64];
+    while ((e = readdir(d)) && sizes < 8)
+      if (strncmp(e->d_name, "hugepages-", 10) == 0) snprintf(names[sizes++], 64, "%s", e->d_name);
+    closedir(d);
+    /* smallest first */
+    for (int i = 0; i < sizes; i++)
+      for (int j = i + 1; j < sizes; j++)
+        if (atoll(names[j] + 10) < atoll(names[i] + 10)) {
+          char t[64];
+          memcpy(t, names[i], 64), memcpy(names[i], names[j], 64), memcpy(names[j], t, 64);
+        }
+    for (int i = 0; i < sizes; i++) {
+      char path[256], label[64];
+      unsigned long long kb = strtoull(names[i] + 10, NULL, 10);
+      human(h, sizeof h, kb * 1024);
+      snprintf(label, sizeof label, "hugetlb %s pages", h);
+      snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/nr_hugepages", names[i]);
+      long long nr = read_ll(path, -1);
+      snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/free_hugepages", names[i]);
+      long long fr = read_ll(path, -1);
+      snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/resv_hugepages", names[i]);
+      long long rs = read_ll(path, -1);
+      row(label, "reserved %lld, free %lld, promised to mappings %lld%s", nr, fr, rs,
+          nr == 0 ? "  (reserve with /proc/sys/vm/nr_hugepages or the sysfs file)" : "");
+    }
+  }
+  if (!sizes) row("hugetlb pages", "not available (kernel without hugetlbfs)");
+}
+
+/* bit `cap` of CapEff in /proc/self/status */
+static bool has_cap(int cap) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return false;
+  char line[256];
+  unsigned long long eff = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "CapEff:", 7) == 0) eff = strtoull(line + 7, NULL, 16);
+  fclose(f);
+  return (eff >> cap) & 1;
+}
+
+static void memory(void) {
+  char h[32], h2[32];
+  section("Memory");
+  long long total = meminfo_kb("MemTotal"), avail = meminfo_kb("MemAvailable");
+  human(h, sizeof h, (unsigned long long)(total > 0 ? total : 0) * 1024);
+  human(h2, sizeof h2, (unsigned long long)(avail > 0 ? avail : 0) * 1024);
+  row("RAM", "%s total, %s available", h, h2);
+  long long st = meminfo_kb("SwapTotal"), sf = meminfo_kb("SwapFree");
+  if (st > 0) {
+    human(h, sizeof h, (unsigned long long)st * 1024);
+    human(h2, sizeof h2, (unsigned long long)(sf > 0 ? sf : 0) * 1024);
+    row("swap", "%s total, %s free (swappiness %lld)", h, h2, read_ll("/proc/sys/vm/swappiness", -1));
+  } else {
+    row("swap", "none");
+  }
+  long long oc = read_ll("/proc/sys/vm/overcommit_memory", -1);
+  const char *ocs = oc == 0 ? "0 (heuristic)" : oc == 1 ? "1 (always)" : oc == 2 ? "2 (strict: commit limit)" : "?";
+  if (oc == 2) row("overcommit", "%s, ratio %lld%%", ocs, read_ll("/proc/sys/vm/overcommit_ratio", -1));
+  else row("overcommit", "%s", ocs);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+    if (rl.rlim_cur == RLIM_INFINITY) snprintf(h, sizeof h, "unlimited");
+    else human(h, sizeof h, rl.rlim_cur);
+    if (rl.rlim_max == RLIM_INFINITY) snprintf(h2, sizeof h2, "unlimited");
+    else human(h2, sizeof h2, rl.rlim_max);
+    row("RLIMIT_MEMLOCK", "%s (hard %s)%s", h, h2, has_cap(14) ? "; this process has CAP_IPC_LOCK: not enforced" : "");
+  }
+  /* cgroup: v2 "0::/path" -> /sys/fs/cgroup/path/memory.max; v1 memory controller line */
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  char line[512], v2[512] = "", v1[512] = "";
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (strncmp(line, "0::", 3) == 0) snprintf(v2, sizeof v2, "%s", line + 3);
+    char *c = strstr(line, ":memory:");
+    if (c) snprintf(v1, sizeof v1, "%s", c + 8);
+  }
+  if (f) fclose(f);
+  /* the own cgroup and its parents: the smallest limit applies (a container's limit often sits above us) */
+  bool v1mode = v1[0] != 0;
+  const char *own = v1mode ? v1 : v2;
+  bool shown = false;
+  if (own[0]) {
+    char cg[512], path[1100], buf[128], where[512] = "";
+    unsigned long long best = ~0ull;
+    bool any = false;
+    snprintf(cg, sizeof cg, "%s", own);
+    for (;;) {
+      if (v1mode) snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", strcmp(cg, "/") ? cg : "");
+      else snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(cg, "/") ? cg : "");
+      if (read_line(path, buf, sizeof buf)) {
+        any = true;
+        unsigned long long v = strcmp(buf, "max") == 0 ? ~0ull : strtoull(buf, NULL, 10);
+        if (v < best && v < (1ull << 62)) best = v, snprintf(where, sizeof where, "%s", cg);
+      }
+      char *slash = strrchr(cg, '/');
+      if (!slash || strcmp(cg, "/") == 0) break;
+      if (slash == cg) slash[1] = 0; else *slash = 0;
+    }
+    if (best != ~0ull) {
+      human(h, sizeof h, best);
+      row("cgroup memory limit", "%s (%s, set at %s; own cgroup %s)", h, v1mode ? "v1" : "v2", where, own);
+      shown = true;
+    } else if (any || strcmp(own, "/") == 0) {
+      row("cgroup memory limit", "none (%s, own cgroup %s)", v1mode ? "v1" : "v2", own);
+      shown = true;
+    }
+  }
+  if (!shown) row("cgroup memory limit", "unknown (no memory controller visible)");
+}
+
+static void numa(void) {
+  section("NUMA and physical addresses");
+  char buf[256];
+  int nodes = 0;
+  for (int n = 0; n < 1024; n++) {
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d", n);
+    if (access(path, F_OK) != 0) break;
+    nodes++;
+  }
+  if (read_line("/sys/devices/system/node/online", buf, sizeof buf)) row("NUMA nodes", "%d (online %s)", nodes, buf);
+  else row("NUMA nodes", "1 (no NUMA support in the kernel)");
+  /* a present page's PFN from pagemap: 0 without CAP_SYS_ADMIN */
+  long ps = sysconf(_SC_PAGESIZE);
+  char *p = mmap(NULL, (size_t)ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const char *answer = "unknown";
+  char why[160] = "";
+  if (p != MAP_FAILED) {
+    p[0] = 1;
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    uint64_t e = 0;
+    if (fd < 0) {
+      answer = "no";
+      snprintf(why, sizeof why, " (/proc/self/pagemap: %s)", strerror(errno));
+    } else {
+      if (pread(fd, &e, sizeof e, (off_t)((uintptr_t)p / (uintptr_t)ps * 8)) == (ssize_t)sizeof e) {
+        bool present = e >> 63 & 1;
+        uint64_t pfn = e & ((1ull << 55) - 1);
+        answer = present && pfn ? "yes" : "no";
+        if (!pfn) snprintf(why, sizeof why, " (PFN reads as 0: CAP_SYS_ADMIN needed)");
+      }
+      close(fd);
+    }
+    munmap(p, (size_t)ps);
+  }
+  row("physical addresses readable", "%s%s", answer, why);
+}
+
+static void realtime(void) {
+  section("Settings that weaken real-time guarantees");
+  long long cu = read_ll("/proc/sys/vm/compact_unevictable_allowed", -1);
+  row("vm.compact_unevictable_allowed", "%lld%s", cu,
+      cu == 1 ? "  (compaction may move mlocked 4 KiB pages: page faults on locked memory; hugetlb is safe)"
+              : cu == 0 ? "  (locked pages stay put)" : "  (unknown)");
+  long long nb = read_ll("/proc/sys/kernel/numa_balancing", -1);
+  row("kernel.numa_balancing", "%lld%s", nb,
+      nb > 0 ? "  (NUMA hinting faults on any page)" : nb == 0 ? "  (off)" : "  (not in this kernel)");
+  long long rt = read_ll("/proc/sys/kernel/sched_rt_runtime_us", -2), per = read_ll("/proc/sys/kernel/sched_rt_period_us", -1);
+  if (rt == -1) row("kernel.sched_rt_runtime_us", "-1  (RT throttling off)");
+  else if (rt >= 0) row("kernel.sched_rt_runtime_us", "%lld of %lld  (RT tasks throttled to %.0f%% of each period)", rt, per,
+                        per > 0 ? 100.0 * (double)rt / (double)per : 0);
+  else row("kernel.sched_rt_runtime_us", "unknown");
+  char buf[128];
+  if (read_line("/sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof buf)) {
+    char sel[64];
+    selected(buf, sel, sizeof sel);
+    row("THP defrag", "%s%s", sel, strcmp(sel, "always") == 0 ? "  (page faults may stall for compaction)" : "");
+  }
+}
+
+static void peers(void) {
+  section("Allocators for `memspace bench` (LD_PRELOAD peers)");
+  size_t n;
+  const msb_alloc_t *a = msb_allocators(&n);
+  for (size_t i = 0; i < n; i++) {
+    char v[160];
+    if (!a[i].installed) snprintf(v, sizeof v, "not installed");
+    else if (a[i].preload) snprintf(v, sizeof v, "%s  %s", a[i].version[0] ? a[i].version : "installed", a[i].preload);
+    else snprintf(v, sizeof v, "%s (the system allocator)", a[i].version);
+    row(a[i].impl, "%s", v);
+  }
+}
+
+static void settings(void) {
+  section("memspace settings in the environment (docs/options.md)");
+  int n = 0;
+  for (int o = 0; o < MS_OPTION_COUNT; o++) {
+    const char *name = ms_option_name((ms_option_t)o), *v = getenv(name);
+    if (v) row(name, "%s", v), n++;
+  }
+  if (!n) row("(none set)", "defaults apply");
+}
+
 int tool_info(int argc, char **argv) {
-  (void)argc, (void)argv;
-  printf("memspace info: not implemented yet\n");
+  (void)argv;
+  if (argc > 1) { fprintf(stderr, "usage: memspace info\n"); return 2; }
+  int v = ms_version();
+  char host[128] = "?";
+  gethostname(host, sizeof host);
+  char kernel[256] = "";
+  read_line("/proc/sys/kernel/osrelease", kernel, sizeof kernel);
+  printf("memspace %d.%d.%d on %s (Linux %s, %ld CPUs)\n\n", v / 10000, v / 100 % 100, v % 100, host, kernel,
+         sysconf(_SC_NPROCESSORS_ONLN));
+  pages();
+  printf("\n");
+  memory();
+  printf("\n");
+  numa();
+  printf("\n");
+  realtime();
+  printf("\n");
+  settings();
+  printf("\n");
+  peers();
   return 0;
 }

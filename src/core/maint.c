@@ -8,7 +8,16 @@
 #include "internal.h"
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define MSI_HAVE_SINGLE_THREADED 1
+#endif
+#endif
 
 #define MAX_TASKS 8
 static const msi_maint_task_t *tasks[MAX_TASKS];
@@ -17,8 +26,19 @@ static msi_lock_t task_lock = MSI_LOCK_INIT;
 static _Atomic int multi_threaded;
 static _Atomic int state; /* 0 none, 1 starting, 2 running */
 static _Atomic int atfork_done;
+static _Atomic int forked;          /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
+static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
+
+static void child_after_fork(void);
+/* the child handler is installed as soon as a part registers work, so a child forked before the thread ever
+   started also knows it is a forked child (glibc's pthread_atfork keeps its first handlers in static storage) */
+static void atfork_once(void) {
+  if (!atomic_load_explicit(&atfork_done, memory_order_relaxed) && !atomic_exchange(&atfork_done, 1))
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
 
 void msi_maint_register(const msi_maint_task_t *task) {
+  atfork_once();
   msi_lock(&task_lock);
   int n = atomic_load(&task_count);
   bool present = false;
@@ -60,6 +80,8 @@ static void *maint_main(void *arg) {
 static void child_after_fork(void) {
   atomic_store(&state, 0);
   atomic_store(&multi_threaded, 0);
+  atomic_store(&forked, 1);
+  atomic_store(&next_check, 0);
   msi_lock_reset(&task_lock);
 }
 
@@ -69,13 +91,49 @@ void msi_maint_note_thread(void) {
 
 bool msi_maint_running(void) { return atomic_load(&state) == 2; }
 
+/* a second thread exists: told by a part (msi_maint_note_thread) or, with glibc >= 2.32, seen directly */
+/* threads of this process from /proc/self/stat (field 20), without allocating; 0 when unreadable */
+static long proc_threads(void) {
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+  if (!p) return 0;
+  for (int field = 2; *p && field < 20; p++)
+    if (*p == ' ') field++;
+  long v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  return v;
+}
+
+static bool second_thread(void) {
+  if (atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return true;
+  bool multi = false;
+  if (atomic_load_explicit(&forked, memory_order_relaxed)) {
+    uint64_t now = msi_now_ns();
+    if (now < atomic_load_explicit(&next_check, memory_order_relaxed)) return false;
+    atomic_store_explicit(&next_check, now + 100000000ull, memory_order_relaxed);
+    multi = proc_threads() > 1;
+  } else {
+#ifdef MSI_HAVE_SINGLE_THREADED
+    multi = !__libc_single_threaded;
+#endif
+  }
+  if (multi) atomic_store(&multi_threaded, 1);
+  return multi;
+}
+
 void msi_maint_kick(void) {
   if (MSI_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != 0)) return;
-  if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return;
+  if (!second_thread()) return;
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) return;
   int expected = 0;
   if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
-  if (!atomic_exchange(&atfork_done, 1)) pthread_atfork(NULL, NULL, child_after_fork);
+  atfork_once();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -69,9 +69,19 @@ void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long
 }
 
 void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value) {
-  if (w->json)
-    wprintf_(w, "%s\n    \"%s\": \"%s\"", w->fields ? "," : "", name, value);
-  else
+  if (w->json) {
+    /* JSON string: escape quotes, backslashes and control characters */
+    char esc[256];
+    size_t n = 0;
+    for (const char *v = value ? value : ""; *v && n + 7 < sizeof esc; v++) {
+      unsigned char c = (unsigned char)*v;
+      if (c == '"' || c == '\\') { esc[n++] = '\\'; esc[n++] = (char)c; }
+      else if (c < 0x20) n += msi_snprintf(esc + n, sizeof esc - n, "\\u%04x", c);
+      else esc[n++] = (char)c;
+    }
+    esc[n] = 0;
+    wprintf_(w, "%s\n    \"%s\": \"%s\"", w->fields ? "," : "", name, esc);
+  } else
     wprintf_(w, "  %-28s %s\n", name, value);
   w->fields++;
 }
@@ -82,10 +92,11 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
   if (w.json) w.out("{", w.arg);
   else wprintf_(&w, "memspace %d.%d.%d statistics\n", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
                 MEMSPACE_VERSION_PATCH);
+  int sections = 0;
   for (int i = 0; i < n; i++) {
     if (!sources[i]->print) continue;
     w.fields = 0;
-    if (w.json) wprintf_(&w, "%s\n  \"%s\": {", i ? "," : "", sources[i]->name);
+    if (w.json) wprintf_(&w, "%s\n  \"%s\": {", sections++ ? "," : "", sources[i]->name);
     else wprintf_(&w, "[%s]\n", sources[i]->name);
     sources[i]->print(&w);
     if (w.json) w.out("\n  }", w.arg);

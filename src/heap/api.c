@@ -111,7 +111,9 @@ void msi_free(void *p) {
       uintptr_t off = (uintptr_t)p - s->base;
       if (MSI_UNLIKELY((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off))
         msi_heap_bad_pointer(p, "free(): invalid pointer");
-      if (MSI_UNLIKELY(b->cookie == ((uintptr_t)b ^ SECRET()))) msi_heap_bad_pointer(p, "free(): double free");
+      /* the release fast path does not read the block (a load miss would stall here; the store does not):
+         the double-free cookie is checked on remote frees and, with checks on, on every free */
+      if (MSI_UNLIKELY(msi_heap_checks)) msi_heap_check_free(s, b);
       MSI_TRACK_FREE(p);
       b->next = s->free;
       b->cookie = (uintptr_t)b ^ SECRET();

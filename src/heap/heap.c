@@ -84,7 +84,7 @@ void msi_heap_set_preset(int preset) {
   case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, 30, true}; break;
   case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 1, 22, true}; break;
   case 3: l = (msi_heap_limits_t){0, 0, 0, 0, false}; break;
-  default: l = (msi_heap_limits_t){4 * MSI_MiB, 16 * MSI_MiB, 4, 25, true}; break;
+  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 8, 25, true}; break;
   }
   msi_heap_limits = l;
 }
@@ -92,6 +92,20 @@ void msi_heap_set_preset(int preset) {
 /* ------------------------------------------------------------------------------------------------------------ */
 /* errors                                                                                                       */
 /* ------------------------------------------------------------------------------------------------------------ */
+
+bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
+
+/* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
+   double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
+void msi_heap_check_free(msi_span_t *s, msi_block_t *b) {
+  if (b->cookie == ((uintptr_t)b ^ msi_heap_g.secret)) msi_heap_bad_pointer(b, "free(): double free");
+  unsigned n = 0;
+  for (msi_block_t *f = s->free; f && n < 4096; f = f->next, n++)
+    if (f == b) msi_heap_bad_pointer(b, "free(): double free");
+#if MEMSPACE_DEBUG
+  if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));
+#endif
+}
 
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
   msi_error("%s: %p (memspace heap); aborting", what, p);
@@ -172,6 +186,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   seg_hint = seg;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
+  seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
   msi_span_t *s = &seg->spans[at];
   s->nchunks = (uint8_t)n;
   s->state = MSI_SPAN_CACHED;
@@ -180,21 +195,63 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   return s;
 }
 
-/* gives a span's chunks back to its segment, pages returned to the OS (MADV_DONTNEED) */
-static void segment_release_span(msi_span_t *s) {
+static void chunks_purged(size_t bytes) {
+  atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+}
+
+/* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
+   MADV_FREE, which leaves them in RSS); else they stay resident ("dirty") until the purge finds them idle for
+   MEMSPACE_PURGE_DELAY, and a span allocated meanwhile reuses them without page faults. */
+static void segment_release_span(msi_span_t *s, bool purge_now) {
   msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
-  msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
-  atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+  uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
+  if (purge_now) {
+    msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
+    chunks_purged(bytes);
+  }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
+  uint32_t now = purge_now ? 0 : msi_heap_now_ms();
   msi_lock(&seg_lock);
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
   s->state = MSI_SPAN_FREE;
   s->nchunks = 0;
-  seg->free_mask |= ((n == 64 ? ~0ull : ((1ull << n) - 1)) << at);
+  seg->free_mask |= bits;
+  if (!purge_now) {
+    if (!seg->dirty_mask) seg->dirty_ms = now;
+    seg->dirty_mask |= bits;
+  }
   if (!seg_hint || seg < seg_hint) seg_hint = seg;
   msi_unlock(&seg_lock);
+}
+
+/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped */
+static void segments_purge(uint32_t now, uint32_t delay, bool force) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    msi_lock(&seg_lock);
+    uint64_t m = seg->dirty_mask;
+    if (!m || !(force || now - seg->dirty_ms >= delay)) {
+      msi_unlock(&seg_lock);
+      continue;
+    }
+    seg->dirty_mask = 0;
+    seg->free_mask &= ~m;
+    msi_unlock(&seg_lock);
+    for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
+      if (!(m >> i & 1)) { i++; continue; }
+      unsigned j = i;
+      while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
+      msi_os_madvise((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK, MADV_DONTNEED);
+      chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK);
+      i = j;
+    }
+    msi_lock(&seg_lock);
+    seg->free_mask |= m;
+    msi_unlock(&seg_lock);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -224,7 +281,7 @@ static msi_span_t *list_cut_old(msi_span_list_t *l, uint32_t now, uint32_t delay
 static void release_chain(msi_span_t *s) {
   while (s) {
     msi_span_t *next = s->next;
-    segment_release_span(s);
+    segment_release_span(s, true);
     s = next;
   }
 }
@@ -236,22 +293,25 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   s->state = MSI_SPAN_CACHED;
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
-  if (h && (msi_heap_limits.thread_bucket == SIZE_MAX || (h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket)) {
+  if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
-    list_push(&h->cache[n], s);
+    if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
+      list_push(&h->cache[n], s);
+      msi_unlock(&h->cache_lock);
+      return;
+    }
     msi_unlock(&h->cache_lock);
-    return;
   }
-  if (msi_heap_limits.global_bucket == SIZE_MAX || (global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+  if (msi_heap_limits.global_bucket >= bytes) {
     msi_lock(&global_lock);
-    if (msi_heap_limits.global_bucket == SIZE_MAX || (global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+    if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
       list_push(&global_cache[n], s);
       msi_unlock(&global_lock);
       return;
     }
     msi_unlock(&global_lock);
   }
-  segment_release_span(s);
+  segment_release_span(s, msi_heap_limits.global_bucket == 0);
 }
 
 static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
@@ -297,6 +357,7 @@ void msi_heap_purge(uint64_t now_ms_in, bool force) {
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&global_cache[n], now, delay, force);
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
+  segments_purge(now, delay, force);
   msi_large_purge(now, force);
 }
 
@@ -305,7 +366,7 @@ static void maybe_purge(void) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0) return;
   uint32_t now = msi_heap_now_ms();
-  if (now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)d) return;
+  if (now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
   if (msi_maint_running()) return;
   msi_heap_purge(now, false);
 }
@@ -563,6 +624,7 @@ void msi_heap_global_init(void) {
   msi_init();
   classes_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
+  if (msi_opt(MS_OPTION_SECURE)) msi_heap_checks = true;
   msi_empty_span.owner = NULL;
   msi_empty_span.state = MSI_SPAN_FREE;
   heap_reset_current(&msi_empty_heap);
@@ -641,7 +703,7 @@ bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
   msi_span_t *s = msi_heap_span_of(p);
   if (s->state != MSI_SPAN_ACTIVE) return false;
   uintptr_t off = (uintptr_t)p - s->base;
-  if (off >= (uintptr_t)s->capacity * s->block_size || ((off * s->recip) >> 40) * s->block_size != off) return false;
+  if ((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off) return false;
   if (span_out) *span_out = s;
   return true;
 }
@@ -672,7 +734,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   }
   /* remote free: validate, then push on the span's list; the first push queues the span on its owner */
   uintptr_t off = (uintptr_t)p - s->base;
-  if (MSI_UNLIKELY(off >= (uintptr_t)s->capacity * s->block_size ||
+  if (MSI_UNLIKELY((uintptr_t)p >= s->end ||
                    ((off * s->recip) >> 40) * s->block_size != off))
     msi_heap_bad_pointer(p, "free(): invalid pointer");
   msi_block_t *b = p;
@@ -711,12 +773,16 @@ void msi_heap_thread_collect(bool force) {
   heap_cache_drain(h, force);
 }
 
-/* statistics: walks every segment (racy reads, like any counter snapshot) */
+/* statistics: walks every segment (racy reads on purpose, like any counter snapshot) */
+#if defined(__SANITIZE_THREAD__)
+__attribute__((no_sanitize("thread")))
+#endif
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   uint64_t cached = 0;
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    cached += (uint64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
       msi_span_t *s = &seg->spans[i];
       if (seg->map[i] != i) continue;

@@ -36,26 +36,28 @@ struct msi_heap_s;
 enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
 
 typedef struct msi_span_s {
-  /* owner's fields */
+  /* the owner's hot fields: one cache line */
   msi_block_t *free;           /* local free list */
   uint32_t used;               /* blocks handed out and not yet seen free by the owner */
   uint32_t block_size;
   uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
   uintptr_t base, bump, end;   /* blocks [base, end); [bump, end) never handed out yet */
+  uint8_t cls, nchunks, state, in_partial;
+  uint8_t last_cls;            /* class it served last (stats of returned spans) */
+  /* second line: what other threads touch, and the owner's cold fields */
+  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks; bit 0: span queued on owner's remote stack */
+  struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
-  uint8_t cls, nchunks, state, in_partial;
-  uint8_t last_cls;            /* class it served last (stats of returned spans) */
-  /* other threads' fields, on their own cache line */
-  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks; bit 0: span queued on owner's remote stack */
-  struct msi_span_s *_Atomic rnext;
 } msi_span_t;
 
 typedef struct msi_segment_s {
   uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */
   uint64_t free_mask;                /* chunks free in the segment allocator (under the segment lock) */
+  uint64_t dirty_mask;               /* free chunks whose pages are still resident (purged after the delay) */
+  uint32_t dirty_ms;                 /* when the first of them became free */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 } msi_segment_t;
 
@@ -138,6 +140,15 @@ void *msi_calloc(size_t count, size_t size);
 void *msi_realloc(void *p, size_t size);
 void *msi_aligned_alloc(size_t alignment, size_t size);
 size_t msi_usable_size(const void *p);
+
+/* extra checks: debug and secure builds, or MEMSPACE_SECURE=1 */
+#if MEMSPACE_DEBUG || MEMSPACE_SECURE_BUILD
+#define MSI_HEAP_CHECKS_BUILD 1
+#else
+#define MSI_HEAP_CHECKS_BUILD 0
+#endif
+extern bool msi_heap_checks;
+void msi_heap_check_free(msi_span_t *s, msi_block_t *b);
 
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);

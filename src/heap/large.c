@@ -26,7 +26,7 @@ typedef struct lclass_s {
   uintptr_t base;
   uint64_t nslots, bump;
   uint32_t free_head; /* index + 1 of an uncommitted free slot */
-  uint32_t ncached;
+  _Atomic uint32_t ncached; /* peeked at by the purge without the lock */
   uint32_t cached[CACHE_MAX];
   uint32_t cached_ms[CACHE_MAX];
   slot_meta_t *meta;
@@ -222,15 +222,19 @@ void *msi_large_realloc(void *p, size_t size) {
   if (need <= ((size_t)1 << k)) { /* in place inside the slot */
     if (npages > have) {
       if (!commit(addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) return NULL;
-    } else if (npages < have) {
+    } else if (have - npages >= 16 && have - npages >= have / 4) {
       decommit(addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+    } else {
+      return p; /* what is committed stays usable */
     }
     c->meta[idx].pages = SLOT_LIVE | npages;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
   }
-  /* move to a bigger slot with mremap: the pages move, nothing is copied */
+  /* move to a bigger slot with mremap: the pages move, nothing is copied. The new slot is committed whole, so
+     further growth inside it needs no system call (a moved mapping could not merge with a later tail: the next
+     move would then span two mappings). Only the pages touched count in RSS. */
   unsigned k2 = slot_shift_for(need);
   if (k2 > msi_heap_g.sub_shift) { errno = ENOMEM; return NULL; }
   lclass_t *c2 = &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT];
@@ -239,15 +243,21 @@ void *msi_large_realloc(void *p, size_t size) {
   msi_unlock(&c2->lock);
   if (idx2 < 0) { errno = ENOMEM; return NULL; }
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
-  size_t old_bytes = (size_t)have << page_shift;
-  void *q = msi_os_mremap(p, old_bytes, need, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
+  size_t old_bytes = (size_t)have << page_shift, new_bytes = (size_t)1 << k2;
+  void *q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
+  if (q == MAP_FAILED && errno == ENOMEM) {
+    new_bytes = need;
+    q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
+  }
   if (q == MAP_FAILED) {
     int e = errno;
+    /* MREMAP_FIXED may have unmapped the target: keep the region whole */
+    msi_os_mmap((void *)addr2, (size_t)1 << k2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     msi_lock(&c2->lock);
     slot_put_fresh(c2, (uint32_t)idx2);
     msi_unlock(&c2->lock);
     if (e != EFAULT && e != EINVAL) { errno = ENOMEM; return NULL; }
-    /* the range spans several mappings: copy instead */
+    /* the block spans several mappings (grown in place after a shrink): copy instead */
     void *n = msi_large_alloc(size, 0, false);
     if (!n) return NULL;
     memcpy(n, p, old_bytes < need ? old_bytes : need);
@@ -256,9 +266,9 @@ void *msi_large_realloc(void *p, size_t size) {
   }
   /* the old range is now a hole in the region: fill it back, reserved and uncommitted */
   msi_os_mmap(p, old_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-  atomic_fetch_add_explicit(&committed_bytes, need - old_bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&live_bytes, need - old_bytes, memory_order_relaxed);
-  c2->meta[idx2].pages = SLOT_LIVE | npages;
+  atomic_fetch_add_explicit(&committed_bytes, new_bytes - old_bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
+  c2->meta[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
   msi_lock(&c->lock);
   slot_put_fresh(c, idx);
   msi_unlock(&c->lock);
@@ -271,7 +281,7 @@ size_t msi_large_purge(uint64_t now_ms, bool force) {
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];
-    if (!atomic_load_explicit((_Atomic uint32_t *)&c->ncached, memory_order_relaxed)) continue;
+    if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     uint32_t old[CACHE_MAX], n = 0;
     msi_lock(&c->lock);

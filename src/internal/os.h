@@ -16,12 +16,18 @@ int msi_os_mlock(const void *addr, size_t size);
 int msi_os_munlock(const void *addr, size_t size);
 int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
 long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
+/* 0 when [addr, addr+size) is entirely mapped (any protection), else -1 + ENOMEM. No fault injection. */
+int msi_os_mapped(void *addr, size_t size);
+/* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
+   use); -1 when the kernel has none: callers then wait a little instead */
+int msi_os_membarrier(void);
 
 /* facts read at run time, cached */
 size_t msi_os_page_size(void);
 size_t msi_os_huge_size(ms_page_kind_t kind);   /* 0 when the kernel has no such page */
 int msi_os_numa_nodes(void);                    /* >= 1 */
 bool msi_os_has_madv_free(void);
+bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
 
 /* page-layer counters (atomics, read by stats) */
 typedef struct msi_os_counters_s {

@@ -120,6 +120,20 @@ static size_t read_file_ull(const char *path, unsigned long long *value) {
   return 1;
 }
 
+/* true when /sys/kernel/mm/transparent_hugepage/enabled selects [never] */
+static bool thp_never(void) {
+  int fd;
+  do fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+  if (fd < 0) return false;
+  char buf[128];
+  ssize_t n;
+  do n = read(fd, buf, sizeof buf - 1); while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  return strstr(buf, "[never]") != NULL;
+}
+
 size_t msi_os_page_size(void) {
   static _Atomic size_t cached;
   size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
@@ -140,7 +154,8 @@ size_t msi_os_huge_size(ms_page_kind_t kind) {
   size_t size = 0;
   unsigned long long v;
   if (kind == MS_PAGE_THP) {
-    if (read_file_ull("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", &v)) size = (size_t)v;
+    /* THP exists unless the kernel lacks it or the mode is "never" (then MADV_HUGEPAGE does nothing) */
+    if (read_file_ull("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", &v) && !thp_never()) size = (size_t)v;
   } else {
     const char *dir = kind == MS_PAGE_HUGE_2M ? "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
                                               : "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
@@ -172,6 +187,57 @@ bool msi_os_has_madv_free(void) {
   size_t ps = msi_os_page_size();
   void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   bool ok = p != MAP_FAILED && madvise(p, ps, MADV_FREE) == 0;
+  if (p != MAP_FAILED) munmap(p, ps);
+  atomic_store(&state, ok ? 1 : 2);
+  return ok;
+}
+
+int msi_os_mapped(void *addr, size_t size) {
+  /* MADV_NORMAL changes nothing on our ranges (we never set SEQ/RANDOM) but fails with ENOMEM on a hole */
+  COUNT_CALL();
+  int r = madvise(addr, size, MADV_NORMAL);
+  if (r) COUNT_FAIL();
+  return r;
+}
+
+#ifndef MEMBARRIER_CMD_PRIVATE_EXPEDITED
+#define MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+#endif
+
+int msi_os_membarrier(void) {
+#ifdef SYS_membarrier
+  static _Atomic int state; /* 0 unknown, 1 registered, 2 unavailable */
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s == 2) return -1;
+  if (s == 0) {
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
+      atomic_store(&state, 2);
+      return -1;
+    }
+    atomic_store(&state, 1);
+  }
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return 0;
+  /* a forked child may have lost the registration: register again once */
+  if (errno == EPERM && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    return 0;
+  return -1;
+#else
+  return -1;
+#endif
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+bool msi_os_has_populate_write(void) {
+  static _Atomic int state; /* 0 unknown, 1 yes, 2 no (kernel before 5.14) */
+  int s = atomic_load(&state);
+  if (s) return s == 1;
+  size_t ps = msi_os_page_size();
+  void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_POPULATE_WRITE) == 0;
   if (p != MAP_FAILED) munmap(p, ps);
   atomic_store(&state, ok ? 1 : 2);
   return ok;

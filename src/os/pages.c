@@ -127,45 +127,48 @@ static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
   return 0;
 }
 
+/* errno is set as well as returned, so callers may use either */
+#define FAIL(e) do { errno = (e); return (e); } while (0)
+
 int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out) {
-  if (!out || size == 0 || (alignment && !msi_is_pow2(alignment))) return EINVAL;
-  if (numa_node >= msi_os_numa_nodes() || numa_node < -1) return EINVAL;
+  if (!out || size == 0 || (alignment && !msi_is_pow2(alignment))) FAIL(EINVAL);
+  if (numa_node >= msi_os_numa_nodes() || numa_node < -1) FAIL(EINVAL);
+  if (flags & (MS_PAGES_POPULATE | MS_PAGES_LOCK)) flags |= MS_PAGES_COMMIT; /* both need accessible pages */
   memset(out, 0, sizeof *out);
   out->numa_node = -1;
   size_t ps = msi_os_page_size();
   if (alignment < ps) alignment = ps;
   size_t rsize = msi_round_up(size, ps);
-  if (!rsize || rsize > (SIZE_MAX >> 2)) return ENOMEM;
+  if (!rsize || rsize > (SIZE_MAX >> 2)) FAIL(ENOMEM);
   int err = 0;
   if (flags & MS_PAGES_HUGE_1G) {
     err = try_hugetlb(size, alignment, MS_PAGE_HUGE_1G, out);
     if (err) {
-      if ((flags & MS_PAGES_NO_FALLBACK) && !(flags & MS_PAGES_HUGE_2M)) return ENOMEM;
+      if ((flags & MS_PAGES_NO_FALLBACK) && !(flags & MS_PAGES_HUGE_2M)) FAIL(ENOMEM);
       report_fallback(out, MS_PAGE_HUGE_1G, size, err);
     }
   }
   if (!out->addr && (flags & MS_PAGES_HUGE_2M)) {
     err = try_hugetlb(size, alignment, MS_PAGE_HUGE_2M, out);
     if (err) {
-      if (flags & MS_PAGES_NO_FALLBACK) return ENOMEM;
+      if (flags & MS_PAGES_NO_FALLBACK) FAIL(ENOMEM);
       report_fallback(out, MS_PAGE_HUGE_2M, size, err);
     }
   }
   if (out->addr) {
-    out->flags = flags & (MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M | MS_PAGES_COMMIT);
-    out->flags |= MS_PAGES_COMMIT;
+    out->flags = MS_PAGES_COMMIT | (out->kind == MS_PAGE_HUGE_1G ? MS_PAGES_HUGE_1G : MS_PAGES_HUGE_2M);
   } else {
     bool thp = (flags & (MS_PAGES_THP | MS_PAGES_HUGE_2M | MS_PAGES_HUGE_1G)) && msi_os_huge_size(MS_PAGE_THP);
     size_t thp_size = thp ? msi_os_huge_size(MS_PAGE_THP) : ps;
     if (thp) {
       rsize = msi_round_up(size, thp_size);
-      if (!rsize) return ENOMEM;
+      if (!rsize) FAIL(ENOMEM);
       if (alignment < thp_size) alignment = thp_size;
     }
     bool commit = flags & MS_PAGES_COMMIT;
     int prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE;
     void *p = map_aligned(rsize, alignment, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, ps);
-    if (!p) return errno ? errno : ENOMEM;
+    if (!p) FAIL(errno ? errno : ENOMEM);
     out->addr = p;
     out->size = rsize;
     out->page_size = ps;
@@ -190,7 +193,7 @@ int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_nod
   if (r) {
     ms_pages_release(out->addr, out->size);
     memset(out, 0, sizeof *out);
-    return r;
+    FAIL(r);
   }
   msi_verbose("pages: reserved %zu bytes at %p with %s pages%s", out->size, out->addr, kind_name(out->kind),
               out->fallback ? " (fallback)" : "");
@@ -199,10 +202,10 @@ int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_nod
 
 static int check_range(void *addr, size_t size) {
   if (!addr || size == 0 || ((uintptr_t)addr & (msi_os_page_size() - 1))) return EINVAL;
-  if ((uintptr_t)addr + size < (uintptr_t)addr) return EINVAL;
+  if ((uintptr_t)addr + size < (uintptr_t)addr || !msi_round_up(size, msi_os_page_size())) return EINVAL;
   return 0;
 }
-#define CHECK(addr, size) do { int c_ = check_range(addr, size); if (c_) return c_; } while (0)
+#define CHECK(addr, size) do { int c_ = check_range(addr, size); if (c_) FAIL(c_); } while (0)
 static size_t page_round(size_t size) { return msi_round_up(size, msi_os_page_size()); }
 
 int ms_pages_commit(void *addr, size_t size) {
@@ -237,13 +240,14 @@ int ms_pages_reset(void *addr, size_t size) {
 int ms_pages_populate(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
-  if (msi_os_madvise(addr, size, MADV_POPULATE_WRITE) == 0) return 0;
-  if (errno != EINVAL) return errno; /* ENOMEM, EFAULT (not writable): report */
-  size_t ps = msi_os_page_size();
-  for (size_t off = 0; off < size; off += ps) {
-    volatile char *c = (volatile char *)addr + off;
-    *c = *c;
+  if (msi_os_has_populate_write()) {
+    /* ENOMEM (hole), EINVAL (PROT_NONE), EFAULT (not writable): reported, never a crash */
+    return msi_os_madvise(addr, size, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
   }
+  /* kernel before 5.14: mlock faults the pages in (and fails cleanly on a hole or PROT_NONE), munlock keeps them */
+  if (msi_os_mapped(addr, size) != 0) return errno;
+  if (msi_os_mlock(addr, size) != 0) return errno;
+  msi_os_munlock(addr, size);
   return 0;
 }
 
@@ -264,6 +268,7 @@ int ms_pages_lock(void *addr, size_t size) {
     else
       msi_verbose("pages: mlock of %zu bytes refused (error %d); RLIMIT_MEMLOCK is %llu bytes", size, e,
                   (unsigned long long)rl.rlim_cur);
+    errno = e;
     return e;
   }
   ADD(locked, size);
@@ -280,10 +285,11 @@ int ms_pages_unlock(void *addr, size_t size) {
 
 int ms_pages_bind(void *addr, size_t size, int node) {
   CHECK(addr, size);
-  if (node < 0 || node >= msi_os_numa_nodes()) return EINVAL;
+  if (node < 0 || node >= msi_os_numa_nodes()) FAIL(EINVAL);
   if (msi_os_mbind(addr, page_round(size), node)) {
     int e = errno;
     msi_verbose("pages: binding %zu bytes to NUMA node %d failed (error %d)", size, node, e);
+    errno = e;
     return e;
   }
   return 0;
@@ -291,6 +297,8 @@ int ms_pages_bind(void *addr, size_t size, int node) {
 
 int ms_pages_release(void *addr, size_t size) {
   CHECK(addr, size);
+  /* munmap succeeds on a hole: a range that is not (entirely) mapped is a caller error, reported */
+  if (msi_os_mapped(addr, msi_round_up(size, msi_os_page_size())) != 0) return errno;
   size_t hp = huge_lookup(addr, size, false);
   size = msi_round_up(size, hp ? hp : msi_os_page_size());
   if (msi_os_munmap(addr, size)) return errno;

@@ -1,9 +1,138 @@
 /* SPDX-License-Identifier: MIT */
-/* proc_space.c: placeholder until the spaces part lands: no process space. */
+/* proc_space.c: the process space (route.h, CONTRACT §3): with MEMSPACE_SPACE_INITIAL set, the whole malloc
+   family is served by one thread-safe deterministic space (priority-inheriting lock), created at library
+   start for MEMSPACE_SPACE_AT=start (committed, pre-faulted, locked; a refused lock is reported and the space
+   runs unlocked) or reserved at start and committed at the first allocation for `firstalloc`.
+   The space reserves its whole virtual range (initial size + room for 63 expansions) up front, so
+   msi_proc_space_owns is one lock-free range check. Unless MEMSPACE_SPACE_INHERIT=1 the MEMSPACE_SPACE_*
+   variables are removed from environ after reading, so child processes do not inherit a locked space. */
 #include "route.h"
+#include "space_internal.h"
 #include <errno.h>
-bool msi_proc_space_owns(const void *p) { (void)p; return false; }
-void *msi_proc_space_malloc(size_t size, size_t alignment, bool zero) { (void)size, (void)alignment, (void)zero; errno = ENOMEM; return NULL; }
-void msi_proc_space_free(void *p) { (void)p; }
-size_t msi_proc_space_usable_size(const void *p) { (void)p; return 0; }
-void *msi_proc_space_realloc(void *p, size_t size) { (void)p, (void)size; errno = ENOMEM; return NULL; }
+#include <pthread.h>
+#include <string.h>
+
+static ms_space_t *_Atomic proc_space;
+static _Atomic uintptr_t proc_lo;
+static _Atomic size_t proc_span;
+static _Atomic int proc_state; /* 0 not tried, 1 ready, 2 failed */
+static msi_lock_t proc_lock = MSI_LOCK_INIT;
+
+static void clear_environment(void) {
+  if (msi_opt(MS_OPTION_SPACE_INHERIT)) return;
+  msi_unsetenv("MEMSPACE_SPACE_INITIAL");
+  msi_unsetenv("MEMSPACE_SPACE_EXPAND");
+  msi_unsetenv("MEMSPACE_SPACE_AT");
+  msi_unsetenv("MEMSPACE_SPACE_INHERIT");
+}
+
+static void fork_prepare(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s) msi_space_fork_prepare(s);
+}
+static void fork_parent(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s) msi_space_fork_parent(s);
+}
+static void fork_child(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s) msi_space_fork_child(s);
+}
+
+MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
+  msi_init();
+  msi_lock(&proc_lock);
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s || atomic_load(&proc_state) == 2) { msi_unlock(&proc_lock); return s; }
+  long long initial = msi_opt(MS_OPTION_SPACE_INITIAL);
+  if (initial <= 0) { atomic_store(&proc_state, 2); msi_unlock(&proc_lock); return NULL; }
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = (size_t)initial;
+  c.expand_size = (size_t)msi_opt(MS_OPTION_SPACE_EXPAND);
+  c.at = msi_opt(MS_OPTION_SPACE_AT) == 1 ? MS_SPACE_AT_FIRSTALLOC : MS_SPACE_AT_START;
+  c.flags = MS_SPACE_THREAD_SAFE | MS_SPACE_LOCKED;
+  if (msi_opt(MS_OPTION_HUGE_PAGES) > 0) c.flags |= MS_SPACE_HUGE_PAGES;
+  c.numa_node = -1;
+  c.name = "process";
+  s = ms_space_create(&c);
+  if (!s && (errno == EPERM || errno == EAGAIN || errno == ENOMEM)) {
+    int e = errno;
+    c.flags &= ~MS_SPACE_LOCKED;
+    s = ms_space_create(&c);
+    if (s) msi_warning("process space: locking %zu bytes was refused (error %d: raise RLIMIT_MEMLOCK or run with "
+                       "CAP_IPC_LOCK); the space runs unlocked and may take page faults", c.initial_size, e);
+  }
+  if (!s) {
+    msi_error("process space: cannot create a space of %zu bytes (error %d); malloc fails with ENOMEM",
+              c.initial_size, errno);
+    atomic_store(&proc_state, 2);
+  } else {
+    uintptr_t lo;
+    size_t span;
+    msi_space_range(s, &lo, &span);
+    atomic_store_explicit(&proc_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&proc_span, span, memory_order_release);
+    atomic_store_explicit(&proc_space, s, memory_order_release);
+    atomic_store(&proc_state, 1);
+    msi_verbose("process space: %zu bytes%s, expand %zu, at %s", c.initial_size,
+                (c.flags & MS_SPACE_LOCKED) ? " locked" : "", c.expand_size,
+                c.at == MS_SPACE_AT_START ? "start" : "firstalloc");
+  }
+  clear_environment();
+  msi_unlock(&proc_lock);
+  /* after publishing: registering may allocate, which then finds the space */
+  if (s) pthread_atfork(fork_prepare, fork_parent, fork_child);
+  return s;
+}
+
+static inline ms_space_t *proc_get(void) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  return MSI_LIKELY(s != NULL) ? s : proc_create();
+}
+
+/* library start: create the space now when it is wanted (for `start` it is committed and locked here) */
+__attribute__((constructor(110))) static void proc_space_init(void) {
+  msi_init();
+  if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) proc_get();
+}
+
+bool msi_proc_space_owns(const void *p) {
+  size_t span = atomic_load_explicit(&proc_span, memory_order_acquire); /* published after proc_lo */
+  return (uintptr_t)p - atomic_load_explicit(&proc_lo, memory_order_relaxed) < span;
+}
+
+void *msi_proc_space_malloc(size_t size, size_t alignment, bool zero) {
+  ms_space_t *s = proc_get();
+  if (MSI_UNLIKELY(!s)) { errno = ENOMEM; return NULL; }
+  if (size == 0) size = 1;
+  void *p;
+  if (alignment > 16) p = ms_space_aligned_alloc(s, alignment, size);
+  else if (zero) p = ms_space_calloc(s, 1, size);
+  else p = ms_space_malloc(s, size);
+  if (p && zero && alignment > 16) memset(p, 0, size);
+  if (!p && errno != EINVAL) errno = ENOMEM;
+  return p;
+}
+
+void msi_proc_space_free(void *p) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  if (s && p) ms_space_free(s, p);
+}
+
+size_t msi_proc_space_usable_size(const void *p) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  return s ? ms_space_usable_size(s, p) : 0;
+}
+
+void *msi_proc_space_realloc(void *p, size_t size) {
+  ms_space_t *s = proc_get();
+  if (MSI_UNLIKELY(!s)) { errno = ENOMEM; return NULL; }
+  if (size == 0) size = 1;
+  void *q = ms_space_realloc(s, p, size);
+  if (!q && errno != EINVAL) errno = ENOMEM;
+  return q;
+}
+
+/* for tests and stats: the process space, or NULL */
+ms_space_t *msi_proc_space_get(void) { return atomic_load_explicit(&proc_space, memory_order_acquire); }

@@ -1,0 +1,41 @@
+"""Plots for `memspace bench spaces`: latency against block size per allocator (mean and p99.9, log-log),
+malloc and free, FIFO and random free order; the seed's RTX64 4.x published means on the mean panels."""
+import os
+
+from plot import numeric, pyplot
+
+IMPLS = ["memspace", "glibc", "glibc-rt", "jemalloc", "mimalloc", "tcmalloc"]
+
+
+def _series(rows, case, impl, metric):
+    pts = sorted((int(r["size_bytes"]), r["value"]) for r in numeric(rows, case=case, impl=impl, metric=metric))
+    return [p[0] for p in pts], [max(p[1], 0.5) for p in pts]
+
+
+def plot(rows, outdir, part):
+    plt = pyplot()
+    for order in ("fifo", "random"):
+        fig, axes = plt.subplots(2, 2, figsize=(13, 9), sharex=True)
+        for col, op in enumerate(("malloc", "free")):
+            for row, (metric, label) in enumerate((("mean_ns", "mean"), ("p999_ns", "p99.9"))):
+                ax = axes[row][col]
+                for impl in IMPLS:
+                    x, y = _series(rows, f"{op}_{order}", impl, metric)
+                    if x:
+                        ax.plot(x, y, marker="o", markersize=3, label=impl,
+                                linewidth=2.5 if impl == "memspace" else 1.2)
+                if metric == "mean_ns":
+                    x, y = _series(rows, op, "rtx64-published", "mean_ns")
+                    if x:
+                        ax.plot(x, y, linestyle="--", color="gray", label="rtx64-published (other machine)")
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_title(f"{op} {label}, {order} free order")
+                ax.set_xlabel("block size (bytes)")
+                ax.set_ylabel("ns per call")
+                ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].legend(fontsize=8)
+        fig.suptitle("memspace bench spaces: time per call against block size (median of runs)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, f"{part}-{order}.png"), dpi=110)
+        plt.close(fig)

@@ -1,0 +1,866 @@
+/* SPDX-License-Identifier: MIT */
+/* dma.c: DMA buffers (ms_dma_*): pinned memory on hugetlb or base pages from the page layer, its physical
+   layout as a coalesced scatter/gather list read in bulk from /proc/self/pagemap, registration of existing
+   memory, re-translate-and-compare, statistics. The streaming copy is in copy.c.
+
+   Pinning: hugetlb pages are never swapped or compacted; they are pre-faulted (MADV_POPULATE_WRITE), not
+   mlocked, so RLIMIT_MEMLOCK does not apply. Base pages are mlocked (which also populates them) and stay
+   movable by compaction: they are marked so. Every buffer is MADV_DONTFORK. */
+#include "os.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define DMA_MAGIC 0x646d616275660a01ull
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAPPED (1ull << 62)
+#define PM_PFN_MASK ((1ull << 55) - 1)
+#define STACK_ENTRIES 512          /* pagemap entries read through a stack buffer */
+#define BULK_ENTRIES (256 * 1024)  /* larger reads go through a mapping of at most 2 MiB (1 GiB of 4 KiB pages) */
+#define PRINT_BUFFERS 8            /* buffers listed one by one in the stats */
+
+struct ms_dma_buffer_s {
+  uint64_t magic;
+  char *addr;
+  size_t size;        /* asked for */
+  size_t mapped;      /* pinned: size rounded up to the page size */
+  size_t page;        /* page size obtained */
+  int numa_node;
+  bool registered, movable, fallback, hugetlb;
+  bool locked;        /* memspace mlocked it (munlock on free) */
+  bool dontfork;      /* memspace set MADV_DONTFORK (undo on unregister) */
+  msi_lock_t lock;    /* serialises building / updating the list */
+  _Atomic bool built; /* set (release) once segs/offs/count are filled */
+  size_t count, largest, cap;
+  ms_dma_segment_t *segs;  /* cap entries, then cap offsets */
+  size_t *offs;            /* buffer offset of each segment */
+  void *store;
+  size_t store_size;
+  struct ms_dma_buffer_s *prev, *next;
+};
+
+/* ---- registry and counters ---- */
+static msi_lock_t reg_lock = MSI_LOCK_INIT;
+static struct ms_dma_buffer_s *reg_head;
+static struct {
+  _Atomic uint64_t buffers, pinned, huge, base_bytes, m2_bytes, g1_bytes, registered, fallbacks, translations,
+      moved, allocs, frees;
+  _Atomic int phys_state; /* 0 unknown, 1 readable, 2 not readable */
+} ctr;
+#define INC(f, v) atomic_fetch_add_explicit(&ctr.f, (uint64_t)(v), memory_order_relaxed)
+
+static void account(const struct ms_dma_buffer_s *b, bool add) {
+  size_t h2 = msi_os_huge_size(MS_PAGE_HUGE_2M), h1 = msi_os_huge_size(MS_PAGE_HUGE_1G);
+  uint64_t m = add ? b->mapped : -(uint64_t)b->mapped, one = add ? 1 : ~0ull; /* unsigned wrap subtracts */
+  INC(buffers, one), INC(pinned, m);
+  if (b->hugetlb) INC(huge, m);
+  if (b->page == h1 && h1) INC(g1_bytes, m);
+  else if (b->page == h2 && h2) INC(m2_bytes, m);
+  else INC(base_bytes, m);
+  if (b->registered) INC(registered, one);
+}
+
+static void reg_link(struct ms_dma_buffer_s *b) {
+  msi_lock(&reg_lock);
+  b->prev = NULL;
+  b->next = reg_head;
+  if (reg_head) reg_head->prev = b;
+  reg_head = b;
+  account(b, true);
+  msi_unlock(&reg_lock);
+}
+
+static void reg_unlink(struct ms_dma_buffer_s *b) {
+  msi_lock(&reg_lock);
+  if (b->prev) b->prev->next = b->next;
+  else reg_head = b->next;
+  if (b->next) b->next->prev = b->prev;
+  account(b, false);
+  msi_unlock(&reg_lock);
+}
+
+static bool valid(const ms_dma_buffer_t *b) { return b && b->magic == DMA_MAGIC; }
+
+static const char *page_name(size_t page) {
+  if (page == MSI_GiB) return "1 GiB";
+  if (page == 2 * MSI_MiB) return "2 MiB";
+  if (page == 4 * MSI_KiB) return "4 KiB";
+  if (page == 16 * MSI_KiB) return "16 KiB";
+  if (page == 64 * MSI_KiB) return "64 KiB";
+  return "base";
+}
+
+/* ---- small readers for /proc and /sys (no stdio, no allocation) ---- */
+static int open_ro(const char *path) {
+  int fd;
+  do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t n, off_t off) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return r < 0 ? -1 : (ssize_t)done;
+    done += (size_t)r;
+  }
+  return (ssize_t)done;
+}
+
+typedef struct {
+  int fd;
+  size_t len, pos;
+  bool eof;
+  char buf[4096];
+  char line[512];
+} line_reader_t;
+
+/* next line (truncated to fit) into r->line; false at end */
+static bool next_line(line_reader_t *r) {
+  size_t n = 0;
+  for (;;) {
+    if (r->pos == r->len) {
+      if (r->eof) break;
+      ssize_t got;
+      do got = read(r->fd, r->buf, sizeof r->buf); while (got < 0 && errno == EINTR);
+      if (got <= 0) { r->eof = true; break; }
+      r->len = (size_t)got, r->pos = 0;
+    }
+    char c = r->buf[r->pos++];
+    if (c == '\n') { r->line[n] = 0; return true; }
+    if (n + 1 < sizeof r->line) r->line[n++] = c;
+  }
+  r->line[n] = 0;
+  return n > 0;
+}
+
+static const char *parse_u64(const char *s, uint64_t *v, int base) {
+  uint64_t x = 0;
+  for (;; s++) {
+    int d;
+    if (*s >= '0' && *s <= '9') d = *s - '0';
+    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
+    else break;
+    x = x * (uint64_t)base + (uint64_t)d;
+  }
+  *v = x;
+  return s;
+}
+
+/* free pages in the hugetlb pool of this size (for messages); -1 when unknown */
+static long long huge_free(size_t page) {
+  char path[96];
+  msi_snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/free_hugepages", page >> 10);
+  line_reader_t r;
+  r.fd = open_ro(path);
+  if (r.fd < 0) return -1;
+  r.len = r.pos = 0, r.eof = false;
+  long long v = -1;
+  if (next_line(&r) && r.line[0] >= '0' && r.line[0] <= '9') {
+    uint64_t x;
+    parse_u64(r.line, &x, 10);
+    v = (long long)x;
+  }
+  close(r.fd);
+  return v;
+}
+
+static unsigned long long memlock_limit(void) {
+  struct rlimit rl = {0, 0};
+  getrlimit(RLIMIT_MEMLOCK, &rl);
+  return rl.rlim_cur == RLIM_INFINITY ? ~0ull : (unsigned long long)rl.rlim_cur;
+}
+
+static void memlock_error(const char *what, size_t bytes, int err) {
+  unsigned long long lim = memlock_limit();
+  if (lim == ~0ull)
+    msi_error("dma: %s: mlock of %zu bytes refused (error %d) although RLIMIT_MEMLOCK is unlimited", what, bytes,
+              err);
+  else
+    msi_error("dma: %s: cannot pin %zu bytes: mlock refused (error %d), RLIMIT_MEMLOCK is %llu bytes; raise it "
+              "(ulimit -l, limits.conf, CAP_IPC_LOCK) or use hugetlb pages, which need no mlock",
+              what, bytes, err, lim);
+}
+
+/* ---- descriptor and list storage from the page layer ---- */
+static struct ms_dma_buffer_s *desc_new(void) {
+  ms_pages_t p;
+  int r = ms_pages_reserve(sizeof(struct ms_dma_buffer_s), 0, MS_PAGES_COMMIT, -1, &p);
+  if (r) { errno = r; return NULL; }
+  struct ms_dma_buffer_s *b = p.addr;
+  memset(b, 0, sizeof *b);
+  b->numa_node = -1;
+  return b;
+}
+
+static void desc_free(struct ms_dma_buffer_s *b) {
+  if (b->store) ms_pages_release(b->store, b->store_size);
+  b->magic = 0;
+  ms_pages_release(b, sizeof *b);
+}
+
+/* storage for `cap` segments and offsets; 0 or errno */
+static int store_new(size_t cap, void **store, size_t *size) {
+  size_t bytes = cap * (sizeof(ms_dma_segment_t) + sizeof(size_t));
+  ms_pages_t p;
+  int r = ms_pages_reserve(bytes, 0, MS_PAGES_COMMIT, -1, &p);
+  if (r) return r;
+  *store = p.addr;
+  *size = p.size;
+  return 0;
+}
+
+/* ---- translation ---- */
+static int no_privilege(void) {
+  atomic_store(&ctr.phys_state, 2);
+  static atomic_flag said = ATOMIC_FLAG_INIT;
+  if (!atomic_flag_test_and_set(&said))
+    msi_error("dma: physical addresses are not readable: /proc/self/pagemap gives PFN 0 without CAP_SYS_ADMIN; "
+              "buffers are still allocated and pinned, but ms_dma_segments, ms_dma_phys and ms_dma_verify fail "
+              "with EPERM");
+  return EPERM;
+}
+
+typedef struct {
+  ms_dma_segment_t *segs;
+  size_t *offs;
+  size_t cap, count, largest, off;
+} seg_builder_t;
+
+static void seg_add(seg_builder_t *sb, uint64_t phys, size_t len) {
+  if (sb->count && sb->segs[sb->count - 1].phys + sb->segs[sb->count - 1].length == phys) {
+    sb->segs[sb->count - 1].length += len;
+  } else {
+    sb->segs[sb->count].phys = phys;
+    sb->segs[sb->count].length = len;
+    sb->offs[sb->count] = sb->off;
+    sb->count++;
+  }
+  if (sb->segs[sb->count - 1].length > sb->largest) sb->largest = sb->segs[sb->count - 1].length;
+  sb->off += len;
+}
+
+/* one pagemap entry -> physical address of its page; 0 or errno */
+static int entry_phys(uint64_t e, const struct ms_dma_buffer_s *b, size_t off, uint64_t *phys) {
+  if (!(e & PM_PRESENT)) {
+    msi_error("dma: page at offset %zu of the buffer at %p is not present%s", off, (void *)b->addr,
+              (e & PM_SWAPPED) ? " (swapped out)" : "");
+    return EFAULT;
+  }
+  uint64_t pfn = e & PM_PFN_MASK;
+  if (pfn == 0) return no_privilege();
+  *phys = pfn * (uint64_t)msi_os_page_size();
+  return 0;
+}
+
+/* translates [addr, addr+size) into sb (capacity: pages covering size); 0 or errno */
+static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
+  int fd = open_ro("/proc/self/pagemap");
+  if (fd < 0) {
+    int e = errno;
+    msi_error("dma: cannot open /proc/self/pagemap (error %d): physical addresses are not available", e);
+    atomic_store(&ctr.phys_state, 2);
+    return EPERM;
+  }
+  size_t ps = msi_os_page_size();
+  sb->count = sb->largest = sb->off = 0;
+  int err = 0;
+  if (b->page > ps) {
+    /* hugetlb: one entry per huge page (the head sub-page's PFN) */
+    size_t n = (b->size + b->page - 1) / b->page;
+    for (size_t i = 0; i < n && !err; i++) {
+      uint64_t e = 0, phys = 0;
+      off_t at = (off_t)(((uintptr_t)b->addr + i * b->page) / ps * 8);
+      if (pread_full(fd, &e, 8, at) != 8) { err = errno ? errno : EIO; break; }
+      err = entry_phys(e, b, i * b->page, &phys);
+      if (!err) seg_add(sb, phys, i + 1 < n ? b->page : b->size - i * b->page);
+    }
+  } else {
+    /* base pages: bulk reads of up to BULK_ENTRIES entries */
+    size_t n = (b->size + ps - 1) / ps;
+    uint64_t stack_buf[STACK_ENTRIES], *buf = stack_buf;
+    size_t chunk = STACK_ENTRIES;
+    ms_pages_t tmp = {0};
+    if (n > STACK_ENTRIES) {
+      chunk = n < BULK_ENTRIES ? n : BULK_ENTRIES;
+      err = ms_pages_reserve(chunk * 8, 0, MS_PAGES_COMMIT, -1, &tmp);
+      buf = tmp.addr;
+    }
+    for (size_t i = 0; i < n && !err; i += chunk) {
+      size_t k = n - i < chunk ? n - i : chunk;
+      off_t at = (off_t)(((uintptr_t)b->addr / ps + i) * 8);
+      if (pread_full(fd, buf, k * 8, at) != (ssize_t)(k * 8)) { err = errno ? errno : EIO; break; }
+      for (size_t j = 0; j < k && !err; j++) {
+        uint64_t phys = 0;
+        size_t off = (i + j) * ps;
+        err = entry_phys(buf[j], b, off, &phys);
+        if (!err) seg_add(sb, phys, off + ps <= b->size ? ps : b->size - off);
+      }
+    }
+    if (tmp.addr) ms_pages_release(tmp.addr, tmp.size);
+  }
+  close(fd);
+  if (!err) {
+    atomic_store(&ctr.phys_state, 1);
+    INC(translations, 1);
+  }
+  return err;
+}
+
+static size_t cap_for(const struct ms_dma_buffer_s *b) { return (b->size + b->page - 1) / b->page + 1; }
+
+/* builds the list if not yet built; caller holds b->lock; 0 or errno */
+static int build_locked(struct ms_dma_buffer_s *b) {
+  if (b->built) return 0;
+  if (!b->store) {
+    b->cap = cap_for(b);
+    int r = store_new(b->cap, &b->store, &b->store_size);
+    if (r) return r;
+    b->segs = b->store;
+    b->offs = (size_t *)(b->segs + b->cap);
+  }
+  seg_builder_t sb = {b->segs, b->offs, b->cap, 0, 0, 0};
+  int r = translate(b, &sb);
+  if (r) return r;
+  b->count = sb.count;
+  b->largest = sb.largest;
+  atomic_store_explicit(&b->built, true, memory_order_release);
+  return 0;
+}
+
+static int build(const ms_dma_buffer_t *cb) {
+  struct ms_dma_buffer_s *b = (struct ms_dma_buffer_s *)cb;
+  if (atomic_load_explicit(&b->built, memory_order_acquire)) return 0;
+  msi_lock(&b->lock);
+  int r = build_locked(b);
+  msi_unlock(&b->lock);
+  return r;
+}
+
+const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count) {
+  if (count) *count = 0;
+  if (!valid(buffer)) { errno = EINVAL; return NULL; }
+  int r = build(buffer);
+  if (r) { errno = r; return NULL; }
+  msi_lock((msi_lock_t *)&buffer->lock); /* ms_dma_verify may be updating the list */
+  if (count) *count = buffer->count;
+  msi_unlock((msi_lock_t *)&buffer->lock);
+  return buffer->segs;
+}
+
+int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys) {
+  if (!valid(buffer) || !phys || offset >= buffer->size) return EINVAL;
+  int r = build(buffer);
+  if (r) return r;
+  msi_lock((msi_lock_t *)&buffer->lock); /* ms_dma_verify may rewrite the list */
+  size_t lo = 0, hi = buffer->count;     /* last segment whose offset <= offset */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (buffer->offs[mid] <= offset) lo = mid;
+    else hi = mid;
+  }
+  *phys = buffer->segs[lo].phys + (offset - buffer->offs[lo]);
+  msi_unlock((msi_lock_t *)&buffer->lock);
+  return 0;
+}
+
+/* bytes whose physical address differs between two lists of the same total length */
+static size_t moved_bytes(const ms_dma_segment_t *a, size_t na, const ms_dma_segment_t *b, size_t nb) {
+  size_t i = 0, j = 0, ai = 0, bj = 0, moved = 0;
+  while (i < na && j < nb) {
+    size_t la = a[i].length - ai, lb = b[j].length - bj, step = la < lb ? la : lb;
+    if (a[i].phys + ai != b[j].phys + bj) moved += step;
+    ai += step, bj += step;
+    if (ai == a[i].length) i++, ai = 0;
+    if (bj == b[j].length) j++, bj = 0;
+  }
+  return moved;
+}
+
+int ms_dma_verify(ms_dma_buffer_t *b, size_t *moved_out) {
+  if (moved_out) *moved_out = 0;
+  if (!valid(b)) return EINVAL;
+  msi_lock(&b->lock);
+  int r = 0;
+  if (!b->built) {
+    r = build_locked(b); /* nothing to compare with yet: the fresh list is the reference */
+    msi_unlock(&b->lock);
+    return r;
+  }
+  void *store;
+  size_t store_size;
+  r = store_new(b->cap, &store, &store_size);
+  if (!r) {
+    seg_builder_t sb = {store, (size_t *)((ms_dma_segment_t *)store + b->cap), b->cap, 0, 0, 0};
+    r = translate(b, &sb);
+    if (!r) {
+      size_t moved = moved_bytes(b->segs, b->count, sb.segs, sb.count);
+      if (moved || sb.count != b->count) {
+        memcpy(b->segs, sb.segs, sb.count * sizeof *sb.segs);
+        memcpy(b->offs, sb.offs, sb.count * sizeof *sb.offs);
+        b->count = sb.count;
+        b->largest = sb.largest;
+        if (moved) {
+          INC(moved, 1);
+          msi_verbose("dma: %zu of %zu bytes of the buffer at %p moved physically (%s pages); list updated", moved,
+                      b->size, (void *)b->addr, page_name(b->page));
+          r = ESTALE;
+        }
+      }
+      if (moved_out) *moved_out = moved;
+    }
+    ms_pages_release(store, store_size);
+  }
+  msi_unlock(&b->lock);
+  return r;
+}
+
+/* ---- allocation ---- */
+/* the page sizes to try in order; returns how many (0: none possible, *why explains) */
+static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], const char **why) {
+  size_t ps = msi_os_page_size(), h2 = msi_os_huge_size(MS_PAGE_HUGE_2M), h1 = msi_os_huge_size(MS_PAGE_HUGE_1G);
+  size_t all[3] = {MSI_GiB, 2 * MSI_MiB, ps}; /* descending; a size the kernel lacks fails like an empty pool */
+  size_t list[3];
+  int n = 0;
+  bool nofb = c->flags & MS_DMA_NO_FALLBACK, contig = c->flags & MS_DMA_CONTIGUOUS;
+  if (c->page_size) {
+    int k = 0;
+    while (k < 3 && all[k] != c->page_size) k++;
+    for (; k < 3; k++) list[n++] = all[k];
+    if (nofb) n = 1;
+  } else {
+    const char *env = msi_getenv("MEMSPACE_HUGE_PAGES");
+    long long cap = msi_opt(MS_OPTION_HUGE_PAGES);
+    bool base_only = env && cap == 0;
+    if (!base_only && (cap == 0 || cap >= (long long)MSI_GiB) && (size > 512 * MSI_MiB || (contig && size > h2)))
+      list[n++] = MSI_GiB;
+    if (!base_only) list[n++] = 2 * MSI_MiB;
+    if (!nofb || base_only) list[n++] = ps;
+  }
+  (void)h1;
+  if (contig) {
+    /* only a page that holds the whole buffer is physically contiguous; prefer hugetlb (not movable) */
+    size_t keep[3];
+    int m = 0;
+    for (int i = n - 1; i >= 0; i--)
+      if (list[i] >= size && list[i] != ps) keep[m++] = list[i];
+    for (int i = 0; i < n; i++)
+      if (list[i] >= size && list[i] == ps) keep[m++] = list[i];
+    if (!m) {
+      *why = "no page size allowed here holds the buffer in one page, and only a single (huge) page is known to be "
+             "physically contiguous from user space";
+      return 0;
+    }
+    if (nofb && m > 1) m = 1;
+    memcpy(list, keep, sizeof keep);
+    n = m;
+  }
+  memcpy(out, list, (size_t)n * sizeof *list);
+  return n;
+}
+
+/* tries one page size; 0 or errno (with *reason filled for messages) */
+static int try_page(size_t size, size_t page, int node, ms_pages_t *p, int *pool_err) {
+  size_t ps = msi_os_page_size();
+  *pool_err = 0;
+  if (page == ps) {
+    int r = ms_pages_reserve(size, 0, MS_PAGES_COMMIT, node, p);
+    if (r) return r;
+    /* populate for writing first: mlock would too, but sanitizer runtimes replace mlock with a no-op */
+    r = ms_pages_populate(p->addr, p->size);
+    if (r) {
+      ms_pages_release(p->addr, p->size);
+      return r;
+    }
+    r = ms_pages_lock(p->addr, p->size);
+    if (r) {
+      memlock_error("ms_dma_alloc", p->size, r);
+      ms_pages_release(p->addr, p->size);
+      return r;
+    }
+  } else {
+    ms_page_kind_t kind = page == MSI_GiB ? MS_PAGE_HUGE_1G : MS_PAGE_HUGE_2M;
+    if (msi_os_huge_size(kind) != page) { *pool_err = ENOENT; return ENOMEM; }
+    unsigned flags = (kind == MS_PAGE_HUGE_1G ? MS_PAGES_HUGE_1G : MS_PAGES_HUGE_2M) | MS_PAGES_NO_FALLBACK |
+                     MS_PAGES_COMMIT;
+    int r = ms_pages_reserve(size, page, flags, node, p);
+    if (r) { *pool_err = r; return ENOMEM; }
+    /* pre-fault instead of mlock: hugetlb pages are never swapped; a fault failing here (e.g. the node's pool
+       is empty) is an error now instead of SIGBUS later */
+    r = ms_pages_populate(p->addr, p->size);
+    if (r) {
+      *pool_err = r;
+      ms_pages_release(p->addr, p->size);
+      return ENOMEM;
+    }
+  }
+  if (node >= 0 && p->numa_node != node)
+    msi_verbose("dma: could not bind %zu bytes to NUMA node %d; memory stays where the kernel put it", p->size, node);
+  if (msi_os_madvise(p->addr, p->size, MADV_DONTFORK)) {
+    int r = errno;
+    msi_error("dma: MADV_DONTFORK refused (error %d)", r);
+    ms_pages_release(p->addr, p->size);
+    return r;
+  }
+  return 0;
+}
+
+static bool config_ok(const ms_dma_config_t *c) {
+  for (int i = 0; i < 4; i++)
+    if (c->reserved[i]) return false;
+  if (c->flags & ~(MS_DMA_CONTIGUOUS | MS_DMA_NO_FALLBACK)) return false;
+  if (c->numa_node < -1) return false;
+  return true;
+}
+
+ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
+  ms_dma_config_t def = {0, -1, 0, {0, 0, 0, 0}};
+  const ms_dma_config_t *c = config ? config : &def;
+  size_t ps = msi_os_page_size();
+  if (size == 0 || !config_ok(c) || c->numa_node >= msi_os_numa_nodes()) { errno = EINVAL; return NULL; }
+  if (c->page_size && c->page_size != ps && c->page_size != 2 * MSI_MiB && c->page_size != MSI_GiB) {
+    msi_error("dma: page size %zu is not one of %zu, 2 MiB, 1 GiB", c->page_size, ps);
+    errno = EINVAL;
+    return NULL;
+  }
+  if (size > (SIZE_MAX >> 2) || !msi_round_up(size, MSI_GiB)) { errno = ENOMEM; return NULL; }
+  size_t list[3];
+  const char *why = NULL;
+  int n = candidates(size, c, list, &why);
+  if (n == 0) {
+    msi_error("dma: MS_DMA_CONTIGUOUS buffer of %zu bytes (page size asked: %zu) refused: %s", size, c->page_size,
+              why);
+    errno = EINVAL;
+    return NULL;
+  }
+  ms_pages_t p;
+  int err = ENOMEM;
+  bool fell = false;
+  size_t got = 0;
+  for (int i = 0; i < n; i++) {
+    int pool_err = 0;
+    err = try_page(size, list[i], c->numa_node, &p, &pool_err);
+    if (!err) { got = list[i]; break; }
+    if (list[i] == ps) break; /* base pages failed: nothing smaller */
+    long long fr = huge_free(list[i]);
+    const char *what = pool_err == ENOENT ? "the kernel has none" : "the pool has too few free pages";
+    if (i + 1 < n) {
+      fell = true;
+      INC(fallbacks, 1);
+      msi_verbose("dma: %s pages for %zu bytes unavailable (%s, free %lld); falling back to %s pages",
+                  page_name(list[i]), size, what, fr, page_name(list[i + 1]));
+    } else {
+      msi_error("dma: %s pages for %zu bytes unavailable (%s, free %lld)%s", page_name(list[i]), size, what, fr,
+                (c->flags & MS_DMA_CONTIGUOUS) ? "; MS_DMA_CONTIGUOUS needs one huge page holding the buffer"
+                : (c->flags & MS_DMA_NO_FALLBACK) ? "; MS_DMA_NO_FALLBACK set" : "");
+    }
+  }
+  if (!got) { errno = err; return NULL; }
+  struct ms_dma_buffer_s *b = desc_new();
+  if (!b) {
+    int e = errno;
+    ms_pages_release(p.addr, p.size);
+    errno = e;
+    return NULL;
+  }
+  b->addr = p.addr;
+  b->size = size;
+  b->mapped = p.size;
+  b->page = got;
+  b->hugetlb = got > ps;
+  b->movable = !b->hugetlb;
+  b->locked = !b->hugetlb;
+  b->dontfork = true;
+  b->fallback = fell || (c->page_size && got != c->page_size);
+  b->numa_node = p.numa_node;
+  b->magic = DMA_MAGIC;
+  if (c->flags & MS_DMA_CONTIGUOUS) {
+    int r = build(b);
+    if (r == 0 && b->count != 1) {
+      msi_error("dma: MS_DMA_CONTIGUOUS buffer of %zu bytes on one %s page is in %zu physical runs", size,
+                page_name(got), b->count);
+      r = EIO;
+    } else if (r == EPERM) {
+      r = 0; /* one page is contiguous by construction; it just cannot be shown */
+    }
+    if (r) {
+      ms_pages_release(p.addr, p.size);
+      desc_free(b);
+      errno = r;
+      return NULL;
+    }
+  }
+  reg_link(b);
+  INC(allocs, 1);
+  msi_verbose("dma: %zu bytes at %p on %s pages (%s)%s", size, (void *)b->addr, page_name(got),
+              b->movable ? "movable" : "stable against compaction", b->fallback ? ", fallback" : "");
+  return b;
+}
+
+/* ---- registration ---- */
+typedef struct {
+  uintptr_t hole;      /* first unmapped address, 0 if none */
+  size_t min_page;     /* smallest KernelPageSize seen */
+  bool all_hugetlb, all_locked, all_dontfork, writable;
+} range_facts_t;
+
+/* walks /proc/self/smaps for the mappings covering [s, e); 0 or errno */
+static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
+  line_reader_t r;
+  r.fd = open_ro("/proc/self/smaps");
+  if (r.fd < 0) return errno ? errno : EIO;
+  r.len = r.pos = 0, r.eof = false;
+  memset(f, 0, sizeof *f);
+  f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
+  f->min_page = SIZE_MAX;
+  uintptr_t cursor = s;
+  bool in = false, done = false;
+  while (!done && next_line(&r)) {
+    char c = r.line[0];
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
+      uint64_t vs, ve;
+      const char *p = parse_u64(r.line, &vs, 16);
+      if (*p != '-') continue;
+      p = parse_u64(p + 1, &ve, 16);
+      in = false;
+      if (ve <= cursor) continue;
+      if (vs > cursor) { done = true; break; } /* a hole before the next mapping */
+      in = true;
+      if (p[0] == ' ' && p[2] != 'w') f->writable = false;
+      cursor = ve;
+    } else if (in && strncmp(r.line, "KernelPageSize:", 15) == 0) {
+      const char *p = r.line + 15;
+      while (*p == ' ') p++;
+      uint64_t kb;
+      parse_u64(p, &kb, 10);
+      if (kb * 1024 < f->min_page) f->min_page = (size_t)kb * 1024;
+    } else if (in && strncmp(r.line, "VmFlags:", 8) == 0) {
+      bool ht = false, lo = false, dc = false;
+      for (const char *p = r.line + 8; *p;) {
+        while (*p == ' ') p++;
+        const char *t = p;
+        while (*p && *p != ' ') p++;
+        if (p - t == 2) {
+          ht |= t[0] == 'h' && t[1] == 't';
+          lo |= t[0] == 'l' && t[1] == 'o';
+          dc |= t[0] == 'd' && t[1] == 'c';
+        }
+      }
+      f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
+      if (cursor >= e) done = true;
+    }
+  }
+  close(r.fd);
+  if (cursor < e) f->hole = cursor;
+  if (f->min_page == SIZE_MAX) f->min_page = msi_os_page_size();
+  return 0;
+}
+
+ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config) {
+  ms_dma_config_t def = {0, -1, 0, {0, 0, 0, 0}};
+  const ms_dma_config_t *c = config ? config : &def;
+  size_t ps = msi_os_page_size();
+  uintptr_t s = (uintptr_t)memory;
+  if (!memory || size == 0 || !config_ok(c) || s + size < s) { errno = EINVAL; return NULL; }
+  if ((s & (ps - 1)) || (size & (ps - 1))) {
+    msi_error("dma: ms_dma_register(%p, %zu): memory and size must be multiples of the page size (%zu); rounding "
+              "would pin and hide from forked children the neighbours sharing those pages", memory, size, ps);
+    errno = EINVAL;
+    return NULL;
+  }
+  range_facts_t f;
+  int r = range_scan(s, s + size, &f);
+  if (r) { errno = r; return NULL; }
+  if (f.hole) {
+    msi_error("dma: ms_dma_register(%p, %zu): address %p is not mapped", memory, size, (void *)f.hole);
+    errno = EFAULT;
+    return NULL;
+  }
+  if (!f.writable) {
+    msi_error("dma: ms_dma_register(%p, %zu): the range is not writable", memory, size);
+    errno = EFAULT;
+    return NULL;
+  }
+  size_t page = f.all_hugetlb ? f.min_page : ps;
+  if ((s & (page - 1)) || (size & (page - 1)) || (c->page_size && c->page_size != page)) {
+    msi_error("dma: ms_dma_register(%p, %zu): memory on %s pages (page size asked: %zu) must be aligned to them",
+              memory, size, page_name(page), c->page_size);
+    errno = EINVAL;
+    return NULL;
+  }
+  r = ms_pages_populate(memory, size);
+  if (r) {
+    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (error %d)", memory, size, r);
+    errno = r == ENOMEM ? ENOMEM : EFAULT;
+    return NULL;
+  }
+  bool locked = false, dontfork = false;
+  if (!f.all_hugetlb && !f.all_locked) {
+    r = ms_pages_lock(memory, size);
+    if (r) {
+      memlock_error("ms_dma_register", size, r);
+      errno = r;
+      return NULL;
+    }
+    locked = true;
+  }
+  if (!f.all_dontfork) {
+    if (msi_os_madvise(memory, size, MADV_DONTFORK)) {
+      r = errno;
+      msi_error("dma: ms_dma_register: MADV_DONTFORK refused (error %d)", r);
+      if (locked) ms_pages_unlock(memory, size);
+      errno = r;
+      return NULL;
+    }
+    dontfork = true;
+  }
+  struct ms_dma_buffer_s *b = desc_new();
+  if (!b) {
+    r = errno;
+    if (dontfork) msi_os_madvise(memory, size, MADV_DOFORK);
+    if (locked) ms_pages_unlock(memory, size);
+    errno = r;
+    return NULL;
+  }
+  b->addr = memory;
+  b->size = b->mapped = size;
+  b->page = page;
+  b->registered = true;
+  b->hugetlb = f.all_hugetlb;
+  b->movable = !f.all_hugetlb;
+  b->locked = locked;
+  b->dontfork = dontfork;
+  b->magic = DMA_MAGIC;
+  if (c->flags & MS_DMA_CONTIGUOUS) {
+    r = build(b);
+    if (r == 0 && b->count != 1) {
+      msi_error("dma: ms_dma_register(%p, %zu) with MS_DMA_CONTIGUOUS: the memory is in %zu physical runs", memory,
+                size, b->count);
+      r = EINVAL;
+    }
+    if (r) {
+      if (dontfork) msi_os_madvise(memory, size, MADV_DOFORK);
+      if (locked) ms_pages_unlock(memory, size);
+      desc_free(b);
+      errno = r;
+      return NULL;
+    }
+  }
+  reg_link(b);
+  msi_verbose("dma: registered %zu bytes at %p (%s pages, %s)", size, memory, page_name(page),
+              b->movable ? "movable" : "stable against compaction");
+  return b;
+}
+
+void ms_dma_free(ms_dma_buffer_t *b) {
+  if (!b) return;
+  if (!valid(b)) {
+    msi_error("dma: ms_dma_free(%p): not a DMA buffer (or freed twice)", (void *)b);
+    return;
+  }
+  reg_unlink(b);
+  INC(frees, 1);
+  b->magic = 0;
+  if (b->registered) {
+    if (b->dontfork) msi_os_madvise(b->addr, b->size, MADV_DOFORK);
+    if (b->locked) ms_pages_unlock(b->addr, b->size);
+  } else {
+    if (b->locked) ms_pages_unlock(b->addr, b->mapped);
+    ms_pages_release(b->addr, b->mapped);
+  }
+  desc_free(b);
+}
+
+/* ---- accessors ---- */
+void *ms_dma_addr(const ms_dma_buffer_t *b) {
+  if (!valid(b)) { errno = EINVAL; return NULL; }
+  return b->addr;
+}
+size_t ms_dma_size(const ms_dma_buffer_t *b) { return valid(b) ? b->size : 0; }
+size_t ms_dma_page_size(const ms_dma_buffer_t *b) { return valid(b) ? b->page : 0; }
+int ms_dma_movable(const ms_dma_buffer_t *b) {
+  if (!valid(b)) { errno = EINVAL; return -1; }
+  return b->movable;
+}
+
+int ms_dma_info(const ms_dma_buffer_t *b, ms_dma_info_t *info) {
+  if (!valid(b) || !info) return EINVAL;
+  memset(info, 0, sizeof *info);
+  info->addr = b->addr;
+  info->size = b->size;
+  info->mapped_size = b->mapped;
+  info->page_size = b->page;
+  msi_lock((msi_lock_t *)&b->lock);
+  if (atomic_load_explicit(&b->built, memory_order_acquire)) {
+    info->segments = b->count;
+    info->largest_segment = b->largest;
+  }
+  msi_unlock((msi_lock_t *)&b->lock);
+  info->numa_node = b->numa_node;
+  info->registered = b->registered;
+  info->movable = b->movable;
+  info->fallback = b->fallback;
+  return 0;
+}
+
+void msi_dma_copy_fenced(void *dst, const void *src, size_t length); /* copy.c */
+
+static inline bool write_ok(const ms_dma_buffer_t *b, size_t offset, const void *src, size_t length) {
+  if (MSI_LIKELY(valid(b) && (src || !length) && offset <= b->size && length <= b->size - offset)) return true;
+  errno = EINVAL;
+  return false;
+}
+
+void ms_dma_write(ms_dma_buffer_t *b, size_t offset, const void *src, size_t length) {
+  if (write_ok(b, offset, src, length)) msi_dma_copy_fenced(b->addr + offset, src, length);
+}
+
+void ms_dma_stream(ms_dma_buffer_t *b, size_t offset, const void *src, size_t length) {
+  if (write_ok(b, offset, src, length)) ms_dma_copy(b->addr + offset, src, length);
+}
+
+/* ---- statistics ---- */
+static void dma_get(ms_stats_t *s) {
+  s->dma_buffers = atomic_load(&ctr.buffers);
+  s->dma_pinned_bytes = atomic_load(&ctr.pinned);
+  s->dma_huge_bytes = atomic_load(&ctr.huge);
+}
+
+static void dma_print(msi_stats_writer_t *w) {
+  msi_stats_field(w, "buffers", atomic_load(&ctr.buffers), "");
+  msi_stats_field(w, "pinned", atomic_load(&ctr.pinned), "bytes");
+  msi_stats_field(w, "pinned_hugetlb", atomic_load(&ctr.huge), "bytes");
+  msi_stats_field(w, "pinned_1g_pages", atomic_load(&ctr.g1_bytes), "bytes");
+  msi_stats_field(w, "pinned_2m_pages", atomic_load(&ctr.m2_bytes), "bytes");
+  msi_stats_field(w, "pinned_base_pages", atomic_load(&ctr.base_bytes), "bytes");
+  msi_stats_field(w, "registered", atomic_load(&ctr.registered), "");
+  msi_stats_field(w, "allocations", atomic_load(&ctr.allocs), "");
+  msi_stats_field(w, "frees", atomic_load(&ctr.frees), "");
+  msi_stats_field(w, "page_fallbacks", atomic_load(&ctr.fallbacks), "");
+  msi_stats_field(w, "translations", atomic_load(&ctr.translations), "");
+  msi_stats_field(w, "moves_detected", atomic_load(&ctr.moved), "");
+  int st = atomic_load(&ctr.phys_state);
+  msi_stats_text(w, "physical_addresses", st == 1 ? "readable" : st == 2 ? "not readable (no CAP_SYS_ADMIN)"
+                                                                          : "not read yet");
+  msi_lock(&reg_lock);
+  int i = 0;
+  for (struct ms_dma_buffer_s *b = reg_head; b && i < PRINT_BUFFERS; b = b->next, i++) {
+    char name[32], text[192];
+    msi_lock(&b->lock); /* lock order: registry, then buffer */
+    size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
+    msi_unlock(&b->lock);
+    msi_snprintf(name, sizeof name, "buffer_%d", i);
+    msi_snprintf(text, sizeof text, "%zu bytes at %p, %s pages, %s%s%s, %zu segments", b->size, (void *)b->addr,
+                 page_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
+                 b->fallback ? ", fallback" : "", segs);
+    msi_stats_text(w, name, text);
+  }
+  msi_unlock(&reg_lock);
+}
+
+static const msi_stats_source_t dma_source = {"dma", dma_get, dma_print};
+__attribute__((constructor(103))) static void dma_register_stats(void) { msi_stats_register(&dma_source); }

@@ -1,0 +1,1138 @@
+/* SPDX-License-Identifier: MIT */
+/* space.c: deterministic memory spaces (CONTRACT §4, docs/spaces.md).
+
+   Design: a binary buddy allocator whose metadata lives entirely OUTSIDE the blocks, in a compact side area:
+   - per order k (block size 2^k, k >= 4, i.e. 16 B .. the space size) a hierarchical bitmap of free block
+     positions (leaf bit i: the block at offset i*2^k is free; each summary bit says "some bit below is set";
+     at most 6 levels for 2^36 positions), plus one 64-bit mask of the orders that have a free block;
+   - an allocation map: one nibble per 16-byte granule for allocated blocks of 16 B .. 2 KiB (value k-3),
+     one byte per 4 KiB for allocated blocks of 4 KiB and more (value k). Every entry is zero except at the
+     first granule of an allocated block, so a free of an interior pointer or a double free reads zero and is
+     detected in every build.
+   malloc: order k = ceil(log2(size)); j = lowest order >= k with a free block (one ctz on the mask); take the
+   lowest-address free block of order j (one ctz per bitmap level); split it down to k (j-k bit sets).
+   free: read the map entry; merge with the buddy while the buddy is free (a bit test) and in the same region.
+   Neither call reads or writes a byte of the data area: on this kind of VM, touching memory just past a large
+   block the program has just walked costs ~1 us (nested page walks); a header or split remainder next to the
+   block would pay that on every call. A heap overflow cannot corrupt the allocator either.
+   Worst case per call: (orders) splits or merges x (bitmap depth <= 6) word updates, no loops over blocks. */
+#include "space_internal.h"
+#include "os.h"
+#ifndef __has_feature /* track.h tests __has_feature, which older GCC lacks */
+#define __has_feature(x) 0
+#endif
+#include "track.h"
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#define GSHIFT 4                  /* granule: 16 bytes, the minimum block and the alignment */
+#define LSHIFT 11                 /* large-block map granule: blocks of 2 KiB and more start on it */
+#define RSHIFT 12                 /* regions are page-aligned: merges below 4 KiB never cross one */
+#define MAX_ORDER 46              /* 64 TiB */
+#define MAX_LEVELS 7
+#define MAX_REGIONS 64            /* the initial region and up to 63 expansions */
+#define SPACE_MAGIC 0x6d7370616365ull /* "mspace" */
+
+enum { REGION_ACTIVE = 1, REGION_PENDING = 2, REGION_RETURNED = 3 };
+
+typedef struct {            /* the hot part of one order's bitmap: 32 bytes, two orders per cache line */
+  uint64_t *leaf;           /* leaf words (also lvl[k][depth-1]) */
+  uint64_t hint;            /* leaf word where the last search found a block: tried first */
+  uint64_t positions;       /* blocks of this order that fit in the reserved range */
+  uint32_t depth, pad;
+} hbm_t;
+
+/* Block cache (lazy coalescing): freed blocks of 16 B .. 64 KiB wait in per-order LIFO lists (side metadata:
+   offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most QMAX blocks
+   (one per 4 KiB of a smaller space) and 1/32 of the committed size. A request that finds no free block in the bitmaps splits a
+   larger cached block (O(1)); only when none exists are the cached blocks returned to the buddy system
+   (bounded: at most QMAX merges), so the cache never causes an ENOMEM. */
+#define QORDERS 13                /* orders 4..16 */
+#define QMAX 256
+
+typedef struct {
+  size_t start, size;       /* offsets in the data range */
+  int state;
+} region_t;
+
+struct ms_space_s {
+  uint64_t magic;
+  unsigned flags;
+  unsigned top;             /* largest order that fits the reserved range */
+  char *data;               /* data range base */
+  uint64_t free_mask;       /* bit k: order k has a free block */
+  uint8_t *nib;             /* allocation nibbles, one per granule */
+  uint8_t *lmap;            /* allocation bytes, one per 2 KiB */
+  size_t end;               /* end of the last region (bump pointer for expansions) */
+  uint16_t qhead[QORDERS];  /* block cache: list heads (entry index + 1, 0 = empty) */
+  uint16_t qfree;           /* free entries stack */
+  uint16_t qmask;           /* bit q: order q+4 has cached blocks */
+  uint32_t qcount, qcap;
+  size_t qbytes;             /* bytes in the cache: at most size/32 */
+  hbm_t fb[MAX_ORDER + 1];  /* hot bitmap descriptors */
+  size_t *qoff;             /* entry -> block offset */
+  uint16_t *qnext;          /* entry -> next entry + 1 */
+  size_t used, peak, size, free_blocks;
+  uint64_t allocs, frees, ooms, expands;
+  int lock_on;
+  pthread_mutex_t lock;
+  /* colder */
+  size_t reserved;          /* data range length */
+  size_t expand;            /* automatic expansion step, 0 = fixed */
+  int nregions;
+  int in_caller;            /* created with ms_space_create_in */
+  int at_pending;           /* MS_SPACE_AT_FIRSTALLOC: initial region not committed yet */
+  unsigned page_flags;      /* extra flags for ms_pages_* on commit */
+  void *meta_base;          /* mapping holding this struct and the metadata (NULL for create_in) */
+  size_t meta_size;
+  size_t data_map_size;     /* length of the data mapping (>= reserved) */
+  void *data_map;
+  int numa_node;
+  const char *name;
+  struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
+  region_t regions[MAX_REGIONS];
+  uint64_t *lvl[MAX_ORDER + 1][MAX_LEVELS]; /* per order: lvl[k][0] the top word ... lvl[k][depth-1] the leaf */
+};
+
+/* ------------------------------------------------------------------------------------------------ */
+/* registry and statistics                                                                            */
+/* ------------------------------------------------------------------------------------------------ */
+static msi_lock_t registry_lock = MSI_LOCK_INIT;
+static ms_space_t *registry;
+static uint64_t dead_ooms, dead_expands;
+
+static void registry_add(ms_space_t *s) {
+  msi_lock(&registry_lock);
+  s->prev = NULL;
+  s->next = registry;
+  if (registry) registry->prev = s;
+  registry = s;
+  msi_unlock(&registry_lock);
+}
+static void registry_remove(ms_space_t *s) {
+  msi_lock(&registry_lock);
+  if (s->prev) s->prev->next = s->next;
+  else registry = s->next;
+  if (s->next) s->next->prev = s->prev;
+  dead_ooms += s->ooms;
+  dead_expands += s->expands;
+  msi_unlock(&registry_lock);
+}
+
+static void spaces_get(ms_stats_t *st) {
+  msi_lock(&registry_lock);
+  uint64_t count = 0, bytes = 0, used = 0, ooms = dead_ooms, expands = dead_expands;
+  for (ms_space_t *s = registry; s; s = s->next) {
+    count++;
+    bytes += __atomic_load_n(&s->size, __ATOMIC_RELAXED);
+    used += __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+    ooms += __atomic_load_n(&s->ooms, __ATOMIC_RELAXED);
+    expands += __atomic_load_n(&s->expands, __ATOMIC_RELAXED);
+  }
+  msi_unlock(&registry_lock);
+  st->space_count += count;
+  st->space_bytes += bytes;
+  st->space_used_bytes += used;
+  st->space_oom += ooms;
+  st->space_expands += expands;
+}
+
+static void spaces_print(msi_stats_writer_t *w) {
+  ms_stats_t st;
+  memset(&st, 0, sizeof st);
+  spaces_get(&st);
+  msi_stats_field(w, "spaces", st.space_count, "");
+  msi_stats_field(w, "size", st.space_bytes, "bytes");
+  msi_stats_field(w, "used", st.space_used_bytes, "bytes");
+  msi_stats_field(w, "oom", st.space_oom, "");
+  msi_stats_field(w, "expansions", st.space_expands, "");
+}
+
+static const msi_stats_source_t spaces_source = {"spaces", spaces_get, spaces_print};
+__attribute__((constructor(103))) static void spaces_register(void) { msi_stats_register(&spaces_source); }
+
+/* ------------------------------------------------------------------------------------------------ */
+/* hierarchical bitmaps                                                                               */
+/* ------------------------------------------------------------------------------------------------ */
+static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
+  hbm_t *h = &s->fb[k];
+  s->free_blocks++;
+  uint64_t *w = &h->leaf[pos >> 6];
+  uint64_t old = *w;
+  *w = old | (1ull << (pos & 63));
+  if (old) return;
+  for (int l = (int)h->depth - 2; l >= 0; l--) {
+    pos >>= 6;
+    w = &s->lvl[k][l][pos >> 6];
+    old = *w;
+    *w = old | (1ull << (pos & 63));
+    if (old) return;
+  }
+  s->free_mask |= 1ull << k;
+}
+
+static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
+  hbm_t *h = &s->fb[k];
+  s->free_blocks--;
+  uint64_t *w = &h->leaf[pos >> 6];
+  uint64_t nw = *w & ~(1ull << (pos & 63));
+  *w = nw;
+  if (nw) return;
+  for (int l = (int)h->depth - 2; l >= 0; l--) {
+    pos >>= 6;
+    w = &s->lvl[k][l][pos >> 6];
+    nw = *w & ~(1ull << (pos & 63));
+    *w = nw;
+    if (nw) return;
+  }
+  s->free_mask &= ~(1ull << k);
+}
+
+static inline bool hbm_test(const ms_space_t *s, unsigned k, uint64_t pos) {
+  const hbm_t *h = &s->fb[k];
+  if (pos >= h->positions) return false;
+  return (h->leaf[pos >> 6] >> (pos & 63)) & 1;
+}
+
+/* lowest set position; the order must have a free block */
+static inline uint64_t hbm_first(ms_space_t *s, unsigned k) {
+  hbm_t *h = &s->fb[k];
+  uint64_t w = h->leaf[h->hint];
+  if (MSI_LIKELY(w)) return (h->hint << 6) | (uint64_t)__builtin_ctzll(w);
+  uint64_t i = 0;
+  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(s->lvl[k][l][i]);
+  h->hint = i >> 6;
+  return i;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* allocation map                                                                                     */
+/* ------------------------------------------------------------------------------------------------ */
+static inline unsigned nib_get(const ms_space_t *s, size_t off) {
+  size_t g = off >> GSHIFT;
+  return (s->nib[g >> 1] >> ((g & 1) * 4)) & 15;
+}
+static inline void nib_put(ms_space_t *s, size_t off, unsigned v) {
+  size_t g = off >> GSHIFT;
+  unsigned sh = (unsigned)(g & 1) * 4;
+  s->nib[g >> 1] = (uint8_t)((s->nib[g >> 1] & ~(15u << sh)) | (v << sh));
+}
+/* nibbles: 1..7 allocated order v+3 (16 B..1 KiB), 8..14 cached order v-4; bytes: k allocated, k|0x80 cached */
+static inline void map_set(ms_space_t *s, size_t off, unsigned k) {
+  if (k >= LSHIFT) s->lmap[off >> LSHIFT] = (uint8_t)k;
+  else nib_put(s, off, k - 3);
+}
+static inline void map_cached(ms_space_t *s, size_t off, unsigned k) {
+  if (k >= LSHIFT) s->lmap[off >> LSHIFT] = (uint8_t)(k | 0x80);
+  else nib_put(s, off, k + 4);
+}
+/* order of the allocated block starting at off, 0 when none starts there */
+static inline unsigned map_get(const ms_space_t *s, size_t off) {
+  if (!(off & ((1u << LSHIFT) - 1))) {
+    unsigned k = s->lmap[off >> LSHIFT];
+    if (k) return k & 0x80 ? 0 : k;
+  }
+  unsigned v = nib_get(s, off);
+  return v && v < 8 ? v + 3 : 0;
+}
+/* order of the cached free block starting at off, 0 when none */
+static inline unsigned cached_at(const ms_space_t *s, size_t off) {
+  if (!(off & ((1u << LSHIFT) - 1)) && (s->lmap[off >> LSHIFT] & 0x80)) return s->lmap[off >> LSHIFT] & 0x7f;
+  unsigned v = nib_get(s, off);
+  return v >= 8 && v < 15 ? v - 4 : 0;
+}
+static inline void map_clear(ms_space_t *s, size_t off, unsigned k) {
+  if (k >= LSHIFT) s->lmap[off >> LSHIFT] = 0;
+  else nib_put(s, off, 0);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* regions                                                                                            */
+/* ------------------------------------------------------------------------------------------------ */
+static inline int region_of(const ms_space_t *s, size_t off) {
+  int lo = 0, hi = s->nregions - 1; /* regions are sorted by start and contiguous */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (s->regions[mid].start <= off) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* order of the root block (largest aligned power-of-two piece) of [o, b) starting at o */
+static inline unsigned root_order(const ms_space_t *s, size_t o, size_t b) {
+  unsigned k = o ? (unsigned)__builtin_ctzll(o) : s->top;
+  if (k > s->top) k = s->top;
+  while (k > GSHIFT && o + ((size_t)1 << k) > b) k--;
+  return k;
+}
+
+/* the root blocks of region [a, b): ROOTS_ADD marks them free, ROOTS_REMOVE unmarks them, ROOTS_TEST tells
+   whether all are free (a region is wholly free exactly when its roots are: merges never cross regions) */
+enum { ROOTS_ADD, ROOTS_TEST, ROOTS_REMOVE };
+static bool region_roots(ms_space_t *s, size_t a, size_t b, int op) {
+  for (size_t o = a; o < b;) {
+    unsigned k = root_order(s, o, b);
+    if (op == ROOTS_ADD) hbm_set(s, k, o >> k);
+    else if (op == ROOTS_REMOVE) hbm_clear(s, k, o >> k);
+    else if (!hbm_test(s, k, o >> k)) return false;
+    o += (size_t)1 << k;
+  }
+  return true;
+}
+#define region_add_free(s, a, b) region_roots((s), (a), (b), ROOTS_ADD)
+
+/* metadata slices for [a, b) of the data range, as page ranges; fn(addr, len) */
+static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_t)) {
+  if (s->in_caller) return 0;
+  size_t ps = msi_os_page_size();
+  if (s->meta_size <= 4 * MSI_MiB) return fn(s->meta_base, s->meta_size);
+  struct { uintptr_t lo, hi; } r[2 + (MAX_ORDER + 1) * MAX_LEVELS];
+  int n = 0;
+  r[n].lo = (uintptr_t)s->meta_base; /* this struct */
+  r[n++].hi = (uintptr_t)s->meta_base + sizeof *s;
+  r[n].lo = (uintptr_t)s->nib + (a >> (GSHIFT + 1));
+  r[n++].hi = (uintptr_t)s->nib + (b >> (GSHIFT + 1)) + 1;
+  r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);
+  r[n++].hi = (uintptr_t)s->lmap + (b >> LSHIFT) + 1;
+  for (unsigned k = GSHIFT; k <= s->top; k++) {
+    const hbm_t *h = &s->fb[k];
+    uint64_t plo = a >> k, phi = (b >> k) + 1;
+    for (int l = (int)h->depth - 1; l >= 0; l--) {
+      plo >>= 6;
+      phi = (phi >> 6) + 1;
+      r[n].lo = (uintptr_t)(s->lvl[k][l] + plo);
+      r[n++].hi = (uintptr_t)(s->lvl[k][l] + phi);
+    }
+  }
+  uintptr_t mend = (uintptr_t)s->meta_base + s->meta_size;
+  for (int i = 0; i < n; i++) {
+    uintptr_t lo = msi_align_down(r[i].lo, ps), hi = msi_align_up(r[i].hi, ps);
+    if (hi > mend) hi = mend;
+    if (hi > lo) {
+      int e = fn((void *)lo, hi - lo);
+      if (e) return e;
+    }
+  }
+  return 0;
+}
+
+/* commits, pre-faults and (LOCKED) locks the data and metadata of [a, b); 0 or an errno value */
+static int region_commit(ms_space_t *s, size_t a, size_t b) {
+  if (s->in_caller) return 0;
+  int e = ms_pages_commit(s->data + a, b - a);
+  if (e) return e;
+  if (s->numa_node >= 0) ms_pages_bind(s->data + a, b - a, s->numa_node);
+  if ((e = ms_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, ms_pages_populate))) goto fail;
+  if (s->flags & MS_SPACE_LOCKED) {
+    if ((e = ms_pages_lock(s->data + a, b - a))) goto fail;
+    if ((e = meta_apply(s, a, b, ms_pages_lock))) { ms_pages_unlock(s->data + a, b - a); goto fail; }
+  }
+  return 0;
+fail:
+  ms_pages_decommit(s->data + a, b - a);
+  return e;
+}
+
+static void region_decommit(ms_space_t *s, size_t a, size_t b) {
+  if (s->in_caller) return;
+  MSI_TRACK_UNDEFINED(s->data + a, b - a);
+  if (s->flags & MS_SPACE_LOCKED) ms_pages_unlock(s->data + a, b - a);
+  ms_pages_decommit(s->data + a, b - a);
+}
+
+/* adds [a, a+size) as a new region (committing it); 0 or an errno value */
+static int region_append(ms_space_t *s, size_t size, int state) {
+  if (s->nregions >= MAX_REGIONS || size > s->reserved - s->end) return ENOMEM;
+  size_t a = s->end;
+  if (state == REGION_ACTIVE) {
+    int e = region_commit(s, a, a + size);
+    if (e) return e;
+    region_add_free(s, a, a + size);
+    s->size += size;
+  }
+  s->regions[s->nregions++] = (region_t){a, size, state};
+  s->end = a + size;
+  return 0;
+}
+
+/* grows by at least `bytes` (the caller holds the lock); reuses a returned region that is large enough */
+static int grow(ms_space_t *s, size_t bytes) {
+  size_t ps = msi_os_page_size();
+  size_t want = msi_round_up(bytes, ps);
+  if (!want) return ENOMEM;
+  for (int i = 0; i < s->nregions; i++) {
+    region_t *r = &s->regions[i];
+    if (r->state == REGION_RETURNED && r->size >= want) {
+      int e = region_commit(s, r->start, r->start + r->size);
+      if (e) return e;
+      r->state = REGION_ACTIVE;
+      region_add_free(s, r->start, r->start + r->size);
+      s->size += r->size;
+      return 0;
+    }
+  }
+  return region_append(s, want, REGION_ACTIVE);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* locking and error reports                                                                          */
+/* ------------------------------------------------------------------------------------------------ */
+static inline void space_lock(ms_space_t *s) {
+  if (s->lock_on) pthread_mutex_lock(&s->lock);
+}
+static inline void space_unlock(ms_space_t *s) {
+  if (s->lock_on) pthread_mutex_unlock(&s->lock);
+}
+
+static bool strict_mode(void) {
+#if (defined(MEMSPACE_DEBUG) && MEMSPACE_DEBUG) || (defined(MEMSPACE_SECURE_BUILD) && MEMSPACE_SECURE_BUILD)
+  return true;
+#else
+  return msi_opt(MS_OPTION_SECURE) != 0;
+#endif
+}
+
+/* a bad pointer was given: reported always; fatal in debug/secure builds and with MEMSPACE_SECURE=1 */
+MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p, const char *call, const char *what) {
+  if (strict_mode())
+    msi_fatal("space %s: %s(%p): %s", s->name ? s->name : "(unnamed)", call, p, what);
+  msi_error("space %s: %s(%p): %s; ignored", s->name ? s->name : "(unnamed)", call, p, what);
+  errno = EINVAL;
+}
+
+/* why `off` is not an allocated block start (cold path: may scan the orders) */
+MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off) {
+  if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned)";
+  if (cached_at(s, off)) return "double free (the block is free)";
+  for (unsigned k = GSHIFT; k <= s->top; k++)
+    if (!(off & (((size_t)1 << k) - 1)) && hbm_test(s, k, off >> k)) return "double free (the block is free)";
+  return "not the start of an allocated block of this space (interior pointer or already freed)";
+}
+
+/* offset of p in the space's committed range, or SIZE_MAX */
+static inline size_t offset_of(const ms_space_t *s, const void *p) {
+  size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->data);
+  return off < s->end ? off : SIZE_MAX;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* core allocate / release (lock held)                                                                */
+/* ------------------------------------------------------------------------------------------------ */
+static void cache_flush(ms_space_t *s);
+static inline unsigned order_of(size_t size) {
+  if (size <= ((size_t)1 << GSHIFT)) return GSHIFT;
+  return 64u - (unsigned)__builtin_clzll(size - 1);
+}
+
+MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
+  if (s->qcount) {
+    cache_flush(s);
+    if (s->free_mask >> k) return true;
+  }
+  if (s->at_pending) {
+    s->at_pending = 0;
+    region_t *r = &s->regions[0];
+    if (region_commit(s, r->start, r->start + r->size) == 0) {
+      r->state = REGION_ACTIVE;
+      region_add_free(s, r->start, r->start + r->size);
+      s->size += r->size;
+      if (s->free_mask >> k) return true;
+    } else {
+      r->state = REGION_RETURNED;
+      msi_warning("space %s: committing the initial %zu bytes at first allocation failed",
+                  s->name ? s->name : "(unnamed)", r->size);
+    }
+  }
+  if (!s->expand) return false;
+  /* the new region must hold an aligned block of order k: [end, align_up(end, 2^k) + 2^k) at least */
+  size_t need = (size_t)1 << k;
+  size_t step = s->expand, at_least = msi_align_up(s->end, need) + need - s->end;
+  if (step < at_least) step = at_least;
+  if (grow(s, step) != 0) return false;
+  s->expands++;
+  msi_verbose("space %s: expanded by %zu bytes (now %zu; expansion %llu)", s->name ? s->name : "(unnamed)",
+              step, s->size, (unsigned long long)s->expands);
+  return (s->free_mask >> k) != 0;
+}
+
+/* pops the newest cached block of cache order q (which must have one) */
+static inline size_t cache_pop(ms_space_t *s, unsigned q) {
+  unsigned h = s->qhead[q], i = h - 1;
+  size_t off = s->qoff[i];
+  s->qhead[q] = s->qnext[i];
+  if (!s->qhead[q]) s->qmask &= (uint16_t)~(1u << q);
+  s->qnext[i] = s->qfree;
+  s->qfree = (uint16_t)h;
+  s->qcount--;
+  s->qbytes -= (size_t)1 << (q + GSHIFT);
+  return off;
+}
+
+static inline void *take(ms_space_t *s, unsigned k) {
+  size_t off;
+  unsigned j;
+  if (k < GSHIFT + QORDERS && s->qhead[k - GSHIFT]) {
+    off = cache_pop(s, k - GSHIFT);
+    goto done;
+  }
+  uint64_t m = s->free_mask >> k;
+  if (MSI_UNLIKELY(!m)) {
+    /* a larger cached block, split (O(1) to find) */
+    unsigned big = k < GSHIFT + QORDERS ? (unsigned)s->qmask >> (k - GSHIFT) : 0;
+    if (big) {
+      j = k + (unsigned)__builtin_ctz(big);
+      off = cache_pop(s, j - GSHIFT);
+      map_clear(s, off, j);
+      goto split;
+    }
+    if (!refill(s, k)) { s->ooms++; return NULL; }
+    m = s->free_mask >> k;
+  }
+  j = k + (unsigned)__builtin_ctzll(m);
+  uint64_t pos = hbm_first(s, j);
+  hbm_clear(s, j, pos);
+  off = (size_t)pos << j;
+split:
+  while (j > k) {
+    j--;
+    hbm_set(s, j, (off >> j) + 1);
+  }
+done:
+  map_set(s, off, k);
+  s->used += (size_t)1 << k;
+  if (s->used > s->peak) s->peak = s->used;
+  s->allocs++;
+  return s->data + off;
+}
+
+static inline bool same_region(const ms_space_t *s, size_t a, size_t b) {
+  if (s->nregions == 1) return true;
+  return region_of(s, a) == region_of(s, b);
+}
+
+/* returns the block to the buddy bitmaps, merging with free buddies (no accounting) */
+static inline void merge_free(ms_space_t *s, size_t off, unsigned k) {
+  map_clear(s, off, k);
+  while (k < s->top) {
+    size_t bsz = (size_t)1 << k;
+    size_t buddy = off ^ bsz;
+    if (!hbm_test(s, k, buddy >> k)) break;
+    if (k >= RSHIFT && !same_region(s, off & ~bsz, (off | bsz) + bsz - 1)) break;
+    hbm_clear(s, k, buddy >> k);
+    off &= ~bsz;
+    k++;
+  }
+  hbm_set(s, k, off >> k);
+}
+
+/* every cached small block back to the buddy system: at most qcap merges */
+MSI_NOINLINE static void cache_flush(ms_space_t *s) {
+  for (unsigned q = 0; q < QORDERS; q++)
+    while (s->qhead[q]) merge_free(s, cache_pop(s, q), q + GSHIFT);
+}
+
+/* a block leaves the application: into the small-block cache when it has room, else to the buddy bitmaps */
+static inline void release(ms_space_t *s, size_t off, unsigned k) {
+  s->used -= (size_t)1 << k;
+  s->frees++;
+  if (k < GSHIFT + QORDERS && s->qcap) {
+    unsigned q = k - GSHIFT;
+    if (MSI_UNLIKELY(!s->qfree || s->qbytes + ((size_t)1 << k) > (s->size >> 5))) {
+      /* full: evict the newest block of the largest other cached order (one merge chain), so the cache
+         follows the workload; if that is not enough room, this block goes to the bitmaps */
+      unsigned other = s->qmask & ~(1u << q);
+      if (other) {
+        unsigned o = 31u - (unsigned)__builtin_clz(other);
+        merge_free(s, cache_pop(s, o), o + GSHIFT);
+      }
+      if (!s->qfree || s->qbytes + ((size_t)1 << k) > (s->size >> 5)) { merge_free(s, off, k); return; }
+    }
+    unsigned i = s->qfree - 1u;
+    s->qfree = s->qnext[i];
+    s->qoff[i] = off;
+    s->qnext[i] = s->qhead[q];
+    s->qhead[q] = (uint16_t)(i + 1);
+    s->qmask |= (uint16_t)(1u << q);
+    s->qcount++;
+    s->qbytes += (size_t)1 << k;
+    map_cached(s, off, k); /* a second free is still detected */
+    return;
+  }
+  merge_free(s, off, k);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* creation                                                                                           */
+/* ------------------------------------------------------------------------------------------------ */
+size_t msi_space_reserve_size(size_t initial, size_t expand) {
+  /* automatic expansion: room for 63 steps (at most 64 GiB); a fixed space: room to grow to 4x explicitly */
+  size_t room = !expand ? (initial > SIZE_MAX / 4 ? initial : initial * 3)
+                        : expand > (64 * MSI_GiB) / 63 ? 64 * MSI_GiB : expand * 63;
+  size_t r = initial + room;
+  if (r < initial || r > ((size_t)1 << MAX_ORDER)) r = (size_t)1 << MAX_ORDER;
+  return r;
+}
+
+/* bytes of metadata (bitmaps + maps) for a data range of `reserved` bytes, laid out after the struct.
+   Hot and small first: every summary level and the small leaves (high orders), then the large-block map,
+   then the big leaves (low orders, whose locality follows the data), then the nibble map. */
+static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
+  size_t off = msi_round_up(sizeof(ms_space_t), 64);
+  size_t qcap = reserved >> 12;
+  if (qcap > QMAX) qcap = QMAX;
+  if (s) {
+    s->qcap = (uint32_t)qcap;
+    s->qoff = (size_t *)(base + off);
+    s->qnext = (uint16_t *)(base + off + qcap * sizeof(size_t));
+    for (size_t i = 0; i < qcap; i++) s->qnext[i] = (uint16_t)(i + 1 < qcap ? i + 2 : 0);
+    s->qfree = qcap ? 1 : 0;
+  }
+  off = msi_round_up(off + qcap * (sizeof(size_t) + sizeof(uint16_t)), 64);
+  unsigned top = 63u - (unsigned)__builtin_clzll(reserved);
+  if (top > MAX_ORDER) top = MAX_ORDER;
+  uint64_t words[MAX_ORDER + 1][MAX_LEVELS]; /* words[k][0] = leaf */
+  uint32_t depth[MAX_ORDER + 1];
+  for (unsigned k = GSHIFT; k <= top; k++) {
+    uint64_t n = reserved >> k;
+    depth[k] = 0;
+    do {
+      n = (n + 63) / 64;
+      words[k][depth[k]++] = n;
+    } while (n > 1);
+    if (s) {
+      s->fb[k].depth = depth[k];
+      s->fb[k].positions = reserved >> k;
+    }
+  }
+#define PLACE(k, l) do { if (s) s->lvl[k][depth[k] - 1 - (l)] = (uint64_t *)(base + off); \
+                         off = msi_round_up(off + words[k][l] * 8, 64); } while (0)
+  for (unsigned k = top + 1; k-- > GSHIFT;) {
+    for (uint32_t l = 1; l < depth[k]; l++) PLACE(k, l);
+    if (words[k][0] <= 8) PLACE(k, 0);
+  }
+  if (s) s->lmap = (uint8_t *)(base + off);
+  off += msi_round_up((reserved >> LSHIFT) + 1, 64);
+  for (unsigned k = top + 1; k-- > GSHIFT;)
+    if (words[k][0] > 8) PLACE(k, 0);
+#undef PLACE
+  if (s)
+    for (unsigned k = GSHIFT; k <= top; k++) s->fb[k].leaf = s->lvl[k][depth[k] - 1];
+  if (s) s->nib = (uint8_t *)(base + off);
+  off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
+  if (s) s->top = top;
+  return off;
+}
+
+static void init_lock(ms_space_t *s);
+static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
+  s->magic = SPACE_MAGIC;
+  s->flags = flags;
+  s->numa_node = -1;
+  s->name = name;
+  if (flags & MS_SPACE_THREAD_SAFE) {
+    init_lock(s);
+    s->lock_on = 1;
+  }
+}
+
+static void init_lock(ms_space_t *s) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) != 0)
+    MSI_WARN_ONCE("spaces: priority-inheriting mutexes unavailable; using a plain mutex");
+  pthread_mutex_init(&s->lock, &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+static unsigned huge_flags(void) {
+  long long hp = msi_opt(MS_OPTION_HUGE_PAGES);
+  if (hp >= (long long)MSI_GiB) return MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M;
+  return MS_PAGES_HUGE_2M;
+}
+
+ms_space_t *ms_space_create(const ms_space_config_t *c) {
+  msi_init();
+  if (!c || c->initial_size == 0 || (c->at != MS_SPACE_AT_START && c->at != MS_SPACE_AT_FIRSTALLOC) ||
+      (c->flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE | MS_SPACE_HUGE_PAGES)) ||
+      c->reserved[0] || c->reserved[1] || c->reserved[2] || c->reserved[3] || c->numa_node < -1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t ps = msi_os_page_size();
+  size_t initial = msi_round_up(c->initial_size, ps), expand = c->expand_size ? msi_round_up(c->expand_size, ps) : 0;
+  if (!initial || (c->expand_size && !expand) || initial > ((size_t)1 << MAX_ORDER)) { errno = ENOMEM; return NULL; }
+  ms_pages_t dm;
+  size_t reserved;
+  int e;
+  bool huge = c->flags & MS_SPACE_HUGE_PAGES;
+  if (huge) {
+    /* hugetlb memory is committed when mapped: a huge-page space is fixed at its (rounded) initial size */
+    unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE | ((c->flags & MS_SPACE_LOCKED) ? MS_PAGES_LOCK : 0);
+    e = ms_pages_reserve(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
+    if (e) { errno = e; return NULL; }
+    if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", c->name ? c->name : "(unnamed)", dm.page_size);
+    reserved = initial = dm.size;
+    expand = 0;
+  } else {
+    reserved = msi_round_up(msi_space_reserve_size(initial, expand), ps);
+    e = ms_pages_reserve(reserved, 2 * MSI_MiB, 0, c->numa_node, &dm);
+    if (e) { errno = e; return NULL; }
+  }
+  size_t msize = msi_round_up(meta_layout(NULL, reserved, NULL), ps);
+  ms_pages_t mm;
+  /* large metadata on transparent huge pages: walking the 4 KiB pages of big blocks then does not evict the
+     metadata's TLB entries (separate 2 MiB entries), so malloc and free find it without page walks */
+  e = ms_pages_reserve(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, &mm);
+  if (e) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
+  ms_space_t *s = mm.addr;
+  meta_layout(s, reserved, mm.addr);
+  init_struct(s, c->flags, c->name);
+  s->numa_node = c->numa_node;
+  s->data = dm.addr;
+  s->data_map = dm.addr;
+  s->data_map_size = dm.size;
+  s->reserved = reserved;
+  s->expand = expand;
+  s->meta_base = mm.addr;
+  s->meta_size = mm.size;
+  if (huge) {
+    s->in_caller = 1; /* already committed, populated and locked: region_commit has nothing to do */
+    e = region_append(s, initial, REGION_ACTIVE);
+    s->in_caller = 0;
+    if (!e && (c->flags & MS_SPACE_LOCKED)) e = meta_apply(s, 0, initial, ms_pages_lock);
+    if (!e) e = meta_apply(s, 0, initial, ms_pages_populate);
+  } else if (c->at == MS_SPACE_AT_FIRSTALLOC) {
+    e = region_append(s, initial, REGION_PENDING);
+    s->at_pending = 1;
+  } else {
+    e = region_append(s, initial, REGION_ACTIVE);
+  }
+  if (e) {
+    if (s->lock_on) pthread_mutex_destroy(&s->lock);
+    ms_pages_release(dm.addr, dm.size);
+    ms_pages_release(mm.addr, mm.size);
+    errno = e;
+    return NULL;
+  }
+  registry_add(s);
+  msi_verbose("space %s: created: %zu bytes%s, expand %zu, %zu bytes of address space reserved, %zu of metadata",
+              s->name ? s->name : "(unnamed)", initial, c->at == MS_SPACE_AT_FIRSTALLOC ? " at first allocation" : "",
+              expand, reserved, msize);
+  return s;
+}
+
+ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
+  msi_init();
+  if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
+  uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
+  if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
+  /* data = the largest multiple of 16 that fits beside its metadata; align it to 4 KiB when that costs little */
+  size_t avail = hi - lo;
+  size_t data = avail;
+  for (int i = 0; i < 8; i++) {
+    size_t need = meta_layout(NULL, data < 16 ? 16 : data, NULL);
+    if (need >= avail) { data = 0; break; }
+    size_t fit = (avail - need) & ~(size_t)15;
+    if (fit >= data) break;
+    data = fit;
+  }
+  if (data < 16) { errno = EINVAL; return NULL; }
+  size_t need = meta_layout(NULL, data, NULL);
+  uintptr_t dbase = msi_align_up(lo + need, 16);
+  uintptr_t dpage = msi_align_up(lo + need, 4096);
+  if (dpage + (data > 8 * 4096 ? data - 4096 : data) <= hi && data > 8 * 4096) {
+    dbase = dpage;
+    data -= 4096;
+  }
+  if (dbase + data > hi) data = (hi - dbase) & ~(size_t)15;
+  data &= ~(size_t)15;
+  if (data < 16) { errno = EINVAL; return NULL; }
+  ms_space_t *s = (ms_space_t *)lo;
+  memset(s, 0, need);
+  meta_layout(s, data, (char *)lo);
+  init_struct(s, flags, NULL);
+  s->in_caller = 1;
+  s->data = (char *)dbase;
+  s->reserved = data;
+  if (flags & MS_SPACE_LOCKED) {
+    size_t ps = msi_os_page_size();
+    uintptr_t a = msi_align_down((uintptr_t)memory, ps), b = msi_align_up(hi, ps);
+    int e = ms_pages_lock((void *)a, b - a);
+    if (e) { if (s->lock_on) pthread_mutex_destroy(&s->lock); errno = e; return NULL; }
+  }
+  region_append(s, data, REGION_ACTIVE);
+  registry_add(s);
+  return s;
+}
+
+void ms_space_destroy(ms_space_t *s) {
+  if (!s || s->magic != SPACE_MAGIC) return;
+  registry_remove(s);
+  s->magic = 0;
+  if (s->lock_on) pthread_mutex_destroy(&s->lock);
+  MSI_TRACK_UNDEFINED(s->data, s->reserved); /* freed blocks were poisoned: the range outlives the space */
+  if (s->in_caller) return;
+  if (s->flags & MS_SPACE_LOCKED) {
+    for (int i = 0; i < s->nregions; i++)
+      if (s->regions[i].state == REGION_ACTIVE) ms_pages_unlock(s->data + s->regions[i].start, s->regions[i].size);
+  }
+  void *dmap = s->data_map, *mbase = s->meta_base;
+  size_t dsize = s->data_map_size, msize = s->meta_size;
+  ms_pages_release(dmap, dsize);
+  ms_pages_release(mbase, msize);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the allocation calls                                                                               */
+/* ------------------------------------------------------------------------------------------------ */
+static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zero) {
+  space_lock(s);
+  void *p = take(s, k);
+  space_unlock(s);
+  if (MSI_UNLIKELY(!p)) { errno = ENOMEM; return NULL; }
+  MSI_TRACK_MALLOC(p, (size_t)1 << k, zero); /* the usable size is the whole block */
+  if (zero || (s->flags & MS_SPACE_ZERO)) memset(p, 0, size);
+  return p;
+}
+
+void *ms_space_malloc(ms_space_t *s, size_t size) {
+  if (MSI_UNLIKELY(!s || size == 0)) { errno = EINVAL; return NULL; }
+  if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) {
+    space_lock(s); s->ooms++; space_unlock(s);
+    errno = ENOMEM;
+    return NULL;
+  }
+  return alloc_order(s, order_of(size), size, false);
+}
+
+void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
+  size_t total;
+  if (MSI_UNLIKELY(!s)) { errno = EINVAL; return NULL; }
+  if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
+  if (total == 0) { errno = EINVAL; return NULL; }
+  if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) { errno = ENOMEM; return NULL; }
+  return alloc_order(s, order_of(total), total, true);
+}
+
+void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
+  if (MSI_UNLIKELY(!s || size == 0 || !msi_is_pow2(alignment))) { errno = EINVAL; return NULL; }
+  if (size > ((size_t)1 << s->top) || alignment > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
+  unsigned k = order_of(size);
+  unsigned a = (unsigned)__builtin_ctzll(alignment);
+  if (a > k) k = a;
+  /* blocks of order k are aligned to 2^k relative to the data base */
+  if (((uintptr_t)s->data & (alignment - 1)) != 0) { errno = ENOMEM; return NULL; }
+  return alloc_order(s, k, size, false);
+}
+
+void ms_space_free(ms_space_t *s, void *p) {
+  if (!p) return;
+  if (MSI_UNLIKELY(!s)) { errno = EINVAL; return; }
+  size_t off = offset_of(s, p);
+  if (MSI_UNLIKELY(off == SIZE_MAX)) { bad_pointer(s, p, "free", "not a block of this space"); return; }
+  space_lock(s);
+  unsigned k = map_get(s, off);
+  if (MSI_UNLIKELY(!k)) {
+    const char *why = why_bad(s, off);
+    space_unlock(s);
+    bad_pointer(s, p, "free", why);
+    return;
+  }
+  MSI_TRACK_FREE(p);
+  MSI_TRACK_NOACCESS(p, (size_t)1 << k);
+  release(s, off, k);
+  space_unlock(s);
+}
+
+size_t ms_space_usable_size(const ms_space_t *cs, const void *p) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s || !p) return 0;
+  size_t off = offset_of(s, p);
+  if (off == SIZE_MAX) return 0;
+  space_lock(s);
+  unsigned k = map_get(s, off);
+  space_unlock(s);
+  return k ? (size_t)1 << k : 0;
+}
+
+void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
+  if (!s) { errno = EINVAL; return NULL; }
+  if (!p) return ms_space_malloc(s, size);
+  if (size == 0) { ms_space_free(s, p); return NULL; }
+  size_t off = offset_of(s, p);
+  if (off == SIZE_MAX) { bad_pointer(s, p, "realloc", "not a block of this space"); return NULL; }
+  if (size > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
+  unsigned n = order_of(size);
+  space_lock(s);
+  unsigned k = map_get(s, off);
+  if (!k) {
+    const char *why = why_bad(s, off);
+    space_unlock(s);
+    bad_pointer(s, p, "realloc", why);
+    return NULL;
+  }
+  if (n <= k) {
+    /* shrink in place: the upper halves become free (their buddies are ours, so no merging) */
+    if (n < k) {
+      map_clear(s, off, k);
+      for (unsigned l = k; l > n; l--) hbm_set(s, l - 1, (off >> (l - 1)) + 1);
+      map_set(s, off, n);
+      s->used -= ((size_t)1 << k) - ((size_t)1 << n);
+    }
+    space_unlock(s);
+    MSI_TRACK_RESIZE(p, (size_t)1 << k, (size_t)1 << n);
+    if (n < k) MSI_TRACK_NOACCESS((char *)p + ((size_t)1 << n), ((size_t)1 << k) - ((size_t)1 << n));
+    return p;
+  }
+  /* grow in place when every buddy up to order n is free, we are the lower half and it stays in one region */
+  bool ok = n <= s->top && !(off & (((size_t)1 << n) - 1)) && same_region(s, off, off + ((size_t)1 << n) - 1);
+  for (unsigned l = k; ok && l < n; l++) ok = hbm_test(s, l, (off >> l) + 1);
+  if (ok) {
+    for (unsigned l = k; l < n; l++) hbm_clear(s, l, (off >> l) + 1);
+    map_clear(s, off, k);
+    map_set(s, off, n);
+    s->used += ((size_t)1 << n) - ((size_t)1 << k);
+    if (s->used > s->peak) s->peak = s->used;
+    space_unlock(s);
+    MSI_TRACK_RESIZE(p, (size_t)1 << k, (size_t)1 << n);
+    if (s->flags & MS_SPACE_ZERO) memset((char *)p + ((size_t)1 << k), 0, size - ((size_t)1 << k));
+    return p;
+  }
+  void *q = take(s, n);
+  space_unlock(s);
+  if (!q) { errno = ENOMEM; return NULL; }
+  MSI_TRACK_MALLOC(q, (size_t)1 << n, 0);
+  memcpy(q, p, (size_t)1 << k);
+  if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, size - ((size_t)1 << k));
+  space_lock(s);
+  MSI_TRACK_NOACCESS(p, (size_t)1 << k);
+  release(s, off, k);
+  space_unlock(s);
+  return q;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* expansion, shrinking, information                                                                  */
+/* ------------------------------------------------------------------------------------------------ */
+int ms_space_expand(ms_space_t *s, size_t bytes) {
+  if (!s || bytes == 0) return EINVAL;
+  if (s->in_caller) return ENOMEM;
+  space_lock(s);
+  int e = grow(s, bytes);
+  if (!e) s->expands++;
+  space_unlock(s);
+  return e;
+}
+
+size_t ms_space_shrink(ms_space_t *s) {
+  if (!s || s->in_caller) return 0;
+  size_t given = 0;
+  space_lock(s);
+  cache_flush(s);
+  for (int i = 1; i < s->nregions; i++) {
+    region_t *r = &s->regions[i];
+    if (r->state != REGION_ACTIVE || !region_roots(s, r->start, r->start + r->size, ROOTS_TEST)) continue;
+    region_roots(s, r->start, r->start + r->size, ROOTS_REMOVE);
+    region_decommit(s, r->start, r->start + r->size);
+    r->state = REGION_RETURNED;
+    s->size -= r->size;
+    given += r->size;
+  }
+  /* returned regions at the end give their address range back to the bump pointer */
+  while (s->nregions > 1 && s->regions[s->nregions - 1].state == REGION_RETURNED) {
+    s->nregions--;
+    s->end = s->regions[s->nregions].start;
+  }
+  space_unlock(s);
+  return given;
+}
+
+int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s || !info || s->magic != SPACE_MAGIC) return EINVAL;
+  space_lock(s);
+  memset(info, 0, sizeof *info);
+  info->size = s->size;
+  info->used = s->used;
+  info->free = s->size - s->used;
+  info->peak_used = s->peak;
+  info->largest_free_block = s->free_mask ? (size_t)1 << (63 - __builtin_clzll(s->free_mask)) : 0;
+  for (unsigned q = 0; q < QORDERS; q++)
+    if (s->qhead[q] && ((size_t)1 << (q + GSHIFT)) > info->largest_free_block) info->largest_free_block = (size_t)1 << (q + GSHIFT);
+  info->free_blocks = s->free_blocks + s->qcount;
+  info->allocs = s->allocs;
+  info->frees = s->frees;
+  info->oom_count = s->ooms;
+  info->expand_count = s->expands;
+  space_unlock(s);
+  return 0;
+}
+
+/* fork protection for a thread-safe space (the process space registers these with pthread_atfork): the lock
+   is held across fork so the child never inherits a half-done operation; the child re-creates its mutex (a
+   priority-inheriting mutex records its owner's thread id, which changes in the child) */
+static void init_lock(ms_space_t *s);
+void msi_space_fork_prepare(ms_space_t *s) { space_lock(s); }
+void msi_space_fork_parent(ms_space_t *s) { space_unlock(s); }
+void msi_space_fork_child(ms_space_t *s) {
+  if (s->lock_on) init_lock(s);
+}
+
+void msi_space_range(const ms_space_t *s, uintptr_t *lo, size_t *span) {
+  *lo = (uintptr_t)s->data;
+  *span = s->reserved;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* walk and check                                                                                     */
+/* ------------------------------------------------------------------------------------------------ */
+/* order of the free block starting at off, 0 when none */
+static unsigned free_order_at(const ms_space_t *s, size_t off) {
+  for (unsigned k = GSHIFT; k <= s->top; k++) {
+    if (off & (((size_t)1 << k) - 1)) break;
+    if (hbm_test(s, k, off >> k)) return k;
+  }
+  return 0;
+}
+
+typedef int (*visit_fn)(const void *, size_t, int, void *);
+
+/* walks every block of the active regions; returns the visitor's non-zero value, or -EFAULT-like codes < 0
+   for an inconsistency (reported through *why) */
+static int walk_blocks(const ms_space_t *s, visit_fn visit, void *arg, const char **why, size_t *bad_off) {
+  for (int i = 0; i < s->nregions; i++) {
+    const region_t *r = &s->regions[i];
+    if (r->state != REGION_ACTIVE) continue;
+    for (size_t off = r->start; off < r->start + r->size;) {
+      unsigned k = map_get(s, off);
+      int used = k != 0;
+      if (!k) k = cached_at(s, off); /* a cached block: free */
+      if (!k) k = free_order_at(s, off);
+      if (!k) { *why = "a granule belongs to no block"; *bad_off = off; return -1; }
+      if (off + ((size_t)1 << k) > r->start + r->size) { *why = "a block crosses its region's end"; *bad_off = off; return -1; }
+      if (visit) {
+        int v = visit(s->data + off, (size_t)1 << k, used, arg);
+        if (v) return v;
+      }
+      off += (size_t)1 << k;
+    }
+  }
+  return 0;
+}
+
+int ms_space_walk(const ms_space_t *cs, int (*visit)(const void *, size_t, int, void *), void *arg) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s || !visit || s->magic != SPACE_MAGIC) return EINVAL;
+  space_lock(s);
+  const char *why = NULL;
+  size_t bad = 0;
+  int r = walk_blocks(s, visit, arg, &why, &bad);
+  space_unlock(s);
+  if (r < 0) { msi_error("space %s: walk stopped at offset %zu: %s", s->name ? s->name : "(unnamed)", bad, why); return EFAULT; }
+  return r;
+}
+
+typedef struct { const ms_space_t *s; size_t used, free_blocks, nalloc, cached; const char *why; size_t bad; } check_t;
+
+static int check_visit(const void *block, size_t size, int used, void *arg) {
+  check_t *c = arg;
+  const ms_space_t *s = c->s;
+  size_t off = (size_t)((const char *)block - s->data);
+  unsigned k = (unsigned)__builtin_ctzll(size);
+  if (off & (size - 1)) { c->why = "a block is not aligned to its size"; c->bad = off; return 1; }
+  if (used) {
+    c->used += size;
+    c->nalloc++;
+    if (free_order_at(s, off)) { c->why = "an allocated block is also marked free"; c->bad = off; return 1; }
+  } else if (cached_at(s, off) == k) {
+    c->cached++;
+    if (free_order_at(s, off)) { c->why = "a cached block is also in the free bitmaps"; c->bad = off; return 1; }
+  } else {
+    c->free_blocks++;
+    /* no two free buddies inside one region: they would have merged */
+    size_t buddy = off ^ size;
+    if (k < s->top && hbm_test(s, k, buddy >> k) && same_region(s, off & ~size, (off | size) + size - 1)) {
+      c->why = "two free buddies were not merged"; c->bad = off; return 1;
+    }
+  }
+  return 0;
+}
+
+int ms_space_check(const ms_space_t *cs) {
+  ms_space_t *s = (ms_space_t *)cs;
+  if (!s) return EINVAL;
+  if (s->magic != SPACE_MAGIC) { msi_error("space %p: bad magic (not a space, or destroyed)", (void *)s); return EFAULT; }
+  space_lock(s);
+  const char *why = NULL;
+  size_t bad = 0;
+  /* 1. every summary bit matches its child word; the order mask matches the top words */
+  for (unsigned k = GSHIFT; k <= s->top && !why; k++) {
+    const hbm_t *h = &s->fb[k];
+    if (h->leaf != s->lvl[k][h->depth - 1]) { why = "a leaf pointer is wrong"; bad = k; }
+    if (((s->free_mask >> k) & 1) != (s->lvl[k][0][0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
+    for (uint32_t l = 0; l + 1 < h->depth && !why; l++) {
+      uint64_t nw = h->positions; /* words at level l+1 */
+      for (uint32_t d = h->depth; d > l + 1; d--) nw = (nw + 63) >> 6;
+      for (uint64_t i = 0; i < nw; i++) {
+        bool child = s->lvl[k][l + 1][i] != 0;
+        bool summary = (s->lvl[k][l][i >> 6] >> (i & 63)) & 1;
+        if (child != summary) { why = "a summary bit disagrees with its word"; bad = k; break; }
+      }
+    }
+    /* no free bit beyond the positions or outside the active regions is checked by the walk count below */
+  }
+  if (s->free_mask & ((1ull << GSHIFT) - 1)) why = "the order mask has orders below the minimum";
+  /* 2. walk: every granule of every active region is in exactly one block */
+  check_t c = {s, 0, 0, 0, 0, NULL, 0};
+  if (!why) {
+    int r = walk_blocks(s, check_visit, &c, &why, &bad);
+    if (r > 0) { why = c.why; bad = c.bad; }
+  }
+  /* 3. counters; free bits only where the walk found free blocks; map entries only at allocated blocks */
+  if (!why && c.used != s->used) why = "the used counter disagrees with the blocks";
+  if (!why && c.free_blocks != s->free_blocks) why = "free bits exist outside the blocks (or the free count is wrong)";
+  if (!why) {
+    uint64_t bits = 0;
+    for (unsigned k = GSHIFT; k <= s->top; k++) {
+      const hbm_t *h = &s->fb[k];
+      for (uint64_t i = 0; i < (h->positions + 63) / 64; i++) bits += (uint64_t)__builtin_popcountll(h->leaf[i]);
+    }
+    if (bits != s->free_blocks) why = "stray free bits";
+  }
+  if (!why) {
+    size_t entries = 0;
+    for (int i = 0; i < s->nregions; i++) {
+      const region_t *r = &s->regions[i];
+      if (r->state != REGION_ACTIVE) continue;
+      for (size_t o = r->start; o < r->start + r->size; o += (size_t)1 << GSHIFT) entries += nib_get(s, o) != 0;
+      for (size_t o = r->start; o < r->start + r->size; o += (size_t)1 << LSHIFT) entries += s->lmap[o >> LSHIFT] != 0;
+    }
+    if (entries != c.nalloc + c.cached) why = "stray allocation-map entries";
+  }
+  if (!why) { /* the cache lists hold exactly the cached blocks; the free-entry stack the rest */
+    size_t listed = 0, spare = 0;
+    for (unsigned q = 0; q < QORDERS; q++)
+      for (unsigned h = s->qhead[q]; h && listed <= s->qcap; h = s->qnext[h - 1]) {
+        listed++;
+        if (cached_at(s, s->qoff[h - 1]) != q + GSHIFT) { why = "a cache entry does not point at a cached block"; break; }
+      }
+    for (unsigned h = s->qfree; h && spare <= s->qcap; h = s->qnext[h - 1]) spare++;
+    if (!why && (listed != c.cached || listed != s->qcount || listed + spare != s->qcap)) why = "the block cache lists are inconsistent";
+    size_t bytes = 0;
+    for (unsigned q = 0; q < QORDERS && !why; q++) {
+      if (((s->qmask >> q) & 1) != (s->qhead[q] != 0)) why = "the block cache mask is wrong";
+      for (unsigned h = s->qhead[q], n = 0; h && n <= s->qcap; h = s->qnext[h - 1], n++) bytes += (size_t)1 << (q + GSHIFT);
+    }
+    if (!why && bytes != s->qbytes) why = "the block cache byte count is wrong";
+  }
+  if (!why && s->used > s->size) why = "used exceeds size";
+  if (!why && s->peak < s->used) why = "peak below used";
+  space_unlock(s);
+  if (why) {
+    msi_error("space %s: invariant broken: %s (at %zu)", s->name ? s->name : "(unnamed)", why, bad);
+    return EFAULT;
+  }
+  return 0;
+}

@@ -1,0 +1,140 @@
+/* The maintenance thread: not started in a single-threaded program, started when a second thread exists and
+   work is kicked, re-created in a forked child, off with MEMSPACE_PURGE_DELAY=-1. Threads are counted in
+   /proc/self/task. Behaviour only: waits are generous upper bounds, never timing checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "internal.h"
+
+static _Atomic int runs;
+static void task_run(uint64_t now) { (void)now; atomic_fetch_add(&runs, 1); }
+static const msi_maint_task_t task = {"test", 10, task_run};
+
+static int base; /* threads at start: 1, or 2 when a sanitizer runs its own background thread */
+static int threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+/* threads named memspace-maint (pthread_setname_np in maint.c) */
+static int maint_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (fgets(comm, sizeof comm, f)) n += strncmp(comm, "memspace-maint", 14) == 0;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+static void *sleeper(void *arg) {
+  (void)arg;
+  pause();
+  return NULL;
+}
+
+static bool wait_runs(int at_least) {
+  for (int i = 0; i < 1000 && atomic_load(&runs) < at_least; i++) usleep(10000);
+  return atomic_load(&runs) >= at_least;
+}
+
+/* runs first, in a child forked while the process is still single-threaded */
+static void off_with_purge_delay(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
+    msi_maint_register(&task);
+    pthread_t t;
+    if (pthread_create(&t, NULL, sleeper, NULL) != 0) _exit(3);
+    msi_maint_note_thread();
+    msi_maint_kick();
+    usleep(100000);
+    _exit(msi_maint_running() || maint_threads() != 0 ? 1 : 0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void single_threaded(void **state) {
+  (void)state;
+  msi_maint_register(&task);
+  msi_maint_register(&task); /* idempotent */
+  msi_maint_kick();
+  usleep(50000);
+  assert_false(msi_maint_running());
+  assert_int_equal(threads(), base);
+  assert_int_equal(atomic_load(&runs), 0);
+}
+
+static pthread_t second;
+
+static void started_with_second_thread(void **state) {
+  (void)state;
+  assert_int_equal(pthread_create(&second, NULL, sleeper, NULL), 0);
+  msi_maint_kick();
+  assert_true(msi_maint_running());
+  assert_int_equal(maint_threads(), 1);
+  assert_true(wait_runs(2));
+  msi_maint_kick(); /* a second kick starts nothing more */
+  assert_int_equal(maint_threads(), 1);
+}
+
+static void survives_fork(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* the child has only the forking thread; the maintenance thread is gone until kicked again */
+    if (msi_maint_running() || maint_threads() != 0) _exit(1);
+    msi_maint_kick(); /* still single-threaded: nothing starts although the parent had threads */
+    if (msi_maint_running() || maint_threads() != 0) _exit(6);
+    usleep(150000);   /* past the rate limit of the thread check */
+    pthread_t t;
+    if (pthread_create(&t, NULL, sleeper, NULL) != 0) _exit(2);
+    atomic_store(&runs, 0);
+    msi_maint_kick(); /* the second thread is seen without msi_maint_note_thread */
+    if (!msi_maint_running()) _exit(3);
+    if (!wait_runs(2)) _exit(4);
+    _exit(maint_threads() == 1 ? 0 : 5);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  /* the parent's thread still works */
+  int before = atomic_load(&runs);
+  assert_true(wait_runs(before + 2));
+}
+
+int main(void) {
+  base = threads();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(off_with_purge_delay), cmocka_unit_test(single_threaded),
+      cmocka_unit_test(started_with_second_thread), cmocka_unit_test(survives_fork)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

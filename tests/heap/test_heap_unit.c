@@ -1,0 +1,270 @@
+/* Heap unit tests through the ms_* API and the heap's internals: size classes, span and segment bookkeeping,
+   thread/global caches, large blocks (in-place and mremap growth), presets, collection and statistics. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "heap.h"
+
+/* sizes hidden from the compiler, which otherwise rejects the impossible requests at compile time */
+static volatile size_t huge_count = SIZE_MAX / 2, huge_size = SIZE_MAX - 100;
+
+static size_t rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0, res = 0;
+  if (f) {
+    if (fscanf(f, "%lu %lu", &pages, &res) != 2) res = 0;
+    fclose(f);
+  }
+  return res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void size_classes(void **state) {
+  (void)state;
+  msi_heap_global_init();
+  assert_int_equal(msi_heap_class_size[0], 16);
+  assert_int_equal(msi_heap_class_size[MSI_HEAP_CLASSES - 1], MSI_HEAP_SMALL_MAX);
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    uint32_t bs = msi_heap_class_size[c];
+    assert_int_equal(bs % 16, 0);
+    if (c) {
+      assert_true(bs > msi_heap_class_size[c - 1]);
+      /* at most 25% rounding waste */
+      if (bs > 128) assert_true((bs - msi_heap_class_size[c - 1]) * 4 <= msi_heap_class_size[c - 1]);
+    }
+    unsigned n = msi_heap_class_chunks[c];
+    assert_true(n >= 1 && n <= MSI_HEAP_MAX_SPAN_CHUNKS);
+    size_t span = n * MSI_HEAP_CHUNK, cap = span / bs;
+    assert_true(cap >= 2);
+    assert_true((span - cap * bs) * 8 <= span); /* tail waste below 12.5% */
+  }
+  for (size_t s = 0; s <= MSI_HEAP_SMALL_MAX; s++) {
+    unsigned c = msi_heap_class_of(s);
+    assert_true(msi_heap_class_size[c] >= s);
+    if (c) assert_true(msi_heap_class_size[c - 1] < s);
+  }
+}
+
+static void alignment_and_usable(void **state) {
+  (void)state;
+  void *ps[2000];
+  for (size_t i = 0; i < 2000; i++) {
+    size_t sz = i * 37 % 70000;
+    ps[i] = ms_malloc(sz);
+    assert_non_null(ps[i]);
+    assert_int_equal((uintptr_t)ps[i] % 16, 0);
+    assert_true(ms_usable_size(ps[i]) >= sz);
+    assert_true(ms_is_ours(ps[i]));
+    memset(ps[i], 0xab, ms_usable_size(ps[i]));
+  }
+  for (size_t i = 0; i < 2000; i++) ms_free(ps[i]);
+  for (size_t a = 32; a <= ((size_t)1 << 24); a <<= 1) {
+    for (size_t sz = 1; sz < 3 * a && sz < ((size_t)1 << 25); sz = sz * 3 + 7) {
+      void *p = ms_aligned_alloc(a, sz);
+      assert_non_null(p);
+      assert_int_equal((uintptr_t)p % a, 0);
+      assert_true(ms_usable_size(p) >= sz);
+      memset(p, 1, sz);
+      ms_free(p);
+    }
+  }
+  errno = 0;
+  assert_null(ms_aligned_alloc(24, 10));
+  assert_int_equal(errno, EINVAL);
+  assert_null(ms_aligned_alloc(0, 10));
+  assert_int_equal(ms_usable_size(NULL), 0);
+  assert_false(ms_is_ours(NULL));
+  int local;
+  assert_false(ms_is_ours(&local));
+}
+
+static void calloc_and_errors(void **state) {
+  (void)state;
+  for (size_t sz = 1; sz < (4u << 20); sz = sz * 5 + 3) {
+    unsigned char *p = ms_malloc(sz);
+    memset(p, 0xff, sz);
+    ms_free(p);
+    unsigned char *q = ms_calloc(1, sz);
+    assert_non_null(q);
+    for (size_t i = 0; i < sz; i += 61) assert_int_equal(q[i], 0);
+    assert_int_equal(q[sz - 1], 0);
+    ms_free(q);
+  }
+  errno = 0;
+  assert_null(ms_calloc(huge_count, 3));
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(ms_malloc(huge_size));
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(ms_malloc((size_t)1 << 45));
+  assert_int_equal(errno, ENOMEM);
+  void *p = ms_malloc(100);
+  errno = 0;
+  assert_null(ms_realloc(p, huge_count));
+  assert_int_equal(errno, ENOMEM);
+  ms_free(p);
+  void *z = ms_malloc(0);
+  assert_non_null(z);
+  void *z2 = ms_malloc(0);
+  assert_ptr_not_equal(z, z2);
+  ms_free(z);
+  ms_free(z2);
+  ms_free(NULL);
+}
+
+static void realloc_in_place(void **state) {
+  (void)state;
+  char *p = ms_malloc(100);
+  memset(p, 7, 100);
+  size_t u = ms_usable_size(p);
+  assert_ptr_equal(ms_realloc(p, u), p); /* same class: in place */
+  char *q = ms_realloc(p, 5000);          /* other class: moves, content kept */
+  for (int i = 0; i < 100; i++) assert_int_equal(q[i], 7);
+  char *r = ms_realloc(q, 200000);        /* small -> large */
+  for (int i = 0; i < 100; i++) assert_int_equal(r[i], 7);
+  r[199999] = 3;
+  char *s = ms_realloc(r, 250000); /* inside its 256 KiB slot: in place */
+  assert_ptr_equal(s, r);
+  assert_int_equal(s[199999], 3);
+  char *t = ms_realloc(s, 150000); /* shrink in place */
+  assert_ptr_equal(t, s);
+  char *u2 = ms_realloc(t, 1000); /* large -> small */
+  for (int i = 0; i < 100; i++) assert_int_equal(u2[i], 7);
+  assert_null(ms_realloc(u2, 0)); /* frees, like glibc */
+  char *n = ms_realloc(NULL, 10);
+  assert_non_null(n);
+  ms_free(n);
+}
+
+/* grow one block to 1 GiB touching two bytes per step: copying would fault in every page of the new block */
+static void realloc_grow_to_1gib_without_copy(void **state) {
+  (void)state;
+  size_t before = rss_bytes();
+  size_t size = 1 << 20;
+  char *p = ms_malloc(size);
+  assert_non_null(p);
+  p[0] = 42;
+  while (size < ((size_t)1 << 30)) {
+    size_t next = size + size / 2;
+    if (next > ((size_t)1 << 30)) next = (size_t)1 << 30;
+    p = ms_realloc(p, next);
+    assert_non_null(p);
+    assert_int_equal(p[0], 42);
+    assert_int_equal(p[size - 1], (char)(size & 0x7f));
+    p[next - 1] = (char)(next & 0x7f);
+    size = next;
+  }
+  assert_true(ms_usable_size(p) >= ((size_t)1 << 30));
+  size_t after = rss_bytes();
+#if defined(__SANITIZE_ADDRESS__) /* ASan unpoisons (writes shadow for) the whole block */
+  after = before;
+#endif
+  assert_true(after < before + 64 * MSI_MiB);
+  ms_free(p);
+}
+
+static void span_bookkeeping(void **state) {
+  (void)state;
+  /* fill several spans of one class, free all: spans leave the class and are cached or returned */
+  unsigned cls = msi_heap_class_of(1000);
+  uint32_t bs = msi_heap_class_size[cls];
+  size_t per_span = msi_heap_class_chunks[cls] * MSI_HEAP_CHUNK / bs, n = per_span * 5;
+  void **v = ms_malloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++) v[i] = ms_malloc(1000);
+  size_t mid = per_span * 2 + 1;
+  msi_span_t *s0 = msi_heap_span_of(v[mid]);
+  assert_int_equal(s0->state, MSI_SPAN_ACTIVE);
+  assert_int_equal(s0->block_size, bs);
+  assert_ptr_equal(s0->owner, msi_tls_heap);
+  assert_true(msi_heap_small_valid(v[mid], NULL));
+  assert_false(msi_heap_small_valid((char *)v[mid] + 16, NULL));
+  ms_stats_t st;
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_true(st.heap_class[cls].allocated >= n);
+  assert_int_equal(st.heap_class[cls].block_size, bs);
+  assert_true(st.heap_class[cls].mapped >= n);
+  for (size_t i = 0; i < n; i++) ms_free(v[i]);
+  assert_int_not_equal(s0->state, MSI_SPAN_ACTIVE); /* s0 is not the current span: it left the class */
+  ms_free(v);
+  ms_heap_collect(1);
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_true(st.heap_class[cls].allocated < per_span);
+  assert_true(st.heap_returned_bytes > 0);
+  assert_true(st.heap_purges > 0);
+}
+
+static void caches_and_presets(void **state) {
+  (void)state;
+  /* 'none': an empty span goes back to the OS at once */
+  msi_heap_set_preset(3);
+  ms_heap_collect(1);
+  ms_stats_t a, b;
+  ms_stats_get(&a, sizeof a);
+  void *v[400];
+  for (int i = 0; i < 400; i++) v[i] = ms_malloc(3000);
+  for (int i = 0; i < 400; i++) ms_free(v[i]);
+  ms_stats_get(&b, sizeof b);
+  assert_true(b.heap_returned_bytes >= a.heap_returned_bytes + 400 * 3000 / 2);
+  assert_true(b.heap_cached_bytes < 2 * MSI_MiB);
+  /* 'performance': empty spans stay in the caches, are reused, and collect gives them back */
+  msi_heap_set_preset(1);
+  for (int i = 0; i < 400; i++) v[i] = ms_malloc(3000);
+  for (int i = 0; i < 400; i++) ms_free(v[i]);
+  ms_stats_get(&a, sizeof a);
+  assert_true(a.heap_cached_bytes >= 400 * 3000 / 2);
+  for (int i = 0; i < 400; i++) v[i] = ms_malloc(3000);
+  ms_stats_get(&b, sizeof b);
+  assert_int_equal(b.heap_returned_bytes, a.heap_returned_bytes); /* served from the cache */
+  for (int i = 0; i < 400; i++) ms_free(v[i]);
+  ms_heap_collect(1);
+  ms_stats_get(&b, sizeof b);
+  assert_true(b.heap_cached_bytes < a.heap_cached_bytes);
+  /* large blocks: cached, then decommitted by collect */
+  void *l = ms_malloc(1 << 20);
+  memset(l, 1, 1 << 20);
+  ms_free(l);
+  ms_stats_get(&a, sizeof a);
+  assert_true(a.heap_cached_bytes >= (1 << 20));
+  void *l2 = ms_malloc(1 << 20);
+  assert_ptr_equal(l, l2);
+  ms_free(l2);
+  ms_heap_collect(1);
+  ms_stats_get(&b, sizeof b);
+  assert_true(b.heap_cached_bytes + (1 << 20) <= a.heap_cached_bytes);
+}
+
+static int print_lines;
+static void count_out(const char *text, void *arg) {
+  (void)arg;
+  if (strstr(text, "class ")) print_lines++;
+}
+
+static void stats_print(void **state) {
+  (void)state;
+  void *p = ms_malloc(48);
+  print_lines = 0;
+  ms_stats_print(count_out, NULL, 0);
+  assert_true(print_lines > 0);
+  ms_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(size_classes),
+      cmocka_unit_test(alignment_and_usable),
+      cmocka_unit_test(calloc_and_errors),
+      cmocka_unit_test(realloc_in_place),
+      cmocka_unit_test(realloc_grow_to_1gib_without_copy),
+      cmocka_unit_test(span_bookkeeping),
+      cmocka_unit_test(caches_and_presets),
+      cmocka_unit_test(stats_print),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,13 @@
+#!/bin/sh
+# memspace info prints every item of CONTRACT §2 and exits 0.
+tool=$1
+out=$("$tool" info) || { echo "memspace info failed"; exit 1; }
+echo "$out"
+fail=0
+for want in "base page" "transparent huge pages" "hugetlb" "NUMA nodes" "RLIMIT_MEMLOCK" "overcommit" "swap" \
+            "cgroup memory limit" "physical addresses readable" "vm.compact_unevictable_allowed" \
+            "kernel.numa_balancing" "kernel.sched_rt_runtime_us" "glibc" "jemalloc" "mimalloc" "tcmalloc" "tbbmalloc"; do
+  echo "$out" | grep -q "$want" || { echo "FAIL: no line for '$want'"; fail=1; }
+done
+"$tool" info extra >/dev/null 2>&1 && { echo "FAIL: extra argument accepted"; fail=1; }
+exit $fail

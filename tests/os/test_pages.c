@@ -1,0 +1,313 @@
+/* Page layer (ms_pages_*): every function, its failure paths through fault injection, bad input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <linux/capability.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "internal.h"
+
+static size_t ps;
+
+static int setup(void **state) {
+  (void)state;
+  ps = ms_page_size();
+  for (int i = 0; i < MS_FAULT_OP_COUNT; i++) ms_fault_inject((ms_fault_op_t)i, 0, 0);
+  return 0;
+}
+
+static void page_sizes(void **state) {
+  (void)state;
+  long sc = sysconf(_SC_PAGESIZE);
+  assert_int_equal(ms_page_size(), (size_t)sc);
+  assert_int_equal(ms_huge_page_size(MS_PAGE_BASE), (size_t)sc);
+  size_t h2 = ms_huge_page_size(MS_PAGE_HUGE_2M), h1 = ms_huge_page_size(MS_PAGE_HUGE_1G);
+  assert_true(h2 == 0 || h2 == 2u << 20);
+  assert_true(h1 == 0 || h1 == 1u << 30);
+  assert_int_equal(ms_huge_page_size((ms_page_kind_t)99), 0);
+}
+
+static void reserve_commit_release(void **state) {
+  (void)state;
+  ms_pages_t r;
+  assert_int_equal(ms_pages_reserve(10 * ps + 1, 0, 0, -1, &r), 0);
+  assert_non_null(r.addr);
+  assert_int_equal(r.size, 11 * ps);
+  assert_int_equal(r.kind, MS_PAGE_BASE);
+  assert_int_equal(r.fallback, 0);
+  assert_int_equal(ms_pages_commit(r.addr, 2 * ps), 0);
+  memset(r.addr, 7, 2 * ps);
+  assert_int_equal(((unsigned char *)r.addr)[ps], 7);
+  assert_int_equal(ms_pages_reset(r.addr, 2 * ps), 0);      /* lazily: contents unspecified */
+  ((char *)r.addr)[0] = 1;                                   /* still accessible */
+  assert_int_equal(ms_pages_decommit(r.addr, 2 * ps), 0);
+  assert_int_equal(ms_pages_commit(r.addr, ps), 0);
+  assert_int_equal(((char *)r.addr)[0], 0);                  /* decommitted pages come back as zero */
+  assert_int_equal(ms_pages_populate(r.addr, ps), 0);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+static void reserve_committed_aligned(void **state) {
+  (void)state;
+  ms_pages_t r;
+  size_t align = 4u << 20;
+  assert_int_equal(ms_pages_reserve(3 * ps, align, MS_PAGES_COMMIT, -1, &r), 0);
+  assert_int_equal((uintptr_t)r.addr % align, 0);
+  memset(r.addr, 1, 3 * ps);
+  ms_stats_t st;
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_true(st.os_reserved_bytes >= r.size);
+  assert_true(st.os_committed_bytes >= r.size);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+static void reserve_populate_lock(void **state) {
+  (void)state;
+  ms_pages_t r;
+  /* POPULATE implies commit; pages are resident at once */
+  assert_int_equal(ms_pages_reserve(4 * ps, 0, MS_PAGES_POPULATE, -1, &r), 0);
+  unsigned char vec[4];
+  assert_int_equal(mincore(r.addr, 4 * ps, vec), 0);
+  for (int i = 0; i < 4; i++) assert_true(vec[i] & 1);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+  /* LOCK of a small range fits the default RLIMIT_MEMLOCK */
+  int e = ms_pages_reserve(2 * ps, 0, MS_PAGES_LOCK, -1, &r);
+  if (e == 0) {
+    assert_true(r.flags & MS_PAGES_LOCK);
+    assert_int_equal(ms_pages_unlock(r.addr, r.size), 0);
+    assert_int_equal(ms_pages_lock(r.addr, r.size), 0);
+    assert_int_equal(ms_pages_unlock(r.addr, r.size), 0);
+    assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+  } else {
+    assert_true(e == ENOMEM || e == EPERM || e == EAGAIN);
+  }
+}
+
+static void bad_input(void **state) {
+  (void)state;
+  ms_pages_t r;
+  errno = 0;
+  assert_int_equal(ms_pages_reserve(0, 0, 0, -1, &r), EINVAL);
+  assert_int_equal(errno, EINVAL);
+  assert_int_equal(ms_pages_reserve(ps, 0, 0, -1, NULL), EINVAL);
+  assert_int_equal(ms_pages_reserve(ps, 3, 0, -1, &r), EINVAL);        /* alignment not a power of two */
+  assert_int_equal(ms_pages_reserve(ps, 0, 0, 4096, &r), EINVAL);      /* no such node */
+  assert_int_equal(ms_pages_reserve(ps, 0, 0, -2, &r), EINVAL);
+  /* overflow near SIZE_MAX */
+  assert_int_equal(ms_pages_reserve(SIZE_MAX, 0, 0, -1, &r), ENOMEM);
+  assert_int_equal(ms_pages_reserve(SIZE_MAX - ps, 0, 0, -1, &r), ENOMEM);
+  assert_int_equal(ms_pages_reserve(SIZE_MAX / 2, 0, MS_PAGES_COMMIT, -1, &r), ENOMEM);
+  assert_int_not_equal(ms_pages_reserve(ps, (size_t)1 << 62, 0, -1, &r), 0);
+  assert_int_equal(ms_pages_reserve(SIZE_MAX - 10, 0, MS_PAGES_THP, -1, &r), ENOMEM);
+  /* NULL, unaligned, size 0, wrapping ranges */
+  assert_int_equal(ms_pages_reserve(4 * ps, 0, 0, -1, &r), 0);
+  char *a = r.addr;
+  assert_int_equal(ms_pages_commit(NULL, ps), EINVAL);
+  assert_int_equal(ms_pages_commit(a + 1, ps), EINVAL);
+  assert_int_equal(ms_pages_commit(a, 0), EINVAL);
+  assert_int_equal(ms_pages_commit(a, SIZE_MAX), EINVAL);
+  assert_int_equal(ms_pages_decommit(a + 1, ps), EINVAL);
+  assert_int_equal(ms_pages_reset(a, 0), EINVAL);
+  assert_int_equal(ms_pages_populate(NULL, ps), EINVAL);
+  assert_int_equal(ms_pages_lock(a + 8, ps), EINVAL);
+  assert_int_equal(ms_pages_unlock(a, 0), EINVAL);
+  assert_int_equal(ms_pages_bind(a, ps, -1), EINVAL);
+  assert_int_equal(ms_pages_bind(a, ps, 4096), EINVAL);
+  assert_int_equal(ms_pages_release(a + 1, ps), EINVAL);
+  assert_int_equal(ms_pages_release(a, SIZE_MAX - 1), EINVAL);
+  /* populate of an uncommitted (PROT_NONE) range is an error, never a crash */
+  assert_int_not_equal(ms_pages_populate(a, ps), 0);
+  assert_int_equal(ms_pages_release(a, r.size), 0);
+}
+
+static void foreign_and_beyond(void **state) {
+  (void)state;
+  ms_pages_t r;
+  /* a reservation followed by a hole: commit beyond the reservation fails with ENOMEM */
+  assert_int_equal(ms_pages_reserve(4 * ps, 0, 0, -1, &r), 0);
+  char *a = r.addr;
+  assert_int_equal(ms_pages_release(a + 3 * ps, ps), 0);    /* punch the last page: now a hole */
+  assert_int_equal(ms_pages_commit(a, 4 * ps), ENOMEM);
+  assert_int_equal(ms_pages_commit(a + 3 * ps, ps), ENOMEM);
+  assert_int_equal(ms_pages_decommit(a + 3 * ps, ps), ENOMEM);
+  assert_int_equal(ms_pages_reset(a + 3 * ps, ps), ENOMEM);
+  assert_int_equal(ms_pages_populate(a + 3 * ps, ps), ENOMEM);
+  /* releasing a range that is not mapped (foreign: nothing there any more) is reported */
+  assert_int_equal(ms_pages_release(a + 3 * ps, ps), ENOMEM);
+  assert_int_equal(ms_pages_release(a, 4 * ps), ENOMEM);
+  assert_int_equal(ms_pages_release(a, 3 * ps), 0);
+  assert_int_equal(ms_pages_commit(a, ps), ENOMEM);          /* released: nothing left */
+}
+
+static void numa_bind(void **state) {
+  (void)state;
+  ms_pages_t r;
+  int e = ms_pages_reserve(2 * ps, 0, MS_PAGES_COMMIT, 0, &r);
+  assert_int_equal(e, 0);
+  /* node 0 exists everywhere; the kernel may still lack NUMA (ENOSYS): then numa_node stays -1 */
+  assert_true(r.numa_node == 0 || r.numa_node == -1);
+  e = ms_pages_bind(r.addr, r.size, 0);
+  assert_true(e == 0 || e == ENOSYS || e == EPERM);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+static void fault_mmap(void **state) {
+  (void)state;
+  ms_pages_t r;
+  ms_stats_t before, after;
+  ms_stats_get(&before, sizeof before);
+  ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+  errno = 0;
+  assert_int_equal(ms_pages_reserve(ps, 0, 0, -1, &r), ENOMEM);
+  assert_int_equal(errno, ENOMEM);
+  ms_stats_get(&after, sizeof after);
+  assert_true(after.os_failures > before.os_failures);
+  /* the second call after arming with nth=2 fails, the first succeeds */
+  ms_fault_inject(MS_FAULT_MMAP, 2, EAGAIN);
+  assert_int_equal(ms_pages_reserve(ps, 0, 0, -1, &r), 0);
+  ms_pages_t r2;
+  assert_int_equal(ms_pages_reserve(ps, 0, 0, -1, &r2), EAGAIN);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+  /* aligned reservation (over-map and trim) failing */
+  ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+  assert_int_equal(ms_pages_reserve(ps, 1u << 22, MS_PAGES_COMMIT, -1, &r), ENOMEM);
+  /* hugetlb request failing: falls back (reported) or fails with NO_FALLBACK */
+  ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+  assert_int_equal(ms_pages_reserve(ps, 0, MS_PAGES_HUGE_2M | MS_PAGES_NO_FALLBACK, -1, &r), ENOMEM);
+  ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+  assert_int_equal(ms_pages_reserve(ps, 0, MS_PAGES_HUGE_2M, -1, &r), 0);
+  assert_int_equal(r.fallback, 1);
+  assert_true(r.kind == MS_PAGE_THP || r.kind == MS_PAGE_BASE);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+static void fault_madvise_mprotect(void **state) {
+  (void)state;
+  ms_pages_t r;
+  assert_int_equal(ms_pages_reserve(4 * ps, 0, 0, -1, &r), 0);
+  ms_fault_inject(MS_FAULT_MPROTECT, 1, ENOMEM);
+  errno = 0;
+  assert_int_equal(ms_pages_commit(r.addr, ps), ENOMEM);
+  assert_int_equal(errno, ENOMEM);
+  assert_int_equal(ms_pages_commit(r.addr, 4 * ps), 0);
+  memset(r.addr, 3, 4 * ps);
+  ms_fault_inject(MS_FAULT_MADVISE, 1, EAGAIN);
+  assert_int_equal(ms_pages_reset(r.addr, ps), EAGAIN);
+  ms_fault_inject(MS_FAULT_MADVISE, 1, EAGAIN);
+  assert_int_equal(ms_pages_decommit(r.addr, ps), EAGAIN);
+  assert_int_equal(((char *)r.addr)[0], 3);           /* nothing happened */
+  ms_fault_inject(MS_FAULT_MPROTECT, 1, ENOMEM);      /* second step of decommit */
+  assert_int_equal(ms_pages_decommit(r.addr, ps), ENOMEM);
+  ms_fault_inject(MS_FAULT_MADVISE, 1, ENOMEM);
+  assert_int_equal(ms_pages_populate(r.addr, ps), ENOMEM);
+  /* THP advice failing: the reservation still works, with the fallback reported */
+  ms_pages_t t;
+  if (ms_huge_page_size(MS_PAGE_THP)) {
+    ms_fault_inject(MS_FAULT_MADVISE, 1, EINVAL);
+    assert_int_equal(ms_pages_reserve(ps, 0, MS_PAGES_THP, -1, &t), 0);
+    assert_int_equal(t.kind, MS_PAGE_BASE);
+    assert_int_equal(t.fallback, 1);
+    assert_int_equal(ms_pages_release(t.addr, t.size), 0);
+  }
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+static void fault_mlock(void **state) {
+  (void)state;
+  ms_pages_t r;
+  ms_fault_inject(MS_FAULT_MLOCK, 1, EPERM);
+  errno = 0;
+  assert_int_equal(ms_pages_reserve(ps, 0, MS_PAGES_LOCK, -1, &r), EPERM);
+  assert_int_equal(errno, EPERM);
+  assert_int_equal(ms_pages_reserve(ps, 0, MS_PAGES_COMMIT, -1, &r), 0);
+  ms_fault_inject(MS_FAULT_MLOCK, 1, ENOMEM);
+  assert_int_equal(ms_pages_lock(r.addr, ps), ENOMEM);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+/* drops CAP_IPC_LOCK from the effective set so RLIMIT_MEMLOCK applies even to root */
+static void drop_ipc_lock(void) {
+  struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct d[2];
+  if (syscall(SYS_capget, &h, d) != 0) return;
+  d[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+  syscall(SYS_capset, &h, d);
+}
+
+/* AddressSanitizer replaces mlock with a no-op that always succeeds */
+#if defined(__SANITIZE_ADDRESS__)
+#define MLOCK_REAL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MLOCK_REAL 0
+#endif
+#endif
+#ifndef MLOCK_REAL
+#define MLOCK_REAL 1
+#endif
+
+static void mlock_above_limit(void **state) {
+  (void)state;
+  if (!MLOCK_REAL) skip();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    drop_ipc_lock();
+    struct rlimit rl = {ps * 4, ps * 4};
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(3);
+    ms_pages_t r;
+    int e = ms_pages_reserve(64 * ps, 0, MS_PAGES_LOCK, -1, &r);
+    if (e != ENOMEM && e != EPERM && e != EAGAIN) _exit(1);
+    if (ms_pages_reserve(64 * ps, 0, MS_PAGES_COMMIT, -1, &r) != 0) _exit(2);
+    e = ms_pages_lock(r.addr, r.size);
+    if (e != ENOMEM && e != EPERM && e != EAGAIN) _exit(4);
+    if (ms_pages_lock(r.addr, ps) != 0) _exit(5); /* within the limit */
+    _exit(0);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void stats_counters(void **state) {
+  (void)state;
+  ms_stats_t a, b;
+  assert_int_equal(ms_stats_get(&a, sizeof a), 0);
+  ms_pages_t r;
+  assert_int_equal(ms_pages_reserve(8 * ps, 0, MS_PAGES_COMMIT, -1, &r), 0);
+  assert_int_equal(ms_pages_reset(r.addr, 8 * ps), 0);
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_true(b.os_reserved_bytes >= a.os_reserved_bytes + 8 * ps);
+  assert_true(b.os_reset_bytes >= a.os_reset_bytes + 8 * ps);
+  assert_true(b.os_calls > a.os_calls);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_int_equal(b.os_reserved_bytes, a.os_reserved_bytes);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(page_sizes, setup),
+      cmocka_unit_test_setup(reserve_commit_release, setup),
+      cmocka_unit_test_setup(reserve_committed_aligned, setup),
+      cmocka_unit_test_setup(reserve_populate_lock, setup),
+      cmocka_unit_test_setup(bad_input, setup),
+      cmocka_unit_test_setup(foreign_and_beyond, setup),
+      cmocka_unit_test_setup(numa_bind, setup),
+      cmocka_unit_test_setup(fault_mmap, setup),
+      cmocka_unit_test_setup(fault_madvise_mprotect, setup),
+      cmocka_unit_test_setup(fault_mlock, setup),
+      cmocka_unit_test_setup(mlock_above_limit, setup),
+      cmocka_unit_test_setup(stats_counters, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,286 @@
+/* The malloc family's C semantics with memspace as the process's malloc (the static library defines malloc, so
+   this test program runs on it), foreign pointers, fork while threads allocate, dlopen of allocating libraries. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "memspace.h"
+
+/* the tests check failure paths the compiler cannot know leave the pointer valid, and the old mallinfo */
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+/* sizes hidden from the compiler, which otherwise rejects impossible requests at compile time */
+static volatile size_t huge = SIZE_MAX / 2, half = SIZE_MAX / 2 + 2, page;
+
+static void malloc_zero_and_alignment(void **state) {
+  (void)state;
+  void *a = malloc(0), *b = malloc(0);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_ptr_not_equal(a, b);
+  assert_true(ms_is_ours(a));
+  free(a);
+  free(b);
+  for (size_t sz = 1; sz < 5000; sz += 3) {
+    void *p = malloc(sz);
+    assert_int_equal((uintptr_t)p % 16, 0);
+    free(p);
+  }
+}
+
+static void errno_enomem(void **state) {
+  (void)state;
+  errno = 0;
+  assert_null(malloc(huge));
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(calloc(huge, 4)); /* overflow */
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(calloc(1, huge));
+  assert_int_equal(errno, ENOMEM);
+  void *p = malloc(10);
+  errno = 0;
+  assert_null(realloc(p, huge));
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(reallocarray(p, huge, 3)); /* overflow: p untouched */
+  assert_int_equal(errno, ENOMEM);
+  free(p);
+  errno = 0;
+  assert_null(aligned_alloc(64, huge));
+  assert_int_equal(errno, ENOMEM);
+}
+
+static void realloc_semantics(void **state) {
+  (void)state;
+  char *p = realloc(NULL, 100);
+  assert_non_null(p);
+  memset(p, 5, 100);
+  p = realloc(p, 100000);
+  assert_int_equal(p[99], 5);
+  assert_null(realloc(p, 0)); /* glibc: frees, returns NULL */
+  char *q = reallocarray(NULL, 10, 10);
+  assert_non_null(q);
+  assert_true(malloc_usable_size(q) >= 100);
+  free(q);
+}
+
+static void usable_size_exact_and_writable(void **state) {
+  (void)state;
+  for (size_t sz = 1; sz < 300000; sz = sz * 2 + 1) {
+    unsigned char *p = malloc(sz);
+    size_t u = malloc_usable_size(p);
+    assert_true(u >= sz);
+    assert_int_equal(u, ms_usable_size(p));
+    memset(p, 0x5a, u); /* every usable byte is writable */
+    free(p);
+  }
+  assert_int_equal(malloc_usable_size(NULL), 0);
+}
+
+static void posix_memalign_semantics(void **state) {
+  (void)state;
+  void *p = (void *)0x1234;
+  assert_int_equal(posix_memalign(&p, 3, 10), EINVAL);
+  assert_ptr_equal(p, (void *)0x1234); /* untouched */
+  assert_int_equal(posix_memalign(&p, 4, 10), EINVAL); /* not a multiple of sizeof(void *) */
+  assert_int_equal(posix_memalign(&p, 0, 10), EINVAL);
+  assert_ptr_equal(p, (void *)0x1234);
+  assert_int_equal(posix_memalign(&p, 64, huge), ENOMEM);
+  assert_ptr_equal(p, (void *)0x1234);
+  for (size_t a = 8; a <= (1u << 22); a <<= 1) {
+    assert_int_equal(posix_memalign(&p, a, 100), 0);
+    assert_int_equal((uintptr_t)p % a, 0);
+    free(p);
+  }
+}
+
+static void aligned_alloc_semantics(void **state) {
+  (void)state;
+  errno = 0;
+  assert_null(aligned_alloc(24, 48));
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
+  assert_null(aligned_alloc(0, 48));
+  assert_int_equal(errno, EINVAL);
+  for (size_t a = 1; a <= (1u << 21); a <<= 1)
+    for (size_t sz = 1; sz < 4 * a + 100; sz = sz * 7 + 1) {
+      void *p = aligned_alloc(a, sz);
+      assert_non_null(p);
+      assert_int_equal((uintptr_t)p % (a < 16 ? 16 : a), 0);
+      free(p);
+    }
+}
+
+static void memalign_rounds_like_glibc(void **state) {
+  (void)state;
+  void *p = memalign(48, 100); /* not a power of two: rounded up to 64 */
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p % 64, 0);
+  free(p);
+  p = memalign(3, 10);
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p % 16, 0);
+  free(p);
+  p = memalign(4096 + 1, 10);
+  assert_int_equal((uintptr_t)p % 8192, 0);
+  free(p);
+  errno = 0;
+  assert_null(memalign(half, 10));
+  assert_int_equal(errno, EINVAL);
+}
+
+static void valloc_pvalloc_are_ours(void **state) {
+  (void)state;
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  void *v = valloc(100);
+  assert_non_null(v);
+  assert_int_equal((uintptr_t)v % page, 0);
+  assert_true(ms_is_ours(v));
+  free(v);
+  void *p = pvalloc(100);
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p % page, 0);
+  assert_true(malloc_usable_size(p) >= page);
+  assert_true(ms_is_ours(p));
+  memset(p, 1, page);
+  free(p);
+  p = pvalloc(0);
+  assert_non_null(p);
+  free(p);
+  errno = 0;
+  assert_null(pvalloc(SIZE_MAX - 10));
+  assert_int_equal(errno, ENOMEM);
+}
+
+static void control_calls(void **state) {
+  (void)state;
+  void *v[100];
+  for (int i = 0; i < 100; i++) v[i] = malloc(5000);
+  struct mallinfo2 mi = mallinfo2();
+  assert_true(mi.uordblks >= 100 * 5000);
+  assert_true(mi.arena >= mi.uordblks);
+  struct mallinfo m1 = mallinfo();
+  assert_true(m1.uordblks > 0);
+  for (int i = 0; i < 100; i++) free(v[i]);
+  assert_int_equal(malloc_trim(0), 1);
+  assert_int_equal(mallopt(M_MMAP_THRESHOLD, 1 << 20), 1);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(malloc_info(0, f), 0);
+  fclose(f);
+  assert_non_null(strstr(buf, "memspace"));
+  free(buf);
+  assert_int_equal(malloc_info(1, stderr), -1);
+}
+
+/* memory from the C library's own malloc (what a program holds from before memspace took over) */
+static void foreign_pointer_goes_to_glibc(void **state) {
+  (void)state;
+  void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  assert_non_null(libc);
+  void *(*glibc_malloc)(size_t) = (void *(*)(size_t))dlsym(libc, "malloc");
+  assert_non_null(glibc_malloc);
+  assert_ptr_not_equal(glibc_malloc, malloc);
+  for (int i = 0; i < 100; i++) {
+    char *p = glibc_malloc(100 + i);
+    assert_false(ms_is_ours(p));
+    assert_true(malloc_usable_size(p) >= 100u + i);
+    free(p);
+  }
+  char *q = glibc_malloc(64);
+  memcpy(q, "foreign", 8);
+  q = realloc(q, 100000); /* moves into memspace, content kept */
+  assert_true(ms_is_ours(q));
+  assert_string_equal(q, "foreign");
+  free(q);
+  dlclose(libc);
+}
+
+static atomic_int stop;
+static void *allocator_thread(void *arg) {
+  (void)arg;
+  void *keep[64] = {0};
+  unsigned i = 0;
+  while (!atomic_load(&stop)) {
+    free(keep[i % 64]);
+    keep[i % 64] = malloc(16 + (i * 2654435761u) % 200000);
+    i++;
+  }
+  for (int j = 0; j < 64; j++) free(keep[j]);
+  return NULL;
+}
+
+static void fork_while_threads_allocate(void **state) {
+  (void)state;
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, allocator_thread, NULL);
+  for (int round = 0; round < 30; round++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      alarm(20);
+      void *v[1000];
+      for (int i = 0; i < 1000; i++) v[i] = malloc(16 + i * 97);
+      for (int i = 0; i < 1000; i++) free(v[i]);
+      pthread_t c;
+      pthread_create(&c, NULL, allocator_thread, NULL); /* threads work in the child too */
+      atomic_store(&stop, 1);
+      pthread_join(c, NULL);
+      exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  atomic_store(&stop, 0);
+}
+
+static void dlopen_allocating_library(void **state) {
+  (void)state;
+  for (int i = 0; i < 20; i++) {
+    void *h = dlopen(MS_DLIB_PATH, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    char *(*get)(void) = (char *(*)(void))dlsym(h, "dlib_buffer");
+    assert_non_null(get);
+    assert_string_equal(get(), "allocated in a constructor");
+    assert_true(ms_is_ours(get()));
+    assert_int_equal(dlclose(h), 0);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(malloc_zero_and_alignment),
+      cmocka_unit_test(errno_enomem),
+      cmocka_unit_test(realloc_semantics),
+      cmocka_unit_test(usable_size_exact_and_writable),
+      cmocka_unit_test(posix_memalign_semantics),
+      cmocka_unit_test(aligned_alloc_semantics),
+      cmocka_unit_test(memalign_rounds_like_glibc),
+      cmocka_unit_test(valloc_pvalloc_are_ours),
+      cmocka_unit_test(control_calls),
+      cmocka_unit_test(foreign_pointer_goes_to_glibc),
+      cmocka_unit_test(fork_while_threads_allocate),
+      cmocka_unit_test(dlopen_allocating_library),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,97 @@
+/* Death tests: a double free and an invalid pointer inside memspace's ranges abort with a message naming the
+   pointer (debug library, and the release one, which checks them too); a foreign pointer is freed by glibc. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* runs the victim with `lib` preloaded; returns the wait status, fills out/err */
+static const char *extra_env; /* NAME=VALUE put in the victim's environment, or NULL */
+static int run_victim(const char *lib, const char *mode, char *out, size_t outcap, char *err, size_t errcap) {
+  int po[2], pe[2];
+  if (pipe(po) || pipe(pe)) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(po[1], 1);
+    dup2(pe[1], 2);
+    close(po[0]);
+    close(pe[0]);
+    setenv("LD_PRELOAD", lib, 1);
+    if (extra_env) putenv((char *)extra_env);
+    execl(MS_VICTIM_PATH, MS_VICTIM_PATH, mode, (char *)NULL);
+    _exit(127);
+  }
+  close(po[1]);
+  close(pe[1]);
+  size_t no = 0, ne = 0;
+  ssize_t r;
+  while ((r = read(po[0], out + no, outcap - 1 - no)) > 0) no += (size_t)r;
+  while ((r = read(pe[0], err + ne, errcap - 1 - ne)) > 0) ne += (size_t)r;
+  out[no] = err[ne] = 0;
+  close(po[0]);
+  close(pe[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return st;
+}
+
+static void expect_abort(const char *lib, const char *mode, const char *what) {
+  char out[256], err[4096];
+  int st = run_victim(lib, mode, out, sizeof out, err, sizeof err);
+  out[strcspn(out, "\n")] = 0;
+  printf("%s %s: stdout '%s' stderr '%s'\n", lib, mode, out, err);
+  assert_true(WIFSIGNALED(st));
+  assert_int_equal(WTERMSIG(st), SIGABRT);
+  assert_true(strlen(out) > 2);
+  assert_non_null(strstr(err, out)); /* the message names the pointer */
+  assert_non_null(strstr(err, what));
+}
+
+static void double_free_debug(void **state) {
+  (void)state;
+  expect_abort(MS_DEBUG_LIB, "double_free", "double free");
+  expect_abort(MS_DEBUG_LIB, "double_free_large", "double free");
+}
+static void invalid_pointer_debug(void **state) {
+  (void)state;
+  expect_abort(MS_DEBUG_LIB, "invalid_pointer", "invalid pointer");
+  expect_abort(MS_DEBUG_LIB, "invalid_large", "invalid pointer");
+}
+/* the release build checks pointers always, and double frees too with MEMSPACE_SECURE=1 */
+static void release_build_checks(void **state) {
+  (void)state;
+  expect_abort(MS_RELEASE_LIB, "invalid_pointer", "invalid pointer");
+  expect_abort(MS_RELEASE_LIB, "invalid_large", "invalid pointer");
+  expect_abort(MS_RELEASE_LIB, "double_free_large", "double free");
+  extra_env = "MEMSPACE_SECURE=1";
+  expect_abort(MS_RELEASE_LIB, "double_free", "double free");
+  extra_env = NULL;
+}
+static void foreign_pointer_no_complaint(void **state) {
+  (void)state;
+  const char *libs[] = {MS_RELEASE_LIB, MS_DEBUG_LIB};
+  for (int i = 0; i < 2; i++) {
+    char out[256], err[4096];
+    int st = run_victim(libs[i], "foreign", out, sizeof out, err, sizeof err);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_string_equal(out, "foreign ok\n");
+    assert_string_equal(err, "");
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(double_free_debug),
+      cmocka_unit_test(invalid_pointer_debug),
+      cmocka_unit_test(release_build_checks),
+      cmocka_unit_test(foreign_pointer_no_complaint),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
