@@ -30,7 +30,8 @@ void msb_row_not_installed(msb_ctx_t *ctx, const char *case_name, const char *im
 /* readable output (stdout) */
 void msb_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* allocators to compare: glibc (no preload), memspace (build/libmemspace.so) and the Debian peers */
+/* allocators to compare: glibc (no preload), memspace (build/libmemspace.so) and the Debian peers.
+   MSB_HIDE_PEERS=a,b (environment) makes the named peers look not installed (tests of not_installed rows). */
 typedef struct msb_alloc_s {
   const char *impl;      /* glibc, memspace, jemalloc, mimalloc, tcmalloc, tbbmalloc */
   const char *preload;   /* absolute path for LD_PRELOAD, NULL for glibc */
@@ -45,9 +46,14 @@ const char *msb_source_dir(void);
 /* Runs argv in a child with LD_PRELOAD=preload (NULL none) and extra "NAME=value" variables (NULL-terminated
    list, may be NULL). Captures up to out_cap-1 bytes of stdout into out (may be NULL). Waits at most
    timeout_s (0 = none; the child is killed after). Fills wall seconds and the child's rusage (ru_maxrss in KiB).
-   Returns the exit status (0..255), 128+signal when killed by a signal, or -1 when it could not start. */
+   Returns the exit status (0..255), 128+signal when killed by a signal, or -1 when it could not start.
+   With a timeout the child runs in its own process group and the whole group is killed when it expires
+   (a hung grandchild cannot block the caller, even while it holds the output pipe). */
 int msb_spawn(char *const argv[], const char *preload, char *const env_extra[], char *out, size_t out_cap,
               double timeout_s, double *wall_s, struct rusage *usage);
+
+/* In text made of "key value" lines (a workload program's output), finds key's value; false if absent. */
+bool msb_kv(const char *text, const char *key, double *value);
 
 double msb_now(void);                     /* monotonic seconds */
 void msb_sort(double *v, size_t n);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -103,6 +104,13 @@ static const char *pkg_version(const char *pkg) {
   return v;
 }
 
+static bool hidden(const char *list, const char *impl) {
+  size_t len = strlen(impl);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (strncmp(p, impl, len) == 0 && (p[len] == ',' || p[len] == 0)) return true;
+  return false;
+}
+
 const msb_alloc_t *msb_allocators(size_t *count) {
   static msb_alloc_t list[6];
   static bool done;
@@ -115,8 +123,9 @@ const msb_alloc_t *msb_allocators(size_t *count) {
     };
     list[0] = (msb_alloc_t){"glibc", NULL, true, gnu_get_libc_version()};
     list[1] = (msb_alloc_t){"memspace", msb_memspace_lib(), access(msb_memspace_lib(), R_OK) == 0, "0.1.0"};
+    const char *hide = getenv("MSB_HIDE_PEERS"); /* tests: "tbbmalloc,..." behave as not installed */
     for (int i = 0; i < 4; i++) {
-      const char *lib = find_lib(peers[i].lib);
+      const char *lib = hidden(hide, peers[i].impl) ? NULL : find_lib(peers[i].lib);
       list[2 + i] = (msb_alloc_t){peers[i].impl, lib, lib != NULL, lib ? pkg_version(peers[i].pkg) : ""};
     }
     done = true;
@@ -125,14 +134,27 @@ const msb_alloc_t *msb_allocators(size_t *count) {
   return list;
 }
 
+/* Kills the child's whole process group (a hung grandchild, e.g. cc1 under a peer allocator that breaks fork,
+   would otherwise keep the output pipe open forever). */
+static void kill_child(pid_t pid) {
+  kill(-pid, SIGKILL); /* the group exists only when a timeout was given; harmless otherwise */
+  kill(pid, SIGKILL);
+}
+
 int msb_spawn(char *const argv[], const char *preload, char *const env_extra[], char *out, size_t out_cap,
               double timeout_s, double *wall_s, struct rusage *usage) {
   int pipefd[2] = {-1, -1};
   if (out && out_cap && pipe2(pipefd, O_CLOEXEC) != 0) return -1;
+  fflush(stdout);
+  fflush(stderr);
   double t0 = msb_now();
   pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    if (pipefd[0] >= 0) { close(pipefd[0]); close(pipefd[1]); }
+    return -1;
+  }
   if (pid == 0) {
+    if (timeout_s > 0) setpgid(0, 0); /* own process group: a timeout kills the children it started too */
     if (pipefd[1] >= 0) dup2(pipefd[1], 1);
     unsetenv("LD_PRELOAD");
     if (preload) setenv("LD_PRELOAD", preload, 1);
@@ -141,31 +163,50 @@ int msb_spawn(char *const argv[], const char *preload, char *const env_extra[], 
     fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
+  if (timeout_s > 0) setpgid(pid, pid); /* both sides, so the group exists before either acts on it */
+  bool killed = false;
   size_t used = 0;
   if (pipefd[1] >= 0) {
     close(pipefd[1]);
     for (;;) {
+      int wait_ms = -1;
+      if (timeout_s > 0) {
+        double left = timeout_s - (msb_now() - t0);
+        if (left <= 0) {
+          if (!killed) kill_child(pid);
+          killed = true;
+          break; /* a grandchild may still hold the pipe: stop reading */
+        }
+        wait_ms = (int)(left * 1000) + 1;
+      }
+      struct pollfd pfd = {pipefd[0], POLLIN, 0};
+      int r = poll(&pfd, 1, wait_ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) continue; /* timeout: handled at the top */
       char tmp[4096];
       ssize_t n = read(pipefd[0], tmp, sizeof tmp);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      size_t take = (size_t)n < out_cap - 1 - used ? (size_t)n : out_cap - 1 - used;
+      size_t room = out_cap - 1 - used;
+      size_t take = (size_t)n < room ? (size_t)n : room;
       memcpy(out + used, tmp, take);
       used += take;
-      if (timeout_s > 0 && msb_now() - t0 > timeout_s) kill(pid, SIGKILL);
     }
     close(pipefd[0]);
     out[used] = 0;
   }
   int status = 0;
   struct rusage ru;
+  memset(&ru, 0, sizeof ru);
   for (;;) {
     pid_t r = wait4(pid, &status, timeout_s > 0 ? WNOHANG : 0, &ru);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) return -1;
-    if (timeout_s > 0 && msb_now() - t0 > timeout_s) kill(pid, SIGKILL);
+    if (timeout_s > 0 && !killed && msb_now() - t0 > timeout_s) { kill_child(pid); killed = true; }
     if (r == 0) usleep(2000);
   }
+  if (killed) kill(-pid, SIGKILL); /* leftovers of the group */
+  if (killed && timeout_s > 0 && !WIFSIGNALED(status)) status = SIGKILL; /* exited while being killed */
   if (wall_s) *wall_s = msb_now() - t0;
   if (usage) *usage = ru;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -210,3 +251,16 @@ static uint64_t smaps_field(const char *field) {
 uint64_t msb_rss_bytes(void) { return smaps_field("Rss"); }
 uint64_t msb_lazyfree_bytes(void) { return smaps_field("LazyFree"); }
 bool msb_is_root(void) { return geteuid() == 0; }
+
+bool msb_kv(const char *text, const char *key, double *value) {
+  size_t len = strlen(key);
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, key, len) != 0 || (line[len] != ' ' && line[len] != '\t')) continue;
+    char *end;
+    double v = strtod(line + len, &end);
+    if (end == line + len) return false;
+    *value = v;
+    return true;
+  }
+  return false;
+}

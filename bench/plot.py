@@ -37,6 +37,14 @@ def pyplot():
 
 
 def main():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        # a version manager's python3 (pyenv...) first in PATH may lack Debian's python3-matplotlib
+        system = "/usr/bin/python3"
+        if os.path.realpath(sys.executable) != os.path.realpath(system) and os.access(system, os.X_OK):
+            os.execv(system, [system, os.path.abspath(__file__)] + sys.argv[1:])
+        raise
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2

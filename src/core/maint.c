@@ -6,6 +6,7 @@
    thread; it is started again lazily there. Never call msi_maint_kick while holding an allocator lock:
    pthread_create allocates. */
 #include "internal.h"
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -137,12 +138,19 @@ void msi_maint_kick(void) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
+  /* a small stack; programs with large static TLS (R) need more: then retry with the default size */
+  pthread_attr_setstacksize(&attr, 256 * 1024);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits a mask that blocks every signal */
   pthread_t t;
   int r = pthread_create(&t, &attr, maint_main, NULL);
+  if (r == EINVAL) {
+    pthread_attr_destroy(&attr);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    r = pthread_create(&t, &attr, maint_main, NULL);
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (r == 0) {

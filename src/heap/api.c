@@ -103,28 +103,37 @@ void *msi_malloc(size_t size) {
   return alloc_generic(size, 0, false);
 }
 
+/* pushes a block freed by its owner; the span's bookkeeping runs when it was full or becomes empty */
+static inline void free_local(void *p, msi_span_t *s) {
+  msi_block_t *b = p;
+  MSI_TRACK_FREE(p);
+  b->next = s->free;
+  b->cookie = (uintptr_t)b ^ SECRET();
+  s->free = b;
+  if (MSI_UNLIKELY(--s->used == 0 || !b->next)) msi_heap_small_free_slow(p, s);
+}
+
+static MSI_NOINLINE MSI_COLD void free_local_checked(void *p, msi_span_t *s) {
+  msi_heap_check_free(s, p);
+  free_local(p, s);
+}
+
+/* every call below is a tail call: the fast path saves no register */
 void msi_free(void *p) {
   if (MSI_LIKELY(msi_heap_in_small(p))) {
     msi_span_t *s = msi_heap_span_of(p);
-    msi_block_t *b = p;
     if (MSI_LIKELY(s->owner == msi_tls_heap)) {
       uintptr_t off = (uintptr_t)p - s->base;
       if (MSI_UNLIKELY((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off))
         msi_heap_bad_pointer(p, "free(): invalid pointer");
       /* the release fast path does not read the block (a load miss would stall here; the store does not):
          the double-free cookie is checked on remote frees and, with checks on, on every free */
-      if (MSI_UNLIKELY(msi_heap_checks)) msi_heap_check_free(s, b);
-      MSI_TRACK_FREE(p);
-      b->next = s->free;
-      b->cookie = (uintptr_t)b ^ SECRET();
-      s->free = b;
-      if (MSI_UNLIKELY(--s->used == 0 || !b->next)) msi_heap_small_free_slow(p, s);
-      return;
+      if (MSI_UNLIKELY(msi_heap_checks)) return free_local_checked(p, s);
+      return free_local(p, s);
     }
-    msi_heap_small_free_slow(p, s);
-    return;
+    return msi_heap_small_free_slow(p, s);
   }
-  free_generic(p);
+  return free_generic(p);
 }
 
 void *msi_calloc(size_t count, size_t size) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 msi_heap_globals_t msi_heap_g;
@@ -81,10 +82,10 @@ static void classes_init(void) {
 void msi_heap_set_preset(int preset) {
   msi_heap_limits_t l;
   switch (preset) {
-  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, 30, true}; break;
-  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 1, 22, true}; break;
-  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, false}; break;
-  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 8, 25, true}; break;
+  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, SIZE_MAX, 30, true}; break;
+  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 4, 8 * MSI_MiB, 22, true}; break;
+  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, 0, false}; break;
+  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 64, 128 * MSI_MiB, 25, true}; break;
   }
   msi_heap_limits = l;
 }
@@ -117,10 +118,15 @@ _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static bool region_init(void) {
-  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused (RLIMIT_AS...) */
-  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 26; shift -= 2) {
+  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited
+     (RLIMIT_AS: the reservation takes at most half of it, the program needs the rest) */
+  struct rlimit rl;
+  size_t cap = SIZE_MAX;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) cap = (size_t)rl.rlim_cur / 2;
+  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift -= 1) {
     size_t sub = (size_t)1 << shift;
     size_t small = 8 * sub, large = MSI_HEAP_LARGE_CLASSES * sub, total = small + large + sub;
+    if (total > cap && shift > 22) continue;
     void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     uintptr_t base = msi_align_up((uintptr_t)p, sub);
@@ -130,7 +136,8 @@ static bool region_init(void) {
     msi_heap_g.large_size = large;
     msi_heap_g.sub_shift = shift;
     if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
-      msi_verbose("heap: reserved %zu GiB of address space (less than the usual 3.75 TiB)", total >> 30);
+      msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
+                  "fail with ENOMEM", total >> 20, sub >> 20);
     return true;
   }
   return false;
@@ -167,6 +174,14 @@ static int find_run(uint64_t mask, unsigned n) {
 }
 
 static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
+/* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
+#define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
+static uint64_t seg_avail[MAX_SEGMENTS / 64];
+static void seg_avail_update(msi_segment_t *seg) {
+  size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
+  if (seg->free_mask) seg_avail[i / 64] |= 1ull << (i % 64);
+  else seg_avail[i / 64] &= ~(1ull << (i % 64));
+}
 
 static msi_span_t *segment_alloc_span(unsigned n) {
   msi_lock(&seg_lock);
@@ -174,10 +189,12 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   msi_segment_t *seg = NULL;
   int at = -1;
   if (seg_hint && (at = find_run(seg_hint->free_mask, n)) >= 0) seg = seg_hint;
-  for (uintptr_t off = 0; !seg && off < top; off += MSI_HEAP_SEG_SIZE) {
-    msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + off);
-    if (s->free_mask && (at = find_run(s->free_mask, n)) >= 0) seg = s;
-  }
+  size_t nsegs = top >> MSI_HEAP_SEG_SHIFT;
+  for (size_t w = 0; !seg && w * 64 < nsegs; w++)
+    for (uint64_t m = seg_avail[w]; m && !seg; m &= m - 1) {
+      msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + ((w * 64 + (size_t)__builtin_ctzll(m)) << MSI_HEAP_SEG_SHIFT));
+      if ((at = find_run(s->free_mask, n)) >= 0) seg = s;
+    }
   if (!seg) {
     seg = segment_new();
     if (!seg) { msi_unlock(&seg_lock); return NULL; }
@@ -187,6 +204,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
   seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
+  seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
   s->nchunks = (uint8_t)n;
   s->state = MSI_SPAN_CACHED;
@@ -218,6 +236,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now) {
   s->state = MSI_SPAN_FREE;
   s->nchunks = 0;
   seg->free_mask |= bits;
+  seg_avail_update(seg);
   if (!purge_now) {
     if (!seg->dirty_mask) seg->dirty_ms = now;
     seg->dirty_mask |= bits;
@@ -239,6 +258,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     }
     seg->dirty_mask = 0;
     seg->free_mask &= ~m;
+    seg_avail_update(seg);
     msi_unlock(&seg_lock);
     for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
       if (!(m >> i & 1)) { i++; continue; }
@@ -250,6 +270,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     }
     msi_lock(&seg_lock);
     seg->free_mask |= m;
+    seg_avail_update(seg);
     msi_unlock(&seg_lock);
   }
 }
@@ -336,11 +357,15 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static void orphans_collect(void);
+static void purge_task_run(uint64_t now_ns);
+static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
 void msi_heap_purge(uint64_t now_ms_in, bool force) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 && !force) return;
   uint32_t now = (uint32_t)now_ms_in, delay = d < 0 ? 0 : (uint32_t)d;
+  /* memory idle for `delay` ms is back with the OS by then: take what will reach it before the next pass */
+  delay = delay > purge_task.period_ms ? delay - purge_task.period_ms : 0;
   atomic_store_explicit(&last_purge_ms, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&msi_heap_counters.purges, 1, memory_order_relaxed);
   orphans_collect();
@@ -358,8 +383,10 @@ void msi_heap_purge(uint64_t now_ms_in, bool force) {
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   segments_purge(now, delay, force);
-  msi_large_purge(now, force);
+  msi_large_purge(now, delay, force);
 }
+
+static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 
 /* from the malloc/free slow paths: a single-threaded program has no maintenance thread */
 static void maybe_purge(void) {
@@ -371,8 +398,6 @@ static void maybe_purge(void) {
   msi_heap_purge(now, false);
 }
 
-static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
-static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* spans of a heap                                                                                              */

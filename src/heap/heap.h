@@ -101,6 +101,7 @@ static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut
 typedef struct msi_heap_limits_s {
   size_t thread_bucket, global_bucket; /* span caches, per span length */
   unsigned large_slots;                /* cached large blocks per slot size */
+  size_t large_bytes;                  /* and at most this many slot bytes per slot size */
   unsigned large_max_shift;            /* no caching above this slot size */
   bool keep_empty_current;             /* keep an empty span as a class's current span */
 } msi_heap_limits_t;
@@ -128,7 +129,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero);
 void msi_large_free(void *p);
 size_t msi_large_usable(const void *p);
 void *msi_large_realloc(void *p, size_t size); /* NULL + errno: unchanged */
-size_t msi_large_purge(uint64_t now_ms, bool force);
+size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached slots idle >= delay ms */
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
 void msi_large_lock_all(void);
 void msi_large_unlock_all(bool child);

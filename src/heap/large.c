@@ -185,7 +185,8 @@ void msi_large_free(void *p) {
   uint32_t have = m->pages & SLOT_PAGES;
   size_t bytes = (size_t)have << page_shift;
   atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
-  if (c->ncached < msi_heap_limits.large_slots && c->ncached < CACHE_MAX && k <= msi_heap_limits.large_max_shift) {
+  if (c->ncached < msi_heap_limits.large_slots && c->ncached < CACHE_MAX && k <= msi_heap_limits.large_max_shift &&
+      ((size_t)(c->ncached + 1) << k) <= msi_heap_limits.large_bytes) {
     m->pages = SLOT_CACHED | have;
     c->cached_ms[c->ncached] = msi_heap_now_ms();
     c->cached[c->ncached++] = idx;
@@ -275,9 +276,8 @@ void *msi_large_realloc(void *p, size_t size) {
   return q;
 }
 
-size_t msi_large_purge(uint64_t now_ms, bool force) {
-  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
-  uint32_t now = (uint32_t)now_ms, delay = d < 0 ? 0 : (uint32_t)d;
+size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
+  uint32_t now = (uint32_t)now_ms;
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];

@@ -21,6 +21,20 @@ int msi_os_mapped(void *addr, size_t size);
 /* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
    use); -1 when the kernel has none: callers then wait a little instead */
 int msi_os_membarrier(void);
+/* files (spill): fallocate faults also reach msi_os_ftruncate and msi_os_copy_file_range (disk space) */
+struct statfs;
+struct rlimit;
+int msi_os_open(const char *path, int flags, unsigned mode);
+int msi_os_close(int fd);
+ssize_t msi_os_read(int fd, void *buf, size_t len);
+int msi_os_unlink(const char *path);
+int msi_os_ftruncate(int fd, off_t size);
+int msi_os_fstatfs(int fd, struct statfs *st);
+long long msi_os_fstat_blocks(int fd);                  /* bytes allocated on disk (st_blocks*512), -1 + errno */
+int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags);
+ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len);
+int msi_os_getrlimit(int resource, struct rlimit *rl);
+int msi_os_mincore(void *addr, size_t size, unsigned char *vec);
 
 /* facts read at run time, cached */
 size_t msi_os_page_size(void);

@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,6 +30,7 @@ void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err) {
 
 bool msi_fault_hit(ms_fault_op_t op, int *err) {
   if (MSI_LIKELY(!atomic_load_explicit(&fault_armed, memory_order_relaxed))) return false;
+  if ((unsigned)op >= MS_FAULT_OP_COUNT) return false; /* wrappers without an injection point */
   unsigned long n = atomic_load(&fault_nth[op]);
   while (n != 0) {
     if (atomic_compare_exchange_weak(&fault_nth[op], &n, n - 1)) {
@@ -89,6 +93,41 @@ int msi_os_munlock(const void *addr, size_t size) {
 int msi_os_fallocate(int fd, int mode, off_t offset, off_t len) {
   RETRY_INT(MS_FAULT_FALLOCATE, fallocate(fd, mode, offset, len));
 }
+
+int msi_os_open(const char *path, int flags, unsigned mode) { RETRY_INT(MS_FAULT_OP_COUNT, open(path, flags, mode)); }
+int msi_os_close(int fd) {
+  COUNT_CALL();
+  return close(fd); /* never retried: the descriptor is gone even on EINTR */
+}
+ssize_t msi_os_read(int fd, void *buf, size_t len) {
+  COUNT_CALL();
+  ssize_t r;
+  do r = read(fd, buf, len); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r;
+}
+int msi_os_unlink(const char *path) { RETRY_INT(MS_FAULT_OP_COUNT, unlink(path)); }
+int msi_os_ftruncate(int fd, off_t size) { RETRY_INT(MS_FAULT_FALLOCATE, ftruncate(fd, size)); }
+int msi_os_fstatfs(int fd, struct statfs *st) { RETRY_INT(MS_FAULT_OP_COUNT, fstatfs(fd, st)); }
+long long msi_os_fstat_blocks(int fd) {
+  struct stat st;
+  COUNT_CALL();
+  if (fstat(fd, &st) != 0) { COUNT_FAIL(); return -1; }
+  return (long long)st.st_blocks * 512;
+}
+int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags) {
+  RETRY_INT(MS_FAULT_OP_COUNT, sync_file_range(fd, offset, len, flags));
+}
+ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
+  INJECT(MS_FAULT_FALLOCATE, -1);
+  COUNT_CALL();
+  ssize_t r;
+  do r = copy_file_range(fd_in, &off_in, fd_out, &off_out, len, 0); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r;
+}
+int msi_os_getrlimit(int resource, struct rlimit *rl) { RETRY_INT(MS_FAULT_OP_COUNT, getrlimit(resource, rl)); }
+int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_FAULT_OP_COUNT, mincore(addr, size, vec)); }
 
 long msi_os_mbind(void *addr, size_t size, int node) {
   if (node < 0 || node >= 1024) { errno = EINVAL; return -1; }

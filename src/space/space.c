@@ -58,6 +58,7 @@ typedef struct {
 
 struct ms_space_s {
   uint64_t magic;
+  int fast;                 /* neither thread-safe nor zeroing: the inline cache paths apply */
   unsigned flags;
   unsigned top;             /* largest order that fits the reserved range */
   char *data;               /* data range base */
@@ -65,14 +66,12 @@ struct ms_space_s {
   uint8_t *nib;             /* allocation nibbles, one per granule */
   uint8_t *lmap;            /* allocation bytes, one per 2 KiB */
   size_t end;               /* end of the last region (bump pointer for expansions) */
-  uint16_t qhead[QORDERS];  /* block cache: list heads (entry index + 1, 0 = empty) */
-  uint16_t qfree;           /* free entries stack */
+  uint16_t qn[QORDERS];     /* block cache: blocks cached per order (a stack each: qoff[q*qcap ...]) */
   uint16_t qmask;           /* bit q: order q+4 has cached blocks */
-  uint32_t qcount, qcap;
+  uint32_t qcount, qcap;    /* blocks cached in all; capacity per order */
   size_t qbytes;             /* bytes in the cache: at most size/32 */
   hbm_t fb[MAX_ORDER + 1];  /* hot bitmap descriptors */
-  size_t *qoff;             /* entry -> block offset */
-  uint16_t *qnext;          /* entry -> next entry + 1 */
+  size_t *qoff;             /* QORDERS stacks of qcap block offsets */
   size_t used, peak, size, free_blocks;
   uint64_t allocs, frees, ooms, expands;
   int lock_on;
@@ -427,7 +426,7 @@ static inline unsigned order_of(size_t size) {
 }
 
 MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
-  if (s->qcount) {
+  if (s->qmask) {
     cache_flush(s);
     if (s->free_mask >> k) return true;
   }
@@ -459,12 +458,9 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
 
 /* pops the newest cached block of cache order q (which must have one) */
 static inline size_t cache_pop(ms_space_t *s, unsigned q) {
-  unsigned h = s->qhead[q], i = h - 1;
-  size_t off = s->qoff[i];
-  s->qhead[q] = s->qnext[i];
-  if (!s->qhead[q]) s->qmask &= (uint16_t)~(1u << q);
-  s->qnext[i] = s->qfree;
-  s->qfree = (uint16_t)h;
+  unsigned n = --s->qn[q];
+  size_t off = s->qoff[q * s->qcap + n];
+  if (!n) s->qmask &= (uint16_t)~(1u << q);
   s->qcount--;
   s->qbytes -= (size_t)1 << (q + GSHIFT);
   return off;
@@ -473,7 +469,7 @@ static inline size_t cache_pop(ms_space_t *s, unsigned q) {
 static inline void *take(ms_space_t *s, unsigned k) {
   size_t off;
   unsigned j;
-  if (k < GSHIFT + QORDERS && s->qhead[k - GSHIFT]) {
+  if (k < GSHIFT + QORDERS && s->qn[k - GSHIFT]) {
     off = cache_pop(s, k - GSHIFT);
     goto done;
   }
@@ -527,19 +523,29 @@ static inline void merge_free(ms_space_t *s, size_t off, unsigned k) {
   hbm_set(s, k, off >> k);
 }
 
-/* every cached small block back to the buddy system: at most qcap merges */
+/* every cached block back to the buddy system: at most QMAX merge chains */
 MSI_NOINLINE static void cache_flush(ms_space_t *s) {
   for (unsigned q = 0; q < QORDERS; q++)
-    while (s->qhead[q]) merge_free(s, cache_pop(s, q), q + GSHIFT);
+    while (s->qn[q]) merge_free(s, cache_pop(s, q), q + GSHIFT);
 }
 
-/* a block leaves the application: into the small-block cache when it has room, else to the buddy bitmaps */
+/* pushes a block of order k (< GSHIFT + QORDERS) on its cache list; there must be room */
+static inline void cache_push(ms_space_t *s, size_t off, unsigned k) {
+  unsigned q = k - GSHIFT;
+  s->qoff[q * s->qcap + s->qn[q]++] = off;
+  s->qmask |= (uint16_t)(1u << q);
+  s->qcount++;
+  s->qbytes += (size_t)1 << k;
+  map_cached(s, off, k); /* a second free is still detected */
+}
+
+/* a block leaves the application: into the block cache when it has room, else to the buddy bitmaps */
 static inline void release(ms_space_t *s, size_t off, unsigned k) {
   s->used -= (size_t)1 << k;
   s->frees++;
   if (k < GSHIFT + QORDERS && s->qcap) {
     unsigned q = k - GSHIFT;
-    if (MSI_UNLIKELY(!s->qfree || s->qbytes + ((size_t)1 << k) > (s->size >> 5))) {
+    if (MSI_UNLIKELY(s->qn[q] >= s->qcap || s->qcount >= QMAX || s->qbytes + ((size_t)1 << k) > (s->size >> 5))) {
       /* full: evict the newest block of the largest other cached order (one merge chain), so the cache
          follows the workload; if that is not enough room, this block goes to the bitmaps */
       unsigned other = s->qmask & ~(1u << q);
@@ -547,17 +553,12 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
         unsigned o = 31u - (unsigned)__builtin_clz(other);
         merge_free(s, cache_pop(s, o), o + GSHIFT);
       }
-      if (!s->qfree || s->qbytes + ((size_t)1 << k) > (s->size >> 5)) { merge_free(s, off, k); return; }
+      if (s->qn[q] >= s->qcap || s->qcount >= QMAX || s->qbytes + ((size_t)1 << k) > (s->size >> 5)) {
+        merge_free(s, off, k);
+        return;
+      }
     }
-    unsigned i = s->qfree - 1u;
-    s->qfree = s->qnext[i];
-    s->qoff[i] = off;
-    s->qnext[i] = s->qhead[q];
-    s->qhead[q] = (uint16_t)(i + 1);
-    s->qmask |= (uint16_t)(1u << q);
-    s->qcount++;
-    s->qbytes += (size_t)1 << k;
-    map_cached(s, off, k); /* a second free is still detected */
+    cache_push(s, off, k);
     return;
   }
   merge_free(s, off, k);
@@ -580,16 +581,13 @@ size_t msi_space_reserve_size(size_t initial, size_t expand) {
    then the big leaves (low orders, whose locality follows the data), then the nibble map. */
 static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
   size_t off = msi_round_up(sizeof(ms_space_t), 64);
-  size_t qcap = reserved >> 12;
+  size_t qcap = reserved >> 12; /* per order: one per 4 KiB of a small space, at most QMAX */
   if (qcap > QMAX) qcap = QMAX;
   if (s) {
     s->qcap = (uint32_t)qcap;
     s->qoff = (size_t *)(base + off);
-    s->qnext = (uint16_t *)(base + off + qcap * sizeof(size_t));
-    for (size_t i = 0; i < qcap; i++) s->qnext[i] = (uint16_t)(i + 1 < qcap ? i + 2 : 0);
-    s->qfree = qcap ? 1 : 0;
   }
-  off = msi_round_up(off + qcap * (sizeof(size_t) + sizeof(uint16_t)), 64);
+  off = msi_round_up(off + QORDERS * qcap * sizeof(size_t), 64);
   unsigned top = 63u - (unsigned)__builtin_clzll(reserved);
   if (top > MAX_ORDER) top = MAX_ORDER;
   uint64_t words[MAX_ORDER + 1][MAX_LEVELS]; /* words[k][0] = leaf */
@@ -629,6 +627,7 @@ static void init_lock(ms_space_t *s);
 static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
   s->magic = SPACE_MAGIC;
   s->flags = flags;
+  s->fast = !(flags & (MS_SPACE_THREAD_SAFE | MS_SPACE_ZERO));
   s->numa_node = -1;
   s->name = name;
   if (flags & MS_SPACE_THREAD_SAFE) {
@@ -797,7 +796,7 @@ static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zer
   return p;
 }
 
-void *ms_space_malloc(ms_space_t *s, size_t size) {
+MSI_NOINLINE static void *malloc_slow(ms_space_t *s, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0)) { errno = EINVAL; return NULL; }
   if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) {
     space_lock(s); s->ooms++; space_unlock(s);
@@ -805,6 +804,24 @@ void *ms_space_malloc(ms_space_t *s, size_t size) {
     return NULL;
   }
   return alloc_order(s, order_of(size), size, false);
+}
+
+/* the fast path: a cached block of the right order, no lock, no zeroing; everything else in malloc_slow */
+void *ms_space_malloc(ms_space_t *s, size_t size) {
+  if (MSI_LIKELY(s && size - 1 < ((size_t)1 << (GSHIFT + QORDERS - 1)) && s->fast)) {
+    unsigned k = order_of(size);
+    if (MSI_LIKELY(s->qn[k - GSHIFT])) {
+      size_t off = cache_pop(s, k - GSHIFT);
+      map_set(s, off, k);
+      s->used += (size_t)1 << k;
+      if (s->used > s->peak) s->peak = s->used;
+      s->allocs++;
+      void *p = s->data + off;
+      MSI_TRACK_MALLOC(p, (size_t)1 << k, 0);
+      return p;
+    }
+  }
+  return malloc_slow(s, size);
 }
 
 void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
@@ -827,8 +844,7 @@ void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
   return alloc_order(s, k, size, false);
 }
 
-void ms_space_free(ms_space_t *s, void *p) {
-  if (!p) return;
+MSI_NOINLINE static void free_slow(ms_space_t *s, void *p) {
   if (MSI_UNLIKELY(!s)) { errno = EINVAL; return; }
   size_t off = offset_of(s, p);
   if (MSI_UNLIKELY(off == SIZE_MAX)) { bad_pointer(s, p, "free", "not a block of this space"); return; }
@@ -844,6 +860,35 @@ void ms_space_free(ms_space_t *s, void *p) {
   MSI_TRACK_NOACCESS(p, (size_t)1 << k);
   release(s, off, k);
   space_unlock(s);
+}
+
+/* the fast path: an allocated block of at most 64 KiB into the block cache when it has room, no lock;
+   everything else (merging, bad pointers, locking) in free_slow */
+void ms_space_free(ms_space_t *s, void *p) {
+  if (!p) return;
+  if (MSI_LIKELY(s && s->fast)) {
+    size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->data);
+    if (MSI_LIKELY(off < s->end)) {
+      unsigned k;
+      if (off & ((1u << LSHIFT) - 1)) {
+        unsigned v = nib_get(s, off);
+        k = v - 1u < 7u ? v + 3 : 0;
+      } else {
+        unsigned v = s->lmap[off >> LSHIFT];
+        k = v && v < GSHIFT + QORDERS ? v : 0; /* also excludes cached markers (0x80) */
+      }
+      if (MSI_LIKELY(k && s->qn[k - GSHIFT] < s->qcap && s->qcount < QMAX &&
+                     s->qbytes + ((size_t)1 << k) <= (s->size >> 5))) {
+        MSI_TRACK_FREE(p);
+        MSI_TRACK_NOACCESS(p, (size_t)1 << k);
+        s->used -= (size_t)1 << k;
+        s->frees++;
+        cache_push(s, off, k);
+        return;
+      }
+    }
+  }
+  free_slow(s, p);
 }
 
 size_t ms_space_usable_size(const ms_space_t *cs, const void *p) {
@@ -960,7 +1005,7 @@ int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
   info->peak_used = s->peak;
   info->largest_free_block = s->free_mask ? (size_t)1 << (63 - __builtin_clzll(s->free_mask)) : 0;
   for (unsigned q = 0; q < QORDERS; q++)
-    if (s->qhead[q] && ((size_t)1 << (q + GSHIFT)) > info->largest_free_block) info->largest_free_block = (size_t)1 << (q + GSHIFT);
+    if (s->qn[q] && ((size_t)1 << (q + GSHIFT)) > info->largest_free_block) info->largest_free_block = (size_t)1 << (q + GSHIFT);
   info->free_blocks = s->free_blocks + s->qcount;
   info->allocs = s->allocs;
   info->frees = s->frees;
@@ -1111,20 +1156,18 @@ int ms_space_check(const ms_space_t *cs) {
     }
     if (entries != c.nalloc + c.cached) why = "stray allocation-map entries";
   }
-  if (!why) { /* the cache lists hold exactly the cached blocks; the free-entry stack the rest */
-    size_t listed = 0, spare = 0;
-    for (unsigned q = 0; q < QORDERS; q++)
-      for (unsigned h = s->qhead[q]; h && listed <= s->qcap; h = s->qnext[h - 1]) {
-        listed++;
-        if (cached_at(s, s->qoff[h - 1]) != q + GSHIFT) { why = "a cache entry does not point at a cached block"; break; }
-      }
-    for (unsigned h = s->qfree; h && spare <= s->qcap; h = s->qnext[h - 1]) spare++;
-    if (!why && (listed != c.cached || listed != s->qcount || listed + spare != s->qcap)) why = "the block cache lists are inconsistent";
-    size_t bytes = 0;
+  if (!why) { /* the cache stacks hold exactly the cached blocks */
+    size_t listed = 0, bytes = 0;
     for (unsigned q = 0; q < QORDERS && !why; q++) {
-      if (((s->qmask >> q) & 1) != (s->qhead[q] != 0)) why = "the block cache mask is wrong";
-      for (unsigned h = s->qhead[q], n = 0; h && n <= s->qcap; h = s->qnext[h - 1], n++) bytes += (size_t)1 << (q + GSHIFT);
+      if (((s->qmask >> q) & 1) != (s->qn[q] != 0)) why = "the block cache mask is wrong";
+      if (s->qn[q] > s->qcap) why = "a block cache stack overflows";
+      for (unsigned i = 0; i < s->qn[q] && !why; i++) {
+        listed++;
+        bytes += (size_t)1 << (q + GSHIFT);
+        if (cached_at(s, s->qoff[q * s->qcap + i]) != q + GSHIFT) why = "a cache entry does not point at a cached block";
+      }
     }
+    if (!why && (listed != c.cached || listed != s->qcount || listed > QMAX)) why = "the block cache stacks are inconsistent";
     if (!why && bytes != s->qbytes) why = "the block cache byte count is wrong";
   }
   if (!why && s->used > s->size) why = "used exceeds size";

@@ -1,13 +1,790 @@
 /* SPDX-License-Identifier: MIT */
-/* spill.c: placeholder until the spill part lands: spill is never active. */
+/* spill.c: file-backed allocations (route.h msi_spill_*, public ms_spill_*). Design in docs/spill.md.
+
+   Layout. One virtual range is reserved up front (PROT_NONE, MAP_NORESERVE) and cut into one region per size
+   class: class c (slot size 2^c, c from the page shift up) owns region i = c - min_shift, of RS bytes, at
+   base + i*RS (base aligned to RS, so every slot is aligned to its size). Each class has ONE sparse file,
+   created with O_TMPFILE (or created and unlinked at once), sized with ftruncate to min(RS, RLIMIT_FSIZE), and
+   mapped MAP_SHARED at its region start with offset 0: slot k lives at address start + k*2^c and file offset
+   k*2^c. The used part of a region is one mapping (extensions merge with it), so 100,000 blocks cost a few
+   dozen mappings and at most one descriptor per class.
+   - allocation: pop a free slot of the class (or bump), fallocate(mode 0) the block's pages: the disk space is
+     reserved now (ENOSPC -> NULL + ENOMEM, never a SIGBUS later); the pages read as zero (calloc is free).
+   - free: punch a hole over the whole slot (disk space and page cache released, the process's page table
+     entries zapped) and push the slot on the class's free stack.
+   - realloc within the slot: fallocate the tail or punch it (no copy, no remap). Beyond the slot: a slot of the
+     next-but-one class (2x headroom, so repeated growth rarely moves) filled by copy_file_range (reflinked on
+     xfs/btrfs, an in-kernel copy on ext4: the program's memory is not touched), then the old slot is freed.
+   - ownership: one subtraction and compare against the reserved range: no lock, no lookup.
+   - metadata: per class an array of slot sizes and a free stack in anonymous NORESERVE memory (touched lazily).
+   - write-back: a maintenance task (and allocation pacing) starts writeback of dirty pages with
+     sync_file_range(SYNC_FILE_RANGE_WRITE), so reclaim finds clean pages instead of stalling.
+   - fork: a child handler maps every region again MAP_PRIVATE|MAP_FIXED from the same file: the child's writes
+     stay its own. Below each region's `floor` (the extent mapped at fork) blocks are inherited: the child never
+     punches or grows them in the parent's file. New blocks in the child go above the floor, in new files. */
+#include "os.h"
 #include "route.h"
 #include <errno.h>
-size_t msi_spill_threshold(void) { return 0; }
-void *msi_spill_malloc(size_t size, size_t alignment, bool zero) { (void)size, (void)alignment, (void)zero; errno = 0; return NULL; }
-bool msi_spill_owns(const void *p) { (void)p; return false; }
-void msi_spill_free(void *p) { (void)p; }
-size_t msi_spill_usable_size(const void *p) { (void)p; return 0; }
-void *msi_spill_realloc(void *p, size_t size) { (void)p, (void)size; errno = ENOMEM; return NULL; }
-void *ms_spill_alloc(size_t size) { (void)size; errno = ENOSYS; return NULL; }
-void ms_spill_free(void *ptr) { (void)ptr; }
-int ms_spill_is(const void *ptr) { (void)ptr; return 0; }
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#define SP_MAX_CLASSES 40
+#define SP_MAX_SLOTS ((size_t)1 << 21)   /* slots per class (metadata arrays are sized for this) */
+#define SP_MAP_STEP ((size_t)64 << 20)   /* mappings grow by at least this much (they merge anyway) */
+#define SP_SYNC_PERIOD_NS 50000000ull    /* write-back pacing from allocations */
+
+#define FS_EXT4 0xEF53
+#define FS_XFS 0x58465342
+#define FS_BTRFS 0x9123683E
+#define FS_TMPFS 0x01021994
+#define FS_RAMFS 0x858458F6
+
+typedef struct sp_class_s {
+  int fd;                      /* -1 until the class is first used */
+  uintptr_t start;             /* region start */
+  _Atomic size_t mapped;       /* bytes of the region mapped from the file (from start) */
+  size_t file_size;            /* ftruncated size (<= RS, <= RLIMIT_FSIZE) */
+  size_t next;                 /* bump: next never-used slot */
+  size_t floor;                /* bytes inherited from the parent at fork (private mapping of its file) */
+  size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
+  uint32_t *stack;             /* free slots */
+  size_t nfree;
+} sp_class_t;
+
+static struct {
+  msi_lock_t lock;
+  _Atomic int state;           /* 0 untried, 1 ready, 2 unusable */
+  _Atomic int in_child;        /* forked child (statistics only) */
+  _Atomic uintptr_t base;      /* reserved range [base, base + span) */
+  _Atomic size_t span;
+  unsigned rs_shift, min_shift, max_shift;
+  sp_class_t cls[SP_MAX_CLASSES];
+  char dir[PATH_MAX];
+  unsigned long fs_type;
+  _Atomic uint64_t blocks, bytes, fallbacks, syncs, moves, enospc;
+  _Atomic uint64_t last_sync_ns;
+} sp = {.lock = MSI_LOCK_INIT};
+
+size_t msi_spill_threshold(void) {
+  long long t = msi_opt(MS_OPTION_SPILL_THRESHOLD);
+  return t > 0 ? (size_t)t : 0;
+}
+
+bool msi_spill_owns(const void *p) {
+  return (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed) <
+         atomic_load_explicit(&sp.span, memory_order_relaxed);
+}
+
+static unsigned ceil_log2(size_t x) { return x <= 1 ? 0 : (unsigned)(64 - __builtin_clzll((unsigned long long)(x - 1))); }
+
+/* ---- start-up: directory, filesystem, reservation ---- */
+
+static const char *fs_name(unsigned long t) {
+  switch (t) {
+    case FS_EXT4: return "ext4";
+    case FS_XFS: return "xfs";
+    case FS_BTRFS: return "btrfs";
+    case FS_TMPFS: return "tmpfs";
+    case FS_RAMFS: return "ramfs";
+    default: return "other";
+  }
+}
+
+/* a new unlinked file in dir: O_TMPFILE, else create + unlink at once. -1 + errno. */
+static int open_unlinked(const char *dir) {
+  int fd = msi_os_open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -1;
+  static _Atomic unsigned counter;
+  char path[PATH_MAX];
+  for (int tries = 0; tries < 100; tries++) {
+    msi_snprintf(path, sizeof path, "%s/.memspace-spill-%llx-%u", dir, (unsigned long long)msi_now_ns(), atomic_fetch_add(&counter, 1));
+    fd = msi_os_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      msi_os_unlink(path);
+      return fd;
+    }
+    if (errno != EEXIST) return -1;
+  }
+  return -1;
+}
+
+/* 0 when dir is usable (fills sp.fs_type), else an errno value with the reason already printed
+   (when `report`) */
+static int probe_dir(const char *dir, bool report) {
+  int fd = open_unlinked(dir);
+  if (fd < 0) {
+    int e = errno;
+    if (report)
+      msi_warning("spill directory %s is not usable (%s): spilled allocations stay in RAM", dir,
+                  e == ENOENT ? "missing" : e == EACCES || e == EROFS || e == EPERM ? "not writable" : "cannot create a file");
+    return e ? e : EIO;
+  }
+  struct statfs st;
+  int r = 0;
+  if (msi_os_fstatfs(fd, &st) != 0) {
+    r = errno;
+    if (report) msi_warning("spill directory %s: statfs failed: spilled allocations stay in RAM", dir);
+  } else {
+    sp.fs_type = (unsigned long)st.f_type;
+    if (sp.fs_type == FS_TMPFS || sp.fs_type == FS_RAMFS) {
+      r = EXDEV;
+      if (report)
+        msi_warning("spill directory %s is on %s (it would spill into RAM or swap): refused, spilled allocations "
+                    "stay in RAM", dir, fs_name(sp.fs_type));
+    } else if ((msi_os_fallocate(fd, 0, 0, (off_t)msi_os_page_size()) != 0 && errno != ENOSPC && errno != EDQUOT) ||
+               msi_os_fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)msi_os_page_size()) != 0) {
+      /* (a disk that is full now is accepted: allocations then answer ENOMEM) */
+      r = errno ? errno : EOPNOTSUPP;
+      if (report)
+        msi_warning("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: error %d): "
+                    "refused, spilled allocations stay in RAM", dir, r);
+    } else if (sp.fs_type != FS_EXT4 && sp.fs_type != FS_XFS && sp.fs_type != FS_BTRFS && report) {
+      msi_warning("spill directory %s: filesystem type 0x%lx may not truly reserve blocks with fallocate: a full "
+                  "disk may raise SIGBUS (ext4 and xfs guarantee it)", dir, sp.fs_type);
+    }
+  }
+  msi_os_close(fd);
+  return r;
+}
+
+static bool choose_dir(void) {
+  const char *explicit_dir = ms_option_get_string(MS_OPTION_SPILL_DIR);
+  if (explicit_dir && explicit_dir[0]) {
+    msi_snprintf(sp.dir, sizeof sp.dir, "%s", explicit_dir);
+    return probe_dir(sp.dir, true) == 0;
+  }
+  const char *tmp = msi_getenv("TMPDIR");
+  if (tmp && tmp[0]) {
+    msi_snprintf(sp.dir, sizeof sp.dir, "%s", tmp);
+    int r = probe_dir(sp.dir, false);
+    if (r == 0) return true;
+    msi_verbose("spill: $TMPDIR=%s is not usable for spill (error %d); trying /var/tmp", tmp, r);
+  }
+  msi_snprintf(sp.dir, sizeof sp.dir, "%s", "/var/tmp");
+  return probe_dir(sp.dir, true) == 0;
+}
+
+static void fork_prepare(void) { msi_lock(&sp.lock); }
+static void fork_parent(void) { msi_unlock(&sp.lock); }
+/* A private file mapping still shows the parent's later writes to pages the child has not written. That is
+   fatal for memory the parent keeps changing: an interpreter's stack in a small spilled block, or the header at
+   the start of a large vector (R's garbage collector links and marks it). So the child copies now (one write per
+   page: copy on write) every page of blocks up to 16 MiB while the total stays under budget/16, and the first
+   page of every other block. */
+static uint64_t snapshot_copied; /* bytes copied in this fork (the handler runs single-threaded) */
+static uint64_t snapshot_cap(void);
+static void snapshot_blocks(sp_class_t *k, unsigned c) {
+  size_t ps = msi_os_page_size();
+  for (size_t slot = 0; slot < k->next; slot++) {
+    size_t n = k->meta[slot];
+    if (!n || (slot << c) < k->floor) continue; /* free, or inherited from a grandparent: private already */
+    volatile unsigned char *b = (volatile unsigned char *)(k->start + (slot << c));
+    size_t upto = ps;
+    if (c <= 24 && snapshot_copied + n <= snapshot_cap()) upto = n;
+    for (size_t off = 0; off < upto; off += ps) b[off] = b[off];
+    snapshot_copied += upto;
+  }
+}
+
+static void fork_child(void) {
+  atomic_store(&sp.in_child, 1);
+  snapshot_copied = 0;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load(&k->mapped);
+    if (k->fd < 0) continue;
+    /* [floor, m) is still shared with the parent's file (below floor it is private already, from an earlier fork) */
+    if (m > k->floor && msi_os_mmap((void *)(k->start + k->floor), m - k->floor, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
+      msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
+                "parent", errno);
+    else if (m > k->floor) msi_os_madvise((void *)(k->start + k->floor), m - k->floor, MADV_RANDOM);
+    snapshot_blocks(k, c);
+    msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
+    k->fd = -1;
+    k->floor = m;
+    size_t above = (m + ((size_t)1 << c) - 1) >> c;
+    if (k->next < above) k->next = above;
+    k->nfree = 0; /* free slots below the floor belong to the parent's file */
+  }
+  msi_lock_reset(&sp.lock);
+}
+
+static void writeback_all(void);
+static void budget_init(void);
+static void maint_run(uint64_t now_ns) { (void)now_ns; writeback_all(); }
+static const msi_maint_task_t sp_maint = {"spill-writeback", 50, maint_run};
+
+static void stats_get(ms_stats_t *s);
+static void stats_print(msi_stats_writer_t *w);
+static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print};
+
+__attribute__((constructor)) static void sp_register(void) { msi_stats_register(&sp_stats); }
+
+/* once per process: true when spill is usable. Reports the reason once otherwise. */
+static MSI_NOINLINE bool sp_init_slow(void) {
+  msi_init();
+  msi_lock(&sp.lock);
+  int st = atomic_load(&sp.state);
+  if (st != 0) {
+    msi_unlock(&sp.lock);
+    return st == 1;
+  }
+  bool ok = choose_dir();
+  if (ok) {
+    size_t ps = msi_os_page_size();
+    sp.min_shift = ceil_log2(ps);
+    void *r = MAP_FAILED;
+    size_t total = 0;
+    for (unsigned rs = 39; rs >= 30 && r == MAP_FAILED; rs--) {
+      sp.rs_shift = rs;
+      sp.max_shift = rs - 1;
+      if (sp.max_shift - sp.min_shift + 1 > SP_MAX_CLASSES) sp.max_shift = sp.min_shift + SP_MAX_CLASSES - 1;
+      total = ((size_t)(sp.max_shift - sp.min_shift + 2)) << rs; /* one region spare for alignment */
+      r = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
+    if (r == MAP_FAILED) {
+      msi_warning("spill: cannot reserve address space (errno %d): spilled allocations stay in RAM", errno);
+      ok = false;
+    } else {
+      size_t rsz = (size_t)1 << sp.rs_shift;
+      uintptr_t b = msi_align_up((uintptr_t)r, rsz);
+      size_t span = ((size_t)(sp.max_shift - sp.min_shift + 1)) << sp.rs_shift;
+      if (b > (uintptr_t)r) msi_os_munmap(r, b - (uintptr_t)r);
+      uintptr_t end = (uintptr_t)r + total;
+      if (end > b + span) msi_os_munmap((void *)(b + span), end - (b + span));
+      for (unsigned c = 0; c < SP_MAX_CLASSES; c++) sp.cls[c].fd = -1;
+      for (unsigned c = sp.min_shift; c <= sp.max_shift; c++)
+        sp.cls[c].start = b + ((uintptr_t)(c - sp.min_shift) << sp.rs_shift);
+      atomic_store(&sp.span, span);
+      atomic_store(&sp.base, b);
+      msi_verbose("spill: directory %s (%s), %zu GiB of address space reserved, classes 2^%u..2^%u", sp.dir,
+                  fs_name(sp.fs_type), span >> 30, sp.min_shift, sp.max_shift);
+    }
+  }
+  if (ok) budget_init();
+  atomic_store(&sp.state, ok ? 1 : 2);
+  msi_unlock(&sp.lock);
+  if (ok) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    msi_maint_register(&sp_maint);
+    /* spilled data needs write-back even in a single-threaded program: allow the shared maintenance thread */
+    msi_maint_note_thread();
+    msi_maint_kick();
+  }
+  return ok;
+}
+
+static inline bool sp_ready(void) {
+  int st = atomic_load_explicit(&sp.state, memory_order_acquire);
+  if (MSI_LIKELY(st == 1)) return true;
+  if (st == 2) return false;
+  return sp_init_slow();
+}
+
+/* class setup under the lock: file, metadata. false + errno. */
+static bool class_open(sp_class_t *k, unsigned c) {
+  if (k->fd >= 0) return true;
+  size_t rs = (size_t)1 << sp.rs_shift;
+  size_t slots = rs >> c;
+  if (slots > SP_MAX_SLOTS) slots = SP_MAX_SLOTS;
+  size_t file_size = slots << c;
+  struct rlimit rl;
+  if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < file_size)
+    file_size = msi_align_down((uintptr_t)rl.rlim_cur, (size_t)1 << c); /* beyond it ftruncate raises SIGXFSZ */
+  if (file_size == 0) { errno = EFBIG; return false; }
+  if (!k->meta) {
+    void *m = msi_os_mmap(NULL, slots * sizeof(size_t), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return false;
+    void *s = msi_os_mmap(NULL, slots * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s == MAP_FAILED) { msi_os_munmap(m, slots * sizeof(size_t)); return false; }
+    k->meta = m;
+    k->stack = s;
+  }
+  int fd = open_unlinked(sp.dir);
+  if (fd < 0) return false;
+  if (msi_os_ftruncate(fd, (off_t)file_size) != 0) {
+    int e = errno;
+    msi_os_close(fd);
+    errno = e;
+    return false;
+  }
+  k->file_size = file_size;
+  k->fd = fd;
+  msi_verbose("spill: file for blocks up to 2^%u bytes created in %s (fd %d, %zu MiB sparse)", c, sp.dir, fd,
+              file_size >> 20);
+  return true;
+}
+
+/* the region is mapped at least up to `end` bytes from its start; false + errno */
+static bool class_map(sp_class_t *k, size_t end) {
+  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+  if (end <= m) return true;
+  size_t want = msi_round_up(end, SP_MAP_STEP);
+  if (want == 0 || want > k->file_size) want = k->file_size;
+  if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
+                  (off_t)m) == MAP_FAILED)
+    return false;
+  /* no read-around on faults: beyond memory, random access ran 2x faster on the measured machine (8 MiB
+     read_ahead_kb) and sequential scans 13% slower; a program can madvise(MADV_NORMAL) its block */
+  msi_os_madvise((void *)(k->start + m), want - m, MADV_RANDOM);
+  atomic_store_explicit(&k->mapped, want, memory_order_release);
+  return true;
+}
+
+/* Leaves a margin of free space (what unprivileged users may use, minus max(1/64 of the filesystem, 4 MiB)):
+   ext4 needs free blocks to convert reserved (unwritten) extents when pages are written, and a filesystem
+   filled to the last block by fallocate (root may even use the reserved blocks) answers that write with SIGBUS. */
+static bool disk_room(int fd, size_t need) {
+  struct statfs st;
+  if (msi_os_fstatfs(fd, &st) != 0) return true; /* fallocate decides */
+  unsigned long long bs = (unsigned long long)st.f_bsize, avail = (unsigned long long)st.f_bavail * bs;
+  unsigned long long margin = (unsigned long long)st.f_blocks * bs / 64;
+  if (margin < (4ull << 20)) margin = 4ull << 20;
+  return avail >= margin && avail - margin >= need;
+}
+
+static int disk_errno(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG || e == ENOMEM ? ENOMEM : e; }
+
+/* under the lock: a slot of class c holding `need` bytes reserved on disk; 0 + errno on failure */
+static uintptr_t slot_alloc(unsigned c, size_t need) {
+  sp_class_t *k = &sp.cls[c];
+  if (!class_open(k, c)) { errno = disk_errno(errno); return 0; }
+  size_t slot;
+  bool popped = false;
+  if (k->nfree) {
+    slot = k->stack[--k->nfree];
+    popped = true;
+  } else {
+    slot = k->next;
+    if (((slot + 1) << c) > k->file_size) { errno = ENOMEM; return 0; }
+  }
+  size_t off = slot << c;
+  if (!disk_room(k->fd, need)) {
+    if (popped) k->stack[k->nfree++] = (uint32_t)slot;
+    atomic_fetch_add(&sp.enospc, 1);
+    errno = ENOMEM;
+    return 0;
+  }
+  if (!class_map(k, off + ((size_t)1 << c)) || msi_os_fallocate(k->fd, 0, (off_t)off, (off_t)need) != 0) {
+    int e = errno;
+    if (e == ENOSPC || e == EDQUOT) atomic_fetch_add(&sp.enospc, 1);
+    /* a failed fallocate may have reserved part of the range: give it back */
+    msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)need);
+    if (popped) k->stack[k->nfree++] = (uint32_t)slot;
+    errno = disk_errno(e);
+    return 0;
+  }
+  if (!popped) k->next = slot + 1;
+  k->meta[slot] = need;
+  atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&sp.bytes, need, memory_order_relaxed);
+  return k->start + off;
+}
+
+/* class and slot of an owned pointer; false when p is not a block start */
+static bool locate(const void *p, unsigned *c, size_t *slot) {
+  uintptr_t rel = (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed);
+  if (rel >= atomic_load_explicit(&sp.span, memory_order_relaxed)) return false;
+  unsigned cc = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
+  uintptr_t off = rel & (((uintptr_t)1 << sp.rs_shift) - 1);
+  if (off & (((uintptr_t)1 << cc) - 1)) return false;
+  *c = cc;
+  *slot = off >> cc;
+  return sp.cls[cc].meta != NULL && *slot < sp.cls[cc].next;
+}
+
+/* under the lock: releases a slot (disk and page cache at once) */
+static void slot_free(unsigned c, size_t slot) {
+  sp_class_t *k = &sp.cls[c];
+  size_t need = k->meta[slot];
+  size_t off = slot << c;
+  k->meta[slot] = 0;
+  atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
+  if (off < k->floor) {
+    /* inherited at fork: the file is the parent's; drop only the child's private copies, never reuse the slot */
+    msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
+    return;
+  }
+  if (msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)((size_t)1 << c)) != 0) {
+    MSI_WARN_ONCE("spill: releasing disk space failed (errno %d): the slot is not reused", errno);
+    return;
+  }
+  k->stack[k->nfree++] = (uint32_t)slot;
+}
+
+static void sp_sync_pace(void) {
+  uint64_t now = msi_now_ns();
+  uint64_t last = atomic_load_explicit(&sp.last_sync_ns, memory_order_relaxed);
+  if (now - last < SP_SYNC_PERIOD_NS) return;
+  if (!atomic_compare_exchange_strong(&sp.last_sync_ns, &last, now)) return;
+  writeback_all();
+}
+
+void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
+  (void)zero; /* fresh slots read as zero: file holes and unwritten extents */
+  if (!sp_ready()) {
+    atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
+    errno = 0;
+    return NULL;
+  }
+  size_t ps = msi_os_page_size();
+  size_t need = msi_round_up(size ? size : 1, ps);
+  if (need == 0 || (alignment && !msi_is_pow2(alignment))) { errno = need == 0 ? ENOMEM : EINVAL; return NULL; }
+  unsigned c = ceil_log2(need);
+  if (c < sp.min_shift) c = sp.min_shift;
+  if (alignment > ((size_t)1 << c)) c = ceil_log2(alignment);
+  if (c > sp.max_shift) { errno = ENOMEM; return NULL; }
+  msi_lock(&sp.lock);
+  uintptr_t p = slot_alloc(c, need);
+  int e = errno;
+  msi_unlock(&sp.lock);
+  sp_sync_pace();
+  if (!p) { errno = e; return NULL; }
+  return (void *)p;
+}
+
+void msi_spill_free(void *p) {
+  unsigned c;
+  size_t slot;
+  if (!p) return;
+  msi_lock(&sp.lock);
+  if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
+    msi_unlock(&sp.lock);
+    msi_error("spill: free of %p, which is not a live spilled block (double free?)", p);
+    return;
+  }
+  slot_free(c, slot);
+  msi_unlock(&sp.lock);
+}
+
+size_t msi_spill_usable_size(const void *p) {
+  unsigned c;
+  size_t slot;
+  if (!p || !locate(p, &c, &slot)) return 0;
+  return sp.cls[c].meta[slot];
+}
+
+#pragma weak ms_malloc
+#pragma weak ms_free
+
+void *msi_spill_realloc(void *p, size_t size) {
+  unsigned c;
+  size_t slot;
+  size_t ps = msi_os_page_size();
+  size_t need = msi_round_up(size ? size : 1, ps);
+  if (need == 0) { errno = ENOMEM; return NULL; }
+  msi_lock(&sp.lock);
+  if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
+    msi_unlock(&sp.lock);
+    errno = EINVAL;
+    return NULL;
+  }
+  sp_class_t *k = &sp.cls[c];
+  size_t cur = k->meta[slot], off = slot << c;
+  size_t threshold = msi_spill_threshold();
+  if (threshold && size < threshold && ms_malloc) { /* below the threshold: back to the heap */
+    msi_unlock(&sp.lock);
+    void *q = ms_malloc(size);
+    if (q && !msi_spill_owns(q)) {
+      memcpy(q, p, size < cur ? size : cur);
+      msi_spill_free(p);
+      return q;
+    }
+    if (q) msi_spill_free(q);
+    msi_lock(&sp.lock); /* no RAM: shrink in place below */
+    if (k->meta[slot] != cur) { msi_unlock(&sp.lock); errno = EINVAL; return NULL; }
+  }
+  bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
+  if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
+    if (need > cur) {
+      if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + cur), (off_t)(need - cur)) != 0) {
+        int e = child ? ENOMEM : disk_errno(errno);
+        if (!child) msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + cur), (off_t)(need - cur));
+        msi_unlock(&sp.lock);
+        errno = e;
+        return NULL;
+      }
+    } else if (need < cur) {
+      if (child) msi_os_madvise((void *)(k->start + off + need), cur - need, MADV_DONTNEED);
+      else msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + need), (off_t)(cur - need));
+    }
+    k->meta[slot] = need;
+    if (need >= cur) atomic_fetch_add_explicit(&sp.bytes, need - cur, memory_order_relaxed);
+    else atomic_fetch_sub_explicit(&sp.bytes, cur - need, memory_order_relaxed);
+    msi_unlock(&sp.lock);
+    return p;
+  }
+  /* beyond the slot: a slot with 2x headroom, filled inside the kernel */
+  unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
+  if (nc > sp.max_shift) nc = sp.max_shift;
+  if (need > ((size_t)1 << nc)) { msi_unlock(&sp.lock); errno = ENOMEM; return NULL; }
+  uintptr_t q = slot_alloc(nc, need);
+  if (!q) { int e = errno; msi_unlock(&sp.lock); errno = e; return NULL; }
+  sp_class_t *nk = &sp.cls[nc];
+  size_t noff = q - nk->start, done = 0;
+  while (!child && done < cur) {
+    ssize_t n = msi_os_copy_file_range(k->fd, (off_t)(off + done), nk->fd, (off_t)(noff + done), cur - done);
+    if (n <= 0) break;
+    done += (size_t)n;
+  }
+  /* no copy_file_range here, or the child's private copy */
+  if (done < cur) memcpy((void *)(q + done), (const char *)p + done, cur - done);
+  atomic_fetch_add_explicit(&sp.moves, 1, memory_order_relaxed);
+  slot_free(c, slot);
+  msi_unlock(&sp.lock);
+  return (void *)q;
+}
+
+/* ---- memory budget and write-back ----
+   The budget is the smallest of the cgroup's limit (v1 hierarchical_memory_limit; v2 memory.max/memory.high up
+   the hierarchy) and RAM. Dirty spilled pages are kept under an eighth of it: every tick (maintenance task,
+   50 ms, or an allocation) reads the cgroup's dirty bytes (or the machine's) and starts writeback of every file
+   when above; otherwise, once the spilled bytes exceed half the budget, it starts writeback of the next 1/16 of
+   each file round-robin, so no page stays dirty longer than about a second and a page rewritten often is
+   written about once a second. */
+static struct {
+  char stat_path[PATH_MAX];   /* memory.stat of our cgroup, "" when none */
+  const char *dirty_key;      /* "total_dirty" (v1) or "file_dirty" (v2) */
+  uint64_t limit, dirty_cap;
+  size_t rr[SP_MAX_CLASSES];  /* round-robin position per class */
+  _Atomic uint64_t full_syncs;
+} bud;
+
+static ssize_t read_small(const char *path, char *buf, size_t cap) {
+  int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  ssize_t n;
+  while (len < cap - 1 && (n = msi_os_read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
+  msi_os_close(fd);
+  buf[len] = 0;
+  return (ssize_t)len;
+}
+
+static bool parse_ull(const char *s, uint64_t *v) {
+  if (*s < '0' || *s > '9') return false;
+  uint64_t x = 0;
+  for (; *s >= '0' && *s <= '9'; s++) x = x * 10 + (uint64_t)(*s - '0');
+  *v = x;
+  return true;
+}
+
+/* value of "key value" at a line start in text; false when absent */
+static bool find_key(const char *text, const char *key, uint64_t *v) {
+  size_t kl = strlen(key);
+  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == ':')) {
+      const char *s = l + kl + 1;
+      while (*s == ' ') s++;
+      return parse_ull(s, v);
+    }
+  }
+  return false;
+}
+
+static void budget_init(void) {
+  static char buf[8192];
+  uint64_t limit = UINT64_MAX, v;
+  if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) limit = v * 1024;
+  if (read_small("/proc/self/cgroup", buf, sizeof buf) > 0) {
+    char v1[PATH_MAX] = "", v2[PATH_MAX] = "";
+    bool has_v1 = false, has_v2 = false;
+    for (char *l = buf; l && *l;) {
+      char *nl = strchr(l, '\n');
+      if (nl) *nl = 0;
+      char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+      if (c1 && c2) {
+        *c2 = 0;
+        const char *ctrls = c1 + 1;
+        if (c1 == l + 1 && l[0] == '0' && ctrls[0] == 0) { has_v2 = true; msi_snprintf(v2, sizeof v2, "%s", c2 + 1); }
+        for (const char *t = ctrls; *t;) {
+          size_t n = strcspn(t, ",");
+          if (n == 6 && strncmp(t, "memory", 6) == 0) { has_v1 = true; msi_snprintf(v1, sizeof v1, "%s", c2 + 1); }
+          t += n + (t[n] == ',');
+        }
+      }
+      l = nl ? nl + 1 : NULL;
+    }
+    static char stat[8192];
+    if (has_v1) {
+      msi_snprintf(bud.stat_path, sizeof bud.stat_path, "/sys/fs/cgroup/memory%s/memory.stat", v1);
+      if (read_small(bud.stat_path, stat, sizeof stat) > 0) {
+        bud.dirty_key = "total_dirty";
+        if (find_key(stat, "hierarchical_memory_limit", &v) && v < limit) limit = v;
+      } else {
+        bud.stat_path[0] = 0;
+      }
+    }
+    if (!bud.stat_path[0] && has_v2) {
+      const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+      for (unsigned r = 0; r < 2 && !bud.stat_path[0]; r++) {
+        msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s%s/memory.stat", roots[r], v2);
+        if (read_small(bud.stat_path, stat, sizeof stat) <= 0) { bud.stat_path[0] = 0; continue; }
+        bud.dirty_key = "file_dirty";
+        char dir[PATH_MAX];
+        msi_snprintf(dir, sizeof dir, "%s", v2);
+        for (;;) { /* the smallest memory.max / memory.high up to the root */
+          const char *files[] = {"memory.max", "memory.high"};
+          for (unsigned f = 0; f < 2; f++) {
+            char path[PATH_MAX + 32], val[64];
+            msi_snprintf(path, sizeof path, "%s%s/%s", roots[r], dir, files[f]);
+            if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < limit) limit = v;
+          }
+          char *slash = strrchr(dir, '/');
+          if (!slash || slash == dir) break;
+          *slash = 0;
+        }
+      }
+    }
+  }
+  bud.limit = limit;
+  bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
+  msi_verbose("spill: memory budget %llu MiB (%s), dirty spilled pages kept under %llu MiB",
+              (unsigned long long)(limit >> 20), bud.stat_path[0] ? bud.stat_path : "RAM",
+              (unsigned long long)(bud.dirty_cap >> 20));
+}
+
+static uint64_t snapshot_cap(void) { return bud.limit / 16; }
+
+static uint64_t dirty_bytes(void) {
+  static char buf[8192];
+  static msi_lock_t buf_lock = MSI_LOCK_INIT;
+  uint64_t v = 0;
+  if (!msi_trylock(&buf_lock)) return 0;
+  if (bud.stat_path[0]) {
+    if (read_small(bud.stat_path, buf, sizeof buf) > 0) find_key(buf, bud.dirty_key, &v);
+  } else if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "Dirty", &v)) {
+    v *= 1024;
+  }
+  msi_unlock(&buf_lock);
+  return v;
+}
+
+static void writeback_all(void) {
+  if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
+  bool all = dirty_bytes() >= bud.dirty_cap;
+  if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
+  /* while the spilled data fits in half the budget, only the dirty cap applies: rewritten pages stay dirty
+     (no write fault after each write-back, no disk write per rewrite) */
+  else if (atomic_load_explicit(&sp.bytes, memory_order_relaxed) < bud.limit / 2) return;
+  size_t ps = msi_os_page_size();
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
+    if (m == 0 || k->fd < 0) continue;
+    if (all) {
+      msi_os_sync_file_range(k->fd, 0, (off_t)m, SYNC_FILE_RANGE_WRITE);
+      continue;
+    }
+    size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
+    msi_os_sync_file_range(k->fd, (off_t)pos, (off_t)step, SYNC_FILE_RANGE_WRITE);
+    bud.rr[c] = pos + step;
+  }
+  atomic_fetch_add_explicit(&sp.syncs, 1, memory_order_relaxed);
+}
+
+/* ---- public API ---- */
+
+void *ms_spill_alloc(size_t size) {
+  void *p = msi_spill_malloc(size, 0, true);
+  if (p || errno != 0) return p;
+  /* no usable directory (reported once): the block comes from RAM */
+  if (ms_malloc) return ms_malloc(size);
+  errno = ENOMEM;
+  return NULL;
+}
+
+void ms_spill_free(void *ptr) {
+  if (!ptr) return;
+  if (msi_spill_owns(ptr)) msi_spill_free(ptr);
+  else if (ms_free) ms_free(ptr);
+}
+
+int ms_spill_is(const void *ptr) {
+  uintptr_t rel = (uintptr_t)ptr - atomic_load_explicit(&sp.base, memory_order_relaxed);
+  if (rel >= atomic_load_explicit(&sp.span, memory_order_relaxed)) return 0;
+  unsigned c = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
+  uintptr_t off = rel & (((uintptr_t)1 << sp.rs_shift) - 1);
+  size_t slot = off >> c;
+  const sp_class_t *k = &sp.cls[c];
+  if (!k->meta || slot >= k->next) return 0;
+  return (off & (((uintptr_t)1 << c) - 1)) < k->meta[slot];
+}
+
+/* ---- statistics ---- */
+static uint64_t resident_bytes(void) {
+  static unsigned char vec[4096];
+  static msi_lock_t vec_lock = MSI_LOCK_INIT;
+  size_t ps = msi_os_page_size();
+  uint64_t total = 0;
+  msi_lock(&vec_lock);
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && atomic_load(&sp.state) == 1; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load(&k->mapped);
+    for (size_t off = 0; off < m; off += sizeof vec * ps) {
+      size_t len = m - off < sizeof vec * ps ? m - off : sizeof vec * ps;
+      if (msi_os_mincore((void *)(k->start + off), len, vec) != 0) break;
+      for (size_t i = 0; i < len / ps; i++) total += vec[i] & 1;
+    }
+  }
+  msi_lock_reset(&vec_lock);
+  return total * ps;
+}
+
+static uint64_t disk_bytes(void) {
+  uint64_t total = 0;
+  if (atomic_load(&sp.state) != 1) return 0;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    long long b = sp.cls[c].fd >= 0 ? msi_os_fstat_blocks(sp.cls[c].fd) : 0;
+    if (b > 0) total += (uint64_t)b;
+  }
+  return total;
+}
+
+static void stats_get(ms_stats_t *s) {
+  s->spill_blocks += atomic_load(&sp.blocks);
+  s->spill_bytes += atomic_load(&sp.bytes);
+  s->spill_disk_bytes += disk_bytes();
+  s->spill_resident_bytes += resident_bytes();
+  s->spill_fallbacks += atomic_load(&sp.fallbacks);
+}
+
+static void stats_print(msi_stats_writer_t *w) {
+  int st = atomic_load(&sp.state);
+  ms_stats_t s;
+  memset(&s, 0, sizeof s);
+  stats_get(&s);
+  msi_stats_field(w, "spill_threshold", msi_spill_threshold(), "bytes");
+  msi_stats_field(w, "spill_blocks", s.spill_blocks, "");
+  msi_stats_field(w, "spill_bytes", s.spill_bytes, "bytes");
+  msi_stats_field(w, "spill_disk_bytes", s.spill_disk_bytes, "bytes");
+  msi_stats_field(w, "spill_resident_bytes", s.spill_resident_bytes, "bytes");
+  msi_stats_field(w, "spill_fallbacks", s.spill_fallbacks, "");
+  msi_stats_text(w, "spill_state", st == 1 ? "ready" : st == 2 ? "unusable (RAM fallback)" : "unused");
+  if (st == 1) {
+    msi_stats_text(w, "spill_dir", sp.dir);
+    msi_stats_text(w, "spill_filesystem", fs_name(sp.fs_type));
+    unsigned files = 0;
+    for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) files += sp.cls[c].fd >= 0;
+    msi_stats_field(w, "spill_files", files, "");
+  }
+  msi_stats_field(w, "spill_moves", atomic_load(&sp.moves), "");
+  msi_stats_field(w, "spill_writebacks", atomic_load(&sp.syncs), "");
+  msi_stats_field(w, "spill_writebacks_full", atomic_load(&bud.full_syncs), "");
+  if (st == 1) {
+    msi_stats_field(w, "spill_memory_budget", bud.limit, "bytes");
+    msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");
+  }
+  msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
+}

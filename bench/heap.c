@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/* heap.c: `memspace bench heap` (docs/bench-heap.md). Three figures, every allocator in its own process:
+   1. the seed's workload (rpmalloc's benchmark: bench/heap/rptest.c) at 1, 2 and 4 threads, without and with
+      cross-thread frees, for the four memspace presets, glibc and the Debian peers; allocators interleaved
+      round by round, median of the rounds; the first round also idles 1 s after freeing everything;
+   2. real programs under each allocator (python3 plain and with PYTHONMALLOC=malloc, sqlite3 on a million
+      rows, gcc -O2 on a generated file): wall time and max RSS from wait4, median of the runs with min/max;
+   3. one block grown with realloc to 1 GiB (bench/heap/realloc_grow.c), by 1 MiB steps and by doubling.
+   Prints tables with ratios against glibc and the best peer of this run, then the issue's targets as
+   PASS/MISS lines. */
+#include "bench.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- parameters ------------------------------------------------------------------------------------ */
+
+typedef struct {
+  int rounds, warmup, loops, idle_ms;  /* rptest: untimed warm-up loops, measured loops */
+  size_t blocks, ops;
+  double rptest_timeout_s;
+  int runs;                            /* real programs */
+  int py_waves, py_n, sql_rows, gcc_funcs;
+  double prog_timeout_s;
+  size_t realloc_max;                  /* realloc growth */
+  double realloc_limit_s;
+  int realloc_runs;
+} hb_params_t;
+
+static hb_params_t params_for(msb_mode_t mode) {
+  hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
+                   .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
+                   .gcc_funcs = 70, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
+                   .realloc_limit_s = 1.5, .realloc_runs = 3};
+  if (mode == MSB_QUICK) {
+    p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
+    p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.prog_timeout_s = 30;
+    p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
+  } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
+    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100;
+    p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
+  }
+  return p;
+}
+
+/* ---- allocators -------------------------------------------------------------------------------------- */
+
+typedef struct {
+  const char *impl;    /* CSV name */
+  const char *preload; /* NULL: glibc */
+  char *env[2];        /* extra environment (MEMSPACE_CACHE=...) */
+  bool installed;
+  bool peer;           /* jemalloc, mimalloc, tcmalloc, tbbmalloc: candidates for "best peer" */
+} hb_impl_t;
+
+#define MAX_IMPL 10
+static hb_impl_t synth[MAX_IMPL], real[MAX_IMPL]; /* rptest: presets + others; real programs: one memspace */
+static int n_synth, n_real;
+static char preset_env[4][40];
+
+static void setup_impls(void) {
+  static const char *presets[] = {"unlimited", "performance", "size", "none"};
+  size_t n;
+  const msb_alloc_t *a = msb_allocators(&n);
+  n_synth = n_real = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool is_ms = strcmp(a[i].impl, "memspace") == 0, is_glibc = strcmp(a[i].impl, "glibc") == 0;
+    hb_impl_t base = {a[i].impl, a[i].preload, {NULL, NULL}, a[i].installed, !is_ms && !is_glibc};
+    if (n_real < MAX_IMPL) real[n_real++] = base;
+    if (is_ms) {
+      for (int k = 0; k < 4 && n_synth < MAX_IMPL; k++) {
+        static char names[4][32];
+        snprintf(names[k], sizeof names[k], "memspace-%s", presets[k]);
+        snprintf(preset_env[k], sizeof preset_env[k], "MEMSPACE_CACHE=%s", presets[k]);
+        hb_impl_t p = base;
+        p.impl = names[k];
+        p.env[0] = preset_env[k];
+        synth[n_synth++] = p;
+      }
+    } else if (n_synth < MAX_IMPL) {
+      synth[n_synth++] = base;
+    }
+  }
+}
+
+static int find_impl(const hb_impl_t *list, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(list[i].impl, name) == 0) return i;
+  return -1;
+}
+
+/* ---- small helpers ----------------------------------------------------------------------------------- */
+
+#define MAX_ROUNDS 16
+typedef struct { double v[MAX_ROUNDS]; int n; } series_t;
+
+static void add(series_t *s, double v) {
+  if (s->n < MAX_ROUNDS) s->v[s->n++] = v;
+}
+static double med(const series_t *s) {
+  if (!s->n) return NAN;
+  double tmp[MAX_ROUNDS];
+  memcpy(tmp, s->v, sizeof(double) * (size_t)s->n);
+  return msb_median(tmp, (size_t)s->n);
+}
+static double smin(const series_t *s) {
+  double m = NAN;
+  for (int i = 0; i < s->n; i++) if (isnan(m) || s->v[i] < m) m = s->v[i];
+  return m;
+}
+static double smax(const series_t *s) {
+  double m = NAN;
+  for (int i = 0; i < s->n; i++) if (isnan(m) || s->v[i] > m) m = s->v[i];
+  return m;
+}
+static double ratio(double a, double b) { return (b > 0 && !isnan(a) && !isnan(b)) ? a / b : NAN; }
+static double mib(double bytes) { return bytes / 1048576.0; }
+
+/* "1.23x" or "-" into buf */
+static const char *fx(char *buf, size_t cap, double v, const char *fmt) {
+  if (isnan(v)) snprintf(buf, cap, "-");
+  else snprintf(buf, cap, fmt, v);
+  return buf;
+}
+
+static void row_status(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads, const char *status) {
+  if (!ctx->csv) return;
+  fprintf(ctx->csv, "%s,%s,%s,%d,0,status,%s\n", ctx->part, case_name, impl, threads, status);
+  fflush(ctx->csv);
+}
+
+static const char *find_program(const char *name, const char *prefer) {
+  static char found[4][PATH_MAX];
+  static int used;
+  if (prefer && access(prefer, X_OK) == 0) return prefer;
+  const char *path = getenv("PATH");
+  if (!path) return NULL;
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s", path);
+  for (char *save = NULL, *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    char full[PATH_MAX];
+    snprintf(full, sizeof full, "%s/%s", dir, name);
+    if (access(full, X_OK) == 0) {
+      char *slot = found[used++ % 4];
+      snprintf(slot, PATH_MAX, "%s", full);
+      return slot;
+    }
+  }
+  return NULL;
+}
+
+static void note_cmd(msb_ctx_t *ctx, const char *what, char *const argv[], const hb_impl_t *im) {
+  if (!ctx->cmd) return;
+  fprintf(ctx->cmd, "child %s:", what);
+  if (im->preload) fprintf(ctx->cmd, " LD_PRELOAD=%s", im->preload);
+  for (int i = 0; i < 2 && im->env[i]; i++) fprintf(ctx->cmd, " %s", im->env[i]);
+  for (int i = 0; argv[i]; i++) fprintf(ctx->cmd, " %s", argv[i]);
+  fprintf(ctx->cmd, "\n");
+  fflush(ctx->cmd);
+}
+
+/* ---- 1. the seed's workload ---------------------------------------------------------------------------- */
+
+static const int thread_counts[] = {1, 2, 4};
+#define N_THR 3
+enum { C_SCATTER, C_CROSS, N_CASES };
+static const char *const case_names[N_CASES] = {"rptest", "rptest_cross"};
+enum { M_OPS, M_PEAK, M_LIVE, M_OVER, M_AFTER, M_IDLE, M_LAZY, M_EXIT, N_METRICS };
+static const char *const metric_names[N_METRICS] = {
+    "ops_per_cpu_s", "peak_rss_bytes", "peak_live_bytes", "overhead_bytes",
+    "rss_after_free_bytes", "idle_rss_bytes", "idle_lazyfree_bytes", "rss_after_exit_bytes"};
+static series_t res[N_CASES][N_THR][MAX_IMPL][N_METRICS];
+static bool failed[N_CASES][N_THR][MAX_IMPL];
+
+static bool case_has_threads(int c, int t) { return c == C_SCATTER || thread_counts[t] > 1; }
+
+static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, int t, int k) {
+  const hb_impl_t *im = &synth[k];
+  int threads = thread_counts[t];
+  char prog[PATH_MAX], a_thr[16], a_warm[16], a_loops[16], a_blocks[32], a_ops[32], a_idle[16];
+  snprintf(prog, sizeof prog, "%s/bench/heap_rptest", msb_binary_dir());
+  snprintf(a_thr, sizeof a_thr, "%d", threads);
+  snprintf(a_warm, sizeof a_warm, "%d", p->warmup);
+  snprintf(a_loops, sizeof a_loops, "%d", p->loops);
+  snprintf(a_blocks, sizeof a_blocks, "%zu", p->blocks);
+  snprintf(a_ops, sizeof a_ops, "%zu", p->ops);
+  snprintf(a_idle, sizeof a_idle, "%d", (round == 0 && c == C_SCATTER) ? p->idle_ms : 0);
+  char *argv[] = {prog, "--threads", a_thr, "--warmup", a_warm, "--loops", a_loops, "--blocks", a_blocks, "--ops", a_ops,
+                  "--min", "16", "--max", "16000", "--idle-ms", a_idle, c == C_CROSS ? "--cross" : NULL, NULL};
+  if (round == 0) note_cmd(ctx, case_names[c], argv, im);
+  char out[4096];
+  double wall;
+  struct rusage ru;
+  int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->rptest_timeout_s, &wall, &ru);
+  if (st != 0) {
+    msb_printf("   %s %s threads=%d: %s (status %d)\n", case_names[c], im->impl, threads,
+               st == 128 + 9 ? "timed out or killed" : "failed", st);
+    row_status(ctx, case_names[c], im->impl, threads, st == 128 + 9 ? "timeout" : "failed");
+    failed[c][t][k] = true;
+    return;
+  }
+  static const char *const extra[] = {"ops", "cpu_s", "wall_s"};
+  double v;
+  for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+    if (msb_kv(out, extra[i], &v)) msb_row(ctx, case_names[c], im->impl, threads, 0, extra[i], v);
+  for (int m = 0; m < N_METRICS; m++)
+    if (msb_kv(out, metric_names[m], &v)) {
+      msb_row(ctx, case_names[c], im->impl, threads, 0, metric_names[m], v);
+      add(&res[c][t][k][m], v);
+    }
+}
+
+/* the installed peer with the highest median throughput for (case, threads); -1 if none */
+static int best_peer(int c, int t) {
+  int best = -1;
+  for (int k = 0; k < n_synth; k++) {
+    if (!synth[k].peer || !synth[k].installed || !res[c][t][k][M_OPS].n) continue;
+    if (best < 0 || med(&res[c][t][k][M_OPS]) > med(&res[c][t][best][M_OPS])) best = k;
+  }
+  return best;
+}
+
+static double overhead_pct(int c, int t, int k) {
+  return 100.0 * ratio(med(&res[c][t][k][M_OVER]), med(&res[c][t][k][M_LIVE]));
+}
+
+static void print_rptest(const hb_params_t *p, int c) {
+  msb_printf("\n-- %s: per thread %zu blocks of 16..16000 B (linear falloff), %d untimed + %d measured loops, "
+             "each freeing and allocating %zu blocks in scattered order%s; median of %d round%s\n",
+             case_names[c], p->blocks, p->warmup, p->loops, p->ops,
+             c == C_CROSS ? ", plus ops/4 blocks a loop handed to the next thread to free" : ", no cross-thread frees",
+             p->rounds, p->rounds > 1 ? "s" : "");
+  msb_printf("%-22s %3s %11s %8s %12s %9s %9s %9s %9s\n", "impl", "thr", "Mops/CPU-s", "x glibc", "x best-peer",
+             "peak MiB", "live MiB", "overhead", "RSS x glibc");
+  int g = find_impl(synth, n_synth, "glibc");
+  for (int t = 0; t < N_THR; t++) {
+    if (!case_has_threads(c, t)) continue;
+    int bp = best_peer(c, t);
+    for (int k = 0; k < n_synth; k++) {
+      if (!synth[k].installed) { msb_printf("%-22s %3d  not installed\n", synth[k].impl, thread_counts[t]); continue; }
+      if (!res[c][t][k][M_OPS].n) { msb_printf("%-22s %3d  failed\n", synth[k].impl, thread_counts[t]); continue; }
+      char b1[32], b2[32], b3[32], b4[32];
+      double ops = med(&res[c][t][k][M_OPS]);
+      msb_printf("%-22s %3d %11.3f %8s %12s %9.1f %9.1f %8s%% %9s\n", synth[k].impl, thread_counts[t], ops / 1e6,
+                 fx(b1, sizeof b1, g >= 0 ? ratio(ops, med(&res[c][t][g][M_OPS])) : NAN, "%.2fx"),
+                 fx(b2, sizeof b2, bp >= 0 ? ratio(ops, med(&res[c][t][bp][M_OPS])) : NAN, "%.2fx"),
+                 mib(med(&res[c][t][k][M_PEAK])), mib(med(&res[c][t][k][M_LIVE])),
+                 fx(b3, sizeof b3, overhead_pct(c, t, k), "%.1f"),
+                 fx(b4, sizeof b4, g >= 0 ? ratio(med(&res[c][t][k][M_PEAK]), med(&res[c][t][g][M_PEAK])) : NAN,
+                    "%.2fx"));
+    }
+    if (bp >= 0) msb_printf("%-22s %3d (best peer: %s)\n", "", thread_counts[t], synth[bp].impl);
+  }
+}
+
+static void print_idle(const hb_params_t *p) {
+  msb_printf("\n-- idle: rptest after freeing everything (threads still alive), Rss sampled at once and after %d ms "
+             "of idling (first round); LazyFree is counted in Rss\n", p->idle_ms);
+  msb_printf("%-22s %3s %9s %11s %11s %9s %11s %11s\n", "impl", "thr", "peak MiB", "freed MiB", "idle MiB",
+             "% of peak", "lazyfr MiB", "exited MiB");
+  for (int t = 0; t < N_THR; t++)
+    for (int k = 0; k < n_synth; k++) {
+      series_t *r = res[C_SCATTER][t][k];
+      if (!synth[k].installed || !r[M_IDLE].n) continue;
+      msb_printf("%-22s %3d %9.1f %11.1f %11.1f %8.1f%% %11.1f %11.1f\n", synth[k].impl, thread_counts[t],
+                 mib(r[M_PEAK].v[0]), mib(r[M_AFTER].v[0]), mib(r[M_IDLE].v[0]),
+                 100.0 * ratio(r[M_IDLE].v[0], r[M_PEAK].v[0]), mib(r[M_LAZY].v[0]), mib(r[M_EXIT].v[0]));
+    }
+}
+
+/* ---- 2. real programs ---------------------------------------------------------------------------------- */
+
+enum { P_PY, P_PYMALLOC, P_SQL, P_GCC, N_PROGS };
+static const char *const prog_names[N_PROGS] = {"python_pymalloc", "python_malloc", "sqlite3", "gcc"};
+static const char *const prog_desc[N_PROGS] = {
+    "python3 dict/list/string churn (pymalloc on)", "same with PYTHONMALLOC=malloc",
+    "sqlite3: build, index and query a table", "gcc -O2 -c on a generated file"};
+enum { R_WALL, R_RSS, R_CPU, N_RMETRICS };
+static series_t pres[N_PROGS][MAX_IMPL][N_RMETRICS];
+static bool pfail[N_PROGS][MAX_IMPL];
+
+typedef struct {
+  char dir[PATH_MAX];
+  char py[PATH_MAX], churn[PATH_MAX], sqlite[PATH_MAX], sql[PATH_MAX], db[PATH_MAX], gcc[PATH_MAX];
+  char csrc[PATH_MAX], cobj[PATH_MAX];
+  char a_waves[16], a_n[16], a_read[PATH_MAX + 8];
+  char ref[N_PROGS][4096]; /* glibc's output: every allocator must print the same */
+  bool have[N_PROGS];
+} progs_t;
+
+static bool write_sql(const char *path, int rows) {
+  FILE *f = fopen(path, "w");
+  if (!f) return false;
+  fprintf(f,
+          "PRAGMA journal_mode=OFF;\nPRAGMA synchronous=OFF;\nPRAGMA cache_size=-65536;\n"
+          "CREATE TABLE t(id INTEGER PRIMARY KEY, grp INTEGER, name TEXT, val REAL);\n"
+          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<%d)\n"
+          "INSERT INTO t SELECT x, x%%1000, printf('name-%%d-%%x', x, (x*2654435761) %% 4294967296), x*0.5 FROM c;\n"
+          "CREATE INDEX t_name ON t(name);\n"
+          "SELECT name FROM t WHERE name > 'name-5' ORDER BY name LIMIT 3;\n"
+          "SELECT grp, count(*), max(name) FROM t WHERE grp < 3 GROUP BY grp;\n"
+          "DELETE FROM t WHERE grp %% 5 = 0;\n"
+          "SELECT count(*), sum(length(name)) FROM t;\n",
+          rows);
+  return fclose(f) == 0;
+}
+
+/* functions with loops, switches and a call chain: enough for -O2 to work (inlining, unrolling) */
+static bool write_c(const char *path, int funcs) {
+  FILE *f = fopen(path, "w");
+  if (!f) return false;
+  fprintf(f, "#include <string.h>\nstruct s { int a, b; double c; char name[16]; };\n"
+             "static int f0(struct s *v, int n, int k) { return n + k + v[0].a; }\n");
+  for (int i = 1; i < funcs; i++)
+    fprintf(f,
+            "static int f%d(struct s *v, int n, int k) {\n  int acc = %d;\n  for (int j = 0; j < n; j++) {\n"
+            "    switch ((j + k) %% 7) {\n    case 0: acc += v[j].a * %d; break;\n"
+            "    case 1: acc ^= v[j].b << %d; break;\n    case 2: v[j].c += acc * 0.5; break;\n"
+            "    case 3: if (v[j].name[%d] == 'x') acc--; break;\n"
+            "    case 4: memcpy(v[j].name, \"abcdefghijklmno\", %d); break;\n"
+            "    default: acc += (int)v[j].c + %d;\n    }\n  }\n"
+            "  return acc + (n > %d ? f%d(v, n - 1, k + 1) : 0);\n}\n",
+            i, i, i % 13 + 1, i % 5, i % 16, i % 15 + 1, i, i, i - 1);
+  fprintf(f, "int run(struct s *v, int n);\nint run(struct s *v, int n) {\n  int acc = 0;\n");
+  for (int i = 0; i < funcs; i++) fprintf(f, "  acc += f%d(v, n, %d);\n", i, i);
+  fprintf(f, "  return acc;\n}\n");
+  return fclose(f) == 0;
+}
+
+static bool setup_progs(progs_t *pg, const hb_params_t *p) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(pg->dir, sizeof pg->dir, "%s/memspace-bench-heap-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(pg->dir)) { msb_printf("   cannot create a temporary directory: %s\n", strerror(errno)); return false; }
+  const char *py = find_program("python3", "/usr/bin/python3"); /* the system's, not a version manager's shim */
+  snprintf(pg->churn, sizeof pg->churn, "%s/bench/heap_churn.py", msb_binary_dir());
+  pg->have[P_PY] = pg->have[P_PYMALLOC] = py && access(pg->churn, R_OK) == 0;
+  if (py) snprintf(pg->py, sizeof pg->py, "%s", py);
+  snprintf(pg->a_waves, sizeof pg->a_waves, "%d", p->py_waves);
+  snprintf(pg->a_n, sizeof pg->a_n, "%d", p->py_n);
+  const char *sq = find_program("sqlite3", NULL);
+  snprintf(pg->sql, sizeof pg->sql, "%s/build.sql", pg->dir);
+  snprintf(pg->db, sizeof pg->db, "%s/bench.db", pg->dir);
+  snprintf(pg->a_read, sizeof pg->a_read, ".read %s", pg->sql);
+  pg->have[P_SQL] = sq && write_sql(pg->sql, p->sql_rows);
+  if (sq) snprintf(pg->sqlite, sizeof pg->sqlite, "%s", sq);
+  const char *cc = find_program("gcc", NULL);
+  snprintf(pg->csrc, sizeof pg->csrc, "%s/generated.c", pg->dir);
+  snprintf(pg->cobj, sizeof pg->cobj, "%s/generated.o", pg->dir);
+  pg->have[P_GCC] = cc && write_c(pg->csrc, p->gcc_funcs);
+  if (cc) snprintf(pg->gcc, sizeof pg->gcc, "%s", cc);
+  return true;
+}
+
+static void cleanup_progs(progs_t *pg) {
+  unlink(pg->sql); unlink(pg->db); unlink(pg->csrc); unlink(pg->cobj);
+  rmdir(pg->dir);
+}
+
+/* runs program `pi` under allocator `k`; run < 0 is the untimed reference run under glibc */
+static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, int k, int run) {
+  const hb_impl_t *im = &real[k];
+  char *argv[8] = {0};
+  char *env[3] = {im->env[0], NULL, NULL};
+  static char pymalloc_env[] = "PYTHONMALLOC=malloc";
+  switch (pi) {
+  case P_PY:
+  case P_PYMALLOC:
+    argv[0] = pg->py; argv[1] = pg->churn; argv[2] = pg->a_waves; argv[3] = pg->a_n;
+    if (pi == P_PYMALLOC) env[env[0] ? 1 : 0] = pymalloc_env;
+    break;
+  case P_SQL:
+    unlink(pg->db);
+    argv[0] = pg->sqlite; argv[1] = "-bail"; argv[2] = pg->db; argv[3] = pg->a_read;
+    break;
+  default:
+    argv[0] = pg->gcc; argv[1] = "-O2"; argv[2] = "-c"; argv[3] = pg->csrc; argv[4] = "-o"; argv[5] = pg->cobj;
+    break;
+  }
+  if (run == 0) {
+    hb_impl_t shown = *im;
+    shown.env[0] = env[0]; shown.env[1] = env[1];
+    note_cmd(ctx, prog_names[pi], argv, &shown);
+  }
+  char out[4096];
+  double wall;
+  struct rusage ru;
+  int st = msb_spawn(argv, im->preload, env, out, sizeof out, p->prog_timeout_s, &wall, &ru);
+  if (run < 0) { /* reference */
+    snprintf(pg->ref[pi], sizeof pg->ref[pi], "%s", out);
+    if (st != 0) { msb_printf("   %s does not run under glibc (status %d): left out\n", prog_names[pi], st); pg->have[pi] = false; }
+    return;
+  }
+  const char *why = st == 128 + 9 ? "timeout" : st != 0 ? "failed" : strcmp(out, pg->ref[pi]) ? "wrong_output" : NULL;
+  if (why) {
+    msb_printf("   %s under %s: %s (status %d)\n", prog_names[pi], im->impl, why, st);
+    row_status(ctx, prog_names[pi], im->impl, 1, why);
+    pfail[pi][k] = true;
+    return;
+  }
+  double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+  double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+  double rss = (double)ru.ru_maxrss * 1024.0;
+  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "wall_s", wall);
+  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "user_s", user);
+  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "sys_s", sys);
+  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "peak_rss_bytes", rss);
+  add(&pres[pi][k][R_WALL], wall);
+  add(&pres[pi][k][R_RSS], rss);
+  add(&pres[pi][k][R_CPU], user + sys);
+}
+
+static void print_progs(const hb_params_t *p, const progs_t *pg) {
+  msb_printf("\n-- real programs: wall time and max RSS (wait4), median of %d run%s [min-max], allocators interleaved\n",
+             p->runs, p->runs > 1 ? "s" : "");
+  msb_printf("%-16s %-10s %22s %8s %10s %9s %8s %9s\n", "program", "impl", "wall s [min-max]", "x glibc",
+             "x mimalloc", "RSS MiB", "x glibc", "cpu x gl");
+  int g = find_impl(real, n_real, "glibc"), mi = find_impl(real, n_real, "mimalloc");
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    if (!pg->have[pi]) { msb_printf("%-16s (not available on this machine)\n", prog_names[pi]); continue; }
+    for (int k = 0; k < n_real; k++) {
+      if (!real[k].installed) { msb_printf("%-16s %-10s not installed\n", prog_names[pi], real[k].impl); continue; }
+      series_t *w = &pres[pi][k][R_WALL], *r = &pres[pi][k][R_RSS];
+      if (!w->n) { msb_printf("%-16s %-10s failed\n", prog_names[pi], real[k].impl); continue; }
+      char span[64], b1[16], b2[16], b3[16], b4[16];
+      snprintf(span, sizeof span, "%.3f [%.3f-%.3f]", med(w), smin(w), smax(w));
+      msb_printf("%-16s %-10s %22s %8s %10s %9.1f %8s %9s\n", prog_names[pi], real[k].impl, span,
+                 fx(b1, sizeof b1, g >= 0 ? ratio(med(w), med(&pres[pi][g][R_WALL])) : NAN, "%.3fx"),
+                 fx(b2, sizeof b2, mi >= 0 ? ratio(med(w), med(&pres[pi][mi][R_WALL])) : NAN, "%.3fx"),
+                 mib(med(r)), fx(b3, sizeof b3, g >= 0 ? ratio(med(r), med(&pres[pi][g][R_RSS])) : NAN, "%.2fx"),
+                 fx(b4, sizeof b4, g >= 0 ? ratio(med(&pres[pi][k][R_CPU]), med(&pres[pi][g][R_CPU])) : NAN, "%.3fx"));
+    }
+    msb_printf("%-16s (%s)\n", "", prog_desc[pi]);
+  }
+}
+
+/* ---- 3. realloc growth ----------------------------------------------------------------------------------- */
+
+enum { G_STEP, G_DOUBLE, N_GROW };
+static const char *const grow_names[N_GROW] = {"realloc_step_1m", "realloc_double"};
+enum { G_SECONDS, G_REACHED, G_MOVES, G_RSS, N_GMETRICS };
+static const char *const grow_metrics[N_GMETRICS] = {"seconds", "max_completed_bytes", "moves", "peak_rss_bytes"};
+static series_t gres[N_GROW][MAX_IMPL][N_GMETRICS];
+
+static void run_grow(msb_ctx_t *ctx, const hb_params_t *p, int gi, int k, int run, bool *stop) {
+  const hb_impl_t *im = &real[k];
+  char prog[PATH_MAX], a_max[32], a_lim[32];
+  snprintf(prog, sizeof prog, "%s/bench/heap_realloc_grow", msb_binary_dir());
+  snprintf(a_max, sizeof a_max, "%zu", p->realloc_max);
+  snprintf(a_lim, sizeof a_lim, "%g", p->realloc_limit_s);
+  char *argv[12];
+  int a = 0;
+  argv[a++] = prog;
+  if (gi == G_STEP) { argv[a++] = "--step"; argv[a++] = "1048576"; }
+  else { argv[a++] = "--double"; argv[a++] = "--start"; argv[a++] = "1048576"; }
+  argv[a++] = "--max"; argv[a++] = a_max;
+  argv[a++] = "--limit-s"; argv[a++] = a_lim;
+  argv[a] = NULL;
+  if (run == 0) note_cmd(ctx, grow_names[gi], argv, im);
+  char out[1024];
+  double wall;
+  struct rusage ru;
+  int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->realloc_limit_s * 4 + 30, &wall, &ru);
+  if (st != 0) {
+    msb_printf("   %s under %s: failed (status %d)\n", grow_names[gi], im->impl, st);
+    row_status(ctx, grow_names[gi], im->impl, 1, st == 128 + 9 ? "timeout" : "failed");
+    *stop = true;
+    return;
+  }
+  double v;
+  for (int m = 0; m < N_GMETRICS; m++)
+    if (msb_kv(out, grow_metrics[m], &v)) {
+      msb_row(ctx, grow_names[gi], im->impl, 1, p->realloc_max, grow_metrics[m], v);
+      add(&gres[gi][k][m], v);
+      if (m == G_REACHED && v < (double)p->realloc_max) *stop = true; /* hit the time limit: once is enough */
+    }
+  if (msb_kv(out, "reallocs", &v)) msb_row(ctx, grow_names[gi], im->impl, 1, p->realloc_max, "reallocs", v);
+}
+
+static void print_grow(const hb_params_t *p) {
+  msb_printf("\n-- realloc growth: one block grown to %zu MiB, every new page written; a run stops after %g s "
+             "(an allocator that copies is quadratic); median\n", p->realloc_max >> 20, p->realloc_limit_s);
+  msb_printf("%-16s %-10s %9s %8s %12s %6s %9s\n", "case", "impl", "seconds", "x glibc", "reached MiB", "moves",
+             "RSS MiB");
+  int g = find_impl(real, n_real, "glibc");
+  for (int gi = 0; gi < N_GROW; gi++)
+    for (int k = 0; k < n_real; k++) {
+      series_t *r = gres[gi][k];
+      if (!real[k].installed) { msb_printf("%-16s %-10s not installed\n", grow_names[gi], real[k].impl); continue; }
+      if (!r[G_SECONDS].n) { msb_printf("%-16s %-10s failed\n", grow_names[gi], real[k].impl); continue; }
+      char b1[16];
+      bool full = med(&r[G_REACHED]) >= (double)p->realloc_max;
+      msb_printf("%-16s %-10s %9.3f %8s %12.0f %6.0f %9.1f%s\n", grow_names[gi], real[k].impl, med(&r[G_SECONDS]),
+                 fx(b1, sizeof b1, full && g >= 0 ? ratio(med(&r[G_SECONDS]), med(&gres[gi][g][G_SECONDS])) : NAN, "%.2fx"),
+                 mib(med(&r[G_REACHED])), med(&r[G_MOVES]), mib(med(&r[G_RSS])), full ? "" : "  (stopped: copies)");
+    }
+}
+
+/* ---- targets (issue [heap]) -------------------------------------------------------------------------- */
+
+static void verdict(bool known, bool pass, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void verdict(bool known, bool pass, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  msb_printf("%s %s\n", !known ? "N/A " : pass ? "PASS" : "MISS", line);
+}
+
+static void print_targets(const hb_params_t *p, const progs_t *pg) {
+  msb_printf("\n-- targets (issue [heap]; from this one run)\n");
+  int perf = find_impl(synth, n_synth, "memspace-performance"), none = find_impl(synth, n_synth, "memspace-none");
+  int g = find_impl(synth, n_synth, "glibc");
+  for (int t = 0; t < 2; t++) { /* 1 and 2 threads */
+    int bp = best_peer(C_SCATTER, t);
+    series_t *m = perf >= 0 ? res[C_SCATTER][t][perf] : NULL;
+    bool known = m && m[M_OPS].n && bp >= 0;
+    double mo = known ? med(&m[M_OPS]) : NAN, po = known ? med(&res[C_SCATTER][t][bp][M_OPS]) : NAN;
+    verdict(known, mo >= po, "performance preset throughput >= best peer at %d thread%s: %.3f vs %s %.3f Mops/CPU-s (%.2fx)",
+            thread_counts[t], t ? "s" : "", mo / 1e6, bp >= 0 ? synth[bp].impl : "-", po / 1e6, ratio(mo, po));
+    double mr = known ? med(&m[M_PEAK]) : NAN, pr = known ? med(&res[C_SCATTER][t][bp][M_PEAK]) : NAN;
+    verdict(known, mr <= 1.1 * pr, "performance preset peak RSS <= 1.1x that peer's at %d thread%s: %.1f vs %.1f MiB (%.2fx)",
+            thread_counts[t], t ? "s" : "", mib(mr), mib(pr), ratio(mr, pr));
+  }
+  for (int t = 0; t < N_THR; t++) {
+    series_t *m = perf >= 0 ? res[C_SCATTER][t][perf] : NULL;
+    bool known = m && m[M_OPS].n && g >= 0 && res[C_SCATTER][t][g][M_OPS].n;
+    double r = known ? ratio(med(&m[M_OPS]), med(&res[C_SCATTER][t][g][M_OPS])) : NAN;
+    verdict(known, r >= 2.5, "performance preset >= 2.5x glibc's throughput at %d thread%s: %.2fx", thread_counts[t],
+            t ? "s" : "", r);
+  }
+  for (int t = 0; t < N_THR; t++) {
+    series_t *m = perf >= 0 ? res[C_SCATTER][t][perf] : NULL;
+    bool known = m && m[M_IDLE].n;
+    double pct = known ? 100.0 * ratio(m[M_IDLE].v[0], m[M_PEAK].v[0]) : NAN;
+    verdict(known, pct < 5, "performance preset idle RSS after %d ms < 5%% of peak at %d thread%s: %.1f%% (%.1f of %.1f MiB)",
+            p->idle_ms, thread_counts[t], t ? "s" : "", pct, known ? mib(m[M_IDLE].v[0]) : NAN,
+            known ? mib(m[M_PEAK].v[0]) : NAN);
+  }
+  for (int t = 0; t < N_THR; t++) {
+    series_t *m = none >= 0 ? res[C_SCATTER][t][none] : NULL;
+    bool known = m && m[M_OPS].n && g >= 0 && res[C_SCATTER][t][g][M_OPS].n;
+    double r = known ? ratio(med(&m[M_OPS]), med(&res[C_SCATTER][t][g][M_OPS])) : NAN;
+    double om = known ? overhead_pct(C_SCATTER, t, none) : NAN, og = known ? overhead_pct(C_SCATTER, t, g) : NAN;
+    verdict(known, r > 1.0, "none preset faster than glibc at %d thread%s: %.2fx", thread_counts[t], t ? "s" : "", r);
+    verdict(known, om - og <= 5.0, "none preset overhead within 5 points of glibc's at %d thread%s: %.1f%% vs %.1f%% of live bytes",
+            thread_counts[t], t ? "s" : "", om, og);
+  }
+  int rg = find_impl(real, n_real, "glibc"), rm = find_impl(real, n_real, "memspace"), rmi = find_impl(real, n_real, "mimalloc");
+  double logsum = 0;
+  int nlog = 0;
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    bool known = pg->have[pi] && rm >= 0 && rg >= 0 && pres[pi][rm][R_WALL].n && pres[pi][rg][R_WALL].n;
+    double w = known ? ratio(med(&pres[pi][rm][R_WALL]), med(&pres[pi][rg][R_WALL])) : NAN;
+    double r = known ? ratio(med(&pres[pi][rm][R_RSS]), med(&pres[pi][rg][R_RSS])) : NAN;
+    verdict(known, w <= 1.02, "%s: memspace wall time <= 1.02x glibc's: %.3fx", prog_names[pi], w);
+    verdict(known, r <= 1.15, "%s: memspace max RSS <= 1.15x glibc's: %.2fx", prog_names[pi], r);
+    if (pg->have[pi] && rm >= 0 && rmi >= 0 && pres[pi][rm][R_WALL].n && pres[pi][rmi][R_WALL].n) {
+      logsum += log(ratio(med(&pres[pi][rm][R_WALL]), med(&pres[pi][rmi][R_WALL])));
+      nlog++;
+    }
+  }
+  double gm = nlog ? exp(logsum / nlog) : NAN;
+  verdict(nlog > 0, gm <= 1.0, "real programs: memspace on average at least as fast as mimalloc: geometric mean %.3fx "
+          "mimalloc's wall time over %d programs", gm, nlog);
+  bool known = rm >= 0 && rg >= 0 && gres[G_STEP][rm][G_SECONDS].n && gres[G_STEP][rg][G_SECONDS].n;
+  bool reached = known && med(&gres[G_STEP][rm][G_REACHED]) >= (double)p->realloc_max;
+  double gr = known ? ratio(med(&gres[G_STEP][rm][G_SECONDS]), med(&gres[G_STEP][rg][G_SECONDS])) : NAN;
+  verdict(known, reached && gr <= 2.0, "realloc growth by 1 MiB steps to %zu MiB without copying (reached, <= 2x "
+          "glibc's mremap time; copying is quadratic): %s, %.2fx glibc", p->realloc_max >> 20,
+          reached ? "reached" : "stopped", gr);
+}
+
+/* ---- driver ----------------------------------------------------------------------------------------- */
+
+int msb_bench_heap(msb_ctx_t *ctx) {
+  hb_params_t p = params_for(ctx->mode);
+  setup_impls();
+  memset(res, 0, sizeof res); memset(pres, 0, sizeof pres); memset(gres, 0, sizeof gres);
+  memset(failed, 0, sizeof failed); memset(pfail, 0, sizeof pfail);
+  char prog[PATH_MAX];
+  snprintf(prog, sizeof prog, "%s/bench/heap_rptest", msb_binary_dir());
+  if (access(prog, X_OK) != 0) {
+    msb_printf("heap: %s is missing (build the bench programs: make build)\n", prog);
+    return 1;
+  }
+  if (ctx->cmd)
+    fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d blocks=%zu ops=%zu sizes=16..16000(linear falloff) "
+            "idle_ms=%d runs=%d py_waves=%d py_n=%d sql_rows=%d gcc_funcs=%d realloc_max=%zu realloc_limit_s=%g\n",
+            p.rounds, p.warmup, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.sql_rows, p.gcc_funcs,
+            p.realloc_max, p.realloc_limit_s);
+  double t0 = msb_now();
+
+  /* 1. rptest: round by round, every allocator once per (case, threads), rotating the order */
+  for (int k = 0; k < n_synth; k++)
+    if (!synth[k].installed)
+      for (int c = 0; c < N_CASES; c++)
+        for (int t = 0; t < N_THR; t++)
+          if (case_has_threads(c, t)) msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
+  for (int r = 0; r < p.rounds; r++) {
+    msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p.rounds, msb_now() - t0);
+    for (int c = 0; c < N_CASES; c++)
+      for (int t = 0; t < N_THR; t++) {
+        if (!case_has_threads(c, t)) continue;
+        for (int i = 0; i < n_synth; i++) {
+          int k = (i + r) % n_synth;
+          if (synth[k].installed && !failed[c][t][k]) run_rptest(ctx, &p, r, c, t, k);
+        }
+      }
+  }
+  print_rptest(&p, C_SCATTER);
+  print_rptest(&p, C_CROSS);
+  print_idle(&p);
+
+  /* 2. real programs: a reference run under glibc, then runs interleaving allocators */
+  progs_t pg;
+  memset(&pg, 0, sizeof pg);
+  msb_printf("   real programs (%.0f s so far)\n", msb_now() - t0);
+  bool have_dir = setup_progs(&pg, &p);
+  int g = find_impl(real, n_real, "glibc");
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    if (!pg.have[pi]) {
+      for (int k = 0; k < n_real; k++) row_status(ctx, prog_names[pi], real[k].impl, 1, "not_installed");
+      continue;
+    }
+    for (int k = 0; k < n_real; k++)
+      if (!real[k].installed) msb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
+    if (g >= 0) run_prog(ctx, &p, &pg, pi, g, -1);
+  }
+  for (int run = 0; run < p.runs; run++)
+    for (int pi = 0; pi < N_PROGS; pi++) {
+      if (!pg.have[pi]) continue;
+      for (int i = 0; i < n_real; i++) {
+        int k = (i + run) % n_real;
+        if (real[k].installed && !pfail[pi][k]) run_prog(ctx, &p, &pg, pi, k, run);
+      }
+    }
+  if (have_dir) cleanup_progs(&pg);
+
+  /* 3. realloc growth */
+  msb_printf("   realloc growth (%.0f s so far)\n", msb_now() - t0);
+  bool stop[N_GROW][MAX_IMPL];
+  memset(stop, 0, sizeof stop);
+  for (int gi = 0; gi < N_GROW; gi++)
+    for (int k = 0; k < n_real; k++)
+      if (!real[k].installed) msb_row_not_installed(ctx, grow_names[gi], real[k].impl, 1);
+  for (int run = 0; run < p.realloc_runs; run++)
+    for (int gi = 0; gi < N_GROW; gi++)
+      for (int i = 0; i < n_real; i++) {
+        int k = (i + run) % n_real;
+        if (real[k].installed && !stop[gi][k]) run_grow(ctx, &p, gi, k, run, &stop[gi][k]);
+      }
+
+  print_progs(&p, &pg);
+  print_grow(&p);
+  print_targets(&p, &pg);
+  msb_printf("\n   heap bench: %.0f s\n", msb_now() - t0);
+  return 0;
+}

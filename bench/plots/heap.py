@@ -1,0 +1,157 @@
+"""Plots for `memspace bench heap` (docs/bench-heap.md), from heap.csv alone:
+- heap-rptest.png: the seed's figure: memory operations per CPU-second and memory overhead (% of peak live
+  bytes) against threads, one line per allocator/preset, without and with cross-thread frees;
+- heap-idle.png: RSS after 1 s of idling, as % of the peak, per allocator and thread count;
+- heap-programs.png: real programs' wall time and max RSS relative to glibc (median, bars min-max), and the
+  realloc growth time per allocator."""
+import statistics
+
+from plot import numeric, pyplot
+
+STYLE = {  # memspace presets solid, glibc black, peers dashed
+    "memspace-unlimited": ("tab:blue", "-", "o"), "memspace-performance": ("tab:green", "-", "o"),
+    "memspace-size": ("tab:olive", "-", "o"), "memspace-none": ("tab:cyan", "-", "o"),
+    "memspace": ("tab:green", "-", "o"), "glibc": ("black", "-", "s"), "jemalloc": ("tab:red", "--", "^"),
+    "mimalloc": ("tab:purple", "--", "v"), "tcmalloc": ("tab:orange", "--", "D"),
+    "tbbmalloc": ("tab:brown", "--", "x"),
+}
+
+
+def medians(rows, case, metric):
+    """{impl: {threads: median}} of a case's metric (status rows dropped)."""
+    acc = {}
+    for r in numeric(rows, case=case, metric=metric):
+        acc.setdefault(r["impl"], {}).setdefault(int(r["threads"]), []).append(r["value"])
+    return {i: {t: statistics.median(v) for t, v in d.items()} for i, d in acc.items()}
+
+
+def impl_order(impls):
+    known = list(STYLE)
+    return sorted(impls, key=lambda i: (known.index(i) if i in known else len(known), i))
+
+
+def style(impl):
+    return STYLE.get(impl, ("gray", ":", "."))
+
+
+def plot_rptest(rows, outdir, plt):
+    cases = [c for c in ("rptest", "rptest_cross") if numeric(rows, case=c, metric="ops_per_cpu_s")]
+    if not cases:
+        return
+    fig, axes = plt.subplots(len(cases), 2, figsize=(12, 4.5 * len(cases)), squeeze=False)
+    for row, case in enumerate(cases):
+        ops = medians(rows, case, "ops_per_cpu_s")
+        over = medians(rows, case, "overhead_bytes")
+        live = medians(rows, case, "peak_live_bytes")
+        for impl in impl_order(ops):
+            color, ls, mk = style(impl)
+            th = sorted(ops[impl])
+            axes[row][0].plot(th, [ops[impl][t] / 1e6 for t in th], color=color, ls=ls, marker=mk, label=impl)
+            th = sorted(t for t in over.get(impl, {}) if live.get(impl, {}).get(t))
+            axes[row][1].plot(th, [100.0 * over[impl][t] / live[impl][t] for t in th], color=color, ls=ls,
+                              marker=mk, label=impl)
+        cross = " (cross-thread frees)" if case == "rptest_cross" else ""
+        axes[row][0].set_title("%s: memory operations per CPU-second%s" % (case, cross))
+        axes[row][0].set_ylabel("Mops / CPU-s")
+        axes[row][1].set_title("%s: overhead (peak RSS - peak live) %s" % (case, cross))
+        axes[row][1].set_ylabel("% of peak live bytes")
+        for ax in axes[row]:
+            ax.set_xlabel("threads")
+            ax.set_xticks(sorted({t for d in ops.values() for t in d}))
+            ax.grid(alpha=0.3)
+            ax.set_ylim(bottom=0)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07 if len(cases) > 1 else 0.12, 1, 1))
+    fig.savefig("%s/heap-rptest.png" % outdir, dpi=110)
+    plt.close(fig)
+
+
+def plot_idle(rows, outdir, plt):
+    idle = {}
+    peak = {}
+    for r in numeric(rows, case="rptest", metric="idle_rss_bytes"):
+        idle.setdefault((r["impl"], int(r["threads"])), r["value"])
+    for r in numeric(rows, case="rptest", metric="peak_rss_bytes"):
+        peak.setdefault((r["impl"], int(r["threads"])), r["value"])  # the first round's, like idle
+    if not idle:
+        return
+    impls = impl_order({i for i, _ in idle})
+    threads = sorted({t for _, t in idle})
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    width = 0.8 / len(threads)
+    for j, t in enumerate(threads):
+        vals = [100.0 * idle.get((i, t), 0) / peak[(i, t)] if peak.get((i, t)) else 0 for i in impls]
+        ax.bar([x + j * width for x in range(len(impls))], vals, width, label="%d thread%s" % (t, "s" if t > 1 else ""))
+    ax.axhline(5, color="red", lw=0.8, ls="--", label="target 5%")
+    ax.set_xticks([x + width * (len(threads) - 1) / 2 for x in range(len(impls))])
+    ax.set_xticklabels(impls, rotation=20, fontsize=8)
+    ax.set_ylabel("RSS after idling, % of peak")
+    ax.set_title("rptest: memory kept after freeing everything (threads alive, 1 s idle)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig("%s/heap-idle.png" % outdir, dpi=110)
+    plt.close(fig)
+
+
+def plot_programs(rows, outdir, plt):
+    progs = [p for p in ("python_pymalloc", "python_malloc", "sqlite3", "gcc") if numeric(rows, case=p, metric="wall_s")]
+    grows = [g for g in ("realloc_step_1m", "realloc_double") if numeric(rows, case=g, metric="seconds")]
+    if not progs and not grows:
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    impls = impl_order({r["impl"] for p in progs for r in numeric(rows, case=p, metric="wall_s")})
+    width = 0.8 / max(1, len(impls))
+    for ax, metric, title in ((axes[0], "wall_s", "wall time"), (axes[1], "peak_rss_bytes", "max RSS")):
+        for j, impl in enumerate(impls):
+            meds, lo, hi = [], [], []
+            for p in progs:
+                base = [r["value"] for r in numeric(rows, case=p, metric=metric, impl="glibc")]
+                vals = [r["value"] for r in numeric(rows, case=p, metric=metric, impl=impl)]
+                if not base or not vals:
+                    meds.append(0); lo.append(0); hi.append(0)
+                    continue
+                b = statistics.median(base)
+                m = statistics.median(vals) / b
+                meds.append(m); lo.append(m - min(vals) / b); hi.append(max(vals) / b - m)
+            ax.bar([x + j * width for x in range(len(progs))], meds, width, yerr=[lo, hi], capsize=2,
+                   color=style(impl)[0], label=impl)
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(len(progs))])
+        ax.set_xticklabels(progs, fontsize=8)
+        ax.set_ylabel("relative to glibc (lower is better)")
+        ax.set_title("real programs: %s (median, min-max)" % title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    ax = axes[2]
+    gimpls = impl_order({r["impl"] for g in grows for r in numeric(rows, case=g, metric="seconds")})
+    gw = 0.8 / max(1, len(gimpls))
+    for j, impl in enumerate(gimpls):
+        secs, stopped = [], []
+        for g in grows:
+            vals = [r["value"] for r in numeric(rows, case=g, metric="seconds", impl=impl)]
+            reached = [r for r in numeric(rows, case=g, metric="max_completed_bytes", impl=impl)]
+            secs.append(statistics.median(vals) if vals else 0)
+            stopped.append(any(r["value"] < float(r["size_bytes"]) for r in reached))
+        bars = ax.bar([x + j * gw for x in range(len(grows))], secs, gw, color=style(impl)[0], label=impl)
+        for b, s in zip(bars, stopped):
+            if s:
+                b.set_hatch("//")
+    ax.set_xticks([x + gw * (len(gimpls) - 1) / 2 for x in range(len(grows))])
+    ax.set_xticklabels(grows, fontsize=8)
+    ax.set_ylabel("seconds (hatched: stopped at the time limit)")
+    sizes = {int(r["size_bytes"]) for g in grows for r in numeric(rows, case=g, metric="seconds")}
+    ax.set_title("one block grown with realloc to %d MiB" % (max(sizes) >> 20 if sizes else 0))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig("%s/heap-programs.png" % outdir, dpi=110)
+    plt.close(fig)
+
+
+def plot(rows, outdir, part):
+    plt = pyplot()
+    plot_rptest(rows, outdir, plt)
+    plot_idle(rows, outdir, plt)
+    plot_programs(rows, outdir, plt)

@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: MIT
+"""Plots for `memspace bench spill` from spill.csv: the seed's figure (allocation time and random read/write
+rates against the vector size, one line per configuration and language) and the probes' latencies."""
+import os
+
+from plot import numeric, pyplot
+
+CONFIGS = ("plain", "spill", "swap", "file_mmap")
+
+
+def plot(rows, outdir, part):
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for ax, metric, title in zip(axes, ("alloc_s", "read_ops_per_s", "write_ops_per_s"),
+                                 ("allocation (malloc to last first write), s", "random reads / s",
+                                  "random writes / s")):
+        for config in CONFIGS:
+            for impl in ("python", "r"):
+                pts = sorted((int(r["size_bytes"]), r["value"]) for r in numeric(rows, case=config, impl=impl, metric=metric))
+                if pts:
+                    ax.plot([s / 2**20 for s, _ in pts], [v for _, v in pts], marker="o",
+                            label=f"{config} ({impl})")
+        ax.set_xlabel("vector size, MiB")
+        ax.set_title(title)
+        if metric != "alloc_s":
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, f"{part}.png"), dpi=110)
+    plt.close(fig)
+
+    probes = [r for r in numeric(rows) if r["impl"].startswith("probe-") and r["metric"] in ("p50_ns", "p99_ns", "max_ns")]
+    if not probes:
+        return
+    configs = [c for c in ("idle", "plain", "spill", "swap") if any(r["case"] == c for r in probes)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, probe in zip(axes, ("probe-idle", "probe-10ms")):
+        width = 0.25
+        for i, metric in enumerate(("p50_ns", "p99_ns", "max_ns")):
+            vals = []
+            for c in configs:
+                v = [r["value"] for r in probes if r["case"] == c and r["impl"] == probe and r["metric"] == metric]
+                vals.append(v[0] / 1e6 if v else 0)
+            ax.bar([x + i * width for x in range(len(configs))], vals, width, label=metric[:-3])
+        ax.set_xticks([x + width for x in range(len(configs))])
+        ax.set_xticklabels(configs)
+        ax.set_yscale("log")
+        ax.set_ylabel("round latency, ms")
+        ax.set_title(f"{probe} (touches its working set)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, f"{part}-probes.png"), dpi=110)
+    plt.close(fig)

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* spill.c: `memspace bench spill`. The workload lives in bench/spill/run.py (cgroups, swap file, R and Python
+   programs, probes); this driver runs it under the machine's benchmark lock, copies its 'ROW,' lines into
+   spill.csv and everything else to the screen. */
+#include "bench.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+int msb_bench_spill(msb_ctx_t *ctx) {
+  const char *mode = ctx->mode == MSB_QUICK ? "quick" : ctx->mode == MSB_FULL ? "full" : "default";
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "python3 '%s/bench/spill/run.py' %s '%s' 2>&1", msb_source_dir(), mode, msb_binary_dir());
+  if (ctx->cmd) fprintf(ctx->cmd, "workload: %s\n", cmd);
+  int lock = open("/tmp/memspace-bench.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (lock >= 0) flock(lock, LOCK_EX);
+  FILE *p = popen(cmd, "r");
+  if (!p) {
+    msb_printf("spill: cannot run %s\n", cmd);
+    if (lock >= 0) close(lock);
+    return 1;
+  }
+  char line[4096];
+  while (fgets(line, sizeof line, p)) {
+    if (strncmp(line, "ROW,", 4) == 0) {
+      char case_name[64], impl[64], metric[64];
+      int threads;
+      unsigned long long size;
+      double value;
+      if (sscanf(line + 4, "%63[^,],%63[^,],%d,%llu,%63[^,],%lf", case_name, impl, &threads, &size, metric,
+                 &value) == 6)
+        msb_row(ctx, case_name, impl, threads, size, metric, value);
+    } else {
+      msb_printf("%s", line);
+    }
+  }
+  int status = pclose(p);
+  if (lock >= 0) close(lock);
+  return status == 0 ? 0 : 1;
+}

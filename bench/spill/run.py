@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`memspace bench spill` workload (called by bench/spill.c): run.py quick|default|full BUILD_DIR
+Prints readable tables; lines starting with 'ROW,' are CSV rows (case,impl,threads,size_bytes,metric,value) that
+the driver writes to spill.csv. Needs root for cgroups and swap; otherwise says why and runs what still makes
+sense (the benchmark without a limit, the disk's rate)."""
+import mmap
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import mscgroup  # noqa: E402
+
+MODE, BUILD = sys.argv[1], sys.argv[2]
+LIB = os.path.join(BUILD, "libmemspace.so")
+SPILL_PRELOAD = os.environ.get("MSB_SPILL_PRELOAD", LIB)  # another preload for the spill configuration (testing)
+PROBE = os.path.join(BUILD, "bench", "spill_probe")
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+SPILL_DIR = os.environ.get("MEMSPACE_SPILL_DIR", "/var/tmp")
+MiB = 1 << 20
+LIMIT = {"quick": 128 * MiB, "default": 1024 * MiB, "full": 1024 * MiB}[MODE]
+ACCESSES = {"quick": 500, "default": 2000, "full": 0}[MODE]  # 0: the seed's 10% of the elements
+PROBE_MIB = 16 if MODE == "quick" else 64
+FACTORS = [0.5, 1, 2, 3]
+LANGS = ["python", "r"] if shutil.which("Rscript") else ["python"]
+if MODE == "quick":
+    LANGS = ["python"]
+TIMEOUT = {"quick": 20, "default": 90, "full": 7200}[MODE]
+results = {}  # (lang, config, size) -> dict
+
+
+def row(case, impl, size, metric, value):
+    print(f"ROW,{case},{impl},1,{int(size)},{metric},{value}", flush=True)
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+def clean_env(**extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSPACE_") and k != "LD_PRELOAD"}
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+def parse(out):
+    d = {}
+    for tok in out.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            try:
+                d[k] = float(v)
+            except ValueError:
+                pass
+    return d
+
+
+def workload(lang, size, extra_file=None):
+    k = ACCESSES or max(1, size // 8 // 10)
+    if lang == "python":
+        argv = [PY, os.path.join(HERE, "seed.py"), str(size), str(k)]
+        if extra_file:
+            argv.append(extra_file)
+    else:
+        argv = ["Rscript", "--vanilla", os.path.join(HERE, "seed.R"), str(size), str(k)]
+    return argv
+
+
+def config_env(config):
+    if config == "spill":
+        return clean_env(LD_PRELOAD=SPILL_PRELOAD, SHIM_THRESHOLD=str(64 * MiB), MEMSPACE_SPILL_THRESHOLD="64M", MEMSPACE_SPILL_DIR=SPILL_DIR)
+    return clean_env()
+
+
+def run_in(group, argv, env):
+    t0 = time.time()
+    if group is None:
+        p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=TIMEOUT)
+        return p.returncode, p.stdout, p.stderr, time.time() - t0
+    rc, out, err, _ = group.run(argv, timeout=TIMEOUT, env=env)
+    return rc, out, err, time.time() - t0
+
+
+class Probes:
+    """the two interactive probes as sibling leaves of the benchmark under the parent holding the limit"""
+
+    def __init__(self, parent):
+        self.procs = []
+        if parent is None or not os.path.exists(PROBE):
+            return
+        for name, period in (("probe-idle", 2000), ("probe-10ms", 10)):
+            g = parent.child(name)
+            p = g.popen([PROBE, str(period), str(PROBE_MIB)], stdout=subprocess.PIPE, text=True)
+            p.stdout.readline()  # ready
+            self.procs.append((name, p))
+
+    def stop(self):
+        res = {}
+        for name, p in self.procs:
+            p.terminate()
+            try:
+                out, _ = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out = ""
+            res[name] = parse(out)
+        return res
+
+
+def sweep(lang, config, parent):
+    """sizes in order until one fails; returns the largest completed size"""
+    largest = 0
+    for f in FACTORS:
+        size = int(LIMIT * f)
+        leaf = parent.child(f"bench-{lang}-{int(f * 10)}") if parent else None
+        try:
+            rc, out, err, wall = run_in(leaf, workload(lang, size), config_env(config))
+        except subprocess.TimeoutExpired:
+            rc, out, err, wall = -9, "", "timeout", TIMEOUT
+        if leaf:
+            parent.children.remove(leaf)
+            leaf.remove()
+        d = parse(out)
+        case = config
+        if rc == 0 and "alloc_s" in d:
+            largest = size
+            results[(lang, config, size)] = d
+            row(case, lang, size, "alloc_s", d["alloc_s"])
+            row(case, lang, size, "read_ops_per_s", d["read_ops_per_s"])
+            row(case, lang, size, "write_ops_per_s", d["write_ops_per_s"])
+        else:
+            why = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
+            if "timeout" in err:
+                why = "timeout"
+            results[(lang, config, size)] = {"status": why}
+            row(case, lang, size, "failed", 1)
+            say(f"  {lang} {config} {size / MiB:.0f} MiB: {why} {err.strip().splitlines()[-1] if err.strip() else ''}")
+            break
+    row(config, lang, LIMIT, "max_completed_bytes", largest)
+    return largest
+
+
+def make_swap(size):
+    if os.geteuid() != 0 or not shutil.which("mkswap"):
+        return None, "not root or mkswap missing"
+    path = os.path.join("/var/tmp", f"memspace-bench-swap-{os.getpid()}")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.posix_fallocate(fd, 0, size)
+        os.close(fd)
+        p = subprocess.run(["mkswap", path], capture_output=True, text=True)
+        if p.returncode:
+            raise OSError(p.stderr.strip())
+        p = subprocess.run(["swapon", path], capture_output=True, text=True)
+        if p.returncode:
+            raise OSError(p.stderr.strip() or "swapon refused")
+        return path, None
+    except OSError as e:
+        if os.path.exists(path):
+            os.unlink(path)
+        return None, str(e)
+
+
+def remove_swap(path):
+    subprocess.run(["swapoff", path], capture_output=True)
+    os.unlink(path)
+
+
+def disk_random_read_rate(path, seconds):
+    """4 KiB O_DIRECT random reads from a written file: the disk's own rate"""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError as e:
+        return None, str(e)
+    size = os.fstat(fd).st_size
+    buf = mmap.mmap(-1, 4096)
+    rnd = random.Random(1)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        os.preadv(fd, [buf], rnd.randrange(size // 4096) * 4096)
+        n += 1
+    os.close(fd)
+    return n / (time.perf_counter() - t0), None
+
+
+def dirty_limit():
+    def rd(p):
+        try:
+            return int(open("/proc/sys/vm/" + p).read())
+        except (OSError, ValueError):
+            return 0
+    mem = 0
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            mem = int(line.split()[1]) * 1024
+    db, dr = rd("dirty_bytes"), rd("dirty_ratio")
+    bb, br = rd("dirty_background_bytes"), rd("dirty_background_ratio")
+    lim = db if db else mem * dr // 100
+    bg = bb if bb else mem * br // 100
+    return lim, bg, f"dirty_bytes={db} dirty_ratio={dr}% dirty_background_ratio={br}%"
+
+
+def fmt_rate(d, k):
+    return f"{d[k]:>10.0f}" if k in d else f"{d.get('status', '-'):>10}"
+
+
+def main():
+    lim_b, bg_b, desc = dirty_limit()
+    say(f"kernel dirty-page limit: {lim_b / MiB:.0f} MiB (background writeback from {bg_b / MiB:.0f} MiB; {desc})")
+    say("  beyond it, writes to file pages are throttled to disk speed; inside a cgroup the limit scales with it")
+    row("system", "kernel", lim_b, "dirty_limit_bytes", lim_b)
+    why = mscgroup.available()
+    parent = None
+    if why:
+        say(f"memory cgroups unavailable ({why}): sizes run without a limit, no probes, no 'plain is killed'")
+    if not os.path.exists(LIB):
+        say(f"{LIB} missing: spill configuration skipped")
+    configs = ["plain", "spill", "swap"]
+    swap_path = None
+    total0 = time.time()
+    probe_res = {}
+    for config in configs:
+        if config == "swap" and MODE == "quick":
+            say("swap: skipped in --quick (making a swap file takes too long)")
+            row("swap", "python", 0, "skipped", 1)
+            continue
+        if config == "swap":
+            have = any(l.strip() and not l.startswith("Filename") for l in open("/proc/swaps"))
+            if not have:
+                swap_path, err = make_swap(int(LIMIT * 3.5))
+                if not swap_path:
+                    say(f"swap: skipped ({err})")
+                    row("swap", "python", 0, "skipped", 1)
+                    continue
+        os.environ["MS_CGROUP_ALLOW_SWAP"] = "1" if config == "swap" else "0"
+        try:
+            parent = None if why else mscgroup.Group(f"bench-{config}", LIMIT)
+            probes = Probes(parent)
+            for lang in LANGS:
+                sweep(lang, config, parent)
+            probe_res[config] = probes.stop()
+        finally:
+            if parent:
+                parent.remove()
+            if swap_path:
+                remove_swap(swap_path)
+                swap_path = None
+    # the limit: plain mmap of a file, and the disk itself
+    lim_file = os.path.join(SPILL_DIR, f"memspace-bench-file-{os.getpid()}")
+    disk_rate = None
+    try:
+        parent = None if why else mscgroup.Group("bench-file", LIMIT)
+        for f in FACTORS:
+            size = int(LIMIT * f)
+            leaf = parent.child(f"file-{int(f * 10)}") if parent else None
+            try:
+                rc, out, err, _ = run_in(leaf, workload("python", size, lim_file), clean_env())
+            except subprocess.TimeoutExpired:
+                rc, out = -9, ""
+            if leaf:
+                parent.children.remove(leaf)
+                leaf.remove()
+            d = parse(out)
+            if rc == 0 and "alloc_s" in d:
+                results[("python", "file_mmap", size)] = d
+                for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s"):
+                    row("file_mmap", "python", size, m, d[m])
+            else:
+                results[("python", "file_mmap", size)] = {"status": f"failed ({rc})"}
+        if os.path.exists(lim_file):
+            disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "quick" else 4)
+            if disk_rate:
+                row("disk", "o_direct", 4096, "read_ops_per_s", disk_rate)
+    finally:
+        if parent:
+            parent.remove()
+        if os.path.exists(lim_file):
+            os.unlink(lim_file)
+    # idle machine: the probes alone
+    if not why:
+        parent = mscgroup.Group("bench-idle", LIMIT)
+        try:
+            pr = Probes(parent)
+            time.sleep(3 if MODE == "quick" else 13)
+            probe_res["idle"] = pr.stop()
+        finally:
+            parent.remove()
+
+    # ---- tables ----
+    say(f"\nlimit {LIMIT / MiB:.0f} MiB; {ACCESSES or '10% of the'} random accesses per size; spill threshold 64 MiB")
+    for lang in LANGS:
+        say(f"\n{lang}: size        config      alloc_s    reads/s   writes/s   vs plain(alloc) vs file_mmap(read,write)")
+        for f in FACTORS:
+            size = int(LIMIT * f)
+            for config in ("plain", "spill", "swap", "file_mmap"):
+                d = results.get((lang, config, size))
+                if d is None:
+                    continue
+                base = results.get((lang, "plain", size), {})
+                fm = results.get(("python", "file_mmap", size), {})
+                ratio = f"{d['alloc_s'] / base['alloc_s']:.2f}x" if "alloc_s" in d and "alloc_s" in base and config != "plain" else ""
+                lim = ""
+                if "read_ops_per_s" in d and "read_ops_per_s" in fm and config != "file_mmap":
+                    lim = f"{d['read_ops_per_s'] / fm['read_ops_per_s']:.2f}, {d['write_ops_per_s'] / fm['write_ops_per_s']:.2f}"
+                a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
+                say(f"  {size / MiB:>7.0f} MiB  {config:<10} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}   {ratio:>8}   {lim}")
+    if disk_rate:
+        say(f"\ndisk random 4 KiB reads (O_DIRECT): {disk_rate:.0f}/s")
+    say("\nlargest size completed (x limit):")
+    for lang in LANGS:
+        for config in ("plain", "spill", "swap"):
+            done = [s for (l, c, s), d in results.items() if l == lang and c == config and "alloc_s" in d]
+            tried = [s for (l, c, s) in results if l == lang and c == config]
+            if tried:
+                say(f"  {lang:<7} {config:<6} {max(done, default=0) / LIMIT:.1f}x  ({max(done, default=0) / MiB:.0f} MiB)")
+    if probe_res:
+        say(f"\nprobes ({PROBE_MIB} MiB working set; sibling leaves of the benchmark under the limit): ms")
+        say("  config   idle-2s max    10ms p50    10ms p99    10ms max   rounds")
+        for config, pr in probe_res.items():
+            i, q = pr.get("probe-idle", {}), pr.get("probe-10ms", {})
+            for name, d in (("probe-idle", i), ("probe-10ms", q)):
+                for m in ("p50_ns", "p99_ns", "max_ns", "rounds"):
+                    if m in d:
+                        row(config, name, 64 * MiB, m, d[m])
+            g = lambda d, k: f"{d[k] / 1e6:>10.2f}" if k in d else f"{'-':>10}"
+            say(f"  {config:<7} {g(i, 'max_ns')}  {g(q, 'p50_ns')}  {g(q, 'p99_ns')}  {g(q, 'max_ns')}   {q.get('rounds', 0):.0f}")
+    # ---- targets ----
+    say("\ntargets:")
+
+    def target(ok, text):
+        say(f"  {'PASS' if ok else 'MISS'}  {text}")
+    for lang in LANGS:
+        spill_all = all("alloc_s" in results.get((lang, "spill", int(LIMIT * f)), {}) for f in FACTORS)
+        target(spill_all, f"{lang}: every size up to 3x the limit completes under spill")
+        # 'fits' = 0.5x (below the limit and normally under the dirty limit)
+        s, p = results.get((lang, "spill", int(LIMIT * 0.5)), {}), results.get((lang, "plain", int(LIMIT * 0.5)), {})
+        if "alloc_s" in s and "alloc_s" in p:
+            r = s["alloc_s"] / p["alloc_s"]
+            target(r <= 1.25, f"{lang}: allocation at 0.5x limit within 1.25x of plain ({r:.2f}x)")
+            rr = p["read_ops_per_s"] / s["read_ops_per_s"]
+            target(rr <= 1.25, f"{lang}: random reads at 0.5x limit within 1.25x of plain ({rr:.2f}x)")
+        for f in (2, 3):
+            s = results.get((lang, "spill", int(LIMIT * f)), {})
+            fm = results.get(("python", "file_mmap", int(LIMIT * f)), {})
+            if "read_ops_per_s" in s and "read_ops_per_s" in fm:
+                r = s["read_ops_per_s"] / fm["read_ops_per_s"]
+                w = s["write_ops_per_s"] / fm["write_ops_per_s"]
+                target(min(r, w) >= 0.9, f"{lang}: {f}x limit: reads {r:.2f}x, writes {w:.2f}x the file-mmap limit (>= 0.9)")
+    idle = probe_res.get("idle", {})
+    for config in ("spill", "swap"):
+        pr = probe_res.get(config)
+        if not pr or not idle:
+            continue
+        a, b = pr.get("probe-idle", {}).get("max_ns"), idle.get("probe-idle", {}).get("max_ns")
+        if a and b:
+            target(a <= 2 * b, f"{config}: idle probe's worst round {a / 1e6:.1f} ms vs idle machine {b / 1e6:.1f} ms (<= 2x)")
+        a, b = pr.get("probe-10ms", {}).get("p99_ns"), idle.get("probe-10ms", {}).get("p99_ns")
+        if a and b:
+            target(a <= 2 * b, f"{config}: 10 ms probe p99 {a / 1e6:.2f} ms vs idle machine {b / 1e6:.2f} ms (<= 2x)")
+    say(f"(below-threshold overhead is the heap's: measured by memspace bench heap)\nspill bench: {time.time() - total0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: MIT
+"""The seed's benchmark in Python (numpy): seed.py BYTES ACCESSES [FILE]
+Allocates a double vector of BYTES (malloc through the first write of every page), then ACCESSES random reads
+and ACCESSES random writes. With FILE: the same on a plain mmap of that file (the limit). Prints one line:
+alloc_s=.. read_ops_per_s=.. write_ops_per_s=.."""
+import os
+import sys
+import time
+import numpy as np
+
+nbytes, k = int(sys.argv[1]), int(sys.argv[2])
+n = nbytes // 8
+t0 = time.perf_counter()
+if len(sys.argv) > 3:
+    # the limit: a plain shared mapping of a file. Written in 64 MiB steps, each followed by
+    # sync_file_range(WRITE) (as spill's write-back does): without it a cgroup v1 limit OOM-kills on dirty pages.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    a = np.memmap(sys.argv[3], dtype=np.float64, mode="w+", shape=(n,))
+    fd = os.open(sys.argv[3], os.O_RDWR)
+    step = 8 << 20
+    for i in range(0, n, step):
+        a[i:i + step] = 1.0
+        libc.sync_file_range(fd, ctypes.c_longlong(i * 8), ctypes.c_longlong(step * 8), 2)
+else:
+    a = np.empty(n, dtype=np.float64)
+    a.fill(1.0)
+t1 = time.perf_counter()
+rng = np.random.default_rng(1)
+ri = rng.integers(0, n, k)
+t2 = time.perf_counter()
+s = float(a[ri].sum())
+t3 = time.perf_counter()
+wi = rng.integers(0, n, k)
+t4 = time.perf_counter()
+a[wi] = 2.0
+t5 = time.perf_counter()
+assert s == k, "wrong sum"
+print(f"alloc_s={t1 - t0:.6f} read_ops_per_s={k / (t3 - t2):.1f} write_ops_per_s={k / (t5 - t4):.1f}", flush=True)

@@ -1,0 +1,223 @@
+/* `memspace bench heap --quick --out DIR` writes the CSV of CONTRACT §2: header, seven columns, impl names
+   [a-z0-9-]+, metric names ending in their unit, not_installed peers as status rows and never numbers, every
+   case and allocator present, and the .cmd file. tbbmalloc is hidden (MSB_HIDE_PEERS) so a not_installed
+   peer is always exercised. Checks format and behaviour, never timing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <ctype.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_ROWS 4000
+typedef struct {
+  char part[16], case_name[64], impl[64], metric[64], value[64];
+  long threads;
+  unsigned long long size;
+} row_t;
+
+static struct {
+  char dir[PATH_MAX];
+  int status;
+  char header[256];
+  row_t rows[MAX_ROWS];
+  int n, bad_lines;
+  char stdout_text[1 << 16];
+} B;
+
+static void copy(char *dst, size_t cap, const char *src) { /* truncating copy */
+  size_t n = strlen(src);
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+static void slurp(const char *path, char *buf, size_t cap) {
+  buf[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = 0;
+  fclose(f);
+}
+
+static int run_bench(void **state) {
+  (void)state;
+  snprintf(B.dir, sizeof B.dir, "%s/memspace-test-bench-heap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(B.dir)) return -1;
+  char cmd[PATH_MAX * 3];
+  snprintf(cmd, sizeof cmd, "MSB_HIDE_PEERS=tbbmalloc '%s/memspace' bench heap --quick --out '%s' >'%s/stdout.txt' 2>&1",
+           MEMSPACE_BINARY_DIR, B.dir, B.dir);
+  int st = system(cmd);
+  B.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/stdout.txt", B.dir);
+  slurp(path, B.stdout_text, sizeof B.stdout_text);
+  snprintf(path, sizeof path, "%s/heap.csv", B.dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0; /* the tests below report it */
+  char line[512];
+  if (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = 0;
+    copy(B.header, sizeof B.header, line);
+  }
+  while (fgets(line, sizeof line, f) && B.n < MAX_ROWS) {
+    line[strcspn(line, "\r\n")] = 0;
+    char *field[8];
+    int nf = 0;
+    for (char *save = NULL, *tok = strtok_r(line, ",", &save); tok && nf < 8; tok = strtok_r(NULL, ",", &save))
+      field[nf++] = tok;
+    if (nf != 7) { B.bad_lines++; continue; }
+    row_t *r = &B.rows[B.n++];
+    copy(r->part, sizeof r->part, field[0]);
+    copy(r->case_name, sizeof r->case_name, field[1]);
+    copy(r->impl, sizeof r->impl, field[2]);
+    char *end;
+    r->threads = strtol(field[3], &end, 10);
+    if (*end) B.bad_lines++;
+    r->size = strtoull(field[4], &end, 10);
+    if (*end) B.bad_lines++;
+    copy(r->metric, sizeof r->metric, field[5]);
+    copy(r->value, sizeof r->value, field[6]);
+  }
+  fclose(f);
+  return 0;
+}
+
+static int cleanup(void **state) {
+  (void)state;
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", B.dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static bool numeric(const char *v) {
+  char *end;
+  strtod(v, &end);
+  return end != v && *end == 0;
+}
+
+static void exit_status_and_header(void **state) {
+  (void)state;
+  if (B.status != 0) print_error("bench output:\n%s\n", B.stdout_text);
+  assert_int_equal(B.status, 0);
+  assert_string_equal(B.header, "part,case,impl,threads,size_bytes,metric,value");
+  assert_int_equal(B.bad_lines, 0);
+  assert_true(B.n > 100);
+}
+
+static void columns_names_units(void **state) {
+  (void)state;
+  static const char *units[] = {"_ns", "_s", "seconds", "_bytes", "ops_per_s", "ops_per_cpu_s", "gb_per_s"};
+  static const char *counts[] = {"ops", "moves", "reallocs"};
+  static const char *statuses[] = {"not_installed", "failed", "timeout", "wrong_output"};
+  for (int i = 0; i < B.n; i++) {
+    const row_t *r = &B.rows[i];
+    assert_string_equal(r->part, "heap");
+    assert_true(r->impl[0] != 0);
+    for (const char *c = r->impl; *c; c++)
+      if (!(islower((unsigned char)*c) || isdigit((unsigned char)*c) || *c == '-')) fail_msg("impl '%s' is not [a-z0-9-]+", r->impl);
+    assert_true(r->threads >= 1);
+    if (strcmp(r->metric, "status") == 0) {
+      bool ok = false;
+      for (size_t k = 0; k < sizeof statuses / sizeof statuses[0]; k++) ok |= strcmp(r->value, statuses[k]) == 0;
+      if (!ok) fail_msg("status value '%s' (%s %s)", r->value, r->case_name, r->impl);
+      continue;
+    }
+    if (!numeric(r->value)) fail_msg("value '%s' of %s %s %s is not a number", r->value, r->case_name, r->impl, r->metric);
+    bool ok = false;
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) ok |= ends_with(r->metric, units[k]);
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) ok |= strcmp(r->metric, counts[k]) == 0;
+    if (!ok) fail_msg("metric '%s' does not end in its unit", r->metric);
+  }
+}
+
+static bool has(const char *case_name, const char *impl, long threads, const char *metric, bool want_number) {
+  for (int i = 0; i < B.n; i++) {
+    const row_t *r = &B.rows[i];
+    if (strcmp(r->case_name, case_name) || strcmp(r->impl, impl) || (threads && r->threads != threads) ||
+        strcmp(r->metric, metric))
+      continue;
+    if (!want_number || (numeric(r->value) && strtod(r->value, NULL) > 0)) return true;
+  }
+  return false;
+}
+
+/* a hidden peer has status rows, never a number; every case lists it */
+static void not_installed_rows(void **state) {
+  (void)state;
+  static const char *cases[] = {"rptest", "rptest_cross", "python_pymalloc", "python_malloc", "sqlite3", "gcc",
+                                "realloc_step_1m", "realloc_double"};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    if (!has(cases[c], "tbbmalloc", 0, "status", false)) fail_msg("no not_installed row for tbbmalloc in %s", cases[c]);
+  for (int i = 0; i < B.n; i++) {
+    const row_t *r = &B.rows[i];
+    if (strcmp(r->impl, "tbbmalloc") != 0) continue;
+    assert_string_equal(r->metric, "status");
+    assert_string_equal(r->value, "not_installed");
+    assert_int_equal(r->size, 0);
+  }
+}
+
+/* glibc and the four presets have numbers at 1, 2 and 4 threads; the real programs and realloc cases too */
+static void cases_and_allocators_present(void **state) {
+  (void)state;
+  static const char *impls[] = {"glibc", "memspace-unlimited", "memspace-performance", "memspace-size", "memspace-none"};
+  static const char *metrics[] = {"ops_per_cpu_s", "peak_rss_bytes", "peak_live_bytes", "rss_after_free_bytes",
+                                  "idle_rss_bytes", "cpu_s"};
+  static const long thr[] = {1, 2, 4};
+  for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
+    for (size_t t = 0; t < 3; t++) {
+      for (size_t m = 0; m < sizeof metrics / sizeof metrics[0]; m++)
+        if (!has("rptest", impls[i], thr[t], metrics[m], true))
+          fail_msg("no rptest %s for %s at %ld threads", metrics[m], impls[i], thr[t]);
+      if (thr[t] > 1 && !has("rptest_cross", impls[i], thr[t], "ops_per_cpu_s", true))
+        fail_msg("no rptest_cross for %s at %ld threads", impls[i], thr[t]);
+    }
+  /* a peer: numbers or not_installed, never neither */
+  static const char *peers[] = {"jemalloc", "mimalloc", "tcmalloc"};
+  for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++)
+    assert_true(has("rptest", peers[i], 1, "ops_per_cpu_s", true) || has("rptest", peers[i], 1, "status", false));
+  assert_true(has("realloc_step_1m", "glibc", 1, "seconds", true));
+  assert_true(has("realloc_double", "memspace", 1, "max_completed_bytes", true));
+  static const char *progs[] = {"python_pymalloc", "python_malloc", "sqlite3", "gcc"};
+  for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
+    if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
+      fail_msg("no row for %s under glibc", progs[i]);
+}
+
+static void cmd_file_and_tables(void **state) {
+  (void)state;
+  char path[PATH_MAX + 16], text[1 << 16];
+  snprintf(path, sizeof path, "%s/heap.cmd", B.dir);
+  slurp(path, text, sizeof text);
+  assert_non_null(strstr(text, "command:"));
+  assert_non_null(strstr(text, "machine:"));
+  assert_non_null(strstr(text, "heap parameters:"));
+  assert_non_null(strstr(text, "heap_rptest"));
+  assert_non_null(strstr(B.stdout_text, "x best-peer"));
+  assert_non_null(strstr(B.stdout_text, "-- targets"));
+  assert_true(strstr(B.stdout_text, "PASS ") || strstr(B.stdout_text, "MISS "));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(exit_status_and_header),
+      cmocka_unit_test(columns_names_units),
+      cmocka_unit_test(not_installed_rows),
+      cmocka_unit_test(cases_and_allocators_present),
+      cmocka_unit_test(cmd_file_and_tables),
+  };
+  return cmocka_run_group_tests(tests, run_bench, cleanup);
+}

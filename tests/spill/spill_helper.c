@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* spill_helper: one scenario per invocation (the spill state is per process and read from the environment at
+   start), run by test_spill and the script tests. With USE_MALLOC=1 it uses the plain malloc family (the
+   library preloaded routes it to spill), else the internal/public spill API directly.
+   Prints "ok ..." and exits 0 on success; "FAIL ..." and exits 1 otherwise. */
+#ifdef SPILL_HELPER_SHARED
+#include "memspace.h"
+#else
+#include "route.h"
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FAIL(...) do { printf("FAIL "); printf(__VA_ARGS__); printf("\n"); exit(1); } while (0)
+static int use_malloc;
+
+#ifdef SPILL_HELPER_SHARED /* linked with libmemspace.so: only the public API */
+#define msi_spill_malloc(n, a, z) ms_spill_alloc(n)
+#define msi_spill_free(p) ms_spill_free(p)
+#define msi_spill_realloc(p, n) realloc(p, n)
+#endif
+static void *s_alloc(size_t n) { return use_malloc ? malloc(n) : msi_spill_malloc(n, 0, false); }
+static void *s_realloc(void *p, size_t n) { return use_malloc ? realloc(p, n) : msi_spill_realloc(p, n); }
+static void s_free(void *p) { if (use_malloc) free(p); else msi_spill_free(p); }
+
+static size_t count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = 0;
+  int c;
+  while ((c = fgetc(f)) != EOF) n += c == '\n';
+  fclose(f);
+  return n;
+}
+static size_t count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  size_t n = 0;
+  if (!d) return 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n - 2;
+}
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i += 512) p[i] = (unsigned char)(seed + i / 512);
+}
+static int check(const unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i += 512) if (p[i] != (unsigned char)(seed + i / 512)) return 0;
+  return 1;
+}
+
+static int mode_dir(void) { /* reports what happened to one spilled request */
+  errno = 0;
+  void *p = msi_spill_malloc(8 << 20, 0, false);
+  if (p) { printf("spilled\n"); msi_spill_free(p); return 0; }
+  printf(errno == 0 ? "fallback\n" : "error %d\n", errno);
+  return 0;
+}
+
+static int mode_fsize(void) {
+  struct rlimit rl = {1 << 20, 1 << 20};
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
+  errno = 0;
+  void *p = s_alloc(8 << 20);
+  if (p && (use_malloc ? !ms_spill_is(p) : 0)) { printf("ok fsize: served from RAM\n"); return 0; }
+  if (p) FAIL("8 MiB spilled beyond RLIMIT_FSIZE of 1 MiB");
+  if (errno != ENOMEM) FAIL("errno %d, expected ENOMEM", errno);
+  void *q = s_alloc(256 << 10); /* fits under the limit */
+  if (!q) FAIL("256 KiB under RLIMIT_FSIZE failed: %s", strerror(errno));
+  memset(q, 1, 256 << 10);
+  s_free(q);
+  printf("ok fsize: ENOMEM, no SIGXFSZ\n");
+  return 0;
+}
+
+static int mode_hold(void) {
+  size_t n = 64 << 20;
+  unsigned char *p = s_alloc(n);
+  if (!p) FAIL("alloc: %s", strerror(errno));
+  memset(p, 0x5a, n);
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) pause();
+}
+
+static int mode_full(void) {
+  enum { MAXB = 4096 };
+  static unsigned char *b[MAXB];
+  size_t n = 1 << 20, count = 0;
+  while (count < MAXB) {
+    errno = 0;
+    b[count] = s_alloc(n);
+    if (!b[count]) break;
+    if (use_malloc && !ms_spill_is(b[count])) FAIL("block %zu not spilled", count);
+    memset(b[count], (int)(count & 0xff), n);
+    count++;
+  }
+  if (count == MAXB) FAIL("the disk never filled");
+  if (errno != ENOMEM) FAIL("errno %d after %zu blocks, expected ENOMEM", errno, count);
+  for (size_t i = 0; i < count; i++)
+    for (size_t j = 0; j < n; j += 4096)
+      if (b[i][j] != (unsigned char)(i & 0xff)) FAIL("block %zu corrupted", i);
+  s_free(b[0]);
+  b[0] = s_alloc(n);
+  if (!b[0]) FAIL("allocation after a free failed: %s", strerror(errno));
+  memset(b[0], 0, n);
+  for (size_t i = 0; i < count; i++) s_free(b[i]);
+  printf("ok full: %zu MiB then ENOMEM, data intact\n", count);
+  return 0;
+}
+
+static int mode_fork(void) {
+  size_t n = 16 << 20;
+  unsigned char *p = s_alloc(n);
+  if (!p) FAIL("alloc: %s", strerror(errno));
+  memset(p, 1, n);
+  int fds[2];
+  if (pipe(fds)) FAIL("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (size_t i = 0; i < n; i += 4096) if (p[i] != 1) _exit(2);  /* child reads the parent's data */
+    memset(p, 2, n);                                                 /* and writes its own copy */
+    for (size_t i = 0; i < n; i += 4096) if (p[i] != 2) _exit(3);
+    unsigned char *q = s_alloc(n);                                  /* new spilled blocks in the child */
+    if (!q || !ms_spill_is(q)) _exit(4);
+    memset(q, 3, n);
+    unsigned char *r = s_realloc(p, 2 * n);                          /* an inherited block grows: a copy */
+    if (!r) _exit(5);
+    for (size_t i = 0; i < n; i += 4096) if (r[i] != 2) _exit(6);
+    p = r;
+    s_free(q);
+    s_free(p);                                                       /* must not touch the parent's file */
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("child status %d", status);
+  for (size_t i = 0; i < n; i++) if (p[i] != 1) FAIL("the child's write reached the parent at %zu", i);
+  s_free(p);
+  printf("ok fork: child's writes stayed in the child\n");
+  return 0;
+}
+
+static int mode_many(size_t count) {
+  unsigned char **b = calloc(count, sizeof *b);
+  size_t maps0 = count_lines("/proc/self/maps"), fds0 = count_fds();
+  for (size_t i = 0; i < count; i++) {
+    b[i] = s_alloc(4096 + (i % 3) * 4096);
+    if (!b[i]) FAIL("block %zu: %s", i, strerror(errno));
+    if (!ms_spill_is(b[i])) FAIL("block %zu not spilled", i);
+    b[i][0] = (unsigned char)i;
+  }
+  size_t maps = count_lines("/proc/self/maps"), fds = count_fds();
+  for (size_t i = 0; i < count; i++) if (b[i][0] != (unsigned char)i) FAIL("block %zu corrupted", i);
+  for (size_t i = 0; i < count; i += 2) s_free(b[i]);  /* every other one: holes everywhere */
+  size_t maps2 = count_lines("/proc/self/maps");
+  for (size_t i = 1; i < count; i += 2) s_free(b[i]);
+  free(b);
+  if (maps > maps0 + 200 || maps2 > maps0 + 200) FAIL("mappings grew from %zu to %zu/%zu", maps0, maps, maps2);
+  if (fds > fds0 + 40) FAIL("descriptors grew from %zu to %zu", fds0, fds);
+  printf("ok many: %zu blocks, mappings %zu -> %zu (after freeing half: %zu), descriptors %zu -> %zu\n", count,
+         maps0, maps, maps2, fds0, fds);
+  return 0;
+}
+
+static int mode_realloc(void) {
+  size_t sizes[] = {3 << 20, 5 << 20, 9 << 20, 2 << 20, 40 << 20, 100 << 20, 7 << 20, 300 << 20, 1 << 20};
+  size_t cur = sizes[0];
+  unsigned char *p = s_alloc(cur);
+  if (!p) FAIL("alloc: %s", strerror(errno));
+  fill(p, cur, 1);
+  for (size_t s = 1; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s], keep = n < cur ? n : cur;
+    unsigned char *q = s_realloc(p, n);
+    if (!q) FAIL("realloc to %zu: %s", n, strerror(errno));
+    if (!ms_spill_is(q)) FAIL("realloc to %zu left spill", n);
+    if (!check(q, keep, 1)) FAIL("contents lost in realloc %zu -> %zu", cur, n);
+    for (size_t i = keep; i < n; i += 4096) if (!use_malloc && q[i] != 0) FAIL("grown part not zero");
+    fill(q, n, 1);
+    p = q;
+    cur = n;
+  }
+  if (use_malloc) { /* across the threshold (1 MiB in the tests) both ways */
+    unsigned char *q = realloc(p, 256 << 10);
+    if (!q || ms_spill_is(q) || !check(q, 256 << 10, 1)) FAIL("realloc below the threshold");
+    p = realloc(q, 8 << 20);
+    if (!p || !ms_spill_is(p) || !check(p, 256 << 10, 1)) FAIL("realloc above the threshold");
+  }
+  s_free(p);
+  printf("ok realloc: contents kept up and down\n");
+  return 0;
+}
+
+static int mode_big(size_t mib) { /* holds mib MiB in 64 MiB blocks and verifies every value */
+  size_t nb = (mib + 63) / 64, per = (64 << 20) / sizeof(uint64_t);
+  uint64_t **b = calloc(nb, sizeof *b);
+  for (size_t i = 0; i < nb; i++) {
+    b[i] = s_alloc(64 << 20);
+    if (!b[i]) FAIL("block %zu: %s", i, strerror(errno));
+    for (size_t j = 0; j < per; j++) b[i][j] = i * per + j;
+  }
+  for (size_t i = 0; i < nb; i++)
+    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j) FAIL("value %zu/%zu wrong", i, j);
+  for (size_t i = 0; i < nb; i++) s_free(b[i]);
+  free(b);
+  printf("ok big: %zu MiB held and verified\n", nb * 64);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  use_malloc = getenv("USE_MALLOC") && atoi(getenv("USE_MALLOC"));
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc < 2) { fprintf(stderr, "usage: spill_helper dir|fsize|hold|full|fork|many N|realloc\n"); return 2; }
+  const char *m = argv[1];
+  if (!strcmp(m, "dir")) return mode_dir();
+  if (!strcmp(m, "fsize")) return mode_fsize();
+  if (!strcmp(m, "hold")) return mode_hold();
+  if (!strcmp(m, "full")) return mode_full();
+  if (!strcmp(m, "fork")) return mode_fork();
+  if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
+  if (!strcmp(m, "realloc")) return mode_realloc();
+  if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);
+  fprintf(stderr, "unknown mode %s\n", m);
+  return 2;
+}

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/* test_spill: the spill API directly (msi_spill_* of route.h and ms_spill_*), and one scenario per process
+   through spill_helper (directory refused or missing, RLIMIT_FSIZE, kill -9, fork, 100,000 blocks, realloc). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "os.h"
+#include "route.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+#define HELPER MEMSPACE_BINARY_DIR "/spill_helper"
+
+static void test_basic(void **state) {
+  (void)state;
+  size_t n = 5 << 20;
+  unsigned char *p = msi_spill_malloc(n, 0, true);
+  assert_non_null(p);
+  assert_true(msi_spill_owns(p));
+  assert_true(ms_spill_is(p));
+  assert_true(ms_spill_is(p + n - 1));
+  assert_true(msi_spill_usable_size(p) >= n);
+  for (size_t i = 0; i < n; i += 4096) assert_int_equal(p[i], 0); /* calloc: file pages read as zero */
+  memset(p, 0xab, n);
+  ms_stats_t st;
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_int_equal(st.spill_blocks, 1);
+  assert_true(st.spill_disk_bytes >= n);
+  msi_spill_free(p);
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_int_equal(st.spill_blocks, 0);
+  assert_true(st.spill_disk_bytes < n); /* released at once */
+  /* the slot is reused and reads as zero again */
+  unsigned char *q = msi_spill_malloc(n, 0, true);
+  assert_non_null(q);
+  for (size_t i = 0; i < n; i += 4096) assert_int_equal(q[i], 0);
+  msi_spill_free(q);
+  assert_false(msi_spill_owns(&n));
+  assert_false(ms_spill_is(NULL));
+}
+
+static void test_aligned(void **state) {
+  (void)state;
+  void *p = msi_spill_malloc(5000, (size_t)1 << 20, false);
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p & ((1 << 20) - 1), 0);
+  msi_spill_free(p);
+  errno = 0;
+  assert_null(msi_spill_malloc(5000, 3, false));
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
+  assert_null(msi_spill_malloc(SIZE_MAX - 10, 0, false));
+  assert_int_equal(errno, ENOMEM);
+}
+
+static void test_fallocate_failure(void **state) {
+  (void)state;
+  void *warm = msi_spill_malloc(1 << 20, 0, false); /* files exist */
+  assert_non_null(warm);
+  ms_fault_inject(MS_FAULT_FALLOCATE, 1, ENOSPC);
+  errno = 0;
+  assert_null(msi_spill_malloc(1 << 20, 0, false));
+  assert_int_equal(errno, ENOMEM);
+  ms_fault_inject(MS_FAULT_FALLOCATE, 0, 0);
+  void *p = msi_spill_malloc(1 << 20, 0, false);
+  assert_non_null(p);
+  msi_spill_free(p);
+  msi_spill_free(warm);
+}
+
+static void test_realloc_direct(void **state) {
+  (void)state;
+  size_t n = 3 << 20;
+  unsigned char *p = msi_spill_malloc(n, 0, false);
+  assert_non_null(p);
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 7);
+  unsigned char *q = msi_spill_realloc(p, 4 << 20); /* same slot: in place */
+  assert_ptr_equal(p, q);
+  q = msi_spill_realloc(q, 64 << 20);               /* beyond the slot: moved inside the kernel */
+  assert_non_null(q);
+  for (size_t i = 0; i < n; i++) assert_int_equal(q[i], (unsigned char)(i * 7));
+  for (size_t i = 4 << 20; i < (size_t)(64 << 20); i += 4096) assert_int_equal(q[i], 0);
+  unsigned char *r = msi_spill_realloc(q, 1 << 20);  /* shrink in place */
+  assert_ptr_equal(q, r);
+  for (size_t i = 0; i < (1 << 20); i++) assert_int_equal(r[i], (unsigned char)(i * 7));
+  errno = 0;
+  assert_null(msi_spill_realloc(&n, 10));
+  assert_int_equal(errno, EINVAL);
+  msi_spill_free(r);
+}
+
+/* runs the helper with extra environment; returns its exit status, stdout+stderr in out */
+static int run_helper(const char *const args[], const char *const env_extra[], char *out, size_t cap) {
+  char *argv[8];
+  int a = 0;
+  argv[a++] = (char *)HELPER;
+  for (int i = 0; args[i] && a < 7; i++) argv[a++] = (char *)args[i];
+  argv[a] = NULL;
+  char *envp[256];
+  int e = 0;
+  for (int i = 0; env_extra && env_extra[i]; i++) envp[e++] = (char *)env_extra[i];
+  for (char **v = environ; *v && e < 254; v++)
+    if (strncmp(*v, "MEMSPACE_", 9) != 0 && strncmp(*v, "LD_PRELOAD=", 11) != 0) envp[e++] = *v;
+  envp[e] = NULL;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid;
+  int r = posix_spawn(&pid, HELPER, &fa, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  assert_int_equal(r, 0);
+  size_t len = 0;
+  ssize_t k;
+  while ((k = read(fds[0], out + len, cap - 1 - len)) > 0) len += (size_t)k;
+  out[len] = 0;
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  print_message("%s", out);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_missing_dir(void **state) {
+  (void)state;
+  char out[4096];
+  const char *args[] = {"dir", NULL};
+  const char *env[] = {"MEMSPACE_SPILL_DIR=/nonexistent/memspace-spill", NULL};
+  assert_int_equal(run_helper(args, env, out, sizeof out), 0);
+  assert_non_null(strstr(out, "fallback"));
+  assert_non_null(strstr(out, "missing"));
+  assert_non_null(strstr(out, "/nonexistent/memspace-spill"));
+}
+
+static void test_tmpfs_refused(void **state) {
+  (void)state;
+  struct statfs st;
+  if (statfs("/dev/shm", &st) != 0 || st.f_type != 0x01021994) skip();
+  char out[4096];
+  const char *args[] = {"dir", NULL};
+  const char *env[] = {"MEMSPACE_SPILL_DIR=/dev/shm", NULL};
+  assert_int_equal(run_helper(args, env, out, sizeof out), 0);
+  assert_non_null(strstr(out, "fallback"));
+  assert_non_null(strstr(out, "tmpfs"));
+}
+
+static void test_fsize(void **state) {
+  (void)state;
+  char out[4096];
+  const char *args[] = {"fsize", NULL};
+  assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
+  assert_non_null(strstr(out, "ok fsize"));
+}
+
+static void test_fork(void **state) {
+  (void)state;
+  char out[4096];
+  const char *args[] = {"fork", NULL};
+  assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
+}
+
+static void test_realloc_helper(void **state) {
+  (void)state;
+  char out[4096];
+  const char *args[] = {"realloc", NULL};
+  assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
+}
+
+static void test_many(void **state) {
+  (void)state;
+  char out[4096];
+  const char *args[] = {"many", "20000", NULL}; /* 100,000 through malloc: spill_preload_many */
+  assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
+}
+
+static size_t dir_entries(const char *path) {
+  DIR *d = opendir(path);
+  size_t n = 0;
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+static void test_kill9_leaves_nothing(void **state) {
+  (void)state;
+  char dir[] = "/var/tmp/memspace-spill-kill9-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char env_dir[128];
+  snprintf(env_dir, sizeof env_dir, "MEMSPACE_SPILL_DIR=%s", dir);
+  char *argv[] = {(char *)HELPER, (char *)"hold", NULL};
+  char *envp[] = {env_dir, NULL};
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  pid_t pid;
+  assert_int_equal(posix_spawn(&pid, HELPER, &fa, NULL, argv, envp), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  char buf[64] = {0};
+  assert_true(read(fds[0], buf, sizeof buf - 1) > 0);
+  close(fds[0]);
+  assert_non_null(strstr(buf, "ready"));
+  assert_int_equal(dir_entries(dir), 0); /* unnamed files even while running */
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(dir_entries(dir), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_basic),          cmocka_unit_test(test_aligned),
+      cmocka_unit_test(test_fallocate_failure), cmocka_unit_test(test_realloc_direct),
+      cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
+      cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
+      cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
+      cmocka_unit_test(test_kill9_leaves_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
