@@ -33,5 +33,16 @@ install: build
 check-all: deps-test build
 	@MEMSPACE_CHECK_ALL=1 scripts/test.sh $(BUILD)
 
+# Long libFuzzer runs (fuzz/, clang): FUZZ_SECONDS per target; results in $(BUILD)/fuzz/results.csv.
+FUZZ_SECONDS ?= 1800
+fuzz: deps-test build
+	@tests/reliability/run_fuzz.sh . $(BUILD) $(FUZZ_SECONDS)
+
+# Hours of mixed multi-threaded load with periodic checks; RSS and counts in $(BUILD)/soak.csv.
+SOAK_SECONDS ?= 7200
+SOAK_THREADS ?= 4
+soak: build
+	@$(BUILD)/soak $(SOAK_SECONDS) $(SOAK_THREADS) $(BUILD)/soak.csv
+
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,344 @@
+/* Resource limits: each case runs in a child process with a small RLIMIT_AS, RLIMIT_MEMLOCK (without
+   CAP_IPC_LOCK, which root otherwise has) or RLIMIT_NOFILE, or with an empty huge page pool. Every call must
+   fail cleanly (NULL or an error, errno set) or report a fallback; nothing may crash, and what still fits
+   must keep working. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
+#include "internal.h"
+
+#include "have.h"
+
+/* child helpers: a failed check exits with a message */
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "child: " __VA_ARGS__); fputc('\n', stderr); _exit(1); } } while (0)
+
+/* runs fn in a child; 0 ok, 77 skipped */
+static void in_child(void (*fn)(void), const char *name) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { fn(); _exit(0); }
+  int st;
+  while (waitpid(pid, &st, 0) < 0) {}
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 77) { printf("%s: skipped\n", name); skip(); }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("%s: child %s %d", name, WIFSIGNALED(st) ? "killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+static void drop_cap(int cap) {
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capget, &hdr, data) != 0) return;
+  data[cap / 32].effective &= ~(1u << (cap % 32));
+  data[cap / 32].permitted &= ~(1u << (cap % 32));
+  syscall(SYS_capset, &hdr, data);
+}
+
+/* ---- RLIMIT_AS: 256 MiB from the start (the heap reserves its address space at start-up, so the limit is set
+   before the test binary runs itself again with --as-probe) ---- */
+static int as_probe(void) {
+  ms_pages_t r;
+  int e = ms_pages_reserve(512u << 20, 0, 0, -1, &r);
+  CHECK(e == ENOMEM, "512 MiB reservation under a 256 MiB limit returned %d", e);
+  CHECK(ms_pages_reserve(1u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "1 MiB reservation failed under the limit");
+  ms_pages_release(r.addr, r.size);
+  int blocks = 0;
+#if MS_HAVE_HEAP
+  /* 1 MiB blocks until the heap says NULL + ENOMEM; then it must work again once they are freed */
+  static void *b[1024];
+  int n = 0;
+  for (; n < 1024; n++) {
+    errno = 0;
+    b[n] = ms_malloc(1u << 20);
+    if (!b[n]) { CHECK(errno == ENOMEM, "ms_malloc failed with errno %d, not ENOMEM", errno); break; }
+    ((unsigned char *)b[n])[0] = (unsigned char)n;
+    ((unsigned char *)b[n])[(1u << 20) - 1] = (unsigned char)n;
+  }
+  CHECK(n < 1024, "1 GiB allocated under a 256 MiB address space limit");
+  blocks = n;
+  errno = 0;
+  CHECK(ms_malloc(300u << 20) == NULL && errno == ENOMEM, "300 MiB block under the limit");
+  for (int k = 0; k < 10000; k++) {  /* small blocks: from memory the heap holds, or NULL + ENOMEM */
+    errno = 0;
+    void *p = ms_malloc(64);
+    if (!p) { CHECK(errno == ENOMEM, "small ms_malloc errno %d", errno); break; }
+    ms_free(p);
+  }
+  for (int k = 0; k < n; k++) {
+    unsigned char *c = b[k];
+    CHECK(c[0] == (unsigned char)k && c[(1u << 20) - 1] == (unsigned char)k, "block %d changed", k);
+    ms_free(b[k]);
+  }
+  ms_heap_collect(1);
+  void *p = ms_malloc(1u << 20);
+  CHECK(p != NULL, "ms_malloc(1 MiB) fails after everything was freed");
+  ms_free(p);
+#endif
+#if MS_HAVE_SPACE
+  ms_space_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.initial_size = 512u << 20;
+  cfg.numa_node = -1;
+  errno = 0;
+  CHECK(ms_space_create(&cfg) == NULL && errno == ENOMEM, "512 MiB space created under the limit (errno %d)", errno);
+  cfg.initial_size = 4u << 20;
+  ms_space_t *sp = ms_space_create(&cfg);
+  CHECK(sp != NULL, "4 MiB space refused under the limit (errno %d)", errno);
+  CHECK(ms_space_malloc(sp, 1000) != NULL && ms_space_check(sp) == 0, "small space unusable");
+  ms_space_destroy(sp);
+#endif
+  printf("RLIMIT_AS 256 MiB: the heap gave %d blocks of 1 MiB, then NULL + ENOMEM\n", blocks);
+  return 0;
+}
+
+/* runs this binary again with `arg` under a limit set before exec; exits with its status */
+static void reexec_limited(int resource, rlim_t value, const char *arg) {
+  struct rlimit rl = {value, value};
+  CHECK(setrlimit(resource, &rl) == 0, "setrlimit: %s", strerror(errno));
+  char *argv[] = {"test_rlimits", (char *)arg, NULL};
+  extern char **environ;
+  execve("/proc/self/exe", argv, environ);
+  _exit(126);
+}
+static void as_child(void) { reexec_limited(RLIMIT_AS, 256u << 20, "--as-probe"); }
+static void limit_as(void **state) { (void)state; in_child(as_child, "RLIMIT_AS"); }
+
+/* ---- RLIMIT_MEMLOCK: 64 KiB, without CAP_IPC_LOCK ---- */
+static void memlock_child(void) {
+  drop_cap(CAP_IPC_LOCK);
+  struct rlimit rl = {64 << 10, 64 << 10};
+  CHECK(setrlimit(RLIMIT_MEMLOCK, &rl) == 0, "setrlimit(RLIMIT_MEMLOCK): %s", strerror(errno));
+  ms_pages_t r;
+  int e = ms_pages_reserve(4u << 20, 0, MS_PAGES_COMMIT | MS_PAGES_LOCK, -1, &r);
+  CHECK(e == EPERM || e == EAGAIN || e == ENOMEM, "locked 4 MiB reservation returned %d", e);
+  CHECK(ms_pages_reserve(4u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "unlocked reservation failed");
+  e = ms_pages_lock(r.addr, r.size);
+  CHECK(e == EPERM || e == EAGAIN || e == ENOMEM, "ms_pages_lock above the limit returned %d", e);
+  CHECK(ms_pages_lock(r.addr, 16 << 10) == 0, "16 KiB lock under the limit failed");
+  ms_pages_unlock(r.addr, 16 << 10);
+  ms_pages_release(r.addr, r.size);
+#if MS_HAVE_SPACE
+  ms_space_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.initial_size = 4u << 20;
+  cfg.flags = MS_SPACE_LOCKED;
+  cfg.numa_node = -1;
+  errno = 0;
+  ms_space_t *sp = ms_space_create(&cfg);
+  CHECK(sp == NULL && (errno == EPERM || errno == EAGAIN || errno == ENOMEM),
+        "locked 4 MiB space above RLIMIT_MEMLOCK: %p errno %d", (void *)sp, errno);
+  cfg.flags = 0;
+  sp = ms_space_create(&cfg);
+  CHECK(sp != NULL, "unlocked space failed: errno %d", errno);
+  void *p = ms_space_malloc(sp, 1000);
+  CHECK(p != NULL && ms_space_check(sp) == 0, "unlocked space unusable");
+  ms_space_destroy(sp);
+#endif
+#if MS_HAVE_HEAP
+  void *h = ms_malloc(100000);
+  CHECK(h != NULL, "heap unusable under RLIMIT_MEMLOCK");
+  ms_free(h);
+#endif
+}
+static void limit_memlock(void **state) { (void)state; in_child(memlock_child, "RLIMIT_MEMLOCK"); }
+
+/* ---- RLIMIT_NOFILE: no descriptor left ---- */
+static void nofile_child(void) {
+  /* every descriptor up to the limit is taken */
+  int fds = 0;
+  struct rlimit rl = {16, 16};
+  CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+  while (open("/dev/null", O_RDONLY) >= 0) fds++;
+  CHECK(errno == EMFILE, "open stopped with errno %d", errno);
+  errno = 0;
+  void *s = ms_spill_alloc(1u << 20);
+  if (s) {
+    memset(s, 1, 1u << 20);  /* served from RAM: a reported fallback */
+    ms_spill_free(s);
+  } else {
+    CHECK(errno == ENOSYS || errno == EMFILE || errno == ENOMEM || errno == ENFILE,
+          "ms_spill_alloc without descriptors: errno %d", errno);
+  }
+  ms_pages_t r;
+  CHECK(ms_pages_reserve(1u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "page layer needs a descriptor?");
+  ms_pages_release(r.addr, r.size);
+#if MS_HAVE_HEAP
+  void *h = ms_malloc(5u << 20);
+  CHECK(h != NULL, "heap unusable without descriptors");
+  ms_free(h);
+#endif
+  (void)fds;
+}
+static void limit_nofile(void **state) { (void)state; in_child(nofile_child, "RLIMIT_NOFILE"); }
+
+/* ---- no huge pages: a request larger than the free 2 MiB pool (an empty pool when nothing else uses it) ---- */
+static long meminfo(const char *key) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long v = -1;
+  size_t n = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, key, n)) { v = atol(line + n); break; }
+  fclose(f);
+  return v;
+}
+static void nohuge_child(void) {
+  long free_pages = meminfo("HugePages_Free:");
+  if (ms_huge_page_size(MS_PAGE_HUGE_2M) == 0 || free_pages < 0 || meminfo("Hugepagesize:") != 2048) {
+    fprintf(stderr, "no 2 MiB hugetlb pool on this kernel: the fallback is the only path\n");
+    _exit(77);
+  }
+  size_t want = (size_t)(free_pages + 64) << 21; /* more than the pool holds */
+  ms_pages_t r;
+  CHECK(ms_pages_reserve(want, 0, MS_PAGES_HUGE_2M | MS_PAGES_NO_FALLBACK, -1, &r) == ENOMEM,
+        "hugetlb beyond the pool without fallback did not fail with ENOMEM");
+  CHECK(ms_pages_reserve(want, 0, MS_PAGES_HUGE_2M | MS_PAGES_COMMIT, -1, &r) == 0, "fallback failed");
+  CHECK(r.fallback == 1 && r.kind != MS_PAGE_HUGE_2M, "fallback not reported");
+  memset(r.addr, 1, 1 << 20);
+  ms_pages_release(r.addr, r.size);
+#if MS_HAVE_SPACE
+  ms_space_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.initial_size = want;
+  cfg.flags = MS_SPACE_HUGE_PAGES;
+  cfg.at = MS_SPACE_AT_FIRSTALLOC;
+  cfg.numa_node = -1;
+  ms_space_t *sp = ms_space_create(&cfg);
+  CHECK(sp != NULL, "huge-page space beyond the pool: no fallback (errno %d)", errno);
+  void *p = ms_space_malloc(sp, 100000);
+  CHECK(p != NULL, "space unusable after fallback");
+  memset(p, 1, 100000);
+  CHECK(ms_space_check(sp) == 0, "space check after fallback");
+  ms_space_destroy(sp);
+#endif
+}
+static void no_huge_pages(void **state) { (void)state; in_child(nohuge_child, "no huge pages"); }
+
+/* ---- a read-only spill directory: a directory of a real (disk) file system bind-mounted read-only in a private
+   mount namespace; the test binary runs itself again with MEMSPACE_SPILL_DIR set (options are read at start-up).
+   (A full disk is tested by tests/spill with a loop device; tmpfs directories are refused by spill itself.) ---- */
+static int spill_probe(const char *mode) {
+  errno = 0;
+  void *big = ms_spill_alloc(8u << 20);
+  int e = errno;
+  if (big) {
+    /* served from RAM (a reported fallback) or a sparse file that the kernel will fill: touch one page only */
+    ((char *)big)[0] = 1;
+    ms_spill_free(big);
+  } else if (e == ENOSYS) {
+    return 77;
+  } else if (e != ENOMEM && e != ENOSPC && e != EROFS && e != EACCES) {
+    fprintf(stderr, "%s: ms_spill_alloc(8 MiB) NULL with errno %d\n", mode, e);
+    return 1;
+  }
+  errno = 0;
+  void *small = ms_spill_alloc(64u << 10);
+  if (!small && errno != ENOMEM && errno != ENOSPC && errno != EROFS && errno != EACCES) {
+    fprintf(stderr, "%s: ms_spill_alloc(64 KiB) NULL with errno %d\n", mode, errno);
+    return 1;
+  }
+  if (small) { memset(small, 2, 64u << 10); ms_spill_free(small); }
+#if MS_HAVE_HEAP
+  /* malloc with a spill threshold: a block or NULL + ENOMEM, never a crash */
+  errno = 0;
+  void *m = ms_malloc(4u << 20);
+  if (m) { memset(m, 3, 4096); ms_free(m); }
+  else if (errno != ENOMEM) { fprintf(stderr, "%s: ms_malloc(4 MiB) NULL with errno %d\n", mode, errno); return 1; }
+  void *h = ms_malloc(1000);
+  if (!h) { fprintf(stderr, "%s: small ms_malloc failed\n", mode); return 1; }
+  ms_free(h);
+#endif
+  printf("%s: 8 MiB spill %s (errno %d), 64 KiB spill %s\n", mode, big ? "served" : "refused", e, small ? "served" : "refused");
+  return 0;
+}
+
+static void ro_child(void) {
+  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+    fprintf(stderr, "cannot make a private mount namespace: %s\n", strerror(errno));
+    _exit(77);
+  }
+  char dir[] = "/tmp/memspace-spilltest.XXXXXX";
+  if (!mkdtemp(dir)) _exit(77);
+  if (mount(dir, dir, NULL, MS_BIND, NULL) != 0 ||
+      mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0) {
+    fprintf(stderr, "cannot bind-mount %s read-only: %s\n", dir, strerror(errno));
+    rmdir(dir);
+    _exit(77);
+  }
+  char env1[300], env2[] = "MEMSPACE_SPILL_THRESHOLD=1M", env3[] = "MEMSPACE_VERBOSE=1";
+  snprintf(env1, sizeof env1, "MEMSPACE_SPILL_DIR=%s", dir);
+  char *envp[] = {env1, env2, env3, NULL};
+  char *argv[] = {"test_rlimits", "--spill-probe", "read-only", NULL};
+  pid_t pid = fork();
+  if (pid == 0) { execve("/proc/self/exe", argv, envp); _exit(126); }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) {}
+  umount2(dir, MNT_DETACH);
+  rmdir(dir);
+  if (WIFSIGNALED(st)) { fprintf(stderr, "spill probe killed by signal %d\n", WTERMSIG(st)); _exit(1); }
+  _exit(WEXITSTATUS(st));
+}
+static void spill_read_only(void **state) { (void)state; in_child(ro_child, "read-only spill directory"); }
+
+/* ---- no privilege: uid nobody, no capabilities ---- */
+static void nopriv_child(void) {
+  if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
+    fprintf(stderr, "cannot drop privileges: %s\n", strerror(errno));
+    _exit(77);
+  }
+  struct rlimit rl;
+  getrlimit(RLIMIT_MEMLOCK, &rl);
+  ms_pages_t r;
+  size_t big = rl.rlim_cur == RLIM_INFINITY ? 0 : (size_t)rl.rlim_cur + (4u << 20);
+  if (big) {
+    int e = ms_pages_reserve(big, 0, MS_PAGES_COMMIT | MS_PAGES_LOCK, -1, &r);
+    CHECK(e == EPERM || e == EAGAIN || e == ENOMEM, "locked reservation above RLIMIT_MEMLOCK as nobody: %d", e);
+  }
+  CHECK(ms_pages_reserve(1u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "plain reservation as nobody failed");
+  ms_pages_release(r.addr, r.size);
+#if MS_HAVE_DMA
+  errno = 0;
+  ms_dma_buffer_t *b = ms_dma_alloc(1u << 20, NULL);
+  if (b) {
+    size_t count;
+    errno = 0;
+    CHECK(ms_dma_segments(b, &count) == NULL && errno == EPERM, "physical addresses readable without privilege");
+    ms_dma_free(b);
+  } else {
+    CHECK(errno == EPERM || errno == ENOMEM || errno == EAGAIN, "ms_dma_alloc as nobody: errno %d", errno);
+  }
+#endif
+#if MS_HAVE_HEAP
+  void *h = ms_malloc(100000);
+  CHECK(h != NULL, "heap unusable without privilege");
+  ms_free(h);
+#endif
+}
+static void no_privilege(void **state) { (void)state; in_child(nopriv_child, "no privilege"); }
+
+int main(int argc, char **argv) {
+  if (argc > 2 && !strcmp(argv[1], "--spill-probe")) return spill_probe(argv[2]);
+  if (argc > 1 && !strcmp(argv[1], "--as-probe")) return as_probe();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(limit_as), cmocka_unit_test(limit_memlock), cmocka_unit_test(limit_nofile),
+    cmocka_unit_test(no_huge_pages), cmocka_unit_test(spill_read_only),
+    cmocka_unit_test(no_privilege),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
