@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "ms_test.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -130,22 +131,13 @@ static void *filler(void *arg) {
   return NULL;
 }
 
-static size_t rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long pages = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%lu %lu", &pages, &res) != 2) res = 0;
-    fclose(f);
-  }
-  return res * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 /* after a workload frees everything, RSS falls without a call from the program (maintenance thread) */
 static void idle_purge(void **state) {
   (void)state;
   if (SANITIZED) skip();
   ms_heap_collect(1);
-  size_t base = rss_bytes();
+  size_t base = ms_test_rss_bytes();
   static void *v[40000];
   pthread_t t;
   pthread_create(&t, NULL, filler, v); /* a second thread: the maintenance thread may start */
@@ -153,14 +145,14 @@ static void idle_purge(void **state) {
   for (int i = 0; i < 40000; i++) {
     memset(v[i], 2, ms_usable_size(v[i]));
   }
-  size_t peak = rss_bytes() - base;
+  size_t peak = ms_test_rss_bytes() - base;
   assert_true(peak > 100 * MSI_MiB);
   for (int i = 0; i < 40000; i++) ms_free(v[i]);
   size_t now = 0;
   for (int i = 0; i < 60; i++) { /* up to 6 s on a loaded machine; normally about one purge delay */
     struct timespec ts = {0, 100 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    now = rss_bytes();
+    now = ms_test_rss_bytes();
     if (now < base + peak / 20) break;
   }
   printf("peak %zu MiB above base, %zu MiB now above base\n", peak >> 20, (now > base ? now - base : 0) >> 20);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "ms_test.h"
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,15 +16,6 @@
 /* sizes hidden from the compiler, which otherwise rejects the impossible requests at compile time */
 static volatile size_t huge_count = SIZE_MAX / 2, huge_size = SIZE_MAX - 100;
 
-static size_t rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long pages = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%lu %lu", &pages, &res) != 2) res = 0;
-    fclose(f);
-  }
-  return res * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 static void size_classes(void **state) {
   (void)state;
@@ -146,7 +138,7 @@ static void realloc_in_place(void **state) {
 /* grow one block to 1 GiB touching two bytes per step: copying would fault in every page of the new block */
 static void realloc_grow_to_1gib_without_copy(void **state) {
   (void)state;
-  size_t before = rss_bytes();
+  size_t before = ms_test_rss_bytes();
   size_t size = 1 << 20;
   char *p = ms_malloc(size);
   assert_non_null(p);
@@ -162,7 +154,7 @@ static void realloc_grow_to_1gib_without_copy(void **state) {
     size = next;
   }
   assert_true(ms_usable_size(p) >= ((size_t)1 << 30));
-  size_t after = rss_bytes();
+  size_t after = ms_test_rss_bytes();
 #if defined(__SANITIZE_ADDRESS__) /* ASan unpoisons (writes shadow for) the whole block */
   after = before;
 #endif
