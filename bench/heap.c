@@ -82,6 +82,12 @@ static void setup_impls(void) {
         p.env[0] = preset_env[k];
         synth[n_synth++] = p;
       }
+      /* the secure build (guard pages, encoded free lists, canaries, random carving; scripts/test.sh builds it in
+         BUILD/secure): its cost against the default build's performance preset, in the same rounds */
+      static char secure_lib[PATH_MAX];
+      snprintf(secure_lib, sizeof secure_lib, "%s/secure/libmemspace.so", msb_binary_dir());
+      if (n_synth < MAX_IMPL)
+        synth[n_synth++] = (hb_impl_t){"memspace-secure", secure_lib, {NULL, NULL}, access(secure_lib, R_OK) == 0, false};
     } else if (n_synth < MAX_IMPL) {
       synth[n_synth++] = base;
     }
@@ -255,6 +261,11 @@ static void print_rptest(const hb_params_t *p, int c) {
                     "%.2fx"));
     }
     if (bp >= 0) msb_printf("%-22s %3d (best peer: %s)\n", "", thread_counts[t], synth[bp].impl);
+    int sec = find_impl(synth, n_synth, "memspace-secure"), perf = find_impl(synth, n_synth, "memspace-performance");
+    if (sec >= 0 && perf >= 0 && res[c][t][sec][M_OPS].n && res[c][t][perf][M_OPS].n)
+      msb_printf("%-22s %3d (secure build: %.2fx the default build's speed, %.2fx its peak RSS)\n", "", thread_counts[t],
+                 ratio(med(&res[c][t][sec][M_OPS]), med(&res[c][t][perf][M_OPS])),
+                 ratio(med(&res[c][t][sec][M_PEAK]), med(&res[c][t][perf][M_PEAK])));
   }
 }
 

@@ -14,9 +14,11 @@ static inline void *small_alloc(size_t size) {
   msi_span_t *s = msi_tls_heap->current[msi_heap_class_of(size)];
   msi_block_t *b = s->free;
   if (MSI_LIKELY(b)) {
-    s->free = b->next;
+    MSI_HEAP_VG_OPEN(b);
+    s->free = msi_block_next(s, b);
     s->used++;
-    b->cookie = 0;
+    msi_block_arm(s, b);
+    MSI_HEAP_VG_CLOSE(b);
     MSI_TRACK_MALLOC(b, size, false);
     return b;
   }
@@ -38,22 +40,24 @@ static void *small_aligned(size_t size, size_t alignment) {
   msi_span_t *s = h->current[c];
   msi_block_t *b = s->free;
   if (MSI_LIKELY(b)) {
-    s->free = b->next;
+    MSI_HEAP_VG_OPEN(b);
+    s->free = msi_block_next(s, b);
     s->used++;
-    b->cookie = 0;
+    msi_block_arm(s, b);
+    MSI_HEAP_VG_CLOSE(b);
     return b;
   }
-  return msi_heap_small_alloc_slow(msi_heap_class_size[c]);
+  return msi_heap_small_alloc_slow(msi_heap_class_size[c] - MSI_HEAP_CANARY);
 }
 
 static void *heap_alloc(size_t size, size_t alignment, bool zero) {
   void *p;
-  if (size <= MSI_HEAP_SMALL_MAX && alignment <= 16) {
+  if (size <= MSI_HEAP_SMALL_REQ && alignment <= 16) {
     p = small_alloc(size);
     if (p && zero) memset(p, 0, size);
     return p;
   }
-  if (size <= MSI_HEAP_SMALL_MAX && alignment <= MSI_HEAP_SMALL_MAX) {
+  if (size <= MSI_HEAP_SMALL_REQ && alignment <= MSI_HEAP_SMALL_MAX) {
     p = small_aligned(size, alignment);
     if (p) {
       MSI_TRACK_MALLOC(p, size, zero);
@@ -98,19 +102,22 @@ static MSI_NOINLINE void free_generic(void *p) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_MAX && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed)))
+  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed)))
     return small_alloc(size);
   return alloc_generic(size, 0, false);
 }
 
-/* pushes a block freed by its owner; the span's bookkeeping runs when it was full or becomes empty */
+/* pushes a block freed by its owner; the span's bookkeeping runs when it was full or becomes empty. valgrind builds:
+   the block is marked free, and its header opened for the heap's own writes only */
 static inline void free_local(void *p, msi_span_t *s) {
-  msi_block_t *b = p;
+  msi_block_t *b = p, *head = s->free;
   MSI_TRACK_FREE(p);
-  b->next = s->free;
+  MSI_HEAP_VG_OPEN(b);
+  msi_block_link(b, head);
   b->cookie = (uintptr_t)b ^ SECRET();
+  MSI_HEAP_VG_CLOSE(b);
   s->free = b;
-  if (MSI_UNLIKELY(--s->used == 0 || !b->next)) msi_heap_small_free_slow(p, s);
+  if (MSI_UNLIKELY(--s->used == 0 || !head)) msi_heap_small_free_slow(p, s);
 }
 
 static MSI_NOINLINE MSI_COLD void free_local_checked(void *p, msi_span_t *s) {
@@ -126,8 +133,10 @@ void msi_free(void *p) {
       uintptr_t off = (uintptr_t)p - s->base;
       if (MSI_UNLIKELY((uintptr_t)p >= s->end || ((off * s->recip) >> 40) * s->block_size != off))
         msi_heap_bad_pointer(p, "free(): invalid pointer");
-      /* the release fast path does not read the block (a load miss would stall here; the store does not):
-         the double-free cookie is checked on remote frees and, with checks on, on every free */
+      /* double free: the cookie (second word of the block, the line the link store below writes anyway) */
+      if (MSI_UNLIKELY(msi_block_is_free(p))) msi_heap_bad_pointer(p, "free(): double free");
+      if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
+        msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
       if (MSI_UNLIKELY(msi_heap_checks)) return free_local_checked(p, s);
       return free_local(p, s);
     }
@@ -139,7 +148,7 @@ void msi_free(void *p) {
 void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
-  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_MAX && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed))) {
+  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed))) {
     void *p = small_alloc(total);
     if (p) memset(p, 0, total);
     return p;
@@ -153,11 +162,12 @@ void *msi_aligned_alloc(size_t alignment, size_t size) {
   return alloc_generic(size, alignment, false);
 }
 
-/* usable size of a block of ours (0 when not a live block) */
+/* usable size of a block of ours (0 when not a live block: also a freed small block, by its cookie) */
 static size_t usable(const void *p) {
   if (msi_heap_in_small(p)) {
-    msi_span_t *s = msi_heap_span_of(p);
-    return s->state == MSI_SPAN_ACTIVE ? s->block_size : 0;
+    msi_span_t *s;
+    if (!msi_heap_small_valid(p, &s) || msi_block_is_free(p)) return 0;
+    return s->block_size - MSI_HEAP_CANARY;
   }
   if (msi_heap_in_large(p)) return msi_large_usable(p);
   return 0;
@@ -174,7 +184,8 @@ size_t msi_usable_size(const void *p) {
 static void *realloc_move(void *p, size_t old_usable, size_t size) {
   void *n = msi_malloc(size);
   if (!n) return NULL;
-  memcpy(n, p, old_usable < size ? old_usable : size);
+  /* the whole usable size is the caller's (valgrind only knows the size asked for: no report for the rest) */
+  MSI_HEAP_VG_QUIET(memcpy(n, p, old_usable < size ? old_usable : size));
   msi_free(p);
   return n;
 }
@@ -187,7 +198,10 @@ void *msi_realloc(void *p, size_t size) {
   if (msi_heap_in_small(p)) {
     msi_span_t *s;
     if (MSI_UNLIKELY(!msi_heap_small_valid(p, &s))) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
-    size_t bs = s->block_size;
+    if (MSI_UNLIKELY(msi_block_is_free(p))) msi_heap_bad_pointer(p, "realloc(): pointer already freed");
+    if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
+      msi_heap_bad_pointer(p, "realloc(): canary after the block overwritten (heap buffer overflow)");
+    size_t bs = s->block_size - MSI_HEAP_CANARY;
     if (size <= bs && (size >= bs / 2 || bs <= 64) && !mask) {
       MSI_TRACK_RESIZE(p, bs, size);
       return p;
@@ -196,9 +210,16 @@ void *msi_realloc(void *p, size_t size) {
   }
   if (msi_heap_in_large(p)) {
     size_t old = msi_large_usable(p);
-    if (size > MSI_HEAP_SMALL_MAX && !(mask & MSI_ROUTE_SPILL && msi_spill_threshold() && size >= msi_spill_threshold())) {
+    if (MSI_UNLIKELY(!old)) msi_heap_bad_pointer(p, "realloc(): invalid pointer or pointer already freed");
+    if (size > MSI_HEAP_SMALL_REQ && !(mask & MSI_ROUTE_SPILL && msi_spill_threshold() && size >= msi_spill_threshold())) {
       void *q = msi_large_realloc(p, size);
-      if (q) MSI_TRACK_RESIZE(q, old, size);
+      if (q == p) {
+        MSI_TRACK_RESIZE(q, old, size);
+      } else if (q) { /* moved by mremap: the old block is gone, the new one holds the old bytes */
+        MSI_TRACK_FREE(p);
+        MSI_TRACK_MALLOC(q, size, false);
+        MSI_TRACK_DEFINED(q, old < size ? old : size);
+      }
       return q;
     }
     return realloc_move(p, old, size);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -68,7 +69,7 @@ static void classes_init(void) {
       if (cap >= 2 && waste * 1000 / bytes < best_waste) { best_waste = waste * 1000 / bytes; best = n; }
     }
     msi_heap_class_chunks[c] = (uint8_t)best;
-    class_capacity[c] = (uint32_t)(best * MSI_HEAP_CHUNK / bs);
+    class_capacity[c] = (uint32_t)((best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs); /* secure: guard page at the end */
     class_recip[c] = (((uint64_t)1 << 40) + bs - 1) / bs;
   }
   c = 0;
@@ -99,9 +100,9 @@ bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
 /* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
 void msi_heap_check_free(msi_span_t *s, msi_block_t *b) {
-  if (b->cookie == ((uintptr_t)b ^ msi_heap_g.secret)) msi_heap_bad_pointer(b, "free(): double free");
+  if (msi_block_is_free(b)) msi_heap_bad_pointer(b, "free(): double free");
   unsigned n = 0;
-  for (msi_block_t *f = s->free; f && n < 4096; f = f->next, n++)
+  for (msi_block_t *f = s->free; f && n < 4096; f = msi_block_next(s, f), n++)
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
 #if MEMSPACE_DEBUG
   if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));
@@ -112,6 +113,56 @@ _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
   msi_error("%s: %p (memspace heap); aborting", what, p);
   abort();
 }
+
+_Noreturn void msi_heap_corrupt_link(const void *block, uintptr_t decoded) {
+  msi_error("malloc(): corrupted free-list link in the free block %p (decodes to %p, outside its span: the block "
+            "was written after free or overflowed into) (memspace heap); aborting", block, (void *)decoded);
+  abort();
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* secure build: guard pages and the carving order                                                              */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+#if MSI_HEAP_SECURE
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
+static _Atomic int guards_off; /* the kernel has no MADV_GUARD_INSTALL (before 6.13): no guards in segments */
+
+/* a guard page at addr: MADV_GUARD_INSTALL marks the page so that any access faults, without a new mapping (the
+   segment stays one VMA). mprotect would split the segment's mapping in three per span, past the kernel's limit
+   of ~65,530 mappings in a few GiB of heap, so without the advice there is no guard in segments (reported once). */
+static void guard_install(uintptr_t addr) {
+  if (atomic_load_explicit(&guards_off, memory_order_relaxed)) return;
+  if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_INSTALL) == 0) return;
+  if (errno == EINVAL && !atomic_exchange(&guards_off, 1))
+    msi_warning("heap (secure build): this kernel has no MADV_GUARD_INSTALL (Linux 6.13+): no guard pages between "
+                "small spans (mprotect would split the heap's mappings); large blocks keep theirs");
+  /* another failure (ENOMEM, an injected fault): this span goes without a guard */
+}
+/* the page becomes ordinary memory again (a span of another length may put blocks there) */
+static void guard_remove(uintptr_t addr) {
+  if (atomic_load_explicit(&guards_off, memory_order_relaxed)) return;
+  for (int i = 0; i < 3; i++)
+    if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) return;
+  /* still refused: a fresh mapping over the page drops any guard (and merges back into the segment's mapping) */
+  msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
+/* the carving order's PRNG (xorshift64*), per thread, seeded from the process secret and the thread */
+static __thread uint64_t carve_rng;
+static uint32_t carve_random(uint32_t bound) {
+  uint64_t x = carve_rng;
+  if (MSI_UNLIKELY(!x)) x = (msi_heap_g.canary_secret ^ (uintptr_t)&carve_rng) * 0x9E3779B97F4A7C15ull | 1;
+  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+  carve_rng = x;
+  return (uint32_t)(((x * 0x2545F4914F6CDD1Dull) >> 32) * bound >> 32);
+}
+#endif
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* region and segments                                                                                          */
@@ -155,6 +206,9 @@ static msi_segment_t *segment_new(void) {
     return NULL;
   }
   msi_segment_t *seg = p;
+#if MSI_HEAP_SECURE
+  guard_install((uintptr_t)seg + MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* between the header and chunk 1 */
+#endif
   seg->free_mask = ~(uint64_t)1; /* chunk 0 is the header */
   for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS; i++) {
     msi_span_t *s = &seg->spans[i];
@@ -210,6 +264,9 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   s->state = MSI_SPAN_CACHED;
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = (uint8_t)at;
   msi_unlock(&seg_lock);
+#if MSI_HEAP_SECURE
+  guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while the span is cached */
+#endif
   return s;
 }
 
@@ -225,6 +282,9 @@ static void segment_release_span(msi_span_t *s, bool purge_now) {
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
+#if MSI_HEAP_SECURE
+  guard_remove(s->base + bytes - MSI_HEAP_GUARD);
+#endif
   if (purge_now) {
     msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
     chunks_purged(bytes);
@@ -437,10 +497,17 @@ static void span_collect(msi_span_t *s, bool keep_flag) {
   }
   msi_block_t *b = (msi_block_t *)(x & ~(uintptr_t)1);
   if (!b) return;
-  msi_block_t *last = b;
+  msi_block_t *last = b, *next;
   uint32_t n = 1;
-  while (last->next) { last = last->next; n++; }
-  last->next = s->free;
+  MSI_HEAP_VG_OPEN(b);
+  while ((next = msi_block_next(s, last))) {
+    MSI_HEAP_VG_CLOSE(last);
+    last = next;
+    MSI_HEAP_VG_OPEN(last);
+    n++;
+  }
+  msi_block_link(last, s->free);
+  MSI_HEAP_VG_CLOSE(last);
   s->free = b;
   s->used -= n;
 }
@@ -475,18 +542,44 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   s->state = MSI_SPAN_ACTIVE;
 }
 
-/* carves a batch of never-used blocks into the free list */
+/* carves a batch of never-used blocks into the free list (the secure build links them in a random order, so the
+   addresses of consecutive allocations cannot be predicted) */
 static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
   size_t avail = (s->end - s->bump) / bs, n = 16384 / bs;
   if (n < 2) n = 2;
   if (n > avail) n = avail;
   uintptr_t p = s->bump;
+#if MSI_HEAP_SECURE
+  uint16_t order[16384 / 16];
+  for (size_t i = 0; i < n; i++) order[i] = (uint16_t)i;
+  for (size_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+    uint32_t j = carve_random((uint32_t)i + 1);
+    uint16_t t = order[i]; order[i] = order[j]; order[j] = t;
+  }
+  msi_block_t *head = s->free;
+  for (size_t i = 0; i < n; i++) {
+    msi_block_t *b = (msi_block_t *)(p + (uintptr_t)order[i] * bs);
+    MSI_HEAP_VG_OPEN(b);
+    msi_block_link(b, head);
+    MSI_HEAP_VG_CLOSE(b);
+    head = b;
+  }
+  s->free = head;
+  s->bump = p + n * bs;
+#else
   msi_block_t *head = (msi_block_t *)p;
-  for (size_t i = 1; i < n; i++, p += bs) ((msi_block_t *)p)->next = (msi_block_t *)(p + bs);
-  ((msi_block_t *)p)->next = s->free;
+  for (size_t i = 1; i < n; i++, p += bs) {
+    MSI_HEAP_VG_OPEN((msi_block_t *)p);
+    msi_block_link((msi_block_t *)p, (msi_block_t *)(p + bs));
+    MSI_HEAP_VG_CLOSE((msi_block_t *)p);
+  }
+  MSI_HEAP_VG_OPEN((msi_block_t *)p);
+  msi_block_link((msi_block_t *)p, s->free);
+  MSI_HEAP_VG_CLOSE((msi_block_t *)p);
   s->free = head;
   s->bump = p + bs;
+#endif
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -653,9 +746,15 @@ void msi_heap_global_init(void) {
   msi_empty_span.owner = NULL;
   msi_empty_span.state = MSI_SPAN_FREE;
   heap_reset_current(&msi_empty_heap);
-  uintptr_t secret = (uintptr_t)msi_now_ns() * 0x9E3779B97F4A7C15ull;
+  /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with the time and an address */
+  uint64_t rnd[2] = {0, 0};
+  const void *at_random = (const void *)getauxval(AT_RANDOM);
+  if (at_random) memcpy(rnd, at_random, sizeof rnd);
+  uintptr_t secret = ((uintptr_t)msi_now_ns() ^ rnd[0]) * 0x9E3779B97F4A7C15ull;
   secret ^= (uintptr_t)&secret;
   msi_heap_g.secret = secret | 1;
+  msi_heap_g.link_secret = (rnd[1] ^ secret) * 0xBF58476D1CE4E5B9ull;
+  msi_heap_g.canary_secret = (rnd[1] + secret) * 0x94D049BB133111EBull;
   if (!region_init()) {
     msi_warning("heap: cannot reserve address space; every allocation fails");
     atomic_store(&init_state, 2);
@@ -682,9 +781,11 @@ void msi_heap_global_init(void) {
 
 static void *alloc_from(msi_span_t *s) {
   msi_block_t *b = s->free;
-  s->free = b->next;
+  MSI_HEAP_VG_OPEN(b); /* a freed block: its link is ours to read */
+  s->free = msi_block_next(s, b);
   s->used++;
-  b->cookie = 0;
+  msi_block_arm(s, b);
+  MSI_HEAP_VG_CLOSE(b); /* until the caller marks the block allocated */
   return b;
 }
 
@@ -763,14 +864,19 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
                    ((off * s->recip) >> 40) * s->block_size != off))
     msi_heap_bad_pointer(p, "free(): invalid pointer");
   msi_block_t *b = p;
-  if (MSI_UNLIKELY(b->cookie == ((uintptr_t)b ^ msi_heap_g.secret))) msi_heap_bad_pointer(p, "free(): double free");
-  MSI_TRACK_FREE(p);
-  b->cookie = (uintptr_t)b ^ msi_heap_g.secret;
+  if (MSI_UNLIKELY(msi_block_is_free(b))) msi_heap_bad_pointer(p, "free(): double free");
+  if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
+    msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
+  MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
   msi_heap_t *owner = s->owner;
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-  do b->next = (msi_block_t *)(x & ~(uintptr_t)1);
-  while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, (uintptr_t)b | 1, memory_order_release,
-                                                memory_order_relaxed));
+  do {
+    MSI_HEAP_VG_OPEN(b);
+    b->cookie = (uintptr_t)b ^ msi_heap_g.secret;
+    msi_block_link(b, (msi_block_t *)(x & ~(uintptr_t)1));
+    MSI_HEAP_VG_CLOSE(b);
+  } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, (uintptr_t)b | 1, memory_order_release,
+                                                  memory_order_relaxed));
   if (!(x & 1)) {
     msi_span_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
     do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);

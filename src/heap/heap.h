@@ -26,6 +26,18 @@
 #define MSI_HEAP_LARGE_MAX_SHIFT 37   /* largest large slot: 128 GiB */
 #define MSI_HEAP_LARGE_CLASSES (MSI_HEAP_LARGE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1)
 
+/* The secure build (-DMEMSPACE_SECURE=ON, docs/reliability.md "Hardening"): guard pages after spans and large
+   blocks, encoded free-list links, shuffled carving, a canary after each small block. All of it compiles away in
+   the default build (the constants below are 0 there). */
+#if MEMSPACE_SECURE_BUILD
+#define MSI_HEAP_SECURE 1
+#else
+#define MSI_HEAP_SECURE 0
+#endif
+#define MSI_HEAP_GUARD (MSI_HEAP_SECURE ? (size_t)4096 : (size_t)0) /* guard bytes at the end of spans/slots */
+#define MSI_HEAP_CANARY (MSI_HEAP_SECURE ? (size_t)8 : (size_t)0)   /* canary bytes at the end of small blocks */
+#define MSI_HEAP_SMALL_REQ (MSI_HEAP_SMALL_MAX - MSI_HEAP_CANARY)     /* largest request served by small blocks */
+
 typedef struct msi_block_s {
   struct msi_block_s *next;
   uintptr_t cookie; /* block address ^ secret while the block is free: double frees are caught */
@@ -86,7 +98,9 @@ typedef struct msi_heap_globals_s {
   uintptr_t large_base;    /* large slot area */
   uintptr_t large_size;
   size_t sub_shift;        /* log2 of each large class's sub-region */
-  uintptr_t secret;
+  uintptr_t secret;        /* cookies of free blocks */
+  uintptr_t link_secret;   /* secure build: free-list link encoding */
+  uintptr_t canary_secret; /* secure build: canaries */
   int ready;
 } msi_heap_globals_t;
 extern msi_heap_globals_t msi_heap_g;
@@ -95,7 +109,8 @@ extern msi_heap_globals_t msi_heap_g;
 extern uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
 extern uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
 extern uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
-static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut[(size + 15) >> 4]; }
+/* the class of a request of `size` <= MSI_HEAP_SMALL_REQ bytes (room for the canary in the secure build) */
+static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut[(size + MSI_HEAP_CANARY + 15) >> 4]; }
 
 /* presets: cache limits in bytes */
 typedef struct msi_heap_limits_s {
@@ -142,8 +157,9 @@ void *msi_realloc(void *p, size_t size);
 void *msi_aligned_alloc(size_t alignment, size_t size);
 size_t msi_usable_size(const void *p);
 
-/* extra checks: debug and secure builds, or MEMSPACE_SECURE=1 */
-#if MEMSPACE_DEBUG || MEMSPACE_SECURE_BUILD
+/* extra checks (the free list searched on every local free: O(free blocks of the span)): debug builds, or
+   MEMSPACE_SECURE=1 in any build. The double-free cookie is checked in every build. */
+#if MEMSPACE_DEBUG
 #define MSI_HEAP_CHECKS_BUILD 1
 #else
 #define MSI_HEAP_CHECKS_BUILD 0
@@ -153,6 +169,7 @@ void msi_heap_check_free(msi_span_t *s, msi_block_t *b);
 
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
+_Noreturn void msi_heap_corrupt_link(const void *block, uintptr_t decoded);
 
 /* foreign pointers (not ours): the override layer hands them to the C library */
 void msi_foreign_free(void *p);
@@ -177,5 +194,70 @@ static inline bool msi_heap_in_large(const void *p) {
 static inline msi_span_t *msi_heap_span_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
   return &seg->spans[seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)]];
+}
+
+/* valgrind build only: the heap reads and writes the header (link, cookie) of blocks it marked free */
+#if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
+#include <valgrind/memcheck.h>
+#define MSI_HEAP_VG_OPEN(b) VALGRIND_MAKE_MEM_DEFINED((b), sizeof(msi_block_t))
+#define MSI_HEAP_VG_CLOSE(b) VALGRIND_MAKE_MEM_NOACCESS((b), sizeof(msi_block_t))
+#define MSI_HEAP_VG_QUIET(stmt) do { VALGRIND_DISABLE_ERROR_REPORTING; stmt; VALGRIND_ENABLE_ERROR_REPORTING; } while (0)
+#else
+#define MSI_HEAP_VG_OPEN(b) ((void)(b))
+#define MSI_HEAP_VG_CLOSE(b) ((void)(b))
+#define MSI_HEAP_VG_QUIET(stmt) do { stmt; } while (0)
+#endif
+
+/* free-list links: plain, or in the secure build encoded as next ^ secret ^ (address of the block), decoded and
+   checked on every pop: a link that does not point into the span (overwritten by an overflow or a use after free)
+   aborts naming the block */
+static inline void msi_block_link(msi_block_t *b, msi_block_t *next) {
+#if MSI_HEAP_SECURE
+  b->next = (msi_block_t *)((uintptr_t)next ^ msi_heap_g.link_secret ^ (uintptr_t)b);
+#else
+  b->next = next;
+#endif
+}
+static inline msi_block_t *msi_block_next(const msi_span_t *s, const msi_block_t *b) {
+#if MSI_HEAP_SECURE
+  uintptr_t n = (uintptr_t)b->next ^ msi_heap_g.link_secret ^ (uintptr_t)b;
+  if (MSI_UNLIKELY(n && (n - s->base >= s->end - s->base || (n & 15)))) msi_heap_corrupt_link(b, n);
+  return (msi_block_t *)n;
+#else
+  (void)s;
+  return b->next;
+#endif
+}
+/* a block leaving the free list: clears its cookie; the secure build writes its canary (last 8 bytes) */
+static inline void msi_block_arm(const msi_span_t *s, msi_block_t *b) {
+  b->cookie = 0;
+#if MSI_HEAP_SECURE
+  *(uintptr_t *)((char *)b + s->block_size - MSI_HEAP_CANARY) = (uintptr_t)b ^ msi_heap_g.canary_secret;
+#else
+  (void)s;
+#endif
+}
+/* secure build: the canary of a block being freed is intact */
+static inline bool msi_block_canary_ok(const msi_span_t *s, const void *p) {
+#if MSI_HEAP_SECURE
+  return *(const uintptr_t *)((const char *)p + s->block_size - MSI_HEAP_CANARY) == ((uintptr_t)p ^ msi_heap_g.canary_secret);
+#else
+  (void)s, (void)p;
+  return true;
+#endif
+}
+/* the cookie says the block is free (one load: the line the free path writes anyway). Under valgrind the word may
+   lie past the caller's size or in a freed block: read without a report, the value taken as defined */
+static inline bool msi_block_is_free(const void *p) {
+#if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
+  volatile uintptr_t c;
+  VALGRIND_DISABLE_ERROR_REPORTING;
+  c = ((const msi_block_t *)p)->cookie;
+  VALGRIND_ENABLE_ERROR_REPORTING;
+  VALGRIND_MAKE_MEM_DEFINED(&c, sizeof c);
+  return c == ((uintptr_t)p ^ msi_heap_g.secret);
+#else
+  return ((const msi_block_t *)p)->cookie == ((uintptr_t)p ^ msi_heap_g.secret);
+#endif
 }
 #endif

@@ -4,9 +4,12 @@
    each slot's committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an
    impossible request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves
    to a bigger slot with mremap (page tables move, bytes are never copied). Freed slots stay committed in a small
-   per-size cache (preset), and are decommitted by the purge after MEMSPACE_PURGE_DELAY. */
+   per-size cache (preset), and are decommitted by the purge after MEMSPACE_PURGE_DELAY. The secure build keeps the
+   last page of every slot (MSI_HEAP_GUARD) uncommitted: the PROT_NONE reservation itself is the guard page after
+   the block (no system call, but the committed part is then a mapping of its own). */
 #include "heap.h"
 #include "os.h"
+#include "track.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -124,7 +127,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   msi_heap_global_init();
   size_t need = msi_round_up(size ? size : 1, page_size);
   uint32_t npages = (uint32_t)(need >> page_shift);
-  unsigned k = slot_shift_for(need > alignment ? need : alignment);
+  unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
   if (k > msi_heap_g.sub_shift || k > MSI_HEAP_LARGE_MAX_SHIFT) { errno = ENOMEM; return NULL; }
   lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
   msi_lock(&c->lock);
@@ -149,7 +152,10 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
       decommit(addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
       have = npages;
     }
-    if (zero) memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
+    if (zero) {
+      MSI_TRACK_UNDEFINED((void *)addr, (size_t)(have < npages ? have : npages) << page_shift); /* a freed block */
+      memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
+    }
     if (have < npages) have = npages;
     m->pages = SLOT_LIVE | have;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
@@ -220,7 +226,7 @@ void *msi_large_realloc(void *p, size_t size) {
   size_t need = msi_round_up(size, page_size);
   uint32_t npages = (uint32_t)(need >> page_shift), have = c->meta[idx].pages & SLOT_PAGES;
   uintptr_t addr = (uintptr_t)p;
-  if (need <= ((size_t)1 << k)) { /* in place inside the slot */
+  if (need + MSI_HEAP_GUARD <= ((size_t)1 << k)) { /* in place inside the slot */
     if (npages > have) {
       if (!commit(addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) return NULL;
     } else if (have - npages >= 16 && have - npages >= have / 4) {
@@ -236,7 +242,7 @@ void *msi_large_realloc(void *p, size_t size) {
   /* move to a bigger slot with mremap: the pages move, nothing is copied. The new slot is committed whole, so
      further growth inside it needs no system call (a moved mapping could not merge with a later tail: the next
      move would then span two mappings). Only the pages touched count in RSS. */
-  unsigned k2 = slot_shift_for(need);
+  unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
   if (k2 > msi_heap_g.sub_shift) { errno = ENOMEM; return NULL; }
   lclass_t *c2 = &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT];
   msi_lock(&c2->lock);
@@ -244,7 +250,7 @@ void *msi_large_realloc(void *p, size_t size) {
   msi_unlock(&c2->lock);
   if (idx2 < 0) { errno = ENOMEM; return NULL; }
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
-  size_t old_bytes = (size_t)have << page_shift, new_bytes = (size_t)1 << k2;
+  size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
   if (q == MAP_FAILED && errno == ENOMEM) {
     new_bytes = need;

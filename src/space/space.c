@@ -952,6 +952,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   memcpy(q, p, (size_t)1 << k);
   if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, size - ((size_t)1 << k));
   space_lock(s);
+  MSI_TRACK_FREE(p);
   MSI_TRACK_NOACCESS(p, (size_t)1 << k);
   release(s, off, k);
   space_unlock(s);

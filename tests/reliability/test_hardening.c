@@ -1,7 +1,9 @@
-/* Hardening, default build: a double free, a free of a pointer inside memspace's ranges that is not the start
-   of a live block, and the same through realloc, are detected with a message naming the pointer and the call.
-   Each case runs in a child process (the heap aborts; spaces report and ignore the call); the parent reads the
-   child's stderr. */
+/* Hardening. Every build: a double free, a free of a pointer inside memspace's ranges that is not the start of a
+   live block, and the same through realloc, are detected with a message naming the pointer and the call (also
+   run with MEMSPACE_SECURE=1: test_hardening_checks). The secure build (-DMEMSPACE_SECURE=ON, MS_SECURE_BUILD):
+   guard pages after spans and large blocks, encoded free-list links, canaries after blocks, a random carving
+   order, and a secure heap of 8 GiB with few mappings. Each death case runs in a child process (the heap aborts;
+   spaces report and ignore the call); the parent reads the child's stderr or its signal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "have.h"
@@ -28,6 +31,8 @@ static void expect_detected(void (*fn)(void **), const char *word, const char *w
   if (pid == 0) {
     dup2(fds[1], 2);
     close(fds[0]);
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
     fn(&ptr);
     _exit(0);  /* not detected */
   }
@@ -54,20 +59,152 @@ static void expect_detected(void (*fn)(void **), const char *word, const char *w
   if (!strstr(buf, "0x")) fail_msg("%s: the message does not name the pointer: %s", what, buf);
 }
 
+/* runs fn in a child: it must die of signal sig (a guard page) */
+__attribute__((unused))
+static void expect_signal(void (*fn)(void **), int sig, const char *what) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    void *ptr;
+    signal(SIGSEGV, SIG_DFL); /* cmocka's handler would carry on with the next test in the child */
+    signal(SIGBUS, SIG_DFL);
+    fn(&ptr);
+    _exit(0);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0) {}
+  printf("%s: %s %d\n", what, WIFSIGNALED(st) ? "killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != sig) fail_msg("%s: expected signal %d", what, sig);
+}
+
 #if MS_HAVE_HEAP
 static void heap_double_free(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); ms_free(p); }
+/* the double free comes after other frees of the span (the freed block is not the list head any more) */
+static void heap_double_free_later(void **out) {
+  void *a[8];
+  for (int i = 0; i < 8; i++) a[i] = ms_malloc(100);
+  *out = a[3];
+  ms_free(a[3]);
+  for (int i = 4; i < 8; i++) ms_free(a[i]);
+  ms_free(a[3]);
+}
 static void heap_interior_free(void **out) { char *p = ms_malloc(64); *out = p + 16; ms_free(p + 16); }
 static void heap_realloc_freed(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); p = ms_realloc(p, 100); }
+static void heap_realloc_freed_small(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); p = ms_realloc(p, 8); }
 static void large_double_free(void **out) { void *p = ms_malloc(1 << 20); *out = p; ms_free(p); ms_free(p); }
 static void large_interior_free(void **out) { char *p = ms_malloc(1 << 20); *out = p + 4096; ms_free(p + 4096); }
+static void large_realloc_freed(void **out) { void *p = ms_malloc(1 << 20); *out = p; ms_free(p); p = ms_realloc(p, 100); }
 
-static void double_free(void **state) { (void)state; expect_detected(heap_double_free, "free", "heap double free"); }
+static void double_free(void **state) { (void)state; expect_detected(heap_double_free, "free(): double free", "heap double free"); }
+static void double_free_later(void **state) { (void)state; expect_detected(heap_double_free_later, "free(): double free", "heap double free, not the list head"); }
 static void interior_free(void **state) { (void)state; expect_detected(heap_interior_free, "free", "heap interior pointer"); }
-static void realloc_freed(void **state) { (void)state; expect_detected(heap_realloc_freed, "realloc|free", "heap realloc of a freed block"); }
-static void large_double(void **state) { (void)state; expect_detected(large_double_free, "free", "large block double free"); }
+static void realloc_freed(void **state) {
+  (void)state;
+  expect_detected(heap_realloc_freed, "realloc()", "heap realloc of a freed block");
+  expect_detected(heap_realloc_freed_small, "realloc()", "heap realloc (in place) of a freed block");
+}
+static void large_double(void **state) { (void)state; expect_detected(large_double_free, "free(): double free", "large block double free"); }
 static void large_interior(void **state) { (void)state; expect_detected(large_interior_free, "free", "large block interior pointer"); }
+static void large_realloc(void **state) { (void)state; expect_detected(large_realloc_freed, "realloc()", "large block realloc of a freed block"); }
+/* ms_usable_size of a freed block or an interior pointer: 0 (not a live block), no crash */
+static void usable_freed(void **state) {
+  (void)state;
+  char *p = ms_malloc(40), *q = ms_malloc(1 << 20);
+  assert_true(ms_usable_size(p) >= 40);
+  assert_int_equal(ms_usable_size(p + 16), 0);
+  ms_free(p);
+  assert_int_equal(ms_usable_size(p), 0);
+  ms_free(q);
+  assert_int_equal(ms_usable_size(q), 0);
+}
 #endif
 
+#if MS_HAVE_HEAP && MS_SECURE_BUILD
+/* blocks of 16000 bytes: class 16384, one 64 KiB chunk per span, so the span's last page is at base + 60 KiB */
+static void span_guard_write(void **out) {
+  char *p = ms_malloc(16000);
+  volatile char *base = (volatile char *)((uintptr_t)p & ~(uintptr_t)0xFFFF); /* volatile: not a dead store */
+  *out = p;
+  base[65536 - 4096] = 1; /* the guard page: SIGSEGV */
+}
+static void large_guard_write(void **out) {
+  volatile char *p = ms_malloc(1 << 20);
+  *out = (void *)p;
+  p[ms_usable_size((void *)p)] = 1; /* one byte past the usable size: the slot's guard page */
+}
+static void link_corrupt(void **out) {
+  char *a = ms_malloc(64), *b = ms_malloc(64);
+  *out = a;
+  ms_free(a);
+  memcpy(a, &b, sizeof b); /* a use after free overwrites the link with a plausible pointer */
+  a = ms_malloc(64);       /* pops a: its link decodes outside the span */
+  ms_free(b);
+}
+static void canary_overwrite(void **out) {
+  char *p = ms_malloc(40);
+  *out = p;
+  p[ms_usable_size(p)] = 'x'; /* one byte past the usable size: the canary */
+  ms_free(p);
+}
+static void span_guard(void **state) { (void)state; expect_signal(span_guard_write, SIGSEGV, "guard page after a span"); }
+static void large_guard(void **state) { (void)state; expect_signal(large_guard_write, SIGSEGV, "guard page after a large block"); }
+static void encoded_links(void **state) { (void)state; expect_detected(link_corrupt, "corrupted free-list link", "overwritten free-list link"); }
+static void canary(void **state) { (void)state; expect_detected(canary_overwrite, "canary", "overwritten canary"); }
+
+/* consecutive allocations of a fresh class are not at consecutive addresses */
+static void random_order(void **state) {
+  (void)state;
+  enum { N = 64 };
+  char *a[N];
+  for (int i = 0; i < N; i++) a[i] = ms_malloc(200); /* class 208 in the secure build */
+  int ascending = 0;
+  for (int i = 1; i < N; i++) ascending += a[i] == a[i - 1] + ms_usable_size(a[i - 1]) + 8;
+  printf("random order: %d of %d consecutive allocations at the next address\n", ascending, N - 1);
+  assert_true(ascending < N / 4);
+  for (int i = 0; i < N; i++) ms_free(a[i]);
+}
+
+static int map_count(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  int n = 0, c;
+  while ((c = getc(f)) != EOF) n += c == '\n';
+  fclose(f);
+  return n;
+}
+
+/* a secure heap of 8 GiB: 2048 large blocks of 4 MiB (committed, one byte touched each) and 1024 spans of small
+   blocks, each span with its guard page. The guards must not split the heap's mappings: the small spans add a
+   handful of mappings, each large block at most two (its pages and its slot's uncommitted rest). */
+static void secure_8g(void **state) {
+  (void)state;
+  enum { LARGE = 2048, SMALL = 3 * 1024 };
+  int m0 = map_count();
+  static char *small[SMALL];
+  for (int i = 0; i < SMALL; i++) {
+    small[i] = ms_malloc(16000); /* 3 per span: 1024 spans, 1024 guard pages */
+    assert_non_null(small[i]);
+    small[i][0] = 1;
+  }
+  int m1 = map_count();
+  static char *large[LARGE];
+  for (int i = 0; i < LARGE; i++) {
+    large[i] = ms_malloc((size_t)4 << 20);
+    if (!large[i]) fail_msg("large block %d of 4 MiB: %s", i, strerror(errno));
+    large[i][i * 4096 % ((size_t)4 << 20)] = 1;
+  }
+  int m2 = map_count();
+  printf("secure heap: %d small blocks in %d spans: mappings %d -> %d; + %d x 4 MiB = %d GiB: -> %d mappings\n",
+         SMALL, SMALL / 3, m0, m1, LARGE, LARGE * 4 / 1024, m2);
+  assert_true(m1 - m0 <= 16);
+  assert_true(m2 - m1 <= 2 * LARGE + 16);
+  assert_true(m2 < 65530 / 4);
+  for (int i = 0; i < LARGE; i++) ms_free(large[i]);
+  for (int i = 0; i < SMALL; i++) ms_free(small[i]);
+  ms_heap_collect(1);
+}
+#endif
 #if MS_HAVE_SPACE
 static ms_space_t *small_space(void) {
   ms_space_config_t cfg;
@@ -91,8 +228,13 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(parts_present),
 #if MS_HAVE_HEAP
-    cmocka_unit_test(double_free), cmocka_unit_test(interior_free), cmocka_unit_test(realloc_freed),
-    cmocka_unit_test(large_double), cmocka_unit_test(large_interior),
+    cmocka_unit_test(double_free), cmocka_unit_test(double_free_later), cmocka_unit_test(interior_free),
+    cmocka_unit_test(realloc_freed), cmocka_unit_test(large_double), cmocka_unit_test(large_interior),
+    cmocka_unit_test(large_realloc), cmocka_unit_test(usable_freed),
+#endif
+#if MS_HAVE_HEAP && MS_SECURE_BUILD
+    cmocka_unit_test(span_guard), cmocka_unit_test(large_guard), cmocka_unit_test(encoded_links),
+    cmocka_unit_test(canary), cmocka_unit_test(random_order), cmocka_unit_test(secure_8g),
 #endif
 #if MS_HAVE_SPACE
     cmocka_unit_test(space_double), cmocka_unit_test(space_interior),
