@@ -1,10 +1,11 @@
 /* valgrind_prog: a program using memspace's ms_* API, linked with a MEMSPACE_VALGRIND build of the library.
    run_valgrind.sh runs it under memcheck in four modes and checks what memcheck says:
-     clean     correct use of every heap (and space) call: no error, no leak
+     clean     correct use of every heap (and space) call, frees from another thread too: no error, no leak
      leak      one 100-byte block from ms_malloc whose last pointer is dropped: "definitely lost: 100 bytes"
      overflow  one byte written just past a block's usable size: one "Invalid write of size 1"
      uaf       one byte read from a freed block: one "Invalid read of size 1" */
 #include "memspace.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,23 @@ static __attribute__((noinline)) void scrub_stack(void) {
 }
 #endif
 
+#if MS_HAVE_HEAP
+/* frees blocks another thread allocated (the heap's remote-free path) */
+static void *free_remote(void *arg) {
+  void **b = arg;
+  for (int i = 0; i < 16; i++) ms_free(b[i]);
+  return NULL;
+}
+#endif
+
 static void clean(void) {
 #if MS_HAVE_HEAP
+  void *remote[16];
+  for (int i = 0; i < 16; i++) { remote[i] = ms_malloc(72); memset(remote[i], i, 72); }
+  pthread_t th;
+  if (pthread_create(&th, NULL, free_remote, remote) != 0 || pthread_join(th, NULL) != 0) { perror("thread"); exit(2); }
+  for (int i = 0; i < 16; i++) { remote[i] = ms_malloc(72); memset(remote[i], i, 72); } /* reuses them */
+  for (int i = 0; i < 16; i++) ms_free(remote[i]);
   void *keep[64];
   for (int i = 0; i < 64; i++) {
     size_t n = (size_t)(i * 97 % 5000) + 1;
