@@ -217,6 +217,37 @@ size_t msi_large_usable(const void *p) {
   return pg & SLOT_LIVE ? (size_t)(pg & SLOT_PAGES) << page_shift : 0;
 }
 
+/* moves [from, from + bytes) to `to`, one mremap per mapping the range spans: mremap moves within one mapping only,
+   and a block grown in place or moved before is several (the kernel does not merge a moved mapping with its new
+   neighbours). A range that fails with EFAULT spans a mapping boundary and is halved: O(mappings x log pages)
+   calls, no byte copied. Returns the bytes moved (fewer only when the kernel refused, errno set). */
+static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    size_t len = bytes - done;
+    while (msi_os_mremap((void *)(from + done), len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(to + done)) == MAP_FAILED) {
+      if (errno != EFAULT || len <= page_size) return done;
+      len = msi_round_up(len / 2, page_size);
+    }
+    done += len;
+  }
+  return done;
+}
+
+/* a move of a block made of several mappings: the new slot's tail is committed first, then the pages move in
+   pieces. On refusal (out of mappings) the pieces move back and MAP_FAILED is returned. */
+static void *move_in_pieces(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
+  if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
+  size_t moved = move_pages(from, to, old_bytes);
+  if (moved == old_bytes) {
+    atomic_fetch_sub_explicit(&committed_bytes, new_bytes - old_bytes, memory_order_relaxed); /* counted below */
+    return (void *)to;
+  }
+  if (move_pages(to, from, moved) != moved) msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it (out of mappings?)", old_bytes, (void *)from);
+  decommit(to + old_bytes, new_bytes - old_bytes);
+  return MAP_FAILED;
+}
+
 void *msi_large_realloc(void *p, size_t size) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
@@ -240,8 +271,8 @@ void *msi_large_realloc(void *p, size_t size) {
     return p;
   }
   /* move to a bigger slot with mremap: the pages move, nothing is copied. The new slot is committed whole, so
-     further growth inside it needs no system call (a moved mapping could not merge with a later tail: the next
-     move would then span two mappings). Only the pages touched count in RSS. */
+     further growth inside it needs no system call. Only the pages touched count in RSS. A block of several
+     mappings (the kernel may keep the moved part and its grown tail apart) moves in pieces. */
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
   if (k2 > msi_heap_g.sub_shift) { errno = ENOMEM; return NULL; }
   lclass_t *c2 = &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT];
@@ -252,24 +283,18 @@ void *msi_large_realloc(void *p, size_t size) {
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
-  if (q == MAP_FAILED && errno == ENOMEM) {
+  if (q == MAP_FAILED && errno == ENOMEM) { /* the whole slot refused (commit limit): just what is needed */
     new_bytes = need;
     q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
   }
-  if (q == MAP_FAILED) {
-    int e = errno;
-    /* MREMAP_FIXED may have unmapped the target: keep the region whole */
-    msi_os_mmap((void *)addr2, (size_t)1 << k2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (q == MAP_FAILED && errno == EFAULT) q = move_in_pieces(addr, addr2, old_bytes, new_bytes);
+  if (q == MAP_FAILED) { /* out of mappings: the block stays where it was */
+    msi_os_mmap((void *)addr2, new_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     msi_lock(&c2->lock);
     slot_put_fresh(c2, (uint32_t)idx2);
     msi_unlock(&c2->lock);
-    if (e != EFAULT && e != EINVAL) { errno = ENOMEM; return NULL; }
-    /* the block spans several mappings (grown in place after a shrink): copy instead */
-    void *n = msi_large_alloc(size, 0, false);
-    if (!n) return NULL;
-    memcpy(n, p, old_bytes < need ? old_bytes : need);
-    msi_large_free(p);
-    return n;
+    errno = ENOMEM;
+    return NULL;
   }
   /* the old range is now a hole in the region: fill it back, reserved and uncommitted */
   msi_os_mmap(p, old_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);

@@ -301,8 +301,8 @@ static void maint_run(uint64_t now) {
     int expected = ST_ACTIVE;
     if (!atomic_compare_exchange_strong(&f->state, &expected, ST_RECLAIM)) continue;
     if (msi_os_membarrier() != 0) {
-      struct timespec ts = {0, 2000000};
-      nanosleep(&ts, NULL);
+      struct timespec ts = {0, 2000000}; /* stands in for the barrier: resumed after a signal */
+      while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     }
     if (LOAD(f->epoch) != e || LOAD(f->top) != t) { /* the owner came back in time */
       atomic_store_explicit(&f->state, ST_ACTIVE, memory_order_release);

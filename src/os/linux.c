@@ -281,3 +281,35 @@ bool msi_os_has_populate_write(void) {
   atomic_store(&state, ok ? 1 : 2);
   return ok;
 }
+
+/* ---- statistics: registered here, beside the counters, so that every link making a system call has them ---- */
+static void pages_get(ms_stats_t *s) {
+  s->os_reserved_bytes = atomic_load(&msi_os_counters.reserved);
+  s->os_committed_bytes = atomic_load(&msi_os_counters.committed);
+  s->os_reset_bytes = atomic_load(&msi_os_counters.reset);
+  s->os_locked_bytes = atomic_load(&msi_os_counters.locked);
+  s->os_hugetlb_bytes = atomic_load(&msi_os_counters.hugetlb);
+  s->os_thp_bytes = atomic_load(&msi_os_counters.thp);
+  s->os_huge_fallbacks = atomic_load(&msi_os_counters.huge_fallbacks);
+  s->os_calls = atomic_load(&msi_os_counters.calls);
+  s->os_failures = atomic_load(&msi_os_counters.failures);
+}
+
+static void pages_print(msi_stats_writer_t *w) {
+  ms_stats_t s;
+  memset(&s, 0, sizeof s);
+  pages_get(&s);
+  msi_stats_field(w, "page_size", msi_os_page_size(), "bytes");
+  msi_stats_field(w, "reserved", s.os_reserved_bytes, "bytes");
+  msi_stats_field(w, "committed", s.os_committed_bytes, "bytes");
+  msi_stats_field(w, "reset_lazy", s.os_reset_bytes, "bytes");
+  msi_stats_field(w, "locked", s.os_locked_bytes, "bytes");
+  msi_stats_field(w, "hugetlb", s.os_hugetlb_bytes, "bytes");
+  msi_stats_field(w, "thp_advised", s.os_thp_bytes, "bytes");
+  msi_stats_field(w, "huge_fallbacks", s.os_huge_fallbacks, "");
+  msi_stats_field(w, "syscalls", s.os_calls, "");
+  msi_stats_field(w, "syscall_failures", s.os_failures, "");
+}
+
+static const msi_stats_source_t pages_source = {"pages", pages_get, pages_print};
+__attribute__((constructor(102))) static void pages_register(void) { msi_stats_register(&pages_source); }

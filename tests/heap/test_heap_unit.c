@@ -162,6 +162,32 @@ static void realloc_grow_to_1gib_without_copy(void **state) {
   ms_free(p);
 }
 
+static size_t mapping_count(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  size_t n = 0;
+  for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
+  if (f) fclose(f);
+  return n;
+}
+
+/* grow by 1 MiB steps writing every page (as a vector push_back would): each move must carry every page, also
+   when the block has become several kernel mappings (grown tail + moved part), and mappings must not pile up */
+static void realloc_grow_by_steps_keeps_every_page(void **state) {
+  (void)state;
+  const size_t step = 1 << 20, max = 96 << 20, page = 4096;
+  size_t maps_before = mapping_count(), size = 0;
+  unsigned char *p = NULL;
+  while (size < max) {
+    p = ms_realloc(p, size + step);
+    assert_non_null(p);
+    for (size_t off = size; off < size + step; off += page) p[off] = (unsigned char)(off / page * 7);
+    size += step;
+  }
+  for (size_t off = 0; off < size; off += page) assert_int_equal(p[off], (unsigned char)(off / page * 7));
+  assert_true(mapping_count() < maps_before + 64);
+  ms_free(p);
+}
+
 static void span_bookkeeping(void **state) {
   (void)state;
   /* fill several spans of one class, free all: spans leave the class and are cached or returned */
@@ -254,6 +280,7 @@ int main(void) {
       cmocka_unit_test(calloc_and_errors),
       cmocka_unit_test(realloc_in_place),
       cmocka_unit_test(realloc_grow_to_1gib_without_copy),
+      cmocka_unit_test(realloc_grow_by_steps_keeps_every_page),
       cmocka_unit_test(span_bookkeeping),
       cmocka_unit_test(caches_and_presets),
       cmocka_unit_test(stats_print),
