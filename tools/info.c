@@ -2,6 +2,7 @@
 /* info.c: `memspace info` (CONTRACT §2): what this machine offers a memory allocator, and which settings
    weaken real-time guarantees. Reads /proc and /sys only; never changes anything. */
 #include "bench.h"
+#include "internal.h"
 #include "memspace.h"
 #include "tool.h"
 #include <dirent.h>
@@ -283,7 +284,8 @@ static void settings(void) {
   int n = 0;
   for (int o = 0; o < MS_OPTION_COUNT; o++) {
     const char *name = ms_option_name((ms_option_t)o), *v = getenv(name);
-    if (v) row(name, "%s", v), n++;
+    if (v && msi_option_invalid((ms_option_t)o)) row(name, "%s  (invalid: ignored, the default applies)", v), n++;
+    else if (v) row(name, "%s", v), n++;
   }
   if (!n) row("(none set)", "defaults apply");
 }

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* main.c: `memspace info | run | bench | version`. */
 #include "tool.h"
-#include "memspace.h"
+#include "internal.h"
 #include <stdio.h>
 #include <string.h>
+
+/* The MEMSPACE_* variables are for the program `memspace run` starts, not for the tool's own copy of the library:
+   no warning of its own (the program gives the one warning, CONTRACT §3; `memspace info` marks invalid values),
+   no process space, spill or exit statistics in the tool, and the space variables reach the program intact. */
+const int msi_tool_process = 1;
 
 static void usage(FILE *f) {
   fprintf(f,

@@ -123,8 +123,8 @@ int tool_run(int argc, char **argv) {
     setenv("LD_PRELOAD", abs, 1);
   }
   char path[PATH_MAX];
-  const char *verbose = getenv("MEMSPACE_VERBOSE");
-  if (verbose && strcmp(verbose, "0") != 0 && resolve(argv[i], path, sizeof path) == 0) {
+  /* MEMSPACE_VERBOSE parsed as the library parses it (1/true/yes/on), not just "set and not 0" */
+  if (ms_option_get(MS_OPTION_VERBOSE) == 1 && resolve(argv[i], path, sizeof path) == 0) {
     const char *why = preload_ignored(path);
     if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }

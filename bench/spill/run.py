@@ -275,7 +275,7 @@ def main():
         if os.path.exists(lim_file):
             disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "quick" else 4)
             if disk_rate:
-                row("disk", "o_direct", 4096, "read_ops_per_s", disk_rate)
+                row("disk", "o-direct", 4096, "read_ops_per_s", disk_rate)
     finally:
         if parent:
             parent.remove()

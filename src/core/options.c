@@ -28,6 +28,8 @@ _Atomic long long msi_option_values[MS_OPTION_COUNT] = {
 #undef X
 };
 static const char *opt_strings[MS_OPTION_COUNT];
+static _Atomic unsigned opt_invalid; /* bit per option set to an invalid value */
+_Static_assert(MS_OPTION_COUNT <= 32, "opt_invalid has one bit per option");
 static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
 
 const char *msi_getenv(const char *name) {
@@ -114,6 +116,11 @@ static int parse_enum(const opt_desc_t *d, const char *s, long long *out) {
   return EINVAL;
 }
 
+/* CONTRACT §3: MEMSPACE_HUGE_PAGES is 0, 2M or 1G (any spelling of those sizes); anything else is invalid */
+static bool size_allowed(const opt_desc_t *d, unsigned long long v) {
+  return d != &opt_table[MS_OPTION_HUGE_PAGES] || v == 0 || v == (2ull << 20) || v == (1ull << 30);
+}
+
 static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
   switch (d->kind) {
   case KIND_BOOL:
@@ -129,6 +136,7 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
     size_t v;
     int r = ms_parse_size(s, &v);
     if (r == 0 && v > (size_t)LLONG_MAX) r = ERANGE;
+    if (r == 0 && !size_allowed(d, v)) r = EINVAL;
     if (r == 0) *out = (long long)v;
     return r;
   }
@@ -151,10 +159,15 @@ void msi_options_init(void) {
     if (!s) continue;
     if (d->kind == KIND_STR) { opt_strings[i] = *s ? s : NULL; continue; }
     long long v;
+    bool tool = &msi_tool_process && msi_tool_process;
     if (*s == 0 || parse_value(d, s, &v) != 0) {
-      msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);
+      atomic_fetch_or_explicit(&opt_invalid, 1u << i, memory_order_relaxed);
+      if (!tool) msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);
       continue;
     }
+    if (tool && (i == MS_OPTION_SPACE_INITIAL || i == MS_OPTION_SPACE_EXPAND || i == MS_OPTION_SPACE_AT ||
+                 i == MS_OPTION_SPACE_INHERIT || i == MS_OPTION_SPILL_THRESHOLD || i == MS_OPTION_SHOW_STATS))
+      continue; /* meant for the program the tool runs, not for the tool (internal.h) */
     atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);
   }
   atomic_store_explicit(&opt_state, 2, memory_order_release);
@@ -176,6 +189,7 @@ int ms_option_set(ms_option_t o, long long value) {
   if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR) return EINVAL;
   const opt_desc_t *d = &opt_table[o];
   if (value < d->min || (d->max >= 0 && value > d->max)) return EINVAL;
+  if (d->kind == KIND_SIZE && !size_allowed(d, (unsigned long long)value)) return EINVAL;
   msi_options_init();
   atomic_store_explicit(&msi_option_values[o], value, memory_order_relaxed);
   return 0;
@@ -183,6 +197,11 @@ int ms_option_set(ms_option_t o, long long value) {
 
 const char *ms_option_name(ms_option_t o) {
   return (unsigned)o < MS_OPTION_COUNT ? opt_table[o].env : NULL;
+}
+
+bool msi_option_invalid(ms_option_t o) {
+  msi_options_init();
+  return (unsigned)o < MS_OPTION_COUNT && (atomic_load_explicit(&opt_invalid, memory_order_relaxed) >> o & 1u);
 }
 
 /* for `memspace info` and docs: the option's one-line description */

@@ -435,7 +435,9 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
   } else {
     const char *env = msi_getenv("MEMSPACE_HUGE_PAGES");
     long long cap = msi_opt(MS_OPTION_HUGE_PAGES);
-    bool base_only = env && cap == 0;
+    size_t env_v;
+    /* an explicit, valid 0 means base pages only; unset or invalid (reported, default kept) means best available */
+    bool base_only = env && cap == 0 && ms_parse_size(env, &env_v) == 0 && env_v == 0;
     if (!base_only && (cap == 0 || cap >= (long long)MSI_GiB) && (size > 512 * MSI_MiB || (contig && size > h2)))
       list[n++] = MSI_GiB;
     if (!base_only) list[n++] = 2 * MSI_MiB;

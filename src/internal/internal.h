@@ -30,6 +30,14 @@ static inline size_t msi_round_up(size_t x, size_t a) { return x > SIZE_MAX - (a
 
 /* ---- options (src/core/options.c): the table in options.def ---- */
 void msi_options_init(void);                   /* reads the environment once; idempotent, allocation-free */
+/* true when the option's variable was set to an invalid value (reported, default kept) */
+bool msi_option_invalid(ms_option_t o);
+/* Defined (non-zero) by the memspace tool only (hidden weak: 0 everywhere else). The tool carries its own copy of
+   the library, but the MEMSPACE_* variables are meant for the program it runs: its copy reports no invalid value
+   (the program does, once: CONTRACT §3) and ignores the modes that would change its own malloc or output (space,
+   spill, statistics at exit), so the process space is not created in the tool, nor are the space variables
+   cleared before `memspace run` execs the program. Validity is still recorded (msi_option_invalid). */
+extern const int msi_tool_process __attribute__((weak, visibility("hidden")));
 extern _Atomic long long msi_option_values[MS_OPTION_COUNT];
 static inline long long msi_opt(ms_option_t o) {
   return atomic_load_explicit(&msi_option_values[o], memory_order_relaxed);

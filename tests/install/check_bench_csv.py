@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""check_bench_csv.py DIR PART [HIDDEN_PEER...]: DIR/PART.csv, PART.cmd and the plots follow CONTRACT §2.
+
+CSV: the exact header, one measurement a row, impl [a-z0-9-]+, integer threads and size_bytes, numeric values
+except status rows, metric names ending in their unit (or a count: no unit suffix of another spelling), a hidden
+(not installed) peer only as metric=status,value=not_installed. .cmd: command, date, machine (CPU, cores, memory,
+kernel), library versions. Plots: PART.png or PART-*.png. Prints every problem; exit 1 when there is one."""
+import csv
+import glob
+import math
+import os
+import re
+import sys
+
+HEADER = ["part", "case", "impl", "threads", "size_bytes", "metric", "value"]
+STATUS = {"not_installed", "skipped", "failed", "timeout", "wrong_output"}
+# spellings of a unit the contract does not use (it says _ns, _s/seconds, _bytes, ops_per_s, gb_per_s...)
+WRONG_UNIT = re.compile(r"(_ms|_us|_msec|_usec|_sec|_kb|_kib|_mb|_mib|_gb|_gib|_pct|_percent|_mbps|_gbps)$")
+
+
+def main():
+    out, part, hidden = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+    problems = []
+    path = os.path.join(out, part + ".csv")
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or rows[0] != HEADER:
+        problems.append(f"header is {rows[0] if rows else 'missing'}, not {','.join(HEADER)}")
+    numbers = 0
+    for n, r in enumerate(rows[1:], 2):
+        if len(r) != 7:
+            problems.append(f"line {n}: {len(r)} fields: {r}")
+            continue
+        p, case, impl, threads, size, metric, value = r
+        where = f"line {n} ({','.join(r)})"
+        if p != part:
+            problems.append(f"{where}: part is not {part}")
+        if not case:
+            problems.append(f"{where}: empty case")
+        if not re.fullmatch(r"[a-z0-9-]+", impl):
+            problems.append(f"{where}: impl '{impl}' is not [a-z0-9-]+")
+        if not re.fullmatch(r"-?[0-9]+", threads) or not re.fullmatch(r"[0-9]+", size):
+            problems.append(f"{where}: threads and size_bytes must be integers")
+        if not re.fullmatch(r"[a-z0-9_]+", metric):
+            problems.append(f"{where}: metric '{metric}' is not a lower-case name")
+        if metric == "status":
+            if value not in STATUS:
+                problems.append(f"{where}: status '{value}' is not one of {sorted(STATUS)}")
+            continue
+        if WRONG_UNIT.search(metric):
+            problems.append(f"{where}: metric '{metric}' ends in a unit the contract does not use")
+        try:
+            v = float(value)
+            if math.isnan(v):
+                problems.append(f"{where}: value is NaN")
+        except ValueError:
+            problems.append(f"{where}: value '{value}' is not a number")
+            continue
+        numbers += 1
+        if impl in hidden:
+            problems.append(f"{where}: '{impl}' is not installed here but has a number")
+    if numbers == 0:
+        problems.append("no measurement at all")
+    for impl in hidden:
+        if not any(len(r) == 7 and r[2] == impl and r[5] == "status" and r[6] == "not_installed" for r in rows[1:]):
+            problems.append(f"no metric=status,value=not_installed row for the hidden peer '{impl}'")
+    cmd = open(os.path.join(out, part + ".cmd")).read()
+    for want in (r"^command: .*\bbench\b", r"^date: \S+", r"^machine: .*cpu=.*cores=\d+.*memory_bytes=\d+.*kernel=",
+                 r"^libraries: .*\bglibc="):
+        if not re.search(want, cmd, re.M):
+            problems.append(f"{part}.cmd has no line matching {want}")
+    if not glob.glob(os.path.join(out, part + ".png")) + glob.glob(os.path.join(out, part + "-*.png")):
+        problems.append(f"no {part}.png or {part}-*.png written")
+    for p in problems[:40]:
+        print(f"FAIL {part}: {p}")
+    print(f"{part}: {len(rows) - 1} rows, {numbers} numbers, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
