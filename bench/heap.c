@@ -30,20 +30,25 @@ typedef struct {
   size_t realloc_max;                  /* realloc growth */
   double realloc_limit_s;
   int realloc_runs;
+  double wl_scale, wl_timeout_s;       /* mimalloc-bench-style workloads */
+  int wl_rounds;
 } hb_params_t;
 
 static hb_params_t params_for(msb_mode_t mode) {
   hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
                    .gcc_funcs = 70, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
-                   .realloc_limit_s = 1.5, .realloc_runs = 3};
+                   .realloc_limit_s = 1.5, .realloc_runs = 3,
+                   .wl_scale = 1, .wl_timeout_s = 60, .wl_rounds = 1};
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
     p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
+    p.wl_scale = 0.02; p.wl_timeout_s = 30;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
     p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
+    p.wl_scale = 3; p.wl_rounds = 3; p.wl_timeout_s = 300;
   }
   return p;
 }
@@ -511,6 +516,120 @@ static void print_grow(const hb_params_t *p) {
     }
 }
 
+/* ---- 4. mimalloc-bench-style workloads ------------------------------------------------------------------ */
+
+/* bench/heap/{larson,xmalloc,cache,mstress,glibc_simple,glibc_thread,shbench,alloc_test}.c and cxx_map.cpp:
+   our own programs written from the published descriptions of the classic workloads (docs/bench-heap.md §4).
+   Each is fixed work (--scale), prints wl.h's lines; the table compares wall seconds (lower is better). */
+enum { W_LARSON, W_XMALLOC, W_SCRATCH, W_THRASH, W_MSTRESS, W_GSIMPLE, W_GTHREAD, W_SH6, W_SH8, W_ALLOC, W_CXX, N_WL };
+static const char *const wl_names[N_WL] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress",
+                                           "glibc_simple", "glibc_thread", "sh6bench", "sh8bench", "alloc_test",
+                                           "cxx_map"};
+static const bool wl_single[N_WL] = {[W_GSIMPLE] = true}; /* default run: one thread */
+enum { WM_SEC, WM_CPU, WM_OPS, WM_RSS, N_WM };
+static const char *const wl_metrics[N_WM] = {"seconds", "cpu_s", "ops_per_s", "peak_rss_bytes"};
+#define WL_MAX_THR 4
+static series_t wres[N_WL][WL_MAX_THR][MAX_IMPL][N_WM];
+static bool wfail[N_WL][WL_MAX_THR][MAX_IMPL];
+static int wl_thr[WL_MAX_THR], n_wl_thr;
+
+/* threads of (workload, index): a single-threaded workload runs at 1 when only one count is asked for */
+static int wl_threads(int w, int ti) { return wl_single[w] && n_wl_thr == 1 ? 1 : wl_thr[ti]; }
+
+static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, int round) {
+  const hb_impl_t *im = &real[k];
+  char prog[PATH_MAX], a_thr[16], a_scale[32];
+  snprintf(prog, sizeof prog, "%s/bench/heap_%s", msb_binary_dir(), wl_names[w]);
+  snprintf(a_thr, sizeof a_thr, "%d", wl_threads(w, ti));
+  snprintf(a_scale, sizeof a_scale, "%g", p->wl_scale);
+  char *argv[] = {prog, "--threads", a_thr, "--scale", a_scale, NULL};
+  if (round == 0) note_cmd(ctx, wl_names[w], argv, im);
+  char out[1024];
+  double wall;
+  struct rusage ru;
+  int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->wl_timeout_s, &wall, &ru);
+  if (st != 0) {
+    msb_printf("   %s under %s threads=%d: %s (status %d)\n", wl_names[w], im->impl, wl_threads(w, ti),
+               st == 128 + 9 ? "timed out or killed" : "failed", st);
+    row_status(ctx, wl_names[w], im->impl, wl_threads(w, ti), st == 128 + 9 ? "timeout" : "failed");
+    wfail[w][ti][k] = true;
+    return;
+  }
+  double v;
+  if (msb_kv(out, "ops", &v)) msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "ops", v);
+  for (int m = 0; m < N_WM; m++)
+    if (msb_kv(out, wl_metrics[m], &v)) {
+      msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, wl_metrics[m], v);
+      add(&wres[w][ti][k][m], v);
+    }
+}
+
+/* the installed peer with the lowest median of metric m (seconds or peak RSS); -1 if none */
+static int wl_best_peer(int w, int ti, int m) {
+  int best = -1;
+  for (int k = 0; k < n_real; k++) {
+    if (!real[k].peer || !real[k].installed || !wres[w][ti][k][m].n) continue;
+    if (best < 0 || med(&wres[w][ti][k][m]) < med(&wres[w][ti][best][m])) best = k;
+  }
+  return best;
+}
+
+static void print_wl(const hb_params_t *p) {
+  msb_printf("\n-- mimalloc-bench-style workloads (our own programs, docs/bench-heap.md section 4): wall seconds of "
+             "fixed work (scale %g), median of %d round%s; ratios > 1 are slower / bigger\n", p->wl_scale,
+             p->wl_rounds, p->wl_rounds > 1 ? "s" : "");
+  msb_printf("%-14s %3s %-10s %9s %8s %9s %9s %9s %8s %9s\n", "workload", "thr", "impl", "seconds", "x glibc",
+             "x best-pr", "cpu x gl", "peak MiB", "x glibc", "x best-pr");
+  int g = find_impl(real, n_real, "glibc"), ms = find_impl(real, n_real, "memspace");
+  for (int w = 0; w < N_WL; w++)
+    for (int ti = 0; ti < n_wl_thr; ti++) {
+            int bt = wl_best_peer(w, ti, WM_SEC), br = wl_best_peer(w, ti, WM_RSS);
+      for (int k = 0; k < n_real; k++) {
+        series_t *r = wres[w][ti][k];
+        if (!real[k].installed || !r[WM_SEC].n) continue;
+        char b1[16], b2[16], b3[16], b4[16], b5[16];
+        double s = med(&r[WM_SEC]), rss = med(&r[WM_RSS]);
+        msb_printf("%-14s %3d %-10s %9.3f %8s %9s %9s %9.1f %8s %9s\n", wl_names[w], wl_threads(w, ti), real[k].impl, s,
+                   fx(b1, sizeof b1, g >= 0 ? ratio(s, med(&wres[w][ti][g][WM_SEC])) : NAN, "%.2fx"),
+                   fx(b2, sizeof b2, bt >= 0 ? ratio(s, med(&wres[w][ti][bt][WM_SEC])) : NAN, "%.2fx"),
+                   fx(b3, sizeof b3, g >= 0 ? ratio(med(&r[WM_CPU]), med(&wres[w][ti][g][WM_CPU])) : NAN, "%.2fx"),
+                   mib(rss), fx(b4, sizeof b4, g >= 0 ? ratio(rss, med(&wres[w][ti][g][WM_RSS])) : NAN, "%.2fx"),
+                   fx(b5, sizeof b5, br >= 0 ? ratio(rss, med(&wres[w][ti][br][WM_RSS])) : NAN, "%.2fx"));
+      }
+      if (bt >= 0) msb_printf("%-14s %3d (fastest peer: %s, smallest peak: %s)\n", "", wl_threads(w, ti), real[bt].impl,
+                              br >= 0 ? real[br].impl : "-");
+    }
+  /* one line per workload: memspace against the best peer, flagged past 1.15x time or 1.3x peak RSS */
+  msb_printf("\n-- memspace against the best peer (flag: > 1.15x time or > 1.3x peak RSS)\n");
+  for (int w = 0; w < N_WL; w++)
+    for (int ti = 0; ti < n_wl_thr; ti++) {
+      if (ms < 0 || !wres[w][ti][ms][WM_SEC].n) continue;
+      int bt = wl_best_peer(w, ti, WM_SEC), br = wl_best_peer(w, ti, WM_RSS);
+      double tr = bt >= 0 ? ratio(med(&wres[w][ti][ms][WM_SEC]), med(&wres[w][ti][bt][WM_SEC])) : NAN;
+      double rr = br >= 0 ? ratio(med(&wres[w][ti][ms][WM_RSS]), med(&wres[w][ti][br][WM_RSS])) : NAN;
+      bool bad = (!isnan(tr) && tr > 1.15) || (!isnan(rr) && rr > 1.3);
+      char b1[16], b2[16];
+      msb_printf("%s %-14s %d thr: time %s %s, peak RSS %s %s\n", bad ? "FLAG" : "ok  ", wl_names[w], wl_threads(w, ti),
+                 fx(b1, sizeof b1, tr, "%.2fx"), bt >= 0 ? real[bt].impl : "-", fx(b2, sizeof b2, rr, "%.2fx"),
+                 br >= 0 ? real[br].impl : "-");
+    }
+}
+
+static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
+  for (int w = 0; w < N_WL; w++)
+    for (int ti = 0; ti < n_wl_thr; ti++)
+      for (int k = 0; k < n_real; k++)
+        if (!real[k].installed) msb_row_not_installed(ctx, wl_names[w], real[k].impl, wl_threads(w, ti));
+  for (int r = 0; r < p->wl_rounds; r++)
+    for (int w = 0; w < N_WL; w++)
+      for (int ti = 0; ti < n_wl_thr; ti++) {
+                for (int i = 0; i < n_real; i++) {
+          int k = (i + r + w) % n_real;
+          if (real[k].installed && !wfail[w][ti][k]) run_wl(ctx, p, w, ti, k, r);
+        }
+      }
+}
+
 /* ---- targets (issue [heap]) -------------------------------------------------------------------------- */
 
 static void verdict(bool known, bool pass, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -587,6 +706,73 @@ static void print_targets(const hb_params_t *p, const progs_t *pg) {
           reached ? "reached" : "stopped", gr);
 }
 
+/* sections 1-3 and the targets (left out with MSB_HEAP_ONLY=workloads) */
+static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
+  /* 1. rptest: round by round, every allocator once per (case, threads), rotating the order */
+  for (int k = 0; k < n_synth; k++)
+    if (!synth[k].installed)
+      for (int c = 0; c < N_CASES; c++)
+        for (int t = 0; t < N_THR; t++)
+          if (case_has_threads(c, t)) msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
+  for (int r = 0; r < p->rounds; r++) {
+    msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p->rounds, msb_now() - t0);
+    for (int c = 0; c < N_CASES; c++)
+      for (int t = 0; t < N_THR; t++) {
+        if (!case_has_threads(c, t)) continue;
+        for (int i = 0; i < n_synth; i++) {
+          int k = (i + r) % n_synth;
+          if (synth[k].installed && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
+        }
+      }
+  }
+  print_rptest(p, C_SCATTER);
+  print_rptest(p, C_CROSS);
+  print_idle(p);
+
+  /* 2. real programs: a reference run under glibc, then runs interleaving allocators */
+  progs_t pg;
+  memset(&pg, 0, sizeof pg);
+  msb_printf("   real programs (%.0f s so far)\n", msb_now() - t0);
+  bool have_dir = setup_progs(&pg, p);
+  int g = find_impl(real, n_real, "glibc");
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    if (!pg.have[pi]) {
+      for (int k = 0; k < n_real; k++) row_status(ctx, prog_names[pi], real[k].impl, 1, "not_installed");
+      continue;
+    }
+    for (int k = 0; k < n_real; k++)
+      if (!real[k].installed) msb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
+    if (g >= 0) run_prog(ctx, p, &pg, pi, g, -1);
+  }
+  for (int run = 0; run < p->runs; run++)
+    for (int pi = 0; pi < N_PROGS; pi++) {
+      if (!pg.have[pi]) continue;
+      for (int i = 0; i < n_real; i++) {
+        int k = (i + run) % n_real;
+        if (real[k].installed && !pfail[pi][k]) run_prog(ctx, p, &pg, pi, k, run);
+      }
+    }
+  if (have_dir) cleanup_progs(&pg);
+
+  /* 3. realloc growth */
+  msb_printf("   realloc growth (%.0f s so far)\n", msb_now() - t0);
+  bool stop[N_GROW][MAX_IMPL];
+  memset(stop, 0, sizeof stop);
+  for (int gi = 0; gi < N_GROW; gi++)
+    for (int k = 0; k < n_real; k++)
+      if (!real[k].installed) msb_row_not_installed(ctx, grow_names[gi], real[k].impl, 1);
+  for (int run = 0; run < p->realloc_runs; run++)
+    for (int gi = 0; gi < N_GROW; gi++)
+      for (int i = 0; i < n_real; i++) {
+        int k = (i + run) % n_real;
+        if (real[k].installed && !stop[gi][k]) run_grow(ctx, p, gi, k, run, &stop[gi][k]);
+      }
+
+  print_progs(p, &pg);
+  print_grow(p);
+  print_targets(p, &pg);
+}
+
 /* ---- driver ----------------------------------------------------------------------------------------- */
 
 int msb_bench_heap(msb_ctx_t *ctx) {
@@ -594,6 +780,7 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   setup_impls();
   memset(res, 0, sizeof res); memset(pres, 0, sizeof pres); memset(gres, 0, sizeof gres);
   memset(failed, 0, sizeof failed); memset(pfail, 0, sizeof pfail);
+  memset(wres, 0, sizeof wres); memset(wfail, 0, sizeof wfail);
   char prog[PATH_MAX];
   snprintf(prog, sizeof prog, "%s/bench/heap_rptest", msb_binary_dir());
   if (access(prog, X_OK) != 0) {
@@ -607,69 +794,22 @@ int msb_bench_heap(msb_ctx_t *ctx) {
             p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
 
-  /* 1. rptest: round by round, every allocator once per (case, threads), rotating the order */
-  for (int k = 0; k < n_synth; k++)
-    if (!synth[k].installed)
-      for (int c = 0; c < N_CASES; c++)
-        for (int t = 0; t < N_THR; t++)
-          if (case_has_threads(c, t)) msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
-  for (int r = 0; r < p.rounds; r++) {
-    msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p.rounds, msb_now() - t0);
-    for (int c = 0; c < N_CASES; c++)
-      for (int t = 0; t < N_THR; t++) {
-        if (!case_has_threads(c, t)) continue;
-        for (int i = 0; i < n_synth; i++) {
-          int k = (i + r) % n_synth;
-          if (synth[k].installed && !failed[c][t][k]) run_rptest(ctx, &p, r, c, t, k);
-        }
-      }
-  }
-  print_rptest(&p, C_SCATTER);
-  print_rptest(&p, C_CROSS);
-  print_idle(&p);
+  const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": section 4 only (diagnosis runs) */
+  if (!only || strcmp(only, "workloads") != 0) run_classic(ctx, &p, t0);
 
-  /* 2. real programs: a reference run under glibc, then runs interleaving allocators */
-  progs_t pg;
-  memset(&pg, 0, sizeof pg);
-  msb_printf("   real programs (%.0f s so far)\n", msb_now() - t0);
-  bool have_dir = setup_progs(&pg, &p);
-  int g = find_impl(real, n_real, "glibc");
-  for (int pi = 0; pi < N_PROGS; pi++) {
-    if (!pg.have[pi]) {
-      for (int k = 0; k < n_real; k++) row_status(ctx, prog_names[pi], real[k].impl, 1, "not_installed");
-      continue;
-    }
-    for (int k = 0; k < n_real; k++)
-      if (!real[k].installed) msb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
-    if (g >= 0) run_prog(ctx, &p, &pg, pi, g, -1);
-  }
-  for (int run = 0; run < p.runs; run++)
-    for (int pi = 0; pi < N_PROGS; pi++) {
-      if (!pg.have[pi]) continue;
-      for (int i = 0; i < n_real; i++) {
-        int k = (i + run) % n_real;
-        if (real[k].installed && !pfail[pi][k]) run_prog(ctx, &p, &pg, pi, k, run);
-      }
-    }
-  if (have_dir) cleanup_progs(&pg);
-
-  /* 3. realloc growth */
-  msb_printf("   realloc growth (%.0f s so far)\n", msb_now() - t0);
-  bool stop[N_GROW][MAX_IMPL];
-  memset(stop, 0, sizeof stop);
-  for (int gi = 0; gi < N_GROW; gi++)
-    for (int k = 0; k < n_real; k++)
-      if (!real[k].installed) msb_row_not_installed(ctx, grow_names[gi], real[k].impl, 1);
-  for (int run = 0; run < p.realloc_runs; run++)
-    for (int gi = 0; gi < N_GROW; gi++)
-      for (int i = 0; i < n_real; i++) {
-        int k = (i + run) % n_real;
-        if (real[k].installed && !stop[gi][k]) run_grow(ctx, &p, gi, k, run, &stop[gi][k]);
-      }
-
-  print_progs(&p, &pg);
-  print_grow(&p);
-  print_targets(&p, &pg);
+  /* 4. mimalloc-bench-style workloads: threads 2 (glibc_simple 1); --full and MSB_HEAP_WL_THREADS=1,2: both */
+  n_wl_thr = 0;
+  const char *thr_env = getenv("MSB_HEAP_WL_THREADS");
+  for (const char *c = thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2"; c && *c && n_wl_thr < WL_MAX_THR;
+       c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL)
+    if (atoi(c) > 0) wl_thr[n_wl_thr++] = atoi(c);
+  if (getenv("MSB_HEAP_WL_ROUNDS") && atoi(getenv("MSB_HEAP_WL_ROUNDS")) > 0)
+    p.wl_rounds = atoi(getenv("MSB_HEAP_WL_ROUNDS")) < MAX_ROUNDS ? atoi(getenv("MSB_HEAP_WL_ROUNDS")) : MAX_ROUNDS;
+  if (ctx->cmd) fprintf(ctx->cmd, "heap workloads: scale=%g rounds=%d threads=%s\n", p.wl_scale, p.wl_rounds,
+                        thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
+  msb_printf("   mimalloc-bench-style workloads (%.0f s so far)\n", msb_now() - t0);
+  run_wl_section(ctx, &p);
+  print_wl(&p);
   msb_printf("\n   heap bench: %.0f s\n", msb_now() - t0);
   return 0;
 }

@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
-# make test: the release build's CTest suite, then sanitizer builds (ASan+UBSan, TSan) of the ms_* API tests.
-# MEMSPACE_CHECK_ALL=1 (make check-all) runs the long labels too.
+# make test: the secure build's hardening tests, sanitizer builds (ASan+UBSan, TSan) of the ms_* API tests, then
+# the release build's whole CTest suite last, so that the output ends with its summary.
+# MEMSPACE_CHECK_ALL=1 (make check-all) runs the long labels too, and every test each extra build can run: the
+# secure build's whole suite, ASan+UBSan on the tsan-labelled tests as well, TSan on the sanitize-labelled ones.
 set -u
 build=${1:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
 status=0
+all=${MEMSPACE_CHECK_ALL:-0}
 exclude="long|defect"
-[ "${MEMSPACE_CHECK_ALL:-0}" = 1 ] && exclude="defect"
-( cd "$build" && ctest --output-on-failure -j "$jobs" -LE "$exclude" ) || status=1
-# the secure build (guard pages, encoded free lists, canaries, random carving order): its hardening tests; its
-# libmemspace.so is also what `memspace bench heap` runs as memspace-secure
-dir="$build/secure"
-echo "== secure build (-DMEMSPACE_SECURE=ON): tests labelled hardening"
-if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMSPACE_SECURE=ON -DMEMSPACE_BUILD_BENCH=OFF >/dev/null &&
-   cmake --build "$dir" -j "$jobs" --target memspace test_hardening >/dev/null; then
-  ( cd "$dir" && ctest --output-on-failure -j "$jobs" -L hardening -LE "$exclude" ) || status=1
+[ "$all" = 1 ] && exclude="defect"
+
+# extra_build NAME LABEL CMAKE-FLAGS...: configures and builds $build/NAME, runs the tests labelled LABEL
+extra_build() {
+  local name=$1 label=$2 dir="$build/$1"
+  shift 2
+  echo "== $name build ($*): tests labelled ${label:-(all)}"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSPACE_BUILD_BENCH=OFF "$@" >/dev/null || { status=1; return; }
+  cmake --build "$dir" -j "$jobs" >/dev/null || { echo "$name build failed"; status=1; return; }
+  ( cd "$dir" && ctest --output-on-failure -j "$jobs" ${label:+-L "$label"} -LE "$exclude" ) || status=1
+}
+
+# the secure build (guard pages, encoded free lists, canaries, random carving order); its libmemspace.so is also
+# what `memspace bench heap` runs as memspace-secure
+if [ "$all" = 1 ]; then
+  extra_build secure "" -DMEMSPACE_SECURE=ON
+  extra_build asan "sanitize|tsan" -DMEMSPACE_ASAN=ON -DMEMSPACE_UBSAN=ON
+  extra_build tsan "tsan|sanitize" -DMEMSPACE_TSAN=ON
 else
-  echo "secure build failed"; status=1
+  dir="$build/secure"
+  echo "== secure build (-DMEMSPACE_SECURE=ON): tests labelled hardening"
+  if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMSPACE_SECURE=ON -DMEMSPACE_BUILD_BENCH=OFF >/dev/null &&
+     cmake --build "$dir" -j "$jobs" --target memspace test_hardening >/dev/null; then
+    ( cd "$dir" && ctest --output-on-failure -j "$jobs" -L hardening -LE "$exclude" ) || status=1
+  else
+    echo "secure build failed"; status=1
+  fi
+  extra_build asan sanitize -DMEMSPACE_ASAN=ON -DMEMSPACE_UBSAN=ON
+  extra_build tsan tsan -DMEMSPACE_TSAN=ON
 fi
-for san in asan tsan; do
-  case $san in
-    asan) flags="-DMEMSPACE_ASAN=ON -DMEMSPACE_UBSAN=ON"; label="sanitize" ;;
-    tsan) flags="-DMEMSPACE_TSAN=ON"; label="tsan" ;;
-  esac
-  dir="$build/$san"
-  echo "== $san build ($flags): tests labelled $label"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMSPACE_BUILD_BENCH=OFF $flags >/dev/null || { status=1; continue; }
-  cmake --build "$dir" -j "$jobs" >/dev/null || { echo "$san build failed"; status=1; continue; }
-  ( cd "$dir" && ctest --output-on-failure -j "$jobs" -L "$label" -LE "$exclude" ) || status=1
-done
+echo "== release build: every test"
+( cd "$build" && ctest --output-on-failure -j "$jobs" -LE "$exclude" ) || status=1
 exit $status

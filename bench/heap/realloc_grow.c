@@ -6,31 +6,7 @@
    --limit-s seconds and reports how far it got (max_completed_bytes).
    Output: "metric value" lines: seconds, max_completed_bytes, reallocs, moves, peak_rss_bytes.
    Exit 0, 1 usage, 2 out of memory, 3 contents lost. */
-#include <fcntl.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t vm_hwm(void) {
-  char buf[8192];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  char *p = strstr(buf, "VmHWM:");
-  return p ? strtoull(p + 6, NULL, 10) * 1024 : 0;
-}
+#include "wl.h"
 
 int main(int argc, char **argv) {
   size_t step = 0, start = 1 << 20, max = (size_t)1 << 30;
@@ -48,13 +24,13 @@ int main(int argc, char **argv) {
   if (!dbl) start = step;
   if (start < 64 || max < start) return 1;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  double t0 = now_s();
+  double t0 = wl_now();
   unsigned char *p = malloc(start);
   if (!p) return 2;
   for (size_t off = 0; off < start; off += page) p[off] = 1;
   size_t size = start, marks = 0, reallocs = 0, moves = 0;
   p[0] = 0xA5;
-  while (size < max && now_s() - t0 < limit) {
+  while (size < max && wl_now() - t0 < limit) {
     size_t next = dbl ? size * 2 : size + step;
     if (next > max) next = max;
     unsigned char *q = realloc(p, next);
@@ -66,7 +42,7 @@ int main(int argc, char **argv) {
     p[size] = (unsigned char)(0xA5 + ++marks); /* marker at the start of each new part */
     size = next;
   }
-  double seconds = now_s() - t0;
+  double seconds = wl_now() - t0;
   /* every marker survived the moves */
   size_t s = start, k = 0;
   if (p[0] != 0xA5) return 3;
@@ -75,7 +51,7 @@ int main(int argc, char **argv) {
     s = dbl ? s * 2 : s + step;
     if (s > max) s = max;
   }
-  uint64_t hwm = vm_hwm();
+  uint64_t hwm = wl_hwm();
   free(p);
   printf("seconds %.6f\nmax_completed_bytes %zu\nreallocs %zu\nmoves %zu\npeak_rss_bytes %llu\n", seconds, size,
          reallocs, moves, (unsigned long long)hwm);

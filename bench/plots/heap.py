@@ -3,7 +3,9 @@
   bytes) against threads, one line per allocator/preset, without and with cross-thread frees;
 - heap-idle.png: RSS after 1 s of idling, as % of the peak, per allocator and thread count;
 - heap-programs.png: real programs' wall time and max RSS relative to glibc (median, bars min-max), and the
-  realloc growth time per allocator."""
+  realloc growth time per allocator;
+- heap-workloads.png: the mimalloc-bench-style workloads: wall time and peak RSS relative to glibc, per
+  allocator (the highest thread count each workload ran at)."""
 import statistics
 
 from plot import numeric, pyplot
@@ -150,8 +152,41 @@ def plot_programs(rows, outdir, plt):
     plt.close(fig)
 
 
+WORKLOADS = ("larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple", "glibc_thread",
+             "sh6bench", "sh8bench", "alloc_test", "cxx_map")
+
+
+def plot_workloads(rows, outdir, plt):
+    cases = [w for w in WORKLOADS if numeric(rows, case=w, metric="seconds")]
+    if not cases:
+        return
+    fig, axes = plt.subplots(2, 1, figsize=(15, 8.5))
+    impls = impl_order({r["impl"] for w in cases for r in numeric(rows, case=w, metric="seconds")})
+    width = 0.8 / max(1, len(impls))
+    for ax, metric, title in ((axes[0], "seconds", "wall time"), (axes[1], "peak_rss_bytes", "peak RSS")):
+        for j, impl in enumerate(impls):
+            vals = []
+            for w in cases:
+                thr = max(int(r["threads"]) for r in numeric(rows, case=w, metric=metric))
+                base = [r["value"] for r in numeric(rows, case=w, metric=metric, impl="glibc") if int(r["threads"]) == thr]
+                mine = [r["value"] for r in numeric(rows, case=w, metric=metric, impl=impl) if int(r["threads"]) == thr]
+                vals.append(statistics.median(mine) / statistics.median(base) if base and mine else 0)
+            ax.bar([x + j * width for x in range(len(cases))], vals, width, color=style(impl)[0], label=impl)
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(len(cases))])
+        ax.set_xticklabels(cases, fontsize=8)
+        ax.set_ylabel("relative to glibc (lower is better)")
+        ax.set_title("mimalloc-bench-style workloads: %s (median)" % title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8, ncol=len(impls))
+    fig.tight_layout()
+    fig.savefig("%s/heap-workloads.png" % outdir, dpi=110)
+    plt.close(fig)
+
+
 def plot(rows, outdir, part):
     plt = pyplot()
     plot_rptest(rows, outdir, plt)
     plot_idle(rows, outdir, plt)
     plot_programs(rows, outdir, plt)
+    plot_workloads(rows, outdir, plt)

@@ -181,6 +181,7 @@ static bool region_init(void) {
     void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     uintptr_t base = msi_align_up((uintptr_t)p, sub);
+    if ((base + small) >> 48) { msi_os_munmap(p, total); continue; } /* span xfree words need 48-bit addresses */
     msi_heap_g.base = base;
     msi_heap_g.small_size = small;
     msi_heap_g.large_base = base + small;
@@ -463,6 +464,13 @@ static void maybe_purge(void) {
 /* spans of a heap                                                                                              */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/* a span's xfree word: bit 0 says the span is queued on its owner's remote stack; bits 4..47 are the first
+   remote-freed block (16-byte aligned; region_init keeps the segment area below 2^48); bits 48..63 count the
+   blocks of that list (a span holds at most 4096 blocks: no overflow) */
+#define XF_SHIFT 48
+#define XF_ONE ((uintptr_t)1 << XF_SHIFT)
+#define XF_PTR (XF_ONE - 16)
+
 static void partial_push(msi_heap_t *h, msi_span_t *s) {
   msi_span_t *head = h->partial[s->cls];
   s->prev = NULL;
@@ -487,7 +495,23 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   span_cache_put(to_thread_cache ? h : NULL, s);
 }
 
-/* moves remote-freed blocks to the local list; keep_flag leaves the "queued" bit alone */
+/* links `tail` after the last block of `list` (walked: one cache miss per block) */
+static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tail) {
+  msi_block_t *last = list, *next;
+  MSI_HEAP_VG_OPEN(last);
+  while ((next = msi_block_next(s, last))) {
+    MSI_HEAP_VG_CLOSE(last);
+    last = next;
+    MSI_HEAP_VG_OPEN(last);
+  }
+  msi_block_link(last, tail);
+  MSI_HEAP_VG_CLOSE(last);
+}
+
+/* moves remote-freed blocks to the local list; keep_flag leaves the "queued" bit alone.
+   The word holds the list's length (XF_ONE units), so no walk is needed when the local list is empty (a full span:
+   producer/consumer); otherwise the shorter list is walked to its tail (the remote blocks were last written by
+   another core: walking them is a chain of cache misses) */
 static void span_collect(msi_span_t *s, bool keep_flag) {
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
   for (;;) {
@@ -495,20 +519,18 @@ static void span_collect(msi_span_t *s, bool keep_flag) {
     uintptr_t want = keep_flag ? (x & 1) : 0;
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &x, want, memory_order_acquire, memory_order_relaxed)) break;
   }
-  msi_block_t *b = (msi_block_t *)(x & ~(uintptr_t)1);
+  msi_block_t *b = (msi_block_t *)(x & XF_PTR);
   if (!b) return;
-  msi_block_t *last = b, *next;
-  uint32_t n = 1;
-  MSI_HEAP_VG_OPEN(b);
-  while ((next = msi_block_next(s, last))) {
-    MSI_HEAP_VG_CLOSE(last);
-    last = next;
-    MSI_HEAP_VG_OPEN(last);
-    n++;
+  uint32_t n = (uint32_t)(x >> XF_SHIFT);
+  msi_block_t *local = s->free;
+  if (!local) {
+    s->free = b;
+  } else if ((size_t)(s->bump - s->base) / s->block_size - s->used < n) { /* local list (carved - used) shorter */
+    list_append(s, local, b);
+  } else {
+    list_append(s, b, local);
+    s->free = b;
   }
-  msi_block_link(last, s->free);
-  MSI_HEAP_VG_CLOSE(last);
-  s->free = b;
   s->used -= n;
 }
 
@@ -869,14 +891,14 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
   MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
   msi_heap_t *owner = s->owner;
-  uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+  uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
     MSI_HEAP_VG_OPEN(b);
     b->cookie = (uintptr_t)b ^ msi_heap_g.secret;
-    msi_block_link(b, (msi_block_t *)(x & ~(uintptr_t)1));
+    msi_block_link(b, (msi_block_t *)(x & XF_PTR));
     MSI_HEAP_VG_CLOSE(b);
-  } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, (uintptr_t)b | 1, memory_order_release,
-                                                  memory_order_relaxed));
+    nx = (uintptr_t)b | ((x & ~(XF_ONE - 1)) + XF_ONE) | 1; /* one more block in the count */
+  } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));
   if (!(x & 1)) {
     msi_span_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
     do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);

@@ -58,7 +58,7 @@ typedef struct msi_span_s {
   uint8_t cls, nchunks, state, in_partial;
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
   /* second line: what other threads touch, and the owner's cold fields */
-  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks; bit 0: span queued on owner's remote stack */
+  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   uint32_t capacity;           /* blocks in the span */

@@ -28,7 +28,7 @@ static struct {
   char header[256];
   row_t rows[MAX_ROWS];
   int n, bad_lines;
-  char stdout_text[1 << 16];
+  char stdout_text[1 << 18];
 } B;
 
 static void copy(char *dst, size_t cap, const char *src) { /* truncating copy */
@@ -158,7 +158,9 @@ static bool has(const char *case_name, const char *impl, long threads, const cha
 static void not_installed_rows(void **state) {
   (void)state;
   static const char *cases[] = {"rptest", "rptest_cross", "python_pymalloc", "python_malloc", "sqlite3", "gcc",
-                                "realloc_step_1m", "realloc_double"};
+                                "realloc_step_1m", "realloc_double", "larson", "xmalloc", "cache_scratch",
+                                "cache_thrash", "mstress", "glibc_simple", "glibc_thread", "sh6bench", "sh8bench",
+                                "alloc_test", "cxx_map"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
     if (!has(cases[c], "tbbmalloc", 0, "status", false)) fail_msg("no not_installed row for tbbmalloc in %s", cases[c]);
   for (int i = 0; i < B.n; i++) {
@@ -195,11 +197,21 @@ static void cases_and_allocators_present(void **state) {
   for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
     if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
       fail_msg("no row for %s under glibc", progs[i]);
+  /* section 4: every mimalloc-bench-style workload ran under glibc and memspace (glibc_simple at 1 thread) */
+  static const char *wl[] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple",
+                             "glibc_thread", "sh6bench", "sh8bench", "alloc_test", "cxx_map"};
+  for (size_t i = 0; i < sizeof wl / sizeof wl[0]; i++)
+    for (int k = 0; k < 2; k++) {
+      const char *impl = k ? "memspace" : "glibc";
+      long thr = strcmp(wl[i], "glibc_simple") == 0 ? 1 : 2;
+      if (!has(wl[i], impl, thr, "seconds", true) || !has(wl[i], impl, thr, "peak_rss_bytes", true))
+        fail_msg("no %s rows for %s at %ld threads", wl[i], impl, thr);
+    }
 }
 
 static void cmd_file_and_tables(void **state) {
   (void)state;
-  char path[PATH_MAX + 16], text[1 << 16];
+  char path[PATH_MAX + 16], text[1 << 18];
   snprintf(path, sizeof path, "%s/heap.cmd", B.dir);
   slurp(path, text, sizeof text);
   assert_non_null(strstr(text, "command:"));
@@ -208,6 +220,8 @@ static void cmd_file_and_tables(void **state) {
   assert_non_null(strstr(text, "heap_rptest"));
   assert_non_null(strstr(B.stdout_text, "x best-peer"));
   assert_non_null(strstr(B.stdout_text, "-- targets"));
+  assert_non_null(strstr(B.stdout_text, "-- mimalloc-bench-style workloads"));
+  assert_non_null(strstr(text, "heap_larson"));
   assert_true(strstr(B.stdout_text, "PASS ") || strstr(B.stdout_text, "MISS "));
 }
 
