@@ -375,6 +375,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   s->state = MSI_SPAN_CACHED;
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
+  atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
   if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
     if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
@@ -449,16 +450,21 @@ void msi_heap_purge(uint64_t now_ms_in, bool force) {
 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 
-/* from the malloc/free slow paths: a single-threaded program has no maintenance thread */
-static void maybe_purge(void) {
-  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
-  if (d < 0) return;
-  uint32_t now = msi_heap_now_ms();
-  if (now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
-  if (msi_maint_running()) return;
-  msi_heap_purge(now, false);
-}
+/* bytes that became idle (cached spans, cached large slots) since the last purge */
+_Atomic uint64_t msi_heap_idle_since_purge;
 
+/* From the malloc/free slow paths: a single-threaded program has no maintenance thread (one would make
+   unshare(CLONE_NEWUSER) fail), so nothing would purge while it sleeps. It purges here once the delay has passed
+   since the last purge, and at once, as glibc returns big frees, when MSI_HEAP_ST_PURGE_BYTES became idle since. */
+void msi_heap_maybe_purge(void) {
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
+  if (d < 0 || msi_maint_running()) return;
+  uint32_t now = msi_heap_now_ms();
+  bool big = atomic_load_explicit(&msi_heap_idle_since_purge, memory_order_relaxed) >= MSI_HEAP_ST_PURGE_BYTES;
+  if (!big && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
+  atomic_store_explicit(&msi_heap_idle_since_purge, 0, memory_order_relaxed);
+  msi_heap_purge(now, big);
+}
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* spans of a heap                                                                                              */
@@ -837,7 +843,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
     if (!p->free) span_carve(p);
     return alloc_from(p);
   }
-  maybe_purge();
+  msi_heap_maybe_purge();
   msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
@@ -874,7 +880,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       span_retire(h, s, true);
       msi_maint_kick();
-      maybe_purge();
+      msi_heap_maybe_purge();
     } else if (!s->in_partial) {
       partial_push(h, s);
     }

@@ -131,6 +131,9 @@ void msi_heap_small_free_slow(void *p, msi_span_t *span);
 bool msi_heap_small_valid(const void *p, msi_span_t **span_out); /* block start of a live span */
 void msi_heap_thread_collect(bool force);
 void msi_heap_purge(uint64_t now_ms, bool force);
+void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
+#define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
+extern _Atomic uint64_t msi_heap_idle_since_purge;
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
 
 /* the fast paths' state (initial-exec TLS) */

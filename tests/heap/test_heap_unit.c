@@ -188,6 +188,24 @@ static void realloc_grow_by_steps_keeps_every_page(void **state) {
   ms_free(p);
 }
 
+/* a single-threaded program has no maintenance thread: 80 MiB freed must still go back to the OS without any
+   further call (MSI_HEAP_ST_PURGE_BYTES), as glibc returns big frees */
+static void single_threaded_big_free_returns_memory(void **state) {
+  (void)state;
+  if (msi_maint_running()) skip();
+  enum { N = 80, SMALL = 20000 };
+  void *big[N], **small = ms_malloc(SMALL * sizeof *small);
+  assert_non_null(small);
+  for (int i = 0; i < N; i++) { big[i] = ms_malloc(1 << 20); assert_non_null(big[i]); memset(big[i], 1, 1 << 20); }
+  for (int i = 0; i < SMALL; i++) { small[i] = ms_malloc(4000); assert_non_null(small[i]); memset(small[i], 1, 4000); }
+  size_t peak = ms_test_rss_bytes();
+  for (int i = 0; i < N; i++) ms_free(big[i]);
+  for (int i = 0; i < SMALL; i++) ms_free(small[i]);
+  ms_free(small);
+  size_t after = ms_test_rss_bytes();
+  assert_true(peak > after + 100 * MSI_MiB);
+}
+
 static void span_bookkeeping(void **state) {
   (void)state;
   /* fill several spans of one class, free all: spans leave the class and are cached or returned */
@@ -281,6 +299,7 @@ int main(void) {
       cmocka_unit_test(realloc_in_place),
       cmocka_unit_test(realloc_grow_to_1gib_without_copy),
       cmocka_unit_test(realloc_grow_by_steps_keeps_every_page),
+      cmocka_unit_test(single_threaded_big_free_returns_memory),
       cmocka_unit_test(span_bookkeeping),
       cmocka_unit_test(caches_and_presets),
       cmocka_unit_test(stats_print),
