@@ -152,7 +152,7 @@ void msi_options_init(void) {
     if (d->kind == KIND_STR) { opt_strings[i] = *s ? s : NULL; continue; }
     long long v;
     if (*s == 0 || parse_value(d, s, &v) != 0) {
-      msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);
+      if (!MSI_TOOL_PROCESS) msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);
       continue;
     }
     atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);

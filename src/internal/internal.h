@@ -112,5 +112,10 @@ static inline void msi_lock_reset(msi_lock_t *l) { atomic_store_explicit(&l->sta
 /* ---- library start-up (src/core/init.c) ---- */
 void msi_init(void);          /* idempotent; safe before libc is fully up */
 extern _Atomic int msi_initialized;
+/* defined (non-zero) only by the `memspace` tool, which links the library statically: the tool's own copy of the
+   library then neither reports invalid MEMSPACE_* values nor prints statistics at exit (`memspace run` execs the
+   program, whose copy reports them: once, as CONTRACT §3 says). A weak hidden reference: 0 everywhere else. */
+extern const int msi_tool_process __attribute__((weak, visibility("hidden")));
+#define MSI_TOOL_PROCESS (&msi_tool_process != NULL && msi_tool_process)
 
 #endif
