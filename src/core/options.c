@@ -159,7 +159,7 @@ void msi_options_init(void) {
     if (!s) continue;
     if (d->kind == KIND_STR) { opt_strings[i] = *s ? s : NULL; continue; }
     long long v;
-    bool tool = &msi_tool_process && msi_tool_process;
+    bool tool = MSI_TOOL_PROCESS;
     if (*s == 0 || parse_value(d, s, &v) != 0) {
       atomic_fetch_or_explicit(&opt_invalid, 1u << i, memory_order_relaxed);
       if (!tool) msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);

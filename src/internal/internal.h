@@ -38,6 +38,7 @@ bool msi_option_invalid(ms_option_t o);
    spill, statistics at exit), so the process space is not created in the tool, nor are the space variables
    cleared before `memspace run` execs the program. Validity is still recorded (msi_option_invalid). */
 extern const int msi_tool_process __attribute__((weak, visibility("hidden")));
+#define MSI_TOOL_PROCESS (&msi_tool_process != NULL && msi_tool_process)
 extern _Atomic long long msi_option_values[MS_OPTION_COUNT];
 static inline long long msi_opt(ms_option_t o) {
   return atomic_load_explicit(&msi_option_values[o], memory_order_relaxed);

@@ -19,6 +19,14 @@ check "--inherit sets MEMSPACE_SPACE_INHERIT" '[ "$out" = "1" ]'
 "$tool" run --space-initial 12Q -- true 2>/dev/null; check "bad size refused" '[ $? = 2 ]'
 "$tool" run 2>/dev/null; check "missing program refused" '[ $? = 2 ]'
 "$tool" run -- /nonexistent/program 2>/dev/null; check "missing program gives 127" '[ $? = 127 ]'
+"$tool" run -- sh -c 'kill -SEGV $$' 2>/dev/null; check "a program killed by SIGSEGV: status 139 as from the shell" '[ $? = 139 ]'
+noexec=$(mktemp); "$tool" run -- "$noexec" 2>/dev/null; st=$?; rm -f "$noexec"
+check "a file that is not executable gives 126" '[ $st = 126 ]'
+msg=$(MEMSPACE_CACHE=bogus "$tool" run -- sh -c 'exit 0' 2>&1)
+check "an invalid MEMSPACE_* value is reported once (by the program, not by the tool too)" \
+  '[ "$(echo "$msg" | grep -c "invalid value .bogus. for MEMSPACE_CACHE")" = 1 ]'
+msg=$(MEMSPACE_SHOW_STATS=1 "$tool" run -- /nonexistent/program 2>&1)
+check "the tool prints no statistics of its own when the program cannot run" '[[ "$msg" != *statistics* ]]'
 if [ -u /usr/bin/passwd ]; then
   msg=$(MEMSPACE_VERBOSE=1 "$tool" run -- /usr/bin/passwd --help 2>&1 >/dev/null)
   check "setuid program named under MEMSPACE_VERBOSE" '[[ "$msg" == *"will not use memspace"* ]]'

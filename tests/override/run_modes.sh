@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Unchanged programs under `memspace run` in the process-space mode, where real programs broke:
+#  - under RLIMIT_AS (ulimit -v, as sandboxes and batch systems set it) the process space must still be created
+#    (its reserve for 63 expansions took 4 GiB of address space: every malloc failed, Python died at start-up);
+#  - a space's memory is advised for transparent huge pages (a fork then copies one entry per 2 MiB: bash or
+#    Python forking with a 2 GiB space took 90 ms a fork), checked on the mapping's flags, skipped without THP.
+# usage: run_modes.sh MEMSPACE_TOOL ALLOC_PROG [heap-limit]
+#   heap-limit: the heap under RLIMIT_AS must serve a block glibc serves (an open heap defect: label 'defect')
+set -u
+tool=$1 prog=$2
+fail=0; pass=0
+check() { if eval "$2"; then pass=$((pass+1)); echo "ok   $1"; else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+limited() { (ulimit -v "$1" && shift && exec "$@"); }   # KiB, command...
+
+if [ "${3:-}" = heap-limit ]; then
+  # glibc serves a 1.5 GiB block under a 4 GB limit; the heap reserves half the limit split in 31 equal parts
+  # (8 for small blocks, one per large slot size), so no block above ~1/64 of the limit (here 32 MiB) fits
+  limited 4000000 "$prog" big 1536; g=$?
+  limited 4000000 "$tool" run -- "$prog" big 1536; check "heap: 1.5 GiB block under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
+  echo "$pass passed, $fail failed"; [ $fail = 0 ]; exit
+fi
+
+sp="--space-expand 64M --space-at firstalloc"
+limited 2000000 "$tool" run --space-initial 64M $sp -- "$prog" mix 200
+check "expanding process space under ulimit -v 2 GB: 200 MiB of blocks" '[ $? = 0 ]'
+limited 2000000 "$tool" run --space-initial 256M --space-expand 0 -- "$prog" mix 100
+check "fixed 256 MiB process space under ulimit -v 2 GB (start, locked)" '[ $? = 0 ]'
+st=$(limited 3000000 env MEMSPACE_SHOW_STATS=1 "$tool" run --space-initial 64M $sp -- "$prog" mix 50 2>&1)
+check "the process space served those blocks (statistics: size > 0)" \
+  'echo "$st" | sed -n "/^\[spaces\]/,/^\[/p" | grep -qE "^ +size +[1-9]"'
+
+mode=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+if [[ "$mode" == *"[never]"* || -z "$mode" ]]; then
+  echo "skip thp: transparent huge pages are off on this machine ($mode)"
+else
+  "$tool" run --space-initial 64M --space-expand 0 -- "$prog" thp
+  check "process space advised for transparent huge pages (fork copies 2 MiB entries)" '[ $? = 0 ]'
+fi
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
