@@ -55,6 +55,8 @@ typedef struct sp_class_s {
   size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
   uint32_t *stack;             /* free slots */
   size_t nfree;
+  size_t live;                 /* live blocks */
+  unsigned closes;             /* times the file was closed on becoming empty (class_close) */
 } sp_class_t;
 
 static struct {
@@ -96,10 +98,27 @@ static const char *fs_name(unsigned long t) {
   }
 }
 
-/* a new unlinked file in dir: O_TMPFILE, else create + unlink at once. -1 + errno. */
+/* Spill's descriptors are moved to numbers >= SP_FD_MARK (or 64 under the RLIMIT_NOFILE soft limit when that is
+   lower), close-on-exec: the lowest free numbers stay the program's (a child that lists or expects its
+   descriptors, like CPython's test_close_fds, sees none of ours). Refused (limit too low, EMFILE): kept as is. */
+#define SP_FD_MARK 1000
+static int fd_high(int fd) {
+  long mark = SP_FD_MARK;
+  struct rlimit rl;
+  if (msi_os_getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 64 < mark)
+    mark = (long)rl.rlim_cur - 64;
+  if (fd >= mark) return fd;
+  int h = msi_os_dup_high(fd, (int)mark);
+  if (h < 0) return fd;
+  msi_os_close(fd);
+  return h;
+}
+
+/* a new unlinked file in dir: O_TMPFILE, else create + unlink at once; close-on-exec, numbered high (fd_high).
+   -1 + errno. */
 static int open_unlinked(const char *dir) {
   int fd = msi_os_open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0) return fd;
+  if (fd >= 0) return fd_high(fd);
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -1;
   static _Atomic unsigned counter;
   char path[PATH_MAX];
@@ -108,7 +127,7 @@ static int open_unlinked(const char *dir) {
     fd = msi_os_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0) {
       msi_os_unlink(path);
-      return fd;
+      return fd_high(fd);
     }
     if (errno != EEXIST) return -1;
   }
@@ -171,8 +190,43 @@ static bool choose_dir(void) {
   return probe_dir(sp.dir, true) == 0;
 }
 
-static void fork_prepare(void) { msi_lock(&sp.lock); }
-static void fork_parent(void) { msi_unlock(&sp.lock); }
+/* ---- fork ----
+   The handlers are registered once, before spill's lock is first taken (atfork_once: from the constructor and
+   from initialisation), so a fork never copies that lock held: prepare takes it (waiting for an initialisation
+   or allocation in another thread to finish), parent releases it, child re-creates it. The scratch locks of
+   the statistics (vec_lock, buf_lock: never held while taking another) are re-created in the child. */
+static msi_lock_t vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
+static msi_lock_t buf_lock = MSI_LOCK_INIT; /* dirty_bytes' read buffer */
+/* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
+   otherwise the parent, returning from fork first, keeps writing its spilled blocks (an interpreter's stacks,
+   a vector header) and freeing them (holes read as zeros) through the still-shared mapping, and the child
+   copies a half-changed state. (R's mclapply workers crashed so with a 1 MiB threshold.) The child closes the
+   pipe's write end when done; its death or a failed fork closes it as well. */
+static int fork_sync[2] = {-1, -1};
+static bool any_file(void) {
+  if (atomic_load(&sp.state) != 1) return false;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++)
+    if (sp.cls[c].fd >= 0) return true;
+  return false;
+}
+static void fork_prepare(void) {
+  msi_lock(&sp.lock);
+  if (!any_file() || msi_os_pipe(fork_sync) != 0) fork_sync[0] = fork_sync[1] = -1;
+}
+static void fork_parent(void) {
+  if (fork_sync[1] >= 0) {
+    msi_os_close(fork_sync[1]);
+    char b;
+    while (msi_os_read(fork_sync[0], &b, 1) > 0) {}
+    msi_os_close(fork_sync[0]);
+    fork_sync[0] = fork_sync[1] = -1;
+  }
+  msi_unlock(&sp.lock);
+}
+static void fork_sync_done(void) {
+  if (fork_sync[1] >= 0) msi_os_close(fork_sync[1]);
+  fork_sync[0] = fork_sync[1] = -1;
+}
 /* A private file mapping still shows the parent's later writes to pages the child has not written. That is
    fatal for memory the parent keeps changing: an interpreter's stack in a small spilled block, or the header at
    the start of a large vector (R's garbage collector links and marks it). So the child copies now (one write per
@@ -194,6 +248,14 @@ static void snapshot_blocks(sp_class_t *k, unsigned c) {
 }
 
 static void fork_child(void) {
+  msi_lock_reset(&vec_lock);
+  msi_lock_reset(&buf_lock);
+  if (fork_sync[0] >= 0) msi_os_close(fork_sync[0]);
+  if (atomic_load(&sp.state) != 1) { /* never used (or unusable): nothing is mapped */
+    fork_sync_done();
+    msi_lock_reset(&sp.lock);
+    return;
+  }
   atomic_store(&sp.in_child, 1);
   snapshot_copied = 0;
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
@@ -214,7 +276,25 @@ static void fork_child(void) {
     if (k->next < above) k->next = above;
     k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
+  fork_sync_done(); /* the parent may go on */
   msi_lock_reset(&sp.lock);
+}
+
+static _Atomic int atfork_state;     /* 0 not registered, 1 being registered, 2 registered */
+static _Atomic uintptr_t atfork_thread; /* the thread registering (pthread_atfork may allocate: no self-wait) */
+static void atfork_once(void) {
+  if (atomic_load_explicit(&atfork_state, memory_order_acquire) == 2) return;
+  int expect = 0;
+  if (atomic_compare_exchange_strong(&atfork_state, &expect, 1)) {
+    atomic_store(&atfork_thread, (uintptr_t)pthread_self());
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atomic_store_explicit(&atfork_state, 2, memory_order_release);
+    return;
+  }
+  /* another thread is registering: wait, unless it is this thread (an allocation inside pthread_atfork) */
+  while (atomic_load_explicit(&atfork_state, memory_order_acquire) != 2 &&
+         atomic_load(&atfork_thread) != (uintptr_t)pthread_self())
+    msi_cpu_relax();
 }
 
 static void writeback_all(void);
@@ -226,11 +306,15 @@ static void stats_get(ms_stats_t *s);
 static void stats_print(msi_stats_writer_t *w);
 static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print};
 
-__attribute__((constructor)) static void sp_register(void) { msi_stats_register(&sp_stats); }
+__attribute__((constructor)) static void sp_register(void) {
+  msi_stats_register(&sp_stats);
+  atfork_once();
+}
 
 /* once per process: true when spill is usable. Reports the reason once otherwise. */
 static MSI_NOINLINE bool sp_init_slow(void) {
   msi_init();
+  atfork_once(); /* before the lock is first taken: a fork never copies it held */
   msi_lock(&sp.lock);
   int st = atomic_load(&sp.state);
   if (st != 0) {
@@ -273,7 +357,6 @@ static MSI_NOINLINE bool sp_init_slow(void) {
   atomic_store(&sp.state, ok ? 1 : 2);
   msi_unlock(&sp.lock);
   if (ok) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
     msi_maint_register(&sp_maint);
     /* spilled data needs write-back even in a single-threaded program: allow the shared maintenance thread */
     msi_maint_note_thread();
@@ -386,6 +469,7 @@ static uintptr_t slot_alloc(unsigned c, size_t need) {
   }
   if (!popped) k->next = slot + 1;
   k->meta[slot] = need;
+  k->live++;
   atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&sp.bytes, need, memory_order_relaxed);
   return k->start + off;
@@ -403,14 +487,38 @@ static bool locate(const void *p, unsigned *c, size_t *slot) {
   return sp.cls[cc].meta != NULL && *slot < sp.cls[cc].next;
 }
 
+/* Under the lock, for a class whose last block was just freed: the file is closed and the region given back to
+   the reservation, so a process holds a spill descriptor only while it holds spilled blocks (a short-lived
+   program that spilled a few temporaries, like a child listing its descriptors, shows none). A class that
+   empties again and again (a loop allocating and freeing one block) keeps its file after SP_MAX_CLOSES closes:
+   each reopen costs a file creation and a few system calls. Never in a forked child's inherited extent. */
+#define SP_MAX_CLOSES 8
+static bool class_close(sp_class_t *k) {
+  if (k->live || k->floor || k->fd < 0 || k->closes >= SP_MAX_CLOSES) return false;
+  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+  if (m && msi_os_mmap((void *)k->start, m, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+                       0) == MAP_FAILED)
+    return false; /* keep the file: the mapping is still in use */
+  atomic_store_explicit(&k->mapped, 0, memory_order_release);
+  int fd = k->fd;
+  k->fd = -1;
+  msi_os_close(fd); /* the last reference to the unlinked file: its disk space goes */
+  k->next = 0;
+  k->nfree = 0;
+  k->closes++;
+  return true;
+}
+
 /* under the lock: releases a slot (disk and page cache at once) */
 static void slot_free(unsigned c, size_t slot) {
   sp_class_t *k = &sp.cls[c];
   size_t need = k->meta[slot];
   size_t off = slot << c;
   k->meta[slot] = 0;
+  k->live--;
   atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
+  if (off >= k->floor && class_close(k)) return;
   if (off < k->floor) {
     /* inherited at fork: the file is the parent's; drop only the child's private copies, never reuse the slot */
     msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
@@ -659,7 +767,6 @@ static uint64_t snapshot_cap(void) { return bud.limit / 16; }
 
 static uint64_t dirty_bytes(void) {
   static char buf[8192];
-  static msi_lock_t buf_lock = MSI_LOCK_INIT;
   uint64_t v = 0;
   if (!msi_trylock(&buf_lock)) return 0;
   if (bud.stat_path[0]) {
@@ -725,7 +832,6 @@ int ms_spill_is(const void *ptr) {
 /* ---- statistics ---- */
 static uint64_t resident_bytes(void) {
   static unsigned char vec[4096];
-  static msi_lock_t vec_lock = MSI_LOCK_INIT;
   size_t ps = msi_os_page_size();
   uint64_t total = 0;
   msi_lock(&vec_lock);
@@ -738,7 +844,7 @@ static uint64_t resident_bytes(void) {
       for (size_t i = 0; i < len / ps; i++) total += vec[i] & 1;
     }
   }
-  msi_lock_reset(&vec_lock);
+  msi_unlock(&vec_lock);
   return total * ps;
 }
 
