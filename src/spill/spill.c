@@ -20,8 +20,11 @@
    - write-back: a maintenance task (and allocation pacing) starts writeback of dirty pages with
      sync_file_range(SYNC_FILE_RANGE_WRITE), so reclaim finds clean pages instead of stalling.
    - fork: a child handler maps every region again MAP_PRIVATE|MAP_FIXED from the same file: the child's writes
-     stay its own. Below each region's `floor` (the extent mapped at fork) blocks are inherited: the child never
-     punches or grows them in the parent's file. New blocks in the child go above the floor, in new files. */
+     stay its own; the parent waits in its handler until the child has done so. Below each region's `floor`
+     (the extent mapped at fork) blocks are inherited: the child never punches or grows them in the parent's
+     file. New blocks in the child go above the floor, in new files.
+   - descriptors: opened at a class's first block, moved to >= 1000 (close-on-exec), closed again (and the region
+     given back to the reservation) when the class's last block is freed, for the first few times. */
 #include "os.h"
 #include "route.h"
 #include <errno.h>
@@ -71,6 +74,8 @@ static struct {
   unsigned long fs_type;
   _Atomic uint64_t blocks, bytes, fallbacks, syncs, moves, enospc;
   _Atomic uint64_t last_sync_ns;
+  bool random_adv;             /* mappings advised MADV_RANDOM (the data outgrew memory), else MADV_NORMAL */
+  _Atomic uint64_t advice_switches;
 } sp = {.lock = MSI_LOCK_INIT};
 
 size_t msi_spill_threshold(void) {
@@ -194,7 +199,7 @@ static bool choose_dir(void) {
    The handlers are registered once, before spill's lock is first taken (atfork_once: from the constructor and
    from initialisation), so a fork never copies that lock held: prepare takes it (waiting for an initialisation
    or allocation in another thread to finish), parent releases it, child re-creates it. The scratch locks of
-   the statistics (vec_lock, buf_lock: never held while taking another) are re-created in the child. */
+   the statistics (vec_lock, buf_lock: never waited for while holding another) are re-created in the child. */
 static msi_lock_t vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
 static msi_lock_t buf_lock = MSI_LOCK_INIT; /* dirty_bytes' read buffer */
 /* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
@@ -267,7 +272,7 @@ static void fork_child(void) {
                                     MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
-    else if (m > k->floor) msi_os_madvise((void *)(k->start + k->floor), m - k->floor, MADV_RANDOM);
+    else if (m > k->floor && sp.random_adv) msi_os_madvise((void *)(k->start + k->floor), m - k->floor, MADV_RANDOM);
     snapshot_blocks(k, c);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
@@ -299,6 +304,7 @@ static void atfork_once(void) {
 
 static void writeback_all(void);
 static void budget_init(void);
+static void advise_update(void);
 static void maint_run(uint64_t now_ns) { (void)now_ns; writeback_all(); }
 static const msi_maint_task_t sp_maint = {"spill-writeback", 50, maint_run};
 
@@ -417,9 +423,7 @@ static bool class_map(sp_class_t *k, size_t end) {
   if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
                   (off_t)m) == MAP_FAILED)
     return false;
-  /* no read-around on faults: beyond memory, random access ran 2x faster on the measured machine (8 MiB
-     read_ahead_kb) and sequential scans 13% slower; a program can madvise(MADV_NORMAL) its block */
-  msi_os_madvise((void *)(k->start + m), want - m, MADV_RANDOM);
+  if (sp.random_adv) msi_os_madvise((void *)(k->start + m), want - m, MADV_RANDOM); /* see advise_update */
   atomic_store_explicit(&k->mapped, want, memory_order_release);
   return true;
 }
@@ -472,6 +476,7 @@ static uintptr_t slot_alloc(unsigned c, size_t need) {
   k->live++;
   atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&sp.bytes, need, memory_order_relaxed);
+  advise_update();
   return k->start + off;
 }
 
@@ -518,6 +523,7 @@ static void slot_free(unsigned c, size_t slot) {
   k->live--;
   atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
+  advise_update();
   if (off >= k->floor && class_close(k)) return;
   if (off < k->floor) {
     /* inherited at fork: the file is the parent's; drop only the child's private copies, never reuse the slot */
@@ -765,6 +771,28 @@ static void budget_init(void) {
 
 static uint64_t snapshot_cap(void) { return bud.limit / 16; }
 
+/* Under the lock. Fault advice follows whether the spilled data fits: while the spilled bytes stay under half
+   the budget the mappings keep the kernel's default (MADV_NORMAL): a write fault on a fresh block then gets a
+   large page-cache folio (ext4 with large folios, Linux 6.16+), so there are fewer faults: R's numeric() of
+   512 MiB allocated 1.5-2x faster than under MADV_RANDOM on the measured machine (no cgroup), about as fast as
+   plain. Beyond half the budget every mapping is advised MADV_RANDOM (a fault reads one page, not the
+   read-around window: random reads beyond memory ran 2-7x faster than a plain file mapping); back under a
+   quarter, MADV_NORMAL again. */
+static void advise_all(bool random) {
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+    if (m) msi_os_madvise((void *)k->start, m, random ? MADV_RANDOM : MADV_NORMAL);
+  }
+  sp.random_adv = random;
+  atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
+}
+static void advise_update(void) {
+  uint64_t b = atomic_load_explicit(&sp.bytes, memory_order_relaxed);
+  if (!sp.random_adv && b > bud.limit / 2) advise_all(true);
+  else if (sp.random_adv && b < bud.limit / 4) advise_all(false);
+}
+
 static uint64_t dirty_bytes(void) {
   static char buf[8192];
   uint64_t v = 0;
@@ -888,6 +916,7 @@ static void stats_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "spill_moves", atomic_load(&sp.moves), "");
   msi_stats_field(w, "spill_writebacks", atomic_load(&sp.syncs), "");
   msi_stats_field(w, "spill_writebacks_full", atomic_load(&bud.full_syncs), "");
+  msi_stats_field(w, "spill_advice_switches", atomic_load(&sp.advice_switches), "");
   if (st == 1) {
     msi_stats_field(w, "spill_memory_budget", bud.limit, "bytes");
     msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");
