@@ -26,6 +26,9 @@ struct statfs;
 struct rlimit;
 int msi_os_open(const char *path, int flags, unsigned mode);
 int msi_os_close(int fd);
+/* a close-on-exec duplicate of fd numbered at least min_fd (fcntl F_DUPFD_CLOEXEC); -1 + errno */
+int msi_os_dup_high(int fd, int min_fd);
+int msi_os_pipe(int fds[2]);                           /* pipe2(O_CLOEXEC); -1 + errno */
 ssize_t msi_os_read(int fd, void *buf, size_t len);
 int msi_os_unlink(const char *path);
 int msi_os_ftruncate(int fd, off_t size);

@@ -99,6 +99,8 @@ int msi_os_close(int fd) {
   COUNT_CALL();
   return close(fd); /* never retried: the descriptor is gone even on EINTR */
 }
+int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
+int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, pipe2(fds, O_CLOEXEC)); }
 ssize_t msi_os_read(int fd, void *buf, size_t len) {
   COUNT_CALL();
   ssize_t r;

@@ -10,6 +10,7 @@
 #endif
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,6 +171,71 @@ static int mode_many(size_t count) {
   return 0;
 }
 
+/* open descriptors other than the listing's own, as a bit set of the first 4096 numbers; returns how many */
+static size_t list_fds(unsigned char set[4096]) {
+  memset(set, 0, 4096);
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) FAIL("opendir /proc/self/fd: %s", strerror(errno));
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    int fd = atoi(e->d_name);
+    if (fd == dirfd(d) || fd >= 4096) continue;
+    set[fd] = 1;
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* spill's descriptors: none before the first spilled allocation (EXPECT_FDS="0,1,2" checks the exact set at
+   start), then only numbers >= the high mark (1000, or 64 under a lower RLIMIT_NOFILE), close-on-exec, and none
+   again once the last spilled block is freed */
+static int mode_fds(void) {
+  static unsigned char a[4096], b[4096];
+  list_fds(a);
+  const char *expect = getenv("EXPECT_FDS");
+  if (expect) {
+    unsigned char want[4096] = {0};
+    for (const char *t = expect; *t;) {
+      want[atoi(t) & 4095] = 1;
+      t += strcspn(t, ",");
+      t += *t == ',';
+    }
+    for (int fd = 0; fd < 4096; fd++)
+      if (a[fd] != want[fd]) FAIL("descriptor %d %s at start (expected %s)", fd, a[fd] ? "open" : "missing", expect);
+  }
+  void *small = malloc(1000);
+  free(small);
+  list_fds(b);
+  if (memcmp(a, b, sizeof a)) FAIL("descriptors changed before anything was spilled");
+  struct rlimit rl;
+  long mark = 1000;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 64 < mark)
+    mark = (long)rl.rlim_cur - 64;
+  size_t n = 8 << 20;
+  unsigned char *p = s_alloc(n);
+  if (!p || !ms_spill_is(p)) FAIL("8 MiB not spilled: %s", strerror(errno));
+  memset(p, 7, n);
+  list_fds(b);
+  int added = 0;
+  for (int fd = 0; fd < 4096; fd++) {
+    if (!b[fd] || a[fd]) continue;
+    if (fd < mark) FAIL("spill took descriptor %d, below the high mark %ld", fd, mark);
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || !(fl & FD_CLOEXEC)) FAIL("spill descriptor %d is not close-on-exec", fd);
+    added++;
+  }
+  if (!added) FAIL("no spill descriptor found after spilling");
+  s_free(p);
+  list_fds(b); /* the last spilled block is gone: so is the file */
+  if (memcmp(a, b, sizeof a)) FAIL("a spill descriptor stayed open after the last spilled block was freed");
+  printf("ok fds: none before spilling, %d after, all >= %ld and close-on-exec, none after the last free\n", added,
+         mark);
+  return 0;
+}
+
 static int mode_realloc(void) {
   size_t sizes[] = {3 << 20, 5 << 20, 9 << 20, 2 << 20, 40 << 20, 100 << 20, 7 << 20, 300 << 20, 1 << 20};
   size_t cur = sizes[0];
@@ -217,7 +283,7 @@ static int mode_big(size_t mib) { /* holds mib MiB in 64 MiB blocks and verifies
 int main(int argc, char **argv) {
   use_malloc = getenv("USE_MALLOC") && atoi(getenv("USE_MALLOC"));
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (argc < 2) { fprintf(stderr, "usage: spill_helper dir|fsize|hold|full|fork|many N|realloc\n"); return 2; }
+  if (argc < 2) { fprintf(stderr, "usage: spill_helper dir|fsize|hold|full|fork|many N|realloc|fds\n"); return 2; }
   const char *m = argv[1];
   if (!strcmp(m, "dir")) return mode_dir();
   if (!strcmp(m, "fsize")) return mode_fsize();
@@ -226,6 +292,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
+  if (!strcmp(m, "fds")) return mode_fds();
   if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);
   fprintf(stderr, "unknown mode %s\n", m);
   return 2;

@@ -135,6 +135,11 @@ def main():
         return preload("many", "100000", threshold="4K")
     if t == "preload_fork":
         return preload("fork")
+    if t == "preload_fds":  # started with only 0, 1, 2 open (close_fds): no other before spilling
+        need_routing()
+        return run([HELPER_SHARED, "fds"], env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="1M",
+                                                   MEMSPACE_SPILL_DIR=SPILL_DIR, EXPECT_FDS="0,1,2"),
+                   stdin=subprocess.DEVNULL)
     limit = 64 << 20
     if t == "cgroup_python":
         py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -145,9 +150,15 @@ def main():
         if not shutil.which("Rscript"):
             skip("Rscript not installed (r-base-core)")
         limit = 128 << 20
-        # threshold 4M: with 1M, R's own 1-4 MiB blocks spilled made mclapply workers crash (docs/spill.md)
+        # threshold 1M: R's own 1-4 MiB blocks (stacks, tables) are spilled too, and read by mclapply workers
         return in_cgroup("r", limit, ["Rscript", "--vanilla", os.path.join(HERE, "hold.R"), str(3 * limit >> 20)],
-                         threshold="4M")
+                         threshold="1M")
+    if t == "r_mclapply":  # no cgroup: forked workers while the parent keeps allocating (docs/spill.md, fork)
+        if not shutil.which("Rscript"):
+            skip("Rscript not installed (r-base-core)")
+        need_routing()
+        return run(["Rscript", "--vanilla", os.path.join(HERE, "mclapply.R"), "10"],
+                   env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="1M", MEMSPACE_SPILL_DIR=SPILL_DIR), timeout=150)
     if t == "cgroup_c":
         return in_cgroup("c", limit, [HELPER_SHARED, "big", str(3 * limit >> 20)], routing=False)  # ms_spill_alloc
     print("unknown test", t)

@@ -160,27 +160,19 @@ static void test_tmpfs_refused(void **state) {
   assert_non_null(strstr(out, "tmpfs"));
 }
 
-static void test_fsize(void **state) {
-  (void)state;
+/* runs the helper in `mode` (no extra environment): exit 0 and, when given, `want` in its output */
+static void helper_ok(const char *mode, const char *want) {
   char out[4096];
-  const char *args[] = {"fsize", NULL};
+  const char *args[] = {mode, NULL};
   assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
-  assert_non_null(strstr(out, "ok fsize"));
+  if (want) assert_non_null(strstr(out, want));
 }
 
-static void test_fork(void **state) {
-  (void)state;
-  char out[4096];
-  const char *args[] = {"fork", NULL};
-  assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
-}
-
-static void test_realloc_helper(void **state) {
-  (void)state;
-  char out[4096];
-  const char *args[] = {"realloc", NULL};
-  assert_int_equal(run_helper(args, NULL, out, sizeof out), 0);
-}
+static void test_fsize(void **state) { (void)state; helper_ok("fsize", "ok fsize"); }
+static void test_fork(void **state) { (void)state; helper_ok("fork", "ok fork"); }
+static void test_realloc_helper(void **state) { (void)state; helper_ok("realloc", "ok realloc"); }
+/* no spill descriptor before spilling or after the last free; while spilling only high, close-on-exec ones */
+static void test_fds_high(void **state) { (void)state; helper_ok("fds", "ok fds"); }
 
 static void test_many(void **state) {
   (void)state;
@@ -236,7 +228,7 @@ int main(void) {
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
-      cmocka_unit_test(test_kill9_leaves_nothing),
+      cmocka_unit_test(test_kill9_leaves_nothing), cmocka_unit_test(test_fds_high),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
