@@ -101,8 +101,11 @@ bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
 void msi_heap_check_free(msi_span_t *s, msi_block_t *b) {
   if (msi_block_is_free(b)) msi_heap_bad_pointer(b, "free(): double free");
+  /* the cookie catches a double free unless the program wrote over the freed block; the walk also catches the
+     most recent frees then. Only the debug build walks the whole list (up to 4096: 10-40x slower programs) */
+  const unsigned walk = MEMSPACE_DEBUG ? 4096 : 8;
   unsigned n = 0;
-  for (msi_block_t *f = s->free; f && n < 4096; f = msi_block_next(s, f), n++)
+  for (msi_block_t *f = s->free; f && n < walk; f = msi_block_next(s, f), n++)
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
 #if MEMSPACE_DEBUG
   if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));
