@@ -150,7 +150,8 @@ static int probe_dir(const char *dir, bool report) {
   if (fd < 0) {
     int e = errno;
     if (report)
-      msi_warning("spill directory %s is not usable (%s): spilled allocations stay in RAM", dir,
+      msi_warning("spill directory %s (MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp) is not usable (%s): "
+                  "spilled allocations stay in RAM", dir,
                   e == ENOENT ? "missing" : e == EACCES || e == EROFS || e == EPERM ? "not writable" : "cannot create a file");
     return e ? e : EIO;
   }
