@@ -1,90 +1,162 @@
 command: build/memspace bench all
 part: heap
 mode: default
-date: 2026-11-22T02:43:03Z
+date: 2026-11-22T05:32:18Z
 machine: cpu="Intel(R) Xeon(R) Processor" cores=2 memory_bytes=25274793984 kernel="Linux 6.18.44-fc-v445" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
 heap parameters: rounds=3 warmup=2 loops=3 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=3 py_n=25000 sql_rows=1000000 gcc_funcs=70 realloc_max=1073741824 realloc_limit_s=1.5
-child rptest: /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest_cross: /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child python_pymalloc: /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_malloc: PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/work/benchclone/build/libmemspace.so PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 3 25000
-child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-aeHoN3/bench.db .read /tmp/memspace-bench-heap-aeHoN3/build.sql
-child sqlite3: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-aeHoN3/bench.db .read /tmp/memspace-bench-heap-aeHoN3/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-aeHoN3/bench.db .read /tmp/memspace-bench-heap-aeHoN3/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-aeHoN3/bench.db .read /tmp/memspace-bench-heap-aeHoN3/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-aeHoN3/bench.db .read /tmp/memspace-bench-heap-aeHoN3/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-aeHoN3/bench.db .read /tmp/memspace-bench-heap-aeHoN3/build.sql
-child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-aeHoN3/generated.c -o /tmp/memspace-bench-heap-aeHoN3/generated.o
-child gcc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-aeHoN3/generated.c -o /tmp/memspace-bench-heap-aeHoN3/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-aeHoN3/generated.c -o /tmp/memspace-bench-heap-aeHoN3/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-aeHoN3/generated.c -o /tmp/memspace-bench-heap-aeHoN3/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-aeHoN3/generated.c -o /tmp/memspace-bench-heap-aeHoN3/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-aeHoN3/generated.c -o /tmp/memspace-bench-heap-aeHoN3/generated.o
-child realloc_step_1m: /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-seconds: 483.2
+child rptest: /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest_cross: /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child python_pymalloc: /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_pymalloc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_malloc: PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_malloc: LD_PRELOAD=/work/main/build/libmemspace.so PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
+child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-zSNVrs/bench.db .read /tmp/memspace-bench-heap-zSNVrs/build.sql
+child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-zSNVrs/bench.db .read /tmp/memspace-bench-heap-zSNVrs/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-zSNVrs/bench.db .read /tmp/memspace-bench-heap-zSNVrs/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-zSNVrs/bench.db .read /tmp/memspace-bench-heap-zSNVrs/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-zSNVrs/bench.db .read /tmp/memspace-bench-heap-zSNVrs/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-zSNVrs/bench.db .read /tmp/memspace-bench-heap-zSNVrs/build.sql
+child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-zSNVrs/generated.c -o /tmp/memspace-bench-heap-zSNVrs/generated.o
+child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-zSNVrs/generated.c -o /tmp/memspace-bench-heap-zSNVrs/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-zSNVrs/generated.c -o /tmp/memspace-bench-heap-zSNVrs/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-zSNVrs/generated.c -o /tmp/memspace-bench-heap-zSNVrs/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-zSNVrs/generated.c -o /tmp/memspace-bench-heap-zSNVrs/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-zSNVrs/generated.c -o /tmp/memspace-bench-heap-zSNVrs/generated.o
+child realloc_step_1m: /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+heap workloads: scale=1 rounds=1 threads=2
+child larson: /work/main/build/bench/heap_larson --threads 2 --scale 1
+child larson: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_larson --threads 2 --scale 1
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_larson --threads 2 --scale 1
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
+child xmalloc: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
+child xmalloc: /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
+child cache_scratch: /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
+child cache_scratch: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
+child cache_thrash: /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
+child cache_thrash: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_mstress --threads 2 --scale 1
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_mstress --threads 2 --scale 1
+child mstress: /work/main/build/bench/heap_mstress --threads 2 --scale 1
+child mstress: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_mstress --threads 2 --scale 1
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_mstress --threads 2 --scale 1
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_mstress --threads 2 --scale 1
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
+child glibc_simple: /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
+child glibc_simple: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
+child glibc_thread: /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
+child glibc_thread: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
+child sh6bench: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
+child sh6bench: /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
+child sh8bench: /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
+child sh8bench: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
+child alloc_test: /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
+child alloc_test: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
+child cxx_map: /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
+child cxx_map: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
+seconds: 536.1
 exit: 0
