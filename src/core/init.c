@@ -17,5 +17,5 @@ void msi_init(void) {
 __attribute__((constructor(101))) static void msi_constructor(void) { msi_init(); }
 
 __attribute__((destructor(101))) static void msi_destructor(void) {
-  if (msi_opt(MS_OPTION_SHOW_STATS) && !MSI_TOOL_PROCESS) ms_stats_print(NULL, NULL, 0);
+  if (msi_opt(MS_OPTION_SHOW_STATS)) ms_stats_print(NULL, NULL, 0); /* never set in the tool (options.c) */
 }

@@ -125,15 +125,10 @@ static MSI_NOINLINE MSI_COLD void free_local_checked(void *p, msi_span_t *s) {
   free_local(p, s);
 }
 
-static inline bool block_start(const msi_span_t *s, const void *p) {
-  uintptr_t off = (uintptr_t)p - s->base;
-  return (uintptr_t)p < s->end && ((off * s->recip) >> 40) * s->block_size == off;
-}
-
 /* a local free that failed a check: reports which (not _Noreturn, so the fast path reaches it by a tail jump and
    keeps no stack frame) */
 static MSI_NOINLINE MSI_COLD void free_local_error(void *p, msi_span_t *s) {
-  if (!block_start(s, p)) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  if (!msi_span_block_start(s, p)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (msi_block_is_free(p)) msi_heap_bad_pointer(p, "free(): double free");
   msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
 }
@@ -145,7 +140,7 @@ void msi_free(void *p) {
     if (MSI_LIKELY(s->owner == msi_tls_heap)) {
       /* a live block start (O(1): the span's reciprocal) whose cookie (second word: the line the link store below
          writes anyway) does not say "free"; the secure build also checks the canary after the block */
-      if (MSI_UNLIKELY(!block_start(s, p) || msi_block_is_free(p) || !msi_block_canary_ok(s, p)))
+      if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(p) || !msi_block_canary_ok(s, p)))
         return free_local_error(p, s);
       if (MSI_UNLIKELY(msi_heap_checks)) return free_local_checked(p, s);
       return free_local(p, s);

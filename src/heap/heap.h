@@ -168,7 +168,7 @@ size_t msi_usable_size(const void *p);
 #define MSI_HEAP_CHECKS_BUILD 0
 #endif
 extern bool msi_heap_checks;
-void msi_heap_check_free(msi_span_t *s, msi_block_t *b);
+void msi_heap_check_free(msi_span_t *s, msi_block_t *b); /* after the cookie: a short free-list walk */
 
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
@@ -193,6 +193,11 @@ static inline bool msi_heap_in_small(const void *p) {
 }
 static inline bool msi_heap_in_large(const void *p) {
   return (uintptr_t)p - msi_heap_g.large_base < msi_heap_g.large_size;
+}
+/* p is the start of one of the span's blocks: O(1), by the span's reciprocal (no division) */
+static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
+  uintptr_t off = (uintptr_t)p - s->base;
+  return (uintptr_t)p < s->end && ((off * s->recip) >> 40) * s->block_size == off;
 }
 static inline msi_span_t *msi_heap_span_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
