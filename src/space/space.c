@@ -571,7 +571,7 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
 /* the most address space a space reserves: a quarter of RLIMIT_AS, or no limit */
 static size_t as_cap(void) {
   struct rlimit rl;
-  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return (size_t)rl.rlim_cur / 4;
+  if (msi_os_getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return (size_t)rl.rlim_cur / 4;
   return SIZE_MAX;
 }
 
@@ -631,6 +631,14 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
   return off;
 }
 
+/* the metadata of a space of `reserved` data bytes, committed. Large metadata goes on transparent huge pages:
+   walking the 4 KiB pages of big blocks then does not evict the metadata's TLB entries (separate 2 MiB entries),
+   so malloc and free find it without page walks. 0 or an errno. */
+static int reserve_meta(size_t reserved, ms_pages_t *mm) {
+  size_t msize = msi_round_up(meta_layout(NULL, reserved, NULL), msi_os_page_size());
+  return ms_pages_reserve(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, mm);
+}
+
 static void init_lock(ms_space_t *s);
 static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
   s->magic = SPACE_MAGIC;
@@ -671,7 +679,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   size_t initial = msi_round_up(c->initial_size, ps), expand = c->expand_size ? msi_round_up(c->expand_size, ps) : 0;
   if (!initial || (c->expand_size && !expand) || initial > ((size_t)1 << MAX_ORDER)) { errno = ENOMEM; return NULL; }
   ms_pages_t dm, mm;
-  size_t reserved, msize;
+  size_t reserved;
   int e;
   bool huge = c->flags & MS_SPACE_HUGE_PAGES;
   if (huge) {
@@ -697,9 +705,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     for (;;) {
       e = ms_pages_reserve(reserved, 2 * MSI_MiB, thp, c->numa_node, &dm);
       if (!e) {
-        msize = msi_round_up(meta_layout(NULL, reserved, NULL), ps);
-        e = ms_pages_reserve(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, &mm);
-        if (!e) break;
+        if (!(e = reserve_meta(reserved, &mm))) break;
         ms_pages_release(dm.addr, dm.size);
       }
       if (e != ENOMEM || reserved == initial) { errno = e; return NULL; }
@@ -710,13 +716,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
       msi_verbose("space %s: address space limited (RLIMIT_AS): %zu bytes reserved, room for %zu bytes of expansion",
                   c->name ? c->name : "(unnamed)", reserved, reserved - initial);
   }
-  if (huge) {
-    msize = msi_round_up(meta_layout(NULL, reserved, NULL), ps);
-    /* large metadata on transparent huge pages: walking the 4 KiB pages of big blocks then does not evict the
-       metadata's TLB entries (separate 2 MiB entries), so malloc and free find it without page walks */
-    e = ms_pages_reserve(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, &mm);
-    if (e) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
-  }
+  if (huge && (e = reserve_meta(reserved, &mm))) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
   ms_space_t *s = mm.addr;
   meta_layout(s, reserved, mm.addr);
   init_struct(s, c->flags, c->name);
@@ -750,7 +750,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   registry_add(s);
   msi_verbose("space %s: created: %zu bytes%s, expand %zu, %zu bytes of address space reserved, %zu of metadata",
               s->name ? s->name : "(unnamed)", initial, c->at == MS_SPACE_AT_FIRSTALLOC ? " at first allocation" : "",
-              expand, reserved, msize);
+              expand, reserved, mm.size);
   return s;
 }
 

@@ -821,7 +821,7 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
     pending = 2; /* the program's madvise follows its malloc: the first tick may come in between */
   }
   if (!pending || !sp.random_adv || !msi_trylock(&sp.lock)) return;
-  if (sp.random_adv) advise_all(true);
+  advise_all(true);
   pending--;
   msi_unlock(&sp.lock);
 }
