@@ -377,7 +377,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   s->state = MSI_SPAN_CACHED;
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
-  atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
+  msi_heap_note_idle(bytes);
   if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
     if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {

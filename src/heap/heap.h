@@ -134,6 +134,11 @@ void msi_heap_purge(uint64_t now_ms, bool force);
 void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
 extern _Atomic uint64_t msi_heap_idle_since_purge;
+/* `bytes` became idle (cached): counted only where no maintenance thread purges (a single-threaded program), so
+   threads do not share a counter line on their slow paths */
+static inline void msi_heap_note_idle(size_t bytes) {
+  if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
+}
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
 
 /* the fast paths' state (initial-exec TLS) */

@@ -198,7 +198,7 @@ void msi_large_free(void *p) {
     c->cached[c->ncached++] = idx;
     msi_unlock(&c->lock);
     atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
+    msi_heap_note_idle(bytes);
     msi_maint_kick();
     msi_heap_maybe_purge();
     return;
