@@ -14,4 +14,14 @@ static inline size_t ms_test_rss_bytes(void) {
   }
   return res * (size_t)sysconf(_SC_PAGESIZE);
 }
+
+/* mappings of this process (lines of /proc/self/maps); -1 when unreadable */
+static inline int ms_test_mapping_count(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  int n = 0, c;
+  while ((c = getc(f)) != EOF) n += c == '\n';
+  fclose(f);
+  return n;
+}
 #endif

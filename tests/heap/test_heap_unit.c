@@ -162,20 +162,13 @@ static void realloc_grow_to_1gib_without_copy(void **state) {
   ms_free(p);
 }
 
-static size_t mapping_count(void) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  size_t n = 0;
-  for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
-  if (f) fclose(f);
-  return n;
-}
-
 /* grow by 1 MiB steps writing every page (as a vector push_back would): each move must carry every page, also
    when the block has become several kernel mappings (grown tail + moved part), and mappings must not pile up */
 static void realloc_grow_by_steps_keeps_every_page(void **state) {
   (void)state;
   const size_t step = 1 << 20, max = 96 << 20, page = 4096;
-  size_t maps_before = mapping_count(), size = 0;
+  int maps_before = ms_test_mapping_count();
+  size_t size = 0;
   unsigned char *p = NULL;
   while (size < max) {
     p = ms_realloc(p, size + step);
@@ -184,7 +177,7 @@ static void realloc_grow_by_steps_keeps_every_page(void **state) {
     size += step;
   }
   for (size_t off = 0; off < size; off += page) assert_int_equal(p[off], (unsigned char)(off / page * 7));
-  assert_true(mapping_count() < maps_before + 64);
+  assert_true(ms_test_mapping_count() < maps_before + 64);
   ms_free(p);
 }
 

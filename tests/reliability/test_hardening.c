@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ms_test.h"
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,36 +166,27 @@ static void random_order(void **state) {
   for (int i = 0; i < N; i++) ms_free(a[i]);
 }
 
-static int map_count(void) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  if (!f) return -1;
-  int n = 0, c;
-  while ((c = getc(f)) != EOF) n += c == '\n';
-  fclose(f);
-  return n;
-}
-
 /* a secure heap of 8 GiB: 2048 large blocks of 4 MiB (committed, one byte touched each) and 1024 spans of small
    blocks, each span with its guard page. The guards must not split the heap's mappings: the small spans add a
    handful of mappings, each large block at most two (its pages and its slot's uncommitted rest). */
 static void secure_8g(void **state) {
   (void)state;
   enum { LARGE = 2048, SMALL = 3 * 1024 };
-  int m0 = map_count();
+  int m0 = ms_test_mapping_count();
   static char *small[SMALL];
   for (int i = 0; i < SMALL; i++) {
     small[i] = ms_malloc(16000); /* 3 per span: 1024 spans, 1024 guard pages */
     assert_non_null(small[i]);
     small[i][0] = 1;
   }
-  int m1 = map_count();
+  int m1 = ms_test_mapping_count();
   static char *large[LARGE];
   for (int i = 0; i < LARGE; i++) {
     large[i] = ms_malloc((size_t)4 << 20);
     if (!large[i]) fail_msg("large block %d of 4 MiB: %s", i, strerror(errno));
     large[i][i * 4096 % ((size_t)4 << 20)] = 1;
   }
-  int m2 = map_count();
+  int m2 = ms_test_mapping_count();
   printf("secure heap: %d small blocks in %d spans: mappings %d -> %d; + %d x 4 MiB = %d GiB: -> %d mappings\n",
          SMALL, SMALL / 3, m0, m1, LARGE, LARGE * 4 / 1024, m2);
   assert_true(m1 - m0 <= 16);
