@@ -245,7 +245,9 @@ static void *move_in_pieces(uintptr_t from, uintptr_t to, size_t old_bytes, size
     atomic_fetch_sub_explicit(&committed_bytes, new_bytes - old_bytes, memory_order_relaxed); /* counted below */
     return (void *)to;
   }
-  if (move_pages(to, from, moved) != moved) msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it (out of mappings?)", old_bytes, (void *)from);
+  if (move_pages(to, from, moved) != moved)
+    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
+              "(out of mappings?)", old_bytes, (void *)from);
   decommit(to + old_bytes, new_bytes - old_bytes);
   return MAP_FAILED;
 }
@@ -290,8 +292,9 @@ void *msi_large_realloc(void *p, size_t size) {
     q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
   }
   if (q == MAP_FAILED && errno == EFAULT) q = move_in_pieces(addr, addr2, old_bytes, new_bytes);
-  if (q == MAP_FAILED) { /* out of mappings: the block stays where it was */
-    msi_os_mmap((void *)addr2, new_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (q == MAP_FAILED) { /* out of mappings: the block stays where it was; MREMAP_FIXED may have unmapped the
+                           whole target slot (also in a first try larger than the retry): reserve it whole again */
+    msi_os_mmap((void *)addr2, (size_t)1 << k2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     msi_lock(&c2->lock);
     slot_put_fresh(c2, (uint32_t)idx2);
     msi_unlock(&c2->lock);
