@@ -206,7 +206,7 @@ static bool choose_dir(void) {
    or allocation in another thread to finish), parent releases it, child re-creates it. The scratch locks of
    the statistics (vec_lock, buf_lock: never waited for while holding another) are re-created in the child. */
 static msi_lock_t vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
-static msi_lock_t buf_lock = MSI_LOCK_INIT; /* dirty_bytes' read buffer */
+static msi_lock_t buf_lock = MSI_LOCK_INIT; /* mem_sample's read buffer */
 /* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
    otherwise the parent, returning from fork first, keeps writing its spilled blocks (an interpreter's stacks,
    a vector header) and freeing them (holes read as zeros) through the still-shared mapping, and the child
@@ -312,8 +312,12 @@ static void budget_init(void);
 static void advise_refresh(void);
 static void maint_run(uint64_t now_ns) {
   (void)now_ns;
-  advise_refresh();
   writeback_all();
+  if (msi_trylock(&sp.lock)) { /* the anonymous memory changes without spilled allocations */
+    advise_update();
+    msi_unlock(&sp.lock);
+  }
+  advise_refresh();
 }
 static const msi_maint_task_t sp_maint = {"spill-writeback", 50, maint_run};
 
@@ -671,19 +675,29 @@ void *msi_spill_realloc(void *p, size_t size) {
 }
 
 /* ---- memory budget and write-back ----
-   The budget is the smallest of the cgroup's limit (v1 hierarchical_memory_limit; v2 memory.max/memory.high up
-   the hierarchy) and RAM. Dirty spilled pages are kept under an eighth of it: every tick (maintenance task,
-   50 ms, or an allocation) reads the cgroup's dirty bytes (or the machine's) and starts writeback of every file
-   when above; otherwise, once the spilled bytes exceed half the budget, it starts writeback of the next 1/16 of
-   each file round-robin, so no page stays dirty longer than about a second and a page rewritten often is
-   written about once a second. */
+   The budget is the smallest of RAM and the memory limits of our cgroup and its ancestors (v1
+   memory.limit_in_bytes; v2 memory.max and memory.high). `stat_path` is the memory.stat of the cgroup holding
+   that limit (hierarchical: its other members count too), or "" for /proc/meminfo when no cgroup limits us
+   below RAM. Every tick (maintenance task, 50 ms, or an allocation at most every 50 ms) samples its dirty and
+   anonymous bytes and decides:
+   - the spilled data fits (spilled bytes + anonymous memory <= 3/4 of the budget): no write-back. Rewritten
+     pages stay dirty and cost no fault, fresh blocks keep the kernel's default advice (large folios), as with
+     plain memory. Only when dirty and anonymous bytes together pass 3/4 of the budget (other processes of the
+     cgroup spilling as well) is every file written back, so that reclaim never meets only dirty pages (with
+     cgroup v1 it cannot write them back itself, and would OOM-kill);
+   - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every file), and
+     otherwise the next 1/16 of each file is written back round-robin, so no page stays dirty longer than about
+     a second and reclaim finds clean pages instead of stalling. */
 static struct {
-  char stat_path[PATH_MAX];   /* memory.stat of our cgroup, "" when none */
-  const char *dirty_key;      /* "total_dirty" (v1) or "file_dirty" (v2) */
+  char stat_path[PATH_MAX];       /* memory.stat of the cgroup holding the limit, "" for /proc/meminfo */
+  const char *dirty_key, *anon_key;
   uint64_t limit, dirty_cap;
-  size_t rr[SP_MAX_CLASSES];  /* round-robin position per class */
+  _Atomic uint64_t anon;          /* anonymous bytes at the last tick */
+  size_t rr[SP_MAX_CLASSES];      /* round-robin position per class */
   _Atomic uint64_t full_syncs;
 } bud;
+
+static uint64_t fit_bytes(void) { return bud.limit / 4 * 3; }
 
 static ssize_t read_small(const char *path, char *buf, size_t cap) {
   int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -717,10 +731,45 @@ static bool find_key(const char *text, const char *key, uint64_t *v) {
   return false;
 }
 
+/* dirty and anonymous bytes of the budget's cgroup (or of the machine); false when unreadable or busy */
+static bool mem_sample(uint64_t *dirty, uint64_t *anon) {
+  static char buf[8192];
+  if (!msi_trylock(&buf_lock)) return false;
+  bool ok = read_small(bud.stat_path[0] ? bud.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
+            find_key(buf, bud.dirty_key, dirty) && find_key(buf, bud.anon_key, anon);
+  msi_unlock(&buf_lock);
+  if (ok && !bud.stat_path[0]) *dirty *= 1024, *anon *= 1024; /* meminfo: kB */
+  return ok;
+}
+
+/* The smallest limit of the cgroup `dir` (below `root`) and its ancestors, from the files named; lowers *limit
+   and writes the limiting cgroup's memory.stat path to bud.stat_path when one is below it. */
+static void cgroup_walk(const char *root, const char *dir, const char *const *files, unsigned nfiles, uint64_t *limit) {
+  char d[PATH_MAX];
+  msi_snprintf(d, sizeof d, "%s", dir);
+  for (;;) {
+    for (unsigned f = 0; f < nfiles; f++) {
+      char path[PATH_MAX + 64], val[64];
+      uint64_t v;
+      msi_snprintf(path, sizeof path, "%s%s/%s", root, d, files[f]);
+      if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < *limit) {
+        *limit = v;
+        msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s%s/memory.stat", root, d);
+      }
+    }
+    char *slash = strrchr(d, '/');
+    if (!slash || (slash == d && !d[1])) break;
+    if (slash == d) d[1] = 0;
+    else *slash = 0;
+  }
+}
+
 static void budget_init(void) {
   static char buf[8192];
   uint64_t limit = UINT64_MAX, v;
   if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) limit = v * 1024;
+  bud.dirty_key = "Dirty";
+  bud.anon_key = "AnonPages";
   if (read_small("/proc/self/cgroup", buf, sizeof buf) > 0) {
     char v1[PATH_MAX] = "", v2[PATH_MAX] = "";
     bool has_v1 = false, has_v2 = false;
@@ -740,43 +789,32 @@ static void budget_init(void) {
       }
       l = nl ? nl + 1 : NULL;
     }
-    static char stat[8192];
-    if (has_v1) {
-      msi_snprintf(bud.stat_path, sizeof bud.stat_path, "/sys/fs/cgroup/memory%s/memory.stat", v1);
-      if (read_small(bud.stat_path, stat, sizeof stat) > 0) {
-        bud.dirty_key = "total_dirty";
-        if (find_key(stat, "hierarchical_memory_limit", &v) && v < limit) limit = v;
-      } else {
-        bud.stat_path[0] = 0;
-      }
-    }
-    if (!bud.stat_path[0] && has_v2) {
+    static const char *const v1_files[] = {"memory.limit_in_bytes"};
+    static const char *const v2_files[] = {"memory.max", "memory.high"};
+    char probe[PATH_MAX + 32];
+    msi_snprintf(probe, sizeof probe, "/sys/fs/cgroup/memory%s/memory.stat", v1);
+    if (has_v1 && read_small(probe, buf, sizeof buf) > 0) {
+      cgroup_walk("/sys/fs/cgroup/memory", v1, v1_files, 1, &limit);
+      if (bud.stat_path[0]) { bud.dirty_key = "total_dirty"; bud.anon_key = "total_rss"; }
+    } else if (has_v2) {
       const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
-      for (unsigned r = 0; r < 2 && !bud.stat_path[0]; r++) {
-        msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s%s/memory.stat", roots[r], v2);
-        if (read_small(bud.stat_path, stat, sizeof stat) <= 0) { bud.stat_path[0] = 0; continue; }
-        bud.dirty_key = "file_dirty";
-        char dir[PATH_MAX];
-        msi_snprintf(dir, sizeof dir, "%s", v2);
-        for (;;) { /* the smallest memory.max / memory.high up to the root */
-          const char *files[] = {"memory.max", "memory.high"};
-          for (unsigned f = 0; f < 2; f++) {
-            char path[PATH_MAX + 32], val[64];
-            msi_snprintf(path, sizeof path, "%s%s/%s", roots[r], dir, files[f]);
-            if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < limit) limit = v;
-          }
-          char *slash = strrchr(dir, '/');
-          if (!slash || slash == dir) break;
-          *slash = 0;
-        }
+      for (unsigned r = 0; r < 2; r++) {
+        msi_snprintf(probe, sizeof probe, "%s%s/memory.stat", roots[r], v2);
+        if (read_small(probe, buf, sizeof buf) <= 0) continue;
+        cgroup_walk(roots[r], v2, v2_files, 2, &limit);
+        if (bud.stat_path[0]) { bud.dirty_key = "file_dirty"; bud.anon_key = "anon"; }
+        break;
       }
     }
   }
   bud.limit = limit;
   bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
-  msi_verbose("spill: memory budget %llu MiB (%s), dirty spilled pages kept under %llu MiB",
+  uint64_t dirty, anon;
+  if (mem_sample(&dirty, &anon)) atomic_store(&bud.anon, anon);
+  msi_verbose("spill: memory budget %llu MiB (%s); write-back starts once spilled data and anonymous memory pass "
+              "%llu MiB, then dirty spilled pages are kept under %llu MiB",
               (unsigned long long)(limit >> 20), bud.stat_path[0] ? bud.stat_path : "RAM",
-              (unsigned long long)(bud.dirty_cap >> 20));
+              (unsigned long long)(fit_bytes() >> 20), (unsigned long long)(bud.dirty_cap >> 20));
 }
 
 static uint64_t snapshot_cap(void) { return bud.limit / 16; }
@@ -804,9 +842,9 @@ static void advise_all(bool random) {
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
 }
 static void advise_update(void) {
-  uint64_t b = atomic_load_explicit(&sp.bytes, memory_order_relaxed);
-  if (!sp.random_adv && b > bud.limit / 2) advise_all(true);
-  else if (sp.random_adv && b < bud.limit / 4) advise_all(false);
+  uint64_t need = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + atomic_load_explicit(&bud.anon, memory_order_relaxed);
+  if (!sp.random_adv && need > fit_bytes()) advise_all(true);
+  else if (sp.random_adv && need < bud.limit / 2) advise_all(false);
 }
 /* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings
    after new blocks, since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every
@@ -826,26 +864,14 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
   msi_unlock(&sp.lock);
 }
 
-static uint64_t dirty_bytes(void) {
-  static char buf[8192];
-  uint64_t v = 0;
-  if (!msi_trylock(&buf_lock)) return 0;
-  if (bud.stat_path[0]) {
-    if (read_small(bud.stat_path, buf, sizeof buf) > 0) find_key(buf, bud.dirty_key, &v);
-  } else if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "Dirty", &v)) {
-    v *= 1024;
-  }
-  msi_unlock(&buf_lock);
-  return v;
-}
-
 static void writeback_all(void) {
   if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
-  bool all = dirty_bytes() >= bud.dirty_cap;
+  uint64_t dirty = 0, anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
+  if (mem_sample(&dirty, &anon)) atomic_store_explicit(&bud.anon, anon, memory_order_relaxed);
+  bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= fit_bytes();
+  bool all = fits ? dirty + anon >= fit_bytes() : dirty >= bud.dirty_cap;
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
-  /* while the spilled data fits in half the budget, only the dirty cap applies: rewritten pages stay dirty
-     (no write fault after each write-back, no disk write per rewrite) */
-  else if (atomic_load_explicit(&sp.bytes, memory_order_relaxed) < bud.limit / 2) return;
+  else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FAIL(...) do { printf("FAIL "); printf(__VA_ARGS__); printf("\n"); exit(1); } while (0)
@@ -280,6 +281,37 @@ static int mode_big(size_t mib) { /* holds mib MiB in 64 MiB blocks and verifies
   return 0;
 }
 
+static void to_stdout(const char *text, void *arg) { (void)arg; fputs(text, stdout); }
+static void pause_ms(long ms) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, NULL); }
+
+/* write-back policy (docs/spill.md): fit_mib spilled, written twice with pauses (maintenance ticks run), then
+   statistics; then more blocks up to total_mib (beyond the cgroup's memory), every value verified, statistics */
+static int mode_fits(size_t fit_mib, size_t total_mib) {
+  size_t nb = (total_mib + 15) / 16, nfit = (fit_mib + 15) / 16, per = (16 << 20) / sizeof(uint64_t);
+  uint64_t **b = calloc(nb, sizeof *b);
+  for (int round = 0; round < 2; round++) {
+    for (size_t i = 0; i < nfit; i++) {
+      if (!b[i] && !(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
+      for (size_t j = 0; j < per; j++) b[i][j] = i * per + j + round;
+    }
+    pause_ms(300);
+  }
+  printf("phase fits\n");
+  ms_stats_print(to_stdout, NULL, 0);
+  for (size_t i = 0; i < nb; i++) {
+    if (!b[i] && !(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
+    for (size_t j = 0; j < per; j++) b[i][j] = i * per + j + (i < nfit);
+  }
+  for (size_t i = 0; i < nb; i++)
+    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j + (i < nfit)) FAIL("value %zu/%zu wrong", i, j);
+  printf("phase beyond\n");
+  ms_stats_print(to_stdout, NULL, 0);
+  for (size_t i = 0; i < nb; i++) s_free(b[i]);
+  free(b);
+  printf("ok fits: %zu MiB, then %zu MiB held and verified\n", nfit * 16, nb * 16);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   use_malloc = getenv("USE_MALLOC") && atoi(getenv("USE_MALLOC"));
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -294,6 +326,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "fds")) return mode_fds();
   if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);
+  if (!strcmp(m, "fits") && argc > 3) return mode_fits(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
   fprintf(stderr, "unknown mode %s\n", m);
   return 2;
 }

@@ -123,6 +123,42 @@ def in_cgroup(name, limit, argv, threshold="1M", routing=True):
         g.remove()
 
 
+def stat_of(text, phase, key):
+    part = text.split(f"phase {phase}", 1)[1] if f"phase {phase}" in text else ""
+    for line in part.splitlines():
+        f = line.split()
+        if len(f) >= 2 and f[0] == key:
+            return int(f[1])
+    return None
+
+
+def cgroup_fits():
+    """docs/spill.md, write-back: while the spilled data fits in the cgroup (3/8 of it here) nothing is written
+    back and the mappings keep the default advice; beyond it (3x) write-back and MADV_RANDOM start, nothing is
+    lost and nothing is OOM-killed"""
+    need_root()
+    why = mscgroup.available()
+    if why:
+        skip(why)
+    limit = 256 << 20
+    g = mscgroup.Group("fits", limit)
+    try:
+        rc, out, err, oom = g.run([HELPER_SHARED, "fits", str(3 * limit >> 23), str(3 * limit >> 20)], timeout=150,
+                                  env=env(MEMSPACE_SPILL_DIR=SPILL_DIR))
+    finally:
+        g.remove()
+    sys.stdout.write(out + err)
+    ok = rc == 0 and "ok fits" in out
+    checks = [("fits", "spill_writebacks", lambda v: v == 0), ("fits", "spill_advice_switches", lambda v: v == 0),
+              ("beyond", "spill_writebacks", lambda v: v > 0), ("beyond", "spill_advice_switches", lambda v: v >= 1)]
+    for phase, key, good in checks:
+        v = stat_of(out, phase, key)
+        print(f"{phase}: {key} = {v}: {'ok' if v is not None and good(v) else 'WRONG'}")
+        ok = ok and v is not None and good(v)
+    print(f"exit {rc}{' (OOM-killed)' if oom else ''}")
+    return 0 if ok else 1
+
+
 def main():
     t = sys.argv[1] if len(sys.argv) > 1 else ""
     if t == "cleanup":
@@ -161,6 +197,8 @@ def main():
                    env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="1M", MEMSPACE_SPILL_DIR=SPILL_DIR), timeout=150)
     if t == "cgroup_c":
         return in_cgroup("c", limit, [HELPER_SHARED, "big", str(3 * limit >> 20)], routing=False)  # ms_spill_alloc
+    if t == "cgroup_fits":
+        return cgroup_fits()
     print("unknown test", t)
     return 2
 
