@@ -258,6 +258,17 @@ def main():
     swap_path = None
     total0 = time.time()
     probe_res = {}
+    # idle machine: the probes alone, first (after the bench's own I/O the disk and the kernel's workers stay busy)
+    if not why:
+        os.sync()
+        time.sleep(1)
+        parent = mscgroup.Group("bench-idle", LIMIT)
+        try:
+            pr = Probes(parent)
+            time.sleep(3 if MODE == "quick" else 13)
+            probe_res["idle"] = pr.stop()
+        finally:
+            parent.remove()
     for config in configs:
         if config == "swap" and MODE == "quick":
             say("swap: skipped in --quick (making a swap file takes too long)")
@@ -308,15 +319,6 @@ def main():
             parent.remove()
         if os.path.exists(lim_file):
             os.unlink(lim_file)
-    # idle machine: the probes alone
-    if not why:
-        parent = mscgroup.Group("bench-idle", LIMIT)
-        try:
-            pr = Probes(parent)
-            time.sleep(3 if MODE == "quick" else 13)
-            probe_res["idle"] = pr.stop()
-        finally:
-            parent.remove()
 
     # ---- tables ----
     say(f"\nlimit {LIMIT / MiB:.0f} MiB; random accesses per size: {ACCESSES_FIT or '10% of the elements'} below the limit "

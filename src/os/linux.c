@@ -3,6 +3,7 @@
    honours fault injection. Facts about the machine are read once from /proc and /sys without stdio. */
 #include "os.h"
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -119,6 +120,10 @@ long long msi_os_fstat_blocks(int fd) {
 }
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags) {
   RETRY_INT(MS_FAULT_OP_COUNT, sync_file_range(fd, offset, len, flags));
+}
+int msi_os_sched_idle(bool idle) {
+  struct sched_param param = {0};
+  RETRY_INT(MS_FAULT_OP_COUNT, sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &param));
 }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);

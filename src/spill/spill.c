@@ -870,6 +870,9 @@ static void writeback_all(void) {
   if (mem_sample(&dirty, &anon)) atomic_store_explicit(&bud.anon, anon, memory_order_relaxed);
   bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= fit_bytes();
   bool all = fits ? dirty + anon >= fit_bytes() : dirty >= bud.dirty_cap;
+  /* the maintenance thread runs at idle priority (it yields to the program and to interactive processes);
+     only dirty pages piling up past twice the cap, or the cgroup's headroom running out, make it compete */
+  msi_maint_urgent(all && (fits || dirty >= 2 * bud.dirty_cap));
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
   else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
   size_t ps = msi_os_page_size();
