@@ -95,16 +95,15 @@ static bool alone(void) {
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
    without memspace. Checked at most every 100 ms. */
-static _Thread_local bool in_maint, maint_urgent;
-void msi_maint_urgent(bool urgent) {
-  if (!in_maint || urgent == maint_urgent) return;
-  if (msi_os_sched_idle(!urgent) == 0) maint_urgent = urgent;
+static _Thread_local bool in_maint, maint_idle;
+void msi_maint_idle(bool idle) {
+  if (!in_maint || idle == maint_idle) return;
+  if (msi_os_sched_idle(idle) == 0) maint_idle = idle;
 }
 
 static void *maint_main(void *arg) {
   (void)arg;
   in_maint = true;
-  if (msi_os_sched_idle(true) != 0) msi_verbose("maintenance thread: SCHED_IDLE refused (errno %d)", errno);
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0;
   for (;;) {

@@ -86,11 +86,12 @@ void msi_maint_register(const msi_maint_task_t *task);   /* idempotent; at most 
 void msi_maint_kick(void);                               /* "there is work": starts the thread if allowed */
 bool msi_maint_running(void);
 void msi_maint_note_thread(void);                        /* call when a second thread is seen allocating */
-/* The thread runs under SCHED_IDLE: any other runnable thread of the machine preempts it at once, so background
-   work never delays the program or an interactive process. A task whose work cannot wait (spill's write-back
-   with dirty pages piling up) raises it to SCHED_OTHER with msi_maint_urgent(true) until it calls
-   msi_maint_urgent(false). No-op outside the maintenance thread. */
-void msi_maint_urgent(bool urgent);
+/* From a task, around system calls that burn CPU for background work while holding none of our locks (spill's
+   write-back): true puts the maintenance thread under SCHED_IDLE, so any other runnable thread of the machine
+   preempts it at once; false (before taking a lock again) restores SCHED_OTHER. Never while holding a lock: an
+   idle-priority thread holding one would stall every thread waiting for it on a busy machine. No-op outside the
+   maintenance thread. */
+void msi_maint_idle(bool idle);
 
 /* ---- time ---- */
 uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */

@@ -870,11 +870,13 @@ static void writeback_all(void) {
   if (mem_sample(&dirty, &anon)) atomic_store_explicit(&bud.anon, anon, memory_order_relaxed);
   bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= fit_bytes();
   bool all = fits ? dirty + anon >= fit_bytes() : dirty >= bud.dirty_cap;
-  /* the maintenance thread runs at idle priority (it yields to the program and to interactive processes);
-     only dirty pages piling up past twice the cap, or the cgroup's headroom running out, make it compete */
-  msi_maint_urgent(all && (fits || dirty >= 2 * bud.dirty_cap));
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
   else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
+  /* Writing back a mapped page write-protects it with a TLB flush on the program's CPU (an IPI per page): beyond
+     memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
+     program and to interactive processes, unless dirty pages pile up past twice the cap or the cgroup's headroom
+     runs out. (No lock of ours is held here.) */
+  msi_maint_idle(!(all && (fits || dirty >= 2 * bud.dirty_cap)));
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
@@ -888,6 +890,7 @@ static void writeback_all(void) {
     msi_os_sync_file_range(k->fd, (off_t)pos, (off_t)step, SYNC_FILE_RANGE_WRITE);
     bud.rr[c] = pos + step;
   }
+  msi_maint_idle(false);
   atomic_fetch_add_explicit(&sp.syncs, 1, memory_order_relaxed);
 }
 
