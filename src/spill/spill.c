@@ -864,6 +864,16 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
   msi_unlock(&sp.lock);
 }
 
+/* Starts write-back of [off, off + len) in pieces of SP_WB_PIECE: each call returns to user space, where a kernel
+   without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive process;
+   one call over a file of several GiB can keep it for tens of milliseconds. */
+#define SP_WB_PIECE ((size_t)32 << 20)
+static void writeback_range(int fd, size_t off, size_t len) {
+  for (size_t done = 0; done < len; done += SP_WB_PIECE)
+    msi_os_sync_file_range(fd, (off_t)(off + done), (off_t)(len - done < SP_WB_PIECE ? len - done : SP_WB_PIECE),
+                           SYNC_FILE_RANGE_WRITE);
+}
+
 static void writeback_all(void) {
   if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
   uint64_t dirty = 0, anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
@@ -883,11 +893,11 @@ static void writeback_all(void) {
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
     if (m == 0 || k->fd < 0) continue;
     if (all) {
-      msi_os_sync_file_range(k->fd, 0, (off_t)m, SYNC_FILE_RANGE_WRITE);
+      writeback_range(k->fd, 0, m);
       continue;
     }
     size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
-    msi_os_sync_file_range(k->fd, (off_t)pos, (off_t)step, SYNC_FILE_RANGE_WRITE);
+    writeback_range(k->fd, pos, step);
     bud.rr[c] = pos + step;
   }
   msi_maint_idle(false);
