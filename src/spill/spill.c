@@ -884,9 +884,9 @@ static void writeback_all(void) {
   else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
   /* Writing back a mapped page write-protects it with a TLB flush on the program's CPU (an IPI per page): beyond
      memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
-     program and to interactive processes, unless dirty pages pile up past twice the cap or the cgroup's headroom
-     runs out. (No lock of ours is held here.) */
-  msi_maint_idle(!(all && (fits || dirty >= 2 * bud.dirty_cap)));
+     program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
+     3/4 of the budget). (No lock of ours is held here.) */
+  msi_maint_idle(dirty + anon < fit_bytes());
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
