@@ -865,9 +865,10 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
 }
 
 /* Starts write-back of [off, off + len) in pieces of SP_WB_PIECE: each call returns to user space, where a kernel
-   without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive process;
-   one call over a file of several GiB can keep it for tens of milliseconds. */
-#define SP_WB_PIECE ((size_t)32 << 20)
+   without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive process.
+   Writing back a mapped page costs a TLB-flush IPI (~10 us in a VM): 2 MiB (512 pages) is a few milliseconds;
+   32 MiB pieces still let both probes of the bench stall 50-170 ms. */
+#define SP_WB_PIECE ((size_t)2 << 20)
 static void writeback_range(int fd, size_t off, size_t len) {
   for (size_t done = 0; done < len; done += SP_WB_PIECE)
     msi_os_sync_file_range(fd, (off_t)(off + done), (off_t)(len - done < SP_WB_PIECE ? len - done : SP_WB_PIECE),
