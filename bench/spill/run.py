@@ -278,7 +278,9 @@ def main():
         parent = mscgroup.Group("bench-idle", LIMIT)
         try:
             pr = Probes(parent)
-            time.sleep(3 if MODE == "quick" else 30)  # p99 of ~3,000 rounds
+            # 60 s: ~30 rounds of the 2-s probe, as many as it has in a spill or swap run (a worst of n grows
+            # with n), and ~6,000 of the 10-ms probe
+            time.sleep(3 if MODE == "quick" else 60)
             probe_res["idle"] = pr.stop()
         finally:
             parent.remove()

@@ -92,18 +92,23 @@ static bool alone(void) {
   return n == 1 || (n == 2 && zombie);
 }
 
+static _Thread_local bool idle_ok, maint_idle; /* idle_ok: the maintenance thread, and SCHED_IDLE is reversible */
+void msi_maint_idle(bool idle) {
+  if (!idle_ok || idle == maint_idle) return;
+  if (msi_os_sched_idle(idle) == 0) {
+    maint_idle = idle;
+  } else if (!idle) {
+    idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
+    msi_verbose("maintenance thread: leaving SCHED_IDLE refused (errno %d)", errno);
+  }
+}
+
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
    without memspace. Checked at most every 100 ms. */
-static _Thread_local bool in_maint, maint_idle;
-void msi_maint_idle(bool idle) {
-  if (!in_maint || idle == maint_idle) return;
-  if (msi_os_sched_idle(idle) == 0) maint_idle = idle;
-}
-
 static void *maint_main(void *arg) {
   (void)arg;
-  in_maint = true;
+  idle_ok = msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0;
   for (;;) {

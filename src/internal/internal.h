@@ -90,7 +90,8 @@ void msi_maint_note_thread(void);                        /* call when a second t
    write-back): true puts the maintenance thread under SCHED_IDLE, so any other runnable thread of the machine
    preempts it at once; false (before taking a lock again) restores SCHED_OTHER. Never while holding a lock: an
    idle-priority thread holding one would stall every thread waiting for it on a busy machine. No-op outside the
-   maintenance thread. */
+   maintenance thread, and where the thread could not come back (not SCHED_OTHER to begin with, or neither
+   CAP_SYS_NICE nor an RLIMIT_NICE of 20: Linux treats SCHED_IDLE as nice 20). */
 void msi_maint_idle(bool idle);
 
 /* ---- time ---- */

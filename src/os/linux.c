@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -124,6 +125,28 @@ int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags) {
 int msi_os_sched_idle(bool idle) {
   struct sched_param param = {0};
   RETRY_INT(MS_FAULT_OP_COUNT, sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &param));
+}
+/* Linux treats SCHED_IDLE as nice 20: going back to SCHED_OTHER needs CAP_SYS_NICE or an RLIMIT_NICE that
+   allows the thread's nice value (the default limit, 0, does not), else SCHED_IDLE is a one-way street. */
+bool msi_os_sched_idle_reversible(void) {
+  if (sched_getscheduler(0) != SCHED_OTHER) return false; /* a policy chosen by the user stays */
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, 0);
+  if (errno) return false;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)(20 - nice)))
+    return true;
+  char buf[4096];
+  int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char *cap = strstr(buf, "CapEff:");
+  if (!cap) return false;
+  unsigned long long eff = strtoull(cap + 7, NULL, 16);
+  return (eff >> 23) & 1; /* CAP_SYS_NICE */
 }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);

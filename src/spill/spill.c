@@ -49,7 +49,7 @@
 #define FS_RAMFS 0x858458F6
 
 typedef struct sp_class_s {
-  int fd;                      /* -1 until the class is first used */
+  _Atomic int fd;              /* -1 until the class is first used (atomic: write-back passes read it unlocked) */
   uintptr_t start;             /* region start */
   _Atomic size_t mapped;       /* bytes of the region mapped from the file (from start) */
   size_t file_size;            /* ftruncated size (<= RS, <= RLIMIT_FSIZE) */
@@ -512,15 +512,22 @@ static bool locate(const void *p, unsigned *c, size_t *slot) {
    empties again and again (a loop allocating and freeing one block) keeps its file after SP_MAX_CLOSES closes:
    each reopen costs a file creation and a few system calls. Never in a forked child's inherited extent. */
 #define SP_MAX_CLOSES 8
+static bool writeback_running(void);
 static bool class_close(sp_class_t *k) {
   if (k->live || k->floor || k->fd < 0 || k->closes >= SP_MAX_CLOSES) return false;
+  int fd = k->fd;
+  k->fd = -1; /* seq_cst with the pass's flag: a write-back pass (no lock) either reads -1 or is seen here */
+  if (writeback_running()) {
+    k->fd = fd; /* keep the file: the pass may be using it */
+    return false;
+  }
   size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
   if (m && msi_os_mmap((void *)k->start, m, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
-                       0) == MAP_FAILED)
-    return false; /* keep the file: the mapping is still in use */
+                       0) == MAP_FAILED) {
+    k->fd = fd; /* keep the file: the mapping is still in use */
+    return false;
+  }
   atomic_store_explicit(&k->mapped, 0, memory_order_release);
-  int fd = k->fd;
-  k->fd = -1;
   msi_os_close(fd); /* the last reference to the unlinked file: its disk space goes */
   k->next = 0;
   k->nfree = 0;
@@ -692,7 +699,9 @@ static struct {
   char stat_path[PATH_MAX];       /* memory.stat of the cgroup holding the limit, "" for /proc/meminfo */
   const char *dirty_key, *anon_key;
   uint64_t limit, dirty_cap;
-  _Atomic uint64_t anon;          /* anonymous bytes at the last tick */
+  _Atomic uint64_t anon, dirty;   /* anonymous and dirty bytes at the last good sample */
+  _Atomic int busy;               /* a write-back pass is running (one at a time: rr, and class_close waits) */
+  uint64_t recheck_ns;            /* last headroom check of the running pass */
   size_t rr[SP_MAX_CLASSES];      /* round-robin position per class */
   _Atomic uint64_t full_syncs;
 } bud;
@@ -731,6 +740,7 @@ static bool find_key(const char *text, const char *key, uint64_t *v) {
   return false;
 }
 
+static void sample(uint64_t *dirty, uint64_t *anon);
 /* dirty and anonymous bytes of the budget's cgroup (or of the machine); false when unreadable or busy */
 static bool mem_sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
@@ -810,7 +820,7 @@ static void budget_init(void) {
   bud.limit = limit;
   bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
   uint64_t dirty, anon;
-  if (mem_sample(&dirty, &anon)) atomic_store(&bud.anon, anon);
+  sample(&dirty, &anon);
   msi_verbose("spill: memory budget %llu MiB (%s); write-back starts once spilled data and anonymous memory pass "
               "%llu MiB, then dirty spilled pages are kept under %llu MiB",
               (unsigned long long)(limit >> 20), bud.stat_path[0] ? bud.stat_path : "RAM",
@@ -819,13 +829,13 @@ static void budget_init(void) {
 
 static uint64_t snapshot_cap(void) { return bud.limit / 16; }
 
-/* Under the lock. Fault advice follows whether the spilled data fits: while the spilled bytes stay under half
-   the budget the mappings keep the kernel's default (MADV_NORMAL): a write fault on a fresh block then gets a
-   large page-cache folio (ext4 with large folios, Linux 6.16+), so there are fewer faults: R's numeric() of
-   512 MiB allocated 1.5-2x faster than under MADV_RANDOM on the measured machine (no cgroup), about as fast as
-   plain. Beyond half the budget every mapping is advised MADV_RANDOM (a fault reads one page, not the
-   read-around window: random reads beyond memory ran 2-7x faster than a plain file mapping); back under a
-   quarter, MADV_NORMAL again. */
+/* Under the lock. Fault advice follows whether the spilled data fits (spilled + anonymous bytes <= 3/4 of the
+   budget, as for write-back): while it does the mappings keep the kernel's default (MADV_NORMAL): a write fault
+   on a fresh block then gets a large page-cache folio (ext4 with large folios, Linux 6.16+), so there are fewer
+   faults: R's numeric() of 512 MiB allocated 1.5-2x faster than under MADV_RANDOM on the measured machine (no
+   cgroup), about as fast as plain. Once it does not, every mapping is advised MADV_RANDOM (a fault reads one
+   page, not the read-around window: random reads beyond memory ran 2-7x faster than a plain file mapping);
+   back under half the budget, MADV_NORMAL again. */
 /* beyond memory also MADV_NOHUGEPAGE (see advise_refresh); while the data fits the program's own huge-page
    advice stands (a huge-page file mapping fills a fresh block with 2 MiB folios: fewer faults) */
 static void advise_range(uintptr_t start, size_t len, bool random) {
@@ -869,16 +879,49 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
    Writing back a mapped page costs a TLB-flush IPI (~10 us in a VM): 2 MiB (512 pages) is a few milliseconds;
    32 MiB pieces still let both probes of the bench stall 50-170 ms. */
 #define SP_WB_PIECE ((size_t)2 << 20)
+static void headroom_check(void);
 static void writeback_range(int fd, size_t off, size_t len) {
-  for (size_t done = 0; done < len; done += SP_WB_PIECE)
+  for (size_t done = 0; done < len; done += SP_WB_PIECE) {
     msi_os_sync_file_range(fd, (off_t)(off + done), (off_t)(len - done < SP_WB_PIECE ? len - done : SP_WB_PIECE),
                            SYNC_FILE_RANGE_WRITE);
+    if ((done / SP_WB_PIECE) % 16 == 15) headroom_check();
+  }
 }
 
+/* the last dirty and anonymous bytes; a failed sample (busy, unreadable) keeps the previous values */
+static void sample(uint64_t *dirty, uint64_t *anon) {
+  uint64_t d, a;
+  if (mem_sample(&d, &a)) {
+    atomic_store_explicit(&bud.dirty, d, memory_order_relaxed);
+    atomic_store_explicit(&bud.anon, a, memory_order_relaxed);
+  }
+  *dirty = atomic_load_explicit(&bud.dirty, memory_order_relaxed);
+  *anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
+}
+
+/* During a long pass at idle priority (a busy machine gives it little CPU): every 50 ms, back to normal priority
+   once the cgroup's headroom runs out, as at the start of a pass. */
+static void headroom_check(void) {
+  uint64_t now = msi_now_ns(), dirty, anon;
+  if (now - bud.recheck_ns < SP_SYNC_PERIOD_NS) return;
+  bud.recheck_ns = now;
+  sample(&dirty, &anon);
+  if (dirty + anon >= fit_bytes()) msi_maint_idle(false);
+}
+
+static void writeback_pass(void);
 static void writeback_all(void) {
   if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
-  uint64_t dirty = 0, anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
-  if (mem_sample(&dirty, &anon)) atomic_store_explicit(&bud.anon, anon, memory_order_relaxed);
+  if (atomic_exchange(&bud.busy, 1)) return; /* another thread is at it (seq_cst: see class_close) */
+  writeback_pass();
+  atomic_store_explicit(&bud.busy, 0, memory_order_release);
+}
+static bool writeback_running(void) { return atomic_load(&bud.busy) != 0; }
+
+static void writeback_pass(void) {
+  uint64_t dirty, anon;
+  sample(&dirty, &anon);
+  bud.recheck_ns = msi_now_ns();
   bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= fit_bytes();
   bool all = fits ? dirty + anon >= fit_bytes() : dirty >= bud.dirty_cap;
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
@@ -892,13 +935,14 @@ static void writeback_all(void) {
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
-    if (m == 0 || k->fd < 0) continue;
+    int fd = k->fd;
+    if (m == 0 || fd < 0) continue;
     if (all) {
-      writeback_range(k->fd, 0, m);
+      writeback_range(fd, 0, m);
       continue;
     }
     size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
-    writeback_range(k->fd, pos, step);
+    writeback_range(fd, pos, step);
     bud.rr[c] = pos + step;
   }
   msi_maint_idle(false);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +290,7 @@ static void pause_ms(long ms) { struct timespec t = {ms / 1000, (ms % 1000) * 10
 static int mode_fits(size_t fit_mib, size_t total_mib) {
   size_t nb = (total_mib + 15) / 16, nfit = (fit_mib + 15) / 16, per = (16 << 20) / sizeof(uint64_t);
   uint64_t **b = calloc(nb, sizeof *b);
+  if (!b) FAIL("calloc");
   for (int round = 0; round < 2; round++) {
     for (size_t i = 0; i < nfit; i++) {
       if (!b[i] && !(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
@@ -312,6 +314,52 @@ static int mode_fits(size_t fit_mib, size_t total_mib) {
   return 0;
 }
 
+/* scheduling policy of the maintenance thread (/proc/self/task/TID/stat field 41), -1 when there is none */
+static int maint_policy(void) {
+  DIR *d = opendir("/proc/self/task");
+  int policy = -1;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *end = strrchr(buf, ')');
+    if (!strstr(buf, "(memspace-maint)") || !end) continue;
+    int field = 3;
+    for (char *t = strtok(end + 2, " "); t; t = strtok(NULL, " "), field++)
+      if (field == 41) policy = atoi(t);
+  }
+  if (d) closedir(d);
+  return policy;
+}
+
+/* spills mib MiB beyond the cgroup's memory (write-back at work), then reports the maintenance thread's
+   policy after each of 20 checks 50 ms apart: without CAP_SYS_NICE it must never be SCHED_IDLE (no way back) */
+static int mode_maintpolicy(size_t mib) {
+  size_t nb = (mib + 15) / 16, per = (16 << 20) / sizeof(uint64_t);
+  uint64_t **b = calloc(nb, sizeof *b);
+  if (!b) FAIL("calloc");
+  int idle_seen = 0, policy = -1;
+  for (size_t i = 0; i < nb; i++) {
+    if (!(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
+    for (size_t j = 0; j < per; j++) b[i][j] = i * per + j;
+    if ((policy = maint_policy()) == SCHED_IDLE) idle_seen++;
+  }
+  for (int k = 0; k < 20; k++) {
+    pause_ms(50);
+    if ((policy = maint_policy()) == SCHED_IDLE) idle_seen++;
+  }
+  for (size_t i = 0; i < nb; i++)
+    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j) FAIL("value %zu/%zu wrong", i, j);
+  for (size_t i = 0; i < nb; i++) s_free(b[i]);
+  free(b);
+  printf("maint_policy=%d idle_seen=%d\nok maintpolicy: %zu MiB held and verified\n", policy, idle_seen, nb * 16);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   use_malloc = getenv("USE_MALLOC") && atoi(getenv("USE_MALLOC"));
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -326,6 +374,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "fds")) return mode_fds();
   if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);
+  if (!strcmp(m, "maintpolicy")) return mode_maintpolicy(argc > 2 ? strtoul(argv[2], NULL, 10) : 192);
   if (!strcmp(m, "fits") && argc > 3) return mode_fits(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
   fprintf(stderr, "unknown mode %s\n", m);
   return 2;
