@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
-#include <stdlib.h>
+#include <linux/capability.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -136,17 +136,9 @@ bool msi_os_sched_idle_reversible(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)(20 - nice)))
     return true;
-  char buf[4096];
-  int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  const char *cap = strstr(buf, "CapEff:");
-  if (!cap) return false;
-  unsigned long long eff = strtoull(cap + 7, NULL, 16);
-  return (eff >> 23) & 1; /* CAP_SYS_NICE */
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct caps[2];
+  return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_SYS_NICE) & 1;
 }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);

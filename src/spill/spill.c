@@ -206,7 +206,7 @@ static bool choose_dir(void) {
    or allocation in another thread to finish), parent releases it, child re-creates it. The scratch locks of
    the statistics (vec_lock, buf_lock: never waited for while holding another) are re-created in the child. */
 static msi_lock_t vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
-static msi_lock_t buf_lock = MSI_LOCK_INIT; /* mem_sample's read buffer */
+static msi_lock_t buf_lock = MSI_LOCK_INIT; /* sample's read buffer */
 /* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
    otherwise the parent, returning from fork first, keeps writing its spilled blocks (an interpreter's stacks,
    a vector header) and freeing them (holes read as zeros) through the still-shared mapping, and the child
@@ -740,17 +740,27 @@ static bool find_key(const char *text, const char *key, uint64_t *v) {
   return false;
 }
 
-static void sample(uint64_t *dirty, uint64_t *anon);
-/* dirty and anonymous bytes of the budget's cgroup (or of the machine); false when unreadable or busy */
-static bool mem_sample(uint64_t *dirty, uint64_t *anon) {
+/* Dirty and anonymous bytes of the budget's cgroup (or of the machine), kept in bud; a failed read (busy,
+   unreadable) keeps the previous values. */
+static void sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
-  if (!msi_trylock(&buf_lock)) return false;
-  bool ok = read_small(bud.stat_path[0] ? bud.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
-            find_key(buf, bud.dirty_key, dirty) && find_key(buf, bud.anon_key, anon);
-  msi_unlock(&buf_lock);
-  if (ok && !bud.stat_path[0]) *dirty *= 1024, *anon *= 1024; /* meminfo: kB */
-  return ok;
+  uint64_t d, a;
+  if (msi_trylock(&buf_lock)) {
+    bool ok = read_small(bud.stat_path[0] ? bud.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
+              find_key(buf, bud.dirty_key, &d) && find_key(buf, bud.anon_key, &a);
+    msi_unlock(&buf_lock);
+    if (ok && !bud.stat_path[0]) d *= 1024, a *= 1024; /* meminfo: kB */
+    if (ok) {
+      atomic_store_explicit(&bud.dirty, d, memory_order_relaxed);
+      atomic_store_explicit(&bud.anon, a, memory_order_relaxed);
+    }
+  }
+  *dirty = atomic_load_explicit(&bud.dirty, memory_order_relaxed);
+  *anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
 }
+
+/* the cgroup's headroom runs out: dirty and anonymous bytes, which reclaim cannot free at once, past 3/4 */
+static bool headroom_low(uint64_t dirty, uint64_t anon) { return dirty + anon >= fit_bytes(); }
 
 /* The smallest limit of the cgroup `dir` (below `root`) and its ancestors, from the files named; lowers *limit
    and writes the limiting cgroup's memory.stat path to bud.stat_path when one is below it. */
@@ -888,17 +898,6 @@ static void writeback_range(int fd, size_t off, size_t len) {
   }
 }
 
-/* the last dirty and anonymous bytes; a failed sample (busy, unreadable) keeps the previous values */
-static void sample(uint64_t *dirty, uint64_t *anon) {
-  uint64_t d, a;
-  if (mem_sample(&d, &a)) {
-    atomic_store_explicit(&bud.dirty, d, memory_order_relaxed);
-    atomic_store_explicit(&bud.anon, a, memory_order_relaxed);
-  }
-  *dirty = atomic_load_explicit(&bud.dirty, memory_order_relaxed);
-  *anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
-}
-
 /* During a long pass at idle priority (a busy machine gives it little CPU): every 50 ms, back to normal priority
    once the cgroup's headroom runs out, as at the start of a pass. */
 static void headroom_check(void) {
@@ -906,7 +905,7 @@ static void headroom_check(void) {
   if (now - bud.recheck_ns < SP_SYNC_PERIOD_NS) return;
   bud.recheck_ns = now;
   sample(&dirty, &anon);
-  if (dirty + anon >= fit_bytes()) msi_maint_idle(false);
+  if (headroom_low(dirty, anon)) msi_maint_idle(false);
 }
 
 static void writeback_pass(void);
@@ -923,14 +922,14 @@ static void writeback_pass(void) {
   sample(&dirty, &anon);
   bud.recheck_ns = msi_now_ns();
   bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= fit_bytes();
-  bool all = fits ? dirty + anon >= fit_bytes() : dirty >= bud.dirty_cap;
+  bool all = fits ? headroom_low(dirty, anon) : dirty >= bud.dirty_cap;
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
   else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
   /* Writing back a mapped page write-protects it with a TLB flush on the program's CPU (an IPI per page): beyond
      memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
      program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
      3/4 of the budget). (No lock of ours is held here.) */
-  msi_maint_idle(dirty + anon < fit_bytes());
+  msi_maint_idle(!headroom_low(dirty, anon));
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];

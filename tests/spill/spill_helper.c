@@ -266,6 +266,16 @@ static int mode_realloc(void) {
   return 0;
 }
 
+/* every value of nb blocks of per words is i * per + j, plus 1 in the first nplus blocks */
+static void verify(uint64_t **b, size_t nb, size_t per, size_t nplus) {
+  for (size_t i = 0; i < nb; i++)
+    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j + (i < nplus)) FAIL("value %zu/%zu wrong", i, j);
+}
+static void free_all(uint64_t **b, size_t nb) {
+  for (size_t i = 0; i < nb; i++) s_free(b[i]);
+  free(b);
+}
+
 static int mode_big(size_t mib) { /* holds mib MiB in 64 MiB blocks and verifies every value */
   size_t nb = (mib + 63) / 64, per = (64 << 20) / sizeof(uint64_t);
   uint64_t **b = calloc(nb, sizeof *b);
@@ -274,10 +284,8 @@ static int mode_big(size_t mib) { /* holds mib MiB in 64 MiB blocks and verifies
     if (!b[i]) FAIL("block %zu: %s", i, strerror(errno));
     for (size_t j = 0; j < per; j++) b[i][j] = i * per + j;
   }
-  for (size_t i = 0; i < nb; i++)
-    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j) FAIL("value %zu/%zu wrong", i, j);
-  for (size_t i = 0; i < nb; i++) s_free(b[i]);
-  free(b);
+  verify(b, nb, per, 0);
+  free_all(b, nb);
   printf("ok big: %zu MiB held and verified\n", nb * 64);
   return 0;
 }
@@ -304,12 +312,10 @@ static int mode_fits(size_t fit_mib, size_t total_mib) {
     if (!b[i] && !(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
     for (size_t j = 0; j < per; j++) b[i][j] = i * per + j + (i < nfit);
   }
-  for (size_t i = 0; i < nb; i++)
-    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j + (i < nfit)) FAIL("value %zu/%zu wrong", i, j);
+  verify(b, nb, per, nfit);
   printf("phase beyond\n");
   ms_stats_print(to_stdout, NULL, 0);
-  for (size_t i = 0; i < nb; i++) s_free(b[i]);
-  free(b);
+  free_all(b, nb);
   printf("ok fits: %zu MiB, then %zu MiB held and verified\n", nfit * 16, nb * 16);
   return 0;
 }
@@ -352,10 +358,8 @@ static int mode_maintpolicy(size_t mib) {
     pause_ms(50);
     if ((policy = maint_policy()) == SCHED_IDLE) idle_seen++;
   }
-  for (size_t i = 0; i < nb; i++)
-    for (size_t j = 0; j < per; j++) if (b[i][j] != i * per + j) FAIL("value %zu/%zu wrong", i, j);
-  for (size_t i = 0; i < nb; i++) s_free(b[i]);
-  free(b);
+  verify(b, nb, per, 0);
+  free_all(b, nb);
   printf("maint_policy=%d idle_seen=%d\nok maintpolicy: %zu MiB held and verified\n", policy, idle_seen, nb * 16);
   return 0;
 }

@@ -105,22 +105,29 @@ def preload(mode, *args, threshold="1M"):
                                                       MEMSPACE_SPILL_DIR=SPILL_DIR))
 
 
-def in_cgroup(name, limit, argv, threshold="1M", routing=True):
+def cgroup_run(name, limit, argv, environ):
+    """argv in a new memory cgroup of `limit` bytes (as root; skipped with the reason otherwise), its output
+    echoed; returns (exit code, stdout, stderr)"""
     need_root()
-    if routing:
-        need_routing()
     why = mscgroup.available()
     if why:
         skip(why)
     g = mscgroup.Group(name, limit)
     try:
-        rc, out, err, oom = g.run(argv, timeout=150, env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD=threshold,
-                                                               MEMSPACE_SPILL_DIR=SPILL_DIR))
+        rc, out, err, oom = g.run(argv, timeout=150, env=environ)
         sys.stdout.write(out + err)
         print(f"cgroup limit {limit >> 20} MiB, peak {g.peak() >> 20} MiB, exit {rc}{' (OOM-killed)' if oom else ''}")
-        return 0 if rc == 0 and "ok" in out else 1
+        return rc, out, err
     finally:
         g.remove()
+
+
+def in_cgroup(name, limit, argv, threshold="1M", routing=True):
+    if routing:
+        need_routing()
+    rc, out, _ = cgroup_run(name, limit, argv, env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD=threshold,
+                                                    MEMSPACE_SPILL_DIR=SPILL_DIR))
+    return 0 if rc == 0 and "ok" in out else 1
 
 
 def stat_of(text, phase, key):
@@ -136,18 +143,9 @@ def cgroup_fits():
     """docs/spill.md, write-back: while the spilled data fits in the cgroup (3/8 of it here) nothing is written
     back and the mappings keep the default advice; beyond it (2x) write-back and MADV_RANDOM start, nothing is
     lost and nothing is OOM-killed (2x, not 3x: every value is read back at the disk's random-read rate)"""
-    need_root()
-    why = mscgroup.available()
-    if why:
-        skip(why)
     limit = 256 << 20
-    g = mscgroup.Group("fits", limit)
-    try:
-        rc, out, err, oom = g.run([HELPER_SHARED, "fits", str(3 * limit >> 23), str(2 * limit >> 20)], timeout=150,
-                                  env=env(MEMSPACE_SPILL_DIR=SPILL_DIR))
-    finally:
-        g.remove()
-    sys.stdout.write(out + err)
+    rc, out, _ = cgroup_run("fits", limit, [HELPER_SHARED, "fits", str(3 * limit >> 23), str(2 * limit >> 20)],
+                            env(MEMSPACE_SPILL_DIR=SPILL_DIR))
     ok = rc == 0 and "ok fits" in out
     checks = [("fits", "spill_writebacks", lambda v: v == 0), ("fits", "spill_advice_switches", lambda v: v == 0),
               ("beyond", "spill_writebacks", lambda v: v > 0), ("beyond", "spill_advice_switches", lambda v: v >= 1)]
@@ -155,7 +153,6 @@ def cgroup_fits():
         v = stat_of(out, phase, key)
         print(f"{phase}: {key} = {v}: {'ok' if v is not None and good(v) else 'WRONG'}")
         ok = ok and v is not None and good(v)
-    print(f"exit {rc}{' (OOM-killed)' if oom else ''}")
     return 0 if ok else 1
 
 
@@ -163,20 +160,12 @@ def maint_unprivileged():
     """the maintenance thread makes spill's write-back calls under SCHED_IDLE only where it can come back
     (Linux treats SCHED_IDLE as nice 20: leaving it needs CAP_SYS_NICE or RLIMIT_NICE 20). As nobody, with no
     capabilities and RLIMIT_NICE 0, beyond the memory of a 64 MiB cgroup, it must never be seen idle."""
-    need_root()
-    why = mscgroup.available()
-    if why:
-        skip(why)
     if not shutil.which("setpriv"):
         skip("setpriv not installed (util-linux)")
-    g = mscgroup.Group("maint", 64 << 20)
-    try:
-        rc, out, err, oom = g.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-                                   "--bounding-set=-all", "prlimit", "--nice=0", HELPER_SHARED, "maintpolicy", "192"],
-                                  timeout=150, env=env(MEMSPACE_SPILL_DIR="/var/tmp"))
-    finally:
-        g.remove()
-    sys.stdout.write(out + err)
+    rc, out, err = cgroup_run("maint", 64 << 20, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                                  "--inh-caps=-all", "--bounding-set=-all", "prlimit", "--nice=0",
+                                                  HELPER_SHARED, "maintpolicy", "192"],
+                              env(MEMSPACE_SPILL_DIR="/var/tmp"))  # /var/tmp: nobody may write there
     if rc != 0 and "Operation not permitted" in err:
         skip("setpriv refused: " + err.strip().splitlines()[-1])
     return 0 if rc == 0 and "ok maintpolicy" in out and "idle_seen=0" in out else 1
