@@ -108,7 +108,9 @@ void msi_maint_idle(bool idle) {
    without memspace. Checked at most every 100 ms. */
 static void *maint_main(void *arg) {
   (void)arg;
-  idle_ok = msi_os_sched_idle_reversible();
+  /* SCHED_BATCH: background work never preempts the thread a wake-up interrupts (with a kernel without preemption
+     a write-back call then held an interactive process off its CPU for 2-5 ms); SCHED_IDLE only where reversible */
+  idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0;
   for (;;) {

@@ -88,9 +88,10 @@ bool msi_maint_running(void);
 void msi_maint_note_thread(void);                        /* call when a second thread is seen allocating */
 /* From a task, around system calls that burn CPU for background work while holding none of our locks (spill's
    write-back): true puts the maintenance thread under SCHED_IDLE, so any other runnable thread of the machine
-   preempts it at once; false (before taking a lock again) restores SCHED_OTHER. Never while holding a lock: an
-   idle-priority thread holding one would stall every thread waiting for it on a busy machine. No-op outside the
-   maintenance thread, and where the thread could not come back (not SCHED_OTHER to begin with, or neither
+   preempts it at once; false (before taking a lock again) restores SCHED_BATCH, the thread's policy otherwise (a
+   fair share, but its wake-ups never preempt a running thread). Never while holding a lock: an idle-priority
+   thread holding one would stall every thread waiting for it on a busy machine. No-op outside the maintenance
+   thread, and where the thread could not come back (not SCHED_OTHER or SCHED_BATCH to begin with, or neither
    CAP_SYS_NICE nor an RLIMIT_NICE of 20: Linux treats SCHED_IDLE as nice 20). */
 void msi_maint_idle(bool idle);
 

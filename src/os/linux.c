@@ -122,14 +122,21 @@ long long msi_os_fstat_blocks(int fd) {
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags) {
   RETRY_INT(MS_FAULT_OP_COUNT, sync_file_range(fd, offset, len, flags));
 }
+/* The maintenance thread's policies: SCHED_BATCH (a fair share of the CPU, but its wake-ups never preempt a running
+   thread, so an interactive process keeps the CPU it woke up for) and SCHED_IDLE around write-back. */
 int msi_os_sched_idle(bool idle) {
   struct sched_param param = {0};
-  RETRY_INT(MS_FAULT_OP_COUNT, sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &param));
+  RETRY_INT(MS_FAULT_OP_COUNT, sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_BATCH, &param));
 }
-/* Linux treats SCHED_IDLE as nice 20: going back to SCHED_OTHER needs CAP_SYS_NICE or an RLIMIT_NICE that
+bool msi_os_sched_batch(void) {
+  struct sched_param param = {0};
+  int policy = sched_getscheduler(0);
+  if (policy == SCHED_OTHER && sched_setscheduler(0, SCHED_BATCH, &param) == 0) policy = SCHED_BATCH;
+  return policy == SCHED_BATCH; /* a policy chosen by the user (real-time, idle) stays */
+}
+/* Linux treats SCHED_IDLE as nice 20: going back to SCHED_BATCH needs CAP_SYS_NICE or an RLIMIT_NICE that
    allows the thread's nice value (the default limit, 0, does not), else SCHED_IDLE is a one-way street. */
 bool msi_os_sched_idle_reversible(void) {
-  if (sched_getscheduler(0) != SCHED_OTHER) return false; /* a policy chosen by the user stays */
   errno = 0;
   int nice = getpriority(PRIO_PROCESS, 0);
   if (errno) return false;

@@ -702,6 +702,7 @@ static struct {
   _Atomic uint64_t anon, dirty;   /* anonymous and dirty bytes at the last good sample */
   _Atomic int busy;               /* a write-back pass is running (one at a time: rr, and class_close waits) */
   uint64_t recheck_ns;            /* last headroom check of the running pass */
+  bool idle;                      /* the running pass writes back at idle priority */
   size_t rr[SP_MAX_CLASSES];      /* round-robin position per class */
   _Atomic uint64_t full_syncs;
 } bud;
@@ -884,17 +885,29 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
   msi_unlock(&sp.lock);
 }
 
-/* Starts write-back of [off, off + len) in pieces of SP_WB_PIECE: each call returns to user space, where a kernel
-   without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive process.
-   Writing back a mapped page costs a TLB-flush IPI (~10 us in a VM): 2 MiB (512 pages) is a few milliseconds;
-   32 MiB pieces still let both probes of the bench stall 50-170 ms. */
-#define SP_WB_PIECE ((size_t)2 << 20)
+/* Starts write-back of [off, off + len) of class k. Writing back a page that is still mapped write-protects it
+   (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, ~5-15 us each in a VM, which took
+   most of a CPU beyond memory. So each 32 MiB chunk is first unmapped from the program with MADV_DONTNEED, which on
+   a shared file mapping drops only the page-table entries (dirty bits move to the page cache, nothing is lost or
+   evicted) with one flush per batch of pages; a page the program touches again costs a minor fault. Never below
+   the floor (there the mapping is a forked child's private copy: MADV_DONTNEED would drop its data). The unmap
+   runs at the pass's normal priority (it holds the address space's lock for reading); the write-back proper in
+   pieces of SP_WB_PIECE: each call returns to user space, where a kernel without preemption (PREEMPT_NONE,
+   common on servers and VMs) can hand the CPU to a woken interactive process. */
+#define SP_WB_PIECE ((size_t)256 << 10)
+#define SP_WB_CHUNK ((size_t)32 << 20)
 static void headroom_check(void);
-static void writeback_range(int fd, size_t off, size_t len) {
-  for (size_t done = 0; done < len; done += SP_WB_PIECE) {
-    msi_os_sync_file_range(fd, (off_t)(off + done), (off_t)(len - done < SP_WB_PIECE ? len - done : SP_WB_PIECE),
-                           SYNC_FILE_RANGE_WRITE);
-    if ((done / SP_WB_PIECE) % 16 == 15) headroom_check();
+static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len) {
+  for (size_t done = 0; done < len; done += SP_WB_CHUNK) {
+    size_t a = off + done, n = len - done < SP_WB_CHUNK ? len - done : SP_WB_CHUNK, lo = a > k->floor ? a : k->floor;
+    if (lo < a + n) {
+      msi_maint_idle(false);
+      msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
+      msi_maint_idle(bud.idle);
+    }
+    for (size_t p = 0; p < n; p += SP_WB_PIECE)
+      msi_os_sync_file_range(fd, (off_t)(a + p), (off_t)(n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE), SYNC_FILE_RANGE_WRITE);
+    headroom_check();
   }
 }
 
@@ -905,7 +918,7 @@ static void headroom_check(void) {
   if (now - bud.recheck_ns < SP_SYNC_PERIOD_NS) return;
   bud.recheck_ns = now;
   sample(&dirty, &anon);
-  if (headroom_low(dirty, anon)) msi_maint_idle(false);
+  if (headroom_low(dirty, anon)) msi_maint_idle(bud.idle = false);
 }
 
 static void writeback_pass(void);
@@ -929,7 +942,7 @@ static void writeback_pass(void) {
      memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
      program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
      3/4 of the budget). (No lock of ours is held here.) */
-  msi_maint_idle(!headroom_low(dirty, anon));
+  msi_maint_idle(bud.idle = !headroom_low(dirty, anon));
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
@@ -937,11 +950,11 @@ static void writeback_pass(void) {
     int fd = k->fd;
     if (m == 0 || fd < 0) continue;
     if (all) {
-      writeback_range(fd, 0, m);
+      writeback_range(k, fd, 0, m);
       continue;
     }
     size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
-    writeback_range(fd, pos, step);
+    writeback_range(k, fd, pos, step);
     bud.rr[c] = pos + step;
   }
   msi_maint_idle(false);

@@ -156,10 +156,20 @@ def cgroup_fits():
     return 0 if ok else 1
 
 
+def cgroup_fork_beyond():
+    """a forked child writes back beyond memory (384 MiB in a 192 MiB cgroup) while it holds private copies of a
+    block inherited from its parent: write-back unmaps only the child's own shared ranges, never the private ones"""
+    rc, out, _ = cgroup_run("forkbeyond", 192 << 20, [HELPER_SHARED, "forkbeyond", "384"], env(MEMSPACE_SPILL_DIR=SPILL_DIR))
+    wb = stat_of(out, "child", "spill_writebacks")
+    print(f"child: spill_writebacks = {wb}")
+    return 0 if rc == 0 and "ok forkbeyond" in out and wb else 1
+
+
 def maint_unprivileged():
     """the maintenance thread makes spill's write-back calls under SCHED_IDLE only where it can come back
     (Linux treats SCHED_IDLE as nice 20: leaving it needs CAP_SYS_NICE or RLIMIT_NICE 20). As nobody, with no
-    capabilities and RLIMIT_NICE 0, beyond the memory of a 64 MiB cgroup, it must never be seen idle."""
+    capabilities and RLIMIT_NICE 0, beyond the memory of a 64 MiB cgroup, it must never be seen idle, and it runs
+    SCHED_BATCH (never SCHED_OTHER: its wake-ups would preempt interactive processes)."""
     if not shutil.which("setpriv"):
         skip("setpriv not installed (util-linux)")
     rc, out, err = cgroup_run("maint", 64 << 20, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -168,7 +178,7 @@ def maint_unprivileged():
                               env(MEMSPACE_SPILL_DIR="/var/tmp"))  # /var/tmp: nobody may write there
     if rc != 0 and "Operation not permitted" in err:
         skip("setpriv refused: " + err.strip().splitlines()[-1])
-    return 0 if rc == 0 and "ok maintpolicy" in out and "idle_seen=0" in out else 1
+    return 0 if rc == 0 and "ok maintpolicy" in out and "idle_seen=0 other_seen=0" in out else 1
 
 
 def main():
@@ -211,6 +221,8 @@ def main():
         return in_cgroup("c", limit, [HELPER_SHARED, "big", str(3 * limit >> 20)], routing=False)  # ms_spill_alloc
     if t == "cgroup_fits":
         return cgroup_fits()
+    if t == "cgroup_fork_beyond":
+        return cgroup_fork_beyond()
     if t == "maint_unprivileged":
         return maint_unprivileged()
     print("unknown test", t)
