@@ -706,7 +706,7 @@ static struct {
   uint64_t recheck_ns;            /* last headroom check of the running pass */
   bool idle;                      /* the running pass writes back at idle priority */
   size_t rr[SP_MAX_CLASSES];      /* round-robin position per class */
-  _Atomic uint64_t full_syncs;
+  _Atomic uint64_t full_syncs, urgent_syncs; /* passes over every file; passes at normal priority */
 } bud;
 
 static uint64_t fit_bytes(void) { return bud.limit / 4 * 3; }
@@ -922,7 +922,10 @@ static void headroom_check(void) {
   if (now - bud.recheck_ns < SP_SYNC_PERIOD_NS) return;
   bud.recheck_ns = now;
   sample(&dirty, &anon);
-  if (headroom_low(dirty, anon)) msi_maint_idle(bud.idle = false);
+  if (headroom_low(dirty, anon) && bud.idle) {
+    msi_maint_idle(bud.idle = false);
+    atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
+  }
 }
 
 static void writeback_pass(void);
@@ -952,6 +955,7 @@ static void writeback_pass(void) {
      program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
      3/4 of the budget). (No lock of ours is held here.) */
   msi_maint_idle(bud.idle = !headroom_low(dirty, anon));
+  if (!bud.idle) atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
@@ -1058,6 +1062,7 @@ static void stats_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "spill_moves", atomic_load(&sp.moves), "");
   msi_stats_field(w, "spill_writebacks", atomic_load(&sp.syncs), "");
   msi_stats_field(w, "spill_writebacks_full", atomic_load(&bud.full_syncs), "");
+  msi_stats_field(w, "spill_writebacks_urgent", atomic_load(&bud.urgent_syncs), "");
   msi_stats_field(w, "spill_advice_switches", atomic_load(&sp.advice_switches), "");
   if (st == 1) {
     msi_stats_field(w, "spill_memory_budget", bud.limit, "bytes");
