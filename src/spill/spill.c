@@ -18,7 +18,8 @@
    - ownership: one subtraction and compare against the reserved range: no lock, no lookup.
    - metadata: per class an array of slot sizes and a free stack in anonymous NORESERVE memory (touched lazily).
    - write-back: a maintenance task (and allocation pacing) starts writeback of dirty pages with
-     sync_file_range(SYNC_FILE_RANGE_WRITE), so reclaim finds clean pages instead of stalling.
+     sync_file_range(SYNC_FILE_RANGE_WRITE), so reclaim finds clean pages instead of stalling; beyond memory each
+     range is unmapped first (MADV_DONTNEED: no TLB-flush IPI per page written back).
    - fork: a child handler maps every region again MAP_PRIVATE|MAP_FIXED from the same file: the child's writes
      stay its own; the parent waits in its handler until the child has done so. Below each region's `floor`
      (the extent mapped at fork) blocks are inherited: the child never punches or grows them in the parent's
