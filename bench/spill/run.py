@@ -50,6 +50,12 @@ def row(case, impl, size, metric, value):
     print(f"ROW,{case},{impl},1,{int(size)},{metric},{value}", flush=True)
 
 
+def rows(case, impl, size, d):
+    """the three figures of one measurement"""
+    for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s"):
+        row(case, impl, size, m, d[m])
+
+
 def say(*a):
     print(*a, flush=True)
 
@@ -155,15 +161,13 @@ def run_repeated(parent, leaf_name, argv, env, repeats):
 
 
 BELOW = 48 * MiB  # below spill's 64 MiB threshold: the spill configuration must cost nothing there (16 MiB: 3 ms fills, too short)
-REPEATS_BELOW = {"quick": 1, "default": 5, "full": 5}[MODE]
 
 
 def below(lang, config, parent):
-    rc, d, _ = run_repeated(parent, f"below-{lang}", workload(lang, BELOW), config_env(config), REPEATS_BELOW)
+    rc, d, _ = run_repeated(parent, f"below-{lang}", workload(lang, BELOW), config_env(config), REPEATS_FIT)
     if rc == 0:
         results[(lang, config, BELOW)] = d
-        for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s"):
-            row(config, lang, BELOW, m, d[m])
+        rows(config, lang, BELOW, d)
 
 
 def sweep(lang, config, parent):
@@ -177,9 +181,7 @@ def sweep(lang, config, parent):
         if rc == 0 and "alloc_s" in d:
             largest = size
             results[(lang, config, size)] = d
-            row(case, lang, size, "alloc_s", d["alloc_s"])
-            row(case, lang, size, "read_ops_per_s", d["read_ops_per_s"])
-            row(case, lang, size, "write_ops_per_s", d["write_ops_per_s"])
+            rows(case, lang, size, d)
         else:
             why = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
             if "timeout" in err:
@@ -338,8 +340,7 @@ def main():
                     if pr:
                         pairs[(lang, size)] = pr
                         for config, d in pr.items():
-                            for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s"):
-                                row(f"pair-{config}", lang, size, m, d[m])
+                            rows(f"pair-{config}", lang, size, d)
         finally:
             if parent:
                 parent.remove()
@@ -354,8 +355,7 @@ def main():
                                     REPEATS_FIT if f < 1 else 1)
             if rc == 0 and "alloc_s" in d:
                 results[("python", "file_mmap", size)] = d
-                for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s"):
-                    row("file_mmap", "python", size, m, d[m])
+                rows("file_mmap", "python", size, d)
             else:
                 results[("python", "file_mmap", size)] = {"status": f"failed ({rc})"}
         if os.path.exists(lim_file):

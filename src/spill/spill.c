@@ -916,6 +916,12 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
   }
 }
 
+/* The running pass's priority: idle, or normal once the cgroup's headroom runs out (counted once per pass). */
+static void pass_priority(bool idle) {
+  if (!idle && bud.idle) atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
+  msi_maint_idle(bud.idle = idle);
+}
+
 /* During a long pass at idle priority (a busy machine gives it little CPU): every 50 ms, back to normal priority
    once the cgroup's headroom runs out, as at the start of a pass. */
 static void headroom_check(void) {
@@ -923,10 +929,7 @@ static void headroom_check(void) {
   if (now - bud.recheck_ns < SP_SYNC_PERIOD_NS) return;
   bud.recheck_ns = now;
   sample(&dirty, &anon);
-  if (headroom_low(dirty, anon) && bud.idle) {
-    msi_maint_idle(bud.idle = false);
-    atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
-  }
+  if (headroom_low(dirty, anon)) pass_priority(false);
 }
 
 static void writeback_pass(void);
@@ -938,10 +941,7 @@ static void writeback_all(void) {
 }
 static bool writeback_running(void) { return atomic_load(&bud.busy) != 0; }
 /* a pass running in the parent's maintenance thread at fork did not come along: the child's passes must run */
-static void writeback_reset_child(void) {
-  atomic_store(&bud.busy, 0);
-  bud.idle = false;
-}
+static void writeback_reset_child(void) { atomic_store(&bud.busy, 0); }
 
 static void writeback_pass(void) {
   uint64_t dirty, anon;
@@ -955,8 +955,8 @@ static void writeback_pass(void) {
      memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
      program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
      3/4 of the budget). (No lock of ours is held here.) */
-  msi_maint_idle(bud.idle = !headroom_low(dirty, anon));
-  if (!bud.idle) atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
+  bud.idle = true;
+  pass_priority(!headroom_low(dirty, anon));
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];

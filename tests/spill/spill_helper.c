@@ -382,6 +382,10 @@ static int mode_forkbeyond(size_t mib) {
 /* spills mib MiB beyond the cgroup's memory (write-back at work), then reports the maintenance thread's
    policy after each of 20 checks 50 ms apart: without CAP_SYS_NICE it must never be SCHED_IDLE (no way back), and
    otherwise it runs SCHED_BATCH (its wake-ups never preempt an interactive process) */
+static void tally_policy(int *policy, int *idle_seen, int *other_seen) {
+  if ((*policy = maint_policy()) == SCHED_IDLE) ++*idle_seen;
+  else if (*policy != SCHED_BATCH) ++*other_seen;
+}
 static int mode_maintpolicy(size_t mib) {
   size_t nb = (mib + 15) / 16, per = (16 << 20) / sizeof(uint64_t);
   uint64_t **b = calloc(nb, sizeof *b);
@@ -390,13 +394,11 @@ static int mode_maintpolicy(size_t mib) {
   for (size_t i = 0; i < nb; i++) {
     if (!(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
     for (size_t j = 0; j < per; j++) b[i][j] = i * per + j;
-    if ((policy = maint_policy()) == SCHED_IDLE) idle_seen++;
-    else if (policy != SCHED_BATCH) other_seen++;
+    tally_policy(&policy, &idle_seen, &other_seen);
   }
   for (int k = 0; k < 20; k++) {
     pause_ms(50);
-    if ((policy = maint_policy()) == SCHED_IDLE) idle_seen++;
-    else if (policy != SCHED_BATCH) other_seen++;
+    tally_policy(&policy, &idle_seen, &other_seen);
   }
   verify(b, nb, per, 0);
   free_all(b, nb);
