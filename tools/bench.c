@@ -59,6 +59,16 @@ static void write_machine(FILE *f) {
   fprintf(f, "\n");
 }
 
+/* The variables that change what a run measures (MEMSPACE_* for the library, MSB_* for the drivers): part of
+   the exact command. */
+static void write_environment(FILE *f) {
+  extern char **environ;
+  fprintf(f, "environment:");
+  for (char **e = environ; *e; e++)
+    if (strncmp(*e, "MEMSPACE_", 9) == 0 || strncmp(*e, "MSB_", 4) == 0) fprintf(f, " %s", *e);
+  fprintf(f, "\n");
+}
+
 static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, char **argv) {
   msb_ctx_t ctx = {parts[idx].name, out_dir, mode, NULL, NULL};
   if (!parts[idx].fn) {
@@ -82,6 +92,7 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   for (int i = 0; i < argc; i++) fprintf(ctx.cmd, " %s", argv[i]);
   fprintf(ctx.cmd, "\npart: %s\nmode: %s\ndate: %s\n", ctx.part,
           mode == MSB_QUICK ? "quick" : mode == MSB_FULL ? "full" : "default", date);
+  write_environment(ctx.cmd);
   write_machine(ctx.cmd);
   fflush(ctx.cmd);
   msb_printf("== bench %s (%s)\n", ctx.part, mode == MSB_QUICK ? "quick" : mode == MSB_FULL ? "full" : "default");

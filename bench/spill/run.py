@@ -269,6 +269,21 @@ def dirty_limit():
     return lim, bg, f"dirty_bytes={db} dirty_ratio={dr}% dirty_background_ratio={br}%"
 
 
+def filesystem_of(path):
+    """the type of the filesystem holding path, from /proc/self/mountinfo (its device numbers)"""
+    try:
+        st = os.stat(path)
+        dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, right = line.split(" - ", 1)
+                if left.split()[2] == dev:
+                    return right.split()[0]
+    except (OSError, ValueError, IndexError):
+        pass
+    return "unknown filesystem"
+
+
 def fmt_rate(d, k):
     return f"{d[k]:>10.0f}" if k in d else f"{d.get('status', '-'):>10}"
 
@@ -278,6 +293,7 @@ def main():
     say(f"kernel dirty-page limit: {lim_b / MiB:.0f} MiB (background writeback from {bg_b / MiB:.0f} MiB; {desc})")
     say("  beyond it, writes to file pages are throttled to disk speed; inside a cgroup the limit scales with it")
     row("system", "kernel", lim_b, "dirty_limit_bytes", lim_b)
+    say(f"spill directory: {SPILL_DIR} ({filesystem_of(SPILL_DIR)}; MEMSPACE_SPILL_DIR chooses another)")
     why = mscgroup.available()
     parent = None
     if why:

@@ -766,19 +766,20 @@ static void sample(uint64_t *dirty, uint64_t *anon) {
 /* the cgroup's headroom runs out: dirty and anonymous bytes, which reclaim cannot free at once, past 3/4 */
 static bool headroom_low(uint64_t dirty, uint64_t anon) { return dirty + anon >= fit_bytes(); }
 
-/* The smallest limit of the cgroup `dir` (below `root`) and its ancestors, from the files named; lowers *limit
-   and writes the limiting cgroup's memory.stat path to bud.stat_path when one is below it. */
-static void cgroup_walk(const char *root, const char *dir, const char *const *files, unsigned nfiles, uint64_t *limit) {
+/* The smallest limit of the cgroup `dir` (below the mount `sysfs``sub`) and its ancestors, from the files
+   named; lowers out->limit and names the limiting cgroup's memory.stat in out->stat_path when one is below it. */
+static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, const char *const *files,
+                        unsigned nfiles, msi_spill_budget_t *out) {
   char d[PATH_MAX];
   msi_snprintf(d, sizeof d, "%s", dir);
   for (;;) {
     for (unsigned f = 0; f < nfiles; f++) {
       char path[PATH_MAX + 64], val[64];
       uint64_t v;
-      msi_snprintf(path, sizeof path, "%s%s/%s", root, d, files[f]);
-      if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < *limit) {
-        *limit = v;
-        msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s%s/memory.stat", root, d);
+      msi_snprintf(path, sizeof path, "%s%s%s/%s", sysfs, sub, d, files[f]);
+      if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < out->limit) {
+        out->limit = v;
+        msi_snprintf(out->stat_path, sizeof out->stat_path, "%s%s%s/memory.stat", sysfs, sub, d);
       }
     }
     char *slash = strrchr(d, '/');
@@ -788,49 +789,67 @@ static void cgroup_walk(const char *root, const char *dir, const char *const *fi
   }
 }
 
+static void copy_span(char *dst, size_t cap, const char *src, size_t n) {
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+/* from /proc/self/cgroup's lines "ID:CONTROLLERS:PATH": the v1 memory controller's path and the v2 one's */
+static void cgroup_paths(const char *text, char *v1, char *v2, size_t cap) {
+  v1[0] = v2[0] = 0;
+  for (const char *l = text; l && *l;) {
+    const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+    const char *c1 = memchr(l, ':', (size_t)(end - l)), *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+    if (c2) {
+      size_t plen = (size_t)(end - c2 - 1);
+      if (c1 == l + 1 && l[0] == '0' && c2 == c1 + 1) copy_span(v2, cap, c2 + 1, plen);
+      for (const char *t = c1 + 1; t < c2;) {
+        size_t n = strcspn(t, ",:");
+        if (n == 6 && strncmp(t, "memory", 6) == 0) copy_span(v1, cap, c2 + 1, plen);
+        t += n + (t[n] == ',');
+      }
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+}
+
+void msi_spill_budget_find(const char *sysfs, const char *proc_cgroup, uint64_t ram, msi_spill_budget_t *out) {
+  static const char *const v1_files[] = {"memory.limit_in_bytes"};
+  static const char *const v2_files[] = {"memory.max", "memory.high"};
+  static const char *const v2_subs[] = {"", "/unified"};
+  char v1[PATH_MAX], v2[PATH_MAX], probe[PATH_MAX + 64], buf[64];
+  out->limit = ram;
+  out->stat_path[0] = 0;
+  out->dirty_key = "Dirty";
+  out->anon_key = "AnonPages";
+  cgroup_paths(proc_cgroup, v1, v2, sizeof v1);
+  msi_snprintf(probe, sizeof probe, "%s/memory%s/memory.stat", sysfs, v1);
+  if (v1[0] && read_small(probe, buf, sizeof buf) > 0) {
+    cgroup_walk(sysfs, "/memory", v1, v1_files, 1, out);
+    if (out->stat_path[0]) { out->dirty_key = "total_dirty"; out->anon_key = "total_rss"; }
+    return;
+  }
+  for (unsigned r = 0; v2[0] && r < 2; r++) {
+    msi_snprintf(probe, sizeof probe, "%s%s%s/memory.stat", sysfs, v2_subs[r], v2);
+    if (read_small(probe, buf, sizeof buf) <= 0) continue;
+    cgroup_walk(sysfs, v2_subs[r], v2, v2_files, 2, out);
+    if (out->stat_path[0]) { out->dirty_key = "file_dirty"; out->anon_key = "anon"; }
+    return;
+  }
+}
+
 static void budget_init(void) {
   static char buf[8192];
-  uint64_t limit = UINT64_MAX, v;
-  if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) limit = v * 1024;
-  bud.dirty_key = "Dirty";
-  bud.anon_key = "AnonPages";
-  if (read_small("/proc/self/cgroup", buf, sizeof buf) > 0) {
-    char v1[PATH_MAX] = "", v2[PATH_MAX] = "";
-    bool has_v1 = false, has_v2 = false;
-    for (char *l = buf; l && *l;) {
-      char *nl = strchr(l, '\n');
-      if (nl) *nl = 0;
-      char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-      if (c1 && c2) {
-        *c2 = 0;
-        const char *ctrls = c1 + 1;
-        if (c1 == l + 1 && l[0] == '0' && ctrls[0] == 0) { has_v2 = true; msi_snprintf(v2, sizeof v2, "%s", c2 + 1); }
-        for (const char *t = ctrls; *t;) {
-          size_t n = strcspn(t, ",");
-          if (n == 6 && strncmp(t, "memory", 6) == 0) { has_v1 = true; msi_snprintf(v1, sizeof v1, "%s", c2 + 1); }
-          t += n + (t[n] == ',');
-        }
-      }
-      l = nl ? nl + 1 : NULL;
-    }
-    static const char *const v1_files[] = {"memory.limit_in_bytes"};
-    static const char *const v2_files[] = {"memory.max", "memory.high"};
-    char probe[PATH_MAX + 32];
-    msi_snprintf(probe, sizeof probe, "/sys/fs/cgroup/memory%s/memory.stat", v1);
-    if (has_v1 && read_small(probe, buf, sizeof buf) > 0) {
-      cgroup_walk("/sys/fs/cgroup/memory", v1, v1_files, 1, &limit);
-      if (bud.stat_path[0]) { bud.dirty_key = "total_dirty"; bud.anon_key = "total_rss"; }
-    } else if (has_v2) {
-      const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
-      for (unsigned r = 0; r < 2; r++) {
-        msi_snprintf(probe, sizeof probe, "%s%s/memory.stat", roots[r], v2);
-        if (read_small(probe, buf, sizeof buf) <= 0) continue;
-        cgroup_walk(roots[r], v2, v2_files, 2, &limit);
-        if (bud.stat_path[0]) { bud.dirty_key = "file_dirty"; bud.anon_key = "anon"; }
-        break;
-      }
-    }
-  }
+  static msi_spill_budget_t found;
+  uint64_t ram = UINT64_MAX, v;
+  if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) ram = v * 1024;
+  if (read_small("/proc/self/cgroup", buf, sizeof buf) <= 0) buf[0] = 0;
+  msi_spill_budget_find("/sys/fs/cgroup", buf, ram, &found);
+  uint64_t limit = found.limit;
+  msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s", found.stat_path);
+  bud.dirty_key = found.dirty_key;
+  bud.anon_key = found.anon_key;
   bud.limit = limit;
   bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
   uint64_t dirty, anon;

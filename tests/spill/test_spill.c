@@ -221,6 +221,69 @@ static void test_kill9_leaves_nothing(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---- the memory budget from a cgroup tree (msi_spill_budget_find over a fake mount root) ---- */
+static char fake_root[] = "/tmp/memspace-cgroup-XXXXXX";
+
+/* writes `text` to fake_root/rel, making its directories */
+static void fake_file(const char *rel, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", fake_root, rel);
+  for (char *p = path + strlen(fake_root) + 1; *p; p++)
+    if (*p == '/') { *p = 0; mkdir(path, 0755); *p = '/'; }
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void expect_budget(const char *proc_cgroup, uint64_t ram, uint64_t limit, const char *stat_rel,
+                          const char *dirty_key) {
+  static msi_spill_budget_t b;
+  msi_spill_budget_find(fake_root, proc_cgroup, ram, &b);
+  char want[512] = "";
+  if (stat_rel) snprintf(want, sizeof want, "%s/%s", fake_root, stat_rel);
+  assert_int_equal(b.limit, limit);
+  assert_string_equal(b.stat_path, want);
+  assert_string_equal(b.dirty_key, dirty_key);
+}
+
+static void test_budget_cgroups(void **state) {
+  (void)state;
+  const uint64_t G = 1ull << 30, ram = 8 * G;
+  assert_non_null(mkdtemp(fake_root));
+  /* cgroup v2 (a systemd slice): "max" is no limit; the smallest of memory.max and memory.high up the tree */
+  fake_file("memory.stat", "anon 1\nfile_dirty 2\n");
+  fake_file("user.slice/memory.stat", "anon 1\nfile_dirty 2\n");
+  fake_file("user.slice/memory.max", "1073741824\n");
+  fake_file("user.slice/memory.high", "max\n");
+  fake_file("user.slice/app.scope/memory.stat", "anon 1\nfile_dirty 2\n");
+  fake_file("user.slice/app.scope/memory.max", "max\n");
+  fake_file("user.slice/app.scope/memory.high", "max\n");
+  expect_budget("0::/user.slice/app.scope\n", ram, G, "user.slice/memory.stat", "file_dirty");
+  fake_file("user.slice/app.scope/memory.high", "536870912\n");
+  expect_budget("0::/user.slice/app.scope\n", ram, G / 2, "user.slice/app.scope/memory.stat", "file_dirty");
+  expect_budget("0::/user.slice/app.scope\n", G / 4, G / 4, NULL, "Dirty"); /* RAM is smaller */
+  expect_budget("0::/\n", ram, ram, NULL, "Dirty");                          /* the root: no limit */
+  /* hybrid: memory in v1, with other controllers on its line; v1 wins over the v2 line */
+  fake_file("memory/a/memory.stat", "total_rss 1\ntotal_dirty 2\n");
+  fake_file("memory/a/memory.limit_in_bytes", "268435456\n");
+  fake_file("memory/a/b/memory.stat", "total_rss 1\ntotal_dirty 2\n");
+  fake_file("memory/a/b/memory.limit_in_bytes", "9223372036854771712\n");
+  expect_budget("12:pids:/\n4:cpu,memory:/a/b\n0::/user.slice/app.scope\n", ram, G / 4, "memory/a/memory.stat",
+                "total_dirty");
+  /* hybrid with memory not in v1: v2 under unified/ */
+  fake_file("unified/s/memory.stat", "anon 1\nfile_dirty 2\n");
+  fake_file("unified/s/memory.max", "2147483648\n");
+  expect_budget("1:name=systemd:/s\n0::/s\n", ram, 2 * G, "unified/s/memory.stat", "file_dirty");
+  /* nothing readable: RAM */
+  expect_budget("", ram, ram, NULL, "Dirty");
+  expect_budget("garbage without colons", ram, ram, NULL, "Dirty");
+  expect_budget("4:memory:/missing\n", ram, ram, NULL, "Dirty");
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", fake_root);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),          cmocka_unit_test(test_aligned),
@@ -229,6 +292,7 @@ int main(void) {
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
       cmocka_unit_test(test_kill9_leaves_nothing), cmocka_unit_test(test_fds_high),
+      cmocka_unit_test(test_budget_cgroups),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
