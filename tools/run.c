@@ -66,6 +66,7 @@ static int need_size(const char *opt, const char *value) {
 
 int tool_run(int argc, char **argv) {
   int i = 1;
+  bool spill_dir_given = false;
   for (; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--") == 0) { i++; break; }
@@ -94,6 +95,7 @@ int tool_run(int argc, char **argv) {
       if (!v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return 2; }
       char abs[PATH_MAX];
       setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), i++;
+      spill_dir_given = true;
     } else if (strcmp(a, "--inherit") == 0) {
       setenv("MEMSPACE_SPACE_INHERIT", "1", 1);
     } else if (strcmp(a, "--stats") == 0) {
@@ -106,6 +108,10 @@ int tool_run(int argc, char **argv) {
     }
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return 2; }
+  const char *thr = getenv("MEMSPACE_SPILL_THRESHOLD");
+  if (spill_dir_given && (!thr || !*thr || strcmp(thr, "0") == 0))
+    fprintf(stderr, "memspace run: a spill directory without a spill threshold (--spill-threshold SIZE): nothing "
+                    "is spilled\n");
   const char *lib = msb_memspace_lib();
   char abs[PATH_MAX];
   if (!realpath(lib, abs)) {

@@ -13,6 +13,10 @@ out=$(LD_PRELOAD=/nonexistent-first.so "$tool" run -- sh -c 'echo "$LD_PRELOAD"'
 check "existing LD_PRELOAD kept first" '[[ "$out" == /nonexistent-first.so:/*libmemspace.so* ]]'
 out=$("$tool" run --heap size --spill-threshold 1G --spill-dir /tmp --stats -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_SPILL_THRESHOLD $MEMSPACE_SPILL_DIR $MEMSPACE_SHOW_STATS"' 2>/dev/null)
 check "heap/spill/stats options become variables" '[ "$out" = "size 1G /tmp 1" ]'
+msg=$("$tool" run --spill-dir /tmp -- true 2>&1)
+check "a spill directory without a threshold is pointed out" '[[ "$msg" == *"without a spill threshold"* ]]'
+msg=$(MEMSPACE_SPILL_DIR=/tmp "$tool" run -- true 2>&1)
+check "...but not a MEMSPACE_SPILL_DIR of the environment" '[ -z "$msg" ]'
 out=$("$tool" run --space-initial 64M --space-expand 0 --space-at firstalloc --inherit -- sh -c 'echo "$MEMSPACE_SPACE_INHERIT"' 2>/dev/null)
 check "--inherit sets MEMSPACE_SPACE_INHERIT" '[ "$out" = "1" ]'
 "$tool" run --heap fast -- true 2>/dev/null; check "bad preset refused" '[ $? = 2 ]'
