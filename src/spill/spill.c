@@ -42,6 +42,17 @@
 #define SP_MAX_SLOTS ((size_t)1 << 21)   /* slots per class (metadata arrays are sized for this) */
 #define SP_MAP_STEP ((size_t)64 << 20)   /* mappings grow by at least this much (they merge anyway) */
 #define SP_SYNC_PERIOD_NS 50000000ull    /* write-back pacing from allocations */
+/* The largest page-cache folio (PMD size: Linux caps page-cache folios there, ext4 too). A write fault on a
+   shared file mapping makes the filesystem reserve every block of the folio written (ext4's page_mkwrite), so
+   every folio a block's pages may share must lie in space reserved for that block: else a full disk answers the
+   write with SIGBUS (and a fuller one gives more space than reserved). Folios are aligned to their size, so
+   classes of slots from SP_FOLIO_MAX up reserve whole SP_FOLIO_MAX granules of the slot (under 2 MiB more than
+   the block: at most 1/8 of blocks over 16 MiB, up to 2x for blocks just over 1 MiB), which also covers the
+   2 MiB folios of a program's own MADV_HUGEPAGE (numpy advises its arrays from 4 MiB); smaller classes are kept
+   to 4 KiB folios instead (MADV_RANDOM and MADV_NOHUGEPAGE on their mappings, re-applied after allocations;
+   POSIX_FADV_RANDOM on their file) and reserve the block's pages only. */
+#define SP_FOLIO_MAX ((size_t)2 << 20)
+static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 
 #define FS_EXT4 0xEF53
 #define FS_XFS 0x58465342
@@ -80,7 +91,7 @@ static struct {
   _Atomic uint64_t advice_switches;
 } sp = {.lock = MSI_LOCK_INIT};
 
-static void advise_range(uintptr_t start, size_t len, bool random);
+static void advise_range(unsigned c, uintptr_t start, size_t len, bool random);
 static void advise_update(void);
 
 size_t msi_spill_threshold(void) {
@@ -153,7 +164,8 @@ static int probe_dir(const char *dir, bool report) {
     if (report)
       msi_warning("spill directory %s (MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp) is not usable (%s): "
                   "spilled allocations stay in RAM", dir,
-                  e == ENOENT ? "missing" : e == EACCES || e == EROFS || e == EPERM ? "not writable" : "cannot create a file");
+                  e == ENOENT ? "missing" : e == ENOTDIR ? "not a directory" :
+                  e == EACCES || e == EROFS || e == EPERM ? "not writable" : "cannot create a file");
     return e ? e : EIO;
   }
   struct statfs st;
@@ -252,7 +264,7 @@ static void snapshot_blocks(sp_class_t *k, unsigned c) {
     if (!n || (slot << c) < k->floor) continue; /* free, or inherited from a grandparent: private already */
     volatile unsigned char *b = (volatile unsigned char *)(k->start + (slot << c));
     size_t upto = ps;
-    if (c <= 24 && snapshot_copied + n <= snapshot_cap()) upto = n;
+    if (n <= ((size_t)16 << 20) && snapshot_copied + n <= snapshot_cap()) upto = n;
     for (size_t off = 0; off < upto; off += ps) b[off] = b[off];
     snapshot_copied += upto;
   }
@@ -280,7 +292,7 @@ static void fork_child(void) {
                                     MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
-    else if (m > k->floor) advise_range(k->start + k->floor, m - k->floor, sp.random_adv);
+    else if (m > k->floor) advise_range(c, k->start + k->floor, m - k->floor, sp.random_adv);
     snapshot_blocks(k, c);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
@@ -423,6 +435,7 @@ static bool class_open(sp_class_t *k, unsigned c) {
     errno = e;
     return false;
   }
+  if (small_class(c)) msi_os_fadvise_random(fd); /* 4 KiB folios when copy_file_range reads it (SP_FOLIO_MAX) */
   k->file_size = file_size;
   k->fd = fd;
   msi_verbose("spill: file for blocks up to 2^%u bytes created in %s (fd %d, %zu MiB sparse)", c, sp.dir, fd,
@@ -439,7 +452,7 @@ static bool class_map(sp_class_t *k, size_t end) {
   if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
                   (off_t)m) == MAP_FAILED)
     return false;
-  advise_range(k->start + m, want - m, sp.random_adv); /* see advise_update */
+  advise_range((unsigned)(k - sp.cls), k->start + m, want - m, sp.random_adv); /* see advise_update */
   atomic_store_explicit(&k->mapped, want, memory_order_release);
   return true;
 }
@@ -458,6 +471,11 @@ static bool disk_room(int fd, size_t need) {
 
 static int disk_errno(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG || e == ENOMEM ? ENOMEM : e; }
 
+/* bytes at the start of a slot of class c reserved on disk for a block of `need` bytes (see SP_FOLIO_MAX) */
+static size_t reserved(unsigned c, size_t need) {
+  return small_class(c) ? need : msi_round_up(need, SP_FOLIO_MAX);
+}
+
 /* under the lock: a slot of class c holding `need` bytes reserved on disk; 0 + errno on failure */
 static uintptr_t slot_alloc(unsigned c, size_t need) {
   sp_class_t *k = &sp.cls[c];
@@ -472,17 +490,18 @@ static uintptr_t slot_alloc(unsigned c, size_t need) {
     if (((slot + 1) << c) > k->file_size) { errno = ENOMEM; return 0; }
   }
   size_t off = slot << c;
-  if (!disk_room(k->fd, need)) {
+  size_t res = reserved(c, need);
+  if (!disk_room(k->fd, res)) {
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
     atomic_fetch_add(&sp.enospc, 1);
     errno = ENOMEM;
     return 0;
   }
-  if (!class_map(k, off + ((size_t)1 << c)) || msi_os_fallocate(k->fd, 0, (off_t)off, (off_t)need) != 0) {
+  if (!class_map(k, off + ((size_t)1 << c)) || msi_os_fallocate(k->fd, 0, (off_t)off, (off_t)res) != 0) {
     int e = errno;
     if (e == ENOSPC || e == EDQUOT) atomic_fetch_add(&sp.enospc, 1);
     /* a failed fallocate may have reserved part of the range: give it back */
-    msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)need);
+    msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)res);
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
     errno = disk_errno(e);
     return 0;
@@ -645,17 +664,18 @@ void *msi_spill_realloc(void *p, size_t size) {
   }
   bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
-    if (need > cur) {
-      if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + cur), (off_t)(need - cur)) != 0) {
+    size_t rcur = reserved(c, cur), rneed = reserved(c, need);
+    if (rneed > rcur) {
+      if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + rcur), (off_t)(rneed - rcur)) != 0) {
         int e = child ? ENOMEM : disk_errno(errno);
-        if (!child) msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + cur), (off_t)(need - cur));
+        if (!child) msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + rcur), (off_t)(rneed - rcur));
         msi_unlock(&sp.lock);
         errno = e;
         return NULL;
       }
     } else if (need < cur) {
       if (child) msi_os_madvise((void *)(k->start + off + need), cur - need, MADV_DONTNEED);
-      else msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + need), (off_t)(cur - need));
+      else if (rneed < rcur) msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + rneed), (off_t)(rcur - rneed));
     }
     k->meta[slot] = need;
     if (need >= cur) atomic_fetch_add_explicit(&sp.bytes, need - cur, memory_order_relaxed);
@@ -871,7 +891,9 @@ static uint64_t snapshot_cap(void) { return bud.limit / 16; }
    back under half the budget, MADV_NORMAL again. */
 /* beyond memory also MADV_NOHUGEPAGE (see advise_refresh); while the data fits the program's own huge-page
    advice stands (a huge-page file mapping fills a fresh block with 2 MiB folios: fewer faults) */
-static void advise_range(uintptr_t start, size_t len, bool random) {
+/* classes under SP_FOLIO_MAX are always advised as beyond memory (4 KiB folios: see SP_FOLIO_MAX) */
+static void advise_range(unsigned c, uintptr_t start, size_t len, bool random) {
+  random = random || small_class(c);
   msi_os_madvise((void *)start, len, random ? MADV_RANDOM : MADV_NORMAL);
   if (random) msi_os_madvise((void *)start, len, MADV_NOHUGEPAGE);
 }
@@ -879,7 +901,7 @@ static void advise_all(bool random) {
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
-    if (m) advise_range(k->start, m, random);
+    if (m && (random || !small_class(c))) advise_range(c, k->start, m, random);
   }
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
@@ -901,8 +923,13 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
     seen = gen;
     pending = 2; /* the program's madvise follows its malloc: the first tick may come in between */
   }
-  if (!pending || !sp.random_adv || !msi_trylock(&sp.lock)) return;
-  advise_all(true);
+  if (!pending || !msi_trylock(&sp.lock)) return;
+  if (sp.random_adv) advise_all(true);
+  else /* the small classes' 4 KiB folios (SP_FOLIO_MAX) against the program's own huge-page advice */
+    for (unsigned c = sp.min_shift; c <= sp.max_shift && small_class(c); c++) {
+      size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
+      if (m) advise_range(c, sp.cls[c].start, m, true);
+    }
   pending--;
   msi_unlock(&sp.lock);
 }
@@ -1024,6 +1051,7 @@ int ms_spill_is(const void *ptr) {
 }
 
 /* ---- statistics ---- */
+/* like ms_spill_is, reads the slots' sizes without the lock: a sample */
 static uint64_t resident_bytes(void) {
   static unsigned char vec[4096];
   size_t ps = msi_os_page_size();
@@ -1035,7 +1063,11 @@ static uint64_t resident_bytes(void) {
     for (size_t off = 0; off < m; off += sizeof vec * ps) {
       size_t len = m - off < sizeof vec * ps ? m - off : sizeof vec * ps;
       if (msi_os_mincore((void *)(k->start + off), len, vec) != 0) break;
-      for (size_t i = 0; i < len / ps; i++) total += vec[i] & 1;
+      /* pages of live blocks only: readahead also caches (clean, zero) pages past a block's end in its slot */
+      for (size_t i = 0; i < len / ps; i++) {
+        size_t at = off + i * ps, slot = at >> c;
+        total += (vec[i] & 1) && slot < k->next && at - (slot << c) < k->meta[slot];
+      }
     }
   }
   msi_unlock(&vec_lock);

@@ -119,15 +119,61 @@ static int mode_full(void) {
   return 0;
 }
 
+/* Blocks that do not fill their slot (200 KB in 256 KiB slots, 1.1 MB in 2 MiB slots, 18 MB in 32 MiB slots:
+   the rest of the slot is a hole), allocated without a write until the disk is full, then every byte written: a write never meets a block
+   of the file that was not reserved (a large page-cache folio over a hole would ask ext4 for more space at the
+   write fault: SIGBUS on a full disk). With FILLER, the rest of the disk is then filled by another file first. */
+static int mode_fullholes(const char *filler) {
+  enum { MAXB = 4096 };
+  static unsigned char *b[MAXB];
+  static size_t len[MAXB];
+  size_t count = 0;
+  while (count < MAXB) {
+    len[count] = count % 8 == 7 ? 18000000 : count % 4 == 3 ? 1100000 : 204800;
+    errno = 0;
+    b[count] = s_alloc(len[count]);
+    if (!b[count]) break;
+    count++;
+  }
+  if (count == MAXB) FAIL("the disk never filled");
+  if (errno != ENOMEM) FAIL("errno %d after %zu blocks, expected ENOMEM", errno, count);
+  if (filler) {
+    int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) FAIL("filler: %s", strerror(errno));
+    static char chunk[1 << 16];
+    while (write(fd, chunk, sizeof chunk) > 0) {}
+    fsync(fd);
+    close(fd);
+  }
+  for (size_t i = 0; i < count; i++) memset(b[i], (int)(i & 0xff) | 1, len[i]);
+  for (size_t i = 0; i < count; i++)
+    for (size_t j = 0; j < len[i]; j += 4096)
+      if (b[i][j] != ((unsigned char)(i & 0xff) | 1) || b[i][len[i] - 1] != ((unsigned char)(i & 0xff) | 1))
+        FAIL("block %zu corrupted", i);
+  for (size_t i = 0; i < count; i++) s_free(b[i]);
+  if (filler) unlink(filler);
+  printf("ok fullholes: %zu blocks then ENOMEM, every byte written%s\n", count, filler ? " after the disk filled" : "");
+  return 0;
+}
+
 static int mode_fork(void) {
   size_t n = 16 << 20;
   unsigned char *p = s_alloc(n);
   if (!p) FAIL("alloc: %s", strerror(errno));
   memset(p, 1, n);
-  int fds[2];
-  if (pipe(fds)) FAIL("pipe");
+  /* a block of up to 16 MiB is copied into the child at fork, whatever its slot: one grown by realloc sits in
+     a 32 MiB slot. The child must not see the parent's later writes to it. */
+  size_t vn = 10 << 20;
+  unsigned char *v = s_alloc(6 << 20);
+  if (!v || !(v = s_realloc(v, vn))) FAIL("alloc/realloc: %s", strerror(errno));
+  memset(v, 1, vn);
+  int go[2];
+  if (pipe(go)) FAIL("pipe");
   pid_t pid = fork();
   if (pid == 0) {
+    char b;
+    if (read(go[0], &b, 1) != 1) _exit(8);                         /* the parent has rewritten v */
+    for (size_t i = 0; i < vn; i += 4096) if (v[i] != 1) _exit(7);
     for (size_t i = 0; i < n; i += 4096) if (p[i] != 1) _exit(2);  /* child reads the parent's data */
     memset(p, 2, n);                                                 /* and writes its own copy */
     for (size_t i = 0; i < n; i += 4096) if (p[i] != 2) _exit(3);
@@ -142,8 +188,11 @@ static int mode_fork(void) {
     s_free(p);                                                       /* must not touch the parent's file */
     _exit(0);
   }
+  memset(v, 9, vn);
+  if (write(go[1], "x", 1) != 1) FAIL("pipe write");
   int status;
   waitpid(pid, &status, 0);
+  s_free(v);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("child status %d", status);
   for (size_t i = 0; i < n; i++) if (p[i] != 1) FAIL("the child's write reached the parent at %zu", i);
   s_free(p);
@@ -415,6 +464,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fsize")) return mode_fsize();
   if (!strcmp(m, "hold")) return mode_hold();
   if (!strcmp(m, "full")) return mode_full();
+  if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL);
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
