@@ -94,6 +94,8 @@ static MSI_NOINLINE void free_generic(void *p) {
   if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (msi_spill_owns(p)) { msi_spill_free(p); return; }
   if (msi_proc_space_owns(p)) { msi_proc_space_free(p); return; }
+  if (msi_direct_usable(p)) { MSI_TRACK_FREE(p); msi_direct_free(p); return; }
+  if (msi_direct_was_freed(p)) msi_heap_bad_pointer(p, "free(): double free");
   msi_foreign_free(p);
 }
 
@@ -183,7 +185,8 @@ size_t msi_usable_size(const void *p) {
   if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size + msi_heap_g.large_size) return usable(p);
   if (msi_spill_owns(p)) return msi_spill_usable_size(p);
   if (msi_proc_space_owns(p)) return msi_proc_space_usable_size(p);
-  return msi_foreign_usable(p);
+  size_t d = msi_direct_usable(p);
+  return d ? d : msi_foreign_usable(p);
 }
 
 static void *realloc_move(void *p, size_t old_usable, size_t size) {
@@ -232,13 +235,25 @@ void *msi_realloc(void *p, size_t size) {
   if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
   if (msi_spill_owns(p)) return msi_spill_realloc(p, size);
   if (msi_proc_space_owns(p)) return msi_proc_space_realloc(p, size);
+  size_t d = msi_direct_usable(p);
+  if (d) {
+    if (size <= MSI_HEAP_SMALL_REQ || (mask & MSI_ROUTE_SPILL && msi_spill_threshold() && size >= msi_spill_threshold()))
+      return realloc_move(p, d, size);
+    void *q = msi_direct_realloc(p, size);
+    if (q) {
+      MSI_TRACK_FREE(p);
+      MSI_TRACK_MALLOC(q, size, false);
+      MSI_TRACK_DEFINED(q, d < size ? d : size);
+    }
+    return q;
+  }
   return msi_foreign_realloc(p, size);
 }
 
 int ms_is_ours(const void *p) {
   if (!p) return 0;
   if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size + msi_heap_g.large_size) return 1;
-  return msi_spill_owns(p) || msi_proc_space_owns(p);
+  return msi_spill_owns(p) || msi_proc_space_owns(p) || msi_direct_usable(p);
 }
 
 void ms_heap_collect(int force) {

@@ -170,16 +170,22 @@ static uint32_t carve_random(uint32_t bound) {
 /* region and segments                                                                                          */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/* Under RLIMIT_AS the reservation counts against the limit. It takes an eighth of the limit for small blocks (as
+   much as before) and the smallest sub-regions (4 MiB) for the large slot sizes (92 MiB): larger blocks, and
+   blocks finding every slot of their size taken, are mapped on their own (direct.c). So a program keeps about
+   seven eighths of the limit for its large blocks; it kept half when the reservation took half the limit in 31
+   equal parts (8 for small blocks), and could not allocate a block above 1/64 of the limit at all. */
 static bool region_init(void) {
-  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited
-     (RLIMIT_AS: the reservation takes at most half of it, the program needs the rest) */
+  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited */
   struct rlimit rl;
-  size_t cap = SIZE_MAX;
-  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) cap = (size_t)rl.rlim_cur / 2;
-  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift -= 1) {
+  size_t cap = SIZE_MAX, min_shift = 22;
+  bool limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+  if (limited) cap = (size_t)rl.rlim_cur / 8;
+  for (size_t shift = limited ? min_shift : MSI_HEAP_LARGE_MAX_SHIFT; shift >= min_shift; shift -= 1) {
     size_t sub = (size_t)1 << shift;
-    size_t small = 8 * sub, large = MSI_HEAP_LARGE_CLASSES * sub, total = small + large + sub;
-    if (total > cap && shift > 22) continue;
+    size_t small = limited && cap / sub > 8 ? msi_align_down(cap, sub) : 8 * sub;
+    size_t large = MSI_HEAP_LARGE_CLASSES * sub, total = small + large + sub;
+    if (!limited && total > cap && shift > min_shift) continue;
     void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) continue;
     uintptr_t base = msi_align_up((uintptr_t)p, sub);
@@ -191,7 +197,7 @@ static bool region_init(void) {
     msi_heap_g.sub_shift = shift;
     if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
       msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
-                  "fail with ENOMEM", total >> 20, sub >> 20);
+                  "are mapped on their own", total >> 20, sub >> 20);
     return true;
   }
   return false;

@@ -152,6 +152,15 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero);
 void msi_large_free(void *p);
 size_t msi_large_usable(const void *p);
 void *msi_large_realloc(void *p, size_t size); /* NULL + errno: unchanged */
+/* direct.c: large blocks mapped on their own when the region has no slot for them (a limited address space) */
+void *msi_direct_alloc(size_t size, size_t alignment); /* NULL + ENOMEM */
+bool msi_direct_free(void *p);                          /* false: not a direct block */
+size_t msi_direct_usable(const void *p);                /* 0: not a direct block */
+void *msi_direct_realloc(void *p, size_t size);         /* p direct; NULL + ENOMEM: unchanged */
+bool msi_direct_was_freed(const void *p);              /* one of the last blocks freed here (a double free) */
+uint64_t msi_direct_bytes(void);
+void msi_direct_lock(void);
+void msi_direct_unlock(bool child);
 size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached slots idle >= delay ms */
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
 void msi_large_lock_all(void);

@@ -128,7 +128,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   size_t need = msi_round_up(size ? size : 1, page_size);
   uint32_t npages = (uint32_t)(need >> page_shift);
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
-  if (k > msi_heap_g.sub_shift || k > MSI_HEAP_LARGE_MAX_SHIFT) { errno = ENOMEM; return NULL; }
+  if (k > msi_heap_g.sub_shift) return msi_direct_alloc(size, alignment); /* a reduced region (direct.c) */
   lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
   msi_lock(&c->lock);
   if (c->ncached) {
@@ -163,7 +163,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   int64_t idx = slot_take_fresh(c);
   msi_unlock(&c->lock);
-  if (idx < 0) { errno = ENOMEM; return NULL; }
+  if (idx < 0) return msi_direct_alloc(size, alignment); /* every slot of the size taken (direct.c) */
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
   if (!commit(addr, need)) {
     msi_lock(&c->lock);
@@ -252,6 +252,15 @@ static void *move_in_pieces(uintptr_t from, uintptr_t to, size_t old_bytes, size
   return MAP_FAILED;
 }
 
+/* a block moving out of the region (no slot for its new size): a copy, as only a limited address space gets here */
+static void *to_direct(void *p, size_t old_bytes, size_t size) {
+  void *q = msi_direct_alloc(size, 0);
+  if (!q) return NULL;
+  memcpy(q, p, old_bytes < size ? old_bytes : size);
+  msi_large_free(p);
+  return q;
+}
+
 void *msi_large_realloc(void *p, size_t size) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
@@ -278,12 +287,14 @@ void *msi_large_realloc(void *p, size_t size) {
      further growth inside it needs no system call. Only the pages touched count in RSS. A block of several
      mappings (the kernel may keep the moved part and its grown tail apart) moves in pieces. */
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
-  if (k2 > msi_heap_g.sub_shift) { errno = ENOMEM; return NULL; }
-  lclass_t *c2 = &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT];
-  msi_lock(&c2->lock);
-  int64_t idx2 = slot_take_fresh(c2);
-  msi_unlock(&c2->lock);
-  if (idx2 < 0) { errno = ENOMEM; return NULL; }
+  int64_t idx2 = -1;
+  lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
+  if (c2) {
+    msi_lock(&c2->lock);
+    idx2 = slot_take_fresh(c2);
+    msi_unlock(&c2->lock);
+  }
+  if (idx2 < 0) return to_direct(p, (size_t)have << page_shift, size); /* no slot for it (direct.c) */
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
@@ -349,15 +360,17 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
 }
 
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed) {
-  *allocated = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+  *allocated = atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes();
   *cached = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
-  *committed = atomic_load_explicit(&committed_bytes, memory_order_relaxed);
+  *committed = atomic_load_explicit(&committed_bytes, memory_order_relaxed) + msi_direct_bytes();
 }
 
 void msi_large_lock_all(void) {
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&classes[i].lock);
+  msi_direct_lock();
 }
 void msi_large_unlock_all(bool child) {
+  msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     if (child) msi_lock_reset(&classes[i].lock);
     else msi_unlock(&classes[i].lock);

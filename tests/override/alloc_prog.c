@@ -1,7 +1,11 @@
 /* alloc_prog: a plain malloc program for run_modes.sh (no memspace headers: run under `memspace run`).
    alloc_prog mix MiB   blocks from 16 B to 8 MiB, MiB in all, written, checked, freed: exit 0 when intact
    alloc_prog big MiB   one block of MiB, first and last page written: exit 0 when malloc succeeded
+   alloc_prog bigs      large blocks of every kind (many of one size, realloc up and down, calloc, aligned),
+                        written and checked: exit 0 when all were served intact (run under ulimit -v)
+   alloc_prog bigdf     a 600 MiB block freed twice (must abort naming a double free)
    alloc_prog thp       a 4 MiB block: exit 0 when its mapping is advised for transparent huge pages (VmFlags hg) */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,47 @@ static int big(size_t mib) {
   return 0;
 }
 
+#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "alloc_prog bigs: " __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
+static int filled(const unsigned char *p, size_t n, unsigned char v) {
+  for (size_t i = 0; i < n; i += 4096) if (p[i] != v) return 0;
+  return n == 0 || p[n - 1] == v;
+}
+static int bigs(void) {
+  const size_t M = 1 << 20;
+  unsigned char *b[6];
+  for (int i = 0; i < 6; i++) { /* more blocks of one size than a reduced region has slots for */
+    b[i] = malloc(200 * M);
+    CHECK(b[i], "malloc #%d of 200 MiB failed", i);
+    CHECK(malloc_usable_size(b[i]) >= 200 * M, "usable size %zu", malloc_usable_size(b[i]));
+    memset(b[i], i + 1, 200 * M);
+  }
+  for (int i = 0; i < 6; i++) CHECK(filled(b[i], 200 * M, (unsigned char)(i + 1)), "block %d corrupted", i);
+  for (int i = 0; i < 6; i++) free(b[i]);
+  unsigned char *r = malloc(40 * M);
+  CHECK(r, "malloc 40 MiB");
+  memset(r, 7, 40 * M);
+  unsigned char *r2 = realloc(r, 600 * M); /* grows out of any slot */
+  CHECK(r2 && filled(r2, 40 * M, 7), "realloc up to 600 MiB lost the data");
+  memset(r2, 8, 600 * M);
+  r = realloc(r2, 300 * M);
+  CHECK(r && filled(r, 300 * M, 8), "realloc down to 300 MiB lost the data");
+  r2 = realloc(r, 100 << 10);
+  CHECK(r2 && filled(r2, 100 << 10, 8), "realloc down to 100 KiB lost the data");
+  free(r2);
+  unsigned char *z = calloc(300, M);
+  CHECK(z && filled(z, 300 * M, 0), "calloc 300 MiB not zero");
+  free(z);
+  void *a = aligned_alloc(64 * M, 100 * M);
+  CHECK(a && ((uintptr_t)a & (64 * M - 1)) == 0, "aligned_alloc(64 MiB, 100 MiB): %p", a);
+  memset(a, 9, 100 * M);
+  free(a);
+  unsigned char *again = malloc(1000 * M); /* the freed space is usable again */
+  CHECK(again, "malloc 1000 MiB after the frees");
+  again[1000 * M - 1] = 1;
+  free(again);
+  return 0;
+}
+
 static int thp(void) {
   char *p = malloc(4u << 20);
   if (!p) return 1;
@@ -71,6 +116,16 @@ int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "mix") == 0) return mix(strtoul(argv[2], NULL, 10));
   if (argc >= 3 && strcmp(argv[1], "big") == 0) return big(strtoul(argv[2], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "thp") == 0) return thp();
-  fprintf(stderr, "usage: alloc_prog mix MiB | big MiB | thp\n");
+  if (argc >= 2 && strcmp(argv[1], "bigs") == 0) return bigs();
+  if (argc >= 2 && strcmp(argv[1], "bigdf") == 0) { /* a 600 MiB block freed twice: the second must be refused */
+    unsigned char *p = malloc(600u << 20);
+    if (!p) return 1;
+    p[0] = 1;
+    void *volatile again = p; /* the compiler must not see the second free coming */
+    free(p);
+    free(again);
+    return 0;
+  }
+  fprintf(stderr, "usage: alloc_prog mix MiB | big MiB | bigs | bigdf | thp\n");
   return 2;
 }

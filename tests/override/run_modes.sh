@@ -5,7 +5,8 @@
 #  - a space's memory is advised for transparent huge pages (a fork then copies one entry per 2 MiB: bash or
 #    Python forking with a 2 GiB space took 90 ms a fork), checked on the mapping's flags, skipped without THP.
 # usage: run_modes.sh MEMSPACE_TOOL ALLOC_PROG [heap-limit]
-#   heap-limit: the heap under RLIMIT_AS must serve a block glibc serves (an open heap defect: label 'defect')
+#   heap-limit: the heap under RLIMIT_AS must serve the blocks glibc serves (blocks beyond the reduced region's
+#   slots are mapped on their own: src/heap/direct.c)
 set -u
 tool=$1 prog=$2
 fail=0; pass=0
@@ -14,9 +15,15 @@ limited() { (ulimit -v "$1" && shift && exec "$@"); }   # KiB, command...
 
 if [ "${3:-}" = heap-limit ]; then
   # glibc serves a 1.5 GiB block under a 4 GB limit; the heap reserves half the limit split in 31 equal parts
-  # (8 for small blocks, one per large slot size), so no block above ~1/64 of the limit (here 32 MiB) fits
+  # (8 for small blocks, one per large slot size): blocks above ~1/64 of the limit (here 32 MiB) are direct
   limited 4000000 "$prog" big 1536; g=$?
   limited 4000000 "$tool" run -- "$prog" big 1536; check "heap: 1.5 GiB block under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
+  limited 4000000 "$prog" bigs; g=$?
+  limited 4000000 "$tool" run -- "$prog" bigs
+  check "heap: many large blocks, realloc across slot sizes, calloc, aligned under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
+  limited 4000000 env MEMSPACE_SECURE=1 "$tool" run -- "$prog" bigs; check "...and with MEMSPACE_SECURE=1" '[ $? = $g ]'
+  msg=$(limited 4000000 "$tool" run -- "$prog" bigdf 2>&1)
+  check "a block mapped on its own, freed twice: named a double free" '[[ "$msg" == *"double free"* ]]'
   echo "$pass passed, $fail failed"; [ $fail = 0 ]; exit
 fi
 
