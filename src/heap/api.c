@@ -247,6 +247,7 @@ void *msi_realloc(void *p, size_t size) {
     }
     return q;
   }
+  if (msi_direct_was_freed(p)) msi_heap_bad_pointer(p, "realloc(): pointer already freed");
   return msi_foreign_realloc(p, size);
 }
 

@@ -1,38 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /* direct.c: large blocks the region has no slot for. The region's reservation shrinks when the address space is
-   limited (RLIMIT_AS: it takes at most half the limit) or refused, and with it the largest slot and the number of
-   slots per size; a block that finds no slot is then mapped on its own, where the kernel chooses, as glibc maps
-   its large blocks, and recorded in a small table. free, realloc and usable_size look a pointer up here only when
-   no other part owns it, so the table costs nothing until a direct block exists. Each is one mapping; the table
-   holds at most DIRECT_MAX (they are at least as large as a missing slot, so far fewer fit in a limited space).
-   The last FREED_RING freed addresses are remembered: a second free of one is reported as a double free. */
+   limited (RLIMIT_AS) or refused, and with it the largest slot and the number of slots per size; a block that
+   finds no slot is then mapped on its own, where the kernel chooses, as glibc maps its large blocks, and
+   recorded in a hash table (open addressing by address, linear probing, grown by doubling; its memory is mapped,
+   never malloc'd). free, realloc and usable_size look a pointer up here only when no other part owns it, so the
+   table costs nothing until a direct block exists, and O(1) then. The last FREED_RING addresses freed or moved
+   away are remembered: a second free or a realloc of one is reported by name. Everything below runs under one
+   lock, also the statistic, so a fork (the heap's handlers take the lock) sees table and count agree. */
 #include "heap.h"
 #include "os.h"
 #include <errno.h>
 #include <sys/mman.h>
 
-#define DIRECT_MAX 4096
+typedef struct {
+  uintptr_t addr; /* 0 = empty */
+  size_t len;     /* mapped bytes (a page multiple) */
+} entry_t;
 
-static struct {
-  uintptr_t addr;
-  size_t len; /* mapped bytes (a page multiple) */
-} table[DIRECT_MAX];
-static size_t count;
-/* the last blocks freed, so that a second free is named as such (instead of reaching the C library's free) */
+static entry_t *table;
+static size_t cap, count; /* cap: a power of two (0 until the first block) */
 #define FREED_RING 64
 static uintptr_t freed[FREED_RING];
 static unsigned freed_next;
-static _Atomic bool any_freed; /* read without the lock: false = nothing to look up */
-static _Atomic size_t live; /* entries, read without the lock: 0 = nothing to look up */
-static _Atomic uint64_t bytes;
+static _Atomic bool used; /* read without the lock: false = no direct block was ever made, nothing to look up */
+static uint64_t bytes;
 static msi_lock_t lock = MSI_LOCK_INIT;
 
-/* the entry of p, or -1; lock held */
-static long find(uintptr_t p) {
-  for (size_t i = 0; i < count; i++)
-    if (table[i].addr == p) return (long)i;
-  return -1;
+static size_t slot_of(uintptr_t a) { return (size_t)((a >> 12) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
+
+/* the index of addr's entry, or of the empty slot where it would go; lock held, cap > 0 */
+static size_t probe(uintptr_t addr) {
+  size_t i = slot_of(addr);
+  while (table[i].addr && table[i].addr != addr) i = (i + 1) & (cap - 1);
+  return i;
 }
+
+/* room for one more entry (load under 1/2); false + ENOMEM; lock held */
+static bool reserve_one(void) {
+  if ((count + 1) * 2 <= cap) return true;
+  size_t ncap = cap ? cap * 2 : 256;
+  entry_t *n = msi_os_mmap(NULL, ncap * sizeof *n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (n == MAP_FAILED) { errno = ENOMEM; return false; }
+  entry_t *old = table;
+  size_t ocap = cap;
+  table = n;
+  cap = ncap;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].addr) table[probe(old[i].addr)] = old[i];
+  if (old) msi_os_munmap(old, ocap * sizeof *old);
+  return true;
+}
+
+/* removes entry i, shifting back the entries of its probe run (no tombstones); lock held */
+static void remove_at(size_t i) {
+  size_t j = i;
+  for (;;) {
+    table[i].addr = 0;
+    for (;;) {
+      j = (j + 1) & (cap - 1);
+      if (!table[j].addr) return;
+      size_t home = slot_of(table[j].addr);
+      /* j's entry may move to i when its home is not in (i, j] (cyclically) */
+      if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) break;
+    }
+    table[i] = table[j];
+    i = j;
+  }
+}
+
+static void remember_freed(uintptr_t a) { freed[freed_next++ % FREED_RING] = a; }
 
 void *msi_direct_alloc(size_t size, size_t alignment) {
   size_t ps = msi_os_page_size(), len = msi_round_up(size ? size : 1, ps);
@@ -48,7 +84,7 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
     a = b;
   }
   msi_lock(&lock);
-  if (count == DIRECT_MAX) {
+  if (!reserve_one()) {
     msi_unlock(&lock);
     msi_os_munmap((void *)a, len);
     errno = ENOMEM;
@@ -56,37 +92,40 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   }
   for (unsigned i = 0; i < FREED_RING; i++)
     if (freed[i] == a) freed[i] = 0; /* the address is live again */
-  table[count].addr = a;
-  table[count].len = len;
+  size_t i = probe(a);
+  table[i].addr = a;
+  table[i].len = len;
   count++;
-  atomic_store_explicit(&live, count, memory_order_relaxed);
+  bytes += len;
+  atomic_store_explicit(&used, true, memory_order_relaxed);
   msi_unlock(&lock);
-  atomic_fetch_add_explicit(&bytes, len, memory_order_relaxed);
   return (void *)a;
 }
 
 size_t msi_direct_usable(const void *p) {
-  if (!atomic_load_explicit(&live, memory_order_relaxed)) return 0;
+  if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return 0;
+  size_t len = 0;
   msi_lock(&lock);
-  long i = find((uintptr_t)p);
-  size_t len = i < 0 ? 0 : table[i].len;
+  if (cap) {
+    size_t i = probe((uintptr_t)p);
+    if (table[i].addr) len = table[i].len;
+  }
   msi_unlock(&lock);
   return len;
 }
 
 bool msi_direct_free(void *p) {
-  if (!atomic_load_explicit(&live, memory_order_relaxed)) return false;
+  if (!atomic_load_explicit(&used, memory_order_relaxed)) return false;
   msi_lock(&lock);
-  long i = find((uintptr_t)p);
-  if (i < 0) { msi_unlock(&lock); return false; }
+  size_t i = cap ? probe((uintptr_t)p) : 0;
+  if (!cap || !table[i].addr) { msi_unlock(&lock); return false; }
   size_t len = table[i].len;
-  table[i] = table[--count];
-  freed[freed_next++ % FREED_RING] = (uintptr_t)p;
-  atomic_store_explicit(&any_freed, true, memory_order_relaxed);
-  atomic_store_explicit(&live, count, memory_order_relaxed);
+  remove_at(i);
+  count--;
+  bytes -= len;
+  remember_freed((uintptr_t)p);
   msi_unlock(&lock);
   msi_os_munmap(p, len);
-  atomic_fetch_sub_explicit(&bytes, len, memory_order_relaxed);
   return true;
 }
 
@@ -95,29 +134,43 @@ void *msi_direct_realloc(void *p, size_t size) {
   size_t len = msi_round_up(size ? size : 1, msi_os_page_size());
   if (len == 0) { errno = ENOMEM; return NULL; }
   msi_lock(&lock);
-  long i = find((uintptr_t)p);
-  if (i < 0) { msi_unlock(&lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
+  size_t i = cap ? probe((uintptr_t)p) : 0;
+  if (!cap || !table[i].addr) { msi_unlock(&lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
   size_t old = table[i].len;
   void *q = len == old ? p : msi_os_mremap(p, old, len, MREMAP_MAYMOVE, NULL);
   if (q == MAP_FAILED) { msi_unlock(&lock); errno = ENOMEM; return NULL; }
-  table[i].addr = (uintptr_t)q;
-  table[i].len = len;
+  bytes += len - old; /* modulo 2^64: a shrink subtracts */
+  if (q == p) {
+    table[i].len = len;
+  } else { /* re-keyed: the entry moves with the block (room is there: one out, one in) */
+    remove_at(i);
+    remember_freed((uintptr_t)p);
+    for (unsigned k = 0; k < FREED_RING; k++)
+      if (freed[k] == (uintptr_t)q) freed[k] = 0;
+    size_t j = probe((uintptr_t)q);
+    table[j].addr = (uintptr_t)q;
+    table[j].len = len;
+  }
   msi_unlock(&lock);
-  if (len > old) atomic_fetch_add_explicit(&bytes, len - old, memory_order_relaxed);
-  else atomic_fetch_sub_explicit(&bytes, old - len, memory_order_relaxed);
   return q;
 }
 
 bool msi_direct_was_freed(const void *p) {
   bool hit = false;
-  if (!atomic_load_explicit(&any_freed, memory_order_relaxed)) return false;
+  if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
   msi_lock(&lock);
-  for (unsigned i = 0; i < FREED_RING && !hit; i++) hit = freed[i] && freed[i] == (uintptr_t)p;
+  for (unsigned i = 0; i < FREED_RING && !hit; i++) hit = freed[i] == (uintptr_t)p;
   msi_unlock(&lock);
   return hit;
 }
 
-uint64_t msi_direct_bytes(void) { return atomic_load_explicit(&bytes, memory_order_relaxed); }
+uint64_t msi_direct_bytes(void) {
+  if (!atomic_load_explicit(&used, memory_order_relaxed)) return 0;
+  msi_lock(&lock);
+  uint64_t b = bytes;
+  msi_unlock(&lock);
+  return b;
+}
 
 void msi_direct_lock(void) { msi_lock(&lock); }
 void msi_direct_unlock(bool child) {

@@ -171,23 +171,25 @@ static uint32_t carve_random(uint32_t bound) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 /* Under RLIMIT_AS the reservation counts against the limit. It takes an eighth of the limit for small blocks (as
-   much as before) and the smallest sub-regions (4 MiB) for the large slot sizes (92 MiB): larger blocks, and
-   blocks finding every slot of their size taken, are mapped on their own (direct.c). So a program keeps about
-   seven eighths of the limit for its large blocks; it kept half when the reservation took half the limit in 31
-   equal parts (8 for small blocks), and could not allocate a block above 1/64 of the limit at all. */
+   much as before) and at most a sixteenth for the large slot sizes' sub-regions (22 of them): larger blocks, and
+   blocks finding every slot of their size taken, are mapped on their own (direct.c). A program keeps about 13/16
+   of the limit for its large blocks (half when the reservation took half the limit in 31 equal parts, 8 of them
+   for small blocks; and no block above 1/64 of the limit could be allocated at all). */
 static bool region_init(void) {
   /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited */
   struct rlimit rl;
-  size_t cap = SIZE_MAX, min_shift = 22;
+  size_t small_cap = 8 * ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT), large_cap = SIZE_MAX;
   bool limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
-  if (limited) cap = (size_t)rl.rlim_cur / 8;
-  for (size_t shift = limited ? min_shift : MSI_HEAP_LARGE_MAX_SHIFT; shift >= min_shift; shift -= 1) {
+  if (limited && (size_t)rl.rlim_cur / 8 < small_cap) small_cap = (size_t)rl.rlim_cur / 8;
+  if (limited) large_cap = (size_t)rl.rlim_cur / 16;
+  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift -= 1) {
     size_t sub = (size_t)1 << shift;
-    size_t small = limited && cap / sub > 8 ? msi_align_down(cap, sub) : 8 * sub;
-    size_t large = MSI_HEAP_LARGE_CLASSES * sub, total = small + large + sub;
-    if (!limited && total > cap && shift > min_shift) continue;
+    size_t large = MSI_HEAP_LARGE_CLASSES * sub;
+    if (large + sub > large_cap && shift > 22) continue;
+    size_t small = limited && small_cap / sub > 8 ? msi_align_down(small_cap, sub) : 8 * sub;
+    size_t total = small + large + sub;
     void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) continue;
+    if (p == MAP_FAILED) { small_cap /= 2; continue; } /* refused: smaller sub-regions, and a smaller small part */
     uintptr_t base = msi_align_up((uintptr_t)p, sub);
     if ((base + small) >> 48) { msi_os_munmap(p, total); continue; } /* span xfree words need 48-bit addresses */
     msi_heap_g.base = base;

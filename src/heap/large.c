@@ -256,7 +256,7 @@ static void *move_in_pieces(uintptr_t from, uintptr_t to, size_t old_bytes, size
 static void *to_direct(void *p, size_t old_bytes, size_t size) {
   void *q = msi_direct_alloc(size, 0);
   if (!q) return NULL;
-  memcpy(q, p, old_bytes < size ? old_bytes : size);
+  MSI_HEAP_VG_QUIET(memcpy(q, p, old_bytes < size ? old_bytes : size)); /* committed pages beyond the block too */
   msi_large_free(p);
   return q;
 }

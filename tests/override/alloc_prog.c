@@ -3,6 +3,7 @@
    alloc_prog big MiB   one block of MiB, first and last page written: exit 0 when malloc succeeded
    alloc_prog bigs      large blocks of every kind (many of one size, realloc up and down, calloc, aligned),
                         written and checked: exit 0 when all were served intact (run under ulimit -v)
+   alloc_prog many N KiB  N blocks of KiB live at once, checked: exit 0 when all were served
    alloc_prog bigdf     a 600 MiB block freed twice (must abort naming a double free)
    alloc_prog thp       a 4 MiB block: exit 0 when its mapping is advised for transparent huge pages (VmFlags hg) */
 #include <malloc.h>
@@ -87,6 +88,21 @@ static int bigs(void) {
   return 0;
 }
 
+/* n blocks of kib KiB, live together, each marked at both ends, checked, then freed: exit 0 when all were served */
+static int many(size_t n, size_t kib) {
+  unsigned char **b = malloc(n * sizeof *b);
+  CHECK(b, "table");
+  for (size_t i = 0; i < n; i++) {
+    b[i] = malloc(kib << 10);
+    CHECK(b[i], "block %zu of %zu KiB failed", i, kib);
+    b[i][0] = b[i][(kib << 10) - 1] = (unsigned char)i;
+  }
+  for (size_t i = 0; i < n; i++) CHECK(b[i][0] == (unsigned char)i && b[i][(kib << 10) - 1] == (unsigned char)i, "block %zu", i);
+  for (size_t i = 0; i < n; i++) free(b[i]);
+  free(b);
+  return 0;
+}
+
 static int thp(void) {
   char *p = malloc(4u << 20);
   if (!p) return 1;
@@ -117,6 +133,7 @@ int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "big") == 0) return big(strtoul(argv[2], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "thp") == 0) return thp();
   if (argc >= 2 && strcmp(argv[1], "bigs") == 0) return bigs();
+  if (argc >= 4 && strcmp(argv[1], "many") == 0) return many(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "bigdf") == 0) { /* a 600 MiB block freed twice: the second must be refused */
     unsigned char *p = malloc(600u << 20);
     if (!p) return 1;
@@ -126,6 +143,6 @@ int main(int argc, char **argv) {
     free(again);
     return 0;
   }
-  fprintf(stderr, "usage: alloc_prog mix MiB | big MiB | bigs | bigdf | thp\n");
+  fprintf(stderr, "usage: alloc_prog mix MiB | big MiB | bigs | bigdf | many N KiB | thp\n");
   return 2;
 }

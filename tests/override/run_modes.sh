@@ -22,6 +22,10 @@ if [ "${3:-}" = heap-limit ]; then
   limited 4000000 "$tool" run -- "$prog" bigs
   check "heap: many large blocks, realloc across slot sizes, calloc, aligned under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
   limited 4000000 env MEMSPACE_SECURE=1 "$tool" run -- "$prog" bigs; check "...and with MEMSPACE_SECURE=1" '[ $? = $g ]'
+  for lim in 4000000 67108864; do # more blocks of one size than the slots (6,000 of 100 KiB), small and generous limits
+    limited $lim "$tool" run -- "$prog" many 6000 100; check "heap: 6,000 blocks of 100 KiB under ulimit -v $lim" '[ $? = 0 ]'
+  done
+  limited 2199023255552 "$tool" run -- "$prog" many 100 1000; check "heap: a limit of 2 PiB (larger than the region)" '[ $? = 0 ]'
   msg=$(limited 4000000 "$tool" run -- "$prog" bigdf 2>&1)
   check "a block mapped on its own, freed twice: named a double free" '[[ "$msg" == *"double free"* ]]'
   echo "$pass passed, $fail failed"; [ $fail = 0 ]; exit
