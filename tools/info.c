@@ -163,6 +163,16 @@ static void memory(void) {
     else human(h2, sizeof h2, rl.rlim_max);
     row("RLIMIT_MEMLOCK", "%s (hard %s)%s", h, h2, has_cap(14) ? "; this process has CAP_IPC_LOCK: not enforced" : "");
   }
+  if (getrlimit(RLIMIT_AS, &rl) == 0) { /* the heap's reservation counts against it (docs/heap.md) */
+    if (rl.rlim_cur == RLIM_INFINITY) {
+      row("RLIMIT_AS (ulimit -v)", "unlimited");
+    } else {
+      human(h, sizeof h, rl.rlim_cur);
+      human(h2, sizeof h2, rl.rlim_cur / 8);
+      row("RLIMIT_AS (ulimit -v)", "%s: the heap reserves %s of it for small blocks (and a smaller region for large "
+          "ones); larger blocks are mapped one by one", h, h2);
+    }
+  }
   /* cgroup: v2 "0::/path" -> /sys/fs/cgroup/path/memory.max; v1 memory controller line */
   FILE *f = fopen("/proc/self/cgroup", "r");
   char line[512], v2[512] = "", v1[512] = "";
