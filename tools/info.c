@@ -54,6 +54,11 @@ static void human(char *buf, size_t cap, unsigned long long bytes) {
   else if (bytes >= 1024) snprintf(buf, cap, "%llu KiB", bytes >> 10);
   else snprintf(buf, cap, "%llu B", bytes);
 }
+/* a resource limit: "unlimited" or its size */
+static void limit_text(char *buf, size_t cap, rlim_t v) {
+  if (v == RLIM_INFINITY) snprintf(buf, cap, "unlimited");
+  else human(buf, cap, v);
+}
 
 static void row(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void row(const char *name, const char *fmt, ...) {
@@ -157,17 +162,15 @@ static void memory(void) {
   else row("overcommit", "%s", ocs);
   struct rlimit rl;
   if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
-    if (rl.rlim_cur == RLIM_INFINITY) snprintf(h, sizeof h, "unlimited");
-    else human(h, sizeof h, rl.rlim_cur);
-    if (rl.rlim_max == RLIM_INFINITY) snprintf(h2, sizeof h2, "unlimited");
-    else human(h2, sizeof h2, rl.rlim_max);
+    limit_text(h, sizeof h, rl.rlim_cur);
+    limit_text(h2, sizeof h2, rl.rlim_max);
     row("RLIMIT_MEMLOCK", "%s (hard %s)%s", h, h2, has_cap(14) ? "; this process has CAP_IPC_LOCK: not enforced" : "");
   }
   if (getrlimit(RLIMIT_AS, &rl) == 0) { /* the heap's reservation counts against it (docs/heap.md) */
+    limit_text(h, sizeof h, rl.rlim_cur);
     if (rl.rlim_cur == RLIM_INFINITY) {
-      row("RLIMIT_AS (ulimit -v)", "unlimited");
+      row("RLIMIT_AS (ulimit -v)", "%s", h);
     } else {
-      human(h, sizeof h, rl.rlim_cur);
       human(h2, sizeof h2, rl.rlim_cur / 8);
       row("RLIMIT_AS (ulimit -v)", "%s: the heap reserves %s of it for small blocks (and a smaller region for large "
           "ones); larger blocks are mapped one by one", h, h2);

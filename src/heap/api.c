@@ -94,8 +94,7 @@ static MSI_NOINLINE void free_generic(void *p) {
   if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (msi_spill_owns(p)) { msi_spill_free(p); return; }
   if (msi_proc_space_owns(p)) { msi_proc_space_free(p); return; }
-  if (msi_direct_usable(p)) { MSI_TRACK_FREE(p); msi_direct_free(p); return; }
-  if (msi_direct_was_freed(p)) msi_heap_bad_pointer(p, "free(): double free");
+  if (msi_direct_free(p)) { MSI_TRACK_FREE(p); return; }
   msi_foreign_free(p);
 }
 

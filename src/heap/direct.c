@@ -68,7 +68,29 @@ static void remove_at(size_t i) {
   }
 }
 
+/* the index of p's entry, or -1; lock held */
+static long find(const void *p) {
+  if (!cap) return -1;
+  size_t i = probe((uintptr_t)p);
+  return table[i].addr ? (long)i : -1;
+}
+
 static void remember_freed(uintptr_t a) { freed[freed_next++ % FREED_RING] = a; }
+
+static bool in_freed(uintptr_t a) {
+  for (unsigned i = 0; i < FREED_RING; i++)
+    if (freed[i] == a) return true;
+  return false;
+}
+
+/* a block at a (live from now on: no longer in the freed ring); lock held, room reserved */
+static void insert(uintptr_t a, size_t len) {
+  for (unsigned i = 0; i < FREED_RING; i++)
+    if (freed[i] == a) freed[i] = 0;
+  size_t i = probe(a);
+  table[i].addr = a;
+  table[i].len = len;
+}
 
 void *msi_direct_alloc(size_t size, size_t alignment) {
   size_t ps = msi_os_page_size(), len = msi_round_up(size ? size : 1, ps);
@@ -90,11 +112,7 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
     errno = ENOMEM;
     return NULL;
   }
-  for (unsigned i = 0; i < FREED_RING; i++)
-    if (freed[i] == a) freed[i] = 0; /* the address is live again */
-  size_t i = probe(a);
-  table[i].addr = a;
-  table[i].len = len;
+  insert(a, len);
   count++;
   bytes += len;
   atomic_store_explicit(&used, true, memory_order_relaxed);
@@ -104,23 +122,25 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
 
 size_t msi_direct_usable(const void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return 0;
-  size_t len = 0;
   msi_lock(&lock);
-  if (cap) {
-    size_t i = probe((uintptr_t)p);
-    if (table[i].addr) len = table[i].len;
-  }
+  long i = find(p);
+  size_t len = i < 0 ? 0 : table[i].len;
   msi_unlock(&lock);
   return len;
 }
 
 bool msi_direct_free(void *p) {
-  if (!atomic_load_explicit(&used, memory_order_relaxed)) return false;
+  if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
   msi_lock(&lock);
-  size_t i = cap ? probe((uintptr_t)p) : 0;
-  if (!cap || !table[i].addr) { msi_unlock(&lock); return false; }
+  long i = find(p);
+  if (i < 0) {
+    bool again = in_freed((uintptr_t)p);
+    msi_unlock(&lock);
+    if (again) msi_heap_bad_pointer(p, "free(): double free");
+    return false;
+  }
   size_t len = table[i].len;
-  remove_at(i);
+  remove_at((size_t)i);
   count--;
   bytes -= len;
   remember_freed((uintptr_t)p);
@@ -134,8 +154,8 @@ void *msi_direct_realloc(void *p, size_t size) {
   size_t len = msi_round_up(size ? size : 1, msi_os_page_size());
   if (len == 0) { errno = ENOMEM; return NULL; }
   msi_lock(&lock);
-  size_t i = cap ? probe((uintptr_t)p) : 0;
-  if (!cap || !table[i].addr) { msi_unlock(&lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
+  long i = find(p);
+  if (i < 0) { msi_unlock(&lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
   size_t old = table[i].len;
   void *q = len == old ? p : msi_os_mremap(p, old, len, MREMAP_MAYMOVE, NULL);
   if (q == MAP_FAILED) { msi_unlock(&lock); errno = ENOMEM; return NULL; }
@@ -143,23 +163,18 @@ void *msi_direct_realloc(void *p, size_t size) {
   if (q == p) {
     table[i].len = len;
   } else { /* re-keyed: the entry moves with the block (room is there: one out, one in) */
-    remove_at(i);
+    remove_at((size_t)i);
     remember_freed((uintptr_t)p);
-    for (unsigned k = 0; k < FREED_RING; k++)
-      if (freed[k] == (uintptr_t)q) freed[k] = 0;
-    size_t j = probe((uintptr_t)q);
-    table[j].addr = (uintptr_t)q;
-    table[j].len = len;
+    insert((uintptr_t)q, len);
   }
   msi_unlock(&lock);
   return q;
 }
 
 bool msi_direct_was_freed(const void *p) {
-  bool hit = false;
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
   msi_lock(&lock);
-  for (unsigned i = 0; i < FREED_RING && !hit; i++) hit = freed[i] == (uintptr_t)p;
+  bool hit = in_freed((uintptr_t)p);
   msi_unlock(&lock);
   return hit;
 }

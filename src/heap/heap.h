@@ -154,7 +154,7 @@ size_t msi_large_usable(const void *p);
 void *msi_large_realloc(void *p, size_t size); /* NULL + errno: unchanged */
 /* direct.c: large blocks mapped on their own when the region has no slot for them (a limited address space) */
 void *msi_direct_alloc(size_t size, size_t alignment); /* NULL + ENOMEM */
-bool msi_direct_free(void *p);                          /* false: not a direct block */
+bool msi_direct_free(void *p);                          /* false: not a direct block; a double free of a recent one aborts */
 size_t msi_direct_usable(const void *p);                /* 0: not a direct block */
 void *msi_direct_realloc(void *p, size_t size);         /* p direct; NULL + ENOMEM: unchanged */
 bool msi_direct_was_freed(const void *p);              /* one of the last blocks freed here (a double free) */

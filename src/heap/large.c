@@ -360,9 +360,10 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
 }
 
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed) {
-  *allocated = atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes();
+  uint64_t direct = msi_direct_bytes();
+  *allocated = atomic_load_explicit(&live_bytes, memory_order_relaxed) + direct;
   *cached = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
-  *committed = atomic_load_explicit(&committed_bytes, memory_order_relaxed) + msi_direct_bytes();
+  *committed = atomic_load_explicit(&committed_bytes, memory_order_relaxed) + direct;
 }
 
 void msi_large_lock_all(void) {

@@ -719,9 +719,8 @@ void *msi_spill_realloc(void *p, size_t size) {
      otherwise the next 1/16 of each file is written back round-robin, so no page stays dirty longer than about
      a second and reclaim finds clean pages instead of stalling. */
 static struct {
-  char stat_path[PATH_MAX];       /* memory.stat of the cgroup holding the limit, "" for /proc/meminfo */
-  const char *dirty_key, *anon_key;
-  uint64_t limit, dirty_cap;
+  msi_spill_budget_t cg;          /* limit, and where its dirty and anonymous bytes are read (msi_spill_budget_find) */
+  uint64_t dirty_cap;
   _Atomic uint64_t anon, dirty;   /* anonymous and dirty bytes at the last good sample */
   _Atomic int busy;               /* a write-back pass is running (one at a time: rr, and class_close waits) */
   uint64_t recheck_ns;            /* last headroom check of the running pass */
@@ -730,7 +729,7 @@ static struct {
   _Atomic uint64_t full_syncs, urgent_syncs; /* passes over every file; passes at normal priority */
 } bud;
 
-static uint64_t fit_bytes(void) { return bud.limit / 4 * 3; }
+static uint64_t fit_bytes(void) { return bud.cg.limit / 4 * 3; }
 
 static ssize_t read_small(const char *path, char *buf, size_t cap) {
   int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -770,10 +769,10 @@ static void sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
   uint64_t d, a;
   if (msi_trylock(&buf_lock)) {
-    bool ok = read_small(bud.stat_path[0] ? bud.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
-              find_key(buf, bud.dirty_key, &d) && find_key(buf, bud.anon_key, &a);
+    bool ok = read_small(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
+              find_key(buf, bud.cg.dirty_key, &d) && find_key(buf, bud.cg.anon_key, &a);
     msi_unlock(&buf_lock);
-    if (ok && !bud.stat_path[0]) d *= 1024, a *= 1024; /* meminfo: kB */
+    if (ok && !bud.cg.stat_path[0]) d *= 1024, a *= 1024; /* meminfo: kB */
     if (ok) {
       atomic_store_explicit(&bud.dirty, d, memory_order_relaxed);
       atomic_store_explicit(&bud.anon, a, memory_order_relaxed);
@@ -861,26 +860,21 @@ void msi_spill_budget_find(const char *sysfs, const char *proc_cgroup, uint64_t 
 
 static void budget_init(void) {
   static char buf[8192];
-  static msi_spill_budget_t found;
   uint64_t ram = UINT64_MAX, v;
   if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) ram = v * 1024;
   if (read_small("/proc/self/cgroup", buf, sizeof buf) <= 0) buf[0] = 0;
-  msi_spill_budget_find("/sys/fs/cgroup", buf, ram, &found);
-  uint64_t limit = found.limit;
-  msi_snprintf(bud.stat_path, sizeof bud.stat_path, "%s", found.stat_path);
-  bud.dirty_key = found.dirty_key;
-  bud.anon_key = found.anon_key;
-  bud.limit = limit;
+  msi_spill_budget_find("/sys/fs/cgroup", buf, ram, &bud.cg);
+  uint64_t limit = bud.cg.limit;
   bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
   uint64_t dirty, anon;
   sample(&dirty, &anon);
   msi_verbose("spill: memory budget %llu MiB (%s); write-back starts once spilled data and anonymous memory pass "
               "%llu MiB, then dirty spilled pages are kept under %llu MiB",
-              (unsigned long long)(limit >> 20), bud.stat_path[0] ? bud.stat_path : "RAM",
+              (unsigned long long)(limit >> 20), bud.cg.stat_path[0] ? bud.cg.stat_path : "RAM",
               (unsigned long long)(fit_bytes() >> 20), (unsigned long long)(bud.dirty_cap >> 20));
 }
 
-static uint64_t snapshot_cap(void) { return bud.limit / 16; }
+static uint64_t snapshot_cap(void) { return bud.cg.limit / 16; }
 
 /* Under the lock. Fault advice follows whether the spilled data fits (spilled + anonymous bytes <= 3/4 of the
    budget, as for write-back): while it does the mappings keep the kernel's default (MADV_NORMAL): a write fault
@@ -897,19 +891,22 @@ static void advise_range(unsigned c, uintptr_t start, size_t len, bool random) {
   msi_os_madvise((void *)start, len, random ? MADV_RANDOM : MADV_NORMAL);
   if (random) msi_os_madvise((void *)start, len, MADV_NOHUGEPAGE);
 }
-static void advise_all(bool random) {
-  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
-    sp_class_t *k = &sp.cls[c];
-    size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
-    if (m && (random || !small_class(c))) advise_range(c, k->start, m, random);
+/* every mapped class (or the small ones only); small classes stay advised as beyond memory */
+static void advise_classes(bool random, bool small_only) {
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && (!small_only || small_class(c)); c++) {
+    size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
+    if (m && (random || !small_class(c))) advise_range(c, sp.cls[c].start, m, random);
   }
+}
+static void advise_all(bool random) {
+  advise_classes(random, false);
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
 }
 static void advise_update(void) {
   uint64_t need = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + atomic_load_explicit(&bud.anon, memory_order_relaxed);
   if (!sp.random_adv && need > fit_bytes()) advise_all(true);
-  else if (sp.random_adv && need < bud.limit / 2) advise_all(false);
+  else if (sp.random_adv && need < bud.cg.limit / 2) advise_all(false);
 }
 /* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings
    after new blocks, since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every
@@ -925,11 +922,7 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
   }
   if (!pending || !msi_trylock(&sp.lock)) return;
   if (sp.random_adv) advise_all(true);
-  else /* the small classes' 4 KiB folios (SP_FOLIO_MAX) against the program's own huge-page advice */
-    for (unsigned c = sp.min_shift; c <= sp.max_shift && small_class(c); c++) {
-      size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
-      if (m) advise_range(c, sp.cls[c].start, m, true);
-    }
+  else advise_classes(true, true); /* the small classes' 4 KiB folios (SP_FOLIO_MAX) against the program's advice */
   pending--;
   msi_unlock(&sp.lock);
 }
@@ -1117,7 +1110,7 @@ static void stats_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "spill_writebacks_urgent", atomic_load(&bud.urgent_syncs), "");
   msi_stats_field(w, "spill_advice_switches", atomic_load(&sp.advice_switches), "");
   if (st == 1) {
-    msi_stats_field(w, "spill_memory_budget", bud.limit, "bytes");
+    msi_stats_field(w, "spill_memory_budget", bud.cg.limit, "bytes");
     msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");
   }
   msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
