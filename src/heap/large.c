@@ -63,12 +63,16 @@ void msi_large_init(void) {
   }
 }
 
+/* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once */
+static void reserve(uintptr_t addr, size_t bytes) {
+  msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
 static void *commit(uintptr_t addr, size_t bytes) {
   void *p = msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) {
-    int e = errno;
-    msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-    errno = e == EINTR ? ENOMEM : ENOMEM;
+    reserve(addr, bytes);
+    errno = ENOMEM;
     return NULL;
   }
   atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
@@ -77,7 +81,7 @@ static void *commit(uintptr_t addr, size_t bytes) {
 
 static void decommit(uintptr_t addr, size_t bytes) {
   if (!bytes) return;
-  msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  reserve(addr, bytes);
   atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
@@ -219,15 +223,19 @@ size_t msi_large_usable(const void *p) {
   return pg & SLOT_LIVE ? (size_t)(pg & SLOT_PAGES) << page_shift : 0;
 }
 
-/* moves [from, from + bytes) to `to`, one mremap per mapping the range spans: mremap moves within one mapping only,
-   and a block grown in place or moved before is several (the kernel does not merge a moved mapping with its new
-   neighbours). A range that fails with EFAULT spans a mapping boundary and is halved: O(mappings x log pages)
-   calls, no byte copied. Returns the bytes moved (fewer only when the kernel refused, errno set). */
+/* moves the pages of [from, from + bytes) to `to`, one mremap per mapping the range spans: mremap moves within one
+   mapping only, and a block grown in place or moved before is several (the kernel does not merge a moved mapping
+   with its new neighbours). A range that fails with EFAULT spans a mapping boundary and is halved:
+   O(mappings x log pages) calls, no byte copied. MREMAP_DONTUNMAP leaves `from` mapped (empty): a plain move
+   leaves a hole in the region until it is reserved again, and another thread's mmap can land there in between
+   and be overwritten then (stress_signal caught the maintenance thread's 256 KiB stack so). Returns the bytes
+   moved (fewer only when the kernel refused, errno set; EINVAL: a kernel without MREMAP_DONTUNMAP, before 5.7). */
 static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
   size_t done = 0;
   while (done < bytes) {
     size_t len = bytes - done;
-    while (msi_os_mremap((void *)(from + done), len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(to + done)) == MAP_FAILED) {
+    while (msi_os_mremap((void *)(from + done), len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                         (void *)(to + done)) == MAP_FAILED) {
       if (errno != EFAULT || len <= page_size) return done;
       len = msi_round_up(len / 2, page_size);
     }
@@ -236,20 +244,29 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
   return done;
 }
 
-/* a move of a block made of several mappings: the new slot's tail is committed first, then the pages move in
-   pieces. On refusal (out of mappings) the pieces move back and MAP_FAILED is returned. */
-static void *move_in_pieces(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
+/* moves a block of `old_bytes` at `from` into the reserved slot at `to`, committed to `new_bytes` (its tail first,
+   then the pages move), and reserves `from` again (it was left mapped and empty: never a hole). Copies where
+   the kernel cannot move with MREMAP_DONTUNMAP. MAP_FAILED (errno ENOMEM) when the kernel refused (commit
+   limit, out of mappings): the block is where it was and `to` reserved. */
+static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
   if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
   size_t moved = move_pages(from, to, old_bytes);
-  if (moved == old_bytes) {
-    atomic_fetch_sub_explicit(&committed_bytes, new_bytes - old_bytes, memory_order_relaxed); /* counted below */
-    return (void *)to;
+  if (moved == 0 && errno == EINVAL && commit(to, old_bytes)) {
+    MSI_HEAP_VG_QUIET(memcpy((void *)to, (const void *)from, old_bytes)); /* committed pages beyond the block too */
+    moved = old_bytes;
+    decommit(from, old_bytes);
+  } else if (moved == old_bytes) {
+    reserve(from, old_bytes);
+  } else {
+    if (move_pages(to, from, moved) != moved)
+      msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
+                "(out of mappings?)", old_bytes, (void *)from);
+    reserve(to, old_bytes); /* the moved-back part was left mapped there */
+    decommit(to + old_bytes, new_bytes - old_bytes);
+    errno = ENOMEM;
+    return MAP_FAILED;
   }
-  if (move_pages(to, from, moved) != moved)
-    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
-              "(out of mappings?)", old_bytes, (void *)from);
-  decommit(to + old_bytes, new_bytes - old_bytes);
-  return MAP_FAILED;
+  return (void *)to;
 }
 
 /* a block moving out of the region (no slot for its new size): a copy, as only a limited address space gets here */
@@ -297,24 +314,18 @@ void *msi_large_realloc(void *p, size_t size) {
   if (idx2 < 0) return to_direct(p, (size_t)have << page_shift, size); /* no slot for it (direct.c) */
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
-  void *q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
-  if (q == MAP_FAILED && errno == ENOMEM) { /* the whole slot refused (commit limit): just what is needed */
+  void *q = move_block(addr, addr2, old_bytes, new_bytes);
+  if (q == MAP_FAILED) { /* the whole slot refused (commit limit): just what is needed */
     new_bytes = need;
-    q = msi_os_mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr2);
+    q = move_block(addr, addr2, old_bytes, new_bytes);
   }
-  if (q == MAP_FAILED && errno == EFAULT) q = move_in_pieces(addr, addr2, old_bytes, new_bytes);
-  if (q == MAP_FAILED) { /* out of mappings: the block stays where it was; MREMAP_FIXED may have unmapped the
-                           whole target slot (also in a first try larger than the retry): reserve it whole again */
-    msi_os_mmap((void *)addr2, (size_t)1 << k2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (q == MAP_FAILED) {
     msi_lock(&c2->lock);
     slot_put_fresh(c2, (uint32_t)idx2);
     msi_unlock(&c2->lock);
     errno = ENOMEM;
     return NULL;
   }
-  /* the old range is now a hole in the region: fill it back, reserved and uncommitted */
-  msi_os_mmap(p, old_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-  atomic_fetch_add_explicit(&committed_bytes, new_bytes - old_bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
   c2->meta[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
   msi_lock(&c->lock);
