@@ -15,7 +15,6 @@ int msi_os_madvise(void *addr, size_t size, int advice);
 int msi_os_mlock(const void *addr, size_t size);
 int msi_os_munlock(const void *addr, size_t size);
 int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
-int msi_os_fadvise_random(int fd);                      /* POSIX_FADV_RANDOM over the whole file; -1 + errno */
 long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
 /* 0 when [addr, addr+size) is entirely mapped (any protection), else -1 + ENOMEM. No fault injection. */
 int msi_os_mapped(void *addr, size_t size);

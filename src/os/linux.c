@@ -96,13 +96,6 @@ int msi_os_fallocate(int fd, int mode, off_t offset, off_t len) {
   RETRY_INT(MS_FAULT_FALLOCATE, fallocate(fd, mode, offset, len));
 }
 
-int msi_os_fadvise_random(int fd) {
-  COUNT_CALL();
-  int e = posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-  if (e) { COUNT_FAIL(); errno = e; return -1; }
-  return 0;
-}
-
 int msi_os_open(const char *path, int flags, unsigned mode) { RETRY_INT(MS_FAULT_OP_COUNT, open(path, flags, mode)); }
 int msi_os_close(int fd) {
   COUNT_CALL();

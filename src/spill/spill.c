@@ -8,11 +8,13 @@
    mapped MAP_SHARED at its region start with offset 0: slot k lives at address start + k*2^c and file offset
    k*2^c. The used part of a region is one mapping (extensions merge with it), so 100,000 blocks cost a few
    dozen mappings and at most one descriptor per class.
-   - allocation: pop a free slot of the class (or bump), fallocate(mode 0) the block's pages: the disk space is
-     reserved now (ENOSPC -> NULL + ENOMEM, never a SIGBUS later); the pages read as zero (calloc is free).
-   - free: punch a hole over the whole slot (disk space and page cache released, the process's page table
-     entries zapped) and push the slot on the class's free stack.
-   - realloc within the slot: fallocate the tail or punch it (no copy, no remap). Beyond the slot: a slot of the
+   - allocation: pop a free slot of the class (or bump), fallocate(mode 0) the 2 MiB granules the block may
+     dirty (SP_FOLIO_MAX): the disk space is reserved now (ENOSPC -> NULL + ENOMEM, never a SIGBUS later); the
+     pages read as zero (calloc is free).
+   - free: punch a hole over the slot, or its granule when the last block there goes (disk space and page cache
+     released, the process's page table entries zapped; beside live blocks the slot is zeroed and keeps its
+     blocks) and push the slot on the class's free stack.
+   - realloc within the slot: fallocate the tail's granules or drop the tail (no copy, no remap). Beyond the slot: a slot of the
      next-but-one class (2x headroom, so repeated growth rarely moves) filled by copy_file_range (reflinked on
      xfs/btrfs, an in-kernel copy on ext4: the program's memory is not touched), then the old slot is freed.
    - ownership: one subtraction and compare against the reserved range: no lock, no lookup.
@@ -43,14 +45,15 @@
 #define SP_MAP_STEP ((size_t)64 << 20)   /* mappings grow by at least this much (they merge anyway) */
 #define SP_SYNC_PERIOD_NS 50000000ull    /* write-back pacing from allocations */
 /* The largest page-cache folio (PMD size: Linux caps page-cache folios there, ext4 too). A write fault on a
-   shared file mapping makes the filesystem reserve every block of the folio written (ext4's page_mkwrite), so
-   every folio a block's pages may share must lie in space reserved for that block: else a full disk answers the
-   write with SIGBUS (and a fuller one gives more space than reserved). Folios are aligned to their size, so
-   classes of slots from SP_FOLIO_MAX up reserve whole SP_FOLIO_MAX granules of the slot (under 2 MiB more than
-   the block: at most 1/8 of blocks over 16 MiB, up to 2x for blocks just over 1 MiB), which also covers the
-   2 MiB folios of a program's own MADV_HUGEPAGE (numpy advises its arrays from 4 MiB); smaller classes are kept
-   to 4 KiB folios instead (MADV_RANDOM and MADV_NOHUGEPAGE on their mappings, re-applied after allocations;
-   POSIX_FADV_RANDOM on their file) and reserve the block's pages only. */
+   shared file mapping makes the filesystem reserve every block of the folio written (ext4's page_mkwrite), and
+   folios may be that large by default (readahead grows them; a program's own MADV_HUGEPAGE asks for 2 MiB), so
+   every folio a block's pages may share must lie in space reserved on disk: else a full disk answers the write
+   with SIGBUS (and a fuller one gives more space than reserved). Folios are aligned to their size, so disk space
+   is reserved in whole SP_FOLIO_MAX granules of the file: a block of a class from SP_FOLIO_MAX up reserves the
+   granules it covers (under 2 MiB more than the block: at most 1/8 of blocks over 16 MiB); in smaller classes a
+   granule holds several slots and is reserved while any of them is live (its first block fallocates it whole,
+   its last one punches it; a block freed beside live ones is zeroed with FALLOC_FL_ZERO_RANGE, which drops its
+   pages but keeps its blocks). The price is disk, not memory: up to 2 MiB per granule with one live block. */
 #define SP_FOLIO_MAX ((size_t)2 << 20)
 static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 
@@ -91,7 +94,7 @@ static struct {
   _Atomic uint64_t advice_switches;
 } sp = {.lock = MSI_LOCK_INIT};
 
-static void advise_range(unsigned c, uintptr_t start, size_t len, bool random);
+static void advise_range(uintptr_t start, size_t len, bool random);
 static void advise_update(void);
 
 size_t msi_spill_threshold(void) {
@@ -292,7 +295,7 @@ static void fork_child(void) {
                                     MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
-    else if (m > k->floor) advise_range(c, k->start + k->floor, m - k->floor, sp.random_adv);
+    else if (m > k->floor) advise_range(k->start + k->floor, m - k->floor, sp.random_adv);
     snapshot_blocks(k, c);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
@@ -435,7 +438,6 @@ static bool class_open(sp_class_t *k, unsigned c) {
     errno = e;
     return false;
   }
-  if (small_class(c)) msi_os_fadvise_random(fd); /* 4 KiB folios when copy_file_range reads it (SP_FOLIO_MAX) */
   k->file_size = file_size;
   k->fd = fd;
   msi_verbose("spill: file for blocks up to 2^%u bytes created in %s (fd %d, %zu MiB sparse)", c, sp.dir, fd,
@@ -452,7 +454,7 @@ static bool class_map(sp_class_t *k, size_t end) {
   if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
                   (off_t)m) == MAP_FAILED)
     return false;
-  advise_range((unsigned)(k - sp.cls), k->start + m, want - m, sp.random_adv); /* see advise_update */
+  advise_range(k->start + m, want - m, sp.random_adv); /* see advise_update */
   atomic_store_explicit(&k->mapped, want, memory_order_release);
   return true;
 }
@@ -471,9 +473,44 @@ static bool disk_room(int fd, size_t need) {
 
 static int disk_errno(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG || e == ENOMEM ? ENOMEM : e; }
 
-/* bytes at the start of a slot of class c reserved on disk for a block of `need` bytes (see SP_FOLIO_MAX) */
-static size_t reserved(unsigned c, size_t need) {
-  return small_class(c) ? need : msi_round_up(need, SP_FOLIO_MAX);
+/* bytes from a slot's start that its block of `n` bytes holds reserved on disk (small classes: the whole slot,
+   inside a granule reserved while the block lives) */
+static size_t slot_reserved(unsigned c, size_t n) {
+  return small_class(c) ? (size_t)1 << c : msi_round_up(n, SP_FOLIO_MAX);
+}
+
+/* under the lock, class c < SP_FOLIO_MAX: whether a block other than `slot`'s lives in its granule */
+static bool granule_shared(const sp_class_t *k, unsigned c, size_t slot) {
+  size_t per = SP_FOLIO_MAX >> c, first = slot & ~(per - 1);
+  for (size_t s = first; s < first + per && s < k->next; s++)
+    if (s != slot && k->meta[s]) return true;
+  return false;
+}
+
+/* under the lock: the file range [*off, *off + *len) a new block of `need` bytes in `slot` must reserve on disk
+   (see SP_FOLIO_MAX); *len is 0 when a live neighbour's granule already holds it */
+static void reservation(const sp_class_t *k, unsigned c, size_t slot, size_t need, size_t *off, size_t *len) {
+  if (!small_class(c)) {
+    *off = slot << c;
+    *len = slot_reserved(c, need);
+    return;
+  }
+  *off = msi_align_down(slot << c, SP_FOLIO_MAX);
+  *len = granule_shared(k, c, slot) ? 0 : k->file_size - *off < SP_FOLIO_MAX ? k->file_size - *off : SP_FOLIO_MAX;
+}
+
+/* gives [off, off + len) of the class's file back to the filesystem (clipped to the file); false + errno */
+static bool punch(const sp_class_t *k, size_t off, size_t len) {
+  if (len > k->file_size - off) len = k->file_size - off;
+  return msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0;
+}
+
+/* drops [off, off + len) of a file (its pages, and its contents: it reads as zero again) but keeps its disk
+   blocks, for the free parts of a granule still in use; false + errno */
+static bool keep_blocks_clear(int fd, size_t off, size_t len) {
+  if (msi_os_fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) return true;
+  return msi_os_fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0 &&
+         msi_os_fallocate(fd, 0, (off_t)off, (off_t)len) == 0;
 }
 
 /* under the lock: a slot of class c holding `need` bytes reserved on disk; 0 + errno on failure */
@@ -489,19 +526,19 @@ static uintptr_t slot_alloc(unsigned c, size_t need) {
     slot = k->next;
     if (((slot + 1) << c) > k->file_size) { errno = ENOMEM; return 0; }
   }
-  size_t off = slot << c;
-  size_t res = reserved(c, need);
-  if (!disk_room(k->fd, res)) {
+  size_t off = slot << c, roff, rlen;
+  reservation(k, c, slot, need, &roff, &rlen);
+  if (!disk_room(k->fd, rlen)) {
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
     atomic_fetch_add(&sp.enospc, 1);
     errno = ENOMEM;
     return 0;
   }
-  if (!class_map(k, off + ((size_t)1 << c)) || msi_os_fallocate(k->fd, 0, (off_t)off, (off_t)res) != 0) {
+  if (!class_map(k, off + ((size_t)1 << c)) || (rlen && msi_os_fallocate(k->fd, 0, (off_t)roff, (off_t)rlen) != 0)) {
     int e = errno;
     if (e == ENOSPC || e == EDQUOT) atomic_fetch_add(&sp.enospc, 1);
     /* a failed fallocate may have reserved part of the range: give it back */
-    msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)res);
+    if (rlen) punch(k, roff, rlen);
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
     errno = disk_errno(e);
     return 0;
@@ -573,7 +610,12 @@ static void slot_free(unsigned c, size_t slot) {
     msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
     return;
   }
-  if (msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)((size_t)1 << c)) != 0) {
+  size_t len = (size_t)1 << c;
+  bool ok;
+  if (small_class(c) && granule_shared(k, c, slot)) ok = keep_blocks_clear(k->fd, off, len);
+  else if (small_class(c)) ok = punch(k, msi_align_down(off, SP_FOLIO_MAX), SP_FOLIO_MAX);
+  else ok = punch(k, off, len);
+  if (!ok) {
     MSI_WARN_ONCE("spill: releasing disk space failed (errno %d): the slot is not reused", errno);
     return;
   }
@@ -664,18 +706,21 @@ void *msi_spill_realloc(void *p, size_t size) {
   }
   bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
-    size_t rcur = reserved(c, cur), rneed = reserved(c, need);
+    size_t rcur = slot_reserved(c, cur), rneed = slot_reserved(c, need);
     if (rneed > rcur) {
       if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + rcur), (off_t)(rneed - rcur)) != 0) {
         int e = child ? ENOMEM : disk_errno(errno);
-        if (!child) msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + rcur), (off_t)(rneed - rcur));
+        if (!child) punch(k, off + rcur, rneed - rcur);
         msi_unlock(&sp.lock);
         errno = e;
         return NULL;
       }
-    } else if (need < cur) {
-      if (child) msi_os_madvise((void *)(k->start + off + need), cur - need, MADV_DONTNEED);
-      else if (rneed < rcur) msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(off + rneed), (off_t)(rcur - rneed));
+    } else if (need < cur && child) {
+      msi_os_madvise((void *)(k->start + off + need), cur - need, MADV_DONTNEED);
+    } else if (need < cur) { /* the tail's pages go; disk blocks beyond the block's granules too */
+      if (rneed < rcur) punch(k, off + rneed, rcur - rneed);
+      size_t kept = cur < rneed ? cur : rneed;
+      if (kept > need) keep_blocks_clear(k->fd, off + need, kept - need);
     }
     k->meta[slot] = need;
     if (need >= cur) atomic_fetch_add_explicit(&sp.bytes, need - cur, memory_order_relaxed);
@@ -885,21 +930,15 @@ static uint64_t snapshot_cap(void) { return bud.cg.limit / 16; }
    back under half the budget, MADV_NORMAL again. */
 /* beyond memory also MADV_NOHUGEPAGE (see advise_refresh); while the data fits the program's own huge-page
    advice stands (a huge-page file mapping fills a fresh block with 2 MiB folios: fewer faults) */
-/* classes under SP_FOLIO_MAX are always advised as beyond memory (4 KiB folios: see SP_FOLIO_MAX) */
-static void advise_range(unsigned c, uintptr_t start, size_t len, bool random) {
-  random = random || small_class(c);
+static void advise_range(uintptr_t start, size_t len, bool random) {
   msi_os_madvise((void *)start, len, random ? MADV_RANDOM : MADV_NORMAL);
   if (random) msi_os_madvise((void *)start, len, MADV_NOHUGEPAGE);
 }
-/* every mapped class (or the small ones only); small classes stay advised as beyond memory */
-static void advise_classes(bool random, bool small_only) {
-  for (unsigned c = sp.min_shift; c <= sp.max_shift && (!small_only || small_class(c)); c++) {
-    size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
-    if (m && (random || !small_class(c))) advise_range(c, sp.cls[c].start, m, random);
-  }
-}
 static void advise_all(bool random) {
-  advise_classes(random, false);
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
+    if (m) advise_range(sp.cls[c].start, m, random);
+  }
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
 }
@@ -922,7 +961,6 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
   }
   if (!pending || !msi_trylock(&sp.lock)) return;
   if (sp.random_adv) advise_all(true);
-  else advise_classes(true, true); /* the small classes' 4 KiB folios (SP_FOLIO_MAX) against the program's advice */
   pending--;
   msi_unlock(&sp.lock);
 }

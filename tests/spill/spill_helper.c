@@ -11,12 +11,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -123,7 +125,10 @@ static int mode_full(void) {
    the rest of the slot is a hole), allocated without a write until the disk is full, then every byte written: a write never meets a block
    of the file that was not reserved (a large page-cache folio over a hole would ask ext4 for more space at the
    write fault: SIGBUS on a full disk). With FILLER, the rest of the disk is then filled by another file first. */
-static int mode_fullholes(const char *filler) {
+/* Blocks short of their slot allocated until ENOMEM, then (after FILLER, another file, took the rest of the disk)
+   written: with HUGE each right after advising it MADV_HUGEPAGE (2 MiB page-cache folios over its neighbours'
+   slots, as a program may do), else as they are. No SIGBUS, every byte kept. */
+static int mode_fullholes(const char *filler, bool huge) {
   enum { MAXB = 4096 };
   static unsigned char *b[MAXB];
   static size_t len[MAXB];
@@ -145,14 +150,18 @@ static int mode_fullholes(const char *filler) {
     fsync(fd);
     close(fd);
   }
-  for (size_t i = 0; i < count; i++) memset(b[i], (int)(i & 0xff) | 1, len[i]);
+  for (size_t i = 0; i < count; i++) {
+    if (huge && madvise(b[i], len[i], MADV_HUGEPAGE) != 0) FAIL("madvise: %s", strerror(errno));
+    memset(b[i], (int)(i & 0xff) | 1, len[i]);
+  }
   for (size_t i = 0; i < count; i++)
     for (size_t j = 0; j < len[i]; j += 4096)
       if (b[i][j] != ((unsigned char)(i & 0xff) | 1) || b[i][len[i] - 1] != ((unsigned char)(i & 0xff) | 1))
         FAIL("block %zu corrupted", i);
   for (size_t i = 0; i < count; i++) s_free(b[i]);
   if (filler) unlink(filler);
-  printf("ok fullholes: %zu blocks then ENOMEM, every byte written%s\n", count, filler ? " after the disk filled" : "");
+  printf("ok fullholes: %zu blocks then ENOMEM, every byte written%s%s\n", count, filler ? " after the disk filled" : "",
+         huge ? ", each just advised MADV_HUGEPAGE" : "");
   return 0;
 }
 
@@ -464,7 +473,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fsize")) return mode_fsize();
   if (!strcmp(m, "hold")) return mode_hold();
   if (!strcmp(m, "full")) return mode_full();
-  if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL);
+  if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();

@@ -84,6 +84,8 @@ def full_disk():
         rc = run([HELPER, "full"], env=env(MEMSPACE_SPILL_DIR=MNT))
         # blocks short of their slot, written after the disk filled up (another file took the rest): no SIGBUS
         rc = rc or run([HELPER, "fullholes", os.path.join(MNT, "filler")], env=env(MEMSPACE_SPILL_DIR=MNT))
+        # the same, each block advised MADV_HUGEPAGE by the program just before it is written
+        rc = rc or run([HELPER, "fullholes", os.path.join(MNT, "filler"), "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
         left = os.listdir(MNT)
         if [x for x in left if x != "lost+found"]:
             print("FAIL: files left in the spill directory:", left)
@@ -93,8 +95,10 @@ def full_disk():
                 need_routing()
                 rc = run([HELPER_SHARED, "full"], env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="512K",
                                                          MEMSPACE_SPILL_DIR=MNT))
-                rc = rc or run([HELPER_SHARED, "fullholes", os.path.join(MNT, "filler")],
-                               env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="128K", MEMSPACE_SPILL_DIR=MNT))
+                for extra in ([], ["huge"]):
+                    rc = rc or run([HELPER_SHARED, "fullholes", os.path.join(MNT, "filler"), *extra],
+                                   env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="128K",
+                                           MEMSPACE_SPILL_DIR=MNT))
             except SystemExit:
                 print("(preloaded variant skipped: no routing yet)")
     finally:

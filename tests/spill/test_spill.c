@@ -68,14 +68,14 @@ static void test_aligned(void **state) {
 
 static void test_fallocate_failure(void **state) {
   (void)state;
-  void *warm = msi_spill_malloc(1 << 20, 0, false); /* files exist */
+  void *warm = msi_spill_malloc(4 << 20, 0, false); /* files exist; 4 MiB: a block of its own granules (a smaller one may share a reserved granule) */
   assert_non_null(warm);
   ms_fault_inject(MS_FAULT_FALLOCATE, 1, ENOSPC);
   errno = 0;
-  assert_null(msi_spill_malloc(1 << 20, 0, false));
+  assert_null(msi_spill_malloc(4 << 20, 0, false));
   assert_int_equal(errno, ENOMEM);
   ms_fault_inject(MS_FAULT_FALLOCATE, 0, 0);
-  void *p = msi_spill_malloc(1 << 20, 0, false);
+  void *p = msi_spill_malloc(4 << 20, 0, false);
   assert_non_null(p);
   msi_spill_free(p);
   msi_spill_free(warm);
@@ -100,6 +100,47 @@ static void test_realloc_direct(void **state) {
   assert_null(msi_spill_realloc(&n, 10));
   assert_int_equal(errno, EINVAL);
   msi_spill_free(r);
+}
+
+/* Blocks under 2 MiB share 2 MiB granules of disk (see SP_FOLIO_MAX): a granule is reserved whole while any of
+   its blocks lives, and given back with the last one; a block freed beside live ones reads as zero again. */
+static uint64_t disk_now(void) {
+  ms_stats_t st;
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  return st.spill_disk_bytes;
+}
+static void test_small_granules(void **state) {
+  (void)state;
+  enum { N = 64 << 10, PER = (2 << 20) / N };
+  unsigned char *b[2 * PER];
+  uint64_t d0 = disk_now();
+  for (int i = 0; i < 2 * PER; i++) {
+    b[i] = msi_spill_malloc(N, 0, false);
+    assert_non_null(b[i]);
+    memset(b[i], i + 1, N);
+  }
+  uint64_t d1 = disk_now();
+  assert_true(d1 - d0 >= (4u << 20) && d1 - d0 <= (4u << 20) + (256u << 10)); /* two granules, whole */
+  uintptr_t g = (uintptr_t)b[0] >> 21;
+  int mates = 0, other = -1;
+  for (int i = 1; i < 2 * PER; i++) {
+    if ((uintptr_t)b[i] >> 21 == g) mates++;
+    else other = i;
+  }
+  assert_int_equal(mates, PER - 1);
+  msi_spill_free(b[0]); /* beside live blocks: the granule stays */
+  assert_int_equal(disk_now(), d1);
+  unsigned char *z = msi_spill_malloc(N, 0, true); /* the freed slot again: zero */
+  assert_ptr_equal(z, b[0]);
+  for (size_t j = 0; j < N; j += 512) assert_int_equal(z[j], 0);
+  b[0] = z;
+  memset(z, 1, N);
+  for (int i = 0; i < 2 * PER; i++)
+    if ((uintptr_t)b[i] >> 21 == g) msi_spill_free(b[i]);
+  assert_true(disk_now() <= d1 - (2u << 20)); /* the granule's last block: given back */
+  for (size_t j = 0; j < N; j++) assert_int_equal(b[other][j], other + 1);
+  for (int i = 0; i < 2 * PER; i++)
+    if ((uintptr_t)b[i] >> 21 != g) msi_spill_free(b[i]);
 }
 
 /* runs the helper with extra environment; returns its exit status, stdout+stderr in out */
@@ -288,6 +329,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),          cmocka_unit_test(test_aligned),
       cmocka_unit_test(test_fallocate_failure), cmocka_unit_test(test_realloc_direct),
+      cmocka_unit_test(test_small_granules),
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
