@@ -223,50 +223,66 @@ size_t msi_large_usable(const void *p) {
   return pg & SLOT_LIVE ? (size_t)(pg & SLOT_PAGES) << page_shift : 0;
 }
 
-/* moves the pages of [from, from + bytes) to `to`, one mremap per mapping the range spans: mremap moves within one
-   mapping only, and a block grown in place or moved before is several (the kernel does not merge a moved mapping
-   with its new neighbours). A range that fails with EFAULT spans a mapping boundary and is halved:
-   O(mappings x log pages) calls, no byte copied. MREMAP_DONTUNMAP leaves `from` mapped (empty): a plain move
-   leaves a hole in the region until it is reserved again, and another thread's mmap can land there in between
-   and be overwritten then (stress_signal caught the maintenance thread's 256 KiB stack so). Returns the bytes
-   moved (fewer only when the kernel refused, errno set; EINVAL: a kernel without MREMAP_DONTUNMAP, before 5.7). */
+/* bytes from `from`, at most `len`, that lie in one kernel mapping. Probed without side effects: growing a range
+   in place by a page fails with EFAULT when the range spans mappings, else with ENOMEM (in the region a mapping
+   is always followed by another one; if it did grow, into a gap, it shrinks back). O(log pages) calls. */
+static size_t one_mapping(uintptr_t from, size_t len) {
+  while (len > page_size) {
+    void *r = msi_os_mremap((void *)from, len, len + page_size, 0, NULL);
+    if (r != MAP_FAILED) msi_os_mremap(r, len + page_size, len, 0, NULL);
+    if (r != MAP_FAILED || errno != EFAULT) return len;
+    len = msi_round_up(len / 2, page_size);
+  }
+  return len;
+}
+
+/* Moves the pages of [from, from + bytes) to `to` (reserved or committed), no byte copied, and reserves each moved
+   piece of `from` again. Never a hole in the region, not even for a moment: another thread's mmap (a thread
+   stack) landing there would be replaced by the reservation (stress_signal caught the maintenance thread's
+   256 KiB stack so). So each piece moves with MREMAP_DONTUNMAP (its old range stays mapped, empty, until
+   reserved), within one mapping (one_mapping: mremap moves within one only, and a block grown in place or moved
+   before is several, the kernel not merging a moved mapping with its new neighbours; probing by a failing move
+   would unmap the target first on kernels before 6.17), and at most LARGE_MOVE_PIECE at a time (the kernel charges
+   a DONTUNMAP move's pages twice to the commit limit until the source goes). Kernels without MREMAP_DONTUNMAP
+   (before 5.7) move plainly, with the moment's hole. Returns the bytes moved (fewer only when the kernel
+   refused, errno set). */
+#define LARGE_MOVE_PIECE ((size_t)64 << 20)
 static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
+  static _Atomic int plain; /* MREMAP_DONTUNMAP refused with EINVAL once */
   size_t done = 0;
   while (done < bytes) {
-    size_t len = bytes - done;
-    while (msi_os_mremap((void *)(from + done), len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
-                         (void *)(to + done)) == MAP_FAILED) {
-      if (errno != EFAULT || len <= page_size) return done;
-      len = msi_round_up(len / 2, page_size);
+    size_t len = one_mapping(from + done, bytes - done < LARGE_MOVE_PIECE ? bytes - done : LARGE_MOVE_PIECE);
+    int flags = MREMAP_MAYMOVE | MREMAP_FIXED | (atomic_load_explicit(&plain, memory_order_relaxed) ? 0 : MREMAP_DONTUNMAP);
+    void *r = msi_os_mremap((void *)(from + done), len, len, flags, (void *)(to + done));
+    if (r == MAP_FAILED && errno == EINVAL && (flags & MREMAP_DONTUNMAP)) {
+      atomic_store_explicit(&plain, 1, memory_order_relaxed);
+      continue;
     }
+    if (r == MAP_FAILED) {
+      int e = errno;
+      reserve(to + done, len); /* a refused move may have unmapped its target already */
+      errno = e;
+      return done;
+    }
+    reserve(from + done, len);
     done += len;
   }
   return done;
 }
 
 /* moves a block of `old_bytes` at `from` into the reserved slot at `to`, committed to `new_bytes` (its tail first,
-   then the pages move), and reserves `from` again (it was left mapped and empty: never a hole). Copies where
-   the kernel cannot move with MREMAP_DONTUNMAP. MAP_FAILED (errno ENOMEM) when the kernel refused (commit
+   then the pages move; `from` is reserved again). MAP_FAILED (errno ENOMEM) when the kernel refused (commit
    limit, out of mappings): the block is where it was and `to` reserved. */
 static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
   if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
   size_t moved = move_pages(from, to, old_bytes);
-  if (moved == 0 && errno == EINVAL && commit(to, old_bytes)) {
-    MSI_HEAP_VG_QUIET(memcpy((void *)to, (const void *)from, old_bytes)); /* committed pages beyond the block too */
-    moved = old_bytes;
-    decommit(from, old_bytes);
-  } else if (moved == old_bytes) {
-    reserve(from, old_bytes);
-  } else {
-    if (move_pages(to, from, moved) != moved)
-      msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
-                "(out of mappings?)", old_bytes, (void *)from);
-    reserve(to, old_bytes); /* the moved-back part was left mapped there */
-    decommit(to + old_bytes, new_bytes - old_bytes);
-    errno = ENOMEM;
-    return MAP_FAILED;
-  }
-  return (void *)to;
+  if (moved == old_bytes) return (void *)to;
+  if (move_pages(to, from, moved) != moved)
+    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
+              "(out of mappings?)", old_bytes, (void *)from);
+  decommit(to + old_bytes, new_bytes - old_bytes);
+  errno = ENOMEM;
+  return MAP_FAILED;
 }
 
 /* a block moving out of the region (no slot for its new size): a copy, as only a limited address space gets here */

@@ -12,8 +12,8 @@
      dirty (SP_FOLIO_MAX): the disk space is reserved now (ENOSPC -> NULL + ENOMEM, never a SIGBUS later); the
      pages read as zero (calloc is free).
    - free: punch a hole over the slot, or its granule when the last block there goes (disk space and page cache
-     released, the process's page table entries zapped; beside live blocks the slot is zeroed and keeps its
-     blocks) and push the slot on the class's free stack.
+     released, the process's page table entries zapped; beside live blocks the slot keeps its blocks: cleared in
+     place on ext4, else marked stale) and push the slot on the class's free stack.
    - realloc within the slot: fallocate the tail's granules or drop the tail (no copy, no remap). Beyond the slot: a slot of the
      next-but-one class (2x headroom, so repeated growth rarely moves) filled by copy_file_range (reflinked on
      xfs/btrfs, an in-kernel copy on ext4: the program's memory is not touched), then the old slot is freed.
@@ -52,10 +52,14 @@
    is reserved in whole SP_FOLIO_MAX granules of the file: a block of a class from SP_FOLIO_MAX up reserves the
    granules it covers (under 2 MiB more than the block: at most 1/8 of blocks over 16 MiB); in smaller classes a
    granule holds several slots and is reserved while any of them is live (its first block fallocates it whole,
-   its last one punches it; a block freed beside live ones is zeroed with FALLOC_FL_ZERO_RANGE, which drops its
-   pages but keeps its blocks). The price is disk, not memory: up to 2 MiB per granule with one live block. */
-#define SP_FOLIO_MAX ((size_t)2 << 20)
-static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
+   its last one punches it). Nothing ever punches inside a granule that still holds a live block: a block freed
+   beside live ones is cleared in place on ext4 (FALLOC_FL_ZERO_RANGE converts its extents to unwritten: pages
+   and contents go, blocks stay), and elsewhere left as it is (xfs and btrfs do ZERO_RANGE as a punch and a new
+   allocation, which a full disk fails between the two, leaving a hole): the slot is marked stale, and a calloc
+   that reuses it clears it by writing. The price is disk, not memory: up to one granule per live block. The
+   granule is the PMD size (hpage_pmd_size: 2 MiB on x86-64, larger on some arm64 and ppc64 kernels). */
+#define SP_FOLIO_MAX (sp.granule)
+static bool small_class(unsigned c);
 
 #define FS_EXT4 0xEF53
 #define FS_XFS 0x58465342
@@ -72,6 +76,7 @@ typedef struct sp_class_s {
   size_t floor;                /* bytes inherited from the parent at fork (private mapping of its file) */
   size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
   uint32_t *stack;             /* free slots */
+  uint8_t *stale;              /* slot -> 1 when a free slot's contents may not read as zero (see SP_FOLIO_MAX) */
   size_t nfree;
   size_t live;                 /* live blocks */
   unsigned closes;             /* times the file was closed on becoming empty (class_close) */
@@ -84,6 +89,7 @@ static struct {
   _Atomic uintptr_t base;      /* reserved range [base, base + span) */
   _Atomic size_t span;
   unsigned rs_shift, min_shift, max_shift;
+  size_t granule;              /* SP_FOLIO_MAX */
   sp_class_t cls[SP_MAX_CLASSES];
   char dir[PATH_MAX];
   unsigned long fs_type;
@@ -95,6 +101,7 @@ static struct {
 } sp = {.lock = MSI_LOCK_INIT};
 
 static void advise_range(uintptr_t start, size_t len, bool random);
+static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 static void advise_update(void);
 
 size_t msi_spill_threshold(void) {
@@ -348,6 +355,18 @@ __attribute__((constructor)) static void sp_register(void) {
   atfork_once();
 }
 
+static ssize_t read_small(const char *path, char *buf, size_t cap);
+static bool parse_ull(const char *s, uint64_t *v);
+/* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
+static size_t pmd_size(void) {
+  char buf[32];
+  uint64_t v;
+  if (read_small("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof buf) > 0 && parse_ull(buf, &v) &&
+      v > ((uint64_t)2 << 20) && msi_is_pow2((size_t)v) && v <= ((uint64_t)1 << 30))
+    return (size_t)v;
+  return (size_t)2 << 20;
+}
+
 /* once per process: true when spill is usable. Reports the reason once otherwise. */
 static MSI_NOINLINE bool sp_init_slow(void) {
   msi_init();
@@ -361,6 +380,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
   bool ok = choose_dir();
   if (ok) {
     size_t ps = msi_os_page_size();
+    sp.granule = pmd_size();
     sp.min_shift = ceil_log2(ps);
     void *r = MAP_FAILED;
     size_t total = 0;
@@ -421,14 +441,12 @@ static bool class_open(sp_class_t *k, unsigned c) {
     file_size = msi_align_down((uintptr_t)rl.rlim_cur, (size_t)1 << c); /* beyond it ftruncate raises SIGXFSZ */
   if (file_size == 0) { errno = EFBIG; return false; }
   if (!k->meta) {
-    void *m = msi_os_mmap(NULL, slots * sizeof(size_t), PROT_READ | PROT_WRITE,
+    void *m = msi_os_mmap(NULL, slots * (sizeof(size_t) + sizeof(uint32_t) + 1), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return false;
-    void *s = msi_os_mmap(NULL, slots * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (s == MAP_FAILED) { msi_os_munmap(m, slots * sizeof(size_t)); return false; }
     k->meta = m;
-    k->stack = s;
+    k->stack = (uint32_t *)(k->meta + slots);
+    k->stale = (uint8_t *)(k->stack + slots);
   }
   int fd = open_unlinked(sp.dir);
   if (fd < 0) return false;
@@ -505,16 +523,18 @@ static bool punch(const sp_class_t *k, size_t off, size_t len) {
   return msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0;
 }
 
-/* drops [off, off + len) of a file (its pages, and its contents: it reads as zero again) but keeps its disk
-   blocks, for the free parts of a granule still in use; false + errno */
-static bool keep_blocks_clear(int fd, size_t off, size_t len) {
-  if (msi_os_fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) return true;
-  return msi_os_fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0 &&
-         msi_os_fallocate(fd, 0, (off_t)off, (off_t)len) == 0;
+/* clears [off, off + len) of class k's file in place: its pages and contents go (it reads as zero again), its disk
+   blocks stay. Only ext4 does that (FALLOC_FL_ZERO_RANGE converts the extents to unwritten; measured to succeed
+   on a full disk); xfs and btrfs punch and allocate again, and a full disk between the two leaves a hole where a
+   live neighbour's folio may need the blocks (SP_FOLIO_MAX). false: left as it is. */
+static bool clear_in_place(const sp_class_t *k, size_t off, size_t len) {
+  return sp.fs_type == FS_EXT4 &&
+         msi_os_fallocate(k->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0;
 }
 
-/* under the lock: a slot of class c holding `need` bytes reserved on disk; 0 + errno on failure */
-static uintptr_t slot_alloc(unsigned c, size_t need) {
+/* under the lock: a slot of class c holding `need` bytes reserved on disk (reading as zero if `zero`); 0 + errno
+   on failure */
+static uintptr_t slot_alloc(unsigned c, size_t need, bool zero) {
   sp_class_t *k = &sp.cls[c];
   if (!class_open(k, c)) { errno = disk_errno(errno); return 0; }
   size_t slot;
@@ -543,7 +563,12 @@ static uintptr_t slot_alloc(unsigned c, size_t need) {
     errno = disk_errno(e);
     return 0;
   }
-  if (!popped) k->next = slot + 1;
+  if (!popped) {
+    k->next = slot + 1;
+    k->stale[slot] = 0;
+  } else if (zero && k->stale[slot]) {
+    memset((void *)(k->start + off), 0, need); /* left as it was at its free (clear_in_place) */
+  }
   k->meta[slot] = need;
   k->live++;
   atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);
@@ -610,11 +635,16 @@ static void slot_free(unsigned c, size_t slot) {
     msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
     return;
   }
-  size_t len = (size_t)1 << c;
-  bool ok;
-  if (small_class(c) && granule_shared(k, c, slot)) ok = keep_blocks_clear(k->fd, off, len);
-  else if (small_class(c)) ok = punch(k, msi_align_down(off, SP_FOLIO_MAX), SP_FOLIO_MAX);
-  else ok = punch(k, off, len);
+  bool ok = true;
+  if (small_class(c) && granule_shared(k, c, slot)) {
+    k->stale[slot] = !clear_in_place(k, off, (size_t)1 << c); /* never a punch beside live blocks */
+  } else if (small_class(c)) {
+    size_t per = SP_FOLIO_MAX >> c, first = slot & ~(per - 1);
+    ok = punch(k, first << c, SP_FOLIO_MAX);
+    for (size_t s = first; ok && s < first + per && s < k->next; s++) k->stale[s] = 0;
+  } else {
+    ok = punch(k, off, (size_t)1 << c);
+  }
   if (!ok) {
     MSI_WARN_ONCE("spill: releasing disk space failed (errno %d): the slot is not reused", errno);
     return;
@@ -631,7 +661,6 @@ static void sp_sync_pace(void) {
 }
 
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
-  (void)zero; /* fresh slots read as zero: file holes and unwritten extents */
   if (!sp_ready()) {
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     errno = 0;
@@ -645,7 +674,7 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   if (alignment > ((size_t)1 << c)) c = ceil_log2(alignment);
   if (c > sp.max_shift) { errno = ENOMEM; return NULL; }
   msi_lock(&sp.lock);
-  uintptr_t p = slot_alloc(c, need);
+  uintptr_t p = slot_alloc(c, need, zero);
   int e = errno;
   msi_unlock(&sp.lock);
   sp_sync_pace();
@@ -720,7 +749,7 @@ void *msi_spill_realloc(void *p, size_t size) {
     } else if (need < cur) { /* the tail's pages go; disk blocks beyond the block's granules too */
       if (rneed < rcur) punch(k, off + rneed, rcur - rneed);
       size_t kept = cur < rneed ? cur : rneed;
-      if (kept > need) keep_blocks_clear(k->fd, off + need, kept - need);
+      if (kept > need) clear_in_place(k, off + need, kept - need); /* else left as it is (never punched) */
     }
     k->meta[slot] = need;
     if (need >= cur) atomic_fetch_add_explicit(&sp.bytes, need - cur, memory_order_relaxed);
@@ -732,7 +761,7 @@ void *msi_spill_realloc(void *p, size_t size) {
   unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
   if (nc > sp.max_shift) nc = sp.max_shift;
   if (need > ((size_t)1 << nc)) { msi_unlock(&sp.lock); errno = ENOMEM; return NULL; }
-  uintptr_t q = slot_alloc(nc, need);
+  uintptr_t q = slot_alloc(nc, need, false);
   if (!q) { int e = errno; msi_unlock(&sp.lock); errno = e; return NULL; }
   sp_class_t *nk = &sp.cls[nc];
   size_t noff = q - nk->start, done = 0;

@@ -1,4 +1,5 @@
-/* stress_holes SECONDS: two threads grow 1 MiB blocks by realloc (the allocator moves them to bigger slots)
+/* stress_holes SECONDS: two threads grow 1 MiB blocks by realloc to 3 and 6 MiB (the allocator moves them to bigger
+   slots, the second time a block of two mappings)
    while another maps and unmaps small anonymous ranges with mmap(NULL) itself (as glibc does for a thread's
    stack) and checks that what it wrote there stays. An allocator that leaves a moment's hole in its reserved
    address space (a move with mremap, reserved again just after) lets such a mapping land in the hole and then
@@ -23,7 +24,11 @@ static void *grower(void *arg) {
     char *q = realloc(p, 3 << 20);
     if (!q) DIE("realloc(3 MiB) failed");
     if (q[0] != 7 || q[(1 << 20) - 1] != 7) DIE("realloc lost the block's bytes");
-    free(q);
+    q[(3 << 20) - 1] = 8;
+    char *r = realloc(q, 6 << 20); /* a block moved before is several mappings: moved in pieces */
+    if (!r) DIE("realloc(6 MiB) failed");
+    if (r[0] != 7 || r[(1 << 20) - 1] != 7 || r[(3 << 20) - 1] != 8) DIE("realloc lost the block's bytes");
+    free(r);
     atomic_fetch_add(&moves, 1);
   }
   return NULL;

@@ -35,6 +35,7 @@ static int use_malloc;
 static void *s_alloc(size_t n) { return use_malloc ? malloc(n) : msi_spill_malloc(n, 0, false); }
 static void *s_realloc(void *p, size_t n) { return use_malloc ? realloc(p, n) : msi_spill_realloc(p, n); }
 static void s_free(void *p) { if (use_malloc) free(p); else msi_spill_free(p); }
+static void *s_calloc(size_t n) { return use_malloc ? calloc(1, n) : msi_spill_malloc(n, 0, true); }
 
 static size_t count_lines(const char *path) {
   FILE *f = fopen(path, "r");
@@ -162,6 +163,63 @@ static int mode_fullholes(const char *filler, bool huge) {
   if (filler) unlink(filler);
   printf("ok fullholes: %zu blocks then ENOMEM, every byte written%s%s\n", count, filler ? " after the disk filled" : "",
          huge ? ", each just advised MADV_HUGEPAGE" : "");
+  return 0;
+}
+
+/* Blocks of 200 KB (8 slots of 256 KiB per 2 MiB granule) allocated until ENOMEM and written; then, while a
+   child appends to FILLER whenever the disk has room, all but one block per granule are freed (beside a live
+   block: never a punch, else the writer takes the space and the granule keeps a hole); the page cache is
+   dropped and each survivor, advised MADV_HUGEPAGE, is rewritten (a 2 MiB folio over the whole granule: SIGBUS
+   if it has a hole). Then calloc reuses the freed slots: they must read as zero. */
+static int mode_stalefree(const char *filler) {
+  enum { MAXB = 8192, N = 204800 };
+  static unsigned char *b[MAXB];
+  size_t count = 0;
+  while (count < MAXB && (b[count] = s_alloc(N)) != NULL) memset(b[count], (int)(count & 0x7f) | 1, N), count++;
+  if (count == MAXB) FAIL("the disk never filled");
+  pid_t w = fork();
+  if (w == 0) {
+    static char chunk[4096];
+    int fd = open(filler, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    for (;;) if (write(fd, chunk, sizeof chunk) < 0) {} /* takes any block freed, at once */
+  }
+  usleep(200000);
+  size_t freed = 0;
+  uintptr_t kept = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (((uintptr_t)b[i] >> 21) != kept) { kept = (uintptr_t)b[i] >> 21; continue; } /* its granule's survivor */
+    s_free(b[i]);
+    b[i] = NULL;
+    freed++;
+  }
+  usleep(200000);
+  kill(w, SIGKILL);
+  waitpid(w, NULL, 0);
+  sync();
+  int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if (dc >= 0) { if (write(dc, "3", 1) < 0) {} close(dc); }
+  size_t live = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (!b[i]) continue;
+    if (madvise(b[i], N, MADV_HUGEPAGE) != 0) FAIL("madvise: %s", strerror(errno));
+    for (size_t j = 0; j < N; j++)
+      if (b[i][j] != ((unsigned char)(i & 0x7f) | 1)) FAIL("block %zu corrupted at %zu", i, j);
+    memset(b[i], 0x55, N);
+    live++;
+  }
+  unlink(filler);
+  sync();
+  usleep(500000); /* xfs gives an unlinked file's space back in the background */
+  size_t reused = 0;
+  for (size_t k = 0; k < freed; k++) {
+    unsigned char *z = s_calloc(N);
+    if (!z) break;
+    for (size_t j = 0; j < N; j += 512) if (z[j]) FAIL("calloc'd block %p reads %d at %zu", (void *)z, z[j], j);
+    memset(z, 1, N);
+    reused++;
+  }
+  printf("ok stalefree: %zu blocks, %zu freed beside live ones while the disk filled, %zu rewritten as huge pages, "
+         "%zu reused by calloc as zero\n", count, freed, live, reused);
   return 0;
 }
 
@@ -475,6 +533,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "full")) return mode_full();
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
+  if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "fds")) return mode_fds();

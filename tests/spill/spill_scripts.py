@@ -67,38 +67,59 @@ def cleanup():
 
 
 def full_disk():
+    """a small loop-mounted ext4 (and xfs, where mkfs.xfs is installed) as the spill directory"""
     need_root()
     for tool in ("mkfs.ext4", "mount", "umount"):
         if not shutil.which(tool):
             skip(f"{tool} not installed")
+    rc = full_disk_on("ext4", 160)
+    if rc == 0 and shutil.which("mkfs.xfs"):
+        try:
+            rc = full_disk_on("xfs", 320)  # xfs's smallest filesystem is 300 MB
+        except SystemExit as e:
+            if e.code != 77:
+                raise
+            print("(xfs variant skipped: see above)")
+    elif rc == 0:
+        print("(xfs variant skipped: mkfs.xfs not installed)")
+    return rc
+
+
+def full_disk_on(fs, mib):
     os.makedirs(MNT, exist_ok=True)
     with open(IMG, "wb") as f:
-        f.truncate(160 << 20)
-    p = subprocess.run(["mkfs.ext4", "-q", "-F", IMG], capture_output=True, text=True)
+        f.truncate(mib << 20)
+    p = subprocess.run([f"mkfs.{fs}", "-q", "-f" if fs == "xfs" else "-F", IMG], capture_output=True, text=True)
     if p.returncode:
-        skip("mkfs.ext4: " + p.stderr.strip())
+        skip(f"mkfs.{fs}: " + p.stderr.strip())
     p = subprocess.run(["mount", "-o", "loop", IMG, MNT], capture_output=True, text=True)
     if p.returncode:
         skip("mount -o loop refused: " + p.stderr.strip())
+    filler = os.path.join(MNT, "filler")
+    rc = 0
     try:
-        rc = run([HELPER, "full"], env=env(MEMSPACE_SPILL_DIR=MNT))
-        # blocks short of their slot, written after the disk filled up (another file took the rest): no SIGBUS
-        rc = rc or run([HELPER, "fullholes", os.path.join(MNT, "filler")], env=env(MEMSPACE_SPILL_DIR=MNT))
-        # the same, each block advised MADV_HUGEPAGE by the program just before it is written
-        rc = rc or run([HELPER, "fullholes", os.path.join(MNT, "filler"), "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
-        left = os.listdir(MNT)
-        if [x for x in left if x != "lost+found"]:
+        print(f"-- {fs}, {mib} MiB")
+        if fs == "ext4":
+            rc = run([HELPER, "full"], env=env(MEMSPACE_SPILL_DIR=MNT))
+            # blocks short of their slot, written after the disk filled up (another file took the rest): no SIGBUS
+            rc = rc or run([HELPER, "fullholes", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
+            # the same, each block advised MADV_HUGEPAGE by the program just before it is written
+            rc = rc or run([HELPER, "fullholes", filler, "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
+        left = [x for x in os.listdir(MNT) if x != "lost+found"]
+        if left:
             print("FAIL: files left in the spill directory:", left)
             rc = 1
         if os.path.exists(HELPER_SHARED) and rc == 0:
             try:
                 need_routing()
-                rc = run([HELPER_SHARED, "full"], env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="512K",
-                                                         MEMSPACE_SPILL_DIR=MNT))
+                pre = env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_DIR=MNT)
+                if fs == "ext4":
+                    rc = run([HELPER_SHARED, "full"], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="512K"))
                 for extra in ([], ["huge"]):
-                    rc = rc or run([HELPER_SHARED, "fullholes", os.path.join(MNT, "filler"), *extra],
-                                   env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="128K",
-                                           MEMSPACE_SPILL_DIR=MNT))
+                    rc = rc or run([HELPER_SHARED, "fullholes", filler, *extra],
+                                   env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
+                # blocks freed beside live ones while another writer takes every freed block
+                rc = rc or run([HELPER_SHARED, "stalefree", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
             except SystemExit:
                 print("(preloaded variant skipped: no routing yet)")
     finally:
