@@ -86,19 +86,52 @@ static void decommit(uintptr_t addr, size_t bytes) {
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
 
+/* Dense slot sizes (64 KiB .. 1 MiB; not in the secure build, whose guard pages split mappings anyway): a slot
+   is committed whole when it is first taken from the bump and stays mapped read-write; freed pages go back with
+   MADV_DONTNEED. Adjacent slots are then one kernel mapping. Committing only the block's pages made each live
+   block two mappings (its pages, and the reserved rest of its slot), and the kernel's limit (vm.max_map_count,
+   65,530 by default) stopped a program at about 32,750 live blocks of 40 KB, where glibc's heap holds 50,000
+   and more; past the limit even the decommits failed (mmap refused), so the memory never came back. The price:
+   a dense slot's commit charge stays (as glibc's heap keeps its own), up to twice the block; its memory (RSS)
+   does not. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages would split the
+   mapping. */
+#define LARGE_DENSE_MAX_SHIFT 20
+static bool dense(unsigned k) { return !MSI_HEAP_SECURE && k <= LARGE_DENSE_MAX_SHIFT; }
+
+/* the pages [addr, addr + bytes) of a live block in a slot of size 2^k become usable; NULL + ENOMEM */
+static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
+  return dense(k) ? (void *)addr : commit(addr, bytes);
+}
+/* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
+static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
+  if (!dense(k)) {
+    decommit(addr, bytes);
+  } else if (bytes) {
+    msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
+    atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+  }
+}
+/* a fresh slot's first pages for a block of `need` bytes: a dense slot taken from the bump is committed whole */
+static bool slot_commit_fresh(unsigned k, uintptr_t addr, size_t need, bool bumped) {
+  if (!dense(k)) return commit(addr, need) != NULL;
+  return !bumped || commit(addr, (size_t)1 << k) != NULL;
+}
+
 static unsigned slot_shift_for(size_t bytes) {
   unsigned k = bytes <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(bytes - 1);
   return k < MSI_HEAP_LARGE_MIN_SHIFT ? MSI_HEAP_LARGE_MIN_SHIFT : k;
 }
 
-/* a free uncommitted slot index of class c, or -1; class lock held */
-static int64_t slot_take_fresh(lclass_t *c) {
+/* a free uncommitted slot index of class c (*bumped: never used before), or -1; class lock held */
+static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
+  *bumped = false;
   if (c->free_head) {
     uint32_t idx = c->free_head - 1;
     c->free_head = c->meta[idx].link;
     c->meta[idx].link = 0;
     return idx;
   }
+  *bumped = c->bump < c->nslots;
   if (c->bump < c->nslots) return (int64_t)c->bump++;
   return -1;
 }
@@ -144,16 +177,16 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     atomic_fetch_sub_explicit(&cached_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     uintptr_t addr = c->base + ((uintptr_t)idx << k);
     if (have < npages) {
-      if (!commit(addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) {
+      if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) {
         msi_lock(&c->lock);
-        decommit(addr, (size_t)have << page_shift);
+        slot_decommit(k, addr, (size_t)have << page_shift);
         slot_put_fresh(c, idx);
         msi_unlock(&c->lock);
         errno = ENOMEM;
         return NULL;
       }
     } else if (have - npages >= 16 && have - npages > npages / 4) {
-      decommit(addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+      slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
       have = npages;
     }
     if (zero) {
@@ -165,14 +198,17 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return (void *)addr;
   }
-  int64_t idx = slot_take_fresh(c);
+  bool bumped;
+  int64_t idx = slot_take_fresh(c, &bumped);
   msi_unlock(&c->lock);
   if (idx < 0) return msi_direct_alloc(size, alignment); /* every slot of the size taken (direct.c) */
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
-  if (!commit(addr, need)) {
-    msi_lock(&c->lock);
-    slot_put_fresh(c, (uint32_t)idx);
-    msi_unlock(&c->lock);
+  if (!slot_commit_fresh(k, addr, need, bumped)) {
+    if (!dense(k)) { /* (a dense slot never committed is left out: the free list holds committed ones only) */
+      msi_lock(&c->lock);
+      slot_put_fresh(c, (uint32_t)idx);
+      msi_unlock(&c->lock);
+    }
     errno = ENOMEM;
     return NULL;
   }
@@ -209,7 +245,7 @@ void msi_large_free(void *p) {
   }
   m->pages = 0; /* neither live nor cached: a second free is caught */
   msi_unlock(&c->lock);
-  decommit((uintptr_t)p, bytes);
+  slot_decommit(k, (uintptr_t)p, bytes);
   msi_lock(&c->lock);
   slot_put_fresh(c, idx);
   msi_unlock(&c->lock);
@@ -285,9 +321,8 @@ static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t n
   return MAP_FAILED;
 }
 
-/* a block moving out of the region (no slot for its new size): a copy, as only a limited address space gets here */
-static void *to_direct(void *p, size_t old_bytes, size_t size) {
-  void *q = msi_direct_alloc(size, 0);
+/* realloc by a copy into `q` (NULL: refused, p unchanged) */
+static void *by_copy(void *p, size_t old_bytes, size_t size, void *q) {
   if (!q) return NULL;
   MSI_HEAP_VG_QUIET(memcpy(q, p, old_bytes < size ? old_bytes : size)); /* committed pages beyond the block too */
   msi_large_free(p);
@@ -305,9 +340,9 @@ void *msi_large_realloc(void *p, size_t size) {
   uintptr_t addr = (uintptr_t)p;
   if (need + MSI_HEAP_GUARD <= ((size_t)1 << k)) { /* in place inside the slot */
     if (npages > have) {
-      if (!commit(addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) return NULL;
+      if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) return NULL;
     } else if (have - npages >= 16 && have - npages >= have / 4) {
-      decommit(addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+      slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
     } else {
       return p; /* what is committed stays usable */
     }
@@ -319,15 +354,18 @@ void *msi_large_realloc(void *p, size_t size) {
   /* move to a bigger slot with mremap: the pages move, nothing is copied. The new slot is committed whole, so
      further growth inside it needs no system call. Only the pages touched count in RSS. A block of several
      mappings (the kernel may keep the moved part and its grown tail apart) moves in pieces. */
+  if (dense(k)) return by_copy(p, (size_t)have << page_shift, size, msi_large_alloc(size, 0, false));
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
   int64_t idx2 = -1;
   lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
+  bool bumped;
   if (c2) {
     msi_lock(&c2->lock);
-    idx2 = slot_take_fresh(c2);
+    idx2 = slot_take_fresh(c2, &bumped);
     msi_unlock(&c2->lock);
   }
-  if (idx2 < 0) return to_direct(p, (size_t)have << page_shift, size); /* no slot for it (direct.c) */
+  if (idx2 < 0) /* no slot for it: mapped on its own (direct.c), as only a limited address space gets here */
+    return by_copy(p, (size_t)have << page_shift, size, msi_direct_alloc(size, 0));
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = move_block(addr, addr2, old_bytes, new_bytes);
@@ -373,7 +411,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
     msi_unlock(&c->lock);
     for (uint32_t j = 0; j < n; j++) {
       size_t bytes = (size_t)(c->meta[old[j]].pages & SLOT_PAGES) << page_shift;
-      decommit(c->base + ((uintptr_t)old[j] << k), bytes);
+      slot_decommit(k, c->base + ((uintptr_t)old[j] << k), bytes);
       atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
       total += bytes;
     }
