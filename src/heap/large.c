@@ -313,10 +313,10 @@ static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t n
   if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
   size_t moved = move_pages(from, to, old_bytes);
   if (moved == old_bytes) return (void *)to;
+  decommit(to + old_bytes, new_bytes - old_bytes); /* first: the move back may need its commit charge */
   if (move_pages(to, from, moved) != moved)
     msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
               "(out of mappings?)", old_bytes, (void *)from);
-  decommit(to + old_bytes, new_bytes - old_bytes);
   errno = ENOMEM;
   return MAP_FAILED;
 }

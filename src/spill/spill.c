@@ -306,8 +306,9 @@ static void fork_child(void) {
     snapshot_blocks(k, c);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
-    k->floor = m;
-    size_t above = (m + ((size_t)1 << c) - 1) >> c;
+    if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
+      k->floor = msi_round_up(m, SP_FOLIO_MAX);
+    size_t above = (k->floor + ((size_t)1 << c) - 1) >> c;
     if (k->next < above) k->next = above;
     k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
@@ -765,7 +766,10 @@ void *msi_spill_realloc(void *p, size_t size) {
   if (!q) { int e = errno; msi_unlock(&sp.lock); errno = e; return NULL; }
   sp_class_t *nk = &sp.cls[nc];
   size_t noff = q - nk->start, done = 0;
-  while (!child && done < cur) {
+  /* copy_file_range reflinks on xfs and btrfs: a small block's old slot may stay behind, unpunched and sharing
+     the extents (clear_in_place), and the moved block's first write would then need new blocks (SIGBUS on a full
+     disk). Small blocks are copied in memory instead. */
+  while (!child && !small_class(c) && done < cur) {
     ssize_t n = msi_os_copy_file_range(k->fd, (off_t)(off + done), nk->fd, (off_t)(noff + done), cur - done);
     if (n <= 0) break;
     done += (size_t)n;

@@ -223,6 +223,39 @@ static int mode_stalefree(const char *filler) {
   return 0;
 }
 
+/* A 128 KiB block beside a live neighbour in one granule grows by realloc into another class, FILLER takes the
+   disk, the page cache is dropped, and the moved block is written. On xfs and btrfs an in-kernel copy
+   (copy_file_range) reflinks: had the old slot stayed behind sharing the extents, that write would need new
+   blocks: SIGBUS. */
+static int mode_movefull(const char *filler) {
+  size_t n = 128 << 10;
+  unsigned char *a = s_alloc(n), *b = s_alloc(n);
+  if (!a || !b) FAIL("alloc: %s", strerror(errno));
+  memset(a, 1, n);
+  memset(b, 2, n);
+  msync(a, n, MS_SYNC);
+  msync(b, n, MS_SYNC);
+  unsigned char *m = s_realloc(a, 200 << 10);
+  if (!m) FAIL("realloc: %s", strerror(errno));
+  sync();
+  static char chunk[4096];
+  int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  while (write(fd, chunk, sizeof chunk) > 0) {}
+  fsync(fd);
+  close(fd);
+  int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if (dc >= 0) { if (write(dc, "3", 1) < 0) {} close(dc); }
+  for (size_t j = 0; j < n; j++) if (m[j] != 1) FAIL("moved block corrupted at %zu", j);
+  memset(m, 9, 200 << 10);
+  msync(m, 200 << 10, MS_SYNC);
+  for (size_t j = 0; j < n; j++) if (b[j] != 2) FAIL("neighbour corrupted at %zu", j);
+  unlink(filler);
+  s_free(m);
+  s_free(b);
+  printf("ok movefull: a block moved by realloc beside a live neighbour, written after the disk filled\n");
+  return 0;
+}
+
 static int mode_fork(void) {
   size_t n = 16 << 20;
   unsigned char *p = s_alloc(n);
@@ -534,6 +567,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
+  if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "fds")) return mode_fds();

@@ -120,6 +120,8 @@ def full_disk_on(fs, mib):
                                    env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
                 # blocks freed beside live ones while another writer takes every freed block
                 rc = rc or run([HELPER_SHARED, "stalefree", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
+                # a block moved by realloc beside a live neighbour (copy_file_range reflinks on xfs)
+                rc = rc or run([HELPER_SHARED, "movefull", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="64K"))
             except SystemExit:
                 print("(preloaded variant skipped: no routing yet)")
     finally:
