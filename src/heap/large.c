@@ -3,7 +3,8 @@
    2^k, so any alignment up to the slot size comes free) in the sub-region of its slot size. A side table holds
    each slot's committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an
    impossible request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves
-   to a bigger slot with mremap (page tables move, bytes are never copied). Freed slots stay committed in a small
+   to a bigger slot with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see
+   dense()). Freed slots stay committed in a small
    per-size cache (preset), and are decommitted by the purge after MEMSPACE_PURGE_DELAY. The secure build keeps the
    last page of every slot (MSI_HEAP_GUARD) uncommitted: the PROT_NONE reservation itself is the guard page after
    the block (no system call, but the committed part is then a mapping of its own). */
