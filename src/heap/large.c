@@ -116,10 +116,16 @@ static bool strict_overcommit(void) {
   return c == '2';
 }
 
-/* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno */
+/* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno. Never transparent
+   huge pages (with THP "always" a 2 MiB page would back one 64 KiB block and its free neighbours: 32x its RSS),
+   as when each block was a mapping of its own under 2 MiB; all dense ranges carry the same advice, so they
+   still merge. */
 static bool dense_map(uintptr_t addr, size_t bytes) {
-  return msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-                     -1, 0) != MAP_FAILED;
+  if (msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                  -1, 0) == MAP_FAILED)
+    return false;
+  msi_os_madvise((void *)addr, bytes, MADV_NOHUGEPAGE);
+  return true;
 }
 
 /* the pages [addr, addr + bytes) of a live block in a slot of size 2^k become usable; NULL + ENOMEM */
