@@ -12,7 +12,6 @@
 #include "os.h"
 #include "track.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -107,13 +106,8 @@ static void decommit(uintptr_t addr, size_t bytes) {
 static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
 
 static bool strict_overcommit(void) {
-  char c = '0';
-  int fd = msi_os_open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC, 0);
-  if (fd >= 0) {
-    if (msi_os_read(fd, &c, 1) != 1) c = '0';
-    msi_os_close(fd);
-  }
-  return c == '2';
+  unsigned long long mode;
+  return msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
 }
 
 /* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno. Never transparent
@@ -167,8 +161,7 @@ static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
     return idx;
   }
   *bumped = c->bump < c->nslots;
-  if (c->bump < c->nslots) return (int64_t)c->bump++;
-  return -1;
+  return *bumped ? (int64_t)c->bump++ : -1;
 }
 static void slot_put_fresh(lclass_t *c, uint32_t idx) {
   c->meta[idx].pages = 0;
@@ -386,10 +379,9 @@ void *msi_large_realloc(void *p, size_t size) {
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
   }
-  /* move to a bigger slot with mremap: the pages move, nothing is copied. The new slot is committed whole, so
-     further growth inside it needs no system call. Only the pages touched count in RSS. A block of several
-     mappings (the kernel may keep the moved part and its grown tail apart) moves in pieces. */
-  if (dense(k)) return by_copy(p, (size_t)have << page_shift, size, msi_large_alloc(size, 0, false));
+  if (dense(k)) return by_copy(p, (size_t)have << page_shift, size, msi_large_alloc(size, 0, false)); /* <= 1 MiB */
+  /* move to a bigger slot with mremap: the pages move, nothing is copied (move_block). The new slot is committed
+     whole, so further growth inside it needs no system call. Only the pages touched count in RSS. */
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
   int64_t idx2 = -1;
   lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;

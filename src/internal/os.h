@@ -30,6 +30,7 @@ int msi_os_close(int fd);
 int msi_os_dup_high(int fd, int min_fd);
 int msi_os_pipe(int fds[2]);                           /* pipe2(O_CLOEXEC); -1 + errno */
 ssize_t msi_os_read(int fd, void *buf, size_t len);
+bool msi_os_read_ull(const char *path, unsigned long long *v); /* the decimal number a small file starts with (sysfs, procfs) */
 int msi_os_unlink(const char *path);
 int msi_os_ftruncate(int fd, off_t size);
 int msi_os_fstatfs(int fd, struct statfs *st);

@@ -170,22 +170,22 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 }
 
 /* ---- facts read once ---- */
-static size_t read_file_ull(const char *path, unsigned long long *value) {
+bool msi_os_read_ull(const char *path, unsigned long long *value) {
   int fd;
   do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   char buf[64];
   ssize_t n;
   do n = read(fd, buf, sizeof buf - 1); while (n < 0 && errno == EINTR);
   close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return false;
   buf[n] = 0;
   unsigned long long v = 0;
   const char *s = buf;
-  if (*s < '0' || *s > '9') return 0;
+  if (*s < '0' || *s > '9') return false;
   for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (unsigned)(*s - '0');
   *value = v;
-  return 1;
+  return true;
 }
 
 /* true when /sys/kernel/mm/transparent_hugepage/enabled selects [never] */
@@ -223,7 +223,7 @@ size_t msi_os_huge_size(ms_page_kind_t kind) {
   unsigned long long v;
   if (kind == MS_PAGE_THP) {
     /* THP exists unless the kernel lacks it or the mode is "never" (then MADV_HUGEPAGE does nothing) */
-    if (read_file_ull("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", &v) && !thp_never()) size = (size_t)v;
+    if (msi_os_read_ull("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", &v) && !thp_never()) size = (size_t)v;
   } else {
     const char *dir = kind == MS_PAGE_HUGE_2M ? "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
                                               : "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";

@@ -356,14 +356,11 @@ __attribute__((constructor)) static void sp_register(void) {
   atfork_once();
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t cap);
-static bool parse_ull(const char *s, uint64_t *v);
 /* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
 static size_t pmd_size(void) {
-  char buf[32];
-  uint64_t v;
-  if (read_small("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof buf) > 0 && parse_ull(buf, &v) &&
-      v > ((uint64_t)2 << 20) && msi_is_pow2((size_t)v) && v <= ((uint64_t)1 << 30))
+  unsigned long long v;
+  if (msi_os_read_ull("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", &v) && v > ((unsigned long long)2 << 20) &&
+      msi_is_pow2((size_t)v) && v <= ((unsigned long long)1 << 30))
     return (size_t)v;
   return (size_t)2 << 20;
 }
@@ -498,9 +495,12 @@ static size_t slot_reserved(unsigned c, size_t n) {
   return small_class(c) ? (size_t)1 << c : msi_round_up(n, SP_FOLIO_MAX);
 }
 
+/* class c < SP_FOLIO_MAX: the first slot of `slot`'s granule */
+static size_t granule_first(unsigned c, size_t slot) { return slot & ~((SP_FOLIO_MAX >> c) - 1); }
+
 /* under the lock, class c < SP_FOLIO_MAX: whether a block other than `slot`'s lives in its granule */
 static bool granule_shared(const sp_class_t *k, unsigned c, size_t slot) {
-  size_t per = SP_FOLIO_MAX >> c, first = slot & ~(per - 1);
+  size_t per = SP_FOLIO_MAX >> c, first = granule_first(c, slot);
   for (size_t s = first; s < first + per && s < k->next; s++)
     if (s != slot && k->meta[s]) return true;
   return false;
@@ -514,7 +514,7 @@ static void reservation(const sp_class_t *k, unsigned c, size_t slot, size_t nee
     *len = slot_reserved(c, need);
     return;
   }
-  *off = msi_align_down(slot << c, SP_FOLIO_MAX);
+  *off = granule_first(c, slot) << c;
   *len = granule_shared(k, c, slot) ? 0 : k->file_size - *off < SP_FOLIO_MAX ? k->file_size - *off : SP_FOLIO_MAX;
 }
 
@@ -640,7 +640,7 @@ static void slot_free(unsigned c, size_t slot) {
   if (small_class(c) && granule_shared(k, c, slot)) {
     k->stale[slot] = !clear_in_place(k, off, (size_t)1 << c); /* never a punch beside live blocks */
   } else if (small_class(c)) {
-    size_t per = SP_FOLIO_MAX >> c, first = slot & ~(per - 1);
+    size_t per = SP_FOLIO_MAX >> c, first = granule_first(c, slot);
     ok = punch(k, first << c, SP_FOLIO_MAX);
     for (size_t s = first; ok && s < first + per && s < k->next; s++) k->stale[s] = 0;
   } else {

@@ -126,6 +126,24 @@ static int mode_full(void) {
    the rest of the slot is a hole), allocated without a write until the disk is full, then every byte written: a write never meets a block
    of the file that was not reserved (a large page-cache folio over a hole would ask ext4 for more space at the
    write fault: SIGBUS on a full disk). With FILLER, the rest of the disk is then filled by another file first. */
+/* another file takes every free block of the disk */
+static void fill_disk(const char *filler) {
+  int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) FAIL("filler: %s", strerror(errno));
+  static char chunk[1 << 16];
+  while (write(fd, chunk, sizeof chunk) > 0) {}
+  while (write(fd, chunk, 4096) > 0) {}
+  fsync(fd);
+  close(fd);
+}
+
+/* written back and dropped: the next touch of a page reads it in again, in a folio of the kernel's choosing */
+static void drop_caches(void) {
+  sync();
+  int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if (dc >= 0) { if (write(dc, "3", 1) < 0) {} close(dc); }
+}
+
 /* Blocks short of their slot allocated until ENOMEM, then (after FILLER, another file, took the rest of the disk)
    written: with HUGE each right after advising it MADV_HUGEPAGE (2 MiB page-cache folios over its neighbours'
    slots, as a program may do), else as they are. No SIGBUS, every byte kept. */
@@ -143,14 +161,7 @@ static int mode_fullholes(const char *filler, bool huge) {
   }
   if (count == MAXB) FAIL("the disk never filled");
   if (errno != ENOMEM) FAIL("errno %d after %zu blocks, expected ENOMEM", errno, count);
-  if (filler) {
-    int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) FAIL("filler: %s", strerror(errno));
-    static char chunk[1 << 16];
-    while (write(fd, chunk, sizeof chunk) > 0) {}
-    fsync(fd);
-    close(fd);
-  }
+  if (filler) fill_disk(filler);
   for (size_t i = 0; i < count; i++) {
     if (huge && madvise(b[i], len[i], MADV_HUGEPAGE) != 0) FAIL("madvise: %s", strerror(errno));
     memset(b[i], (int)(i & 0xff) | 1, len[i]);
@@ -195,9 +206,7 @@ static int mode_stalefree(const char *filler) {
   usleep(200000);
   kill(w, SIGKILL);
   waitpid(w, NULL, 0);
-  sync();
-  int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
-  if (dc >= 0) { if (write(dc, "3", 1) < 0) {} close(dc); }
+  drop_caches();
   size_t live = 0;
   for (size_t i = 0; i < count; i++) {
     if (!b[i]) continue;
@@ -238,13 +247,8 @@ static int mode_movefull(const char *filler) {
   unsigned char *m = s_realloc(a, 200 << 10);
   if (!m) FAIL("realloc: %s", strerror(errno));
   sync();
-  static char chunk[4096];
-  int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  while (write(fd, chunk, sizeof chunk) > 0) {}
-  fsync(fd);
-  close(fd);
-  int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
-  if (dc >= 0) { if (write(dc, "3", 1) < 0) {} close(dc); }
+  fill_disk(filler);
+  drop_caches();
   for (size_t j = 0; j < n; j++) if (m[j] != 1) FAIL("moved block corrupted at %zu", j);
   memset(m, 9, 200 << 10);
   msync(m, 200 << 10, MS_SYNC);
