@@ -80,10 +80,17 @@ static void *worker(void *arg) {
           pthread_cond_timedwait(&to->cv, &to->mu, &ts);
         }
       }
-      to->pending++;
-      m->next = to->inbox;
-      to->inbox = m;
-      pthread_mutex_unlock(&to->mu);
+      if (to->done) { /* the receiver has finished: free its half here (mailing it would pile up every
+                          remaining batch until exit, and the peak RSS would depend on which thread ran first) */
+        pthread_mutex_unlock(&to->mu);
+        for (int i = 0; i < m->n; i++) { wl_check(m->p[i], m->sz[i], 7); free(m->p[i]); }
+        free(m);
+      } else {
+        to->pending++;
+        m->next = to->inbox;
+        to->inbox = m;
+        pthread_mutex_unlock(&to->mu);
+      }
       drain(me);
     }
     switch (it % 3) {

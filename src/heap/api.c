@@ -118,7 +118,7 @@ static inline void free_local(void *p, msi_span_t *s) {
   b->cookie = (uintptr_t)b ^ SECRET();
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
-  if (MSI_UNLIKELY(--s->used == 0 || !head)) msi_heap_small_free_slow(p, s);
+  if (MSI_UNLIKELY(--s->used == s->used_floor || !head)) msi_heap_small_free_slow(p, s);
 }
 
 static MSI_NOINLINE MSI_COLD void free_local_checked(void *p, msi_span_t *s) {

@@ -56,14 +56,19 @@ typedef struct msi_span_s {
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
   uintptr_t base, bump, end;   /* blocks [base, end); [bump, end) never handed out yet */
   uint8_t cls, nchunks, state, in_partial;
-  uint8_t last_cls;            /* class it served last (stats of returned spans) */
+  uint32_t used_floor;         /* blocks on a parked remote list (heap.c span_collect): a local free reaching it
+                                  takes the slow path, which collects them (the span may be empty) */
   /* second line: what other threads touch, and the owner's cold fields */
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
+  uint8_t last_cls;            /* class it served last (stats of returned spans) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
+  msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out */
+  uint32_t rfree_n;            /* blocks on it */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
 } msi_span_t;
+_Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
 
 typedef struct msi_segment_s {
   uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */

@@ -1,6 +1,6 @@
 /* Remote (cross-thread) frees and their collection: the span's xfree word counts its list, so the owner
-   collects a full span's remote blocks without walking them and appends the shorter of the local and remote
-   lists to the other. Checked through the spans' accounting: a span whose blocks all came back (remotely,
+   collects remote blocks without walking them (into the free list, else the second list `rfree`; with both in
+   use the list stays parked in the word). Checked through the spans' accounting: a span whose blocks all came back (remotely,
    locally or both) must leave its class after collection, and blocks handed out again must be distinct. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,10 +92,61 @@ static void mixed_local_and_remote(void **state) {
   }
 }
 
+/* allocates blocks of another class until its span runs out: the allocation path processes the remote stack */
+static void **run_out_other_class(size_t *count) {
+  unsigned cls = msi_heap_class_of(48);
+  size_t n = 2 * (msi_heap_class_chunks[cls] * MSI_HEAP_CHUNK / msi_heap_class_size[cls]) + 2;
+  void **o = ms_malloc(n * sizeof *o);
+  assert_non_null(o);
+  for (size_t i = 0; i < n; i++) assert_non_null(o[i] = ms_malloc(48));
+  *count = n;
+  return o;
+}
+
+/* a span with a local free list and a collected remote list gets a third list, which stays parked; the local free
+   that leaves only the parked blocks out retires the span at once, and every block comes back exactly once */
+static void parked_list_then_local_frees(void **state) {
+  (void)state;
+  size_t n = per_span_64() * 3;
+  void **v = alloc_tagged(n);
+  msi_span_t *s = msi_heap_span_of(v[n / 2]);
+  size_t idx[4096], m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (msi_heap_span_of(v[i]) == s) idx[m++] = i;
+  assert_true(m >= 16 && s->used == m);
+  void **mine = ms_malloc(m * sizeof *mine);
+  assert_non_null(mine);
+  for (size_t k = 0; k < m; k++) mine[k] = v[idx[k]];
+  for (size_t k = 0; k < m; k += 4) ms_free(mine[k]);          /* local: the free list */
+  free_in_thread(mine, m, 1, 4);                                /* remote, collected into rfree */
+  size_t c1, c2;
+  void **o1 = run_out_other_class(&c1);
+  assert_non_null(s->rfree);
+  free_in_thread(mine, m, 2, 4);                                /* remote again: both lists in use, parked */
+  void **o2 = run_out_other_class(&c2);
+  assert_int_not_equal(s->used_floor, 0);
+  assert_int_equal(s->state, MSI_SPAN_ACTIVE);
+  for (size_t k = 3; k < m; k += 4) ms_free(mine[k]);          /* the last live blocks, freed locally */
+  assert_int_not_equal(s->state, MSI_SPAN_ACTIVE);              /* retired by the last free, no collect call */
+  for (size_t i = 0; i < n; i++)
+    if (msi_heap_span_of(v[i]) != s) ms_free(v[i]);
+  for (size_t i = 0; i < c1; i++) ms_free(o1[i]);
+  for (size_t i = 0; i < c2; i++) ms_free(o2[i]);
+  ms_free(o1);
+  ms_free(o2);
+  ms_free(mine);
+  ms_free(v);
+  void **w = alloc_tagged(n); /* blocks handed out again are distinct (check_tags would see an overlap) */
+  check_tags(w, n);
+  for (size_t i = 0; i < n; i++) ms_free(w[i]);
+  ms_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(full_spans_freed_remotely),
       cmocka_unit_test(mixed_local_and_remote),
+      cmocka_unit_test(parked_list_then_local_frees),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
