@@ -127,12 +127,6 @@ _Noreturn void msi_heap_corrupt_link(const void *block, uintptr_t decoded) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 #if MSI_HEAP_SECURE
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102
-#endif
-#ifndef MADV_GUARD_REMOVE
-#define MADV_GUARD_REMOVE 103
-#endif
 static _Atomic int guards_off; /* the kernel has no MADV_GUARD_INSTALL (before 6.13): no guards in segments */
 
 /* a guard page at addr: MADV_GUARD_INSTALL marks the page so that any access faults, without a new mapping (the

@@ -36,6 +36,13 @@
 #endif
 #define MSI_HEAP_GUARD (MSI_HEAP_SECURE ? (size_t)4096 : (size_t)0) /* guard bytes at the end of spans/slots */
 #define MSI_HEAP_CANARY (MSI_HEAP_SECURE ? (size_t)8 : (size_t)0)   /* canary bytes at the end of small blocks */
+/* guard markers (Linux 6.13+): any access to the pages faults, and the mapping is not split */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_GUARD_REMOVE
+#define MADV_GUARD_REMOVE 103
+#endif
 #define MSI_HEAP_SMALL_REQ (MSI_HEAP_SMALL_MAX - MSI_HEAP_CANARY)     /* largest request served by small blocks */
 
 typedef struct msi_block_s {

@@ -6,8 +6,9 @@
    to a bigger slot with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see
    dense()). Freed slots stay committed in a small
    per-size cache (preset), and are decommitted by the purge after MEMSPACE_PURGE_DELAY. The secure build keeps the
-   last page of every slot (MSI_HEAP_GUARD) uncommitted: the PROT_NONE reservation itself is the guard page after
-   the block (no system call, but the committed part is then a mapping of its own). */
+   last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
+   (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
+   its own). */
 #include "heap.h"
 #include "os.h"
 #include "track.h"
@@ -41,11 +42,12 @@ static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static size_t page_size, page_shift;
 static bool dense_on; /* see dense() */
 static bool strict_overcommit(void);
+static bool guard_markers(void);
 
 void msi_large_init(void) {
-  dense_on = !MSI_HEAP_SECURE && !strict_overcommit();
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
+  dense_on = !strict_overcommit() && (!MSI_HEAP_SECURE || guard_markers());
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
@@ -90,7 +92,7 @@ static void decommit(uintptr_t addr, size_t bytes) {
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
 
-/* Dense slot sizes (64 KiB .. 1 MiB; not in the secure build, whose guard pages split mappings anyway): a slot
+/* Dense slot sizes (64 KiB .. 1 MiB; in the secure build only with guard markers, see dense_guard): a slot
    is mapped read-write whole when it is first taken from the bump and stays so; freed pages go back with
    MADV_DONTNEED. Adjacent slots are then one kernel mapping. Committing only the block's pages made each live
    block two mappings (its pages, and the reserved rest of its slot), and the kernel's limit (vm.max_map_count,
@@ -110,6 +112,22 @@ static bool strict_overcommit(void) {
   return msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
 }
 
+/* the secure build's guards in dense slots: markers (MADV_GUARD_INSTALL) on the slot's pages past its block and
+   on a freed block's pages, so that any access there faults while the slots stay one mapping (guard pages as
+   PROT_NONE reservations split them: the secure build stopped at ~32,750 live blocks of 40 KB, where the default
+   build holds 40,000). Installing zaps the pages. Kernels before 6.13 have no markers: no dense slots in the
+   secure build there. true: done; false + errno: refused (mlock'd pages) */
+static bool dense_guard(uintptr_t addr, size_t bytes, bool on) {
+  return !MSI_HEAP_SECURE || !bytes || msi_os_madvise((void *)addr, bytes, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE) == 0;
+}
+static bool guard_markers(void) {
+  void *p = msi_os_mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  bool ok = msi_os_madvise(p, page_size, MADV_GUARD_INSTALL) == 0;
+  msi_os_munmap(p, page_size);
+  return ok;
+}
+
 /* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno. Never transparent
    huge pages (with THP "always" a 2 MiB page would back one 64 KiB block and its free neighbours: 32x its RSS),
    as when each block was a mapping of its own under 2 MiB; all dense ranges carry the same advice, so they
@@ -124,14 +142,18 @@ static bool dense_map(uintptr_t addr, size_t bytes) {
 
 /* the pages [addr, addr + bytes) of a live block in a slot of size 2^k become usable; NULL + ENOMEM */
 static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
-  return dense(k) ? (void *)addr : commit(addr, bytes);
+  if (!dense(k)) return commit(addr, bytes);
+  if (dense_guard(addr, bytes, false) || dense_map(addr, bytes)) return (void *)addr;
+  errno = ENOMEM;
+  return NULL;
 }
 /* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
   if (!dense(k)) {
     decommit(addr, bytes);
-  } else if (bytes && (msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0 || dense_map(addr, bytes))) {
-    /* (MADV_DONTNEED is refused on locked pages: mlock, mlockall) */
+  } else if (bytes && (msi_os_madvise((void *)addr, bytes, MSI_HEAP_SECURE ? MADV_GUARD_INSTALL : MADV_DONTNEED) == 0 ||
+                        dense_map(addr, bytes))) {
+    /* (both advices are refused on locked pages: mlock, mlockall) */
     atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
   } else if (bytes) { /* both refused: pages past a block must read as zero all the same */
     MSI_HEAP_VG_QUIET(memset((void *)addr, 0, bytes));
@@ -140,8 +162,11 @@ static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
 /* a fresh slot's first pages for a block of `need` bytes: a dense slot taken from the bump is committed whole */
 static bool slot_commit_fresh(unsigned k, uintptr_t addr, size_t need, bool bumped) {
   if (!dense(k)) return commit(addr, need) != NULL;
-  if (!bumped) return true;
-  if (dense_map(addr, (size_t)1 << k)) return true;
+  if (!bumped) return slot_commit(k, addr, need) != NULL;
+  if (dense_map(addr, (size_t)1 << k)) {
+    dense_guard(addr + need, ((size_t)1 << k) - need, true); /* refused (mlockall): no guard */
+    return true;
+  }
   reserve(addr, (size_t)1 << k); /* a failed MAP_FIXED may have unmapped it */
   return false;
 }

@@ -134,6 +134,12 @@ static void large_guard_write(void **out) {
   *out = (void *)p;
   p[ms_usable_size((void *)p)] = 1; /* one byte past the usable size: the slot's guard page */
 }
+static void dense_guard_write(void **out) { /* a slot of 64 KiB-1 MiB: its guard is a marker, not a mapping */
+  volatile char *p = ms_malloc(40000);
+  p = ms_realloc((void *)p, 50000); /* grown in place: the markers move past the new size */
+  *out = (void *)p;
+  p[ms_usable_size((void *)p)] = 1;
+}
 static void link_corrupt(void **out) {
   char *a = ms_malloc(64), *b = ms_malloc(64);
   *out = a;
@@ -150,6 +156,7 @@ static void canary_overwrite(void **out) {
 }
 static void span_guard(void **state) { (void)state; expect_signal(span_guard_write, SIGSEGV, "guard page after a span"); }
 static void large_guard(void **state) { (void)state; expect_signal(large_guard_write, SIGSEGV, "guard page after a large block"); }
+static void dense_guard(void **state) { (void)state; expect_signal(dense_guard_write, SIGSEGV, "guard after a 50 KB block"); }
 static void encoded_links(void **state) { (void)state; expect_detected(link_corrupt, "corrupted free-list link", "overwritten free-list link"); }
 static void canary(void **state) { (void)state; expect_detected(canary_overwrite, "canary", "overwritten canary"); }
 
@@ -225,7 +232,8 @@ int main(void) {
     cmocka_unit_test(large_realloc), cmocka_unit_test(usable_freed),
 #endif
 #if MS_HAVE_HEAP && MS_SECURE_BUILD
-    cmocka_unit_test(span_guard), cmocka_unit_test(large_guard), cmocka_unit_test(encoded_links),
+    cmocka_unit_test(span_guard), cmocka_unit_test(large_guard), cmocka_unit_test(dense_guard),
+    cmocka_unit_test(encoded_links),
     cmocka_unit_test(canary), cmocka_unit_test(random_order), cmocka_unit_test(secure_8g),
 #endif
 #if MS_HAVE_SPACE
