@@ -481,18 +481,23 @@ void msi_heap_maybe_purge(void) {
 #define XF_ONE ((uintptr_t)1 << XF_SHIFT)
 #define XF_PTR (XF_ONE - 16)
 
+/* A span joins its class's partial list at the tail, and the allocation path takes the head: the span that had
+   longest to gather free blocks. Taking the newest (a span that had just got its first block back) switched
+   spans after a block or two, scattering consecutive allocations over many spans: alloc-test ran 16% slower. */
 static void partial_push(msi_heap_t *h, msi_span_t *s) {
-  msi_span_t *head = h->partial[s->cls];
-  s->prev = NULL;
-  s->next = head;
-  if (head) head->prev = s;
-  h->partial[s->cls] = s;
+  msi_span_t *tail = h->partial_tail[s->cls];
+  s->next = NULL;
+  s->prev = tail;
+  if (tail) tail->next = s;
+  else h->partial[s->cls] = s;
+  h->partial_tail[s->cls] = s;
   s->in_partial = 1;
 }
 static void partial_remove(msi_heap_t *h, msi_span_t *s) {
   if (s->prev) s->prev->next = s->next;
   else h->partial[s->cls] = s->next;
   if (s->next) s->next->prev = s->prev;
+  else h->partial_tail[s->cls] = s->prev;
   s->in_partial = 0;
   s->next = s->prev = NULL;
 }

@@ -92,7 +92,8 @@ typedef struct msi_span_list_s {
 
 typedef struct msi_heap_s {
   msi_span_t *current[MSI_HEAP_CLASSES];  /* span allocations come from (never NULL: the empty span) */
-  msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks */
+  msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap.c partial_push) */
+  msi_span_t *partial_tail[MSI_HEAP_CLASSES];
   msi_span_t *_Atomic remote;             /* spans with remote frees to collect */
   msi_lock_t cache_lock;                  /* guards cache[]: the maintenance thread purges it */
   msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
