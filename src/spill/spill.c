@@ -365,6 +365,15 @@ static size_t pmd_size(void) {
   return (size_t)2 << 20;
 }
 
+/* Under RLIMIT_AS (ulimit -v, as batch systems set it) the reservation counts against the limit: it takes at most
+   a quarter of it (regions of 2^24 bytes at least: then blocks above 8 MiB stay in RAM). With 512 GiB regions
+   down to 1 GiB only, spill was off under any limit below 19 GiB. */
+static size_t as_cap(void) {
+  struct rlimit rl;
+  if (msi_os_getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return (size_t)rl.rlim_cur / 4;
+}
+
 /* once per process: true when spill is usable. Reports the reason once otherwise. */
 static MSI_NOINLINE bool sp_init_slow(void) {
   msi_init();
@@ -381,12 +390,13 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     sp.granule = pmd_size();
     sp.min_shift = ceil_log2(ps);
     void *r = MAP_FAILED;
-    size_t total = 0;
-    for (unsigned rs = 39; rs >= 30 && r == MAP_FAILED; rs--) {
+    size_t total = 0, cap = as_cap();
+    for (unsigned rs = 39; rs >= 24 && r == MAP_FAILED; rs--) {
       sp.rs_shift = rs;
       sp.max_shift = rs - 1;
       if (sp.max_shift - sp.min_shift + 1 > SP_MAX_CLASSES) sp.max_shift = sp.min_shift + SP_MAX_CLASSES - 1;
       total = ((size_t)(sp.max_shift - sp.min_shift + 2)) << rs; /* one region spare for alignment */
+      if (total > cap && rs > 24) continue;
       r = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     }
     if (r == MAP_FAILED) {
@@ -673,7 +683,11 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   unsigned c = ceil_log2(need);
   if (c < sp.min_shift) c = sp.min_shift;
   if (alignment > ((size_t)1 << c)) c = ceil_log2(alignment);
-  if (c > sp.max_shift) { errno = ENOMEM; return NULL; }
+  if (c > sp.max_shift) { /* beyond the largest class (a reservation reduced by RLIMIT_AS): RAM */
+    atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
+    errno = 0;
+    return NULL;
+  }
   msi_lock(&sp.lock);
   uintptr_t p = slot_alloc(c, need, zero);
   int e = errno;
@@ -761,7 +775,14 @@ void *msi_spill_realloc(void *p, size_t size) {
   /* beyond the slot: a slot with 2x headroom, filled inside the kernel */
   unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
   if (nc > sp.max_shift) nc = sp.max_shift;
-  if (need > ((size_t)1 << nc)) { msi_unlock(&sp.lock); errno = ENOMEM; return NULL; }
+  if (need > ((size_t)1 << nc)) { /* beyond the largest class: RAM (ms_malloc falls back to the heap) */
+    msi_unlock(&sp.lock);
+    void *q = ms_malloc ? ms_malloc(size) : NULL;
+    if (!q) { errno = ENOMEM; return NULL; }
+    memcpy(q, p, cur);
+    msi_spill_free(p);
+    return q;
+  }
   uintptr_t q = slot_alloc(nc, need, false);
   if (!q) { int e = errno; msi_unlock(&sp.lock); errno = e; return NULL; }
   sp_class_t *nk = &sp.cls[nc];

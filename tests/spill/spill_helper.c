@@ -419,6 +419,24 @@ static int mode_realloc(void) {
   return 0;
 }
 
+/* under RLIMIT_AS of 4 GB (set by the caller; malloc with a 1 MiB threshold): blocks spill (the reservation fits
+   in a quarter of the limit), a block beyond the largest class stays in RAM, and a spilled block grown past it
+   moves to RAM with its contents */
+static int mode_aslimit(void) {
+  unsigned char *p = malloc(4 << 20), *big = malloc(64 << 20);
+  if (!p || !ms_spill_is(p)) FAIL("a 4 MiB block under ulimit -v 4 GB was not spilled");
+  if (!big || ms_spill_is(big)) FAIL("a 64 MiB block beyond the reduced classes: %s", big ? "spilled" : strerror(errno));
+  fill(p, 4 << 20, 3);
+  fill(big, 64 << 20, 4);
+  unsigned char *q = realloc(p, 100 << 20);
+  if (!q || ms_spill_is(q) || !check(q, 4 << 20, 3)) FAIL("realloc past the largest class");
+  if (!check(big, 64 << 20, 4)) FAIL("the RAM block's contents");
+  free(q);
+  free(big);
+  printf("ok aslimit: spill under ulimit -v, larger blocks in RAM\n");
+  return 0;
+}
+
 /* every value of nb blocks of per words is i * per + j, plus 1 in the first nplus blocks */
 static void verify(uint64_t **b, size_t nb, size_t per, size_t nplus) {
   for (size_t i = 0; i < nb; i++)
@@ -575,6 +593,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "fds")) return mode_fds();
+  if (!strcmp(m, "aslimit")) return mode_aslimit();
   if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);
   if (!strcmp(m, "forkbeyond")) return mode_forkbeyond(argc > 2 ? strtoul(argv[2], NULL, 10) : 384);
   if (!strcmp(m, "maintpolicy")) return mode_maintpolicy(argc > 2 ? strtoul(argv[2], NULL, 10) : 192);

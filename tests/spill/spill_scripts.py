@@ -224,6 +224,13 @@ def main():
         return preload("many", "100000", threshold="4K")
     if t == "preload_fork":
         return preload("fork")
+    if t == "preload_aslimit":  # ulimit -v 4 GB: the reservation shrank to a quarter of it (spill was off below 19 GiB)
+        need_routing()
+        import resource
+        lim = 4 << 30
+        return run([HELPER_SHARED, "aslimit"], env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="1M",
+                                                       MEMSPACE_SPILL_DIR=SPILL_DIR),
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (lim, lim)))
     if t == "preload_fds":  # started with only 0, 1, 2 open (close_fds): no other before spilling
         need_routing()
         return run([HELPER_SHARED, "fds"], env=env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_THRESHOLD="1M",
