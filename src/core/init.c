@@ -2,6 +2,8 @@
 /* init.c: library start-up and exit. Safe before libc is fully up: reads options from environ only. */
 #include "internal.h"
 #include "route.h"
+#include <fcntl.h>
+#include <string.h>
 
 _Atomic int msi_initialized;
 
@@ -14,8 +16,19 @@ void msi_init(void) {
   atomic_store_explicit(&msi_initialized, 1, memory_order_release);
 }
 
-__attribute__((constructor(101))) static void msi_constructor(void) { msi_init(); }
+/* MEMSPACE_SHOW_STATS: a copy of stderr taken at start-up, for programs that close stderr before exiting
+   (coreutils' close_stdout: `sort`, `md5sum` printed no statistics) */
+static int stats_fd = -1;
+
+__attribute__((constructor(101))) static void msi_constructor(void) {
+  msi_init();
+  if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+}
+
+static void stats_out(const char *text, void *arg) { msi_write_fd(*(int *)arg, text, strlen(text)); }
 
 __attribute__((destructor(101))) static void msi_destructor(void) {
-  if (msi_opt(MS_OPTION_SHOW_STATS)) ms_stats_print(NULL, NULL, 0); /* never set in the tool (options.c) */
+  if (!msi_opt(MS_OPTION_SHOW_STATS)) return; /* never set in the tool (options.c) */
+  int fd = fcntl(2, F_GETFD) != -1 || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
+  ms_stats_print(stats_out, &fd, 0);
 }

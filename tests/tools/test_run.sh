@@ -13,6 +13,9 @@ out=$(LD_PRELOAD=/nonexistent-first.so "$tool" run -- sh -c 'echo "$LD_PRELOAD"'
 check "existing LD_PRELOAD kept first" '[[ "$out" == /nonexistent-first.so:/*libmemspace.so* ]]'
 out=$("$tool" run --heap size --spill-threshold 1G --spill-dir /tmp --stats -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_SPILL_THRESHOLD $MEMSPACE_SPILL_DIR $MEMSPACE_SHOW_STATS"' 2>/dev/null)
 check "heap/spill/stats options become variables" '[ "$out" = "size 1G /tmp 1" ]'
+# a program that closes stderr before exiting (coreutils' close_stdout) still gets its statistics
+out=$(echo x | "$tool" run --stats -- sort 2>&1 >/dev/null)
+check "--stats with sort (stderr closed at exit)" '[[ "$out" == *"memspace "*" statistics"* ]]'
 msg=$("$tool" run --spill-dir /tmp -- true 2>&1)
 check "a spill directory without a threshold is pointed out" '[[ "$msg" == *"without a spill threshold"* ]]'
 msg=$(MEMSPACE_SPILL_DIR=/tmp "$tool" run -- true 2>&1)
