@@ -106,6 +106,8 @@ void msi_heap_check_free(msi_span_t *s, msi_block_t *b) { /* the caller has chec
   unsigned n = 0;
   for (msi_block_t *f = s->free; f && n < walk; f = msi_block_next(s, f), n++)
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
+  for (msi_block_t *f = s->rfree; f && n < walk; f = msi_block_next(s, f), n++) /* collected remote frees */
+    if (f == b) msi_heap_bad_pointer(b, "free(): double free");
 #if MEMSPACE_DEBUG
   if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));
 #endif
@@ -126,23 +128,36 @@ _Noreturn void msi_heap_corrupt_link(const void *block, uintptr_t decoded) {
 /* secure build: guard pages and the carving order                                                              */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#if MSI_HEAP_SECURE
-static _Atomic int guards_off; /* the kernel has no MADV_GUARD_INSTALL (before 6.13): no guards in segments */
+/* whether guard markers work here (secure build; msi_heap_g.guard_markers): probed once at start-up on a fresh
+   page. Refused (EINVAL): a kernel before 6.13, or memory locked by an mlockall(MCL_FUTURE) made before. */
+static bool guard_probe(void) {
+  void *p = msi_os_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  bool ok = msi_os_madvise(p, 4096, MADV_GUARD_INSTALL) == 0;
+  msi_os_munmap(p, 4096);
+  return ok;
+}
 
+/* a guard marker refused on locked pages (mlock, mlockall): reported once, for spans and large blocks alike */
+void msi_heap_guard_refused(void) {
+  MSI_WARN_ONCE("heap (secure build): guard markers refused on locked memory (mlock, mlockall): spans and blocks "
+                "of 64 KiB-1 MiB made from now on go without a guard page");
+}
+
+#if MSI_HEAP_SECURE
 /* a guard page at addr: MADV_GUARD_INSTALL marks the page so that any access faults, without a new mapping (the
    segment stays one VMA). mprotect would split the segment's mapping in three per span, past the kernel's limit
-   of ~65,530 mappings in a few GiB of heap, so without the advice there is no guard in segments (reported once). */
-static void guard_install(uintptr_t addr) {
-  if (atomic_load_explicit(&guards_off, memory_order_relaxed)) return;
-  if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_INSTALL) == 0) return;
-  if (errno == EINVAL && !atomic_exchange(&guards_off, 1))
-    msi_warning("heap (secure build): this kernel has no MADV_GUARD_INSTALL (Linux 6.13+): no guard pages between "
-                "small spans (mprotect would split the heap's mappings); large blocks keep theirs");
-  /* another failure (ENOMEM, an injected fault): this span goes without a guard */
+   of ~65,530 mappings in a few GiB of heap, so without markers there is no guard in segments (reported once at
+   start-up). true: installed. Refused on locked pages (mlock, mlockall): that span goes without a guard. */
+static bool guard_install(uintptr_t addr) {
+  if (!msi_heap_g.guard_markers) return false;
+  if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_INSTALL) == 0) return true;
+  if (errno == EINVAL) msi_heap_guard_refused();
+  return false; /* (or an injected fault) */
 }
-/* the page becomes ordinary memory again (a span of another length may put blocks there) */
+/* the page becomes ordinary memory again (a span of another length may put blocks there). Never skipped for a
+   span that got its guard: a guard left behind would sit inside the next span's blocks */
 static void guard_remove(uintptr_t addr) {
-  if (atomic_load_explicit(&guards_off, memory_order_relaxed)) return;
   for (int i = 0; i < 3; i++)
     if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) return;
   /* still refused: a fresh mapping over the page drops any guard (and merges back into the segment's mapping) */
@@ -270,7 +285,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = (uint8_t)at;
   msi_unlock(&seg_lock);
 #if MSI_HEAP_SECURE
-  guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while the span is cached */
+  s->guarded = guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while it is cached */
 #endif
   return s;
 }
@@ -288,7 +303,8 @@ static void segment_release_span(msi_span_t *s, bool purge_now) {
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
 #if MSI_HEAP_SECURE
-  guard_remove(s->base + bytes - MSI_HEAP_GUARD);
+  if (s->guarded) guard_remove(s->base + bytes - MSI_HEAP_GUARD);
+  s->guarded = 0;
 #endif
   if (purge_now) {
     msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
@@ -819,6 +835,10 @@ void msi_heap_global_init(void) {
   msi_heap_g.secret = secret | 1;
   msi_heap_g.link_secret = (rnd[1] ^ secret) * 0xBF58476D1CE4E5B9ull;
   msi_heap_g.canary_secret = (rnd[1] + secret) * 0x94D049BB133111EBull;
+  if (MSI_HEAP_SECURE && !(msi_heap_g.guard_markers = guard_probe()))
+    msi_warning("heap (secure build): guard markers refused (errno %d: Linux before 6.13, or memory locked by "
+                "mlockall): no guard pages between small spans (mprotect would split the heap's mappings), "
+                "blocks of 64 KiB-1 MiB each take two mappings", errno);
   if (!region_init()) {
     msi_warning("heap: cannot reserve address space; every allocation fails");
     atomic_store(&init_state, 2);

@@ -68,6 +68,7 @@ typedef struct msi_span_s {
   /* second line: what other threads touch, and the owner's cold fields */
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
+  uint8_t guarded;             /* secure build: its last page carries a guard marker */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out */
@@ -114,6 +115,7 @@ typedef struct msi_heap_globals_s {
   uintptr_t secret;        /* cookies of free blocks */
   uintptr_t link_secret;   /* secure build: free-list link encoding */
   uintptr_t canary_secret; /* secure build: canaries */
+  bool guard_markers;      /* secure build: guard markers work (heap.c guard_probe) */
   int ready;
 } msi_heap_globals_t;
 extern msi_heap_globals_t msi_heap_g;
@@ -196,6 +198,7 @@ size_t msi_usable_size(const void *p);
 #endif
 extern bool msi_heap_checks;
 void msi_heap_check_free(msi_span_t *s, msi_block_t *b); /* after the cookie: a short free-list walk */
+void msi_heap_guard_refused(void); /* secure build: a guard marker refused on locked memory (reported once) */
 
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);

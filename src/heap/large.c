@@ -42,12 +42,11 @@ static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static size_t page_size, page_shift;
 static bool dense_on; /* see dense() */
 static bool strict_overcommit(void);
-static bool guard_markers(void);
 
 void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
-  dense_on = !strict_overcommit() && (!MSI_HEAP_SECURE || guard_markers());
+  dense_on = !strict_overcommit() && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
@@ -118,14 +117,10 @@ static bool strict_overcommit(void) {
    build holds 40,000). Installing zaps the pages. Kernels before 6.13 have no markers: no dense slots in the
    secure build there. true: done; false + errno: refused (mlock'd pages) */
 static bool dense_guard(uintptr_t addr, size_t bytes, bool on) {
-  return !MSI_HEAP_SECURE || !bytes || msi_os_madvise((void *)addr, bytes, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE) == 0;
-}
-static bool guard_markers(void) {
-  void *p = msi_os_mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return false;
-  bool ok = msi_os_madvise(p, page_size, MADV_GUARD_INSTALL) == 0;
-  msi_os_munmap(p, page_size);
-  return ok;
+  if (!MSI_HEAP_SECURE || !bytes) return true;
+  if (msi_os_madvise((void *)addr, bytes, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE) == 0) return true;
+  if (on && errno == EINVAL) msi_heap_guard_refused(); /* installing on locked pages (mlock, mlockall) */
+  return false;
 }
 
 /* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno. Never transparent
@@ -143,7 +138,7 @@ static bool dense_map(uintptr_t addr, size_t bytes) {
 /* the pages [addr, addr + bytes) of a live block in a slot of size 2^k become usable; NULL + ENOMEM */
 static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
   if (!dense(k)) return commit(addr, bytes);
-  if (dense_guard(addr, bytes, false) || dense_map(addr, bytes)) return (void *)addr;
+  if (dense_guard(addr, bytes, false)) return (void *)addr; /* (refused: the slot stays as it was, mapped) */
   errno = ENOMEM;
   return NULL;
 }
@@ -151,7 +146,8 @@ static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
   if (!dense(k)) {
     decommit(addr, bytes);
-  } else if (bytes && (msi_os_madvise((void *)addr, bytes, MSI_HEAP_SECURE ? MADV_GUARD_INSTALL : MADV_DONTNEED) == 0 ||
+  } else if (bytes && ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true)
+                                        : msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0) ||
                         dense_map(addr, bytes))) {
     /* (both advices are refused on locked pages: mlock, mlockall) */
     atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
@@ -257,7 +253,8 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   if (idx < 0) return msi_direct_alloc(size, alignment); /* every slot of the size taken (direct.c) */
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
   if (!slot_commit_fresh(k, addr, need, bumped)) {
-    if (!dense(k)) { /* (a dense slot never committed is left out: the free list holds committed ones only) */
+    if (!dense(k) || !bumped) { /* (a fresh dense slot whose mapping failed is left out: the free list holds
+                                    mapped ones only) */
       msi_lock(&c->lock);
       slot_put_fresh(c, (uint32_t)idx);
       msi_unlock(&c->lock);
