@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* copy.c: the streaming (non-temporal) copies behind ms_dma_write, ms_dma_stream and ms_dma_copy.
    x86-64: regular stores up to the first cache-line boundary of the destination, non-temporal stores (AVX2 when
-   the CPU has it, found at run time with __builtin_cpu_supports, else SSE2 which every x86-64 has) for whole
+   the CPU and the kernel support it, asked with cpuid/xgetbv at the first copy, else SSE2 which every x86-64
+   has) for whole
    lines, regular stores for the tail. ms_dma_write ends with sfence so its data is globally visible when it
    returns; ms_dma_stream and ms_dma_copy leave the fence to ms_dma_fence, once per batch: on this project's
    2-vCPU KVM guest one sfence after a 1 KiB copy cost about 250 ns, 4x the copy itself.
@@ -17,6 +18,7 @@
 void msi_dma_copy_fenced(void *dst, const void *src, size_t length);
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 __attribute__((target("avx2"))) static void stream_avx2(char *d, const char *s, size_t n) {
@@ -51,11 +53,22 @@ static void stream_sse2(char *d, const char *s, size_t n) {
 typedef void stream_fn(char *d, const char *s, size_t n);
 static stream_fn *_Atomic stream_impl;
 
+/* AVX2 in the CPU and its YMM state saved by the kernel. Not __builtin_cpu_supports: it links libgcc's
+   __cpu_indicator_init, a constructor that ran a dozen cpuid instructions in every process the library is loaded
+   into (about 90 us a process start on this project's KVM guest, where each cpuid exits to the hypervisor) */
+static bool cpu_has_avx2(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX)) return false;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 6) != 6) return false; /* XMM and YMM state enabled */
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
+}
+
 static stream_fn *pick(void) {
   stream_fn *f = atomic_load_explicit(&stream_impl, memory_order_relaxed);
   if (MSI_UNLIKELY(!f)) {
-    __builtin_cpu_init();
-    f = __builtin_cpu_supports("avx2") ? stream_avx2 : stream_sse2;
+    f = cpu_has_avx2() ? stream_avx2 : stream_sse2;
     atomic_store_explicit(&stream_impl, f, memory_order_relaxed);
   }
   return f;
