@@ -5,6 +5,12 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define MSI_HAVE_SINGLE_THREADED 1
+#endif
+#endif
 
 static void futex(_Atomic int *addr, int op, int val) { syscall(SYS_futex, (int *)addr, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0); }
 
@@ -20,6 +26,16 @@ void msi_lock_slow(msi_lock_t *l) {
 }
 
 void msi_unlock_slow(msi_lock_t *l) { futex(&l->state, FUTEX_WAKE, 1); }
+
+_Alignas(512) msi_fork_page_t msi_fork_page;
+
+bool msi_single_threaded(void) {
+#ifdef MSI_HAVE_SINGLE_THREADED
+  return __libc_single_threaded;
+#else
+  return false;
+#endif
+} /* zero: every lock free (MSI_LOCK_INIT) */
 
 uint64_t msi_now_ns(void) {
   struct timespec ts;

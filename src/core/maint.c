@@ -24,11 +24,11 @@
 #define MAX_TASKS 8
 static const msi_maint_task_t *tasks[MAX_TASKS];
 static _Atomic int task_count;
-static msi_lock_t task_lock = MSI_LOCK_INIT;
+#define task_lock (msi_fork_page.maint_tasks) /* internal.h: msi_fork_page_t */
 static _Atomic int multi_threaded;
 static _Atomic int state; /* 0 none, 1 starting, 2 running */
 static _Atomic int atfork_done;
-static _Atomic int forked;          /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
+#define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
 static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
 static void child_after_fork(void);
@@ -134,11 +134,13 @@ static void *maint_main(void *arg) {
   return NULL;
 }
 
-static void child_after_fork(void) {
-  atomic_store(&state, 0);
-  atomic_store(&multi_threaded, 0);
-  atomic_store(&forked, 1);
-  atomic_store(&next_check, 0);
+/* writes only what changes (each page written after fork is a copy): the fork page, and this file's state only
+   when the thread had started */
+MSI_COLD static void child_after_fork(void) {
+  if (atomic_load(&state)) atomic_store(&state, 0);
+  if (atomic_load(&multi_threaded)) atomic_store(&multi_threaded, 0);
+  if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
+  if (atomic_load(&next_check)) atomic_store(&next_check, 0);
   msi_lock_reset(&task_lock);
 }
 

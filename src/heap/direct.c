@@ -24,7 +24,7 @@ static uintptr_t freed[FREED_RING];
 static unsigned freed_next;
 static _Atomic bool used; /* read without the lock: false = no direct block was ever made, nothing to look up */
 static uint64_t bytes;
-static msi_lock_t lock = MSI_LOCK_INIT;
+#define direct_lock (msi_fork_page.direct) /* internal.h: msi_fork_page_t */
 
 static size_t slot_of(uintptr_t a) { return (size_t)((a >> 12) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
 
@@ -105,9 +105,9 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
     if (a + extra > b) msi_os_munmap((void *)(b + len), a + extra - b);
     a = b;
   }
-  msi_lock(&lock);
+  msi_lock(&direct_lock);
   if (!reserve_one()) {
-    msi_unlock(&lock);
+    msi_unlock(&direct_lock);
     msi_os_munmap((void *)a, len);
     errno = ENOMEM;
     return NULL;
@@ -116,26 +116,26 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   count++;
   bytes += len;
   atomic_store_explicit(&used, true, memory_order_relaxed);
-  msi_unlock(&lock);
+  msi_unlock(&direct_lock);
   return (void *)a;
 }
 
 size_t msi_direct_usable(const void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return 0;
-  msi_lock(&lock);
+  msi_lock(&direct_lock);
   long i = find(p);
   size_t len = i < 0 ? 0 : table[i].len;
-  msi_unlock(&lock);
+  msi_unlock(&direct_lock);
   return len;
 }
 
 bool msi_direct_free(void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
-  msi_lock(&lock);
+  msi_lock(&direct_lock);
   long i = find(p);
   if (i < 0) {
     bool again = in_freed((uintptr_t)p);
-    msi_unlock(&lock);
+    msi_unlock(&direct_lock);
     if (again) msi_heap_bad_pointer(p, "free(): double free");
     return false;
   }
@@ -144,7 +144,7 @@ bool msi_direct_free(void *p) {
   count--;
   bytes -= len;
   remember_freed((uintptr_t)p);
-  msi_unlock(&lock);
+  msi_unlock(&direct_lock);
   msi_os_munmap(p, len);
   return true;
 }
@@ -153,12 +153,12 @@ bool msi_direct_free(void *p) {
 void *msi_direct_realloc(void *p, size_t size) {
   size_t len = msi_round_up(size ? size : 1, msi_os_page_size());
   if (len == 0) { errno = ENOMEM; return NULL; }
-  msi_lock(&lock);
+  msi_lock(&direct_lock);
   long i = find(p);
-  if (i < 0) { msi_unlock(&lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
+  if (i < 0) { msi_unlock(&direct_lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
   size_t old = table[i].len;
   void *q = len == old ? p : msi_os_mremap(p, old, len, MREMAP_MAYMOVE, NULL);
-  if (q == MAP_FAILED) { msi_unlock(&lock); errno = ENOMEM; return NULL; }
+  if (q == MAP_FAILED) { msi_unlock(&direct_lock); errno = ENOMEM; return NULL; }
   bytes += len - old; /* modulo 2^64: a shrink subtracts */
   if (q == p) {
     table[i].len = len;
@@ -167,28 +167,28 @@ void *msi_direct_realloc(void *p, size_t size) {
     remember_freed((uintptr_t)p);
     insert((uintptr_t)q, len);
   }
-  msi_unlock(&lock);
+  msi_unlock(&direct_lock);
   return q;
 }
 
 bool msi_direct_was_freed(const void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
-  msi_lock(&lock);
+  msi_lock(&direct_lock);
   bool hit = in_freed((uintptr_t)p);
-  msi_unlock(&lock);
+  msi_unlock(&direct_lock);
   return hit;
 }
 
 uint64_t msi_direct_bytes(void) {
   if (!atomic_load_explicit(&used, memory_order_relaxed)) return 0;
-  msi_lock(&lock);
+  msi_lock(&direct_lock);
   uint64_t b = bytes;
-  msi_unlock(&lock);
+  msi_unlock(&direct_lock);
   return b;
 }
 
-void msi_direct_lock(void) { msi_lock(&lock); }
+void msi_direct_lock(void) { msi_lock(&direct_lock); }
 void msi_direct_unlock(bool child) {
-  if (child) msi_lock_reset(&lock);
-  else msi_unlock(&lock);
+  if (child) msi_lock_reset(&direct_lock);
+  else msi_unlock(&direct_lock);
 }

@@ -29,18 +29,18 @@ msi_span_t msi_empty_span;
 msi_heap_t msi_empty_heap = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
 __thread msi_heap_t *msi_tls_heap = &msi_empty_heap;
 
-static msi_lock_t init_lock = MSI_LOCK_INIT;
+#define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
 static _Atomic int init_state; /* 0 none, 1 in progress, 2 done */
 static pthread_key_t heap_key;
 static bool heap_key_ok;
 
 /* segments */
-static msi_lock_t seg_lock = MSI_LOCK_INIT;
+#define seg_lock (msi_fork_page.heap_seg) /* internal.h: msi_fork_page_t */
 /* global span cache, one list per span length */
-static msi_lock_t global_lock = MSI_LOCK_INIT;
+#define global_lock (msi_fork_page.heap_global) /* internal.h: msi_fork_page_t */
 static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
 /* heaps */
-static msi_lock_t heaps_lock = MSI_LOCK_INIT;
+#define heaps_lock (msi_fork_page.heap_heaps) /* internal.h: msi_fork_page_t */
 static msi_heap_t *_Atomic all_heaps;
 static msi_heap_t *_Atomic orphans;
 static uint32_t heap_count;
@@ -788,28 +788,34 @@ static msi_heap_t *heap_thread_init(void) {
 /* fork                                                                                                         */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static void fork_prepare(void) {
+static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
+MSI_COLD static void fork_prepare(void) {
+  fork_unlocked = msi_single_threaded();
+  if (fork_unlocked) return;
   msi_lock(&heaps_lock);
   for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
   msi_lock(&global_lock);
   msi_lock(&seg_lock);
   msi_large_lock_all();
 }
-static void fork_parent(void) {
+MSI_COLD static void fork_parent(void) {
+  if (fork_unlocked) return;
   msi_large_unlock_all(false);
   msi_unlock(&seg_lock);
   msi_unlock(&global_lock);
   for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_unlock(&h->cache_lock);
   msi_unlock(&heaps_lock);
 }
-static void fork_child(void) {
+MSI_COLD static void fork_child(void) {
+  if (fork_unlocked) return; /* the parent had one thread: no lock held, the thread count unchanged */
   msi_large_unlock_all(true);
   msi_lock_reset(&seg_lock);
   msi_lock_reset(&global_lock);
   for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
   msi_lock_reset(&heaps_lock);
   msi_lock_reset(&init_lock);
-  msi_heap_counters.threads_live = msi_tls_heap != &msi_empty_heap;
+  uint64_t live = msi_tls_heap != &msi_empty_heap; /* written only when it changes: a write is a page copy */
+  if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */

@@ -27,7 +27,6 @@ typedef struct slot_meta_s {
 } slot_meta_t;
 
 typedef struct lclass_s {
-  msi_lock_t lock;
   uintptr_t base;
   uint64_t nslots, bump;
   uint32_t free_head; /* index + 1 of an uncommitted free slot */
@@ -38,6 +37,9 @@ typedef struct lclass_s {
 } lclass_t;
 
 static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+/* each class's lock, in the fork page (internal.h: msi_fork_page_t) */
+_Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock per large class");
+#define lock_of(c) (&msi_fork_page.large[(c) - classes])
 static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static size_t page_size, page_shift;
 static bool dense_on; /* see dense() */
@@ -216,21 +218,21 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
   if (k > msi_heap_g.sub_shift) return msi_direct_alloc(size, alignment); /* a reduced region (direct.c) */
   lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
-  msi_lock(&c->lock);
+  msi_lock(lock_of(c));
   if (c->ncached) {
     uint32_t idx = c->cached[--c->ncached];
     slot_meta_t *m = &c->meta[idx];
     uint32_t have = m->pages & SLOT_PAGES;
     m->pages = SLOT_LIVE | have;
-    msi_unlock(&c->lock);
+    msi_unlock(lock_of(c));
     atomic_fetch_sub_explicit(&cached_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     uintptr_t addr = c->base + ((uintptr_t)idx << k);
     if (have < npages) {
       if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) {
-        msi_lock(&c->lock);
+        msi_lock(lock_of(c));
         slot_decommit(k, addr, (size_t)have << page_shift);
         slot_put_fresh(c, idx);
-        msi_unlock(&c->lock);
+        msi_unlock(lock_of(c));
         errno = ENOMEM;
         return NULL;
       }
@@ -249,15 +251,15 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   bool bumped;
   int64_t idx = slot_take_fresh(c, &bumped);
-  msi_unlock(&c->lock);
+  msi_unlock(lock_of(c));
   if (idx < 0) return msi_direct_alloc(size, alignment); /* every slot of the size taken (direct.c) */
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
   if (!slot_commit_fresh(k, addr, need, bumped)) {
     if (!dense(k) || !bumped) { /* (a fresh dense slot whose mapping failed is left out: the free list holds
                                     mapped ones only) */
-      msi_lock(&c->lock);
+      msi_lock(lock_of(c));
       slot_put_fresh(c, (uint32_t)idx);
-      msi_unlock(&c->lock);
+      msi_unlock(lock_of(c));
     }
     errno = ENOMEM;
     return NULL;
@@ -272,10 +274,10 @@ void msi_large_free(void *p) {
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
-  msi_lock(&c->lock);
+  msi_lock(lock_of(c));
   slot_meta_t *m = &c->meta[idx];
   if (!(m->pages & SLOT_LIVE)) {
-    msi_unlock(&c->lock);
+    msi_unlock(lock_of(c));
     msi_heap_bad_pointer(p, m->pages & SLOT_CACHED ? "free(): double free" : "free(): invalid pointer");
   }
   uint32_t have = m->pages & SLOT_PAGES;
@@ -286,7 +288,7 @@ void msi_large_free(void *p) {
     m->pages = SLOT_CACHED | have;
     c->cached_ms[c->ncached] = msi_heap_now_ms();
     c->cached[c->ncached++] = idx;
-    msi_unlock(&c->lock);
+    msi_unlock(lock_of(c));
     atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
     msi_heap_note_idle(bytes);
     msi_maint_kick();
@@ -294,11 +296,11 @@ void msi_large_free(void *p) {
     return;
   }
   m->pages = 0; /* neither live nor cached: a second free is caught */
-  msi_unlock(&c->lock);
+  msi_unlock(lock_of(c));
   slot_decommit(k, (uintptr_t)p, bytes);
-  msi_lock(&c->lock);
+  msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
-  msi_unlock(&c->lock);
+  msi_unlock(lock_of(c));
 }
 
 size_t msi_large_usable(const void *p) {
@@ -409,9 +411,9 @@ void *msi_large_realloc(void *p, size_t size) {
   lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
   bool bumped;
   if (c2) {
-    msi_lock(&c2->lock);
+    msi_lock(lock_of(c2));
     idx2 = slot_take_fresh(c2, &bumped);
-    msi_unlock(&c2->lock);
+    msi_unlock(lock_of(c2));
   }
   if (idx2 < 0) /* no slot for it: mapped on its own (direct.c), as only a limited address space gets here */
     return by_copy(p, (size_t)have << page_shift, size, msi_direct_alloc(size, 0));
@@ -423,17 +425,17 @@ void *msi_large_realloc(void *p, size_t size) {
     q = move_block(addr, addr2, old_bytes, new_bytes);
   }
   if (q == MAP_FAILED) {
-    msi_lock(&c2->lock);
+    msi_lock(lock_of(c2));
     slot_put_fresh(c2, (uint32_t)idx2);
-    msi_unlock(&c2->lock);
+    msi_unlock(lock_of(c2));
     errno = ENOMEM;
     return NULL;
   }
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
   c2->meta[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
-  msi_lock(&c->lock);
+  msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
-  msi_unlock(&c->lock);
+  msi_unlock(lock_of(c));
   return q;
 }
 
@@ -445,7 +447,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
     if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     uint32_t old[CACHE_MAX], n = 0;
-    msi_lock(&c->lock);
+    msi_lock(lock_of(c));
     uint32_t keep = 0;
     for (uint32_t j = 0; j < c->ncached; j++) {
       if (force || now - c->cached_ms[j] >= delay) {
@@ -457,7 +459,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
       }
     }
     c->ncached = keep;
-    msi_unlock(&c->lock);
+    msi_unlock(lock_of(c));
     for (uint32_t j = 0; j < n; j++) {
       size_t bytes = (size_t)(c->meta[old[j]].pages & SLOT_PAGES) << page_shift;
       slot_decommit(k, c->base + ((uintptr_t)old[j] << k), bytes);
@@ -465,9 +467,9 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
       total += bytes;
     }
     if (n) {
-      msi_lock(&c->lock);
+      msi_lock(lock_of(c));
       for (uint32_t j = 0; j < n; j++) slot_put_fresh(c, old[j]);
-      msi_unlock(&c->lock);
+      msi_unlock(lock_of(c));
     }
   }
   return total;
@@ -481,13 +483,13 @@ void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed)
 }
 
 void msi_large_lock_all(void) {
-  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&classes[i].lock);
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&msi_fork_page.large[i]);
   msi_direct_lock();
 }
 void msi_large_unlock_all(bool child) {
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-    if (child) msi_lock_reset(&classes[i].lock);
-    else msi_unlock(&classes[i].lock);
+    if (child) msi_lock_reset(&msi_fork_page.large[i]);
+    else msi_unlock(&msi_fork_page.large[i]);
   }
 }

@@ -82,8 +82,8 @@ typedef struct sp_class_s {
   unsigned closes;             /* times the file was closed on becoming empty (class_close) */
 } sp_class_t;
 
+#define sp_lock (msi_fork_page.spill) /* internal.h: msi_fork_page_t */
 static struct {
-  msi_lock_t lock;
   _Atomic int state;           /* 0 untried, 1 ready, 2 unusable */
   _Atomic int in_child;        /* forked child (statistics only) */
   _Atomic uintptr_t base;      /* reserved range [base, base + span) */
@@ -98,7 +98,7 @@ static struct {
   bool random_adv;             /* mappings advised MADV_RANDOM (the data outgrew memory), else MADV_NORMAL */
   _Atomic uint64_t alloc_gen;  /* blocks allocated so far (advise_refresh) */
   _Atomic uint64_t advice_switches;
-} sp = {.lock = MSI_LOCK_INIT};
+} sp;
 
 static void advise_range(uintptr_t start, size_t len, bool random);
 static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
@@ -242,11 +242,13 @@ static bool any_file(void) {
     if (sp.cls[c].fd >= 0) return true;
   return false;
 }
-static void fork_prepare(void) {
-  msi_lock(&sp.lock);
+static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
+MSI_COLD static void fork_prepare(void) {
+  fork_unlocked = msi_single_threaded();
+  if (!fork_unlocked) msi_lock(&sp_lock);
   if (!any_file() || msi_os_pipe(fork_sync) != 0) fork_sync[0] = fork_sync[1] = -1;
 }
-static void fork_parent(void) {
+MSI_COLD static void fork_parent(void) {
   if (fork_sync[1] >= 0) {
     msi_os_close(fork_sync[1]);
     char b;
@@ -254,11 +256,11 @@ static void fork_parent(void) {
     msi_os_close(fork_sync[0]);
     fork_sync[0] = fork_sync[1] = -1;
   }
-  msi_unlock(&sp.lock);
+  if (!fork_unlocked) msi_unlock(&sp_lock);
 }
-static void fork_sync_done(void) {
+static void fork_sync_done(void) { /* writes only when there was a pipe: each page a child writes is a copy */
   if (fork_sync[1] >= 0) msi_os_close(fork_sync[1]);
-  fork_sync[0] = fork_sync[1] = -1;
+  if (fork_sync[0] >= 0 || fork_sync[1] >= 0) fork_sync[0] = fork_sync[1] = -1;
 }
 /* A private file mapping still shows the parent's later writes to pages the child has not written. That is
    fatal for memory the parent keeps changing: an interpreter's stack in a small spilled block, or the header at
@@ -281,13 +283,13 @@ static void snapshot_blocks(sp_class_t *k, unsigned c) {
 }
 
 static void writeback_reset_child(void);
-static void fork_child(void) {
+MSI_COLD static void fork_child(void) {
   msi_lock_reset(&vec_lock);
   msi_lock_reset(&buf_lock);
   if (fork_sync[0] >= 0) msi_os_close(fork_sync[0]);
   if (atomic_load(&sp.state) != 1) { /* never used (or unusable): nothing is mapped */
     fork_sync_done();
-    msi_lock_reset(&sp.lock);
+    msi_lock_reset(&sp_lock);
     return;
   }
   atomic_store(&sp.in_child, 1);
@@ -313,7 +315,7 @@ static void fork_child(void) {
     k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
   fork_sync_done(); /* the parent may go on */
-  msi_lock_reset(&sp.lock);
+  msi_lock_reset(&sp_lock);
 }
 
 static _Atomic int atfork_state;     /* 0 not registered, 1 being registered, 2 registered */
@@ -339,9 +341,9 @@ static void advise_refresh(void);
 static void maint_run(uint64_t now_ns) {
   (void)now_ns;
   writeback_all();
-  if (msi_trylock(&sp.lock)) { /* the anonymous memory changes without spilled allocations */
+  if (msi_trylock(&sp_lock)) { /* the anonymous memory changes without spilled allocations */
     advise_update();
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
   }
   advise_refresh();
 }
@@ -378,10 +380,10 @@ static size_t as_cap(void) {
 static MSI_NOINLINE bool sp_init_slow(void) {
   msi_init();
   atfork_once(); /* before the lock is first taken: a fork never copies it held */
-  msi_lock(&sp.lock);
+  msi_lock(&sp_lock);
   int st = atomic_load(&sp.state);
   if (st != 0) {
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
     return st == 1;
   }
   bool ok = choose_dir();
@@ -420,7 +422,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
   }
   if (ok) budget_init();
   atomic_store(&sp.state, ok ? 1 : 2);
-  msi_unlock(&sp.lock);
+  msi_unlock(&sp_lock);
   if (ok) {
     msi_maint_register(&sp_maint);
     /* spilled data needs write-back even in a single-threaded program: allow the shared maintenance thread */
@@ -688,10 +690,10 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
     errno = 0;
     return NULL;
   }
-  msi_lock(&sp.lock);
+  msi_lock(&sp_lock);
   uintptr_t p = slot_alloc(c, need, zero);
   int e = errno;
-  msi_unlock(&sp.lock);
+  msi_unlock(&sp_lock);
   sp_sync_pace();
   if (!p) { errno = e; return NULL; }
   return (void *)p;
@@ -701,14 +703,14 @@ void msi_spill_free(void *p) {
   unsigned c;
   size_t slot;
   if (!p) return;
-  msi_lock(&sp.lock);
+  msi_lock(&sp_lock);
   if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
     msi_error("spill: free of %p, which is not a live spilled block (double free?)", p);
     return;
   }
   slot_free(c, slot);
-  msi_unlock(&sp.lock);
+  msi_unlock(&sp_lock);
 }
 
 size_t msi_spill_usable_size(const void *p) {
@@ -727,9 +729,9 @@ void *msi_spill_realloc(void *p, size_t size) {
   size_t ps = msi_os_page_size();
   size_t need = msi_round_up(size ? size : 1, ps);
   if (need == 0) { errno = ENOMEM; return NULL; }
-  msi_lock(&sp.lock);
+  msi_lock(&sp_lock);
   if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
     errno = EINVAL;
     return NULL;
   }
@@ -737,7 +739,7 @@ void *msi_spill_realloc(void *p, size_t size) {
   size_t cur = k->meta[slot], off = slot << c;
   size_t threshold = msi_spill_threshold();
   if (threshold && size < threshold && ms_malloc) { /* below the threshold: back to the heap */
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
     void *q = ms_malloc(size);
     if (q && !msi_spill_owns(q)) {
       memcpy(q, p, size < cur ? size : cur);
@@ -745,8 +747,8 @@ void *msi_spill_realloc(void *p, size_t size) {
       return q;
     }
     if (q) msi_spill_free(q);
-    msi_lock(&sp.lock); /* no RAM: shrink in place below */
-    if (k->meta[slot] != cur) { msi_unlock(&sp.lock); errno = EINVAL; return NULL; }
+    msi_lock(&sp_lock); /* no RAM: shrink in place below */
+    if (k->meta[slot] != cur) { msi_unlock(&sp_lock); errno = EINVAL; return NULL; }
   }
   bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
@@ -755,7 +757,7 @@ void *msi_spill_realloc(void *p, size_t size) {
       if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + rcur), (off_t)(rneed - rcur)) != 0) {
         int e = child ? ENOMEM : disk_errno(errno);
         if (!child) punch(k, off + rcur, rneed - rcur);
-        msi_unlock(&sp.lock);
+        msi_unlock(&sp_lock);
         errno = e;
         return NULL;
       }
@@ -769,14 +771,14 @@ void *msi_spill_realloc(void *p, size_t size) {
     k->meta[slot] = need;
     if (need >= cur) atomic_fetch_add_explicit(&sp.bytes, need - cur, memory_order_relaxed);
     else atomic_fetch_sub_explicit(&sp.bytes, cur - need, memory_order_relaxed);
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
     return p;
   }
   /* beyond the slot: a slot with 2x headroom, filled inside the kernel */
   unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
   if (nc > sp.max_shift) nc = sp.max_shift;
   if (need > ((size_t)1 << nc)) { /* beyond the largest class: RAM (ms_malloc falls back to the heap) */
-    msi_unlock(&sp.lock);
+    msi_unlock(&sp_lock);
     void *q = ms_malloc ? ms_malloc(size) : NULL;
     if (!q) { errno = ENOMEM; return NULL; }
     memcpy(q, p, cur);
@@ -784,7 +786,7 @@ void *msi_spill_realloc(void *p, size_t size) {
     return q;
   }
   uintptr_t q = slot_alloc(nc, need, false);
-  if (!q) { int e = errno; msi_unlock(&sp.lock); errno = e; return NULL; }
+  if (!q) { int e = errno; msi_unlock(&sp_lock); errno = e; return NULL; }
   sp_class_t *nk = &sp.cls[nc];
   size_t noff = q - nk->start, done = 0;
   /* copy_file_range reflinks on xfs and btrfs: a small block's old slot may stay behind, unpunched and sharing
@@ -799,7 +801,7 @@ void *msi_spill_realloc(void *p, size_t size) {
   if (done < cur) memcpy((void *)(q + done), (const char *)p + done, cur - done);
   atomic_fetch_add_explicit(&sp.moves, 1, memory_order_relaxed);
   slot_free(c, slot);
-  msi_unlock(&sp.lock);
+  msi_unlock(&sp_lock);
   return (void *)q;
 }
 
@@ -1013,10 +1015,10 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
     seen = gen;
     pending = 2; /* the program's madvise follows its malloc: the first tick may come in between */
   }
-  if (!pending || !msi_trylock(&sp.lock)) return;
+  if (!pending || !msi_trylock(&sp_lock)) return;
   if (sp.random_adv) advise_all(true);
   pending--;
-  msi_unlock(&sp.lock);
+  msi_unlock(&sp_lock);
 }
 
 /* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
