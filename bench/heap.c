@@ -25,7 +25,7 @@ typedef struct {
   size_t blocks, ops;
   double rptest_timeout_s;
   int runs;                            /* real programs */
-  int py_waves, py_n, sql_rows, gcc_funcs;
+  int py_waves, py_n, sql_rows, gcc_funcs, shell_cmds;
   double prog_timeout_s;
   size_t realloc_max;                  /* realloc growth */
   double realloc_limit_s;
@@ -37,16 +37,16 @@ typedef struct {
 static hb_params_t params_for(msb_mode_t mode) {
   hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
-                   .gcc_funcs = 70, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
+                   .gcc_funcs = 70, .shell_cmds = 300, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3,
                    .wl_scale = 1, .wl_timeout_s = 60, .wl_rounds = 1};
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
-    p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.prog_timeout_s = 30;
+    p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
     p.wl_scale = 0.02; p.wl_timeout_s = 30;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
-    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100;
+    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100; p.shell_cmds = 1000;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
     p.wl_scale = 3; p.wl_rounds = 3; p.wl_timeout_s = 300;
   }
@@ -291,11 +291,12 @@ static void print_idle(const hb_params_t *p) {
 
 /* ---- 2. real programs ---------------------------------------------------------------------------------- */
 
-enum { P_PY, P_PYMALLOC, P_SQL, P_GCC, N_PROGS };
-static const char *const prog_names[N_PROGS] = {"python_pymalloc", "python_malloc", "sqlite3", "gcc"};
+enum { P_PY, P_PYMALLOC, P_SQL, P_GCC, P_SHELL, N_PROGS };
+static const char *const prog_names[N_PROGS] = {"python_pymalloc", "python_malloc", "sqlite3", "gcc", "shell"};
 static const char *const prog_desc[N_PROGS] = {
     "python3 dict/list/string churn (pymalloc on)", "same with PYTHONMALLOC=malloc",
-    "sqlite3: build, index and query a table", "gcc -O2 -c on a generated file"};
+    "sqlite3: build, index and query a table", "gcc -O2 -c on a generated file",
+    "/bin/sh running /bin/true in a loop: fork, exec and start-up of every process, each preloaded"};
 enum { R_WALL, R_RSS, R_CPU, N_RMETRICS };
 static series_t pres[N_PROGS][MAX_IMPL][N_RMETRICS];
 static bool pfail[N_PROGS][MAX_IMPL];
@@ -304,6 +305,7 @@ typedef struct {
   char dir[PATH_MAX];
   char py[PATH_MAX], churn[PATH_MAX], sqlite[PATH_MAX], sql[PATH_MAX], db[PATH_MAX], gcc[PATH_MAX];
   char csrc[PATH_MAX], cobj[PATH_MAX];
+  char sh_script[256];
   char a_waves[16], a_n[16], a_read[PATH_MAX + 8];
   char ref[N_PROGS][4096]; /* glibc's output: every allocator must print the same */
   bool have[N_PROGS];
@@ -369,6 +371,9 @@ static bool setup_progs(progs_t *pg, const hb_params_t *p) {
   snprintf(pg->cobj, sizeof pg->cobj, "%s/generated.o", pg->dir);
   pg->have[P_GCC] = cc && write_c(pg->csrc, p->gcc_funcs);
   if (cc) snprintf(pg->gcc, sizeof pg->gcc, "%s", cc);
+  snprintf(pg->sh_script, sizeof pg->sh_script, "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done; echo $i",
+           p->shell_cmds);
+  pg->have[P_SHELL] = access("/bin/sh", X_OK) == 0 && access("/bin/true", X_OK) == 0;
   return true;
 }
 
@@ -392,6 +397,9 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
   case P_SQL:
     unlink(pg->db);
     argv[0] = pg->sqlite; argv[1] = "-bail"; argv[2] = pg->db; argv[3] = pg->a_read;
+    break;
+  case P_SHELL:
+    argv[0] = "/bin/sh"; argv[1] = "-c"; argv[2] = pg->sh_script;
     break;
   default:
     argv[0] = pg->gcc; argv[1] = "-O2"; argv[2] = "-c"; argv[3] = pg->csrc; argv[4] = "-o"; argv[5] = pg->cobj;
@@ -789,9 +797,9 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   }
   if (ctx->cmd)
     fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d blocks=%zu ops=%zu sizes=16..16000(linear falloff) "
-            "idle_ms=%d runs=%d py_waves=%d py_n=%d sql_rows=%d gcc_funcs=%d realloc_max=%zu realloc_limit_s=%g\n",
+            "idle_ms=%d runs=%d py_waves=%d py_n=%d sql_rows=%d gcc_funcs=%d shell_cmds=%d realloc_max=%zu realloc_limit_s=%g\n",
             p.rounds, p.warmup, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.sql_rows, p.gcc_funcs,
-            p.realloc_max, p.realloc_limit_s);
+            p.shell_cmds, p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
 
   const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": section 4 only (diagnosis runs) */
