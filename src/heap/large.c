@@ -33,7 +33,7 @@ typedef struct lclass_s {
   _Atomic uint32_t ncached; /* peeked at by the purge without the lock */
   uint32_t cached[CACHE_MAX];
   uint32_t cached_ms[CACHE_MAX];
-  slot_meta_t *meta;
+  size_t meta_off;    /* this class's first entry in the slot table */
 } lclass_t;
 
 static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
@@ -42,33 +42,48 @@ _Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock
 #define lock_of(c) (&msi_fork_page.large[(c) - classes])
 static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static size_t page_size, page_shift;
-static bool dense_on; /* see dense() */
+static _Atomic int dense_state; /* see dense(): 0 not yet known, 1 on, 2 off */
 static bool strict_overcommit(void);
+
+/* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block, and the
+   overcommit mode read at the first dense one: a process that makes none (most short-lived programs: `ls`,
+   `sed`, a shell) saves the mmap and the open/read/close of /proc/sys/vm/overcommit_memory at start-up. */
+static size_t table_bytes;
+static _Atomic(slot_meta_t *) table;
 
 void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
-  dense_on = !strict_overcommit() && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
     classes[i].nslots = k <= msi_heap_g.sub_shift ? (uint64_t)1 << (msi_heap_g.sub_shift - k) : 0;
-    total += classes[i].nslots * sizeof(slot_meta_t);
+    classes[i].meta_off = total;
+    total += classes[i].nslots;
   }
-  total = msi_round_up(total, page_size);
-  void *p = msi_os_mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) classes[i].nslots = 0;
-    msi_warning("heap: no memory for the large-block table; large allocations will fail");
-    return;
-  }
-  slot_meta_t *m = p;
-  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-    classes[i].meta = m;
-    m += classes[i].nslots;
-  }
+  table_bytes = msi_round_up(total * sizeof(slot_meta_t), page_size);
 }
+
+/* the slot table, mapped on first use (two threads racing both map it, one keeps its copy); NULL when refused:
+   the caller maps its block on its own (direct.c) */
+static slot_meta_t *table_get(void) {
+  slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
+  if (MSI_LIKELY(t)) return t;
+  void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    MSI_WARN_ONCE("heap: no memory for the large-block table (errno %d); large blocks are mapped on their own", errno);
+    return NULL;
+  }
+  if (!atomic_compare_exchange_strong_explicit(&table, &t, (slot_meta_t *)p, memory_order_acq_rel, memory_order_acquire)) {
+    msi_os_munmap(p, table_bytes);
+    return t;
+  }
+  return p;
+}
+
+/* a class's entries; only for a class with a slot in use (which was taken after table_get) */
+static inline slot_meta_t *meta_of(const lclass_t *c) { return atomic_load_explicit(&table, memory_order_relaxed) + c->meta_off; }
 
 /* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once */
 static void reserve(uintptr_t addr, size_t bytes) {
@@ -106,7 +121,15 @@ static void decommit(uintptr_t addr, size_t bytes) {
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
 #define LARGE_DENSE_MAX_SHIFT 20
-static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
+static bool dense(unsigned k) {
+  if (k > LARGE_DENSE_MAX_SHIFT) return false;
+  int st = atomic_load_explicit(&dense_state, memory_order_relaxed);
+  if (MSI_UNLIKELY(!st)) { /* racing threads compute the same answer */
+    st = !strict_overcommit() && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers) ? 1 : 2;
+    atomic_store_explicit(&dense_state, st, memory_order_relaxed);
+  }
+  return st == 1;
+}
 
 static bool strict_overcommit(void) {
   unsigned long long mode;
@@ -179,16 +202,16 @@ static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
   *bumped = false;
   if (c->free_head) {
     uint32_t idx = c->free_head - 1;
-    c->free_head = c->meta[idx].link;
-    c->meta[idx].link = 0;
+    c->free_head = meta_of(c)[idx].link;
+    meta_of(c)[idx].link = 0;
     return idx;
   }
   *bumped = c->bump < c->nslots;
   return *bumped ? (int64_t)c->bump++ : -1;
 }
 static void slot_put_fresh(lclass_t *c, uint32_t idx) {
-  c->meta[idx].pages = 0;
-  c->meta[idx].link = c->free_head;
+  meta_of(c)[idx].pages = 0;
+  meta_of(c)[idx].link = c->free_head;
   c->free_head = idx + 1;
 }
 
@@ -202,7 +225,7 @@ static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
   if (in & (((uintptr_t)1 << k) - 1)) return NULL;
   uint64_t idx = in >> k;
-  if (idx >= c->nslots) return NULL;
+  if (idx >= c->nslots || !atomic_load_explicit(&table, memory_order_relaxed)) return NULL; /* no large block yet */
   *idx_out = (uint32_t)idx;
   return c;
 }
@@ -216,12 +239,13 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   size_t need = msi_round_up(size ? size : 1, page_size);
   uint32_t npages = (uint32_t)(need >> page_shift);
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
-  if (k > msi_heap_g.sub_shift) return msi_direct_alloc(size, alignment); /* a reduced region (direct.c) */
+  if (k > msi_heap_g.sub_shift || MSI_UNLIKELY(!table_get()))
+    return msi_direct_alloc(size, alignment); /* a reduced region, or no slot table (direct.c) */
   lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
   msi_lock(lock_of(c));
   if (c->ncached) {
     uint32_t idx = c->cached[--c->ncached];
-    slot_meta_t *m = &c->meta[idx];
+    slot_meta_t *m = &meta_of(c)[idx];
     uint32_t have = m->pages & SLOT_PAGES;
     m->pages = SLOT_LIVE | have;
     msi_unlock(lock_of(c));
@@ -264,7 +288,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     errno = ENOMEM;
     return NULL;
   }
-  c->meta[idx].pages = SLOT_LIVE | npages;
+  meta_of(c)[idx].pages = SLOT_LIVE | npages;
   atomic_fetch_add_explicit(&live_bytes, need, memory_order_relaxed);
   return (void *)addr;
 }
@@ -275,7 +299,7 @@ void msi_large_free(void *p) {
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   msi_lock(lock_of(c));
-  slot_meta_t *m = &c->meta[idx];
+  slot_meta_t *m = &meta_of(c)[idx];
   if (!(m->pages & SLOT_LIVE)) {
     msi_unlock(lock_of(c));
     msi_heap_bad_pointer(p, m->pages & SLOT_CACHED ? "free(): double free" : "free(): invalid pointer");
@@ -307,7 +331,7 @@ size_t msi_large_usable(const void *p) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) return 0;
-  uint32_t pg = c->meta[idx].pages;
+  uint32_t pg = meta_of(c)[idx].pages;
   return pg & SLOT_LIVE ? (size_t)(pg & SLOT_PAGES) << page_shift : 0;
 }
 
@@ -384,11 +408,11 @@ static void *by_copy(void *p, size_t old_bytes, size_t size, void *q) {
 void *msi_large_realloc(void *p, size_t size) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
-  if (!c || !(c->meta[idx].pages & SLOT_LIVE)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+  if (!c || !(meta_of(c)[idx].pages & SLOT_LIVE)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
   if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) { errno = ENOMEM; return NULL; }
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t need = msi_round_up(size, page_size);
-  uint32_t npages = (uint32_t)(need >> page_shift), have = c->meta[idx].pages & SLOT_PAGES;
+  uint32_t npages = (uint32_t)(need >> page_shift), have = meta_of(c)[idx].pages & SLOT_PAGES;
   uintptr_t addr = (uintptr_t)p;
   if (need + MSI_HEAP_GUARD <= ((size_t)1 << k)) { /* in place inside the slot */
     if (npages > have) {
@@ -398,7 +422,7 @@ void *msi_large_realloc(void *p, size_t size) {
     } else {
       return p; /* what is committed stays usable */
     }
-    c->meta[idx].pages = SLOT_LIVE | npages;
+    meta_of(c)[idx].pages = SLOT_LIVE | npages;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
@@ -432,7 +456,7 @@ void *msi_large_realloc(void *p, size_t size) {
     return NULL;
   }
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
-  c2->meta[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
+  meta_of(c2)[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -452,7 +476,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
     for (uint32_t j = 0; j < c->ncached; j++) {
       if (force || now - c->cached_ms[j] >= delay) {
         old[n++] = c->cached[j];
-        c->meta[c->cached[j]].pages &= ~SLOT_CACHED;
+        meta_of(c)[c->cached[j]].pages &= ~SLOT_CACHED;
       } else {
         c->cached[keep] = c->cached[j];
         c->cached_ms[keep++] = c->cached_ms[j];
@@ -461,7 +485,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
     c->ncached = keep;
     msi_unlock(lock_of(c));
     for (uint32_t j = 0; j < n; j++) {
-      size_t bytes = (size_t)(c->meta[old[j]].pages & SLOT_PAGES) << page_shift;
+      size_t bytes = (size_t)(meta_of(c)[old[j]].pages & SLOT_PAGES) << page_shift;
       slot_decommit(k, c->base + ((uintptr_t)old[j] << k), bytes);
       atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
       total += bytes;
