@@ -76,8 +76,9 @@ MS_API int ms_parse_size(const char *text, size_t *value);
 /* Statistics: one namespace all parts register into                                                           */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define MS_STATS_VERSION 1
-#define MS_STATS_SIZE_CLASSES 64
+#define MS_STATS_VERSION 2            /* 2: heap_class_more (the heap has 96 size classes; version 1 had 64) */
+#define MS_STATS_SIZE_CLASSES 64      /* entries in heap_class: the heap's size classes 0-63 */
+#define MS_STATS_SIZE_CLASSES_MORE 64 /* entries in heap_class_more: classes 64 and up (zero past the last) */
 
 /// One heap size class's counters.
 typedef struct ms_stats_class_s {
@@ -128,7 +129,15 @@ typedef struct ms_stats_s {
   uint64_t dma_pinned_bytes;    ///< bytes pinned for DMA
   uint64_t dma_huge_bytes;      ///< of which on huge pages
   uint64_t reserved[32];
+  ms_stats_class_t heap_class_more[MS_STATS_SIZE_CLASSES_MORE]; ///< size classes from 64 (version 2: a version-1
+                                                                ///< caller's size ends before it)
 } ms_stats_t;
+
+/// Size class `i`'s counters in a snapshot (heap_class or heap_class_more); i < MS_STATS_SIZE_CLASSES +
+/// MS_STATS_SIZE_CLASSES_MORE. O(1), no locking, pure.
+static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, unsigned i) {
+  return i < MS_STATS_SIZE_CLASSES ? &stats->heap_class[i] : &stats->heap_class_more[i - MS_STATS_SIZE_CLASSES];
+}
 
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping
 /// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small).

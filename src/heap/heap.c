@@ -21,6 +21,7 @@ uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
 uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
 uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
 static uint64_t class_recip[MSI_HEAP_CLASSES];
+_Static_assert(MSI_HEAP_CLASSES <= MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE, "every class has its statistics entry");
 static uint32_t class_capacity[MSI_HEAP_CLASSES];
 
 /* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
@@ -55,10 +56,10 @@ static _Atomic uint32_t last_purge_ms;
 static void classes_init(void) {
   int c = 0;
   for (uint32_t s = 16; s <= 128; s += 16) msi_heap_class_size[c++] = s;
-  for (uint32_t d = 128; d < 8192; d *= 2)
+  for (uint32_t d = 128; d < 4096; d *= 2)
     for (uint32_t i = 1; i <= 8; i++) msi_heap_class_size[c++] = d + i * (d / 8);
-  for (uint32_t d = 8192; d < 32768; d *= 2)
-    for (uint32_t i = 1; i <= 4; i++) msi_heap_class_size[c++] = d + i * (d / 4);
+  for (uint32_t d = 4096; d < 32768; d *= 2) /* 16 per doubling: blocks of 4-32 KiB hold most of the rounding */
+    for (uint32_t i = 1; i <= 16; i++) msi_heap_class_size[c++] = d + i * (d / 16);
   for (c = 0; c < MSI_HEAP_CLASSES; c++) {
     uint32_t bs = msi_heap_class_size[c];
     unsigned best = 1;
@@ -1010,7 +1011,7 @@ void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
       if (seg->map[i] != i) continue;
       if (s->state == MSI_SPAN_CACHED) { cached += (uint64_t)s->nchunks * MSI_HEAP_CHUNK; continue; }
       if (s->state != MSI_SPAN_ACTIVE) continue;
-      ms_stats_class_t *c = &st->heap_class[s->cls];
+      ms_stats_class_t *c = msi_stats_class(st, s->cls);
       uint32_t used = s->used, cap = s->capacity;
       if (used > cap) used = cap;
       c->allocated += used;
@@ -1019,8 +1020,8 @@ void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
     }
   }
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    st->heap_class[c].block_size = msi_heap_class_size[c];
-    st->heap_class[c].returned = atomic_load_explicit(&msi_heap_counters.returned_spans[c], memory_order_relaxed);
+    msi_stats_class(st, c)->block_size = msi_heap_class_size[c];
+    msi_stats_class(st, c)->returned = atomic_load_explicit(&msi_heap_counters.returned_spans[c], memory_order_relaxed);
   }
   *cached_spans_bytes = cached;
 }

@@ -19,7 +19,7 @@
 #define MSI_HEAP_SEG_SHIFT 22
 #define MSI_HEAP_SEG_SIZE ((size_t)1 << MSI_HEAP_SEG_SHIFT)
 #define MSI_HEAP_SEG_CHUNKS 64
-#define MSI_HEAP_CLASSES 64
+#define MSI_HEAP_CLASSES 96
 #define MSI_HEAP_SMALL_MAX 32768
 #define MSI_HEAP_MAX_SPAN_CHUNKS 8
 #define MSI_HEAP_LARGE_MIN_SHIFT 16   /* smallest large slot: 64 KiB */
@@ -155,6 +155,8 @@ static inline void msi_heap_note_idle(size_t bytes) {
   if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
+/* class c's entry of a snapshot (heap_class, then heap_class_more: the public ms_stats_class, writable) */
+static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) { return (ms_stats_class_t *)ms_stats_class(st, c); }
 
 /* the fast paths' state (initial-exec TLS) */
 extern __thread msi_heap_t *msi_tls_heap;

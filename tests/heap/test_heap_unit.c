@@ -216,15 +216,15 @@ static void span_bookkeeping(void **state) {
   assert_false(msi_heap_small_valid((char *)v[mid] + 16, NULL));
   ms_stats_t st;
   assert_int_equal(ms_stats_get(&st, sizeof st), 0);
-  assert_true(st.heap_class[cls].allocated >= n);
-  assert_int_equal(st.heap_class[cls].block_size, bs);
-  assert_true(st.heap_class[cls].mapped >= n);
+  assert_true(ms_stats_class(&st, cls)->allocated >= n);
+  assert_int_equal(ms_stats_class(&st, cls)->block_size, bs);
+  assert_true(ms_stats_class(&st, cls)->mapped >= n);
   for (size_t i = 0; i < n; i++) ms_free(v[i]);
   assert_int_not_equal(s0->state, MSI_SPAN_ACTIVE); /* s0 is not the current span: it left the class */
   ms_free(v);
   ms_heap_collect(1);
   assert_int_equal(ms_stats_get(&st, sizeof st), 0);
-  assert_true(st.heap_class[cls].allocated < per_span);
+  assert_true(ms_stats_class(&st, cls)->allocated < per_span);
   assert_true(st.heap_returned_bytes > 0);
   assert_true(st.heap_purges > 0);
 }
@@ -243,6 +243,30 @@ static void first_batch_one_page(void **state) {
     assert_true(s->bump - s->base <= limit);
     ms_free(p);
   }
+}
+
+/* classes from 64 on are reported in heap_class_more; a version-1 caller (its struct ends before that array)
+   still gets its prefix, the same figures */
+static void stats_classes_past_64(void **state) {
+  (void)state;
+  void *p = ms_malloc(20000);
+  assert_non_null(p);
+  unsigned cls = msi_heap_class_of(20000);
+  assert_true(cls >= MS_STATS_SIZE_CLASSES && cls < MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE);
+  ms_stats_t st;
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_int_equal(st.version, MS_STATS_VERSION);
+  assert_ptr_equal(ms_stats_class(&st, cls), &st.heap_class_more[cls - MS_STATS_SIZE_CLASSES]);
+  assert_int_equal(ms_stats_class(&st, cls)->block_size, msi_heap_class_size[cls]);
+  assert_true(ms_stats_class(&st, cls)->allocated >= 1);
+  ms_stats_t v1;
+  size_t v1_size = offsetof(ms_stats_t, heap_class_more);
+  memset(&v1, 0xee, sizeof v1);
+  assert_int_equal(ms_stats_get(&v1, v1_size), 0);
+  assert_int_equal(v1.size, v1_size);
+  assert_int_equal(v1.heap_class[3].block_size, st.heap_class[3].block_size);
+  assert_int_equal(((unsigned char *)&v1)[v1_size], 0xee); /* nothing written past the caller's size */
+  ms_free(p);
 }
 
 static void caches_and_presets(void **state) {
@@ -311,6 +335,7 @@ int main(void) {
       cmocka_unit_test(single_threaded_big_free_returns_memory),
       cmocka_unit_test(span_bookkeeping),
       cmocka_unit_test(first_batch_one_page),
+      cmocka_unit_test(stats_classes_past_64),
       cmocka_unit_test(caches_and_presets),
       cmocka_unit_test(stats_print),
   };
