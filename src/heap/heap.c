@@ -793,7 +793,7 @@ static msi_heap_t *heap_thread_init(void) {
 
 static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
 MSI_COLD static void fork_prepare(void) {
-  fork_unlocked = msi_single_threaded();
+  msi_set_flag(&fork_unlocked, msi_single_threaded());
   if (fork_unlocked) return;
   msi_lock(&heaps_lock);
   for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);

@@ -151,6 +151,11 @@ extern _Alignas(512) msi_fork_page_t msi_fork_page;
    one, and nothing is left to release or reset, so neither parent nor child writes a page for them. The handlers
    are MSI_COLD: grouped in .text.unlikely, a child takes one instruction fault for them, not one per file. */
 bool msi_single_threaded(void);
+/* *flag = value, written only when it changes: after a fork, the parent's first write to each page takes a fault
+   (the page was write-protected for the child), at every fork */
+static inline void msi_set_flag(bool *flag, bool value) {
+  if (*flag != value) *flag = value;
+}
 
 /* ---- library start-up (src/core/init.c) ---- */
 void msi_init(void);          /* idempotent; safe before libc is fully up */

@@ -244,9 +244,10 @@ static bool any_file(void) {
 }
 static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
 MSI_COLD static void fork_prepare(void) {
-  fork_unlocked = msi_single_threaded();
+  msi_set_flag(&fork_unlocked, msi_single_threaded());
   if (!fork_unlocked) msi_lock(&sp_lock);
-  if (!any_file() || msi_os_pipe(fork_sync) != 0) fork_sync[0] = fork_sync[1] = -1;
+  if ((!any_file() || msi_os_pipe(fork_sync) != 0) && (fork_sync[0] != -1 || fork_sync[1] != -1))
+    fork_sync[0] = fork_sync[1] = -1; /* written only when it changes (msi_set_flag) */
 }
 MSI_COLD static void fork_parent(void) {
   if (fork_sync[1] >= 0) {
