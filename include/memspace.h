@@ -134,9 +134,13 @@ typedef struct ms_stats_s {
 } ms_stats_t;
 
 /// Size class `i`'s counters in a snapshot (heap_class or heap_class_more); i < MS_STATS_SIZE_CLASSES +
-/// MS_STATS_SIZE_CLASSES_MORE. O(1), no locking, pure.
+/// MS_STATS_SIZE_CLASSES_MORE. An entry past what the library filled in (`stats->size`: an older library writes
+/// no heap_class_more) reads as zeros. O(1), no locking, pure.
 static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, unsigned i) {
-  return i < MS_STATS_SIZE_CLASSES ? &stats->heap_class[i] : &stats->heap_class_more[i - MS_STATS_SIZE_CLASSES];
+  static const ms_stats_class_t none = {0, 0, 0, 0, 0};
+  const ms_stats_class_t *c =
+      i < MS_STATS_SIZE_CLASSES ? &stats->heap_class[i] : &stats->heap_class_more[i - MS_STATS_SIZE_CLASSES];
+  return (size_t)((const char *)(c + 1) - (const char *)stats) <= stats->size ? c : &none;
 }
 
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping

@@ -27,7 +27,7 @@ void msi_lock_slow(msi_lock_t *l) {
 
 void msi_unlock_slow(msi_lock_t *l) { futex(&l->state, FUTEX_WAKE, 1); }
 
-_Alignas(512) msi_fork_page_t msi_fork_page;
+_Alignas(2048) msi_fork_page_t msi_fork_page;
 
 bool msi_single_threaded(void) {
 #ifdef MSI_HAVE_SINGLE_THREADED

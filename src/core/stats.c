@@ -32,6 +32,7 @@ int ms_stats_get(ms_stats_t *stats, size_t size) {
     if (sources[i]->get) sources[i]->get(&full);
   size_t copy = size < sizeof full ? size : sizeof full;
   full.size = copy;
+  if (copy <= offsetof(ms_stats_t, heap_class_more)) full.version = 1; /* the layout that caller knows */
   memcpy(stats, &full, copy);
   return 0;
 }

@@ -273,7 +273,7 @@ static void heap_stats_get(ms_stats_t *st) {
   msi_large_stats(&large_alloc, &large_cached, &large_committed);
   uint64_t alloc = 0, cached = cached_spans;
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    const ms_stats_class_t *k = ms_stats_class(st, c);
+    const ms_stats_class_t *k = msi_stats_class(st, c);
     alloc += k->allocated * k->block_size;
     cached += k->cached * k->block_size;
   }
@@ -301,7 +301,7 @@ static void heap_stats_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "threads", st.heap_threads, "");
   msi_stats_field(w, "purges", st.heap_purges, "");
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    const ms_stats_class_t *k = ms_stats_class(&st, c);
+    const ms_stats_class_t *k = msi_stats_class(&st, c);
     if (!k->mapped && !k->returned) continue;
     char name[48], value[128];
     msi_snprintf(name, sizeof name, "class %zu", k->block_size);

@@ -65,7 +65,7 @@ static void classes_init(void) {
     unsigned best = 1;
     size_t best_waste = SIZE_MAX;
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
-      size_t bytes = n * MSI_HEAP_CHUNK, cap = bytes / bs, waste = bytes - cap * bs;
+      size_t bytes = n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD, cap = bytes / bs, waste = bytes - cap * bs; /* secure: a guard page */
       if (cap >= 4 && waste * 64 <= bytes) { best = n; break; }
       if (cap >= 2 && waste * 1000 / bytes < best_waste) { best_waste = waste * 1000 / bytes; best = n; }
     }

@@ -155,8 +155,10 @@ static inline void msi_heap_note_idle(size_t bytes) {
   if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
-/* class c's entry of a snapshot (heap_class, then heap_class_more: the public ms_stats_class, writable) */
-static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) { return (ms_stats_class_t *)ms_stats_class(st, c); }
+/* class c's entry of a snapshot being filled (heap_class, then heap_class_more; ms_stats_class reads a filled one) */
+static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
+  return c < MS_STATS_SIZE_CLASSES ? &st->heap_class[c] : &st->heap_class_more[c - MS_STATS_SIZE_CLASSES];
+}
 
 /* the fast paths' state (initial-exec TLS) */
 extern __thread msi_heap_t *msi_tls_heap;

@@ -39,21 +39,26 @@ typedef struct lclass_s {
 static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
 /* each class's lock, in the fork page (internal.h: msi_fork_page_t) */
 _Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock per large class");
-#define lock_of(c) (&msi_fork_page.large[(c) - classes])
+#define lock_of(c) (&msi_fork_page.large[(c) - classes].lock)
 static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static size_t page_size, page_shift;
-static _Atomic int dense_state; /* see dense(): 0 not yet known, 1 on, 2 off */
+static bool dense_on; /* see dense() */
 static bool strict_overcommit(void);
 
-/* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block, and the
-   overcommit mode read at the first dense one: a process that makes none (most short-lived programs: `ls`,
-   `sed`, a shell) saves the mmap and the open/read/close of /proc/sys/vm/overcommit_memory at start-up. */
+/* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
+   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
+   mode is read at start-up all the same: read at the first dense block it killed a program that had installed a
+   seccomp filter against open() by then (a sandbox), and two threads whose reads disagreed (one refused, EMFILE)
+   placed blocks under both answers (a review's reproducers). */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 
 void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
+  int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
+  dense_on = !strict_overcommit() && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
+  errno = saved;
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
@@ -121,15 +126,7 @@ static void decommit(uintptr_t addr, size_t bytes) {
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
 #define LARGE_DENSE_MAX_SHIFT 20
-static bool dense(unsigned k) {
-  if (k > LARGE_DENSE_MAX_SHIFT) return false;
-  int st = atomic_load_explicit(&dense_state, memory_order_relaxed);
-  if (MSI_UNLIKELY(!st)) { /* racing threads compute the same answer */
-    st = !strict_overcommit() && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers) ? 1 : 2;
-    atomic_store_explicit(&dense_state, st, memory_order_relaxed);
-  }
-  return st == 1;
-}
+static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
 
 static bool strict_overcommit(void) {
   unsigned long long mode;
@@ -507,13 +504,13 @@ void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed)
 }
 
 void msi_large_lock_all(void) {
-  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&msi_fork_page.large[i]);
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&msi_fork_page.large[i].lock);
   msi_direct_lock();
 }
 void msi_large_unlock_all(bool child) {
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-    if (child) msi_lock_reset(&msi_fork_page.large[i]);
-    else msi_unlock(&msi_fork_page.large[i]);
+    if (child) msi_lock_reset(&msi_fork_page.large[i].lock);
+    else msi_unlock(&msi_fork_page.large[i].lock);
   }
 }

@@ -133,19 +133,20 @@ static inline void msi_lock_reset(msi_lock_t *l) {
    one block that never straddles a page (src/core/lock.c). After fork() every page a handler writes is a
    copy-on-write fault, in the parent (its unlocks) and in the child (its resets): spread over the parts' own
    variables they cost 18 faults a fork (about 50 us on this project's KVM guest, where glibc's whole fork and
-   exit take 19 faults); here one in each. The locks the heap's span paths take often sit in cache lines of their
-   own. */
-#define MSI_FORK_LARGE_LOCKS 32
+   exit take 19 faults); here one in each. The locks taken often (the heap's span paths, each large slot size's)
+   sit in cache lines of their own. */
+#define MSI_FORK_LARGE_LOCKS 24
+typedef struct { _Alignas(64) msi_lock_t lock; } msi_lone_lock_t; /* a lock alone in its cache line */
 typedef struct msi_fork_page_s {
   _Alignas(64) msi_lock_t heap_global; /* heap.c: the global span cache */
   _Alignas(64) msi_lock_t heap_seg;    /* heap.c: segments */
   _Alignas(64) msi_lock_t heap_heaps;  /* heap.c: the list of thread heaps */
   msi_lock_t heap_init, direct, maint_tasks, spill;
   _Atomic int forked;                  /* maint.c: this process is a forked child */
-  msi_lock_t large[MSI_FORK_LARGE_LOCKS]; /* large.c: one per large slot size */
+  msi_lone_lock_t large[MSI_FORK_LARGE_LOCKS]; /* large.c: one per large slot size */
 } msi_fork_page_t;
-_Static_assert(sizeof(msi_fork_page_t) <= 512, "the fork page fits its alignment");
-extern _Alignas(512) msi_fork_page_t msi_fork_page;
+_Static_assert(sizeof(msi_fork_page_t) <= 2048, "the fork page fits its alignment");
+extern _Alignas(2048) msi_fork_page_t msi_fork_page;
 /* true when the process surely has one thread (glibc >= 2.32's __libc_single_threaded, which glibc's own fork
    reads to skip malloc's locks); false when unknown. Fork handlers then take no lock: no other thread can hold
    one, and nothing is left to release or reset, so neither parent nor child writes a page for them. The handlers

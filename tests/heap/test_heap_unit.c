@@ -11,11 +11,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include "heap.h"
 
 /* sizes hidden from the compiler, which otherwise rejects the impossible requests at compile time */
 static volatile size_t huge_count = SIZE_MAX / 2, huge_size = SIZE_MAX - 100;
 
+
+/* A sandboxed program: after its first allocation it forbids open() (seccomp, as Tor's sandbox or systemd's
+   SystemCallFilter=); its first blocks of 64 KiB-1 MiB and larger must not open anything (the overcommit mode
+   read lazily at the first such block killed it). Runs first: no large block exists yet in this process. */
+static void large_blocks_in_a_sandbox(void **state) {
+  (void)state;
+  void *warm = ms_malloc(100);
+  assert_non_null(warm);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) _exit(77);
+    char *a = ms_malloc(200000), *b = ms_malloc(3 << 20);
+    if (!a || !b) _exit(1);
+    memset(a, 1, 200000);
+    memset(b, 2, 3 << 20);
+    a = ms_realloc(a, 400000);
+    if (!a) _exit(2);
+    ms_free(a);
+    ms_free(b);
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 77) { ms_free(warm); skip(); }
+  if (WIFSIGNALED(st)) fail_msg("the sandboxed child died of signal %d (SIGSYS: a system call it forbade)", WTERMSIG(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  ms_free(warm);
+}
 
 static void size_classes(void **state) {
   (void)state;
@@ -264,6 +306,8 @@ static void stats_classes_past_64(void **state) {
   memset(&v1, 0xee, sizeof v1);
   assert_int_equal(ms_stats_get(&v1, v1_size), 0);
   assert_int_equal(v1.size, v1_size);
+  assert_int_equal(v1.version, 1); /* the layout that caller knows */
+  assert_int_equal(ms_stats_class(&v1, cls)->block_size, 0); /* past what was filled in: zeros */
   assert_int_equal(v1.heap_class[3].block_size, st.heap_class[3].block_size);
   assert_int_equal(((unsigned char *)&v1)[v1_size], 0xee); /* nothing written past the caller's size */
   ms_free(p);
@@ -326,6 +370,7 @@ static void stats_print(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(large_blocks_in_a_sandbox),
       cmocka_unit_test(size_classes),
       cmocka_unit_test(alignment_and_usable),
       cmocka_unit_test(calloc_and_errors),

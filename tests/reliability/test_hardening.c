@@ -125,7 +125,7 @@ static void usable_freed(void **state) {
 #if MS_HAVE_HEAP && MS_SECURE_BUILD
 /* blocks of 16000 bytes: class 16384, one 64 KiB chunk per span, so the span's last page is at base + 60 KiB */
 static void span_guard_write(void **out) {
-  char *p = ms_malloc(16000);
+  char *p = ms_malloc(1000); /* a one-chunk span (larger classes may take several chunks: the guard ends the span) */
   volatile char *base = (volatile char *)((uintptr_t)p & ~(uintptr_t)0xFFFF); /* volatile: not a dead store */
   *out = p;
   base[65536 - 4096] = 1; /* the guard page: SIGSEGV */
