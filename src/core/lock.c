@@ -27,7 +27,7 @@ void msi_lock_slow(msi_lock_t *l) {
 
 void msi_unlock_slow(msi_lock_t *l) { futex(&l->state, FUTEX_WAKE, 1); }
 
-_Alignas(2048) msi_fork_page_t msi_fork_page;
+_Alignas(2048) msi_fork_page_t msi_fork_page; /* zero: every lock free (MSI_LOCK_INIT) */
 
 bool msi_single_threaded(void) {
 #ifdef MSI_HAVE_SINGLE_THREADED
@@ -35,7 +35,7 @@ bool msi_single_threaded(void) {
 #else
   return false;
 #endif
-} /* zero: every lock free (MSI_LOCK_INIT) */
+}
 
 uint64_t msi_now_ns(void) {
   struct timespec ts;

@@ -14,12 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__has_include)
-#if __has_include(<sys/single_threaded.h>)
-#include <sys/single_threaded.h>
-#define MSI_HAVE_SINGLE_THREADED 1
-#endif
-#endif
 
 #define MAX_TASKS 8
 static const msi_maint_task_t *tasks[MAX_TASKS];
@@ -160,9 +154,7 @@ static bool second_thread(void) {
     atomic_store_explicit(&next_check, now + 100000000ull, memory_order_relaxed);
     multi = proc_threads() > 1;
   } else {
-#ifdef MSI_HAVE_SINGLE_THREADED
-    multi = !__libc_single_threaded;
-#endif
+    multi = !msi_single_threaded();
   }
   if (multi) atomic_store(&multi_threaded, 1);
   return multi;

@@ -504,13 +504,13 @@ void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed)
 }
 
 void msi_large_lock_all(void) {
-  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(&msi_fork_page.large[i].lock);
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(lock_of(&classes[i]));
   msi_direct_lock();
 }
 void msi_large_unlock_all(bool child) {
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-    if (child) msi_lock_reset(&msi_fork_page.large[i].lock);
-    else msi_unlock(&msi_fork_page.large[i].lock);
+    if (child) msi_lock_reset(lock_of(&classes[i]));
+    else msi_unlock(lock_of(&classes[i]));
   }
 }

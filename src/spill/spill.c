@@ -242,12 +242,15 @@ static bool any_file(void) {
     if (sp.cls[c].fd >= 0) return true;
   return false;
 }
+/* no pipe; written only when there was one (after a fork every page written again is a fault: msi_set_flag) */
+static void fork_sync_clear(void) {
+  if (fork_sync[0] != -1 || fork_sync[1] != -1) fork_sync[0] = fork_sync[1] = -1;
+}
 static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
 MSI_COLD static void fork_prepare(void) {
   msi_set_flag(&fork_unlocked, msi_single_threaded());
   if (!fork_unlocked) msi_lock(&sp_lock);
-  if ((!any_file() || msi_os_pipe(fork_sync) != 0) && (fork_sync[0] != -1 || fork_sync[1] != -1))
-    fork_sync[0] = fork_sync[1] = -1; /* written only when it changes (msi_set_flag) */
+  if (!any_file() || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
 }
 MSI_COLD static void fork_parent(void) {
   if (fork_sync[1] >= 0) {
@@ -259,9 +262,9 @@ MSI_COLD static void fork_parent(void) {
   }
   if (!fork_unlocked) msi_unlock(&sp_lock);
 }
-static void fork_sync_done(void) { /* writes only when there was a pipe: each page a child writes is a copy */
+static void fork_sync_done(void) {
   if (fork_sync[1] >= 0) msi_os_close(fork_sync[1]);
-  if (fork_sync[0] >= 0 || fork_sync[1] >= 0) fork_sync[0] = fork_sync[1] = -1;
+  fork_sync_clear();
 }
 /* A private file mapping still shows the parent's later writes to pages the child has not written. That is
    fatal for memory the parent keeps changing: an interpreter's stack in a small spilled block, or the header at
