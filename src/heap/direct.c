@@ -145,7 +145,8 @@ bool msi_direct_free(void *p) {
   bytes -= len;
   remember_freed((uintptr_t)p);
   msi_unlock(&direct_lock);
-  msi_os_munmap(p, len);
+  /* refused past vm.max_map_count (unmapping the middle of a merged mapping splits it): the pages still go back */
+  if (msi_os_munmap(p, len) != 0) msi_os_madvise(p, len, MADV_DONTNEED);
   return true;
 }
 

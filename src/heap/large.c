@@ -90,9 +90,13 @@ static slot_meta_t *table_get(void) {
 /* a class's entries; only for a class with a slot in use (which was taken after table_get) */
 static inline slot_meta_t *meta_of(const lclass_t *c) { return atomic_load_explicit(&table, memory_order_relaxed) + c->meta_off; }
 
-/* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once */
+/* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
+   (a process past vm.max_map_count, which direct blocks may take it to: see msi_large_alloc), the pages are
+   dropped instead: the memory goes back and the range stays accessible, reading zeros. */
 static void reserve(uintptr_t addr, size_t bytes) {
-  msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
+      MAP_FAILED)
+    msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
 }
 
 static void *commit(uintptr_t addr, size_t bytes) {
@@ -127,6 +131,18 @@ static void decommit(uintptr_t addr, size_t bytes) {
    would split the mapping. */
 #define LARGE_DENSE_MAX_SHIFT 20
 static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
+
+/* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
+   slot). The kernel's limit (vm.max_map_count, 65,530 by default) stopped a program at ~32,750 such blocks,
+   where glibc, jemalloc and mimalloc hold 40,000 blocks of 1.5 MB in a few dozen mappings; and once a split took
+   the count past the limit, every mmap failed, also the reservations that give freed blocks back. Past
+   LARGE_SPLIT_MAX live ones a new block is mapped on its own (direct.c) where the kernel chooses: neighbouring
+   blocks merge into one mapping, as with the peers. (Cached slots add at most CACHE_MAX per size.) */
+#define LARGE_SPLIT_MAX 16384
+static _Atomic uint32_t split_live;
+static void split_count(unsigned k, int delta) {
+  if (!dense(k)) atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
+}
 
 static bool strict_overcommit(void) {
   unsigned long long mode;
@@ -254,8 +270,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
         slot_decommit(k, addr, (size_t)have << page_shift);
         slot_put_fresh(c, idx);
         msi_unlock(lock_of(c));
-        errno = ENOMEM;
-        return NULL;
+        return msi_direct_alloc(size, alignment); /* refused: see below */
       }
     } else if (have - npages >= 16 && have - npages > npages / 4) {
       slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
@@ -268,7 +283,12 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     if (have < npages) have = npages;
     m->pages = SLOT_LIVE | have;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+    split_count(k, 1);
     return (void *)addr;
+  }
+  if (!dense(k) && atomic_load_explicit(&split_live, memory_order_relaxed) >= LARGE_SPLIT_MAX) {
+    msi_unlock(lock_of(c));
+    return msi_direct_alloc(size, alignment);
   }
   bool bumped;
   int64_t idx = slot_take_fresh(c, &bumped);
@@ -282,11 +302,15 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
       slot_put_fresh(c, (uint32_t)idx);
       msi_unlock(lock_of(c));
     }
-    errno = ENOMEM;
-    return NULL;
+    /* Refused: the commit limit (strict overcommit), where a mapping of its own fails too (ENOMEM), or the
+       kernel's mapping limit (vm.max_map_count, 65,530): a block in a slot whose rest stays reserved is two
+       mappings, so ~32,750 live blocks over 1 MiB reach it (see dense()). A block mapped where the kernel
+       chooses merges with its neighbours, as glibc's and mimalloc's large blocks do, so the program goes on. */
+    return msi_direct_alloc(size, alignment);
   }
   meta_of(c)[idx].pages = SLOT_LIVE | npages;
   atomic_fetch_add_explicit(&live_bytes, need, memory_order_relaxed);
+  split_count(k, 1);
   return (void *)addr;
 }
 
@@ -304,6 +328,7 @@ void msi_large_free(void *p) {
   uint32_t have = m->pages & SLOT_PAGES;
   size_t bytes = (size_t)have << page_shift;
   atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
+  split_count(k, -1);
   if (c->ncached < msi_heap_limits.large_slots && c->ncached < CACHE_MAX && k <= msi_heap_limits.large_max_shift &&
       ((size_t)(c->ncached + 1) << k) <= msi_heap_limits.large_bytes) {
     m->pages = SLOT_CACHED | have;
@@ -413,7 +438,8 @@ void *msi_large_realloc(void *p, size_t size) {
   uintptr_t addr = (uintptr_t)p;
   if (need + MSI_HEAP_GUARD <= ((size_t)1 << k)) { /* in place inside the slot */
     if (npages > have) {
-      if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) return NULL;
+      if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift))
+        return by_copy(p, (size_t)have << page_shift, size, msi_direct_alloc(size, 0)); /* see the end */
     } else if (have - npages >= 16 && have - npages >= have / 4) {
       slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
     } else {
@@ -445,12 +471,11 @@ void *msi_large_realloc(void *p, size_t size) {
     new_bytes = need;
     q = move_block(addr, addr2, old_bytes, new_bytes);
   }
-  if (q == MAP_FAILED) {
+  if (q == MAP_FAILED) { /* refused (the kernel's mapping limit: see msi_large_alloc): mapped on its own */
     msi_lock(lock_of(c2));
     slot_put_fresh(c2, (uint32_t)idx2);
     msi_unlock(lock_of(c2));
-    errno = ENOMEM;
-    return NULL;
+    return by_copy(p, old_bytes, size, msi_direct_alloc(size, 0));
   }
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
   meta_of(c2)[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);

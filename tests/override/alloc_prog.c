@@ -4,9 +4,11 @@
    alloc_prog bigs      large blocks of every kind (many of one size, realloc up and down, calloc, aligned),
                         written and checked: exit 0 when all were served intact (run under ulimit -v)
    alloc_prog many N KiB  N blocks of KiB live at once, checked: exit 0 when all were served
+   alloc_prog manygrow N KiB  the same, each block then realloc'd to twice its size while all stay live
    alloc_prog bigdf     a 600 MiB block freed twice (must abort naming a double free)
    alloc_prog thp       a 4 MiB block: exit 0 when its mapping is advised for transparent huge pages (VmFlags hg) */
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +91,7 @@ static int bigs(void) {
 }
 
 /* n blocks of kib KiB, live together, each marked at both ends, checked, then freed: exit 0 when all were served */
-static int many(size_t n, size_t kib) {
+static int many(size_t n, size_t kib, bool grow) {
   unsigned char **b = malloc(n * sizeof *b);
   CHECK(b, "table");
   for (size_t i = 0; i < n; i++) {
@@ -98,8 +100,21 @@ static int many(size_t n, size_t kib) {
     b[i][0] = b[i][(kib << 10) - 1] = (unsigned char)i;
   }
   for (size_t i = 0; i < n; i++) CHECK(b[i][0] == (unsigned char)i && b[i][(kib << 10) - 1] == (unsigned char)i, "block %zu", i);
+  if (grow) { /* each block to twice its size, all live: moved blocks keep their bytes */
+    for (size_t i = 0; i < n; i++) {
+      unsigned char *g = realloc(b[i], kib << 11);
+      CHECK(g, "realloc of block %zu to %zu KiB failed", i, kib * 2);
+      CHECK(g[0] == (unsigned char)i && g[(kib << 10) - 1] == (unsigned char)i, "block %zu moved", i);
+      b[i] = g;
+      b[i][(kib << 11) - 1] = (unsigned char)i;
+    }
+    for (size_t i = 0; i < n; i++) CHECK(b[i][0] == (unsigned char)i && b[i][(kib << 11) - 1] == (unsigned char)i, "block %zu", i);
+  }
   for (size_t i = 0; i < n; i++) free(b[i]);
   free(b);
+  void *again = malloc(kib << 10); /* after the frees: still served */
+  CHECK(again, "a block after the frees");
+  free(again);
   return 0;
 }
 
@@ -133,7 +148,8 @@ int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "big") == 0) return big(strtoul(argv[2], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "thp") == 0) return thp();
   if (argc >= 2 && strcmp(argv[1], "bigs") == 0) return bigs();
-  if (argc >= 4 && strcmp(argv[1], "many") == 0) return many(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+  if (argc >= 4 && strcmp(argv[1], "many") == 0) return many(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10), false);
+  if (argc >= 4 && strcmp(argv[1], "manygrow") == 0) return many(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10), true);
   if (argc >= 2 && strcmp(argv[1], "bigdf") == 0) { /* a 600 MiB block freed twice: the second must be refused */
     unsigned char *p = malloc(600u << 20);
     if (!p) return 1;

@@ -34,6 +34,10 @@ fi
 # 40,000 live blocks of 40 KiB: two kernel mappings each (block, reserved rest of its slot) stopped at ~32,750
 # (vm.max_map_count 65,530); dense slot sizes keep adjacent slots one mapping (src/heap/large.c)
 "$tool" run -- "$prog" many 40000 40; check "heap: 40,000 live blocks of 40 KiB (more than vm.max_map_count / 2)" '[ $? = 0 ]'
+# the same for blocks over 1 MiB (not dense: two mappings each until 16,384 are live, then mapped on their own,
+# merging as glibc's do); before, malloc failed at 32,750, and every mmap after it, small blocks' too
+"$tool" run -- "$prog" many 40000 1500; check "heap: 40,000 live blocks of 1.5 MiB" '[ $? = 0 ]'
+"$tool" run -- "$prog" manygrow 30000 1500; check "heap: 30,000 live blocks of 1.5 MiB each realloc'd to 3 MiB" '[ $? = 0 ]'
 
 sp="--space-expand 64M --space-at firstalloc"
 limited 2000000 "$tool" run --space-initial 64M $sp -- "$prog" mix 200
