@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -96,15 +97,33 @@ def full_disk_on(fs, mib):
     if p.returncode:
         skip("mount -o loop refused: " + p.stderr.strip())
     filler = os.path.join(MNT, "filler")
+    free0 = os.statvfs(MNT).f_bavail * os.statvfs(MNT).f_frsize
+
+    def helper_run(argv, env):
+        """the helper, once the previous one's space is back: xfs frees an unlinked file's blocks in a background
+        worker after the last close, and statfs no longer waits for it, so a helper started at once under load saw
+        the disk still full (the next run's first blocks refused: ENOMEM, 5 of 40 loaded runs)"""
+        deadline = time.time() + 30
+        while True:
+            st = os.statvfs(MNT)
+            if st.f_bavail * st.f_frsize >= free0 - (1 << 20):
+                break
+            if time.time() > deadline:
+                print(f"FAIL: {fs}: the space of the previous helper's files did not come back in 30 s "
+                      f"({st.f_bavail * st.f_frsize >> 20} of {free0 >> 20} MiB free)")
+                return 1
+            time.sleep(0.05)
+        return run(argv, env=env)
+
     rc = 0
     try:
         print(f"-- {fs}, {mib} MiB")
         if fs == "ext4":
-            rc = run([HELPER, "full"], env=env(MEMSPACE_SPILL_DIR=MNT))
+            rc = helper_run([HELPER, "full"], env=env(MEMSPACE_SPILL_DIR=MNT))
             # blocks short of their slot, written after the disk filled up (another file took the rest): no SIGBUS
-            rc = rc or run([HELPER, "fullholes", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
+            rc = rc or helper_run([HELPER, "fullholes", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
             # the same, each block advised MADV_HUGEPAGE by the program just before it is written
-            rc = rc or run([HELPER, "fullholes", filler, "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
+            rc = rc or helper_run([HELPER, "fullholes", filler, "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
         left = [x for x in os.listdir(MNT) if x != "lost+found"]
         if left:
             print("FAIL: files left in the spill directory:", left)
@@ -114,14 +133,14 @@ def full_disk_on(fs, mib):
                 need_routing()
                 pre = env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_DIR=MNT)
                 if fs == "ext4":
-                    rc = run([HELPER_SHARED, "full"], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="512K"))
+                    rc = helper_run([HELPER_SHARED, "full"], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="512K"))
                 for extra in ([], ["huge"]):
-                    rc = rc or run([HELPER_SHARED, "fullholes", filler, *extra],
+                    rc = rc or helper_run([HELPER_SHARED, "fullholes", filler, *extra],
                                    env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
                 # blocks freed beside live ones while another writer takes every freed block
-                rc = rc or run([HELPER_SHARED, "stalefree", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
+                rc = rc or helper_run([HELPER_SHARED, "stalefree", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
                 # a block moved by realloc beside a live neighbour (copy_file_range reflinks on xfs)
-                rc = rc or run([HELPER_SHARED, "movefull", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="64K"))
+                rc = rc or helper_run([HELPER_SHARED, "movefull", filler], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="64K"))
             except SystemExit:
                 print("(preloaded variant skipped: no routing yet)")
     finally:
