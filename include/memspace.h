@@ -339,8 +339,11 @@ MS_API int ms_is_ours(const void *ptr);
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
 #define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported); fixed size
 
+/// An opaque memory space (ms_space_create); one thread at a time unless MS_SPACE_THREAD_SAFE.
 typedef struct ms_space_s ms_space_t;
+/// When a space's initial memory is taken from the OS: at creation, or at its first allocation.
 typedef enum { MS_SPACE_AT_START = 0, MS_SPACE_AT_FIRSTALLOC = 1 } ms_space_at_t;
+/// What ms_space_create builds: sizes, when, flags, NUMA node, name. Zero-initialise it (reserved must be zero).
 typedef struct ms_space_config_s {
   size_t initial_size;   /* bytes reserved (and committed when at == MS_SPACE_AT_START) */
   size_t expand_size;    /* growth step in bytes; 0 = fixed size */
@@ -350,6 +353,7 @@ typedef struct ms_space_config_s {
   const char *name;      /* shown in stats; may be NULL */
   uint64_t reserved[4];  /* must be zero: room to grow without breaking callers */
 } ms_space_config_t;
+/// A space's sizes and counters, filled by ms_space_info (O(1): kept up to date by every call).
 typedef struct ms_space_info_s {
   size_t size, used, free, peak_used, largest_free_block, free_blocks;
   uint64_t allocs, frees, oom_count, expand_count;
@@ -450,8 +454,11 @@ MS_API int ms_spill_is(const void *ptr);
 #define MS_DMA_CONTIGUOUS 0x1u   ///< one physical run or fail: succeeds when one page (a huge page) holds the buffer
 #define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size
 
+/// An opaque pinned buffer (ms_dma_alloc, ms_dma_register); thread-safe to read, freed once by ms_dma_free.
 typedef struct ms_dma_buffer_s ms_dma_buffer_t;
+/// One physically contiguous run of a buffer: bus/physical address and length in bytes.
 typedef struct ms_dma_segment_s { uint64_t phys; size_t length; } ms_dma_segment_t; /* one contiguous run */
+/// What ms_dma_alloc asks for: page size, NUMA node, flags. Zero-initialise it (reserved must be zero).
 typedef struct ms_dma_config_s {
   size_t page_size;      /* 0 = best available (1 GiB, then 2 MiB, then 4 KiB), or an exact size */
   int numa_node;         /* -1 = no preference */
