@@ -117,7 +117,11 @@ int tool_bench(int argc, char **argv) {
     if (strcmp(argv[i], "--quick") == 0) mode = MSB_QUICK;
     else if (strcmp(argv[i], "--full") == 0) mode = MSB_FULL;
     else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
-    else if (argv[i][0] != '-' && !part) part = argv[i];
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: memspace bench PART [--out DIR] [--quick | --full]\n"
+             "  PART: pages spaces heap spill dma all; results in DIR (default bench/results): PART.csv, PART.cmd, plots\n");
+      return 0;
+    } else if (argv[i][0] != '-' && !part) part = argv[i];
     else { fprintf(stderr, "memspace bench: unknown argument '%s'\n", argv[i]); return 2; }
   }
   if (!part) { fprintf(stderr, "usage: memspace bench PART [--out DIR] [--quick | --full]\n"); return 2; }

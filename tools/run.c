@@ -100,6 +100,16 @@ int tool_run(int argc, char **argv) {
       setenv("MEMSPACE_SPACE_INHERIT", "1", 1);
     } else if (strcmp(a, "--stats") == 0) {
       setenv("MEMSPACE_SHOW_STATS", "1", 1);
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      printf("usage: memspace run [OPTIONS] [--] PROGRAM ARGS...   (PROGRAM runs with libmemspace preloaded)\n"
+             "  --heap unlimited|performance|size|none   cache preset (MEMSPACE_CACHE)\n"
+             "  --space-initial SIZE --space-expand SIZE --space-at start|firstalloc   serve the program from a process\n"
+             "                                           space (MEMSPACE_SPACE_*; expand 0 = fixed size)\n"
+             "  --inherit                                children get the same space settings\n"
+             "  --spill-threshold SIZE [--spill-dir DIR] back blocks of SIZE and more with files (MEMSPACE_SPILL_*)\n"
+             "  --stats                                  print statistics at exit (MEMSPACE_SHOW_STATS=1)\n"
+             "  SIZE: bytes, or a number with K, M or G. See docs/options.md.\n");
+      return 0;
     } else if (a[0] == '-') {
       fprintf(stderr, "memspace run: unknown option '%s'\n", a);
       return 2;

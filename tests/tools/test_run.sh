@@ -25,6 +25,8 @@ check "--inherit sets MEMSPACE_SPACE_INHERIT" '[ "$out" = "1" ]'
 "$tool" run --heap fast -- true 2>/dev/null; check "bad preset refused" '[ $? = 2 ]'
 "$tool" run --space-initial 12Q -- true 2>/dev/null; check "bad size refused" '[ $? = 2 ]'
 "$tool" run 2>/dev/null; check "missing program refused" '[ $? = 2 ]'
+out=$("$tool" run --help); check "run --help: usage on stdout, status 0" '[ $? = 0 ] && [[ "$out" == *"--spill-threshold SIZE"* ]]'
+out=$("$tool" bench --help); check "bench --help: usage on stdout, status 0" '[ $? = 0 ] && [[ "$out" == *"PART"* ]]'
 "$tool" run -- /nonexistent/program 2>/dev/null; check "missing program gives 127" '[ $? = 127 ]'
 "$tool" run -- sh -c 'kill -SEGV $$' 2>/dev/null; check "a program killed by SIGSEGV: status 139 as from the shell" '[ $? = 139 ]'
 noexec=$(mktemp); "$tool" run -- "$noexec" 2>/dev/null; st=$?; rm -f "$noexec"
