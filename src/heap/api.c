@@ -91,7 +91,7 @@ static MSI_NOINLINE void *alloc_generic(size_t size, size_t alignment, bool zero
 static MSI_NOINLINE void free_generic(void *p) {
   if (!p) return;
   if (msi_heap_in_large(p)) { MSI_TRACK_FREE(p); msi_large_free(p); return; }
-  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  if (msi_heap_in_reserved_small(p)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (msi_spill_owns(p)) { msi_spill_free(p); return; }
   if (msi_proc_space_owns(p)) { msi_proc_space_free(p); return; }
   if (msi_direct_free(p)) { MSI_TRACK_FREE(p); return; }
@@ -181,7 +181,7 @@ static size_t usable(const void *p) {
 
 size_t msi_usable_size(const void *p) {
   if (!p) return 0;
-  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size + msi_heap_g.large_size) return usable(p);
+  if (msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p)) return usable(p);
   if (msi_spill_owns(p)) return msi_spill_usable_size(p);
   if (msi_proc_space_owns(p)) return msi_proc_space_usable_size(p);
   size_t d = msi_direct_usable(p);
@@ -231,7 +231,7 @@ void *msi_realloc(void *p, size_t size) {
     }
     return realloc_move(p, old, size);
   }
-  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+  if (msi_heap_in_reserved_small(p)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
   if (msi_spill_owns(p)) return msi_spill_realloc(p, size);
   if (msi_proc_space_owns(p)) return msi_proc_space_realloc(p, size);
   size_t d = msi_direct_usable(p);
@@ -252,7 +252,7 @@ void *msi_realloc(void *p, size_t size) {
 
 int ms_is_ours(const void *p) {
   if (!p) return 0;
-  if ((uintptr_t)p - msi_heap_g.base < msi_heap_g.small_size + msi_heap_g.large_size) return 1;
+  if (msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p)) return 1;
   return msi_spill_owns(p) || msi_proc_space_owns(p) || msi_direct_usable(p);
 }
 

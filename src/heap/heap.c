@@ -13,6 +13,7 @@
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <unistd.h>
 
 msi_heap_globals_t msi_heap_g;
 msi_heap_counters_t msi_heap_counters;
@@ -182,11 +183,35 @@ static uint32_t carve_random(uint32_t bound) {
 /* region and segments                                                                                          */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-/* Under RLIMIT_AS the reservation counts against the limit. It takes an eighth of the limit for small blocks (as
-   much as before) and at most a sixteenth for the large slot sizes' sub-regions (22 of them): larger blocks, and
-   blocks finding every slot of their size taken, are mapped on their own (direct.c). A program keeps about 13/16
-   of the limit for its large blocks (half when the reservation took half the limit in 31 equal parts, 8 of them
-   for small blocks; and no block above 1/64 of the limit could be allocated at all). */
+/* Under RLIMIT_AS a reservation counts against the limit. The large slot sizes' sub-regions (22 of them) take at
+   most a sixteenth of it: larger blocks, and blocks finding every slot of their size taken, are mapped on their
+   own (direct.c). The segment area is not reserved at all there (small_reserved 0): it lies below the large
+   sub-regions, where the kernel's top-down placement comes last, and grows a segment at a time with
+   MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there meanwhile. Reserving an
+   eighth of the limit for it, as until 2026-11-26, capped small blocks at that eighth: under `ulimit -v 4000000`
+   0.42 GiB of 100-byte blocks, where glibc and mimalloc hold 3.4 GiB. */
+#define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
+#define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
+static bool small_area_below(uintptr_t large_base) {
+  uintptr_t floor = (uintptr_t)sbrk(0) + ((uintptr_t)64 << 30); /* well above the program and its brk heap */
+  if (large_base < floor || large_base - floor < SMALL_AREA_MAX) return false;
+  msi_heap_g.base = large_base - SMALL_AREA_MAX;
+  msi_heap_g.small_size = SMALL_AREA_MAX;
+  msi_heap_g.small_reserved = 0;
+  return true;
+}
+
+/* reserves small + large bytes at a sub-aligned start (returned; 0 when refused or above 48-bit addresses, which
+   span xfree words need); *map and *total: what to unmap */
+static uintptr_t region_map(size_t small, size_t large, size_t sub, void **map, size_t *total) {
+  *total = small + large + sub;
+  *map = msi_os_mmap(NULL, *total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (*map == MAP_FAILED) return 0;
+  uintptr_t base = msi_align_up((uintptr_t)*map, sub);
+  if ((base + small) >> 48) { msi_os_munmap(*map, *total); return 0; }
+  return base;
+}
+
 static bool region_init(void) {
   /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited */
   struct rlimit rl;
@@ -198,14 +223,19 @@ static bool region_init(void) {
     size_t sub = (size_t)1 << shift;
     size_t large = MSI_HEAP_LARGE_CLASSES * sub;
     if (large + sub > large_cap && shift > 22) continue;
-    size_t small = limited && small_cap / sub > 8 ? msi_align_down(small_cap, sub) : 8 * sub;
-    size_t total = small + large + sub;
-    void *p = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) { small_cap /= 2; continue; } /* refused: smaller sub-regions, and a smaller small part */
-    uintptr_t base = msi_align_up((uintptr_t)p, sub);
-    if ((base + small) >> 48) { msi_os_munmap(p, total); continue; } /* span xfree words need 48-bit addresses */
-    msi_heap_g.base = base;
-    msi_heap_g.small_size = small;
+    size_t small = limited ? 0 : 8 * sub, total;
+    void *map;
+    uintptr_t base = region_map(small, large, sub, &map, &total);
+    if (base && !small && !small_area_below(base)) { /* no room below (a small address space): an eighth */
+      msi_os_munmap(map, total);
+      small = small_cap / sub > 8 ? msi_align_down(small_cap, sub) : 8 * sub;
+      base = region_map(small, large, sub, &map, &total);
+    }
+    if (!base) { small_cap /= 2; continue; } /* refused: smaller sub-regions, and a smaller small part */
+    if (small) {
+      msi_heap_g.base = base;
+      msi_heap_g.small_size = msi_heap_g.small_reserved = small;
+    }
     msi_heap_g.large_base = base + small;
     msi_heap_g.large_size = large;
     msi_heap_g.sub_shift = shift;
@@ -221,11 +251,15 @@ static msi_segment_t *segment_new(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
   void *addr = (void *)(msi_heap_g.base + top);
-  void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  if (p == MAP_FAILED) {
-    /* keep the region whole: the failed MAP_FIXED may have unmapped it */
-    msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-    errno = ENOMEM;
+  bool reserved = top < msi_heap_g.small_reserved;
+  void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | (reserved ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
+  if (p != addr) {
+    if (p == MAP_FAILED && reserved) /* keep the region whole: the failed MAP_FIXED may have unmapped it */
+      msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    else if (p != MAP_FAILED) /* a kernel before 4.17 took MAP_FIXED_NOREPLACE for a hint */
+      msi_os_munmap(p, MSI_HEAP_SEG_SIZE);
+    errno = ENOMEM; /* (unreserved: the address was taken, EEXIST) */
     return NULL;
   }
   msi_segment_t *seg = p;
@@ -252,7 +286,6 @@ static int find_run(uint64_t mask, unsigned n) {
 
 static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
 /* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
-#define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 static uint64_t seg_avail[MAX_SEGMENTS / 64];
 static void seg_avail_update(msi_segment_t *seg) {
   size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;

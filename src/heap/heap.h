@@ -4,7 +4,8 @@
 
    Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused). Its first part holds
    4 MiB segments (bump-allocated, committed whole), the rest holds large blocks in power-of-two slots, one
-   sub-region per slot size. A pointer is ours when it falls inside the region: one subtraction and compare.
+   sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, and the segment area just
+   below them takes address space a segment at a time (heap.c region_init). A pointer is ours when it falls inside the region: one subtraction and compare.
 
    Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
    chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A span is
@@ -107,7 +108,8 @@ typedef struct msi_heap_s {
 /* the layout, fixed at start-up */
 typedef struct msi_heap_globals_s {
   uintptr_t base;          /* region start */
-  uintptr_t small_size;    /* bytes of the segment area */
+  uintptr_t small_size;    /* bytes of the segment area (its capacity) */
+  uintptr_t small_reserved; /* bytes of it reserved up front: all of it, or 0 under RLIMIT_AS (heap.c region_init) */
   _Atomic uintptr_t small_top; /* bytes of the segment area in use (segments below are committed) */
   uintptr_t large_base;    /* large slot area */
   uintptr_t large_size;
@@ -227,6 +229,10 @@ static inline bool msi_heap_in_small(const void *p) {
 }
 static inline bool msi_heap_in_large(const void *p) {
   return (uintptr_t)p - msi_heap_g.large_base < msi_heap_g.large_size;
+}
+/* p lies in the heap's reservation but in no segment: a wild pointer (never true for another part's memory) */
+static inline bool msi_heap_in_reserved_small(const void *p) {
+  return (uintptr_t)p - msi_heap_g.base < msi_heap_g.small_reserved;
 }
 /* p is the start of one of the span's blocks: O(1), by the span's reciprocal (no division) */
 static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {

@@ -5,6 +5,7 @@
                         written and checked: exit 0 when all were served intact (run under ulimit -v)
    alloc_prog many N KiB  N blocks of KiB live at once, checked: exit 0 when all were served
    alloc_prog manygrow N KiB  the same, each block then realloc'd to twice its size while all stay live
+   alloc_prog small MiB  MiB of 100-byte blocks live at once, checked: exit 0 when all were served
    alloc_prog bigdf     a 600 MiB block freed twice (must abort naming a double free)
    alloc_prog thp       a 4 MiB block: exit 0 when its mapping is advised for transparent huge pages (VmFlags hg) */
 #include <malloc.h>
@@ -49,7 +50,7 @@ static int big(size_t mib) {
   return 0;
 }
 
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "alloc_prog bigs: " __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
+#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "alloc_prog: " __VA_ARGS__); fprintf(stderr, "\n"); return 1; } } while (0)
 static int filled(const unsigned char *p, size_t n, unsigned char v) {
   for (size_t i = 0; i < n; i += 4096) if (p[i] != v) return 0;
   return n == 0 || p[n - 1] == v;
@@ -118,6 +119,22 @@ static int many(size_t n, size_t kib, bool grow) {
   return 0;
 }
 
+/* blocks of 100 bytes, mib MiB of them, each marked, checked, freed: exit 0 when all were served */
+static int small(size_t mib) {
+  size_t n = (mib << 20) / 100;
+  unsigned char **b = malloc(n * sizeof *b);
+  CHECK(b, "table");
+  for (size_t i = 0; i < n; i++) {
+    b[i] = malloc(100);
+    CHECK(b[i], "block %zu of %zu (100 bytes) failed", i, n);
+    b[i][0] = b[i][99] = (unsigned char)i;
+  }
+  for (size_t i = 0; i < n; i++) CHECK(b[i][0] == (unsigned char)i && b[i][99] == (unsigned char)i, "block %zu", i);
+  for (size_t i = 0; i < n; i++) free(b[i]);
+  free(b);
+  return 0;
+}
+
 static int thp(void) {
   char *p = malloc(4u << 20);
   if (!p) return 1;
@@ -147,6 +164,7 @@ int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "mix") == 0) return mix(strtoul(argv[2], NULL, 10));
   if (argc >= 3 && strcmp(argv[1], "big") == 0) return big(strtoul(argv[2], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "thp") == 0) return thp();
+  if (argc >= 3 && strcmp(argv[1], "small") == 0) return small(strtoul(argv[2], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "bigs") == 0) return bigs();
   if (argc >= 4 && strcmp(argv[1], "many") == 0) return many(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10), false);
   if (argc >= 4 && strcmp(argv[1], "manygrow") == 0) return many(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10), true);

@@ -22,6 +22,9 @@ if [ "${3:-}" = heap-limit ]; then
   limited 4000000 "$tool" run -- "$prog" bigs
   check "heap: many large blocks, realloc across slot sizes, calloc, aligned under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
   limited 4000000 env MEMSPACE_SECURE=1 "$tool" run -- "$prog" bigs; check "...and with MEMSPACE_SECURE=1" '[ $? = $g ]'
+  # small blocks under a limit: the segment area was a reservation of an eighth of the limit (250 MB here), now it
+  # takes address space as it grows (src/heap/heap.c region_init)
+  limited 2000000 "$tool" run -- "$prog" small 1024; check "heap: 1 GiB of 100-byte blocks under ulimit -v 2 GB" '[ $? = 0 ]'
   for lim in 4000000 67108864; do # more blocks of one size than the slots (6,000 of 100 KiB), small and generous limits
     limited $lim "$tool" run -- "$prog" many 6000 100; check "heap: 6,000 blocks of 100 KiB under ulimit -v $lim" '[ $? = 0 ]'
   done
