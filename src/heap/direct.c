@@ -150,6 +150,23 @@ bool msi_direct_free(void *p) {
   return true;
 }
 
+/* a block of several mappings (moved here piecewise by large.c: move_to_direct) grown to len: its pages move into a
+   new mapping, no byte copied (mremap of the whole block refuses several mappings: EFAULT); MAP_FAILED: unchanged */
+static void *grow_pieces(void *p, size_t old, size_t len) {
+  void *d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (d == MAP_FAILED) return MAP_FAILED;
+  size_t moved = msi_large_move_pages((uintptr_t)p, (uintptr_t)d, old);
+  if (moved == old) {
+    msi_os_munmap(p, old); /* (reserved again piece by piece by the move) */
+    return d;
+  }
+  if (msi_large_move_pages((uintptr_t)d, (uintptr_t)p, moved) != moved)
+    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it",
+              old, p);
+  msi_os_munmap(d, len);
+  return MAP_FAILED;
+}
+
 /* grows or shrinks in place or moves with mremap (pages move, no byte is copied); NULL + ENOMEM: unchanged */
 void *msi_direct_realloc(void *p, size_t size) {
   size_t len = msi_round_up(size ? size : 1, msi_os_page_size());
@@ -159,6 +176,7 @@ void *msi_direct_realloc(void *p, size_t size) {
   if (i < 0) { msi_unlock(&direct_lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
   size_t old = table[i].len;
   void *q = len == old ? p : msi_os_mremap(p, old, len, MREMAP_MAYMOVE, NULL);
+  if (q == MAP_FAILED && errno == EFAULT && len > old) q = grow_pieces(p, old, len);
   if (q == MAP_FAILED) { msi_unlock(&direct_lock); errno = ENOMEM; return NULL; }
   bytes += len - old; /* modulo 2^64: a shrink subtracts */
   if (q == p) {

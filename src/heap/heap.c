@@ -185,17 +185,22 @@ static uint32_t carve_random(uint32_t bound) {
 
 /* Under RLIMIT_AS a reservation counts against the limit. The large slot sizes' sub-regions (22 of them) take at
    most a sixteenth of it: larger blocks, and blocks finding every slot of their size taken, are mapped on their
-   own (direct.c). The segment area is not reserved at all there (small_reserved 0): it lies below the large
-   sub-regions, where the kernel's top-down placement comes last, and grows a segment at a time with
-   MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there meanwhile. Reserving an
-   eighth of the limit for it, as until 2026-11-26, capped small blocks at that eighth: under `ulimit -v 4000000`
-   0.42 GiB of 100-byte blocks, where glibc and mimalloc hold 3.4 GiB. */
+   own (direct.c). The segment area is not reserved at all there (small_reserved 0): it starts 64 GiB (or twice the
+   limit) above the program's break, the far end of the kernel's placement in both layouts (top-down from below
+   the stack; bottom-up from a third of the address space, below a PIE program), and grows a segment at a time
+   with MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there. Reserving an eighth
+   of the limit for it, as until 2026-11-26, capped small blocks at that eighth: under `ulimit -v 4000000`
+   0.42 GiB of 100-byte blocks, where glibc and mimalloc hold 3.4 GiB. (A first version put the area just below
+   the sub-regions, where a program's own mappings spread downwards could end it: a review's program keeping one
+   page of each of 16,400 64 MiB mmaps left it 52 MiB.) */
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
-static bool small_area_below(uintptr_t large_base) {
-  uintptr_t floor = (uintptr_t)sbrk(0) + ((uintptr_t)64 << 30); /* well above the program and its brk heap */
-  if (large_base < floor || large_base - floor < SMALL_AREA_MAX) return false;
-  msi_heap_g.base = large_base - SMALL_AREA_MAX;
+static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t large_size) {
+  size_t margin = limit / 4 * 8 > ((size_t)64 << 30) ? limit / 4 * 8 : (size_t)64 << 30;
+  uintptr_t base = msi_align_up((uintptr_t)sbrk(0) + margin, MSI_HEAP_SEG_SIZE);
+  if (base < margin || base + SMALL_AREA_MAX < base || (base + SMALL_AREA_MAX) >> 47) return false;
+  if (base < large_base + large_size && large_base < base + SMALL_AREA_MAX) return false; /* overlap */
+  msi_heap_g.base = base;
   msi_heap_g.small_size = SMALL_AREA_MAX;
   msi_heap_g.small_reserved = 0;
   return true;
@@ -226,7 +231,7 @@ static bool region_init(void) {
     size_t small = limited ? 0 : 8 * sub, total;
     void *map;
     uintptr_t base = region_map(small, large, sub, &map, &total);
-    if (base && !small && !small_area_below(base)) { /* no room below (a small address space): an eighth */
+    if (base && !small && !small_area_above_break((size_t)rl.rlim_cur, base, total)) { /* a small address space */
       msi_os_munmap(map, total);
       small = small_cap / sub > 8 ? msi_align_down(small_cap, sub) : 8 * sub;
       base = region_map(small, large, sub, &map, &total);

@@ -91,6 +91,17 @@ static int bigs(void) {
   return 0;
 }
 
+/* the process's peak resident set (VmHWM), KiB; -1 when unreadable */
+static long peak_rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %ld", &v) == 1) break;
+  if (f) fclose(f);
+  return v;
+}
+
 /* n blocks of kib KiB, live together, each marked at both ends, checked, then freed: exit 0 when all were served */
 static int many(size_t n, size_t kib, bool grow) {
   unsigned char **b = malloc(n * sizeof *b);
@@ -110,6 +121,9 @@ static int many(size_t n, size_t kib, bool grow) {
       b[i][(kib << 11) - 1] = (unsigned char)i;
     }
     for (size_t i = 0; i < n; i++) CHECK(b[i][0] == (unsigned char)i && b[i][(kib << 11) - 1] == (unsigned char)i, "block %zu", i);
+    /* no block was copied: a copy commits every page of these sparse blocks (a page or three written each) */
+    long hwm = peak_rss_kib();
+    CHECK(hwm < 0 || (size_t)hwm < 64 * 1024 + n * 64, "peak RSS %ld KiB for %zu sparse blocks: were they copied?", hwm, n);
   }
   for (size_t i = 0; i < n; i++) free(b[i]);
   free(b);

@@ -41,6 +41,9 @@ fi
 # merging as glibc's do); before, malloc failed at 32,750, and every mmap after it, small blocks' too
 "$tool" run -- "$prog" many 40000 1500; check "heap: 40,000 live blocks of 1.5 MiB" '[ $? = 0 ]'
 "$tool" run -- "$prog" manygrow 30000 1500; check "heap: 30,000 live blocks of 1.5 MiB each realloc'd to 3 MiB" '[ $? = 0 ]'
+# more blocks grown than the bigger slot size has slots (2,048 of 64 MiB): the rest move to mappings of their own
+# by mremap, never by a copy (which committed every page of these sparse blocks: OOM-killed at 16,000 of 9.5 MB)
+"$tool" run -- "$prog" manygrow 2100 20480; check "heap: 2,100 sparse blocks of 20 MiB grown to 40 MiB without a copy" '[ $? = 0 ]'
 
 sp="--space-expand 64M --space-at firstalloc"
 limited 2000000 "$tool" run --space-initial 64M $sp -- "$prog" mix 200
