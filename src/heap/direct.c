@@ -10,6 +10,7 @@
 #include "heap.h"
 #include "os.h"
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 
 typedef struct {
@@ -150,21 +151,15 @@ bool msi_direct_free(void *p) {
   return true;
 }
 
-/* a block of several mappings (moved here piecewise by large.c: move_to_direct) grown to len: its pages move into a
-   new mapping, no byte copied (mremap of the whole block refuses several mappings: EFAULT); MAP_FAILED: unchanged */
+/* a block of several mappings (moved here by large.c: move_to_direct) grown to len: mremap refuses several
+   mappings (EFAULT), so its pages move into a new mapping piece by piece (msi_large_move_into); MAP_FAILED:
+   unchanged */
 static void *grow_pieces(void *p, size_t old, size_t len) {
   void *d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (d == MAP_FAILED) return MAP_FAILED;
-  size_t moved = msi_large_move_pages((uintptr_t)p, (uintptr_t)d, old);
-  if (moved == old) {
-    msi_os_munmap(p, old); /* (reserved again piece by piece by the move) */
-    return d;
-  }
-  if (msi_large_move_pages((uintptr_t)d, (uintptr_t)p, moved) != moved)
-    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it",
-              old, p);
-  msi_os_munmap(d, len);
-  return MAP_FAILED;
+  msi_large_move_into(d, p, old, len);
+  if (msi_os_munmap(p, old) != 0) msi_os_madvise(p, old, MADV_DONTNEED); /* (reserved again by the move) */
+  return d;
 }
 
 /* grows or shrinks in place or moves with mremap (pages move, no byte is copied); NULL + ENOMEM: unchanged */

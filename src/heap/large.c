@@ -433,25 +433,31 @@ static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t n
   return MAP_FAILED;
 }
 
-/* Moves a block's pages into a mapping of its own of `size` bytes where the kernel chooses (direct.c): no byte
-   copied, as glibc's mremap does. For a block that leaves its slot when the slots are out (every slot of the
-   size taken, or the mapping limit): a copy commits every page of a block that may be sparse (a review's 16,000
-   blocks grown to 9.5 MB, more than the 8,192 slots of 16 MiB, were OOM-killed at 17 GB so; glibc: 0.3 GB).
-   NULL + ENOMEM (the block where it was) when the kernel refuses. */
-static void *move_to_direct(uintptr_t addr, size_t old_bytes, size_t size) {
-  void *d = msi_direct_alloc(size, 0);
-  if (!d) return NULL;
-  size_t moved = move_pages(addr, (uintptr_t)d, old_bytes);
-  if (moved == old_bytes) return d;
-  if (move_pages((uintptr_t)d, addr, moved) != moved)
-    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
-              "(out of mappings?)", old_bytes, (void *)addr);
-  msi_direct_free(d);
-  errno = ENOMEM;
-  return NULL;
+/* Moves the pages of the block [p, p + old) into the fresh read-write mapping [d, d + len) (len >= old), no byte
+   copied (move_pages: piecewise, each source piece reserved again). What the kernel refuses to move (near
+   vm.max_map_count it refuses every move) is copied, as glibc does: moving the first pieces back could be refused
+   as well (a review's reproducer ended in msi_fatal so). The refused piece's target was reserved by move_pages:
+   the rest of d is made writable again first (whole mappings to its end: no split, no new mapping). */
+void msi_large_move_into(void *d, void *p, size_t old, size_t len) {
+  size_t moved = move_pages((uintptr_t)p, (uintptr_t)d, old);
+  if (moved == old) return;
+  if (msi_os_mprotect((char *)d + moved, len - moved, PROT_READ | PROT_WRITE) != 0)
+    msi_fatal("realloc(): the kernel refused to move a block of %zu bytes at %p and to restore its new mapping",
+              old, p);
+  MSI_HEAP_VG_QUIET(memcpy((char *)d + moved, (char *)p + moved, old - moved));
+  reserve((uintptr_t)p + moved, old - moved);
 }
 
-size_t msi_large_move_pages(uintptr_t from, uintptr_t to, size_t bytes) { return move_pages(from, to, bytes); }
+/* A block that leaves its slot when the slots are out (every slot of the size taken, direct blocks only from now
+   on, or the mapping limit) moves into a mapping of its own where the kernel chooses (direct.c), as glibc's
+   mremap does: a copy commits every page of a block that may be sparse (a review's 16,000 blocks grown to
+   9.5 MB, more than the 8,192 slots of 16 MiB, were OOM-killed at 17 GB so; glibc: 0.3 GB). NULL + ENOMEM (the
+   block where it was) when no mapping can be made. */
+static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
+  void *d = msi_direct_alloc(size, 0);
+  if (d) msi_large_move_into(d, p, old_bytes, msi_round_up(size, page_size));
+  return d;
+}
 
 /* a live block's slot after its pages moved out (its range reserved again by the move) */
 static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
@@ -465,7 +471,7 @@ static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
 
 /* a block leaving its slot for a mapping of its own (move_to_direct), or NULL */
 static void *realloc_to_direct(lclass_t *c, uint32_t idx, unsigned k, uint32_t have, size_t size) {
-  void *q = move_to_direct(c->base + ((uintptr_t)idx << k), (size_t)have << page_shift, size);
+  void *q = move_to_direct((void *)(c->base + ((uintptr_t)idx << k)), (size_t)have << page_shift, size);
   if (q) slot_vacate(c, idx, k, have);
   return q;
 }
