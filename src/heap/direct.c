@@ -157,7 +157,12 @@ bool msi_direct_free(void *p) {
 static void *grow_pieces(void *p, size_t old, size_t len) {
   void *d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (d == MAP_FAILED) return MAP_FAILED;
-  msi_large_move_into(d, p, old, len);
+  if (!msi_large_move_into(d, p, old, len)) { /* nothing moved (the mapping limit): a copy */
+    msi_os_munmap(d, len);
+    d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED) return MAP_FAILED;
+    memcpy(d, p, old);
+  }
   if (msi_os_munmap(p, old) != 0) msi_os_madvise(p, old, MADV_DONTNEED); /* (reserved again by the move) */
   return d;
 }

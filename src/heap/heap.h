@@ -184,7 +184,7 @@ void msi_direct_lock(void);
 void msi_direct_unlock(bool child);
 size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached slots idle >= delay ms */
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
-void msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */
+bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */
 void msi_large_lock_all(void);
 void msi_large_unlock_all(bool child);
 

@@ -418,34 +418,42 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
   return done;
 }
 
-/* moves a block of `old_bytes` at `from` into the reserved slot at `to`, committed to `new_bytes` (its tail first,
-   then the pages move; `from` is reserved again). MAP_FAILED (errno ENOMEM) when the kernel refused (commit
-   limit, out of mappings): the block is where it was and `to` reserved. */
-static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
-  if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
-  size_t moved = move_pages(from, to, old_bytes);
-  if (moved == old_bytes) return (void *)to;
-  decommit(to + old_bytes, new_bytes - old_bytes); /* first: the move back may need its commit charge */
-  if (move_pages(to, from, moved) != moved)
-    msi_fatal("realloc(): a block of %zu bytes at %p could not be moved back after the kernel refused to move it "
-              "(out of mappings?)", old_bytes, (void *)from);
-  errno = ENOMEM;
-  return MAP_FAILED;
-}
-
-/* Moves the pages of the block [p, p + old) into the fresh read-write mapping [d, d + len) (len >= old), no byte
-   copied (move_pages: piecewise, each source piece reserved again). What the kernel refuses to move (near
-   vm.max_map_count it refuses every move) is copied, as glibc does: moving the first pieces back could be refused
-   as well (a review's reproducer ended in msi_fatal so). The refused piece's target was reserved by move_pages:
-   the rest of d is made writable again first (whole mappings to its end: no split, no new mapping). */
-void msi_large_move_into(void *d, void *p, size_t old, size_t len) {
-  size_t moved = move_pages((uintptr_t)p, (uintptr_t)d, old);
-  if (moved == old) return;
+/* after move_pages moved the first `moved` bytes of the block [p, p + old) to [d, d + moved) and the kernel refused
+   the rest (near vm.max_map_count it refuses every move): the rest is copied, as glibc does, into [d + moved,
+   d + len) made writable again first (move_pages reserved the refused piece; whole mappings to the end: no split,
+   no new mapping). Moving the moved pieces back could be refused as well (msi_fatal in a review's reproducer). */
+static void copy_rest(void *d, void *p, size_t moved, size_t old, size_t len) {
   if (msi_os_mprotect((char *)d + moved, len - moved, PROT_READ | PROT_WRITE) != 0)
     msi_fatal("realloc(): the kernel refused to move a block of %zu bytes at %p and to restore its new mapping",
               old, p);
   MSI_HEAP_VG_QUIET(memcpy((char *)d + moved, (char *)p + moved, old - moved));
   reserve((uintptr_t)p + moved, old - moved);
+}
+
+/* moves a block of `old_bytes` at `from` into the reserved slot at `to`, committed to `new_bytes` (its tail first,
+   then the pages move; `from` is reserved again; what the kernel refuses to move once some pieces moved is
+   copied). MAP_FAILED (errno ENOMEM) when the kernel refused the tail or the first move (commit limit, out of
+   mappings): the block is where it was and `to` reserved. */
+static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
+  if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
+  size_t moved = move_pages(from, to, old_bytes);
+  if (moved == old_bytes) return (void *)to;
+  if (moved) { /* some pieces moved: the rest is copied (moving them back could be refused as well) */
+    copy_rest((void *)to, (void *)from, moved, old_bytes, new_bytes);
+    return (void *)to;
+  }
+  decommit(to + old_bytes, new_bytes - old_bytes);
+  errno = ENOMEM;
+  return MAP_FAILED;
+}
+
+/* Moves the pages of the block [p, p + old) into the fresh read-write mapping [d, d + len) (len >= old), no byte
+   copied (move_pages: piecewise, each source piece reserved again; a refused rest is copied: copy_rest). false:
+   the kernel refused the first move, nothing changed but d's first pages (reserved: the caller unmaps d). */
+bool msi_large_move_into(void *d, void *p, size_t old, size_t len) {
+  size_t moved = move_pages((uintptr_t)p, (uintptr_t)d, old);
+  if (moved && moved < old) copy_rest(d, p, moved, old, len);
+  return moved != 0 || old == 0;
 }
 
 /* A block that leaves its slot when the slots are out (every slot of the size taken, direct blocks only from now
@@ -455,7 +463,13 @@ void msi_large_move_into(void *d, void *p, size_t old, size_t len) {
    block where it was) when no mapping can be made. */
 static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
   void *d = msi_direct_alloc(size, 0);
-  if (d) msi_large_move_into(d, p, old_bytes, msi_round_up(size, page_size));
+  if (!d || msi_large_move_into(d, p, old_bytes, msi_round_up(size, page_size))) return d;
+  msi_direct_free(d); /* nothing moved (the mapping limit): a copy, as glibc does */
+  d = msi_direct_alloc(size, 0);
+  if (d) {
+    MSI_HEAP_VG_QUIET(memcpy(d, p, old_bytes));
+    reserve((uintptr_t)p, old_bytes);
+  }
   return d;
 }
 
