@@ -181,7 +181,7 @@ static size_t usable(const void *p) {
 
 size_t msi_usable_size(const void *p) {
   if (!p) return 0;
-  if (msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p)) return usable(p);
+  if (msi_heap_region_has(p)) return usable(p);
   if (msi_spill_owns(p)) return msi_spill_usable_size(p);
   if (msi_proc_space_owns(p)) return msi_proc_space_usable_size(p);
   size_t d = msi_direct_usable(p);
@@ -252,7 +252,7 @@ void *msi_realloc(void *p, size_t size) {
 
 int ms_is_ours(const void *p) {
   if (!p) return 0;
-  if (msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p)) return 1;
+  if (msi_heap_region_has(p)) return 1;
   return msi_spill_owns(p) || msi_proc_space_owns(p) || msi_direct_usable(p);
 }
 

@@ -13,7 +13,6 @@
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <unistd.h>
 
 msi_heap_globals_t msi_heap_g;
 msi_heap_counters_t msi_heap_counters;

@@ -4,8 +4,9 @@
 
    Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused). Its first part holds
    4 MiB segments (bump-allocated, committed whole), the rest holds large blocks in power-of-two slots, one
-   sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, and the segment area just
-   below them takes address space a segment at a time (heap.c region_init). A pointer is ours when it falls inside the region: one subtraction and compare.
+   sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, and the segment area, above
+   the program's break, takes address space a segment at a time (heap.c region_init). A pointer is ours when it
+   falls inside the segments in use or the slot area: a subtraction and compare each.
 
    Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
    chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A span is
@@ -234,6 +235,10 @@ static inline bool msi_heap_in_large(const void *p) {
 /* p lies in the heap's reservation but in no segment: a wild pointer (never true for another part's memory) */
 static inline bool msi_heap_in_reserved_small(const void *p) {
   return (uintptr_t)p - msi_heap_g.base < msi_heap_g.small_reserved;
+}
+/* p is the heap's: a block, or a wild pointer into its reservation */
+static inline bool msi_heap_region_has(const void *p) {
+  return msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p);
 }
 /* p is the start of one of the span's blocks: O(1), by the span's reciprocal (no division) */
 static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {

@@ -143,6 +143,9 @@ static _Atomic uint32_t split_live, split_max = LARGE_SPLIT_MAX;
 static void split_count(unsigned k, int delta) {
   if (!dense(k)) atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
 }
+static bool split_full(void) {
+  return atomic_load_explicit(&split_live, memory_order_relaxed) >= atomic_load_explicit(&split_max, memory_order_relaxed);
+}
 /* a block mapped on its own after the kernel refused its slot's pages: when that works, the refusal was the
    mapping limit, not memory (the program's other mappings count too, and freed direct blocks split merged
    ones), so from then on every new block of a split slot size is mapped on its own (a review's pattern: 100,000
@@ -295,8 +298,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     split_count(k, 1);
     return (void *)addr;
   }
-  if (!dense(k) &&
-      atomic_load_explicit(&split_live, memory_order_relaxed) >= atomic_load_explicit(&split_max, memory_order_relaxed)) {
+  if (!dense(k) && split_full()) {
     /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
        meanwhile split the kernel's merged mappings (the review's pattern failed 46,347 of 50,000 so); a block
        mapped on its own fills such a hole and merges again, as with glibc */
@@ -528,15 +530,13 @@ void *msi_large_realloc(void *p, size_t size) {
   int64_t idx2 = -1;
   lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
   bool bumped;
-  if (c2 && atomic_load_explicit(&split_live, memory_order_relaxed) < atomic_load_explicit(&split_max, memory_order_relaxed)) {
+  if (c2 && !split_full()) {
     msi_lock(lock_of(c2));
     idx2 = slot_take_fresh(c2, &bumped);
     msi_unlock(lock_of(c2));
   }
-  if (idx2 < 0) { /* no slot for it (every slot of the size taken, or direct blocks only from now on) */
-    void *q = realloc_to_direct(c, idx, k, have, size);
-    return q ? q : by_copy(p, (size_t)have << page_shift, size, msi_direct_alloc(size, 0));
-  }
+  if (idx2 < 0) /* no slot for it (every slot of the size taken, or direct blocks only from now on) */
+    return realloc_to_direct(c, idx, k, have, size);
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = move_block(addr, addr2, old_bytes, new_bytes);
