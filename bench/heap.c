@@ -526,14 +526,14 @@ static void print_grow(const hb_params_t *p) {
 
 /* ---- 4. mimalloc-bench-style workloads ------------------------------------------------------------------ */
 
-/* bench/heap/{larson,xmalloc,cache,mstress,glibc_simple,glibc_thread,shbench,alloc_test}.c and cxx_map.cpp:
+/* bench/heap/{larson,xmalloc,cache,mstress,glibc_simple,glibc_thread,shbench,alloc_test,malloc_large}.c and cxx_map.cpp:
    our own programs written from the published descriptions of the classic workloads (docs/bench-heap.md §4).
    Each is fixed work (--scale), prints wl.h's lines; the table compares wall seconds (lower is better). */
-enum { W_LARSON, W_XMALLOC, W_SCRATCH, W_THRASH, W_MSTRESS, W_GSIMPLE, W_GTHREAD, W_SH6, W_SH8, W_ALLOC, W_CXX, N_WL };
+enum { W_LARSON, W_XMALLOC, W_SCRATCH, W_THRASH, W_MSTRESS, W_GSIMPLE, W_GTHREAD, W_SH6, W_SH8, W_ALLOC, W_CXX, W_MLARGE, N_WL };
 static const char *const wl_names[N_WL] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress",
                                            "glibc_simple", "glibc_thread", "sh6bench", "sh8bench", "alloc_test",
-                                           "cxx_map"};
-static const bool wl_single[N_WL] = {[W_GSIMPLE] = true}; /* default run: one thread */
+                                           "cxx_map", "malloc_large"};
+static const bool wl_single[N_WL] = {[W_GSIMPLE] = true, [W_MLARGE] = true}; /* default run: one thread */
 enum { WM_SEC, WM_CPU, WM_OPS, WM_RSS, N_WM };
 static const char *const wl_metrics[N_WM] = {"seconds", "cpu_s", "ops_per_s", "peak_rss_bytes"};
 #define WL_MAX_THR 4
@@ -805,7 +805,7 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": section 4 only (diagnosis runs) */
   if (!only || strcmp(only, "workloads") != 0) run_classic(ctx, &p, t0);
 
-  /* 4. mimalloc-bench-style workloads: threads 2 (glibc_simple 1); --full and MSB_HEAP_WL_THREADS=1,2: both */
+  /* 4. mimalloc-bench-style workloads: threads 2 (glibc_simple, malloc_large 1); --full and MSB_HEAP_WL_THREADS=1,2: both */
   n_wl_thr = 0;
   const char *thr_env = getenv("MSB_HEAP_WL_THREADS");
   for (const char *c = thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2"; c && *c && n_wl_thr < WL_MAX_THR;

@@ -153,7 +153,7 @@ def plot_programs(rows, outdir, plt):
 
 
 WORKLOADS = ("larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple", "glibc_thread",
-             "sh6bench", "sh8bench", "alloc_test", "cxx_map")
+             "sh6bench", "sh8bench", "alloc_test", "cxx_map", "malloc_large")
 
 
 def plot_workloads(rows, outdir, plt):

@@ -160,7 +160,7 @@ static void not_installed_rows(void **state) {
   static const char *cases[] = {"rptest", "rptest_cross", "python_pymalloc", "python_malloc", "sqlite3", "gcc",
                                 "realloc_step_1m", "realloc_double", "larson", "xmalloc", "cache_scratch",
                                 "cache_thrash", "mstress", "glibc_simple", "glibc_thread", "sh6bench", "sh8bench",
-                                "alloc_test", "cxx_map"};
+                                "alloc_test", "cxx_map", "malloc_large"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
     if (!has(cases[c], "tbbmalloc", 0, "status", false)) fail_msg("no not_installed row for tbbmalloc in %s", cases[c]);
   for (int i = 0; i < B.n; i++) {
@@ -197,13 +197,14 @@ static void cases_and_allocators_present(void **state) {
   for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
     if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
       fail_msg("no row for %s under glibc", progs[i]);
-  /* section 4: every mimalloc-bench-style workload ran under glibc and memspace (glibc_simple at 1 thread) */
+  /* section 4: every mimalloc-bench-style workload ran under glibc and memspace (glibc_simple, malloc_large at 1
+     thread) */
   static const char *wl[] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple",
-                             "glibc_thread", "sh6bench", "sh8bench", "alloc_test", "cxx_map"};
+                             "glibc_thread", "sh6bench", "sh8bench", "alloc_test", "cxx_map", "malloc_large"};
   for (size_t i = 0; i < sizeof wl / sizeof wl[0]; i++)
     for (int k = 0; k < 2; k++) {
       const char *impl = k ? "memspace" : "glibc";
-      long thr = strcmp(wl[i], "glibc_simple") == 0 ? 1 : 2;
+      long thr = strcmp(wl[i], "glibc_simple") == 0 || strcmp(wl[i], "malloc_large") == 0 ? 1 : 2;
       if (!has(wl[i], impl, thr, "seconds", true) || !has(wl[i], impl, thr, "peak_rss_bytes", true))
         fail_msg("no %s rows for %s at %ld threads", wl[i], impl, thr);
     }

@@ -241,6 +241,33 @@ static void single_threaded_big_free_returns_memory(void **state) {
   assert_true(peak > after + 100 * MSI_MiB);
 }
 
+/* ... but one that frees and allocates again blocks as big as it holds keeps its caches: mimalloc-bench's
+   malloc-large pattern (20 live blocks of 5-25 MiB, one replaced at a time) purged every ~13 frees when every
+   64 MiB freed forced a purge (each then committed and faulted its next blocks afresh). The delay is set out of
+   reach, so any purge here is a forced one. */
+static void single_threaded_churn_keeps_caches(void **state) {
+  (void)state;
+  if (msi_maint_running()) skip();
+  long long delay = ms_option_get(MS_OPTION_PURGE_DELAY);
+  assert_int_equal(ms_option_set(MS_OPTION_PURGE_DELAY, 86400000), 0);
+  enum { LIVE = 20, ROUNDS = 300 };
+  char *live[LIVE] = {0};
+  uint64_t before = atomic_load(&msi_heap_counters.purges);
+  uint32_t x = 42;
+  for (int i = 0; i < ROUNDS; i++) {
+    x = x * 1103515245u + 12345u;
+    unsigned k = (x >> 8) % LIVE;
+    size_t n = ((size_t)5 << 20) + (x >> 4) % ((size_t)20 << 20);
+    ms_free(live[k]);
+    assert_non_null(live[k] = ms_malloc(n));
+    live[k][0] = live[k][n - 1] = 1;
+  }
+  uint64_t purges = atomic_load(&msi_heap_counters.purges) - before;
+  for (int k = 0; k < LIVE; k++) ms_free(live[k]);
+  ms_option_set(MS_OPTION_PURGE_DELAY, delay);
+  assert_true(purges <= 2); /* every 64 MiB freed: ~25 */
+}
+
 static void span_bookkeeping(void **state) {
   (void)state;
   /* fill several spans of one class, free all: spans leave the class and are cached or returned */
@@ -378,6 +405,7 @@ int main(void) {
       cmocka_unit_test(realloc_grow_to_1gib_without_copy),
       cmocka_unit_test(realloc_grow_by_steps_keeps_every_page),
       cmocka_unit_test(single_threaded_big_free_returns_memory),
+      cmocka_unit_test(single_threaded_churn_keeps_caches),
       cmocka_unit_test(span_bookkeeping),
       cmocka_unit_test(first_batch_one_page),
       cmocka_unit_test(stats_classes_past_64),
