@@ -10,7 +10,6 @@
 #include "heap.h"
 #include "os.h"
 #include <errno.h>
-#include <string.h>
 #include <sys/mman.h>
 
 typedef struct {
@@ -152,16 +151,14 @@ bool msi_direct_free(void *p) {
 }
 
 /* a block of several mappings (moved here by large.c: move_to_direct) grown to len: mremap refuses several
-   mappings (EFAULT), so its pages move into a new mapping piece by piece (msi_large_move_into); MAP_FAILED:
-   unchanged */
+   mappings (EFAULT), so its pages move into a new mapping piece by piece, or are copied where the kernel refuses
+   (msi_large_move_into); MAP_FAILED: unchanged */
 static void *grow_pieces(void *p, size_t old, size_t len) {
   void *d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (d == MAP_FAILED) return MAP_FAILED;
-  if (!msi_large_move_into(d, p, old, len)) { /* nothing moved (the mapping limit): a copy */
+  if (!msi_large_move_into(d, p, old, len)) {
     msi_os_munmap(d, len);
-    d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (d == MAP_FAILED) return MAP_FAILED;
-    memcpy(d, p, old);
+    return MAP_FAILED;
   }
   if (msi_os_munmap(p, old) != 0) msi_os_madvise(p, old, MADV_DONTNEED); /* (reserved again by the move) */
   return d;

@@ -463,13 +463,17 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
 /* after move_pages moved the first `moved` bytes of the block [p, p + old) to [d, d + moved) and the kernel refused
    the rest (near vm.max_map_count it refuses every move): the rest is copied, as glibc does, into [d + moved,
    d + len) made writable again first (move_pages reserved the refused piece; whole mappings to the end: no split,
-   no new mapping). Moving the moved pieces back could be refused as well (msi_fatal in a review's reproducer). */
-static void copy_rest(void *d, void *p, size_t moved, size_t old, size_t len) {
-  if (msi_os_mprotect((char *)d + moved, len - moved, PROT_READ | PROT_WRITE) != 0)
+   no new mapping). Moving the moved pieces back could be refused as well (msi_fatal in a review's reproducer).
+   false: nothing had moved and d could not be made writable again (the block unchanged) */
+static bool copy_rest(void *d, void *p, size_t moved, size_t old, size_t len) {
+  if (msi_os_mprotect((char *)d + moved, len - moved, PROT_READ | PROT_WRITE) != 0) {
+    if (!moved) return false;
     msi_fatal("realloc(): the kernel refused to move a block of %zu bytes at %p and to restore its new mapping",
               old, p);
+  }
   MSI_HEAP_VG_QUIET(memcpy((char *)d + moved, (char *)p + moved, old - moved));
   reserve((uintptr_t)p + moved, old - moved);
+  return true;
 }
 
 /* moves a block of `old_bytes` at `from` into the reserved slot at `to`, committed to `new_bytes` (its tail first,
@@ -489,13 +493,13 @@ static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t n
   return MAP_FAILED;
 }
 
-/* Moves the pages of the block [p, p + old) into the fresh read-write mapping [d, d + len) (len >= old), no byte
-   copied (move_pages: piecewise, each source piece reserved again; a refused rest is copied: copy_rest). false:
-   the kernel refused the first move, nothing changed but d's first pages (reserved: the caller unmaps d). */
+/* Moves the block [p, p + old) into the fresh read-write mapping [d, d + len) (len >= old): its pages, no byte
+   copied (move_pages: piecewise, each source piece reserved again); what the kernel refuses to move (the mapping
+   limit), all of it or a rest, is copied (copy_rest) and its range reserved again. false: nothing moved and d
+   could not be made writable again (the block unchanged; the caller unmaps d). */
 bool msi_large_move_into(void *d, void *p, size_t old, size_t len) {
   size_t moved = move_pages((uintptr_t)p, (uintptr_t)d, old);
-  if (moved && moved < old) copy_rest(d, p, moved, old, len);
-  return moved != 0 || old == 0;
+  return moved == old || copy_rest(d, p, moved, old, len);
 }
 
 /* A block that leaves its slot when the slots are out (every slot of the size taken, direct blocks only from now
@@ -506,13 +510,9 @@ bool msi_large_move_into(void *d, void *p, size_t old, size_t len) {
 static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
   void *d = msi_direct_alloc(size, 0);
   if (!d || msi_large_move_into(d, p, old_bytes, msi_round_up(size, page_size))) return d;
-  msi_direct_free(d); /* nothing moved (the mapping limit): a copy, as glibc does */
-  d = msi_direct_alloc(size, 0);
-  if (d) {
-    MSI_HEAP_VG_QUIET(memcpy(d, p, old_bytes));
-    reserve((uintptr_t)p, old_bytes);
-  }
-  return d;
+  msi_direct_free(d);
+  errno = ENOMEM;
+  return NULL;
 }
 
 /* a live block's slot after its pages moved out (its range reserved again by the move) */
