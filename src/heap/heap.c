@@ -6,6 +6,7 @@
 #include "os.h"
 #include "track.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,11 +472,7 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
     s = list_pop(&global_cache[n]);
     msi_unlock(&global_lock);
   }
-  if (s) {
-    msi_heap_note_idle(-(int64_t)n * MSI_HEAP_CHUNK);
-    return s;
-  }
-  return segment_alloc_span(n);
+  return s ? s : segment_alloc_span(n);
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -486,7 +483,8 @@ static void orphans_collect(void);
 static void purge_task_run(uint64_t now_ns);
 static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
-void msi_heap_purge(uint64_t now_ms_in, bool force) {
+/* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
+static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 && !force) return;
   uint32_t now = (uint32_t)now_ms_in, delay = d < 0 ? 0 : (uint32_t)d;
@@ -509,29 +507,80 @@ void msi_heap_purge(uint64_t now_ms_in, bool force) {
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   segments_purge(now, delay, force);
-  msi_large_purge(now, delay, force);
+  msi_large_purge(now, delay, force_large);
 }
+void msi_heap_purge(uint64_t now_ms, bool force) { purge(now_ms, force, force); }
 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 
-/* bytes that became idle (cached spans, cached large slots) since the last purge */
-_Atomic int64_t msi_heap_idle_since_purge;
+/* bytes of spans that became idle (cached or back in their segment) since the last purge */
+_Atomic uint64_t msi_heap_idle_since_purge;
+
+/* the process's resident bytes (/proc/self/statm), 0 when unreadable */
+static uint64_t self_rss(void) {
+  unsigned long long pages = 0;
+  char buf[64];
+  int fd = msi_os_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ssize_t n = msi_os_read(fd, buf, sizeof buf - 1);
+  msi_os_close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  const char *c = buf;
+  while (*c && *c != ' ') c++; /* size, then resident */
+  while (*c == ' ') c++;
+  while (*c >= '0' && *c <= '9') pages = pages * 10 + (unsigned long long)(*c++ - '0');
+  return (uint64_t)pages * msi_os_page_size();
+}
+
+/* A single-threaded program's cached large slots may hold as many bytes as the rest of the program has resident,
+   between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back (msi_large_trim), down
+   to 3/4 of it; a process with less than 2 ST_LARGE_MIN resident keeps its cache (the cache knows its bytes, not
+   which of them are resident: a churn of blocks of 1 B-16 MiB touching one page each made an madvise per free,
+   0.19 M pairs/s, glibc 0.43 M). Measured (/proc/self/statm) only when the cache rose a step above the lowest it
+   was since the last measurement, when the large blocks in use fell a step below the most they were since, or
+   after a purge of the spans (force), so most frees read three atomics. */
+#define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
+#define ST_LARGE_MAX (4 * MSI_HEAP_ST_PURGE_BYTES)
+#define ST_LARGE_STEP (MSI_HEAP_ST_PURGE_BYTES / 2)
+static _Atomic uint64_t st_large_check = ST_LARGE_MIN, st_large_live;
+static void st_large_budget(bool force) {
+  uint64_t cached = msi_large_dirty_bytes(), check = atomic_load_explicit(&st_large_check, memory_order_relaxed);
+  uint64_t live = msi_large_live_bytes(), top = atomic_load_explicit(&st_large_live, memory_order_relaxed);
+  if (live > top) atomic_store_explicit(&st_large_live, live, memory_order_relaxed); /* the most held since */
+  if (live + ST_LARGE_STEP < top) {
+    force = true; /* the program holds less: its budget shrinks (the cache may not grow: its limits) */
+  } else if (!force && cached + ST_LARGE_STEP < check) { /* lower again: measure after a rise from here */
+    atomic_store_explicit(&st_large_check, cached + ST_LARGE_STEP, memory_order_relaxed);
+    return;
+  }
+  if (!force && cached <= check) return;
+  atomic_store_explicit(&st_large_live, live, memory_order_relaxed);
+  uint64_t rss = self_rss(), rest = rss > cached ? rss - cached : 0;
+  uint64_t keep = rest < ST_LARGE_MIN ? ST_LARGE_MIN : rest > ST_LARGE_MAX ? ST_LARGE_MAX : rest;
+  if (cached > keep && rss > 2 * ST_LARGE_MIN) msi_large_trim(keep / 4 * 3);
+  atomic_store_explicit(&st_large_check, msi_large_dirty_bytes() + ST_LARGE_STEP, memory_order_relaxed);
+}
 
 /* From the malloc/free slow paths: a single-threaded program has no maintenance thread (one would make
    unshare(CLONE_NEWUSER) fail), so nothing would purge while it sleeps. It purges here once the delay has passed
-   since the last purge, and at once, as glibc returns big frees, when the caches grew since by MSI_HEAP_ST_PURGE_BYTES
-   and by as much as the large blocks in use: a program that frees most of its memory gets it back, one that
-   frees and allocates again blocks as big as mimalloc-bench's malloc-large (20 live of 5-25 MiB; purged every
-   ~13 frees, 1.45 s where glibc took 0.71 s) keeps its caches. */
+   since the last purge, and at once, as glibc returns big frees:
+   - every span cache and free chunk when MSI_HEAP_ST_PURGE_BYTES of spans became idle since the last purge;
+   - the longest-cached large slots past the budget of st_large_budget().
+   Large slots used to go with the spans, all of them, each time 64 MiB had been freed since the last purge: a
+   program replacing blocks as big as those it holds (mimalloc-bench's malloc-large: 20 live of 5-25 MiB) was
+   purged every ~13 frees and faulted each new block in afresh, 1.45 s where glibc took 0.71 s. A budget that
+   follows the program's resident size keeps the slots it reuses, and lets a program that holds little (or big
+   blocks it never touched) keep little. */
 void msi_heap_maybe_purge(void) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
   uint32_t now = msi_heap_now_ms();
-  int64_t idle = atomic_load_explicit(&msi_heap_idle_since_purge, memory_order_relaxed);
-  bool big = idle >= (int64_t)MSI_HEAP_ST_PURGE_BYTES && (uint64_t)idle >= msi_large_live_bytes();
-  if (!big && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
+  bool spans = atomic_load_explicit(&msi_heap_idle_since_purge, memory_order_relaxed) >= MSI_HEAP_ST_PURGE_BYTES;
+  st_large_budget(false);
+  if (!spans && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
   atomic_store_explicit(&msi_heap_idle_since_purge, 0, memory_order_relaxed);
-  msi_heap_purge(now, big);
+  purge(now, spans, false);
+  if (spans) st_large_budget(true); /* the program holds less now */
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */

@@ -151,13 +151,10 @@ void msi_heap_thread_collect(bool force);
 void msi_heap_purge(uint64_t now_ms, bool force);
 void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
-extern _Atomic int64_t msi_heap_idle_since_purge;
-/* `bytes` became idle (cached), or busy again (taken from a cache): the net growth of the caches since the last
-   purge, counted only where no maintenance thread purges (a single-threaded program), so threads do not share a
-   counter line on their slow paths. Net: counting every free, a churn of 1 B .. 4 MiB blocks (64 live) reached
-   64 MiB every ~60 frees and each forced purge emptied the caches its next allocations needed: 0.28 M
-   malloc-free pairs/s, 3.0 M without the purge (glibc 0.9 M). */
-static inline void msi_heap_note_idle(int64_t bytes) {
+extern _Atomic uint64_t msi_heap_idle_since_purge;
+/* `bytes` of spans became idle (cached or back in their segment): counted only where no maintenance thread purges
+   (a single-threaded program), so threads do not share a counter line on their slow paths */
+static inline void msi_heap_note_idle(size_t bytes) {
   if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
@@ -188,7 +185,9 @@ void msi_direct_lock(void);
 void msi_direct_unlock(bool child);
 size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached slots idle >= delay ms */
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
-uint64_t msi_large_live_bytes(void); /* in large blocks in use, slots and direct */
+uint64_t msi_large_dirty_bytes(void); /* cached large slots' bytes that may hold pages */
+uint64_t msi_large_live_bytes(void);  /* in large blocks in use, slots and direct */
+void msi_large_trim(uint64_t keep);   /* drops the longest-cached slots' pages until at most `keep` such bytes */
 bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */
 void msi_large_lock_all(void);
 void msi_large_unlock_all(bool child);

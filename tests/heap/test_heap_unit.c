@@ -268,6 +268,27 @@ static void single_threaded_churn_keeps_caches(void **state) {
   assert_true(purges <= 2); /* every 64 MiB freed: ~25 */
 }
 
+/* ... and one that still holds big blocks it never touched does not keep what it freed: the cache's budget follows
+   what the program has resident, not the bytes it holds (a first version keyed to the large bytes in use kept
+   all 128 MiB of a size's cache here, in a review's reproducer 525 MiB; now 3 MiB) */
+static void single_threaded_free_while_holding_untouched(void **state) {
+  (void)state;
+  if (msi_maint_running()) skip();
+  enum { HOLD = 16, N = 60 };
+  void *hold[HOLD], *b[N];
+  size_t base = ms_test_rss_bytes();
+  if (base > 64 * MSI_MiB) { /* not a program that holds little: the sanitizer's own memory (353 MiB under ASan) */
+    fprintf(stderr, "skipped: the process has %zu MiB resident already\n", base >> 20);
+    skip();
+  }
+  for (int i = 0; i < HOLD; i++) assert_non_null(hold[i] = ms_malloc((size_t)32 << 20)); /* 512 MiB, untouched */
+  for (int i = 0; i < N; i++) { assert_non_null(b[i] = ms_malloc((size_t)4 << 20)); memset(b[i], 1, (size_t)4 << 20); }
+  for (int i = 0; i < N; i++) ms_free(b[i]);
+  size_t after = ms_test_rss_bytes();
+  for (int i = 0; i < HOLD; i++) ms_free(hold[i]);
+  assert_true(after < base + 80 * MSI_MiB); /* 240 MiB freed; the cache of that size may hold 128 MiB */
+}
+
 static void span_bookkeeping(void **state) {
   (void)state;
   /* fill several spans of one class, free all: spans leave the class and are cached or returned */
@@ -406,6 +427,7 @@ int main(void) {
       cmocka_unit_test(realloc_grow_by_steps_keeps_every_page),
       cmocka_unit_test(single_threaded_big_free_returns_memory),
       cmocka_unit_test(single_threaded_churn_keeps_caches),
+      cmocka_unit_test(single_threaded_free_while_holding_untouched),
       cmocka_unit_test(span_bookkeeping),
       cmocka_unit_test(first_batch_one_page),
       cmocka_unit_test(stats_classes_past_64),
