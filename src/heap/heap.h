@@ -151,11 +151,13 @@ void msi_heap_thread_collect(bool force);
 void msi_heap_purge(uint64_t now_ms, bool force);
 void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
-extern _Atomic uint64_t msi_heap_idle_since_purge;
-/* `bytes` of spans became idle (cached or back in their segment): counted only where no maintenance thread purges
-   (a single-threaded program), so threads do not share a counter line on their slow paths */
-static inline void msi_heap_note_idle(size_t bytes) {
-  if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_since_purge, bytes, memory_order_relaxed);
+extern _Atomic int64_t msi_heap_idle_spans;
+/* `bytes` of spans became idle (cached, or free chunks left resident in their segment), or busy again (negative:
+   taken from a cache or reused while resident), or went back to the OS (negative): the idle spans' bytes, counted
+   only where no maintenance thread purges (a single-threaded program), so threads do not share a counter line
+   on their slow paths */
+static inline void msi_heap_note_idle(int64_t bytes) {
+  if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_spans, bytes, memory_order_relaxed);
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
 /* class c's entry of a snapshot being filled (heap_class, then heap_class_more; ms_stats_class reads a filled one) */
