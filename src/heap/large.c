@@ -347,7 +347,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
         msi_unlock(lock_of(c));
         return direct_after_refusal(size, alignment); /* refused: see below */
       }
-    } else if (excess_dropped(have, npages)) {
+    } else if (!clean && excess_dropped(have, npages)) { /* (a clean slot's pages are gone already) */
       slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
       have = npages;
     }
