@@ -6,7 +6,6 @@
 #include "os.h"
 #include "track.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,6 +439,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   s->state = MSI_SPAN_CACHED;
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
+  msi_heap_note_active(-(int64_t)bytes);
   if (msi_heap_limits.global_bucket) msi_heap_note_idle((int64_t)bytes); /* (else back to the OS at once) */
   if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
@@ -518,31 +518,15 @@ void msi_heap_purge(uint64_t now_ms, bool force) { purge(now_ms, force, force); 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
-_Atomic int64_t msi_heap_idle_spans;
+_Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 
-/* the process's resident bytes (/proc/self/statm), 0 when unreadable */
-static uint64_t self_rss(void) {
-  unsigned long long pages = 0;
-  char buf[64];
-  int fd = msi_os_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  ssize_t n = msi_os_read(fd, buf, sizeof buf - 1);
-  msi_os_close(fd);
-  buf[n > 0 ? n : 0] = 0;
-  const char *c = buf;
-  while (*c && *c != ' ') c++; /* size, then resident */
-  while (*c == ' ') c++;
-  while (*c >= '0' && *c <= '9') pages = pages * 10 + (unsigned long long)(*c++ - '0');
-  return (uint64_t)pages * msi_os_page_size();
-}
-
-/* A single-threaded program's cached large slots may hold as many bytes as the rest of the program has resident,
-   between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back (msi_large_trim), down
-   to 3/4 of it; a process with less than 2 ST_LARGE_MIN resident keeps its cache (the cache knows its bytes, not
-   which of them are resident: a churn of blocks of 1 B-16 MiB touching one page each made an madvise per free,
-   0.19 M pairs/s, glibc 0.43 M). Measured (/proc/self/statm) only when the cache rose a step above the lowest it
-   was since the last measurement, when the large blocks in use fell a step below the most they were since, or
-   after a purge of the spans (force), so most frees read three atomics. */
+/* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving
+   a class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back
+   (msi_large_trim), down to 3/4 of it. Counted from the heap's own figures, not the resident size: reading that
+   (/proc/self/statm) on a free killed a sandboxed program that forbids open() (test_heap_unit:
+   large_blocks_in_a_sandbox), so blocks in use count by their size, touched or not. Measured only when the cache
+   rose a step above the lowest it was since the last measurement, when the large blocks in use fell a step below
+   the most they were since, or after a purge of the spans (force): most frees read three atomics. */
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 #define ST_LARGE_MAX (4 * MSI_HEAP_ST_PURGE_BYTES)
 #define ST_LARGE_STEP (MSI_HEAP_ST_PURGE_BYTES / 2)
@@ -559,9 +543,10 @@ static void st_large_budget(bool force) {
   }
   if (!force && cached <= check) return;
   atomic_store_explicit(&st_large_live, live, memory_order_relaxed);
-  uint64_t rss = self_rss(), rest = rss > cached ? rss - cached : 0;
+  int64_t spans = atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
+  uint64_t rest = (spans > 0 ? (uint64_t)spans : 0) + live;
   uint64_t keep = rest < ST_LARGE_MIN ? ST_LARGE_MIN : rest > ST_LARGE_MAX ? ST_LARGE_MAX : rest;
-  if (cached > keep && rss > 2 * ST_LARGE_MIN) msi_large_trim(keep / 4 * 3);
+  if (cached > keep) msi_large_trim(keep / 4 * 3);
   atomic_store_explicit(&st_large_check, msi_large_dirty_bytes() + ST_LARGE_STEP, memory_order_relaxed);
 }
 
@@ -721,6 +706,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   s->in_partial = 0;
   s->next = s->prev = NULL;
   s->state = MSI_SPAN_ACTIVE;
+  msi_heap_note_active((int64_t)s->nchunks * MSI_HEAP_CHUNK);
 }
 
 /* carves a batch of never-used blocks into the free list (the secure build links them in a random order, so the

@@ -159,6 +159,11 @@ extern _Atomic int64_t msi_heap_idle_spans;
 static inline void msi_heap_note_idle(int64_t bytes) {
   if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_idle_spans, bytes, memory_order_relaxed);
 }
+/* the bytes of spans serving a class (taken: positive; retired: negative), counted as msi_heap_note_idle */
+extern _Atomic int64_t msi_heap_active_spans;
+static inline void msi_heap_note_active(int64_t bytes) {
+  if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_active_spans, bytes, memory_order_relaxed);
+}
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
 /* class c's entry of a snapshot being filled (heap_class, then heap_class_more; ms_stats_class reads a filled one) */
 static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
