@@ -188,9 +188,11 @@ size_t msi_usable_size(const void *p) {
   return d ? d : msi_foreign_usable(p);
 }
 
-static void *realloc_move(void *p, size_t old_usable, size_t size) {
-  void *n = msi_malloc(size);
+/* realloc by a copy into a new block of `alloc` >= size bytes (grown_size), tracked as `size` */
+static void *realloc_move(void *p, size_t old_usable, size_t size, size_t alloc) {
+  void *n = msi_malloc(alloc);
   if (!n) return NULL;
+  if (alloc != size) MSI_TRACK_RESIZE(n, alloc, size); /* valgrind reports writes past what was asked */
   /* the whole usable size is the caller's (valgrind only knows the size asked for: no report for the rest) */
   MSI_HEAP_VG_QUIET(memcpy(n, p, old_usable < size ? old_usable : size));
   msi_free(p);
@@ -224,7 +226,7 @@ void *msi_realloc(void *p, size_t size) {
       MSI_TRACK_RESIZE(p, bs, size);
       return p;
     }
-    return realloc_move(p, bs, grown_size(bs, size));
+    return realloc_move(p, bs, size, grown_size(bs, size));
   }
   if (msi_heap_in_large(p)) {
     size_t old = msi_large_usable(p);
@@ -240,7 +242,7 @@ void *msi_realloc(void *p, size_t size) {
       }
       return q;
     }
-    return realloc_move(p, old, size);
+    return realloc_move(p, old, size, size);
   }
   if (msi_heap_in_reserved_small(p)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
   if (msi_spill_owns(p)) return msi_spill_realloc(p, size);
@@ -248,7 +250,7 @@ void *msi_realloc(void *p, size_t size) {
   size_t d = msi_direct_usable(p);
   if (d) {
     if (size <= MSI_HEAP_SMALL_REQ || (mask & MSI_ROUTE_SPILL && msi_spill_threshold() && size >= msi_spill_threshold()))
-      return realloc_move(p, d, size);
+      return realloc_move(p, d, size, size);
     void *q = msi_direct_realloc(p, size);
     if (q) {
       MSI_TRACK_FREE(p);

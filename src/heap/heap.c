@@ -895,8 +895,31 @@ MSI_COLD static void fork_parent(void) {
   for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_unlock(&h->cache_lock);
   msi_unlock(&heaps_lock);
 }
+/* A child of a multithreaded parent has no maintenance thread: the single-threaded purge's counters, not kept
+   while that thread ran, are counted afresh from the spans (a review's child reused 256 MiB of spans its parent had
+   cached uncounted, took the counter 256 MiB below zero, and kept what it freed: 260 MiB where a single-threaded
+   program keeps 67 MiB). O(segments); the child holds every lock. */
+static void span_counts_recount(void) {
+  int64_t idle = 0, active = 0;
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
+  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    idle += (int64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
+    for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
+      msi_span_t *sp = &seg->spans[i];
+      if (seg->map[i] != i || (sp->state != MSI_SPAN_CACHED && sp->state != MSI_SPAN_ACTIVE)) continue;
+      *(sp->state == MSI_SPAN_CACHED ? &idle : &active) += (int64_t)sp->nchunks * MSI_HEAP_CHUNK;
+    }
+  }
+  atomic_store_explicit(&msi_heap_idle_spans, idle, memory_order_relaxed);
+  atomic_store_explicit(&msi_heap_active_spans, active, memory_order_relaxed);
+  atomic_store_explicit(&st_large_check, ST_LARGE_MIN, memory_order_relaxed);
+  atomic_store_explicit(&st_large_live, 0, memory_order_relaxed);
+}
+
 MSI_COLD static void fork_child(void) {
   if (fork_unlocked) return; /* the parent had one thread: no lock held, the thread count unchanged */
+  span_counts_recount();
   msi_large_unlock_all(true);
   msi_lock_reset(&seg_lock);
   msi_lock_reset(&global_lock);

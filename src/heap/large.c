@@ -46,6 +46,7 @@ static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots whose pages were not dropped */
 static size_t page_size, page_shift;
 static bool dense_on; /* see dense() */
+static bool strict;   /* strict overcommit (mode 2): every committed page is charged */
 static bool strict_overcommit(void);
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
@@ -60,7 +61,8 @@ void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
   int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
-  dense_on = !strict_overcommit() && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
+  strict = strict_overcommit();
+  dense_on = !strict && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
   errno = saved;
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
@@ -347,7 +349,8 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
         msi_unlock(lock_of(c));
         return direct_after_refusal(size, alignment); /* refused: see below */
       }
-    } else if (!clean && excess_dropped(have, npages)) { /* (a clean slot's pages are gone already) */
+    } else if ((!clean || MSI_HEAP_SECURE) && excess_dropped(have, npages)) {
+      /* (a clean slot's pages are gone already, but the secure build's guard must follow the block) */
       slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
       have = npages;
     }
@@ -677,7 +680,8 @@ static lclass_t *oldest_dirty(uint32_t now, uint32_t *j_out) {
    cached, committed: reusing one needs no system call, only the page faults of a fresh block (and calloc no
    memset), and a cache of barely touched blocks costs an madvise each, not a decommit and a commit (a churn of
    blocks of 1 B-16 MiB touching one page each ran at 0.18 M pairs/s when trimmed slots were decommitted). Pages
-   the kernel will not drop (mlock) go back with their slot. */
+   the kernel will not drop (mlock) go back with their slot, and so does every slot under strict overcommit (a
+   kept slot would keep its commit charge, which later allocations may need). */
 void msi_large_trim(uint64_t keep) {
   uint32_t now = msi_heap_now_ms(), j = 0;
   lclass_t *c;
@@ -690,7 +694,7 @@ void msi_large_trim(uint64_t keep) {
     }
     uint32_t idx = c->cached[j];
     size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
-    if (msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
+    if (!strict && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
       c->clean |= 1ull << j;
       atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
       msi_unlock(lock_of(c));
@@ -715,7 +719,22 @@ void msi_large_lock_all(void) {
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(lock_of(&classes[i]));
   msi_direct_lock();
 }
+/* a fork child's cache totals, from the classes (a free adds to them after its class lock: a fork in between would
+   leave them short, and the slot's removal would wrap them) */
+static void cached_recount(void) {
+  uint64_t all = 0, dirty = 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    lclass_t *c = &classes[i];
+    for (uint32_t j = 0; j < c->ncached; j++)
+      if (!((c->clean >> j) & 1)) dirty += (uint64_t)(meta_of(c)[c->cached[j]].pages & SLOT_PAGES) << page_shift;
+    all += c->cached_bytes;
+  }
+  atomic_store_explicit(&cached_bytes, all, memory_order_relaxed);
+  atomic_store_explicit(&dirty_bytes, dirty, memory_order_relaxed);
+}
+
 void msi_large_unlock_all(bool child) {
+  if (child) cached_recount();
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     if (child) msi_lock_reset(lock_of(&classes[i]));
