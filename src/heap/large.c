@@ -5,7 +5,8 @@
    impossible request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves
    to a bigger slot with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see
    dense()). Freed slots stay committed in a small
-   per-size cache (preset), and are decommitted by the purge after MEMSPACE_PURGE_DELAY. The secure build keeps the
+   per-size cache (preset; reused best-fit: cached_take), and are decommitted by the purge after
+   MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure build keeps the
    last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
    (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
    its own). */
