@@ -203,7 +203,8 @@ static void *realloc_move(void *p, size_t old_usable, size_t size, size_t alloc)
    string appended to, realloc'd to its exact length each time) would change class at every step past the next
    class: 16 classes per doubling above 4 KiB are ~6% apart. Grown by less than a quarter, it gets an eighth more,
    at most the largest small class (2,000 strings grown to 20 KB by appends of 1-100 B: 1.35 M moves copying
-   8.0 GB, mimalloc 0.57 M moves and 2.1 GB). */
+   8.0 GB, mimalloc 0.57 M moves and 2.1 GB). Not while malloc is routed (spill, a process space): the eighth could
+   take a request under the spill threshold over it, or double a space block's order. */
 static size_t grown_size(size_t bs, size_t size) {
   if (size <= bs || size >= bs + bs / 4 || size > MSI_HEAP_SMALL_REQ) return size;
   size_t more = size + size / 8;
@@ -226,7 +227,7 @@ void *msi_realloc(void *p, size_t size) {
       MSI_TRACK_RESIZE(p, bs, size);
       return p;
     }
-    return realloc_move(p, bs, size, grown_size(bs, size));
+    return realloc_move(p, bs, size, mask ? size : grown_size(bs, size)); /* (routed: spill threshold, space orders) */
   }
   if (msi_heap_in_large(p)) {
     size_t old = msi_large_usable(p);

@@ -419,6 +419,27 @@ static int mode_realloc(void) {
   return 0;
 }
 
+/* malloc with a 4 KiB threshold: a small block realloc'd up by small steps under the threshold stays in RAM
+   (realloc's headroom for blocks growing by small steps must not take a request over the threshold), and one
+   realloc'd to the threshold spills */
+static int mode_smallgrow(void) {
+  unsigned char *p = malloc(3000);
+  if (!p) FAIL("malloc");
+  memset(p, 5, 3000);
+  for (size_t n = 3100; n < 4096; n += 100) {
+    unsigned char *q = realloc(p, n);
+    if (!q) FAIL("realloc to %zu: %s", n, strerror(errno));
+    if (ms_spill_is(q)) FAIL("realloc to %zu (under the threshold) spilled", n);
+    if (q[0] != 5 || q[2999] != 5) FAIL("contents lost at %zu", n);
+    p = q;
+  }
+  unsigned char *q = realloc(p, 4096);
+  if (!q || !ms_spill_is(q) || q[0] != 5) FAIL("realloc to the threshold did not spill");
+  free(q);
+  printf("ok smallgrow: under the threshold in RAM, at it spilled\n");
+  return 0;
+}
+
 /* under RLIMIT_AS of 4 GB (set by the caller; malloc with a 1 MiB threshold): blocks spill (the reservation fits
    in a quarter of the limit), a block beyond the largest class stays in RAM, and a spilled block grown past it
    moves to RAM with its contents */
@@ -592,6 +613,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
+  if (!strcmp(m, "smallgrow")) return mode_smallgrow();
   if (!strcmp(m, "fds")) return mode_fds();
   if (!strcmp(m, "aslimit")) return mode_aslimit();
   if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);

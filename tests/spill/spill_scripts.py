@@ -239,6 +239,8 @@ def main():
         return full_disk()
     if t == "preload_realloc":
         return preload("realloc")
+    if t == "preload_smallgrow":
+        return preload("smallgrow", threshold="4K")
     if t == "preload_many":
         return preload("many", "100000", threshold="4K")
     if t == "preload_fork":
