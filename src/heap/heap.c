@@ -560,9 +560,9 @@ static void st_large_budget(bool force) {
    - the longest-cached large slots past the budget of st_large_budget().
    Large slots used to go with the spans, all of them, each time 64 MiB had been freed since the last purge: a
    program replacing blocks as big as those it holds (mimalloc-bench's malloc-large: 20 live of 5-25 MiB) was
-   purged every ~13 frees and faulted each new block in afresh, 1.45 s where glibc took 0.71 s. A budget that
-   follows the program's resident size keeps the slots it reuses, and lets a program that holds little (or big
-   blocks it never touched) keep little. */
+   purged every ~13 frees and faulted each new block in afresh, 1.45 s where glibc took 0.71 s. A budget
+   that follows what the rest of the heap holds keeps the slots a program reuses, and lets one that holds little
+   keep little. */
 void msi_heap_maybe_purge(void) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
@@ -899,20 +899,12 @@ MSI_COLD static void fork_parent(void) {
    while that thread ran, are counted afresh from the spans (a review's child reused 256 MiB of spans its parent had
    cached uncounted, took the counter 256 MiB below zero, and kept what it freed: 260 MiB where a single-threaded
    program keeps 67 MiB). O(segments); the child holds every lock. */
+static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active);
 static void span_counts_recount(void) {
-  int64_t idle = 0, active = 0;
-  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
-  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
-    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
-    idle += (int64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
-    for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
-      msi_span_t *sp = &seg->spans[i];
-      if (seg->map[i] != i || (sp->state != MSI_SPAN_CACHED && sp->state != MSI_SPAN_ACTIVE)) continue;
-      *(sp->state == MSI_SPAN_CACHED ? &idle : &active) += (int64_t)sp->nchunks * MSI_HEAP_CHUNK;
-    }
-  }
-  atomic_store_explicit(&msi_heap_idle_spans, idle, memory_order_relaxed);
-  atomic_store_explicit(&msi_heap_active_spans, active, memory_order_relaxed);
+  uint64_t idle, active;
+  spans_tally(NULL, &idle, &active);
+  atomic_store_explicit(&msi_heap_idle_spans, (int64_t)idle, memory_order_relaxed);
+  atomic_store_explicit(&msi_heap_active_spans, (int64_t)active, memory_order_relaxed);
   atomic_store_explicit(&st_large_check, ST_LARGE_MIN, memory_order_relaxed);
   atomic_store_explicit(&st_large_live, 0, memory_order_relaxed);
 }
@@ -1111,17 +1103,21 @@ void msi_heap_thread_collect(bool force) {
 #if defined(__SANITIZE_THREAD__)
 __attribute__((no_sanitize("thread")))
 #endif
-void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
+/* walks the segments: the bytes of idle spans (free chunks still resident, cached spans) and of spans serving a
+   class; with st, each active span's blocks into its class's entry */
+static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
-  uint64_t cached = 0;
+  *idle = *active = 0;
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
-    cached += (uint64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
+    *idle += (uint64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
       msi_span_t *s = &seg->spans[i];
       if (seg->map[i] != i) continue;
-      if (s->state == MSI_SPAN_CACHED) { cached += (uint64_t)s->nchunks * MSI_HEAP_CHUNK; continue; }
+      if (s->state == MSI_SPAN_CACHED) { *idle += (uint64_t)s->nchunks * MSI_HEAP_CHUNK; continue; }
       if (s->state != MSI_SPAN_ACTIVE) continue;
+      *active += (uint64_t)s->nchunks * MSI_HEAP_CHUNK;
+      if (!st) continue;
       ms_stats_class_t *c = msi_stats_class(st, s->cls);
       uint32_t used = s->used, cap = s->capacity;
       if (used > cap) used = cap;
@@ -1130,9 +1126,13 @@ void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
       c->mapped += cap;
     }
   }
+}
+
+void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
+  uint64_t active;
+  spans_tally(st, cached_spans_bytes, &active);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_stats_class(st, c)->block_size = msi_heap_class_size[c];
     msi_stats_class(st, c)->returned = atomic_load_explicit(&msi_heap_counters.returned_spans[c], memory_order_relaxed);
   }
-  *cached_spans_bytes = cached;
 }

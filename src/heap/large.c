@@ -45,6 +45,8 @@ _Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock
 #define lock_of(c) (&msi_fork_page.large[(c) - classes].lock)
 static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
 static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots whose pages were not dropped */
+/* (cached_bytes and dirty_bytes change under the class lock with the cache itself, so a fork, which holds every
+   class lock, gives the child totals that agree with its classes) */
 static size_t page_size, page_shift;
 static bool dense_on; /* see dense() */
 static bool strict;   /* strict overcommit (mode 2): every committed page is charged */
@@ -279,6 +281,7 @@ static size_t cached_remove(lclass_t *c, uint32_t j, bool *clean) {
   size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
   meta_of(c)[idx].pages &= ~SLOT_CACHED;
   c->cached_bytes -= bytes;
+  atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
   *clean = (c->clean >> j) & 1;
   if (!*clean) atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
   c->clean = (c->clean & ((1ull << j) - 1)) | (j + 1 < 64 ? (c->clean >> (j + 1)) << j : 0);
@@ -292,7 +295,6 @@ static size_t cached_remove(lclass_t *c, uint32_t j, bool *clean) {
 static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   slot_decommit(k, c->base + ((uintptr_t)idx << k), bytes);
-  atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -340,7 +342,6 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     uint32_t have = m->pages & SLOT_PAGES;
     m->pages = SLOT_LIVE | have;
     msi_unlock(lock_of(c));
-    atomic_fetch_sub_explicit(&cached_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     uintptr_t addr = c->base + ((uintptr_t)idx << k);
     if (have < npages) {
       if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift)) {
@@ -421,9 +422,9 @@ void msi_large_free(void *p) {
     m->pages = SLOT_CACHED | have;
     c->cached_ms[c->ncached] = msi_heap_now_ms();
     c->cached[c->ncached++] = idx;
-    msi_unlock(lock_of(c));
     atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&dirty_bytes, bytes, memory_order_relaxed);
+    msi_unlock(lock_of(c));
     msi_maint_kick();
     msi_heap_maybe_purge();
     return;
@@ -720,22 +721,7 @@ void msi_large_lock_all(void) {
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) msi_lock(lock_of(&classes[i]));
   msi_direct_lock();
 }
-/* a fork child's cache totals, from the classes (a free adds to them after its class lock: a fork in between would
-   leave them short, and the slot's removal would wrap them) */
-static void cached_recount(void) {
-  uint64_t all = 0, dirty = 0;
-  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-    lclass_t *c = &classes[i];
-    for (uint32_t j = 0; j < c->ncached; j++)
-      if (!((c->clean >> j) & 1)) dirty += (uint64_t)(meta_of(c)[c->cached[j]].pages & SLOT_PAGES) << page_shift;
-    all += c->cached_bytes;
-  }
-  atomic_store_explicit(&cached_bytes, all, memory_order_relaxed);
-  atomic_store_explicit(&dirty_bytes, dirty, memory_order_relaxed);
-}
-
 void msi_large_unlock_all(bool child) {
-  if (child) cached_recount();
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     if (child) msi_lock_reset(lock_of(&classes[i]));

@@ -249,6 +249,13 @@ static void single_threaded_big_free_returns_memory(void **state) {
   assert_true(peak > after + 100 * MSI_MiB);
 }
 
+/* sets MEMSPACE_PURGE_DELAY out of reach (a day), so that any purge is a forced one; the delay it replaced */
+static long long purge_delay_out_of_reach(void) {
+  long long delay = ms_option_get(MS_OPTION_PURGE_DELAY);
+  assert_int_equal(ms_option_set(MS_OPTION_PURGE_DELAY, 86400000), 0);
+  return delay;
+}
+
 /* ... but one that frees and allocates again blocks as big as it holds keeps its caches: mimalloc-bench's
    malloc-large pattern (20 live blocks of 5-25 MiB, one replaced at a time) purged every ~13 frees when every
    64 MiB freed forced a purge (each then committed and faulted its next blocks afresh). The delay is set out of
@@ -256,8 +263,7 @@ static void single_threaded_big_free_returns_memory(void **state) {
 static void single_threaded_churn_keeps_caches(void **state) {
   (void)state;
   if (msi_maint_running()) skip();
-  long long delay = ms_option_get(MS_OPTION_PURGE_DELAY);
-  assert_int_equal(ms_option_set(MS_OPTION_PURGE_DELAY, 86400000), 0);
+  long long delay = purge_delay_out_of_reach();
   enum { LIVE = 20, ROUNDS = 300 };
   char *live[LIVE] = {0};
   uint64_t before = atomic_load(&msi_heap_counters.purges);
@@ -309,8 +315,7 @@ static void single_threaded_free_keeps_little(void **state) {
 static void realloc_growth_by_appends(void **state) {
   (void)state;
   if (msi_maint_running()) skip();
-  long long delay = ms_option_get(MS_OPTION_PURGE_DELAY);
-  assert_int_equal(ms_option_set(MS_OPTION_PURGE_DELAY, 86400000), 0);
+  long long delay = purge_delay_out_of_reach();
   enum { STRINGS = 400, LEN = 24000 };
   char *str[STRINGS] = {0};
   size_t len[STRINGS] = {0};
