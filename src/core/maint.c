@@ -86,11 +86,16 @@ static bool alone(void) {
   return n == 1 || (n == 2 && zombie);
 }
 
-static _Thread_local bool idle_ok, maint_idle; /* idle_ok: the maintenance thread, and SCHED_IDLE is reversible */
+/* in_maint: the maintenance thread; idle_ok: and SCHED_IDLE is reversible */
+static _Thread_local bool in_maint, idle_ok, maint_idle;
+void msi_maint_yield(void) {
+  if (in_maint) msi_os_yield();
+}
 void msi_maint_idle(bool idle) {
   if (!idle_ok || idle == maint_idle) return;
   if (msi_os_sched_idle(idle) == 0) {
     maint_idle = idle;
+    if (idle) msi_maint_yield(); /* a thread that waits already would otherwise wait for the next tick */
   } else if (!idle) {
     idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
     msi_verbose("maintenance thread: leaving SCHED_IDLE refused (errno %d)", errno);
@@ -104,6 +109,7 @@ static void *maint_main(void *arg) {
   (void)arg;
   /* SCHED_BATCH: background work never preempts the thread a wake-up interrupts (with a kernel without preemption
      a write-back call then held an interactive process off its CPU for 2-5 ms); SCHED_IDLE only where reversible */
+  in_maint = true;
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0;

@@ -147,6 +147,7 @@ bool msi_os_sched_idle_reversible(void) {
   struct __user_cap_data_struct caps[2];
   return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_SYS_NICE) & 1;
 }
+void msi_os_yield(void) { sched_yield(); }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);
   COUNT_CALL();

@@ -1027,29 +1027,40 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
 
 /* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
    mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, ~5-15 us
-   each in a VM, which took most of a CPU beyond memory. So there (unmap: the data does not fit) each 32 MiB chunk
+   each in a VM, which took most of a CPU beyond memory. So there (unmap: the data does not fit) each 2 MiB unit
    is first unmapped from the program with MADV_DONTNEED, which on a shared file mapping drops only the page-table
-   entries (dirty bits move to the page cache, nothing is lost or evicted) with one flush per batch of pages; a
+   entries (dirty bits move to the page cache, nothing is lost or evicted) with one flush for the unit, and
+   written back right after, before the program can map many of its pages again (with 32 MiB unmapped at once a
+   sequential fill wrote into the chunk while it was written back: half the thread's CPU went to IPIs again); a
    page the program touches again costs a minor fault. (The mappings are MADV_RANDOM then, so reclaim ignores
    their accessed bits anyway.) Never below the floor (there the mapping is a forked child's private copy:
    MADV_DONTNEED would drop its data). The unmap runs at the pass's normal priority (it holds the address space's
    lock for reading); the write-back proper in pieces of SP_WB_PIECE: each call returns to user space, where a
    kernel without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive
-   process (a call over a clean piece costs ~0.8 us: 3 ms per GiB). */
+   process (a call over a clean piece costs ~0.8 us: 3 ms per GiB), and after a piece that wrote something, and
+   after each unmap, the thread yields (msi_maint_yield): a process that was already waiting for this CPU would
+   otherwise wait for the next tick (the 10-ms probe of `memspace bench spill` waited 1-2 ms behind a 32 MiB
+   unmap and the idle-priority calls after it). */
 #define SP_WB_PIECE ((size_t)256 << 10)
-#define SP_WB_CHUNK ((size_t)32 << 20)
+#define SP_WB_UNIT ((size_t)2 << 20)
+#define SP_WB_CHECK ((size_t)32 << 20)
+#define SP_WB_YIELD_NS 20000
 static void headroom_check(void);
 static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
-  for (size_t done = 0; done < len; done += SP_WB_CHUNK) {
-    size_t a = off + done, n = len - done < SP_WB_CHUNK ? len - done : SP_WB_CHUNK, lo = a > k->floor ? a : k->floor;
+  for (size_t done = 0; done < len; done += SP_WB_UNIT) {
+    size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
     if (unmap && lo < a + n) {
       msi_maint_idle(false);
       msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
+      msi_maint_yield();
       msi_maint_idle(bud.idle);
     }
-    for (size_t p = 0; p < n; p += SP_WB_PIECE)
+    for (size_t p = 0; p < n; p += SP_WB_PIECE) {
+      uint64_t t0 = msi_now_ns();
       msi_os_sync_file_range(fd, (off_t)(a + p), (off_t)(n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE), SYNC_FILE_RANGE_WRITE);
-    headroom_check();
+      if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
+    }
+    if ((done + n) % SP_WB_CHECK == 0) headroom_check();
   }
 }
 
