@@ -1079,7 +1079,7 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
       msi_os_sync_file_range(fd, (off_t)(a + p), (off_t)(n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE), SYNC_FILE_RANGE_WRITE);
       if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
     }
-    if ((done + n) % SP_WB_CHECK == 0) headroom_check();
+    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) headroom_check(); /* (itself at most every 50 ms) */
   }
 }
 
