@@ -53,6 +53,8 @@ CONFIGS = os.environ.get("MSB_SPILL_CONFIGS", "plain,spill,swap").split(",")
 # MSB_PROBE_LOG_DIR=DIR: each probe writes its rounds (start, latency; CLOCK_MONOTONIC ns) to DIR/CONFIG-PROBE.log
 # and each benchmark run its start and end to DIR/phases.log, to see when the probes were delayed
 LOG_DIR = os.environ.get("MSB_PROBE_LOG_DIR")
+if LOG_DIR:
+    os.makedirs(LOG_DIR, exist_ok=True)
 TIMEOUT = {"quick": 20, "default": 90, "full": 7200}[MODE]
 results = {}  # (lang, config, size) -> dict
 
@@ -188,6 +190,7 @@ def run_repeated(parent, leaf_name, argv, env, repeats):
 
 
 BUSY_S = 3 if MODE == "quick" else 20
+BUSY_FRACTION = 0.25 if MODE == "quick" else 0.5  # of the limit (quick: 128 MiB holds the probes and the interpreter too)
 BUSY_PROGRAM = """import sys, time
 import numpy as np
 n, t = int(sys.argv[1]) // 8, time.time() + float(sys.argv[2])
@@ -362,8 +365,13 @@ def main():
         try:
             pr = Probes(parent, "busy")
             leaf = parent.child("busy")
-            leaf.run([PY, "-c", BUSY_PROGRAM, str(int(LIMIT * 0.5)), str(BUSY_S)], timeout=BUSY_S + 60, env=clean_env())
-            probe_res["busy"] = pr.stop()
+            rc, _, err, _ = leaf.run([PY, "-c", BUSY_PROGRAM, str(int(LIMIT * BUSY_FRACTION)), str(BUSY_S)],
+                                     timeout=BUSY_S + 60, env=clean_env())
+            res = pr.stop()
+            if rc == 0:
+                probe_res["busy"] = res
+            else:
+                say(f"busy reference failed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
         finally:
             parent.remove()
     for config in configs:
@@ -479,7 +487,7 @@ def main():
             g = lambda d, k: f"{d[k] / 1e6:>10.2f}" if k in d else f"{'-':>10}"
             say(f"  {config:<7} {g(i, 'max_ns')}  {g(q, 'p50_ns')}  {g(q, 'p99_ns')}  {g(q, 'max_ns')}   {q.get('rounds', 0):.0f}")
         if "busy" in probe_res:
-            say(f"  (busy: beside a program that allocates, fills and frees {LIMIT * 0.5 / MiB:.0f} MiB of plain memory for "
+            say(f"  (busy: beside a program that allocates, fills and frees {LIMIT * BUSY_FRACTION / MiB:.0f} MiB of plain memory for "
                 f"{BUSY_S} s, no disk)")
     # ---- targets ----
     say("\ntargets:")

@@ -74,7 +74,7 @@ static long proc_threads_state(bool *leader_zombie) {
   while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
   return v;
 }
-static long proc_threads(void) {
+long msi_proc_threads(void) {
   bool zombie;
   return proc_threads_state(&zombie);
 }
@@ -158,7 +158,7 @@ static bool second_thread(void) {
     uint64_t now = msi_now_ns();
     if (now < atomic_load_explicit(&next_check, memory_order_relaxed)) return false;
     atomic_store_explicit(&next_check, now + 100000000ull, memory_order_relaxed);
-    multi = proc_threads() > 1;
+    multi = msi_proc_threads() > 1;
   } else {
     multi = !msi_single_threaded();
   }

@@ -101,6 +101,7 @@ void msi_maint_idle(bool idle);
    moment (by a kernel thread) could then wait for the whole of the thread's next calls. No-op outside the
    maintenance thread; costs one system call (~1 us) when nothing waits. */
 void msi_maint_yield(void);
+long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no allocation); 0 when unreadable */
 
 /* ---- time ---- */
 uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */

@@ -38,8 +38,8 @@ long long msi_os_fstat_blocks(int fd);                  /* bytes allocated on di
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags);
 int msi_os_sched_idle(bool idle);                       /* the calling thread: SCHED_IDLE or SCHED_BATCH; -1 + errno */
 bool msi_os_sched_batch(void);                          /* the calling thread: SCHED_OTHER becomes SCHED_BATCH; true if it runs that */
-bool msi_os_sched_idle_reversible(void);
-void msi_os_yield(void);                                 /* sched_yield: a thread waiting for this CPU runs first */                /* the calling thread may return from SCHED_IDLE (CAP_SYS_NICE, RLIMIT_NICE) */
+bool msi_os_sched_idle_reversible(void);                /* the calling thread may return from SCHED_IDLE (CAP_SYS_NICE, RLIMIT_NICE) */
+void msi_os_yield(void);                                 /* sched_yield: a thread waiting for this CPU runs first */
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len);
 int msi_os_getrlimit(int resource, struct rlimit *rl);
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec);

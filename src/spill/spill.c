@@ -152,15 +152,24 @@ static int fd_high(int fd) {
 /* The descriptor table starts with 64 entries; the first descriptor numbered SP_FD_MARK grows it, and once the
    process has a second thread the kernel then waits for a whole RCU grace period (expand_fdtable's
    synchronize_rcu): 7-19 ms on the project's VM, inside the first spilled malloc (numpy's first 512 MiB array took
-   0.057 s plain). The table never shrinks, so where spill is configured the constructor grows it while the process
-   has one thread (a descriptor numbered at the mark, closed at once: ~10 us). */
-static void fd_table_grow(void) {
-  if (!msi_spill_threshold()) return;
-  int fd = msi_os_open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) return;
-  int h = fd < fd_mark() ? msi_os_dup_high(fd, (int)fd_mark()) : -1;
+   0.057 s plain). The table never shrinks (but a forked child's starts from its highest open descriptor), so where
+   spill is configured the constructor and the fork child handler grow it while the process has one thread (a
+   copy of descriptor 0, 1 or 2 numbered at the mark, closed at once: ~10 us). Not in a library loaded by dlopen
+   into a threaded process: the constructor itself would wait the grace period (13-27 ms) whether or not it ever
+   spills. With 0-2 all closed, the constructor opens "/" with O_PATH (no permission, security-module or fanotify
+   check); the fork child never opens anything (a sandboxed program may forbid it). */
+static void fd_table_grow(bool in_fork_child) {
+  if (!msi_spill_threshold() || (!in_fork_child && msi_proc_threads() != 1)) return;
+  long mark = fd_mark();
+  if (mark <= 2) return;
+  int h = -1;
+  for (int fd = 0; fd <= 2 && h < 0; fd++) h = msi_os_dup_high(fd, (int)mark);
+  if (h < 0 && !in_fork_child) {
+    int fd = msi_os_open("/", O_PATH | O_CLOEXEC, 0);
+    if (fd >= 0 && fd < mark) h = msi_os_dup_high(fd, (int)mark);
+    if (fd >= 0) msi_os_close(fd);
+  }
   if (h >= 0) msi_os_close(h);
-  msi_os_close(fd);
 }
 
 /* a new unlinked file in dir: O_TMPFILE, else create + unlink at once; close-on-exec, numbered high (fd_high).
@@ -306,6 +315,7 @@ static void snapshot_blocks(sp_class_t *k, unsigned c) {
 
 static void writeback_reset_child(void);
 MSI_COLD static void fork_child(void) {
+  fd_table_grow(true); /* the child's table starts from its highest descriptor (the child has one thread) */
   msi_lock_reset(&vec_lock);
   msi_lock_reset(&buf_lock);
   if (fork_sync[0] >= 0) msi_os_close(fork_sync[0]);
@@ -378,7 +388,7 @@ static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print};
 __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
   atfork_once();
-  fd_table_grow();
+  fd_table_grow(false);
 }
 
 /* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
