@@ -202,7 +202,8 @@ static int probe_dir(const char *dir, bool report) {
       msi_warning("spill directory %s (MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp) is not usable (%s): "
                   "spilled allocations stay in RAM", dir,
                   e == ENOENT ? "missing" : e == ENOTDIR ? "not a directory" :
-                  e == EACCES || e == EROFS || e == EPERM ? "not writable" : "cannot create a file");
+                  e == EACCES || e == EROFS ? "not writable" :
+                  e == EPERM ? "creating a file not permitted (a sandbox?)" : "cannot create a file");
     return e ? e : EIO;
   }
   struct statfs st;
