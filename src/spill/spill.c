@@ -59,6 +59,7 @@
    that reuses it clears it by writing. The price is disk, not memory: up to one granule per live block. The
    granule is the PMD size (hpage_pmd_size: 2 MiB on x86-64, larger on some arm64 and ppc64 kernels). */
 #define SP_FOLIO_MAX (sp.granule)
+#define SP_FEW_BLOCKS 8 /* see few_blocks */
 static bool small_class(unsigned c);
 
 #define FS_EXT4 0xEF53
@@ -100,7 +101,7 @@ static struct {
   _Atomic uint64_t advice_switches;
 } sp;
 
-static void advise_range(uintptr_t start, size_t len, bool random);
+static void advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random);
 static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 static void advise_update(void);
 
@@ -337,7 +338,7 @@ MSI_COLD static void fork_child(void) {
                                     MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
       msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
                 "parent", errno);
-    else if (m > k->floor) advise_range(k->start + k->floor, m - k->floor, sp.random_adv);
+    else if (m > k->floor) advise_range(k, k->start + k->floor, m - k->floor, sp.random_adv);
     snapshot_blocks(k, c);
     msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
     k->fd = -1;
@@ -516,7 +517,7 @@ static bool class_map(sp_class_t *k, size_t end) {
   if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
                   (off_t)m) == MAP_FAILED)
     return false;
-  advise_range(k->start + m, want - m, sp.random_adv); /* see advise_update */
+  advise_range(k, k->start + m, want - m, sp.random_adv); /* see advise_update */
   atomic_store_explicit(&k->mapped, want, memory_order_release);
   return true;
 }
@@ -613,6 +614,8 @@ static uintptr_t slot_alloc(unsigned c, size_t need, bool zero) {
   if (!popped) {
     k->next = slot + 1;
     k->stale[slot] = 0;
+    if (k->next == SP_FEW_BLOCKS + 1 && small_class(c) && !sp.random_adv) /* see few_blocks */
+      advise_range(k, k->start, atomic_load_explicit(&k->mapped, memory_order_relaxed), false);
   } else if (zero && k->stale[slot]) {
     memset((void *)(k->start + off), 0, need); /* left as it was at its free (clear_in_place) */
   }
@@ -1020,14 +1023,24 @@ static uint64_t snapshot_cap(void) { return bud.cg.limit / 16; }
    back under half the budget, MADV_NORMAL again. */
 /* beyond memory also MADV_NOHUGEPAGE (see advise_refresh); while the data fits the program's own huge-page
    advice stands (a huge-page file mapping fills a fresh block with 2 MiB folios: fewer faults) */
-static void advise_range(uintptr_t start, size_t len, bool random) {
+/* While the data fits, a small class's first SP_FEW_BLOCKS slots are advised like beyond memory too: the first
+   fault of a lone small block would otherwise have the kernel read around it, zeroing the device's whole
+   read-ahead window of page cache (8 MiB on the project's VM: `cat` of 300 KB with a 64K threshold took 4-5 ms
+   more than with 64M, 0.7 ms more with 4 KiB folios); from the class's next block on, the read-around's large
+   folios serve the neighbouring blocks (300 blocks of 128 KB and of 1 MB filled 2.4x and 5.5x faster than with
+   4 KiB folios). */
+static bool few_blocks(const sp_class_t *k) {
+  return small_class((unsigned)(k - sp.cls)) && k->next <= SP_FEW_BLOCKS;
+}
+static void advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
+  random = random || few_blocks(k);
   msi_os_madvise((void *)start, len, random ? MADV_RANDOM : MADV_NORMAL);
   if (random) msi_os_madvise((void *)start, len, MADV_NOHUGEPAGE);
 }
 static void advise_all(bool random) {
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
-    if (m) advise_range(sp.cls[c].start, m, random);
+    if (m) advise_range(&sp.cls[c], sp.cls[c].start, m, random);
   }
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);

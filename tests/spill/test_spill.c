@@ -3,6 +3,7 @@
    through spill_helper (directory refused or missing, RLIMIT_FSIZE, kill -9, fork, 100,000 blocks, realloc). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -141,6 +142,49 @@ static void test_small_granules(void **state) {
   for (size_t j = 0; j < N; j++) assert_int_equal(b[other][j], other + 1);
   for (int i = 0; i < 2 * PER; i++)
     if ((uintptr_t)b[i] >> 21 != g) msi_spill_free(b[i]);
+}
+
+/* whether the mapping holding p carries the VmFlags flag `flag` (two letters, /proc/self/smaps) */
+static bool vm_flag(const void *p, const char *flag) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  assert_non_null(f);
+  char line[512];
+  bool in = false, has = false;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    } else if (in && !strncmp(line, "VmFlags:", 8)) {
+      for (char *t = strtok(line + 8, " \n"); t; t = strtok(NULL, " \n")) has |= !strcmp(t, flag);
+      break;
+    }
+  }
+  fclose(f);
+  return has;
+}
+
+/* a small class's first blocks get no read-around (a lone small block's first fault would zero the device's
+   read-ahead window of page cache); from its ninth block on, the class takes the default advice (while the data
+   fits): the read-around's large folios then serve the neighbouring blocks */
+static void test_small_class_advice(void **state) {
+  (void)state;
+  enum { N = 300 << 10, FEW = 8 }; /* 512 KiB slots: a class no other test here uses */
+  unsigned char *b[FEW + 1];
+  for (int i = 0; i < FEW; i++) {
+    b[i] = msi_spill_malloc(N, 0, false);
+    assert_non_null(b[i]);
+    assert_true(vm_flag(b[i], "rr"));
+  }
+  b[FEW] = msi_spill_malloc(N, 0, false);
+  assert_non_null(b[FEW]);
+  for (int i = 0; i <= FEW; i++) {
+    assert_false(vm_flag(b[i], "rr"));
+    memset(b[i], i + 1, N);
+  }
+  for (int i = 0; i <= FEW; i++) {
+    assert_int_equal(b[i][N - 1], i + 1);
+    msi_spill_free(b[i]);
+  }
 }
 
 /* runs the helper with extra environment; returns its exit status, stdout+stderr in out */
@@ -329,7 +373,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),          cmocka_unit_test(test_aligned),
       cmocka_unit_test(test_fallocate_failure), cmocka_unit_test(test_realloc_direct),
-      cmocka_unit_test(test_small_granules),
+      cmocka_unit_test(test_small_granules), cmocka_unit_test(test_small_class_advice),
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
