@@ -1,7 +1,7 @@
 command: build/memspace bench all
 part: heap
 mode: default
-date: 2026-11-26T04:28:45Z
+date: 2026-11-26T07:23:09Z
 environment:
 machine: cpu="AMD EPYC" cores=2 memory_bytes=25276502016 kernel="Linux 6.18.44-fc-v669" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
@@ -68,18 +68,18 @@ child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 PYTHO
 child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
 child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
 child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-4trJIn/bench.db .read /tmp/memspace-bench-heap-4trJIn/build.sql
-child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-4trJIn/bench.db .read /tmp/memspace-bench-heap-4trJIn/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-4trJIn/bench.db .read /tmp/memspace-bench-heap-4trJIn/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-4trJIn/bench.db .read /tmp/memspace-bench-heap-4trJIn/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-4trJIn/bench.db .read /tmp/memspace-bench-heap-4trJIn/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-4trJIn/bench.db .read /tmp/memspace-bench-heap-4trJIn/build.sql
-child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-4trJIn/generated.c -o /tmp/memspace-bench-heap-4trJIn/generated.o
-child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-4trJIn/generated.c -o /tmp/memspace-bench-heap-4trJIn/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-4trJIn/generated.c -o /tmp/memspace-bench-heap-4trJIn/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-4trJIn/generated.c -o /tmp/memspace-bench-heap-4trJIn/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-4trJIn/generated.c -o /tmp/memspace-bench-heap-4trJIn/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-4trJIn/generated.c -o /tmp/memspace-bench-heap-4trJIn/generated.o
+child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
+child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
+child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
+child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
 child shell: /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
@@ -171,5 +171,5 @@ child malloc_large: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-seconds: 336.0
+seconds: 338.8
 exit: 0
