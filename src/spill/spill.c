@@ -102,6 +102,7 @@ static struct {
 } sp;
 
 static void advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random);
+static size_t own_first_slot(const sp_class_t *k, unsigned c);
 static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 static void advise_update(void);
 
@@ -614,7 +615,7 @@ static uintptr_t slot_alloc(unsigned c, size_t need, bool zero) {
   if (!popped) {
     k->next = slot + 1;
     k->stale[slot] = 0;
-    if (k->next == SP_FEW_BLOCKS + 1 && small_class(c) && !sp.random_adv) /* see few_blocks */
+    if (small_class(c) && k->next == own_first_slot(k, c) + SP_FEW_BLOCKS + 1 && !sp.random_adv) /* few_blocks */
       advise_range(k, k->start, atomic_load_explicit(&k->mapped, memory_order_relaxed), false);
   } else if (zero && k->stale[slot]) {
     memset((void *)(k->start + off), 0, need); /* left as it was at its free (clear_in_place) */
@@ -732,6 +733,13 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   int e = errno;
   msi_unlock(&sp_lock);
   sp_sync_pace();
+  if (!p && e != ENOMEM && e != EINVAL) { /* no file could be made (a sandbox forbidding open, a lost directory) */
+    static _Atomic bool warned;
+    if (!atomic_exchange(&warned, true))
+      msi_warning("spill: cannot create a file in %s (errno %d): such allocations stay in RAM", sp.dir, e);
+    atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
+    e = 0;
+  }
   if (!p) { errno = e; return NULL; }
   return (void *)p;
 }
@@ -1029,12 +1037,16 @@ static uint64_t snapshot_cap(void) { return bud.cg.limit / 16; }
    more than with 64M, 0.7 ms more with 4 KiB folios); from the class's next block on, the read-around's large
    folios serve the neighbouring blocks (300 blocks of 128 KB and of 1 MB filled 2.4x and 5.5x faster than with
    4 KiB folios). */
-static bool few_blocks(const sp_class_t *k) {
-  return small_class((unsigned)(k - sp.cls)) && k->next <= SP_FEW_BLOCKS;
+static size_t own_first_slot(const sp_class_t *k, unsigned c) { /* above the blocks inherited at fork */
+  return (k->floor + ((size_t)1 << c) - 1) >> c;
 }
+static bool few_blocks(const sp_class_t *k) {
+  unsigned c = (unsigned)(k - sp.cls);
+  return small_class(c) && k->next <= own_first_slot(k, c) + SP_FEW_BLOCKS;
+}
+/* (MADV_RANDOM alone stops the read-around; MADV_NOHUGEPAGE only beyond memory, see advise_refresh) */
 static void advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
-  random = random || few_blocks(k);
-  msi_os_madvise((void *)start, len, random ? MADV_RANDOM : MADV_NORMAL);
+  msi_os_madvise((void *)start, len, random || few_blocks(k) ? MADV_RANDOM : MADV_NORMAL);
   if (random) msi_os_madvise((void *)start, len, MADV_NOHUGEPAGE);
 }
 static void advise_all(bool random) {
