@@ -1,8 +1,13 @@
 /* ms_test.h: small helpers shared by the tests (include path tests/common, set by ms_unit_test). */
 #ifndef MS_TEST_H
 #define MS_TEST_H
+#include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 /* resident bytes of this process, from /proc/self/statm; 0 when unreadable */
 static inline size_t ms_test_rss_bytes(void) {
@@ -23,5 +28,19 @@ static inline int ms_test_mapping_count(void) {
   while ((c = getc(f)) != EOF) n += c == '\n';
   fclose(f);
   return n;
+}
+
+/* a sandbox from here on (seccomp, as Tor's sandbox or systemd's SystemCallFilter=): open() and openat() answer
+   with `action` (SECCOMP_RET_KILL_PROCESS, or SECCOMP_RET_ERRNO | EPERM); 0, or -1 when refused (skip) */
+static inline int ms_test_forbid_open(unsigned action) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, action),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_open, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, action),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) ? -1 : 0;
 }
 #endif

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "ms_test.h"
 #include "os.h"
 #include "route.h"
 #include <dirent.h>
@@ -21,10 +22,6 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 
 extern char **environ;
 #define HELPER MEMSPACE_BINARY_DIR "/spill_helper"
@@ -215,15 +212,7 @@ static void test_sandbox_refuses_files(void **state) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
-    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) _exit(77);
+    if (ms_test_forbid_open(SECCOMP_RET_ERRNO | EPERM)) _exit(77);
     ms_stats_t st0, st1;
     if (ms_stats_get(&st0, sizeof st0)) _exit(2);
     for (int i = 0; i < 3; i++) {
