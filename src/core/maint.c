@@ -95,7 +95,6 @@ void msi_maint_idle(bool idle) {
   if (!idle_ok || idle == maint_idle) return;
   if (msi_os_sched_idle(idle) == 0) {
     maint_idle = idle;
-    if (idle) msi_maint_yield(); /* a thread that waits already would otherwise wait for the next tick */
   } else if (!idle) {
     idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
     msi_verbose("maintenance thread: leaving SCHED_IDLE refused (errno %d)", errno);

@@ -161,7 +161,7 @@ static int fd_high(int fd) {
    spills. With 0-2 all closed, the constructor opens "/" with O_PATH (no permission, security-module or fanotify
    check); the fork child never opens anything (a sandboxed program may forbid it). */
 static void fd_table_grow(bool in_fork_child) {
-  if (!msi_spill_threshold() || (!in_fork_child && msi_proc_threads() != 1)) return;
+  if (!msi_spill_threshold() || (!in_fork_child && !msi_single_threaded() && msi_proc_threads() != 1)) return;
   long mark = fd_mark();
   if (mark <= 2) return;
   int h = -1;
@@ -345,7 +345,7 @@ MSI_COLD static void fork_child(void) {
     k->fd = -1;
     if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
       k->floor = msi_round_up(m, SP_FOLIO_MAX);
-    size_t above = (k->floor + ((size_t)1 << c) - 1) >> c;
+    size_t above = own_first_slot(k, c);
     if (k->next < above) k->next = above;
     k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
@@ -1107,8 +1107,8 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
     if (unmap && lo < a + n) {
       msi_maint_idle(false);
       msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
-      msi_maint_yield();
       msi_maint_idle(bud.idle);
+      msi_maint_yield();
     }
     for (size_t p = 0; p < n; p += SP_WB_PIECE) {
       uint64_t t0 = msi_now_ns();
@@ -1123,6 +1123,7 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
 static void pass_priority(bool idle) {
   if (!idle && bud.idle) atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
   msi_maint_idle(bud.idle = idle);
+  msi_maint_yield(); /* going idle: a thread that waits already would otherwise wait for the next tick */
 }
 
 /* During a long pass at idle priority (a busy machine gives it little CPU): every 50 ms, back to normal priority

@@ -2,7 +2,9 @@
 #ifndef MS_TEST_H
 #define MS_TEST_H
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -28,6 +30,26 @@ static inline int ms_test_mapping_count(void) {
   while ((c = getc(f)) != EOF) n += c == '\n';
   fclose(f);
   return n;
+}
+
+/* whether the mapping holding p carries the VmFlags flag `flag` ("rr", "hg": /proc/self/smaps): 1 or 0, -1 when
+   unreadable */
+static inline int ms_test_vm_flag(const void *p, const char *flag) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return -1;
+  char line[512];
+  int in = 0, has = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    } else if (in && !strncmp(line, "VmFlags:", 8)) {
+      for (char *t = strtok(line + 8, " \n"); t; t = strtok(NULL, " \n")) has |= !strcmp(t, flag);
+      break;
+    }
+  }
+  fclose(f);
+  return has;
 }
 
 /* a sandbox from here on (seccomp, as Tor's sandbox or systemd's SystemCallFilter=): open() and openat() answer

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ms_test.h"
 
 static int mix(size_t mib) {
   size_t total = mib << 20, used = 0, n = 0, cap = 1 << 16;
@@ -153,23 +154,9 @@ static int thp(void) {
   char *p = malloc(4u << 20);
   if (!p) return 1;
   memset(p, 1, 4u << 20);
-  FILE *f = fopen("/proc/self/smaps", "r");
-  if (!f) return 77;
-  char line[512];
-  int in = 0, found = 0;
-  while (fgets(line, sizeof line, f)) {
-    uintptr_t lo, hi;
-    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-      continue;
-    }
-    if (in && strncmp(line, "VmFlags:", 8) == 0) {
-      found = strstr(line, " hg") != NULL;
-      if (!found) fprintf(stderr, "alloc_prog: block %p: %s", (void *)p, line);
-      break;
-    }
-  }
-  fclose(f);
+  int found = ms_test_vm_flag(p, "hg");
+  if (found < 0) return 77;
+  if (!found) fprintf(stderr, "alloc_prog: block %p: no 'hg' in its mapping's VmFlags\n", (void *)p);
   free(p);
   return found ? 0 : 1;
 }

@@ -145,23 +145,11 @@ static void test_small_granules(void **state) {
     if ((uintptr_t)b[i] >> 21 != g) msi_spill_free(b[i]);
 }
 
-/* whether the mapping holding p carries the VmFlags flag `flag` (two letters, /proc/self/smaps) */
+/* whether the mapping holding p carries the VmFlags flag `flag` (fails the test when smaps is unreadable) */
 static bool vm_flag(const void *p, const char *flag) {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  assert_non_null(f);
-  char line[512];
-  bool in = false, has = false;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-      in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-    } else if (in && !strncmp(line, "VmFlags:", 8)) {
-      for (char *t = strtok(line + 8, " \n"); t; t = strtok(NULL, " \n")) has |= !strcmp(t, flag);
-      break;
-    }
-  }
-  fclose(f);
-  return has;
+  int r = ms_test_vm_flag(p, flag);
+  assert_true(r >= 0);
+  return r;
 }
 
 /* a small class's first blocks get no read-around (a lone small block's first fault would zero the device's
