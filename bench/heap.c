@@ -25,7 +25,7 @@ typedef struct {
   size_t blocks, ops;
   double rptest_timeout_s;
   int runs;                            /* real programs */
-  int py_waves, py_n, sql_rows, gcc_funcs, shell_cmds;
+  int py_waves, py_n, np_rounds, sql_rows, gcc_funcs, shell_cmds;
   double prog_timeout_s;
   size_t realloc_max;                  /* realloc growth */
   double realloc_limit_s;
@@ -36,17 +36,20 @@ typedef struct {
 
 static hb_params_t params_for(msb_mode_t mode) {
   hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
-                   .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .sql_rows = 1000000,
+                   .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .np_rounds = 150,
+                   .sql_rows = 1000000,
                    .gcc_funcs = 70, .shell_cmds = 300, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3,
                    .wl_scale = 1, .wl_timeout_s = 60, .wl_rounds = 1};
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
-    p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
+    p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.np_rounds = 5;
+    p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
     p.wl_scale = 0.02; p.wl_timeout_s = 30;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
-    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5; p.gcc_funcs = 100; p.shell_cmds = 1000;
+    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
+    p.np_rounds = 400; p.gcc_funcs = 100; p.shell_cmds = 1000;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
     p.wl_scale = 3; p.wl_rounds = 3; p.wl_timeout_s = 300;
   }
@@ -291,10 +294,12 @@ static void print_idle(const hb_params_t *p) {
 
 /* ---- 2. real programs ---------------------------------------------------------------------------------- */
 
-enum { P_PY, P_PYMALLOC, P_SQL, P_GCC, P_SHELL, N_PROGS };
-static const char *const prog_names[N_PROGS] = {"python_pymalloc", "python_malloc", "sqlite3", "gcc", "shell"};
+enum { P_PY, P_PYMALLOC, P_NUMPY, P_SQL, P_GCC, P_SHELL, N_PROGS };
+static const char *const prog_names[N_PROGS] = {"python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc",
+                                                "shell"};
 static const char *const prog_desc[N_PROGS] = {
     "python3 dict/list/string churn (pymalloc on)", "same with PYTHONMALLOC=malloc",
+    "numpy temporaries of 1-40 MB, six kept: large blocks of ever different sizes",
     "sqlite3: build, index and query a table", "gcc -O2 -c on a generated file",
     "/bin/sh running /bin/true in a loop: fork, exec and start-up of every process, each preloaded"};
 enum { R_WALL, R_RSS, R_CPU, N_RMETRICS };
@@ -303,7 +308,8 @@ static bool pfail[N_PROGS][MAX_IMPL];
 
 typedef struct {
   char dir[PATH_MAX];
-  char py[PATH_MAX], churn[PATH_MAX], sqlite[PATH_MAX], sql[PATH_MAX], db[PATH_MAX], gcc[PATH_MAX];
+  char py[PATH_MAX], churn[PATH_MAX], np_churn[PATH_MAX], a_np[16];
+  char sqlite[PATH_MAX], sql[PATH_MAX], db[PATH_MAX], gcc[PATH_MAX];
   char csrc[PATH_MAX], cobj[PATH_MAX];
   char sh_script[256];
   char a_waves[16], a_n[16], a_read[PATH_MAX + 8];
@@ -357,6 +363,9 @@ static bool setup_progs(progs_t *pg, const hb_params_t *p) {
   const char *py = find_program("python3", "/usr/bin/python3"); /* the system's, not a version manager's shim */
   snprintf(pg->churn, sizeof pg->churn, "%s/bench/heap_churn.py", msb_binary_dir());
   pg->have[P_PY] = pg->have[P_PYMALLOC] = py && access(pg->churn, R_OK) == 0;
+  snprintf(pg->np_churn, sizeof pg->np_churn, "%s/bench/heap_numpy_churn.py", msb_binary_dir());
+  snprintf(pg->a_np, sizeof pg->a_np, "%d", p->np_rounds);
+  pg->have[P_NUMPY] = py && access(pg->np_churn, R_OK) == 0; /* (no numpy: the reference run fails, left out) */
   if (py) snprintf(pg->py, sizeof pg->py, "%s", py);
   snprintf(pg->a_waves, sizeof pg->a_waves, "%d", p->py_waves);
   snprintf(pg->a_n, sizeof pg->a_n, "%d", p->py_n);
@@ -394,6 +403,9 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
     argv[0] = pg->py; argv[1] = pg->churn; argv[2] = pg->a_waves; argv[3] = pg->a_n;
     if (pi == P_PYMALLOC) env[env[0] ? 1 : 0] = pymalloc_env;
     break;
+  case P_NUMPY:
+    argv[0] = pg->py; argv[1] = pg->np_churn; argv[2] = pg->a_np;
+    break;
   case P_SQL:
     unlink(pg->db);
     argv[0] = pg->sqlite; argv[1] = "-bail"; argv[2] = pg->db; argv[3] = pg->a_read;
@@ -416,7 +428,11 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
   int st = msb_spawn(argv, im->preload, env, out, sizeof out, p->prog_timeout_s, &wall, &ru);
   if (run < 0) { /* reference */
     snprintf(pg->ref[pi], sizeof pg->ref[pi], "%s", out);
-    if (st != 0) { msb_printf("   %s does not run under glibc (status %d): left out\n", prog_names[pi], st); pg->have[pi] = false; }
+    if (st != 0) { /* (python_numpy without numpy) */
+      msb_printf("   %s does not run under glibc (status %d): left out\n", prog_names[pi], st);
+      row_status(ctx, prog_names[pi], im->impl, 1, "failed");
+      pg->have[pi] = false;
+    }
     return;
   }
   const char *why = st == 128 + 9 ? "timeout" : st != 0 ? "failed" : strcmp(out, pg->ref[pi]) ? "wrong_output" : NULL;
@@ -797,9 +813,10 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   }
   if (ctx->cmd)
     fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d blocks=%zu ops=%zu sizes=16..16000(linear falloff) "
-            "idle_ms=%d runs=%d py_waves=%d py_n=%d sql_rows=%d gcc_funcs=%d shell_cmds=%d realloc_max=%zu realloc_limit_s=%g\n",
-            p.rounds, p.warmup, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.sql_rows, p.gcc_funcs,
-            p.shell_cmds, p.realloc_max, p.realloc_limit_s);
+            "idle_ms=%d runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d gcc_funcs=%d shell_cmds=%d realloc_max=%zu "
+            "realloc_limit_s=%g\n",
+            p.rounds, p.warmup, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.np_rounds, p.sql_rows,
+            p.gcc_funcs, p.shell_cmds, p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
 
   const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": section 4 only (diagnosis runs) */

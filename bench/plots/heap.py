@@ -98,7 +98,7 @@ def plot_idle(rows, outdir, plt):
 
 
 def plot_programs(rows, outdir, plt):
-    progs = [p for p in ("python_pymalloc", "python_malloc", "sqlite3", "gcc", "shell") if numeric(rows, case=p, metric="wall_s")]
+    progs = [p for p in ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell") if numeric(rows, case=p, metric="wall_s")]
     grows = [g for g in ("realloc_step_1m", "realloc_double") if numeric(rows, case=g, metric="seconds")]
     if not progs and not grows:
         return

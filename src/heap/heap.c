@@ -89,7 +89,7 @@ void msi_heap_set_preset(int preset) {
   case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, SIZE_MAX, 30, true}; break;
   case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 4, 8 * MSI_MiB, 22, true}; break;
   case 3: l = (msi_heap_limits_t){0, 0, 0, 0, 0, false}; break;
-  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 64, 128 * MSI_MiB, 25, true}; break;
+  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 64, 128 * MSI_MiB, 26, true}; break;
   }
   msi_heap_limits = l;
 }

@@ -157,8 +157,8 @@ static bool has(const char *case_name, const char *impl, long threads, const cha
 /* a hidden peer has status rows, never a number; every case lists it */
 static void not_installed_rows(void **state) {
   (void)state;
-  static const char *cases[] = {"rptest", "rptest_cross", "python_pymalloc", "python_malloc", "sqlite3", "gcc",
-                                "realloc_step_1m", "realloc_double", "larson", "xmalloc", "cache_scratch",
+  static const char *cases[] = {"rptest", "rptest_cross", "python_pymalloc", "python_malloc", "python_numpy",
+                                "sqlite3", "gcc", "realloc_step_1m", "realloc_double", "larson", "xmalloc", "cache_scratch",
                                 "cache_thrash", "mstress", "glibc_simple", "glibc_thread", "sh6bench", "sh8bench",
                                 "alloc_test", "cxx_map", "malloc_large"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -193,7 +193,7 @@ static void cases_and_allocators_present(void **state) {
     assert_true(has("rptest", peers[i], 1, "ops_per_cpu_s", true) || has("rptest", peers[i], 1, "status", false));
   assert_true(has("realloc_step_1m", "glibc", 1, "seconds", true));
   assert_true(has("realloc_double", "memspace", 1, "max_completed_bytes", true));
-  static const char *progs[] = {"python_pymalloc", "python_malloc", "sqlite3", "gcc"};
+  static const char *progs[] = {"python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc"};
   for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
     if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
       fail_msg("no row for %s under glibc", progs[i]);
