@@ -302,7 +302,8 @@ static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
 }
 
 /* Caches slot idx of class c with its `have` committed (dirty) pages, cached at `ms`, when the preset's limits
-   allow it (class lock held); false: not cached. (The limit counts committed bytes, not slot sizes: blocks of
+   allow it (class lock held); false: not cached. Entries stay oldest first (the purge and the trim rely on it): a
+   donor's rest (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of
    16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
    malloc-large, which then committed afresh.) */
 static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
@@ -311,11 +312,17 @@ static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   if (c->ncached >= msi_heap_limits.large_slots || c->ncached >= CACHE_MAX || k > msi_heap_limits.large_max_shift ||
       c->cached_bytes + bytes > msi_heap_limits.large_bytes)
     return false;
+  uint32_t j = c->ncached;
+  while (j > 0 && (int32_t)(c->cached_ms[j - 1] - ms) > 0) j--;
+  memmove(&c->cached[j + 1], &c->cached[j], (c->ncached - j) * sizeof c->cached[0]);
+  memmove(&c->cached_ms[j + 1], &c->cached_ms[j], (c->ncached - j) * sizeof c->cached_ms[0]);
+  uint64_t below = (1ull << j) - 1; /* clean bits of the entries before j stay, the others move up one */
+  c->clean = (c->clean & below) | ((c->clean & ~below) << 1);
   c->cached_bytes += bytes;
-  c->clean &= ~(1ull << c->ncached);
   meta_of(c)[idx].pages = SLOT_CACHED | have;
-  c->cached_ms[c->ncached] = ms;
-  c->cached[c->ncached++] = idx;
+  c->cached_ms[j] = ms;
+  c->cached[j] = idx;
+  c->ncached++;
   atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&dirty_bytes, bytes, memory_order_relaxed);
   return true;
@@ -410,7 +417,8 @@ static bool two_mappings(uintptr_t addr, size_t len) {
    committed; zero: the borrowed pages are cleared. A moved piece never merges with its neighbours (committed
    pages merge with committed ones before them), so pages move in only while the block's pages are two mappings
    at most: a slot is then five at most (with a commit after the moved piece, and one more after a later
-   growth), whatever its history, and the program's mapping count stays bounded by its slots in use
+   growth), plus one for each time realloc moved the block to a bigger slot (move_block moves it piece by piece
+   and commits its tail, as before borrowing), and the program's mapping count stays bounded by its slots in use
    (vm.max_map_count; see LARGE_SPLIT_MAX). false + errno: refused (the pages from `have` on reserved again). */
 static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
   size_t start = (size_t)have << page_shift, need = (size_t)npages << page_shift;
