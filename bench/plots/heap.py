@@ -121,7 +121,7 @@ def plot_programs(rows, outdir, plt):
                    color=style(impl)[0], label=impl)
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(len(progs))])
-        ax.set_xticklabels(progs, fontsize=8)
+        ax.set_xticklabels(progs, fontsize=8, rotation=20, ha="right")
         ax.set_ylabel("relative to glibc (lower is better)")
         ax.set_title("real programs: %s (median, min-max)" % title)
         ax.grid(axis="y", alpha=0.3)

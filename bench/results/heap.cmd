@@ -1,11 +1,11 @@
 command: build/memspace bench all
 part: heap
 mode: default
-date: 2026-11-26T07:23:09Z
+date: 2026-11-26T09:54:16Z
 environment:
 machine: cpu="AMD EPYC" cores=2 memory_bytes=25276502016 kernel="Linux 6.18.44-fc-v669" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
-heap parameters: rounds=3 warmup=2 loops=3 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=3 py_n=25000 sql_rows=1000000 gcc_funcs=70 shell_cmds=300 realloc_max=1073741824 realloc_limit_s=1.5
+heap parameters: rounds=3 warmup=2 loops=3 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=3 py_n=25000 np_rounds=150 sql_rows=1000000 gcc_funcs=70 shell_cmds=300 realloc_max=1073741824 realloc_limit_s=1.5
 child rptest: /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
 child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
 child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
@@ -68,18 +68,24 @@ child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 PYTHO
 child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
 child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
 child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
-child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-Vw6RdO/bench.db .read /tmp/memspace-bench-heap-Vw6RdO/build.sql
-child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
-child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-Vw6RdO/generated.c -o /tmp/memspace-bench-heap-Vw6RdO/generated.o
+child python_numpy: /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
+child python_numpy: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
+child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
+child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
+child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
+child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
 child shell: /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
@@ -171,5 +177,5 @@ child malloc_large: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-seconds: 338.8
+seconds: 436.3
 exit: 0
