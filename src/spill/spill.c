@@ -96,7 +96,8 @@ static struct {
   unsigned long fs_type;
   _Atomic uint64_t blocks, bytes, fallbacks, syncs, moves, enospc;
   _Atomic uint64_t last_sync_ns;
-  bool random_adv;             /* mappings advised MADV_RANDOM (the data outgrew memory), else MADV_NORMAL */
+  bool random_adv;             /* mappings advised MADV_RANDOM + MADV_NOHUGEPAGE (the data outgrew memory), else
+                                  the advice of data that fits (advise_range) */
   _Atomic uint64_t alloc_gen;  /* blocks allocated so far (advise_refresh) */
   _Atomic uint64_t advice_switches;
 } sp;
@@ -857,8 +858,8 @@ void *msi_spill_realloc(void *p, size_t size) {
    below RAM. Every tick (maintenance task, 50 ms, or an allocation at most every 50 ms) samples its dirty and
    anonymous bytes and decides:
    - the spilled data fits (spilled bytes + anonymous memory <= 3/4 of the budget): no write-back. Rewritten
-     pages stay dirty and cost no fault, fresh blocks keep the kernel's default advice (large folios), as with
-     plain memory. Only when dirty and anonymous bytes together pass 3/4 of the budget (other processes of the
+     pages stay dirty and cost no fault, fresh blocks fault in large folios (advise_range), as plain memory
+     does in huge pages. Only when dirty and anonymous bytes together pass 3/4 of the budget (other processes of the
      cgroup spilling as well) is every file written back, so that reclaim never meets only dirty pages (with
      cgroup v1 it cannot write them back itself, and would OOM-kill);
    - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every file), and
