@@ -352,7 +352,14 @@ static uint32_t cached_take(lclass_t *c, uint32_t npages, bool *clean) {
 static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes);
 static size_t one_mapping(uintptr_t from, size_t len);
 
-/* Another size's cached pages for npages of a block at `to` (slot sizes above the dense ones), moved there with
+/* true when [addr, addr + len) lies in at most two kernel mappings (probed: one_mapping) */
+static bool two_mappings(uintptr_t addr, size_t len) {
+  size_t first = one_mapping(addr, len);
+  return first == len || one_mapping(addr + first, len - first) == len - first;
+}
+
+/* Another size's cached pages for the pages [have, have + n) of the block at `block` (slot sizes above the dense
+   ones; only while its first `have` pages are two mappings at most, see grow_pages), moved there with
    mremap: no page fault and no zeroing for them (a fresh 16 MiB block faults 4,096 pages). Caches are per slot
    size, so frees of one size and allocations of another committed afresh while the cache held pages
    (mimalloc-bench's malloc-large, 5-25 MiB in slots of 8, 16 and 32 MiB: 229,600 page faults, tcmalloc
@@ -362,12 +369,16 @@ static size_t one_mapping(uintptr_t from, size_t len);
    pages whole, took 7% more page faults for numpy's temporaries and no less time.) Returns the pages moved (0:
    no donor, or the kernel refused the move: the donor's pages are returned then, the target stays reserved);
    they hold the donor's old contents. */
-static uint32_t borrow_pages(unsigned k, uintptr_t to, uint32_t npages) {
+static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_t npages) {
+  uintptr_t to = block + ((uintptr_t)have << page_shift);
+  bool probed = !have; /* the block's own mappings are probed (system calls) only once a donor may exist */
   for (unsigned step = 1; step < 2 * MSI_HEAP_LARGE_CLASSES; step++) {
     unsigned kd = step & 1 ? k + (step + 1) / 2 : k - step / 2; /* k+1, k-1, k+2, k-2... */
     if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT || dense(kd)) continue;
     lclass_t *d = &classes[kd - MSI_HEAP_LARGE_MIN_SHIFT];
     if (!atomic_load_explicit(&d->ncached, memory_order_relaxed)) continue;
+    if (!probed && !two_mappings(block, (size_t)have << page_shift)) return 0;
+    probed = true;
     msi_lock(lock_of(d));
     uint32_t j = d->ncached;
     while (j-- > 0 && ((d->clean >> j) & 1)) {} /* the most recently cached slot with its pages */
@@ -406,12 +417,6 @@ static uint32_t borrow_pages(unsigned k, uintptr_t to, uint32_t npages) {
   return 0;
 }
 
-/* true when [addr, addr + len) lies in at most two kernel mappings (probed: one_mapping) */
-static bool two_mappings(uintptr_t addr, size_t len) {
-  size_t first = one_mapping(addr, len);
-  return first == len || one_mapping(addr + first, len - first) == len - first;
-}
-
 /* The pages [have, npages) of the block at addr, in a slot of size 2^k, become usable (have 0: a fresh slot,
    `bumped` as slot_take_fresh said): another size's cached pages where they can move in (borrow_pages), the rest
    committed; zero: the borrowed pages are cleared. A moved piece never merges with its neighbours (committed
@@ -422,7 +427,7 @@ static bool two_mappings(uintptr_t addr, size_t len) {
    (vm.max_map_count; see LARGE_SPLIT_MAX). false + errno: refused (the pages from `have` on reserved again). */
 static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
   size_t start = (size_t)have << page_shift, need = (size_t)npages << page_shift;
-  uint32_t got = dense(k) || (have && !two_mappings(addr, start)) ? 0 : borrow_pages(k, addr + start, npages - have);
+  uint32_t got = dense(k) ? 0 : borrow_pages(k, addr, have, npages - have);
   size_t mid = start + ((size_t)got << page_shift);
   if (got && zero) {
     MSI_TRACK_UNDEFINED((void *)(addr + start), mid - start); /* a freed block's pages */

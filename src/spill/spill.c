@@ -59,7 +59,6 @@
    that reuses it clears it by writing. The price is disk, not memory: up to one granule per live block. The
    granule is the PMD size (hpage_pmd_size: 2 MiB on x86-64, larger on some arm64 and ppc64 kernels). */
 #define SP_FOLIO_MAX (sp.granule)
-#define SP_FEW_BLOCKS 8 /* see few_blocks */
 static bool small_class(unsigned c);
 
 #define FS_EXT4 0xEF53
@@ -104,6 +103,7 @@ static struct {
 
 static void advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random);
 static size_t own_first_slot(const sp_class_t *k, unsigned c);
+static bool few_blocks(const sp_class_t *k);
 static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 static void advise_update(void);
 
@@ -614,9 +614,10 @@ static uintptr_t slot_alloc(unsigned c, size_t need, bool zero) {
     return 0;
   }
   if (!popped) {
+    bool few = few_blocks(k);
     k->next = slot + 1;
     k->stale[slot] = 0;
-    if (small_class(c) && k->next == own_first_slot(k, c) + SP_FEW_BLOCKS + 1 && !sp.random_adv) /* few_blocks */
+    if (few && !few_blocks(k) && !sp.random_adv) /* the class's default advice from now on */
       advise_range(k, k->start, atomic_load_explicit(&k->mapped, memory_order_relaxed), false);
   } else if (zero && k->stale[slot]) {
     memset((void *)(k->start + off), 0, need); /* left as it was at its free (clear_in_place) */
@@ -735,9 +736,7 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   msi_unlock(&sp_lock);
   sp_sync_pace();
   if (!p && e != ENOMEM && e != EINVAL) { /* no file could be made (a sandbox forbidding open, a lost directory) */
-    static _Atomic bool warned;
-    if (!atomic_exchange(&warned, true))
-      msi_warning("spill: cannot create a file in %s (errno %d): such allocations stay in RAM", sp.dir, e);
+    MSI_WARN_ONCE("spill: cannot create a file in %s (errno %d): such allocations stay in RAM", sp.dir, e);
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     e = 0;
   }
@@ -1038,6 +1037,7 @@ static uint64_t snapshot_cap(void) { return bud.cg.limit / 16; }
 static size_t own_first_slot(const sp_class_t *k, unsigned c) { /* above the blocks inherited at fork */
   return (k->floor + ((size_t)1 << c) - 1) >> c;
 }
+#define SP_FEW_BLOCKS 8
 static bool few_blocks(const sp_class_t *k) {
   unsigned c = (unsigned)(k - sp.cls);
   return small_class(c) && k->next <= own_first_slot(k, c) + SP_FEW_BLOCKS;
