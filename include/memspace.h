@@ -63,8 +63,13 @@ typedef enum ms_option_e {
 MS_API long long ms_option_get(ms_option_t option);
 /// String value of a string option (MS_OPTION_SPILL_DIR) or NULL when unset. Thread-safe, O(1).
 MS_API const char *ms_option_get_string(ms_option_t option);
-/// Overrides an option for the rest of the process. Thread-safe (atomic store), O(1).
-/// Returns 0, or EINVAL for an unknown option or a value out of range.
+/// Overrides an option for the rest of the process, from the next call that reads it: the spill threshold and
+/// the process-space size route the next allocations (blocks already made stay with their owner; a process space,
+/// once made, keeps the size and expand step it was made with); the cache preset applies its limits at once and
+/// the caches hand back what they hold (O(cached spans and slots) then); the secure checks, the purge delay,
+/// verbosity and exit statistics apply from the next call that reads them; the huge-page size and the frame idle
+/// time apply to spaces, frames and DMA buffers created afterwards. Thread-safe (atomic store).
+/// Returns 0, or EINVAL (errno set too) for an unknown option, a string option or a value out of range.
 MS_API int ms_option_set(ms_option_t option, long long value);
 /// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL for an unknown option. O(1).
 MS_API const char *ms_option_name(ms_option_t option);

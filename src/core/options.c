@@ -186,12 +186,13 @@ const char *ms_option_get_string(ms_option_t o) {
 }
 
 int ms_option_set(ms_option_t o, long long value) {
-  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR) return EINVAL;
+  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR) return errno = EINVAL;
   const opt_desc_t *d = &opt_table[o];
-  if (value < d->min || (d->max >= 0 && value > d->max)) return EINVAL;
-  if (d->kind == KIND_SIZE && !size_allowed(d, (unsigned long long)value)) return EINVAL;
+  if (value < d->min || (d->max >= 0 && value > d->max)) return errno = EINVAL;
+  if (d->kind == KIND_SIZE && !size_allowed(d, (unsigned long long)value)) return errno = EINVAL;
   msi_options_init();
   atomic_store_explicit(&msi_option_values[o], value, memory_order_relaxed);
+  msi_option_changed(o);
   return 0;
 }
 

@@ -276,6 +276,13 @@ void ms_heap_collect(int force) {
   msi_heap_purge(msi_heap_now_ms(), force != 0);
 }
 
+void msi_heap_options_changed(void) {
+  msi_heap_global_init();
+  msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
+  msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
+  ms_heap_collect(1); /* what the caches hold goes back; they refill under the new limits */
+}
+
 /* ------------------------------------------------------------------------------------------------------------ */
 /* statistics                                                                                                   */
 /* ------------------------------------------------------------------------------------------------------------ */

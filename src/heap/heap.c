@@ -934,7 +934,7 @@ void msi_heap_global_init(void) {
   msi_init();
   classes_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
-  if (msi_opt(MS_OPTION_SECURE)) msi_heap_checks = true;
+  msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
   msi_empty_span.owner = NULL;
   msi_empty_span.state = MSI_SPAN_FREE;
   heap_reset_current(&msi_empty_heap);
