@@ -114,8 +114,13 @@ int tool_bench(int argc, char **argv) {
   const char *part = NULL, *out = NULL;
   msb_mode_t mode = MSB_DEFAULT;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) mode = MSB_QUICK;
-    else if (strcmp(argv[i], "--full") == 0) mode = MSB_FULL;
+    msb_mode_t asked = strcmp(argv[i], "--quick") == 0 ? MSB_QUICK : strcmp(argv[i], "--full") == 0 ? MSB_FULL : MSB_DEFAULT;
+    if (asked != MSB_DEFAULT && mode != MSB_DEFAULT && asked != mode) {
+      fprintf(stderr, "memspace bench: --quick and --full exclude each other\n");
+      return 2;
+    }
+    if (asked != MSB_DEFAULT) mode = asked;
+    else if (strncmp(argv[i], "--out=", 6) == 0 && argv[i][6]) out = argv[i] + 6;
     else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       printf("usage: memspace bench PART [--out DIR] [--quick | --full]\n"
