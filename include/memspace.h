@@ -199,7 +199,9 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// MS_PAGES_COMMIT is given; huge pages per flags with reported fallback; bound to `numa_node` (-1 none).
 /// Hugetlb ranges are always committed (never MAP_NORESERVE). Thread-safe; a few system calls.
 /// Returns 0 and fills `out`, or an errno value: EINVAL (size 0, bad alignment, NULL out), ENOMEM (no memory,
-/// no huge pages with MS_PAGES_NO_FALLBACK, overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
+/// no huge pages with MS_PAGES_NO_FALLBACK, overflow, the lock of MS_PAGES_LOCK above a non-zero RLIMIT_MEMLOCK),
+/// EPERM (MS_PAGES_LOCK with RLIMIT_MEMLOCK 0, without CAP_IPC_LOCK), EAGAIN (some pages could not be locked).
+/// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
 /// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
@@ -216,17 +218,19 @@ MS_API int ms_pages_reset(void *addr, size_t size);
 /// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
 /// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Thread-safe.
 MS_API int ms_pages_populate(void *addr, size_t size);
-/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM/EAGAIN above RLIMIT_MEMLOCK without
-/// CAP_IPC_LOCK, reported under MEMSPACE_VERBOSE with the limit; EINVAL bad range). Thread-safe.
+/// mlock the range. Returns 0 or an errno value, also stored in errno: what the kernel's mlock gives without
+/// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK (or a hole), EPERM when RLIMIT_MEMLOCK is 0, EAGAIN when
+/// some pages could not be locked; reported under MEMSPACE_VERBOSE with the limit. EINVAL bad range. Thread-safe.
 MS_API int ms_pages_lock(void *addr, size_t size);
 /// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole).
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
 /// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
-/// Releases a reservation (or a whole-page part of one) back to the OS (hugetlb pages go back to the pool).
-/// Returns 0 or an errno value: EINVAL bad range, ENOMEM when part of the range is not mapped (released
-/// twice, foreign). Thread-safe; two system calls.
+/// Releases a reservation (or a whole-page part of one: hugetlb parts are whole huge pages, size rounded up)
+/// back to the OS (hugetlb pages go back to the pool); the statistics lose what the part held (committed,
+/// locked). Returns 0 or an errno value: EINVAL bad range (or not at a huge page's start in a hugetlb range),
+/// ENOMEM when part of the range is not mapped (released twice, foreign). Thread-safe; two system calls.
 MS_API int ms_pages_release(void *addr, size_t size);
 
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
