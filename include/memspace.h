@@ -247,6 +247,8 @@ MS_API void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err);
 /// valid during frame k+1 and die at the end of it (the flip that starts frame k+2 reuses their range).
 /// Idleness (no flip and no alloc for idle_ms, or ms_frame_idle) gives both ranges' pages back and DISCARDS
 /// the contents of both frames: after it, memory from earlier allocations reads as zero (it stays mapped).
+/// A frame that keeps allocating is never idle, however long it lasts. Idleness is noticed by the shared
+/// maintenance thread when the program runs a second thread, else by the owner's next flip (see ms_frame_flip).
 /// One thread owns a frame allocator (alloc/flip/idle are not thread-safe); the shared maintenance thread may
 /// reclaim an idle one concurrently, which the owner's next call notices. docs/pages.md has the measurements.
 typedef struct ms_frame_s ms_frame_t;
@@ -277,8 +279,10 @@ MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
 /// a NULL frame. Owner thread only.
 MS_API void *ms_frame_alloc(ms_frame_t *frame, size_t size, size_t alignment);
 /// Ends a frame: switches ranges and applies the policy to the range used one frame earlier, which the new
-/// frame then uses. When the previous flip is older than idle_ms and the maintenance thread has not already
-/// reclaimed the ranges, both are given back first. Cost: policy dependent (docs/pages.md). Owner thread only;
+/// frame then uses. When the previous flip is older than idle_ms and no alloc happened since (and the maintenance
+/// thread has not already reclaimed the ranges), both are given back first; when the frame allocated and lasted
+/// longer than idle_ms, MS_FRAME_KEEP_IDLE gives back the range used one frame earlier only (the frame just ended
+/// stays valid through the next). Cost: policy dependent (docs/pages.md). Owner thread only;
 /// NULL is ignored. A failing system call falls back to MADV_DONTNEED (reported under MEMSPACE_VERBOSE).
 MS_API void ms_frame_flip(ms_frame_t *frame);
 /// Gives back both ranges' pages now (what idleness does; contents of both frames are discarded). Returns the

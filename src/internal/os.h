@@ -57,6 +57,11 @@ typedef struct msi_os_counters_s {
 } msi_os_counters_t;
 extern msi_os_counters_t msi_os_counters;
 
+/* the frame allocator (frame.c) with the clock as a parameter, so tests drive idleness deterministically:
+   ms_frame_flip at time `now_ns`, and one pass of the maintenance task at `now_ns` (CLOCK_MONOTONIC) */
+void msi_frame_flip_at(ms_frame_t *frame, uint64_t now_ns);
+void msi_frame_maint_run(uint64_t now_ns);
+
 /* fault injection: true when this call of `op` must fail; *err receives the errno to return */
 bool msi_fault_hit(ms_fault_op_t op, int *err);
 #endif
