@@ -468,6 +468,9 @@ MS_API int ms_spill_is(const void *ptr);
 #define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size
 
 /// An opaque pinned buffer (ms_dma_alloc, ms_dma_register); thread-safe to read, freed once by ms_dma_free.
+/// A freed handle used again (a second ms_dma_free, any accessor) is detected while its descriptor waits for
+/// reuse (at least 64 later frees): ms_dma_free reports it naming the handle, the others fail as for NULL, all
+/// with errno EINVAL. After that reuse, and for a pointer that never was a handle, the behaviour is undefined.
 typedef struct ms_dma_buffer_s ms_dma_buffer_t;
 /// One physically contiguous run of a buffer: bus/physical address and length in bytes.
 typedef struct ms_dma_segment_s { uint64_t phys; size_t length; } ms_dma_segment_t; /* one contiguous run */
@@ -491,9 +494,9 @@ typedef struct ms_dma_config_s {
 /// NULL + errno: EINVAL (size 0, reserved fields not zero, unknown flags, a NUMA node the machine lacks, a page
 /// size other than the base page, 2 MiB or 1 GiB, or
 /// MS_DMA_CONTIGUOUS when no single page can hold the buffer: the message names why), ENOMEM (size overflow,
-/// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), EPERM/EAGAIN/ENOMEM from
-/// mlock when RLIMIT_MEMLOCK is too small (the message names the limit), EIO (MS_DMA_CONTIGUOUS buffer found
-/// not contiguous: never expected).
+/// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), what mlock gives without
+/// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK, EPERM when it is 0, EAGAIN (the message names the
+/// limit), EIO (MS_DMA_CONTIGUOUS buffer found not contiguous: never expected).
 MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config);
 /// Pins and describes memory the program already has (`config` may be NULL; its page_size must be 0 or the
 /// memory's page size; numa_node is ignored: existing pages are not moved). `memory` and `size` must be
@@ -502,18 +505,20 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// writing, mlocked (unless hugetlb or already locked) and marked MADV_DONTFORK. Registered memory is movable
 /// unless every page is hugetlb. The memory must stay mapped until ms_dma_free. Thread-safe; O(mappings).
 /// NULL + errno: EINVAL (NULL, size 0, unaligned, bad config), EFAULT (part of the range is not mapped or not
-/// writable; the message names the first address), EPERM/ENOMEM/EAGAIN (mlock refused: the message names
-/// RLIMIT_MEMLOCK).
+/// writable; the message names the first such address), ENOMEM/EPERM/EAGAIN (mlock refused, as ms_dma_alloc:
+/// the message names RLIMIT_MEMLOCK). Registrations may overlap (memory inside a registered or allocated
+/// buffer): a part stays locked and MADV_DONTFORK while any buffer covering it lives.
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
-/// them; the memory stays mapped and keeps its contents). NULL is ignored. Thread-safe against other buffers;
-/// the buffer must not be used concurrently.
+/// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents). NULL is
+/// ignored; a freed handle is reported (message naming it, errno EINVAL; see ms_dma_buffer_t). Thread-safe
+/// against other buffers; the buffer must not be used concurrently.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
-/// Start of the buffer (NULL + EINVAL for NULL). O(1), thread-safe.
+/// Start of the buffer (NULL + EINVAL for NULL or a freed handle). O(1), thread-safe.
 MS_API void *ms_dma_addr(const ms_dma_buffer_t *buffer);
-/// Size asked for (the list covers exactly [0, size)); 0 for NULL. O(1), thread-safe.
+/// Size asked for (the list covers exactly [0, size)); 0 + EINVAL for NULL or a freed handle. O(1), thread-safe.
 MS_API size_t ms_dma_size(const ms_dma_buffer_t *buffer);
-/// The page size actually obtained; 0 for NULL. O(1), thread-safe.
+/// The page size actually obtained; 0 + EINVAL for NULL or a freed handle. O(1), thread-safe.
 MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// Scatter/gather list: physical address and length of each physically contiguous run, in buffer order,
 /// adjacent pages coalesced, lengths summing to ms_dma_size. Built on first call from one bulk read of
@@ -524,7 +529,8 @@ MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// EINVAL (NULL buffer), ENOMEM.
 MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
 /// Physical address of the byte at `offset` (< ms_dma_size). O(log segments) once the list is built.
-/// Returns 0, or EINVAL (NULL, offset out of range), EPERM (no CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
+/// Returns 0, or an errno value, also stored in errno: EINVAL (NULL, offset out of range), EPERM (no
+/// CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
 MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
 /// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
 /// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
@@ -550,7 +556,8 @@ MS_API void ms_dma_fence(void);
 MS_API int ms_dma_movable(const ms_dma_buffer_t *buffer);
 /// Re-translate and compare: reads pagemap again and compares with the list. Returns 0 when every byte is
 /// where the list says, ESTALE when some moved (the list is then updated in place and `moved_bytes` receives
-/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments.
+/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments; a non-zero
+/// value is also stored in errno.
 /// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages).
 MS_API int ms_dma_verify(ms_dma_buffer_t *buffer, size_t *moved_bytes);
 
@@ -568,7 +575,8 @@ typedef struct ms_dma_info_s {
   int fallback;            ///< 1 when a larger page size was asked for and not obtained
   uint64_t reserved[4];
 } ms_dma_info_t;
-/// Fills `info`. Returns 0 or EINVAL (NULL). O(1), thread-safe.
+/// Fills `info`. Returns 0, or EINVAL (NULL buffer or info, a freed handle), also stored in errno. O(1),
+/// thread-safe.
 MS_API int ms_dma_info(const ms_dma_buffer_t *buffer, ms_dma_info_t *info);
 
 #ifdef __cplusplus

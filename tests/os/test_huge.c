@@ -6,13 +6,13 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "internal.h"
+#include "ms_test.h"
 
 static long free_pages(void) {
   FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
@@ -22,23 +22,6 @@ static long free_pages(void) {
     fclose(f);
   }
   return v;
-}
-
-/* the kernel's KernelPageSize (bytes) of the mapping holding addr, from /proc/self/smaps; 0 when not found */
-static size_t kernel_page_size(const void *addr) {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  assert_non_null(f);
-  char line[512];
-  bool in = false;
-  size_t kb = 0;
-  uintptr_t a = (uintptr_t)addr;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long s, e;
-    if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) in = a >= s && a < e;
-    else if (in && sscanf(line, "KernelPageSize: %zu kB", &kb) == 1) break;
-  }
-  fclose(f);
-  return in ? kb * 1024 : 0;
 }
 
 static void hugetlb_2m(void **state) {
@@ -52,7 +35,7 @@ static void hugetlb_2m(void **state) {
   assert_int_equal((uintptr_t)r.addr % h, 0);
   assert_int_equal(r.fallback, 0);
   memset(r.addr, 1, r.size); /* committed at once: no SIGBUS possible */
-  assert_int_equal(kernel_page_size(r.addr), h); /* what the kernel really mapped */
+  assert_int_equal(ms_test_kernel_page_size(r.addr), h); /* what the kernel really mapped */
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
   assert_true(st.os_hugetlb_bytes >= r.size);
@@ -126,7 +109,7 @@ static void frame_hugetlb(void **state) {
   char *p = ms_frame_alloc(f, 4096, 0);
   assert_non_null(p);
   p[0] = 1;
-  assert_int_equal(kernel_page_size(p), 2u << 20);
+  assert_int_equal(ms_test_kernel_page_size(p), 2u << 20);
   /* idle gives back the last frame's 1 MiB, rounded to the 2 MiB page, and the page just touched */
   assert_true(ms_frame_idle(f) >= 2u << 20);
   assert_int_equal(p[0], 0);
