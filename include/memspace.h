@@ -74,7 +74,8 @@ MS_API int ms_option_set(ms_option_t option, long long value);
 /// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL for an unknown option. O(1).
 MS_API const char *ms_option_name(ms_option_t option);
 /// Parses a size with an optional K/M/G suffix (powers of 1024, optionally followed by "iB" or "B").
-/// Returns 0 and stores the value, or EINVAL (syntax) / ERANGE (overflow). Allocation-free, thread-safe.
+/// Returns 0 and stores the value, or EINVAL (syntax, NULL) / ERANGE (overflow), also stored in errno.
+/// Allocation-free, thread-safe.
 MS_API int ms_parse_size(const char *text, size_t *value);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -149,14 +150,16 @@ static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, un
 }
 
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping
-/// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small).
+/// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small),
+/// also stored in errno.
 MS_API int ms_stats_get(ms_stats_t *stats, size_t size);
 
 /// Output callback for printing: receives NUL-terminated chunks.
 typedef void ms_output_fn(const char *text, void *arg);
 #define MS_STATS_JSON 1u  ///< print JSON instead of text
-/// Prints every part's statistics through `out` (NULL: stderr). docs/stats.md explains each line.
-/// Allocation-free, thread-safe.
+/// Prints every part's statistics through `out` (NULL: stderr). docs/stats.md explains each line. Text values
+/// are printed whole, in as many chunks as they need; in JSON they are escaped strings, with bytes that are not
+/// valid UTF-8 replaced by U+FFFD. Allocation-free, thread-safe.
 MS_API void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags);
 
 /* ------------------------------------------------------------------------------------------------------------ */

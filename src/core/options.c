@@ -51,7 +51,8 @@ void msi_unsetenv(const char *name) {
 
 static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
-int ms_parse_size(const char *s, size_t *value) {
+/* ms_parse_size without touching errno: reading the environment must not change the program's errno */
+static int parse_size(const char *s, size_t *value) {
   if (!s || !value) return EINVAL;
   while (*s == ' ') s++;
   if (*s < '0' || *s > '9') return EINVAL;
@@ -77,6 +78,12 @@ int ms_parse_size(const char *s, size_t *value) {
   if (v > SIZE_MAX) return ERANGE;
   *value = (size_t)(v << shift);
   return 0;
+}
+
+int ms_parse_size(const char *s, size_t *value) {
+  int r = parse_size(s, value);
+  if (r) errno = r;
+  return r;
 }
 
 static int parse_int(const char *s, long long *out) {
@@ -134,7 +141,7 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
   }
   case KIND_SIZE: {
     size_t v;
-    int r = ms_parse_size(s, &v);
+    int r = parse_size(s, &v);
     if (r == 0 && v > (size_t)LLONG_MAX) r = ERANGE;
     if (r == 0 && !size_allowed(d, v)) r = EINVAL;
     if (r == 0) *out = (long long)v;
