@@ -54,14 +54,15 @@ typedef enum ms_option_e {
   MS_OPTION_SECURE,           ///< 1: secure-mode checks where the build has them
   MS_OPTION_SHOW_STATS,       ///< 1: print statistics to stderr at exit
   MS_OPTION_VERBOSE,          ///< 1: report decisions and fallbacks on stderr
-  MS_OPTION_FRAME_IDLE,       ///< ms without a flip after which a frame allocator gives its pages back
+  MS_OPTION_FRAME_IDLE,       ///< ms without a flip or an alloc after which a frame allocator gives its pages back
   MS_OPTION_COUNT
 } ms_option_t;
 
 /// Current value of an option (read from the environment on first use). Thread-safe, O(1).
 /// Returns 0 with errno EINVAL for an unknown option.
 MS_API long long ms_option_get(ms_option_t option);
-/// String value of a string option (MS_OPTION_SPILL_DIR) or NULL when unset. Thread-safe, O(1).
+/// String value of a string option (MS_OPTION_SPILL_DIR) or NULL when unset (errno untouched); NULL + EINVAL
+/// for an unknown option or one that is not a string. Thread-safe, O(1).
 MS_API const char *ms_option_get_string(ms_option_t option);
 /// Overrides an option for the rest of the process, from the next call that reads it: the spill threshold and
 /// the process-space size route the next allocations (blocks already made stay with their owner; a process space,
@@ -71,7 +72,7 @@ MS_API const char *ms_option_get_string(ms_option_t option);
 /// time apply to spaces, frames and DMA buffers created afterwards. Thread-safe (atomic store).
 /// Returns 0, or EINVAL (errno set too) for an unknown option, a string option or a value out of range.
 MS_API int ms_option_set(ms_option_t option, long long value);
-/// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL for an unknown option. O(1).
+/// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL + EINVAL for an unknown option. O(1).
 MS_API const char *ms_option_name(ms_option_t option);
 /// Parses a size with an optional K/M/G suffix (powers of 1024, optionally followed by "iB" or "B").
 /// Returns 0 and stores the value, or EINVAL (syntax, NULL) / ERANGE (overflow), also stored in errno.
@@ -201,7 +202,8 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// Reserves `size` bytes of address space aligned to `alignment` (a power of two, 0 = page), committed when
 /// MS_PAGES_COMMIT is given; huge pages per flags with reported fallback; bound to `numa_node` (-1 none).
 /// Hugetlb ranges are always committed (never MAP_NORESERVE). Thread-safe; a few system calls.
-/// Returns 0 and fills `out`, or an errno value: EINVAL (size 0, bad alignment, NULL out), ENOMEM (no memory,
+/// Returns 0 and fills `out`, or an errno value, also stored in errno: EINVAL (size 0, bad alignment, NULL out,
+/// a NUMA node the machine lacks), ENOMEM (no memory,
 /// no huge pages with MS_PAGES_NO_FALLBACK, overflow, the lock of MS_PAGES_LOCK above a non-zero RLIMIT_MEMLOCK),
 /// EPERM (MS_PAGES_LOCK with RLIMIT_MEMLOCK 0, without CAP_IPC_LOCK), EAGAIN (some pages could not be locked).
 /// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
@@ -274,7 +276,8 @@ typedef struct ms_frame_config_s {
   uint64_t reserved[4];       ///< must be zero
 } ms_frame_config_t;
 /// Creates a frame allocator with two ranges of `range_size` (address space reserved, pages committed lazily
-/// by first touch). Thread-safe. NULL + errno: EINVAL (NULL config, size 0, bad policy, non-zero reserved),
+/// by first touch). Thread-safe. NULL + errno: EINVAL (NULL config, size 0, bad policy, idle_ms below -1,
+/// non-zero reserved),
 /// ENOMEM (no address space, size overflow).
 MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
 /// Bump-allocates `size` bytes from the current range; `alignment` a power of two (0 = 16). O(1), no system

@@ -287,7 +287,9 @@ int ms_option_set(ms_option_t o, long long value) {
 }
 
 const char *ms_option_name(ms_option_t o) {
-  return (unsigned)o < MS_OPTION_COUNT ? opt_table[o].env : NULL;
+  if ((unsigned)o < MS_OPTION_COUNT) return opt_table[o].env;
+  errno = EINVAL;
+  return NULL;
 }
 
 bool msi_option_invalid(ms_option_t o) {

@@ -124,6 +124,12 @@ static void errno_on_failure(void **state) {
   errno = 0;
   assert_int_equal(ms_option_set(MS_OPTION_SPILL_DIR, 1), EINVAL);
   assert_int_equal(errno, EINVAL);
+  errno = 0;
+  assert_null(ms_option_name(MS_OPTION_COUNT));
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
+  assert_null(ms_option_get_string(MS_OPTION_CACHE));
+  assert_int_equal(errno, EINVAL);
   size_t v;
   errno = 0;
   assert_int_equal(ms_parse_size("12Q", &v), EINVAL);
