@@ -262,6 +262,7 @@ static void best_available_and_fallback(void **state) {
   ms_stats_get(&st0, sizeof st0);
   ms_dma_buffer_t *b = ms_dma_alloc(4 * MiB, NULL);
   assert_non_null(b);
+  assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), ms_dma_page_size(b)); /* what it says it got */
   if (free_2m() >= 0 && ms_dma_page_size(b) == 4096) {
     ms_dma_info_t info;
     ms_dma_info(b, &info);
@@ -325,6 +326,7 @@ static void contiguous(void **state) {
   b = ms_dma_alloc(1536 * 1024, &c);
   assert_non_null(b);
   assert_int_equal(ms_dma_page_size(b), 2 * MiB);
+  assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), 2 * MiB);
   if (phys_readable(b)) {
     size_t n;
     const ms_dma_segment_t *s = ms_dma_segments(b, &n);
