@@ -196,7 +196,8 @@ typedef struct ms_pages_s {
 
 /// The base page size, read at run time. Thread-safe, O(1).
 MS_API size_t ms_page_size(void);
-/// Size of the huge page of `kind` on this machine, or 0 when the kernel has none. O(1) after first call.
+/// Size of the huge page of `kind` on this machine, or 0 when the kernel has none (0 + EINVAL for an unknown
+/// kind). O(1) after first call.
 MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 
 /// Reserves `size` bytes of address space aligned to `alignment` (a power of two, 0 = page), committed when

@@ -16,7 +16,10 @@
 #endif
 
 size_t ms_page_size(void) { return msi_os_page_size(); }
-size_t ms_huge_page_size(ms_page_kind_t kind) { return msi_os_huge_size(kind); }
+size_t ms_huge_page_size(ms_page_kind_t kind) {
+  if ((unsigned)kind > MS_PAGE_HUGE_1G) errno = EINVAL;
+  return msi_os_huge_size(kind);
+}
 
 #define ADD(field, v) atomic_fetch_add_explicit(&msi_os_counters.field, (uint64_t)(v), memory_order_relaxed)
 static void sub_clamped(_Atomic uint64_t *c, uint64_t v) {

@@ -77,6 +77,7 @@ static void gigantic(void **state) {
   int e = ms_pages_reserve(1u << 20, 0, MS_PAGES_HUGE_1G | MS_PAGES_NO_FALLBACK, -1, &r);
   if (e == 0) { /* a 1 GiB page was free */
     assert_int_equal(r.kind, MS_PAGE_HUGE_1G);
+    assert_int_equal(ms_test_kernel_page_size(r.addr), 1u << 30);
     assert_int_equal(ms_pages_release(r.addr, r.size), 0);
   } else {
     assert_int_equal(e, ENOMEM);
@@ -85,6 +86,7 @@ static void gigantic(void **state) {
   e = ms_pages_reserve(2u << 20, 0, MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M, -1, &r);
   assert_int_equal(e, 0);
   assert_true(r.kind == MS_PAGE_HUGE_1G || r.kind == MS_PAGE_HUGE_2M);
+  assert_int_equal(ms_test_kernel_page_size(r.addr), r.page_size); /* the kernel agrees */
   assert_int_equal(ms_pages_release(r.addr, r.size), 0);
 }
 

@@ -33,7 +33,9 @@ static void page_sizes(void **state) {
   size_t h2 = ms_huge_page_size(MS_PAGE_HUGE_2M), h1 = ms_huge_page_size(MS_PAGE_HUGE_1G);
   assert_true(h2 == 0 || h2 == 2u << 20);
   assert_true(h1 == 0 || h1 == 1u << 30);
+  errno = 0;
   assert_int_equal(ms_huge_page_size((ms_page_kind_t)99), 0);
+  assert_int_equal(errno, EINVAL);
 }
 
 static void reserve_commit_release(void **state) {
