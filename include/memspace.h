@@ -55,6 +55,8 @@ typedef enum ms_option_e {
   MS_OPTION_SHOW_STATS,       ///< 1: print statistics to stderr at exit
   MS_OPTION_VERBOSE,          ///< 1: report decisions and fallbacks on stderr
   MS_OPTION_FRAME_IDLE,       ///< ms without a flip or an alloc after which a frame allocator gives its pages back
+  MS_OPTION_STATS_FORMAT,     ///< statistics at exit: 0 text, 1 json
+  MS_OPTION_STATS_FILE,       ///< string option: file for the statistics at exit (%p: the pid, else .PID appended)
   MS_OPTION_COUNT
 } ms_option_t;
 
@@ -83,7 +85,9 @@ MS_API int ms_parse_size(const char *text, size_t *value);
 /* Statistics: one namespace all parts register into                                                           */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define MS_STATS_VERSION 2            /* 2: heap_class_more (the heap has 96 size classes; version 1 had 64) */
+#define MS_STATS_VERSION 3            /* 2: heap_class_more (the heap has 96 size classes; version 1 had 64);
+                                         3: os_probes, heap_mapped_peak_bytes, process_peak_rss_bytes (taken from
+                                         reserved: the size and heap_class_more's offset do not change) */
 #define MS_STATS_SIZE_CLASSES 64      /* entries in heap_class: the heap's size classes 0-63 */
 #define MS_STATS_SIZE_CLASSES_MORE 64 /* entries in heap_class_more: classes 64 and up (zero past the last) */
 
@@ -109,7 +113,7 @@ typedef struct ms_stats_s {
   uint64_t os_thp_bytes;        ///< bytes advised for transparent huge pages
   uint64_t os_huge_fallbacks;   ///< huge page requests that fell back to a smaller page
   uint64_t os_calls;            ///< system calls made by the page layer
-  uint64_t os_failures;         ///< system calls that failed (injected faults included)
+  uint64_t os_failures;         ///< system calls that failed (injected faults included, os_probes excluded)
   /* heap */
   uint64_t heap_allocated_bytes;  ///< bytes handed out (usable sizes)
   uint64_t heap_mapped_bytes;     ///< bytes the heap holds from the page layer
@@ -135,7 +139,12 @@ typedef struct ms_stats_s {
   uint64_t dma_buffers;         ///< live DMA buffers
   uint64_t dma_pinned_bytes;    ///< bytes pinned for DMA
   uint64_t dma_huge_bytes;      ///< of which on huge pages
-  uint64_t reserved[32];
+  /* version 3 */
+  uint64_t os_probes;           ///< of os_calls: calls that ask the kernel something and are expected to fail
+                                ///< (the heap's mremap probes); never counted in os_failures
+  uint64_t heap_mapped_peak_bytes; ///< the most heap_mapped_bytes has been (segments + committed large blocks)
+  uint64_t process_peak_rss_bytes; ///< peak resident set of the process (getrusage ru_maxrss)
+  uint64_t reserved[29];        ///< zeros: later versions take their fields from here
   ms_stats_class_t heap_class_more[MS_STATS_SIZE_CLASSES_MORE]; ///< size classes from 64 (version 2: a version-1
                                                                 ///< caller's size ends before it)
 } ms_stats_t;
@@ -158,9 +167,11 @@ MS_API int ms_stats_get(ms_stats_t *stats, size_t size);
 /// Output callback for printing: receives NUL-terminated chunks.
 typedef void ms_output_fn(const char *text, void *arg);
 #define MS_STATS_JSON 1u  ///< print JSON instead of text
-/// Prints every part's statistics through `out` (NULL: stderr). docs/stats.md explains each line. Text values
-/// are printed whole, in as many chunks as they need; in JSON they are escaped strings, with bytes that are not
-/// valid UTF-8 replaced by U+FFFD. Allocation-free, thread-safe.
+/// Prints the statistics of every part in use (the process, the page layer and the heap always; spaces, spill,
+/// DMA and frames once used) through `out` (NULL: stderr), headed by the library version, the pid and the
+/// program name. docs/stats.md explains each line. Text values are printed whole, in as many chunks as they
+/// need; in JSON numbers are numbers, text values escaped strings (bytes that are not valid UTF-8 replaced by
+/// U+FFFD). Allocation-free, thread-safe.
 MS_API void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags);
 
 /* ------------------------------------------------------------------------------------------------------------ */

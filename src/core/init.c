@@ -37,10 +37,8 @@ __attribute__((constructor(101))) static void msi_constructor(void) {
   announce();
 }
 
-static void stats_out(const char *text, void *arg) { msi_write_fd(*(int *)arg, text, strlen(text)); }
-
 __attribute__((destructor(101))) static void msi_destructor(void) {
   if (!msi_opt(MS_OPTION_SHOW_STATS)) return; /* never set in the tool (options.c) */
   int fd = fcntl(2, F_GETFD) != -1 || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
-  ms_stats_print(stats_out, &fd, 0);
+  msi_stats_exit_print(fd);
 }

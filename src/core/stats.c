@@ -2,8 +2,12 @@
 /* stats.c: the statistics namespace. Parts register a source (get + optional print); ms_stats_get sums them,
    ms_stats_print writes text or JSON through a callback without allocating. docs/stats.md explains each line. */
 #include "internal.h"
+#include "os.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #define MAX_SOURCES 16
 static const msi_stats_source_t *sources[MAX_SOURCES];
@@ -121,20 +125,146 @@ void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value) 
   w->fields++;
 }
 
+/* the table (stats.def): each line's section, name, ms_stats_t offset (NO_FIELD: printed by the section's source)
+   and unit */
+#define NO_FIELD SIZE_MAX
+#define F(member) offsetof(ms_stats_t, member)
+#define NOFIELD NO_FIELD
+typedef struct { const char *section, *name; size_t offset; const char *unit; } line_t;
+static const line_t lines[] = {
+#define X(section, name, field, unit, doc) {#section, name, field, #unit},
+#include "stats.def"
+#undef X
+};
+#undef F
+#undef NOFIELD
+
+void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],
+                       const unsigned long long values[]) {
+  char buf[512];
+  size_t len = w->json ? msi_snprintf(buf, sizeof buf, "%s\n    \"%s\": {", w->fields ? "," : "", name)
+                       : msi_snprintf(buf, sizeof buf, "  %-28s", name);
+  for (unsigned i = 0; i < n && len < sizeof buf; i++)
+    len += w->json ? msi_snprintf(buf + len, sizeof buf - len, "%s\"%s\": %llu", i ? ", " : "", keys[i], values[i])
+                   : msi_snprintf(buf + len, sizeof buf - len, " %s %llu", keys[i], values[i]);
+  if (len < sizeof buf) msi_snprintf(buf + len, sizeof buf - len, "%s", w->json ? "}" : "\n");
+  w->out(buf, w->arg);
+  w->fields++;
+}
+
+/* [process]: the core's own section */
+static void process_get(ms_stats_t *s) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
+}
+static const msi_stats_source_t process_source = {"process", process_get, NULL, NULL};
+__attribute__((constructor(101))) static void process_register(void) { msi_stats_register(&process_source); }
+
 void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
   msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0};
+  ms_stats_t s;
+  ms_stats_get(&s, sizeof s);
   int n = atomic_load(&source_count);
-  if (w.json) w.out("{", w.arg);
-  else wprintf_(&w, "memspace %d.%d.%d statistics\n", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
-                MEMSPACE_VERSION_PATCH);
-  int sections = 0;
+  const char *program = program_invocation_short_name ? program_invocation_short_name : "";
+  if (w.json) {
+    wprintf_(&w, "{\n  \"version\": \"%d.%d.%d\",\n  \"stats_version\": %d,\n  \"pid\": %d,\n  \"program\": \"",
+             MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR, MEMSPACE_VERSION_PATCH, MS_STATS_VERSION, (int)getpid());
+    json_string(&w, program);
+    w.out("\"", w.arg);
+  } else {
+    wprintf_(&w, "memspace %d.%d.%d statistics of pid %d (", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
+             MEMSPACE_VERSION_PATCH, (int)getpid());
+    w.out(program, w.arg);
+    w.out(")\n", w.arg);
+  }
   for (int i = 0; i < n; i++) {
-    if (!sources[i]->print) continue;
+    const msi_stats_source_t *src = sources[i];
+    if (src->used && !src->used()) continue;
     w.fields = 0;
-    if (w.json) wprintf_(&w, "%s\n  \"%s\": {", sections++ ? "," : "", sources[i]->name);
-    else wprintf_(&w, "[%s]\n", sources[i]->name);
-    sources[i]->print(&w);
+    if (w.json) wprintf_(&w, ",\n  \"%s\": {", src->name);
+    else wprintf_(&w, "[%s]\n", src->name);
+    for (size_t l = 0; l < MSI_ARRAY_LEN(lines); l++)
+      if (lines[l].offset != NO_FIELD && strcmp(lines[l].section, src->name) == 0) {
+        uint64_t v;
+        memcpy(&v, (const char *)&s + lines[l].offset, sizeof v);
+        msi_stats_field(&w, lines[l].name, v, strcmp(lines[l].unit, "bytes") == 0 ? "bytes" : "");
+      }
+    if (src->print) src->print(&w);
     if (w.json) w.out("\n  }", w.arg);
   }
   if (w.json) w.out("\n}\n", w.arg);
+}
+
+/* ---- at exit ---- */
+static char exit_buf[64 * 1024]; /* .bss: touched only by the process that prints */
+static size_t exit_len;
+static int exit_fd;
+static bool exit_locked;
+
+static void exit_flush(void) {
+  if (!exit_len) return;
+  /* one write of the block: atomic for a pipe up to PIPE_BUF and for a regular file; beyond PIPE_BUF (or past
+     one buffer) a record lock on the descriptor keeps processes sharing it from interleaving (per process, so
+     it holds between processes that inherited the same open file; refused on a terminal: written unlocked) */
+  if (!exit_locked && exit_len > 4096) {
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int r;
+    do r = fcntl(exit_fd, F_SETLKW, &fl); while (r != 0 && errno == EINTR);
+    exit_locked = true;
+  }
+  msi_write_fd(exit_fd, exit_buf, exit_len);
+  exit_len = 0;
+}
+
+static void exit_out(const char *text, void *arg) {
+  (void)arg;
+  for (size_t n = strlen(text); n;) {
+    if (exit_len == sizeof exit_buf) exit_flush();
+    size_t k = n < sizeof exit_buf - exit_len ? n : sizeof exit_buf - exit_len;
+    memcpy(exit_buf + exit_len, text, k);
+    exit_len += k, text += k, n -= k;
+  }
+}
+
+/* MEMSPACE_STATS_FILE's name for this process: %p is the pid (every %p), else ".PID" appended; false when too long */
+static bool stats_file_name(const char *pattern, char *name, size_t cap) {
+  size_t n = 0;
+  bool pid_seen = false;
+  char pid[24];
+  msi_snprintf(pid, sizeof pid, "%d", (int)getpid());
+  for (const char *p = pattern; *p; p++) {
+    const char *piece = p;
+    size_t len = 1;
+    if (p[0] == '%' && p[1] == 'p') piece = pid, len = strlen(pid), p++, pid_seen = true;
+    if (n + len >= cap) return false;
+    memcpy(name + n, piece, len), n += len;
+  }
+  if (!pid_seen && n + 1 + strlen(pid) >= cap) return false;
+  if (!pid_seen) name[n++] = '.', memcpy(name + n, pid, strlen(pid)), n += strlen(pid);
+  name[n] = 0;
+  return true;
+}
+
+void msi_stats_exit_print(int fd) {
+  static msi_lock_t lock = MSI_LOCK_INIT;
+  msi_lock(&lock);
+  const char *pattern = ms_option_get_string(MS_OPTION_STATS_FILE);
+  int file = -1;
+  if (pattern) {
+    char name[4096];
+    if (!stats_file_name(pattern, name, sizeof name)) msi_error("MEMSPACE_STATS_FILE: the name is too long");
+    else if ((file = msi_os_open(name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)) < 0)
+      msi_error("MEMSPACE_STATS_FILE: cannot open %s (errno %d): statistics on stderr", name, errno);
+  }
+  exit_fd = file >= 0 ? file : fd;
+  exit_len = 0;
+  exit_locked = false;
+  ms_stats_print(exit_out, NULL, msi_opt(MS_OPTION_STATS_FORMAT) == 1 ? MS_STATS_JSON : 0);
+  exit_flush();
+  if (exit_locked) {
+    struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
+    fcntl(exit_fd, F_SETLK, &fl);
+  }
+  if (file >= 0) msi_os_close(file);
+  msi_unlock(&lock);
 }

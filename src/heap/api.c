@@ -300,36 +300,32 @@ static void heap_stats_get(ms_stats_t *st) {
   }
   st->heap_allocated_bytes += alloc + large_alloc;
   st->heap_cached_bytes += cached + large_cached;
-  st->heap_mapped_bytes += atomic_load(&msi_heap_counters.segments) * MSI_HEAP_SEG_SIZE + large_committed;
+  uint64_t mapped = atomic_load(&msi_heap_counters.segments) * MSI_HEAP_SEG_SIZE + large_committed;
+  uint64_t peak = atomic_load(&msi_heap_mapped_peak);
+  st->heap_mapped_bytes += mapped;
+  st->heap_mapped_peak_bytes += mapped > peak ? mapped : peak;
   st->heap_returned_bytes += atomic_load(&msi_heap_counters.returned_bytes);
   st->heap_large_bytes += large_alloc;
   st->heap_threads += atomic_load(&msi_heap_counters.threads_live);
   st->heap_purges += atomic_load(&msi_heap_counters.purges);
 }
 
+/* the lines without a field (stats.def; the core prints the others) */
 static void heap_stats_print(msi_stats_writer_t *w) {
   static const char *presets[] = {"unlimited", "performance", "size", "none"};
+  static const char *const keys[] = {"allocated", "cached", "mapped", "returned"};
   ms_stats_t st;
   memset(&st, 0, sizeof st);
   heap_stats_get(&st);
   long long preset = msi_opt(MS_OPTION_CACHE);
   msi_stats_text(w, "preset", preset >= 0 && preset < 4 ? presets[preset] : "?");
-  msi_stats_field(w, "allocated", st.heap_allocated_bytes, "bytes");
-  msi_stats_field(w, "mapped", st.heap_mapped_bytes, "bytes");
-  msi_stats_field(w, "cached", st.heap_cached_bytes, "bytes");
-  msi_stats_field(w, "returned", st.heap_returned_bytes, "bytes");
-  msi_stats_field(w, "large", st.heap_large_bytes, "bytes");
-  msi_stats_field(w, "threads", st.heap_threads, "");
-  msi_stats_field(w, "purges", st.heap_purges, "");
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     const ms_stats_class_t *k = msi_stats_class(&st, c);
     if (!k->mapped && !k->returned) continue;
-    char name[48], value[128];
+    char name[48];
     msi_snprintf(name, sizeof name, "class %zu", k->block_size);
-    msi_snprintf(value, sizeof value, "allocated %llu cached %llu mapped %llu returned %llu",
-                 (unsigned long long)k->allocated, (unsigned long long)k->cached, (unsigned long long)k->mapped,
-                 (unsigned long long)k->returned);
-    msi_stats_text(w, name, value);
+    const unsigned long long v[] = {k->allocated, k->cached, k->mapped, k->returned};
+    msi_stats_numbers(w, name, 4, keys, v);
   }
 }
 
@@ -341,7 +337,7 @@ void *ms_realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
 void *ms_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("msi_aligned_alloc")));
 size_t ms_usable_size(const void *p) __attribute__((alias("msi_usable_size")));
 
-static const msi_stats_source_t heap_source = {"heap", heap_stats_get, heap_stats_print};
+static const msi_stats_source_t heap_source = {"heap", heap_stats_get, heap_stats_print, NULL};
 
 __attribute__((constructor(102))) static void heap_constructor(void) {
   msi_heap_global_init();

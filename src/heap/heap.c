@@ -277,6 +277,7 @@ static msi_segment_t *segment_new(void) {
     s->state = MSI_SPAN_FREE;
   }
   atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+  msi_heap_mapped_peak_note();
   atomic_store_explicit(&msi_heap_g.small_top, top + MSI_HEAP_SEG_SIZE, memory_order_release);
   return seg;
 }

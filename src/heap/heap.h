@@ -233,6 +233,10 @@ typedef struct msi_heap_counters_s {
   _Atomic uint64_t returned_spans[MSI_HEAP_CLASSES];
 } msi_heap_counters_t;
 extern msi_heap_counters_t msi_heap_counters;
+/* statistics (large.c): the most segments + committed large slots have been, noted where either grows (direct
+   blocks are added when the statistics are read) */
+extern _Atomic uint64_t msi_heap_mapped_peak;
+void msi_heap_mapped_peak_note(void);
 
 static inline uint32_t msi_heap_now_ms(void) { return (uint32_t)(msi_now_ns() / 1000000u); }
 

@@ -115,6 +115,7 @@ static void *commit(uintptr_t addr, size_t bytes) {
     return NULL;
   }
   atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  msi_heap_mapped_peak_note();
   return p;
 }
 
@@ -558,7 +559,7 @@ size_t msi_large_usable(const void *p) {
    is always followed by another one; if it did grow, into a gap, it shrinks back). O(log pages) calls. */
 static size_t one_mapping(uintptr_t from, size_t len) {
   while (len > page_size) {
-    void *r = msi_os_mremap((void *)from, len, len + page_size, 0, NULL);
+    void *r = msi_os_mremap_probe((void *)from, len, len + page_size);
     if (r != MAP_FAILED) msi_os_mremap(r, len + page_size, len, 0, NULL);
     if (r != MAP_FAILED || errno != EFAULT) return len;
     len = msi_round_up(len / 2, page_size);
@@ -815,6 +816,16 @@ void msi_large_trim(uint64_t keep) {
     msi_unlock(lock_of(c));
     slot_drop_cached(c, idx, bytes);
   }
+}
+
+/* statistics: heap_mapped_peak_bytes, kept at each commit (a system call: the note costs nothing beside it) */
+_Atomic uint64_t msi_heap_mapped_peak;
+void msi_heap_mapped_peak_note(void) {
+  uint64_t m = atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
+               atomic_load_explicit(&committed_bytes, memory_order_relaxed);
+  uint64_t p = atomic_load_explicit(&msi_heap_mapped_peak, memory_order_relaxed);
+  while (m > p && !atomic_compare_exchange_weak_explicit(&msi_heap_mapped_peak, &p, m, memory_order_relaxed,
+                                                         memory_order_relaxed)) {}
 }
 
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed) {

@@ -68,15 +68,25 @@ _Noreturn void msi_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 
 
 /* ---- statistics registry (src/core/stats.c): each part registers a source once ---- */
 typedef struct msi_stats_writer_s msi_stats_writer_t;  /* text/JSON sink used by print callbacks */
+/* Every printed line is in src/internal/stats.def: the core prints the section's lines with an ms_stats_t field
+   (from one snapshot of every get), then calls print for the section's lines without one. */
 typedef struct msi_stats_source_s {
   const char *name;                                    /* section: "pages", "heap", "spaces", ... */
   void (*get)(ms_stats_t *stats);                      /* adds its counters */
-  void (*print)(msi_stats_writer_t *w);                /* optional: extra lines beyond ms_stats_t */
+  void (*print)(msi_stats_writer_t *w);                /* optional: its stats.def lines without a field */
+  bool (*used)(void);                                  /* optional: false while the part was never used (its
+                                                          section is then not printed); NULL: always printed */
 } msi_stats_source_t;
 void msi_stats_register(const msi_stats_source_t *source); /* idempotent; at most 16 sources */
 /* print helpers usable from a source's print callback: a named integer field */
 void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long value, const char *unit);
 void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value);
+/* several named numbers on one line: `name  k1 v1 k2 v2 ...` in text, {"k1": v1, ...} in JSON */
+void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],
+                       const unsigned long long values[]);
+/* the statistics block at exit (MEMSPACE_SHOW_STATS): built in a static buffer and written whole, to stderr (fd)
+   or to MEMSPACE_STATS_FILE with the pid in its name */
+void msi_stats_exit_print(int fd);
 
 /* ---- maintenance thread (src/core/maint.c): one thread shared by every part ----
    A task runs every period_ms while registered. The thread starts lazily, only once msi_maint_kick() is

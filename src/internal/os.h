@@ -10,6 +10,9 @@
 void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset);
 int msi_os_munmap(void *addr, size_t size);
 void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr);
+/* mremap in place (no flags) as a question to the kernel, expected to fail: counted in the calls and the probes,
+   never in the failures; no fault injection (an injected failure would change the answer, not test a path) */
+void *msi_os_mremap_probe(void *old, size_t old_size, size_t new_size);
 int msi_os_mprotect(void *addr, size_t size, int prot);
 int msi_os_madvise(void *addr, size_t size, int advice);
 int msi_os_mlock(const void *addr, size_t size);
@@ -54,6 +57,7 @@ bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
 /* page-layer counters (atomics, read by stats) */
 typedef struct msi_os_counters_s {
   _Atomic uint64_t reserved, committed, reset, locked, hugetlb, thp, huge_fallbacks, calls, failures;
+  _Atomic uint64_t probes; /* of calls: msi_os_mremap_probe */
 } msi_os_counters_t;
 extern msi_os_counters_t msi_os_counters;
 

@@ -335,5 +335,7 @@ static void frame_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "frame_idle_reclaimed", LOAD(total_reclaimed), "bytes");
   msi_stats_field(w, "frame_policy_fallbacks", LOAD(total_fallbacks), "");
 }
-static const msi_stats_source_t frame_source = {"frames", NULL, frame_print};
+/* the section once a frame allocator was made */
+static bool frame_used(void) { return LOAD(total_frames) || LOAD(total_flips); }
+static const msi_stats_source_t frame_source = {"frames", NULL, frame_print, frame_used};
 __attribute__((constructor(103))) static void frame_register(void) { msi_stats_register(&frame_source); }

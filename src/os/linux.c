@@ -69,6 +69,14 @@ void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void
   return p;
 }
 
+void *msi_os_mremap_probe(void *old, size_t old_size, size_t new_size) {
+  COUNT_CALL();
+  atomic_fetch_add_explicit(&msi_os_counters.probes, 1, memory_order_relaxed);
+  void *p;
+  do p = mremap(old, old_size, new_size, 0); while (p == MAP_FAILED && errno == EINTR);
+  return p;
+}
+
 #define RETRY_INT(op, expr)                                                                                     \
   do {                                                                                                         \
     INJECT(op, -1);                                                                                            \
@@ -323,23 +331,11 @@ static void pages_get(ms_stats_t *s) {
   s->os_huge_fallbacks = atomic_load(&msi_os_counters.huge_fallbacks);
   s->os_calls = atomic_load(&msi_os_counters.calls);
   s->os_failures = atomic_load(&msi_os_counters.failures);
+  s->os_probes = atomic_load(&msi_os_counters.probes);
 }
 
-static void pages_print(msi_stats_writer_t *w) {
-  ms_stats_t s;
-  memset(&s, 0, sizeof s);
-  pages_get(&s);
-  msi_stats_field(w, "page_size", msi_os_page_size(), "bytes");
-  msi_stats_field(w, "reserved", s.os_reserved_bytes, "bytes");
-  msi_stats_field(w, "committed", s.os_committed_bytes, "bytes");
-  msi_stats_field(w, "reset_lazy", s.os_reset_bytes, "bytes");
-  msi_stats_field(w, "locked", s.os_locked_bytes, "bytes");
-  msi_stats_field(w, "hugetlb", s.os_hugetlb_bytes, "bytes");
-  msi_stats_field(w, "thp_advised", s.os_thp_bytes, "bytes");
-  msi_stats_field(w, "huge_fallbacks", s.os_huge_fallbacks, "");
-  msi_stats_field(w, "syscalls", s.os_calls, "");
-  msi_stats_field(w, "syscall_failures", s.os_failures, "");
-}
+/* the lines without a field (the others are printed by the core from stats.def) */
+static void pages_print(msi_stats_writer_t *w) { msi_stats_field(w, "page_size", msi_os_page_size(), "bytes"); }
 
-static const msi_stats_source_t pages_source = {"pages", pages_get, pages_print};
+static const msi_stats_source_t pages_source = {"pages", pages_get, pages_print, NULL};
 __attribute__((constructor(102))) static void pages_register(void) { msi_stats_register(&pages_source); }

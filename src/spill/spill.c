@@ -387,7 +387,8 @@ static const msi_maint_task_t sp_maint = {"spill-writeback", 50, maint_run};
 
 static void stats_get(ms_stats_t *s);
 static void stats_print(msi_stats_writer_t *w);
-static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print};
+static bool stats_used(void);
+static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print, stats_used};
 
 __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
@@ -1256,6 +1257,9 @@ static uint64_t disk_bytes(void) {
   return total;
 }
 
+/* the section once spill is on (a threshold) or was asked for (its state set at the first request) */
+static bool stats_used(void) { return atomic_load(&sp.state) != 0 || msi_spill_threshold() != 0; }
+
 static void stats_get(ms_stats_t *s) {
   s->spill_blocks += atomic_load(&sp.blocks);
   s->spill_bytes += atomic_load(&sp.bytes);
@@ -1264,17 +1268,10 @@ static void stats_get(ms_stats_t *s) {
   s->spill_fallbacks += atomic_load(&sp.fallbacks);
 }
 
+/* the lines without a field (stats.def; the core prints the others) */
 static void stats_print(msi_stats_writer_t *w) {
   int st = atomic_load(&sp.state);
-  ms_stats_t s;
-  memset(&s, 0, sizeof s);
-  stats_get(&s);
   msi_stats_field(w, "spill_threshold", msi_spill_threshold(), "bytes");
-  msi_stats_field(w, "spill_blocks", s.spill_blocks, "");
-  msi_stats_field(w, "spill_bytes", s.spill_bytes, "bytes");
-  msi_stats_field(w, "spill_disk_bytes", s.spill_disk_bytes, "bytes");
-  msi_stats_field(w, "spill_resident_bytes", s.spill_resident_bytes, "bytes");
-  msi_stats_field(w, "spill_fallbacks", s.spill_fallbacks, "");
   msi_stats_text(w, "spill_state", st == 1 ? "ready" : st == 2 ? "unusable (RAM fallback)" : "unused");
   if (st == 1) {
     msi_stats_text(w, "spill_dir", sp.dir);

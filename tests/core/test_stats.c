@@ -74,7 +74,7 @@ static void json(void **state) {
    escape buffer cut it), a quote, a backslash, a control character and a byte that is not UTF-8 */
 static char long_text[700];
 static void long_text_print(msi_stats_writer_t *w) { msi_stats_text(w, "spill_dir", long_text); }
-static const msi_stats_source_t long_source = {"long_text", NULL, long_text_print};
+static const msi_stats_source_t long_source = {"long_text", NULL, long_text_print, NULL};
 
 static void long_utf8_text(void **state) {
   (void)state;
