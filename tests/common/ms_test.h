@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/filter.h>
@@ -84,4 +85,14 @@ static inline int ms_test_forbid_open(unsigned action) {
   struct sock_fprog prog = {sizeof f / sizeof f[0], f};
   return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) ? -1 : 0;
 }
+/* `text` written whole to a new file made from the mkstemp template `path` (the name is left in it); 0 or -1 */
+static inline int ms_test_temp_file(char *path, const char *text) {
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  size_t n = strlen(text);
+  int r = write(fd, text, n) == (ssize_t)n ? 0 : -1;
+  close(fd);
+  return r;
+}
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "ms_test.h"
 
 static char out[65536];
 static void to_buf(const char *text, void *arg) {
@@ -56,11 +57,7 @@ static void json(void **state) {
   ms_stats_print(to_buf, NULL, MS_STATS_JSON);
   assert_int_equal(out[0], '{');
   char path[] = "/tmp/ms_stats_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(out, f);
-  fclose(f);
+  assert_int_equal(ms_test_temp_file(path, out), 0);
   char cmd[512];
   snprintf(cmd, sizeof cmd,
            "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert \"pages\" in d and "
@@ -86,10 +83,7 @@ static void long_utf8_text(void **state) {
   out[0] = 0;
   ms_stats_print(to_buf, NULL, MS_STATS_JSON);
   char path[] = "/tmp/ms_stats_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
-  close(fd);
+  assert_int_equal(ms_test_temp_file(path, out), 0);
   /* valid UTF-8 JSON, the whole value back with U+FFFD for the invalid byte */
   char cmd[1024];
   snprintf(cmd, sizeof cmd,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "ms_test.h"
 
 typedef struct { const char *section, *name, *field, *unit; } row_t;
 #define F(member) #member
@@ -174,10 +175,7 @@ static void printed_lines_are_rows(void **state) {
   out[0] = 0;
   ms_stats_print(to_buf, NULL, MS_STATS_JSON);
   char path[] = "/tmp/ms_stats_table_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
-  close(fd);
+  assert_int_equal(ms_test_temp_file(path, out), 0);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "python3 -c 'import json,sys,os; d=json.load(open(sys.argv[1])); "
