@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include "internal.h"
 #include "ms_test.h"
+#include "os.h"
+#include <sys/mman.h>
 
 static char out[65536];
 static void to_buf(const char *text, void *arg) {
@@ -133,8 +135,48 @@ static void errno_on_failure(void **state) {
   assert_int_equal(errno, ERANGE);
 }
 
+/* version 3's peaks: the heap's mapped bytes and the process's RSS at their most, kept after a free */
+static void peaks(void **state) {
+  (void)state;
+  size_t big = 64 << 20;
+  char *p = ms_malloc(big);
+  assert_non_null(p);
+  memset(p, 1, big);
+  ms_free(p);
+  ms_heap_collect(1);
+  ms_stats_t s;
+  assert_int_equal(ms_stats_get(&s, sizeof s), 0);
+  assert_int_equal(s.version, 3);
+  assert_true(s.heap_mapped_peak_bytes >= big);
+  assert_true(s.heap_mapped_peak_bytes >= s.heap_mapped_bytes);
+  assert_true(s.process_peak_rss_bytes >= big);
+  for (size_t i = 0; i < MSI_ARRAY_LEN(s.reserved); i++) assert_int_equal(s.reserved[i], 0);
+}
+
+/* a probe that fails (its answer) counts as a call and a probe, never as a failure; a real call that fails does */
+static void probes_are_not_failures(void **state) {
+  (void)state;
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  char *a = mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(a != MAP_FAILED);
+  assert_int_equal(munmap(a + ps, ps), 0); /* [a, a+ps) is followed by a hole, then another page */
+  ms_stats_t s0, s1;
+  ms_stats_get(&s0, sizeof s0);
+  assert_true(msi_os_mremap_probe(a, 3 * ps, 4 * ps) == MAP_FAILED); /* spans a hole: EFAULT */
+  ms_stats_get(&s1, sizeof s1);
+  assert_int_equal(s1.os_probes - s0.os_probes, 1);
+  assert_int_equal(s1.os_failures, s0.os_failures);
+  assert_true(s1.os_calls - s0.os_calls >= 1);
+  assert_true(msi_os_mremap(a, 3 * ps, 4 * ps, 0, NULL) == MAP_FAILED);
+  ms_stats_get(&s0, sizeof s0);
+  assert_int_equal(s0.os_failures - s1.os_failures, 1);
+  assert_int_equal(s0.os_probes, s1.os_probes);
+  munmap(a, 3 * ps);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(get), cmocka_unit_test(text), cmocka_unit_test(json),
-                                     cmocka_unit_test(long_utf8_text), cmocka_unit_test(errno_on_failure)};
+                                     cmocka_unit_test(long_utf8_text), cmocka_unit_test(errno_on_failure), cmocka_unit_test(peaks),
+                                     cmocka_unit_test(probes_are_not_failures)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
