@@ -3,7 +3,8 @@
 """bench/report.py: the committed README.md and docs/results.md are what the committed bench/results give
 (no figure typed by hand, none stale), and the tables come out right on a tiny fixture CSV: ratios against
 glibc and the best peer, a peer with status,not_installed rows shown as "not installed", a part without a CSV
-or a figure missing from one as "not measured", --check exiting 1 on a stale file."""
+or a figure missing from one as "not measured", --check exiting 1 on a stale file; and the plot helpers
+that read the CSV's rounded sizes and the rounds' ranges."""
 import os
 import subprocess
 import sys
@@ -139,6 +140,41 @@ class Fixture(unittest.TestCase):
         r = run(*self.args)
         self.assertEqual(r.returncode, 2)
         self.assertIn("results:begin", r.stderr)
+
+
+class PlotHelpers(unittest.TestCase):
+    """bench/plots/heap.py's helpers (plain Python: matplotlib is imported only to draw)"""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(SRC, "bench"))
+        sys.path.insert(0, os.path.join(SRC, "bench", "plots"))
+        import heap  # noqa: E402
+        cls.heap = heap
+
+    def test_reached_all_reads_the_csv_digits(self):
+        # the CSV keeps 9 significant digits: a block that reached 1 GiB reads 1.07374182e+09 < 2^30
+        self.assertTrue(self.heap.reached_all({"value": 1.07374182e+09, "size_bytes": "1073741824"}))
+        self.assertFalse(self.heap.reached_all({"value": 424673280.0, "size_bytes": "1073741824"}))
+
+    def test_presets_note_follows_the_data(self):
+        def rows(perf, unl):
+            return [{"part": "heap", "case": "rptest", "impl": i, "threads": "1", "size_bytes": "0",
+                     "metric": "ops_per_cpu_s", "value": str(v)}
+                    for i, vs in (("memspace-performance", perf), ("memspace-unlimited", unl)) for v in vs]
+        self.assertIn("overlap at every thread count", self.heap.presets_note(rows((6, 12, 14), (7, 8, 11)), ["rptest"]))
+        self.assertNotIn("every thread count", self.heap.presets_note(rows((12, 13, 14), (7, 8, 9)), ["rptest"]))
+
+    def test_plots_from_the_committed_csv(self):
+        py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        if subprocess.run([py, "-c", "import matplotlib"], capture_output=True).returncode != 0:
+            self.skipTest("no matplotlib for " + py)
+        with tempfile.TemporaryDirectory() as d:
+            for part, png in (("heap", "heap-programs.png"),):  # (each part takes seconds: one is enough here)
+                r = subprocess.run([py, os.path.join(SRC, "bench", "plot.py"),
+                                    os.path.join(SRC, "bench", "results", part + ".csv"), d], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertTrue(os.path.getsize(os.path.join(d, png)) > 0)
 
 
 if __name__ == "__main__":
