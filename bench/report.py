@@ -7,7 +7,9 @@
 Writes the README's block between `<!-- results:begin -->` and `<!-- results:end -->` (one compact table per
 part) and the whole of the results document (every figure the bench prints as a target, with medians and
 ranges). --check writes nothing and exits 1 when either file differs from what it would write. Defaults are
-relative to this script's repository: bench/results, README.md, docs/results.md. Python 3 standard library
+relative to this script's repository: bench/results, README.md, docs/results.md; an empty --readme or --doc
+leaves that file out (e.g. --results ./memspace-results --readme '' --doc ./memspace-results/results.md after
+an installed `memspace bench`). Python 3 standard library
 only. A figure missing from a part's CSV is printed as "not measured", a peer with `status,not_installed`
 rows as "not installed"."""
 import argparse
@@ -963,34 +965,36 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true", help="exit 1 if README or the document is stale; write nothing")
     a = ap.parse_args(argv)
     runs = load(a.results)
-    try:
-        with open(a.readme) as f:
-            readme = f.read()
-    except OSError as e:
-        print(f"report.py: {a.readme}: {e.strerror}", file=sys.stderr)
-        return 2
-    new_readme = splice(readme, readme_block(runs))
-    if new_readme is None:
-        print(f"report.py: {a.readme} has no '{BEGIN}' ... '{END}' block", file=sys.stderr)
-        return 2
-    new_doc = results_doc(runs)
-    try:
-        with open(a.doc) as f:
-            old_doc = f.read()
-    except OSError:
-        old_doc = None
+    outputs = []  # (path, old text or None, new text)
+    if a.readme:
+        try:
+            with open(a.readme) as f:
+                readme = f.read()
+        except OSError as e:
+            print(f"report.py: {a.readme}: {e.strerror}", file=sys.stderr)
+            return 2
+        new_readme = splice(readme, readme_block(runs))
+        if new_readme is None:
+            print(f"report.py: {a.readme} has no '{BEGIN}' ... '{END}' block", file=sys.stderr)
+            return 2
+        outputs.append((a.readme, readme, new_readme))
+    if a.doc:
+        try:
+            with open(a.doc) as f:
+                old_doc = f.read()
+        except OSError:
+            old_doc = None
+        outputs.append((a.doc, old_doc, results_doc(runs)))
     if a.check:
-        stale = [p for p, old, new in ((a.readme, readme, new_readme), (a.doc, old_doc, new_doc)) if old != new]
+        stale = [p for p, old, new in outputs if old != new]
         for p in stale:
             print(f"report.py: {p} is stale: run python3 bench/report.py", file=sys.stderr)
         return 1 if stale else 0
-    if new_readme != readme:
-        with open(a.readme, "w") as f:
-            f.write(new_readme)
-    if new_doc != old_doc:
-        os.makedirs(os.path.dirname(os.path.abspath(a.doc)), exist_ok=True)
-        with open(a.doc, "w") as f:
-            f.write(new_doc)
+    for path, old, new in outputs:
+        if new != old:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(new)
     return 0
 
 

@@ -134,6 +134,15 @@ class Fixture(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("is stale", r.stderr)
 
+    def test_document_alone(self):
+        # an installed memspace bench has no README: --readme '' writes the document only
+        r = run("--results", self.results, "--readme", "", "--doc", self.doc)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.readme) as f:
+            self.assertEqual(f.read(), README)
+        with open(self.doc) as f:
+            self.assertIn("| 1 | memspace-performance | 6.00 M [5.00 M-9.00 M] |", f.read())
+
     def test_without_markers(self):
         with open(self.readme, "w") as f:
             f.write("# no block\n")
