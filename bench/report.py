@@ -459,7 +459,7 @@ def spaces_steady(run, impl):
     if f is None:
         return None
     sc = "seccomp unavailable" if s is None or s < 0 else ("no system call" if s == 0 else "system calls made")
-    return f"{f:.0f} page faults, {sc}"
+    return f"{f:.0f} page fault{'' if f == 1 else 's'}, {sc}"
 
 
 def spaces_rtx(run):
@@ -630,46 +630,42 @@ def spill_limit(run):
 
 
 def spill_summary(run):
+    header = ("figure", "spill", "x plain (plain)", "x best other (swap or file mapping)")
     lim = spill_limit(run)
-    rows = []
     if lim is None:
-        return ("figure", "spill", "x plain (plain)", "x best other (swap or file mapping)"), [("limit", NM, NM, NM)]
-    lt = size_tag(lim)
+        return header, [("the spill benchmark's limit", NM, NM, NM)]
+    rows = []
     for lang, name in (("python", "Python (numpy)"), ("r", "R")):
         def largest(cfg):
             v = run.first(cfg, lang, "max_completed_bytes")
             return f"{v / lim:.1f}x" if v is not None else run.why_missing(cfg, lang)
-        pl = largest("plain")
-        rows.append((f"{name}: largest vector completed under a {lt} limit, x the limit (higher is better)",
-                     largest("spill"), pl + (" (killed beyond)" if run.first("plain", lang, "failed") else ""),
+        plain_max = run.first("plain", lang, "max_completed_bytes")
+        rows.append((f"{name}: largest vector completed under a {size_tag(lim)} limit, x the limit (higher is better)",
+                     largest("spill"), largest("plain") + (" (killed beyond)" if run.first("plain", lang, "failed") else ""),
                      f"swap: {largest('swap')}"))
         top = max(run.sizes("spill", lang, "alloc_s") or [0])
-        if top:
-            k = f"{top / lim:.0f}x"
-            rows.append((f"{name}: allocation at {k} the limit, s (lower is better)",) +
-                        compare(run, lambda c: run.first({"memspace": "spill"}.get(c, c), lang if c != "file_mmap" else "python",
-                                                         "alloc_s", size=top), False, lambda v: num(v, 2, " s"),
-                                peers=("swap", "file_mmap"), baseline="plain"))
-            rows.append((f"{name}: random reads at {k} the limit, per s (higher is better)",) +
-                        compare(run, lambda c: run.first({"memspace": "spill"}.get(c, c), lang if c != "file_mmap" else "python",
-                                                         "read_ops_per_s", size=top), True, lambda v: num(v, 0),
-                                peers=("swap", "file_mmap"), baseline="plain"))
+        for metric, what, better, fmt in (("alloc_s", "allocation time", False, lambda v: num(v, 2, " s")),
+                                          ("read_ops_per_s", "random reads per second", True, lambda v: num(v, 0))):
+            if not top:
+                continue
+            # the file mapping runs in Python for both languages; memspace's figure is the spill configuration's
+            cells = compare(run, lambda c: run.first("spill" if c == "memspace" else c, "python" if c == "file_mmap" else lang,
+                                                     metric, size=top), better, fmt, peers=("swap", "file_mmap"),
+                            baseline="plain")
+            if cells[1] == NM and plain_max is not None and plain_max < top:
+                cells = (cells[0], "killed by the limit", cells[2])
+            rows.append((f"{name}: {what} at {top / lim:.0f}x the limit ({'higher' if better else 'lower'} is better)",)
+                        + cells)
         half = int(lim * 0.5)
-        a = ratio(run.first("pair-spill", lang, "alloc_s", size=half), run.first("pair-plain", lang, "alloc_s", size=half))
+        sp, pl = run.first("pair-spill", lang, "alloc_s", size=half), run.first("pair-plain", lang, "alloc_s", size=half)
         rows.append((f"{name}: data that fits (0.5x the limit), allocation, alternated pairs (lower is better)",
-                     num(run.first("pair-spill", lang, "alloc_s", size=half), 3, " s"),
-                     f"{x(a)} ({num(run.first('pair-plain', lang, 'alloc_s', size=half), 3, ' s')})" if a else NM, "-"))
-    for cfg in ("spill",):
-        p, idle = run.first(cfg, "probe-10ms", "p99_ns"), run.first("idle", "probe-10ms", "p99_ns")
-        sw = run.first("swap", "probe-10ms", "p99_ns")
-        rows.append(("a probe every 10 ms beside the spilling program: p99 (lower is better)", ms(p), f"{x(ratio(p, idle))} (idle machine: {ms(idle)})",
+                     num(sp, 3, " s"), f"{x(ratio(sp, pl))} ({num(pl, 3, ' s')})" if ratio(sp, pl) else NM, "-"))
+    for probe, metric, what in (("probe-10ms", "p99_ns", "a probe every 10 ms beside the spilling program: p99"),
+                                ("probe-idle", "max_ns", "a probe woken every 2 s beside it: worst round")):
+        p, idle, sw = (run.first(c, probe, metric) for c in ("spill", "idle", "swap"))
+        rows.append((f"{what} (lower is better)", ms(p), f"{x(ratio(p, idle))} (idle machine: {ms(idle)})",
                      f"{x(ratio(p, sw))} (swap: {ms(sw)})" if sw is not None else NM))
-        p, idle = run.first(cfg, "probe-idle", "max_ns"), run.first("idle", "probe-idle", "max_ns")
-        sw = run.first("swap", "probe-idle", "max_ns")
-        rows.append(("a probe woken every 2 s beside it: worst round (lower is better)", ms(p),
-                     f"{x(ratio(p, idle))} (idle machine: {ms(idle)})",
-                     f"{x(ratio(p, sw))} (swap: {ms(sw)})" if sw is not None else NM))
-    return ("figure", "spill", "x plain (plain)", "x best other (swap or file mapping)"), rows
+    return header, rows
 
 
 def spill_long(run):
@@ -824,7 +820,7 @@ def dma_summary(run):
     rows.append((f"allocating a pinned {size_tag(size)} buffer on 2 MiB pages, CPU time (lower is better)",
                  ms(a2 * 1e9 if a2 else None, 0), "-",
                  f"{x(ratio(a2, a4))} (base pages: {ms(a4 * 1e9 if a4 else None, 0)})" if a4 else NM))
-    return ("figure", "memspace", "x glibc memcpy (glibc)", "x limit (memset; base pages)"), rows
+    return ("figure", "memspace", "x glibc's memcpy", "x the limit (memset; base pages)"), rows
 
 
 def dma_long(run):
