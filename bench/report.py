@@ -202,6 +202,10 @@ def compare(run, value_of, higher_better, fmt, peers=PEERS, baseline="glibc", ca
     return (fmt(mv) if mv is not None else cell_missing("memspace")), base_cell, peer_cell
 
 
+def thr(t):
+    return f"{t} thread{'s' if t > 1 else ''}"
+
+
 def verdict(ok, text):
     if ok is None:
         return f"- not measured: {text}"
@@ -244,7 +248,7 @@ def heap_summary(run):
     rows = []
     rp = lambda impl: PERF if impl == "memspace" else impl  # noqa: E731
     for t in (1, 2, 4):
-        rows.append((f"seed workload (rptest), {t} thread{'s' if t > 1 else ''}: memory operations per CPU-second "
+        rows.append((f"seed workload (rptest), {thr(t)}: memory operations per CPU-second "
                      "(higher is better)",) +
                     compare(run, lambda i, t=t: run.med("rptest", rp(i), "ops_per_cpu_s", t), True, mops,
                             case_of=lambda i: "rptest"))
@@ -340,7 +344,8 @@ def heap_long(run):
                 continue
             reached = run.med(case, i, "max_completed_bytes")
             rows.append((case, i, spread(s, lambda a: f"{a:.3f}"), mib(reached),
-                         x(ratio(statistics.median(s), gs)) if reached and reached >= 0.999 * 2**30 else "stopped (copies)"))
+                         x(ratio(statistics.median(s), gs)) if reached and reached >= 0.999 * 2**30
+                         else "stopped (copies)"))
     out.append("#### realloc growth of one block to 1 GiB: seconds, median [min-max]")
     out.append(table(("case", "allocator", "seconds", "reached", "x glibc"), rows) if rows else NM)
     rows = []
@@ -379,29 +384,30 @@ def heap_targets(run):
         m, p = run.med("rptest", PERF, "ops_per_cpu_s", t), run.med("rptest", bp, "ops_per_cpu_s", t) if bp else None
         ok = None if m is None or p is None else m >= p
         against = f"{bp} {mops(p)} ({x(ratio(m, p))})" if bp else "no peer measured"
-        out.append(verdict(ok, f"performance preset throughput >= the best peer's at {t} thread{'s' if t > 1 else ''}: "
+        out.append(verdict(ok, f"performance preset throughput >= the best peer's at {thr(t)}: "
                                f"{mops(m)} against {against}"))
-        mr, pr = run.med("rptest", PERF, "peak_rss_bytes", t), run.med("rptest", bp, "peak_rss_bytes", t) if bp else None
+        mr = run.med("rptest", PERF, "peak_rss_bytes", t)
+        pr = run.med("rptest", bp, "peak_rss_bytes", t) if bp else None
         ok = None if mr is None or pr is None else mr <= 1.1 * pr
-        out.append(verdict(ok, f"performance preset peak RSS <= 1.1x that peer's at {t} thread{'s' if t > 1 else ''}: "
+        out.append(verdict(ok, f"performance preset peak RSS <= 1.1x that peer's at {thr(t)}: "
                                f"{mib(mr)} against {mib(pr)} ({x(ratio(mr, pr))})"))
     for t in (1, 2, 4):
         r = ratio(run.med("rptest", PERF, "ops_per_cpu_s", t), run.med("rptest", "glibc", "ops_per_cpu_s", t))
         out.append(verdict(None if r is None else r >= 2.5,
-                           f"performance preset >= 2.5x glibc's throughput at {t} thread{'s' if t > 1 else ''}: {x(r)}"))
+                           f"performance preset >= 2.5x glibc's throughput at {thr(t)}: {x(r)}"))
     for t in (1, 2, 4):
         p = heap_idle_pct(run, PERF, t)
         out.append(verdict(None if p is None else p < 5,
-                           f"performance preset RSS after 1 s idle < 5% of the peak at {t} thread{'s' if t > 1 else ''}: "
+                           f"performance preset RSS after 1 s idle < 5% of the peak at {thr(t)}: "
                            f"{num(p, 1, '%')}"))
     for t in (1, 2, 4):
         n = "memspace-none"
         r = ratio(run.med("rptest", n, "ops_per_cpu_s", t), run.med("rptest", "glibc", "ops_per_cpu_s", t))
-        out.append(verdict(None if r is None else r > 1, f"none preset faster than glibc at {t} thread{'s' if t > 1 else ''}: {x(r)}"))
+        out.append(verdict(None if r is None else r > 1, f"none preset faster than glibc at {thr(t)}: {x(r)}"))
         om = ratio(run.med("rptest", n, "overhead_bytes", t), run.med("rptest", n, "peak_live_bytes", t))
         og = ratio(run.med("rptest", "glibc", "overhead_bytes", t), run.med("rptest", "glibc", "peak_live_bytes", t))
         ok = None if om is None or og is None else 100 * (om - og) <= 5
-        out.append(verdict(ok, f"none preset overhead within 5 points of glibc's at {t} thread{'s' if t > 1 else ''}: "
+        out.append(verdict(ok, f"none preset overhead within 5 points of glibc's at {thr(t)}: "
                                f"{num(100 * om if om is not None else None, 1, '%')} against "
                                f"{num(100 * og if og is not None else None, 1, '%')} of live bytes"))
     for p in HEAP_PROGS:
@@ -466,7 +472,8 @@ def spaces_rtx(run):
     beat = given = 0
     for op in ("malloc", "free"):
         for s in run.sizes(op, "rtx64-published", "mean_ns"):
-            pub, m = run.first(op, "rtx64-published", "mean_ns", size=s), run.first(f"{op}_fifo", "memspace", "mean_ns", size=s)
+            pub = run.first(op, "rtx64-published", "mean_ns", size=s)
+            m = run.first(f"{op}_fifo", "memspace", "mean_ns", size=s)
             if pub is None or m is None:
                 continue
             given += 1
@@ -518,7 +525,8 @@ def spaces_long(run):
             continue
         rows.append((i,) + tuple(num(v, 0) for v in vals))
     out.append("#### Mixed workload (log-uniform 16 B-256 KiB, 1000 live blocks): ns per call")
-    out.append(table(("allocator", "malloc mean", "malloc p99", "malloc p99.9", "free mean", "free p99", "free p99.9"), rows))
+    out.append(table(("allocator", "malloc mean", "malloc p99", "malloc p99.9", "free mean", "free p99", "free p99.9"),
+                     rows))
     rows = []
     for i in impls:
         a = run.first("adversarial_malloc_2k", i, "p50_ns")
@@ -591,7 +599,8 @@ def pages_long(run):
     for pattern, title in (("memset", "memset of the whole region"), ("touch64k", "one byte per 64 KiB"),
                            ("touch4k", "one byte per 4 KiB page")):
         alone = run.first(f"{pattern}/memset_alone", "linux", "p50_ns")
-        rows = [("pattern alone (pre-faulted)", ms(alone), "1.00x", spread(run.vals(f"{pattern}/memset_alone", "linux", "page_faults"), lambda v: f"{v:.0f}"), "", "")]
+        faults = lambda c: spread(run.vals(c, "linux", "page_faults"), lambda a: f"{a:.0f}")  # noqa: E731
+        rows = [("pattern alone (pre-faulted)", ms(alone), "1.00x", faults(f"{pattern}/memset_alone"), "", "")]
         for strat, desc in PAGES_STRATS:
             c = f"{pattern}/{strat}"
             v = pages_net(run, pattern, strat)
@@ -599,7 +608,7 @@ def pages_long(run):
                 rows.append((desc, run.why_missing(c, "linux"), "", "", "", ""))
                 continue
             win = run.first(c, "gerstmann-published", "p50_net_ns")
-            rows.append((desc, ms(v), x(ratio(v, alone), 1), spread(run.vals(c, "linux", "page_faults"), lambda a: f"{a:.0f}"),
+            rows.append((desc, ms(v), x(ratio(v, alone), 1), faults(c),
                          mib(run.med(c, "linux", "rss_after_release_bytes")), ms(win, 1) if win is not None else "-"))
         out.append(f"#### {title}: median of the rounds, the pattern alone subtracted; page faults median [min-max]")
         out.append(table(("strategy", "net time", "x pattern alone", "page faults", "RSS after release",
@@ -747,20 +756,20 @@ def spill_targets(run, lim):
                                                 f"allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"))
         for f in (2, 3):
             s = lim * f
-            sr, fr = run.first("spill", lang, "read_ops_per_s", size=s), run.first("file_mmap", "python", "read_ops_per_s", size=s)
-            sw, fw = run.first("spill", lang, "write_ops_per_s", size=s), run.first("file_mmap", "python", "write_ops_per_s", size=s)
-            r, w = ratio(sr, fr), ratio(sw, fw)
+            r, w = (ratio(run.first("spill", lang, m, size=s), run.first("file_mmap", "python", m, size=s))
+                    for m in ("read_ops_per_s", "write_ops_per_s"))
             out.append(verdict(None if r is None or w is None else min(r, w) >= 0.9,
                                f"{lang}: at {f}x the limit reads {x(r)} and writes {x(w)} a plain file mapping's (>= 0.9x)"))
     for cfg in ("spill", "swap"):
         a, b = run.first(cfg, "probe-idle", "max_ns"), run.first("idle", "probe-idle", "max_ns")
         out.append(verdict(None if a is None or b is None else a <= 2 * b,
-                           f"{cfg}: the 2-s probe's worst round {ms(a)} against the idle machine's {ms(b)} (<= 2x: {x(ratio(a, b))})"))
+                           f"{cfg}: the 2-s probe's worst round {ms(a)} against the idle machine's {ms(b)} "
+                           f"(<= 2x: {x(ratio(a, b))})"))
         a, b = run.first(cfg, "probe-10ms", "p99_ns"), run.first("idle", "probe-10ms", "p99_ns")
         busy = run.first("busy", "probe-10ms", "p99_ns")
         out.append(verdict(None if a is None or b is None else a <= 2 * b,
-                           f"{cfg}: the 10-ms probe's p99 {ms(a)} against the idle machine's {ms(b)} (<= 2x: {x(ratio(a, b))}; "
-                           f"beside an in-memory program {ms(busy)})"))
+                           f"{cfg}: the 10-ms probe's p99 {ms(a)} against the idle machine's {ms(b)} "
+                           f"(<= 2x: {x(ratio(a, b))}; beside an in-memory program {ms(busy)})"))
     return out
 
 

@@ -11,7 +11,8 @@ import sys
 import tempfile
 import unittest
 
-SRC = os.environ.get("MEMSPACE_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("MEMSPACE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 REPORT = os.path.join(SRC, "bench", "report.py")
 
 HEADER = "part,case,impl,threads,size_bytes,metric,value\n"
@@ -171,7 +172,8 @@ class PlotHelpers(unittest.TestCase):
             return [{"part": "heap", "case": "rptest", "impl": i, "threads": "1", "size_bytes": "0",
                      "metric": "ops_per_cpu_s", "value": str(v)}
                     for i, vs in (("memspace-performance", perf), ("memspace-unlimited", unl)) for v in vs]
-        self.assertIn("overlap at every thread count", self.heap.presets_note(rows((6, 12, 14), (7, 8, 11)), ["rptest"]))
+        note = self.heap.presets_note(rows((6, 12, 14), (7, 8, 11)), ["rptest"])
+        self.assertIn("overlap at every thread count", note)
         self.assertNotIn("every thread count", self.heap.presets_note(rows((12, 13, 14), (7, 8, 9)), ["rptest"]))
 
     def test_plots_from_the_committed_csv(self):
@@ -180,8 +182,9 @@ class PlotHelpers(unittest.TestCase):
             self.skipTest("no matplotlib for " + py)
         with tempfile.TemporaryDirectory() as d:
             for part, png in (("heap", "heap-programs.png"),):  # (each part takes seconds: one is enough here)
-                r = subprocess.run([py, os.path.join(SRC, "bench", "plot.py"),
-                                    os.path.join(SRC, "bench", "results", part + ".csv"), d], capture_output=True, text=True)
+                csv_path = os.path.join(SRC, "bench", "results", part + ".csv")
+                r = subprocess.run([py, os.path.join(SRC, "bench", "plot.py"), csv_path, d], capture_output=True,
+                                   text=True)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertTrue(os.path.getsize(os.path.join(d, png)) > 0)
 
