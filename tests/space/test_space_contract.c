@@ -402,8 +402,10 @@ static int lock_child(void) {
     struct rlimit rl = {lim, lim};
     if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) return 5;
     errno = 0;
-    if (make(1 << 20, 0, MS_SPACE_AT_START, MS_SPACE_LOCKED) || errno != EPERM) {
-      fprintf(stderr, "limit %llu: create: errno %d, not EPERM\n", (unsigned long long)lim, errno);
+    ms_space_t *s = make(1 << 20, 0, MS_SPACE_AT_START, MS_SPACE_LOCKED);
+    if (s || errno != EPERM) {
+      fprintf(stderr, "limit %llu: create: %p errno %d, not NULL + EPERM\n", (unsigned long long)lim, (void *)s, errno);
+      ms_space_destroy(s);
       code = 1;
     }
     ms_space_t *f = make(1 << 20, 0, MS_SPACE_AT_FIRSTALLOC, MS_SPACE_LOCKED);
@@ -416,8 +418,10 @@ static int lock_child(void) {
     ms_space_destroy(f);
     void *mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     errno = 0;
-    if (ms_space_create_in(mem, 1 << 20, MS_SPACE_LOCKED) || errno != EPERM) {
-      fprintf(stderr, "limit %llu: create_in: errno %d, not EPERM\n", (unsigned long long)lim, errno);
+    ms_space_t *in = ms_space_create_in(mem, 1 << 20, MS_SPACE_LOCKED);
+    if (in || errno != EPERM) {
+      fprintf(stderr, "limit %llu: create_in: %p errno %d, not NULL + EPERM\n", (unsigned long long)lim, (void *)in, errno);
+      ms_space_destroy(in);
       code = 1;
     }
     munmap(mem, 1 << 20);
