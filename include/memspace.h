@@ -392,7 +392,7 @@ MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
 /// metadata (~5%) and the data area all live in [memory, memory+size); nothing is mapped. Flags: LOCKED
 /// (mlocks the pages of the range; ms_space_destroy munlocks them, also pages the caller had locked: mlock
 /// does not nest), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
-/// Thread-safe, O(size/4096) for the metadata's initialisation. NULL + errno EINVAL (NULL, too small, bad
+/// Thread-safe, O(size) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small, bad
 /// flags), EPERM/EAGAIN (lock refused, as for ms_space_create).
 MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
 /// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped and
@@ -408,7 +408,7 @@ MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
 /// overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
 MS_API void *ms_space_calloc(ms_space_t *space, size_t count, size_t size);
 /// O(1) aligned allocation: a block of order max(log2 size, log2 alignment) is aligned to its size. alignment
-/// a power of two (else NULL + EINVAL); larger than the data area's own alignment: NULL + ENOMEM. A created
+/// a power of two and size > 0 (else NULL + EINVAL); larger than the data area's own alignment: NULL + ENOMEM. A created
 /// space's data area is aligned to its largest block, at most 1 GiB (2 MiB when RLIMIT_AS leaves no room for
 /// the slack; huge-page spaces at least 2 MiB), so every alignment up to min(that, the space size) succeeds while a free
 /// block of that order exists; caller memory: 16 B to 4 KiB.

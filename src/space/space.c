@@ -348,7 +348,7 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
   r[n++].hi = (uintptr_t)s->lmap + (b >> LSHIFT) + 1;
   for (unsigned k = GSHIFT; k <= s->top; k++) {
     const hbm_t *h = &s->fb[k];
-    uint64_t plo = a >> k, phi = (b >> k) + 1;
+    uint64_t plo = a >> k ? (a >> k) - 1 : 0, phi = (b >> k) + 1; /* free tests the buddies on both sides */
     for (int l = (int)h->depth - 1; l >= 0; l--) {
       plo >>= 6;
       phi = (phi >> 6) + 1;
