@@ -143,7 +143,7 @@ static bool registry_remove(ms_space_t *s) {
   msi_unlock(&registry_lock);
   return true;
 }
-/* true when `s` is a live space; else reports the call (fatal in strict mode) and sets errno to EINVAL */
+/* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */
 static bool strict_mode(void);
 MSI_COLD MSI_NOINLINE static void bad_handle(const void *s, const char *call) {
   if (strict_mode()) msi_fatal("%s(%p): not a live space (destroyed, or never created)", call, s);
@@ -157,6 +157,7 @@ static inline bool gone(const ms_space_t *s, const char *call) {
   bad_handle(s, call);
   return true;
 }
+/* true when `s` is a live space; else false with errno EINVAL (reported unless NULL) */
 static bool live(const ms_space_t *s, const char *call) {
   if (!s) { errno = EINVAL; return false; }
   msi_lock(&registry_lock);
