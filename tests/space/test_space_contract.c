@@ -153,22 +153,25 @@ static void churn(ms_space_t *s) {
 static int faults_child(void) {
   for (int thp = 1; thp >= 0; thp--) { /* transparent huge pages allowed, then not (every 4 KiB page counts) */
     prctl(PR_SET_THP_DISABLE, !thp, 0, 0, 0);
-    ms_space_t *warm = make(8 << 20, 8 << 20, MS_SPACE_AT_START, MS_SPACE_LOCKED);
-    if (!warm) {
-      fprintf(stderr, "SKIP: mlock refused: %s\n", strerror(errno));
-      return 77;
-    }
-    churn(warm); /* code, stack and libc pages of the loop are resident now */
-    ms_space_destroy(warm);
-    ms_space_t *s = make(8 << 20, 8 << 20, MS_SPACE_AT_START, MS_SPACE_LOCKED);
-    if (!s) return 4;
-    long before = minor_faults();
-    churn(s);
-    long faults = minor_faults() - before;
-    ms_space_destroy(s);
-    if (faults) {
-      fprintf(stderr, "%ld page faults in malloc/free of a locked space (THP %s)\n", faults, thp ? "on" : "off");
-      return 1;
+    for (size_t init = 1 << 20; init <= (8 << 20); init *= 8) { /* data below and above a huge page */
+      ms_space_t *warm = make(init, 8 << 20, MS_SPACE_AT_START, MS_SPACE_LOCKED);
+      if (!warm) {
+        fprintf(stderr, "SKIP: mlock refused: %s\n", strerror(errno));
+        return 77;
+      }
+      churn(warm); /* code, stack and libc pages of the loop are resident now */
+      ms_space_destroy(warm);
+      ms_space_t *s = make(init, 8 << 20, MS_SPACE_AT_START, MS_SPACE_LOCKED);
+      if (!s) return 4;
+      long before = minor_faults();
+      churn(s);
+      long faults = minor_faults() - before;
+      ms_space_destroy(s);
+      if (faults) {
+        fprintf(stderr, "%ld page faults in malloc/free of a locked %zu-byte space (THP %s)\n", faults, init,
+                thp ? "on" : "off");
+        return 1;
+      }
     }
   }
   return 0;
