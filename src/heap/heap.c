@@ -267,7 +267,7 @@ static bool region_init(void) {
               large ? "" : "nothing ", large ? (MSI_HEAP_LARGE_CLASSES * sub) >> 10 : 0);
   if (small_area_above_break(limit, large, msi_heap_g.large_size)) return true;
   /* no usable address above the break: a reserved segment area, an eighth of the room (at least a segment) */
-  for (size_t small = msi_align_down(room / 8, MSI_HEAP_SEG_SIZE); ; small = msi_align_down(small / 2, MSI_HEAP_SEG_SIZE)) {
+  for (size_t small = msi_align_down(room / 8, MSI_HEAP_SEG_SIZE);; small = msi_align_down(small / 2, MSI_HEAP_SEG_SIZE)) {
     if (small < MSI_HEAP_SEG_SIZE) small = MSI_HEAP_SEG_SIZE;
     uintptr_t base = region_map(small, MSI_HEAP_SEG_SIZE, &map, &total);
     if (base) {
@@ -297,7 +297,10 @@ static bool fit_limit_locked(void) {
   }
   freed += msi_large_release_unused();
   for (unsigned i = 0; i < nslack; i++)
-    if (slack[i].len && msi_os_munmap((void *)slack[i].addr, slack[i].len) == 0) freed += slack[i].len, slack[i].len = 0;
+    if (slack[i].len && msi_os_munmap((void *)slack[i].addr, slack[i].len) == 0) {
+      freed += slack[i].len;
+      slack[i].len = 0;
+    }
   if (freed)
     msi_verbose("heap: RLIMIT_AS is %zu MiB: %zu MiB of reserved address space given back", limit >> 20, freed >> 20);
   return freed != 0;

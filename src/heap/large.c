@@ -267,7 +267,8 @@ static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
   if (in & (((uintptr_t)1 << k) - 1)) return NULL;
   uint64_t idx = in >> k;
-  if (idx >= c->nslots || !atomic_load_explicit(&table, memory_order_relaxed)) return NULL; /* no large block yet */
+  if (idx >= __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !atomic_load_explicit(&table, memory_order_relaxed))
+    return NULL; /* past the slots kept (msi_large_release_unused), or no large block yet */
   *idx_out = (uint32_t)idx;
   return c;
 }

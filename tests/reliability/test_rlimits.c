@@ -362,7 +362,8 @@ static void limit_as_programs(void **state) {
   const char *lib = MEMSPACE_BINARY_DIR "/libmemspace.so";
   if (access(lib, R_OK) != 0) { printf("no %s (sanitizer build): skipped\n", lib); skip(); }
   char *ls[] = {"ls", "/", NULL}, *py[] = {"python3", "-c", "print(1)", NULL},
-       *pyalloc[] = {"python3", "-c", "x = [bytearray(300000) for i in range(40)]; y = [str(i) for i in range(100000)]", NULL},
+       *pyalloc[] = {"python3", "-c", "x = [bytearray(300000) for i in range(40)]; y = [str(i) for i in range(99999)]",
+                     NULL},
        *sh[] = {"sh", "-c", "echo ok | cat", NULL};
   char **progs[] = {ls, py, pyalloc, sh};
   int ran = 0;
