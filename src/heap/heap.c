@@ -285,16 +285,20 @@ static bool region_init(void) {
    After a refusal under a limit the reservations beyond what is in use go back: the segment area's past the
    segments made (it then grows a segment at a time, as when limited from the start) and the slot area's
    (msi_large_release_unused). Seg lock held. true: something went back. */
+/* the segment area's reservation past the segments made goes back (seg lock held): its bytes */
+static size_t segments_unreserve(void) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed), had = msi_heap_g.small_reserved;
+  if (top >= had) return 0;
+  msi_heap_g.small_reserved = top; /* first: an address there is no longer a wild pointer of ours */
+  if (msi_os_munmap((void *)(msi_heap_g.base + top), had - top) == 0) return had - top;
+  msi_heap_g.small_reserved = had;
+  return 0;
+}
+
 static bool fit_limit_locked(void) {
   size_t limit = msi_os_as_limit();
   if (limit == SIZE_MAX) return false;
-  size_t freed = 0;
-  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed), had = msi_heap_g.small_reserved;
-  if (top < had) {
-    msi_heap_g.small_reserved = top; /* first: an address there is no longer a wild pointer of ours */
-    if (msi_os_munmap((void *)(msi_heap_g.base + top), had - top) == 0) freed = had - top;
-    else msi_heap_g.small_reserved = had;
-  }
+  size_t freed = segments_unreserve();
   freed += msi_large_release_unused();
   for (unsigned i = 0; i < nslack; i++)
     if (slack[i].len && msi_os_munmap((void *)slack[i].addr, slack[i].len) == 0) {
@@ -314,11 +318,17 @@ bool msi_heap_fit_limit(void) {
   return r;
 }
 
+/* A new segment inside the reservation replaces its first pages, which splits the reservation: the kernel refuses
+   that when the process is at vm.max_map_count (its own mappings may take it there; blocks of the slot area take
+   at most a quarter: large.c split_max), and small blocks ended there, malloc(100) included, where glibc's brk
+   heap grows its one mapping. Then the rest of the reservation goes back (cutting a mapping's head is allowed at
+   the limit) and the segment area grows a segment at a time after its last one, which merges with it (as under
+   RLIMIT_AS). */
 static msi_segment_t *segment_map(void);
 static msi_segment_t *segment_new(void) {
   int saved = errno;
   msi_segment_t *seg = segment_map();
-  if (MSI_UNLIKELY(!seg) && fit_limit_locked() && (seg = segment_map())) errno = saved;
+  if (MSI_UNLIKELY(!seg) && (fit_limit_locked() || segments_unreserve()) && (seg = segment_map())) errno = saved;
   return seg;
 }
 
@@ -329,6 +339,12 @@ static msi_segment_t *segment_map(void) {
   bool reserved = top < msi_heap_g.small_reserved;
   void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (reserved ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
+  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM) {
+    /* at vm.max_map_count the kernel refuses any new mapping, even one that would merge with the last segment;
+       growing the last segment's mapping in place makes none */
+    void *last = (void *)(msi_heap_g.base + top - MSI_HEAP_SEG_SIZE);
+    if (msi_os_mremap(last, MSI_HEAP_SEG_SIZE, 2 * MSI_HEAP_SEG_SIZE, 0, NULL) == last) p = addr;
+  }
   if (p != addr) {
     if (p == MAP_FAILED && reserved) /* keep the region whole: the failed MAP_FIXED may have unmapped it */
       msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);

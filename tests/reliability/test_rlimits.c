@@ -454,19 +454,37 @@ static size_t count_maps(void) { /* lines of /proc/self/maps */
   if (fd >= 0) close(fd);
   return lines;
 }
-static void mapcount_child(void) {
+/* fills all but `leave` of the kernel's mapping limit with the child's own mappings (alternate pages PROT_NONE /
+   PROT_READ, one mapping each); the number of filler mappings */
+static size_t fill_map_count(unsigned long leave) {
   unsigned long long max = 0;
   FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
   if (!f || fscanf(f, "%llu", &max) != 1) { fprintf(stderr, "vm.max_map_count unreadable\n"); _exit(77); }
   fclose(f);
-  const unsigned long sim = 1000;
-  if (max < 4 * sim) { fprintf(stderr, "vm.max_map_count is %llu already\n", max); _exit(77); }
-  /* filler: alternate pages PROT_NONE / PROT_READ, one mapping each */
-  size_t pages = (size_t)(max - sim), ps = (size_t)sysconf(_SC_PAGESIZE);
+  if (max < 4 * leave) { fprintf(stderr, "vm.max_map_count is %llu already\n", max); _exit(77); }
+  size_t pages = (size_t)(max - leave), ps = (size_t)sysconf(_SC_PAGESIZE);
   char *fill = mmap(NULL, pages * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   CHECK(fill != MAP_FAILED, "filler mapping: %s", strerror(errno));
   for (size_t i = 1; i < pages; i += 2)
     CHECK(mprotect(fill + i * ps, ps, PROT_READ) == 0, "filler split %zu: %s", i, strerror(errno));
+  return pages;
+}
+
+/* after large blocks: 10 MB of small blocks (new segments) and fopen, then everything freed */
+static void small_after_large(void **b, int n, const char *when) {
+  for (int i = 0; i < 100000; i++)
+    CHECK(ms_malloc(100) != NULL, "ms_malloc(100) number %d failed %s", i, when);
+  FILE *f = fopen("/proc/self/status", "r");
+  CHECK(f != NULL, "fopen %s: %s", when, strerror(errno));
+  fclose(f);
+  for (int i = 0; i < n; i++) ms_free(b[i]);
+  ms_heap_collect(1);
+  stats_sane(when);
+}
+
+static void mapcount_child(void) {
+  const unsigned long sim = 1000;
+  size_t pages = fill_map_count(sim);
   msi_large_set_map_limit(sim);
   size_t before = count_maps();
   static void *b[3000];
@@ -478,19 +496,31 @@ static void mapcount_child(void) {
     ((char *)b[i])[i % 1500000] = 1;
   }
   size_t after = count_maps();
-  for (int i = 0; i < 100000; i++) /* 10 MB of small blocks: new segments */
-    CHECK(ms_malloc(100) != NULL, "ms_malloc(100) number %d failed after 3,000 large blocks", i);
-  f = fopen("/proc/self/status", "r");
-  CHECK(f != NULL, "fopen after 3,000 large blocks: %s", strerror(errno));
-  fclose(f);
-  for (int i = 0; i < 3000; i++) ms_free(b[i]);
-  ms_heap_collect(1);
-  stats_sane("vm.max_map_count");
+  small_after_large(b, 3000, "after 3,000 large blocks");
   printf("mapping limit %lu (simulated): 3,000 blocks of 1.5 MB, %zu mappings of the process before them, %zu after "
          "(with %zu filler)\n", sim, before - pages, after - pages, pages);
   fflush(stdout);
 }
 static void map_count_limit(void **state) { (void)state; in_child(mapcount_child, "vm.max_map_count"); }
+
+/* ---- the same filler, the heap not told: its blocks reach the kernel's limit (~485 of 1.5 MB), and the refusal
+   is NULL + ENOMEM; small blocks go on (a new segment split the reservation, which the kernel refuses at the limit:
+   malloc stopped at the current segment's end, 35,685 blocks of 100 B, where glibc's brk heap grows) ---- */
+static void exhausted_child(void) {
+  fill_map_count(1000);
+  static void *b[3000];
+  int n = 0;
+  for (; n < 3000; n++) {
+    errno = 0;
+    if (!(b[n] = ms_malloc(1500000))) break;
+    ((char *)b[n])[0] = 1;
+  }
+  CHECK(n == 3000 || errno == ENOMEM, "block %d of 1.5 MB: NULL with errno %d", n, errno);
+  small_after_large(b, n, "after the mapping limit refused a large block");
+  printf("mapping limit reached by the process's own mappings: %d blocks of 1.5 MB, then small blocks go on\n", n);
+  fflush(stdout);
+}
+static void map_count_exhausted(void **state) { (void)state; in_child(exhausted_child, "mapping limit reached"); }
 #endif
 
 int main(int argc, char **argv) {
@@ -501,7 +531,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(no_huge_pages), cmocka_unit_test(spill_read_only),
     cmocka_unit_test(no_privilege), cmocka_unit_test(limit_as_programs),
 #if MS_HAVE_HEAP
-    cmocka_unit_test(limit_as_lowered), cmocka_unit_test(map_count_limit),
+    cmocka_unit_test(limit_as_lowered), cmocka_unit_test(map_count_limit), cmocka_unit_test(map_count_exhausted),
 #endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
