@@ -35,7 +35,7 @@ if(MEMSPACE_BUILD_BENCH)
   endforeach()
   install(FILES bench/heap/churn.py RENAME heap_churn.py DESTINATION ${helpers}/bench)
   install(FILES bench/heap/numpy_churn.py RENAME heap_numpy_churn.py DESTINATION ${helpers}/bench)
-  install(FILES bench/plot.py DESTINATION ${data}/bench)
+  install(FILES bench/plot.py bench/report.py DESTINATION ${data}/bench)
   install(DIRECTORY bench/plots DESTINATION ${data}/bench FILES_MATCHING PATTERN "*.py")
   install(FILES bench/spill/run.py bench/spill/mscgroup.py bench/spill/seed.py bench/spill/seed.R
     DESTINATION ${data}/bench/spill)

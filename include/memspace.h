@@ -340,8 +340,8 @@ MS_API int ms_is_ours(const void *ptr);
 /// (docs/spaces.md). Each space is a binary buddy system whose metadata lives outside the blocks, in a compact
 /// side area (free bitmaps per block order, an allocation map of one nibble per 16 B and one byte per 2 KiB,
 /// a cache of freed blocks up to 64 KiB), so malloc and free never read or write the data area and a heap
-/// overflow cannot corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size; no
-/// per-block header.
+/// overflow cannot corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size (up to the
+/// data range's own alignment, see ms_space_aligned_alloc); no per-block header.
 ///
 /// THE GUARANTEE. While a space has room (a free block of the requested order or larger exists, in the bitmaps
 /// or the block cache), ms_space_malloc, ms_space_free, ms_space_calloc (not counting the zeroing) and
@@ -351,7 +351,8 @@ MS_API int ms_is_ours(const void *ptr);
 /// hugetlb pages, or, with 4 KiB pages, when it is MS_SPACE_LOCKED and the kernel neither compacts locked pages
 /// (vm.compact_unevictable_allowed=0) nor balances NUMA (kernel.numa_balancing=0): `memspace info` shows both;
 /// and the process has not forked since (copy-on-write), and a thread-safe space's lock is uncontended
-/// (priority-inheriting, so a low-priority holder is boosted instead of stalling a real-time thread).
+/// (priority-inheriting, so a low-priority holder is boosted instead of stalling a real-time thread). A locked
+/// space locks and pre-faults all the metadata these calls touch (bitmaps, allocation map, block-cache stacks).
 /// Conditions outside the guarantee: expansion when full (counted in expand_count and reported), first-allocation
 /// commit, ms_space_expand, ms_space_shrink, create/destroy, check and walk.
 ///
@@ -364,9 +365,19 @@ MS_API int ms_is_ours(const void *ptr);
 /// 256 blocks) to the buddy system before expanding or failing: bounded, and only when the space is full.
 ///
 /// THREAD SAFETY. A space is not thread-safe unless created with MS_SPACE_THREAD_SAFE (a PTHREAD_PRIO_INHERIT
-/// mutex around every call). Different spaces are independent: no global lock on any allocation path.
+/// mutex around every call). Different spaces are independent: no global lock on any allocation path (destroy,
+/// check, walk, info, expand and shrink look the handle up under a global spinlock held for the lookup only).
+///
+/// HANDLES. destroy, check, walk, info, expand and shrink look the handle up among the live spaces (hashed,
+/// never dereferenced first): a destroyed or never-created handle is reported naming it and the call fails
+/// with EINVAL (destroy ignores it; fatal in debug/secure builds and with MEMSPACE_SECURE=1). The allocation
+/// calls (malloc, calloc, aligned_alloc, realloc, free, usable_size) do not look it up: a destroyed
+/// ms_space_create_in space is detected by them too (its header stays in the caller's memory with its magic
+/// cleared) as long as the caller has not reused that memory; on a destroyed ms_space_create space (its memory
+/// is unmapped) they are undefined behaviour (typically SIGSEGV). A handle whose address a newer space has
+/// taken is that newer space.
 #define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory (and its metadata)
-#define MS_SPACE_ZERO 0x2u         ///< zero every block on allocation (O(size))
+#define MS_SPACE_ZERO 0x2u         ///< zero every usable byte of a block on allocation and realloc growth (O(block))
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
 #define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported); fixed size
 
@@ -394,58 +405,74 @@ typedef struct ms_space_info_s {
 /// Creates a space: reserves address space for initial_size plus room for expansions (63 steps of
 /// expand_size, at most 64 GiB; a fixed space: room to grow to 4x by ms_space_expand) and ~5% of that for
 /// metadata; with MS_SPACE_AT_START commits, pre-faults and (MS_SPACE_LOCKED) locks the initial size now, with
-/// MS_SPACE_AT_FIRSTALLOC at the first allocation. Sizes are rounded up to the page size. Thread-safe; a few
-/// system calls. NULL + errno: EINVAL (NULL config, initial_size 0, unknown flag or `at`, reserved not zero,
-/// numa_node < -1), ENOMEM (no memory, size overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
+/// MS_SPACE_AT_FIRSTALLOC at the first allocation (a refused commit there is retried at the next allocation
+/// that finds no block). Locking comes before pre-faulting, so a refused lock costs no memory. Sizes are
+/// rounded up to the page size. Thread-safe; a few system calls (the machine's limits are read at the first
+/// creation). NULL + errno: EINVAL (NULL config, initial_size 0, unknown flag or `at`, reserved not zero,
+/// numa_node < -1), ENOMEM (no memory, size overflow, or more than the machine can back: initial_size above
+/// RAM + swap, RAM alone when MS_SPACE_LOCKED, or the cgroup's memory limit (+ swap unlocked), refused up front
+/// with one line naming the limit), EPERM (lock refused: above RLIMIT_MEMLOCK without CAP_IPC_LOCK; mlock's
+/// own ENOMEM is reported as EPERM so that ENOMEM always means memory), EAGAIN (some pages could not be locked).
 MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
 /// Creates a fixed-size space inside the caller's memory (which must outlive it): the space's struct, its
 /// metadata (~5%) and the data area all live in [memory, memory+size); nothing is mapped. Flags: LOCKED
-/// (mlocks the range), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
-/// Thread-safe, O(size/4096) for the metadata's initialisation. NULL + errno EINVAL (NULL, too small, bad flags).
+/// (mlocks the pages of the range; ms_space_destroy munlocks them, also pages the caller had locked: mlock
+/// does not nest), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
+/// Thread-safe, O(size) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small, bad
+/// flags), EPERM/EAGAIN (lock refused, as for ms_space_create).
 MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
-/// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped).
-/// NULL is ignored. Not to be called concurrently with other calls on the same space.
+/// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped and
+/// the range it locked is unlocked). NULL is ignored; a handle that is not a live space (destroyed twice) is
+/// reported and ignored, errno EINVAL (see HANDLES). Not to be called concurrently with other calls on the
+/// same space.
 MS_API void ms_space_destroy(ms_space_t *space);
 /// O(1) allocation, 16-byte aligned; the block is the next power of two >= size (at least 16 B). Steps: see
-/// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0 or NULL space;
-/// the failure is counted in oom_count.
+/// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0, a NULL space or a
+/// destroyed one (see HANDLES); ENOMEM is counted in oom_count.
 MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
-/// O(1) calloc (zeroing costs O(size)); overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
+/// O(1) calloc (zeroing costs O(size): the requested bytes, or the whole block with MS_SPACE_ZERO);
+/// overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
 MS_API void *ms_space_calloc(ms_space_t *space, size_t count, size_t size);
 /// O(1) aligned allocation: a block of order max(log2 size, log2 alignment) is aligned to its size. alignment
-/// a power of two (else NULL + EINVAL); larger than the data area's own alignment (2 MiB for created spaces,
-/// 16 B to 4 KiB for caller memory): NULL + ENOMEM.
+/// a power of two and size > 0 (else NULL + EINVAL); larger than the data area's own alignment: NULL + ENOMEM. A created
+/// space's data area is aligned to its largest block, at most 1 GiB (2 MiB when RLIMIT_AS leaves no room for
+/// the slack; huge-page spaces at least 2 MiB), so every alignment up to min(that, the space size) succeeds while a free
+/// block of that order exists; caller memory: 16 B to 4 KiB.
 MS_API void *ms_space_aligned_alloc(ms_space_t *space, size_t alignment, size_t size);
 /// O(1) in place when the neighbour allows: shrinking always is (the upper halves are freed); growing is when
 /// the block is the lower buddy and the buddies up to the new order are free; else malloc+copy+free.
-/// realloc(NULL) = malloc; size 0 frees and returns NULL. On failure NULL + errno and the block is unchanged.
+/// realloc(NULL) = malloc; size 0 frees and returns NULL. With MS_SPACE_ZERO the bytes beyond the old block are
+/// zeroed up to the new usable size. On failure NULL + errno and the block is unchanged: ENOMEM, EINVAL for a
+/// pointer that is not an allocated block (reported as for free, "realloc of a freed block" for a freed one).
 MS_API void *ms_space_realloc(ms_space_t *space, void *ptr, size_t size);
-/// O(1) free; NULL is ignored. Foreign pointers, interior pointers and double frees are always detected
-/// (the allocation map is outside the blocks): reported naming the pointer and ignored (errno EINVAL); fatal
-/// (abort) in debug/secure builds and with MEMSPACE_SECURE=1.
+/// O(1) free; NULL is ignored. Foreign pointers, interior pointers (any address inside a block but its first
+/// byte) and double frees are always detected (the allocation map is outside the blocks): reported naming the
+/// pointer and ignored (errno EINVAL); fatal (abort) in debug/secure builds and with MEMSPACE_SECURE=1.
 MS_API void ms_space_free(ms_space_t *space, void *ptr);
-/// Usable size of a block of this space (its power-of-two size); 0 for NULL or a pointer that is not an
-/// allocated block of this space. O(1).
+/// Usable size of a block of this space (its power-of-two size); 0 for NULL or a pointer that is not the start
+/// of an allocated block of this space (interior pointers included). O(1).
 MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
 /// Grows the space by at least `bytes` (a new region, committed, pre-faulted and locked like the initial one;
 /// a free expansion region is reused first). Counted in expand_count. Not deterministic (system calls).
-/// Returns 0 or an errno value: EINVAL, ENOMEM (no reserved room left: 63 regions or the reserve is used;
-/// spaces in caller memory and huge-page spaces cannot grow), EPERM/EAGAIN (lock refused).
+/// Returns 0 or an errno value, also stored in errno: EINVAL (bytes 0, not a live space), ENOMEM (no reserved
+/// room left: 63 regions or the reserve is used; spaces in caller memory and huge-page spaces cannot grow; or
+/// more than the machine can back, as for ms_space_create), EPERM/EAGAIN (lock refused).
 MS_API int ms_space_expand(ms_space_t *space, size_t bytes);
 /// Gives back whole expansions that are free (decommitted; the address range stays reserved for later
-/// expansions); also returns the block cache to the buddy system. Returns bytes given back.
-/// O(regions x log(size)) plus system calls.
+/// expansions); also returns the block cache to the buddy system. Returns bytes given back; 0 with errno
+/// EINVAL for NULL or a handle that is not a live space. O(regions x log(size)) plus system calls.
 MS_API size_t ms_space_shrink(ms_space_t *space);
 /// Fills `info`: size (committed bytes), used (bytes in allocated blocks), free = size - used, peak_used,
 /// largest_free_block, free_blocks (cached blocks included), allocs, frees, oom_count, expand_count.
-/// O(1). Returns 0 or EINVAL.
+/// O(1) (plus the hashed handle lookup). Returns 0 or EINVAL (NULL info, not a live space), also in errno.
 MS_API int ms_space_info(const ms_space_t *space, ms_space_info_t *info);
 /// Verifies every invariant (bitmap summaries, order mask, every granule in exactly one block, no unmerged free
 /// buddies, allocation map and cache lists consistent, counters); 0 when all hold, else EFAULT with a message
-/// (or EINVAL for NULL). O(size/16).
+/// (or EINVAL for NULL or a handle that is not a live space); the error is also stored in errno. O(size/16).
 MS_API int ms_space_check(const ms_space_t *space);
 /// Visits every block in address order (used = 1 for allocated blocks); stops when `visit` returns non-zero
-/// (returned). O(blocks x orders). `visit` must not call into the same space. EINVAL for NULL arguments.
+/// (returned). O(blocks x orders). `visit` must not call into the same space. EINVAL for NULL arguments or a
+/// handle that is not a live space, EFAULT for an inconsistency (reported); both also stored in errno.
 MS_API int ms_space_walk(const ms_space_t *space,
                          int (*visit)(const void *block, size_t size, int used, void *arg), void *arg);
 

@@ -69,6 +69,20 @@ static void write_environment(FILE *f) {
   fprintf(f, "\n");
 }
 
+/* The results tables (bench/report.py, standard library only) from every CSV in out_dir: the README's block and
+   docs/results.md when out_dir is the source tree's bench/results, else out_dir/results.md alone. */
+static void write_report(const char *py, const char *out_dir) {
+  char tree_results[PATH_MAX], a[PATH_MAX], b[PATH_MAX], cmd[PATH_MAX * 4];
+  snprintf(tree_results, sizeof tree_results, "%s/bench/results", msb_source_dir());
+  bool in_tree = !msb_installed() && realpath(out_dir, a) && realpath(tree_results, b) && strcmp(a, b) == 0;
+  if (in_tree)
+    snprintf(cmd, sizeof cmd, "%s '%s/bench/report.py' --results '%s' >/dev/null 2>&1", py, msb_source_dir(), out_dir);
+  else
+    snprintf(cmd, sizeof cmd, "%s '%s/bench/report.py' --results '%s' --readme '' --doc '%s/results.md' >/dev/null 2>&1",
+             py, msb_source_dir(), out_dir, out_dir);
+  if (system(cmd) != 0) msb_printf("(results tables not written: %s failed)\n", cmd);
+}
+
 static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, char **argv) {
   msb_ctx_t ctx = {parts[idx].name, out_dir, mode, NULL, NULL};
   if (!parts[idx].fn) {
@@ -121,6 +135,7 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   snprintf(plot, sizeof plot, "%s '%s/bench/plot.py' '%s/%s.csv' '%s' >/dev/null 2>&1", py, msb_source_dir(),
            out_dir, ctx.part, out_dir);
   if (system(plot) != 0) msb_printf("(plots for %s not written: python3 with matplotlib is needed)\n", ctx.part);
+  write_report(py, out_dir);
   return r;
 }
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* run.c: `memspace run [options] -- PROGRAM ARGS...`: exec the program with the library preloaded (absolute
    path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's.
-   Refused up front with exit status 2 and the reason: a bad option or value, a spill directory the program could
-   not use, and an LD_PRELOAD whose library defines malloc (it would serve the program instead of memspace). */
+   Refused up front with exit status 2 and the reason: a bad option or value, a process space larger than the
+   machine can back, a spill directory the program could not use, and an LD_PRELOAD whose library defines malloc
+   (it would serve the program instead of memspace). */
 #include "bench.h"
 #include "memspace.h"
 #include "tool.h"
+#include "../src/space/space_internal.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -190,6 +192,15 @@ static int parse_options(int argc, char **argv) {
       setenv("MEMSPACE_PURGE_DELAY", v, 1);
     } else if (option_is(argv, argc, &i, "--space-initial", &v)) {
       if (need_size(a, v)) return -1;
+      /* a process space the machine cannot back would be pre-faulted into memory pressure and the program
+         OOM-killed without a word (the library refuses it too, at process start). Checked without locking: the
+         library runs the space unlocked when the lock is refused. */
+      size_t initial;
+      char why[160];
+      if (ms_parse_size(v, &initial) == 0 && msi_space_backing(initial, false, why, sizeof why)) {
+        fprintf(stderr, "memspace run: --space-initial %s: a space of %zu bytes cannot be backed: %s\n", v, initial, why);
+        return -1;
+      }
       setenv("MEMSPACE_SPACE_INITIAL", v, 1), space_initial = true;
     } else if (option_is(argv, argc, &i, "--space-expand", &v)) {
       if (need_size(a, v)) return -1;

@@ -216,7 +216,7 @@ static void report_unknown(void) {
   for (char **e = environ; e && *e;) {
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-    if (strncmp(*e, "MEMSPACE_", 9) != 0 || script_variable(*e, len)) { e++; continue; }
+    if (!eq || strncmp(*e, "MEMSPACE_", 9) != 0 || script_variable(*e, len)) { e++; continue; }
     int best = -1;
     unsigned best_d = 9;
     for (int i = 0; i < MS_OPTION_COUNT; i++) {
@@ -231,7 +231,9 @@ static void report_unknown(void) {
       msi_warning("unknown variable %s ignored; did you mean %s? (docs/options.md)", name, opt_table[best].env);
     else
       msi_warning("unknown variable %s ignored (docs/options.md lists the MEMSPACE_* options)", name);
-    msi_unsetenv(name); /* the entry at e is now the next one */
+    char *entry = *e;
+    msi_unsetenv(name);
+    if (*e == entry) e++; /* not removed (a name too long to copy, no '='): go on past it */
   }
 }
 

@@ -72,6 +72,9 @@ static void *heap_alloc(size_t size, size_t alignment, bool zero) {
 
 /* allocation with routing (CONTRACT §3): spill when the size reaches the threshold, else the process space */
 static MSI_NOINLINE void *alloc_generic(size_t size, size_t alignment, bool zero) {
+  /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
+     wrap to a small block) */
+  if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
   if (MSI_UNLIKELY(mask)) {
     if (mask & MSI_ROUTE_SPILL) {
@@ -84,7 +87,6 @@ static MSI_NOINLINE void *alloc_generic(size_t size, size_t alignment, bool zero
     }
     if (mask & MSI_ROUTE_SPACE) return msi_proc_space_malloc(size, alignment < 16 ? 16 : alignment, zero);
   }
-  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
   return heap_alloc(size, alignment, zero);
 }
 

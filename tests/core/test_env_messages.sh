@@ -19,5 +19,8 @@ msg=$(MEMSPACE_CHECK_ALL=1 MEMSPACE_SHOW_STATS=0 LD_PRELOAD=$lib /bin/true 2>&1)
 check "the scripts' own variables and valid options: nothing said" '[ -z "$msg" ]'
 msg=$(MEMSPACE_VERBOSE=1 MEMSPACE_CACHE=size LD_PRELOAD=$lib /bin/true 2>&1)
 check "MEMSPACE_VERBOSE: version, program, options" '[[ "$msg" == *"memspace: "*" active in true (pid "*"CACHE=size"*"VERBOSE=1"* ]]'
+long="MEMSPACE_$(printf 'X%.0s' $(seq 200))"
+msg=$(env "$long=1" LD_PRELOAD=$lib timeout 20 /bin/true 2>&1); st=$?
+check "an unknown name too long to copy is reported, the program runs" '[ $st = 0 ] && [[ "$msg" == *"unknown variable MEMSPACE_XXX"* ]]'
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

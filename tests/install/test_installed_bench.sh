@@ -17,6 +17,7 @@ grep -q "cannot run" "$tmp/bench.log" && { grep "cannot run" "$tmp/bench.log"; f
   fail "no memspace-results/spaces.csv in the working directory"
 grep -q "^spaces,.*,memspace,.*mean_ns" "$tmp/work/memspace-results/spaces.csv" || fail "no memspace rows in spaces.csv"
 ls "$tmp/work/memspace-results" | grep -q partial && fail "a .partial file was left"
+[ -s "$tmp/work/memspace-results/results.md" ] || fail "no memspace-results/results.md (bench/report.py)"
 libdir=$(dirname "$(find "$prefix" -name libmemspace.so.0 | head -1)")
 [ -e "$libdir/libmemspace-debug.so" ] || fail "libmemspace-debug.so (docs/heap.md) not installed"
 if command -v pkg-config >/dev/null; then
