@@ -117,7 +117,18 @@ bool msi_spill_owns(const void *p) {
          atomic_load_explicit(&sp.span, memory_order_relaxed);
 }
 
+/* 0..64: 64 for x above 2^63 (never used as a shift count: see class_for) */
 static unsigned ceil_log2(size_t x) { return x <= 1 ? 0 : (unsigned)(64 - __builtin_clzll((unsigned long long)(x - 1))); }
+
+/* The class of a block of `need` bytes (a page multiple) aligned to `alignment` (0 or a power of two): the
+   smallest slot size holding both, or 0 when it is beyond the largest class (the caller falls back to RAM). Every
+   comparison is between exponents, so a size or alignment near 2^64 never becomes a shift by 64. */
+static unsigned class_for(size_t need, size_t alignment) {
+  unsigned c = ceil_log2(need), ca = ceil_log2(alignment);
+  if (c < sp.min_shift) c = sp.min_shift;
+  if (ca > c) c = ca;
+  return c <= sp.max_shift ? c : 0;
+}
 
 /* ---- start-up: directory, filesystem, reservation ---- */
 
@@ -516,6 +527,13 @@ static bool class_map(sp_class_t *k, size_t end) {
   if (end <= m) return true;
   size_t want = msi_round_up(end, SP_MAP_STEP);
   if (want == 0 || want > k->file_size) want = k->file_size;
+  /* MAP_FIXED only inside spill's own reservation, never elsewhere (a class index gone wrong would map at 0) */
+  uintptr_t base = atomic_load_explicit(&sp.base, memory_order_relaxed);
+  if (k->start < base || want > ((size_t)1 << sp.rs_shift) ||
+      k->start - base > atomic_load_explicit(&sp.span, memory_order_relaxed) - ((size_t)1 << sp.rs_shift)) {
+    errno = EINVAL;
+    return false;
+  }
   if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
                   (off_t)m) == MAP_FAILED)
     return false;
@@ -714,18 +732,16 @@ static void sp_sync_pace(void) {
 }
 
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
+  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; } /* no object is larger (and the page round-up wraps) */
+  if (alignment && !msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   if (!sp_ready()) {
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     errno = 0;
     return NULL;
   }
-  size_t ps = msi_os_page_size();
-  size_t need = msi_round_up(size ? size : 1, ps);
-  if (need == 0 || (alignment && !msi_is_pow2(alignment))) { errno = need == 0 ? ENOMEM : EINVAL; return NULL; }
-  unsigned c = ceil_log2(need);
-  if (c < sp.min_shift) c = sp.min_shift;
-  if (alignment > ((size_t)1 << c)) c = ceil_log2(alignment);
-  if (c > sp.max_shift) { /* beyond the largest class (a reservation reduced by RLIMIT_AS): RAM */
+  size_t need = msi_round_up(size ? size : 1, msi_os_page_size());
+  unsigned c = class_for(need, alignment);
+  if (!c) { /* beyond the largest class (a reservation reduced by RLIMIT_AS): RAM */
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     errno = 0;
     return NULL;
@@ -771,9 +787,8 @@ size_t msi_spill_usable_size(const void *p) {
 void *msi_spill_realloc(void *p, size_t size) {
   unsigned c;
   size_t slot;
-  size_t ps = msi_os_page_size();
-  size_t need = msi_round_up(size ? size : 1, ps);
-  if (need == 0) { errno = ENOMEM; return NULL; }
+  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
+  size_t need = msi_round_up(size ? size : 1, msi_os_page_size());
   msi_lock(&sp_lock);
   if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
     msi_unlock(&sp_lock);
@@ -820,9 +835,9 @@ void *msi_spill_realloc(void *p, size_t size) {
     return p;
   }
   /* beyond the slot: a slot with 2x headroom, filled inside the kernel */
-  unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
-  if (nc > sp.max_shift) nc = sp.max_shift;
-  if (need > ((size_t)1 << nc)) { /* beyond the largest class: RAM (ms_malloc falls back to the heap) */
+  unsigned nc = class_for(need, 0);
+  if (nc && need > ((size_t)1 << c) && nc < sp.max_shift) nc++; /* 2x headroom */
+  if (!nc) { /* beyond the largest class: RAM (ms_malloc falls back to the heap) */
     msi_unlock(&sp_lock);
     void *q = ms_malloc ? ms_malloc(size) : NULL;
     if (!q) { errno = ENOMEM; return NULL; }

@@ -155,6 +155,15 @@ def preload(mode, *args, threshold="1M"):
                                                       MEMSPACE_SPILL_DIR=SPILL_DIR))
 
 
+def malloc_huge():
+    """the malloc family near SIZE_MAX (malloc_huge.c), in spill mode (threshold 4K) and in plain heap mode"""
+    need_routing()
+    prog = os.path.join(BUILD, "spill_malloc_huge")
+    rc_spill = run([prog], env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="4K", MEMSPACE_SPILL_DIR=SPILL_DIR))
+    rc_heap = run([prog], env=env(LD_PRELOAD=LIB))
+    return 0 if rc_spill == 0 and rc_heap == 0 else 1
+
+
 def cgroup_run(name, limit, argv, environ):
     """argv in a new memory cgroup of `limit` bytes (as root; skipped with the reason otherwise), its output
     echoed; returns (exit code, stdout, stderr)"""
@@ -237,6 +246,8 @@ def main():
         return cleanup()
     if t == "full_disk":
         return full_disk()
+    if t == "malloc_huge":
+        return malloc_huge()
     if t == "preload_realloc":
         return preload("realloc")
     if t == "preload_smallgrow":
