@@ -34,7 +34,7 @@ static int use_malloc;
 #endif
 static void *s_alloc(size_t n) { return use_malloc ? malloc(n) : msi_spill_malloc(n, 0, false); }
 static void *s_realloc(void *p, size_t n) { return use_malloc ? realloc(p, n) : msi_spill_realloc(p, n); }
-static void s_free(void *p) { if (use_malloc) free(p); else msi_spill_free(p); }
+static void s_free(void *p) { if (use_malloc) free(p); else ms_spill_free(p); } /* (a block may be in RAM) */
 static void *s_calloc(size_t n) { return use_malloc ? calloc(1, n) : msi_spill_malloc(n, 0, true); }
 
 static size_t count_lines(const char *path) {
@@ -70,19 +70,48 @@ static int mode_dir(void) { /* reports what happened to one spilled request */
   return 0;
 }
 
+/* RLIMIT_FSIZE of 1 MB set before anything spilled (ulimit -f 1000): blocks whose file extent the limit leaves
+   no room for stay in RAM (the direct API answers NULL + errno 0, the fallback; malloc serves them from RAM),
+   never ENOMEM (a limit is not a full disk: glibc succeeds) and never SIGXFSZ */
 static int mode_fsize(void) {
+  struct rlimit rl = {1024000, 1024000};
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
+  size_t sizes[] = {3000000, 8 << 20, 256 << 10};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    errno = 0;
+    unsigned char *p = s_alloc(sizes[i]);
+    if (!p && (use_malloc || errno != 0)) FAIL("%zu bytes under RLIMIT_FSIZE of 1 MB: %s", sizes[i], strerror(errno));
+    if (p) {
+      memset(p, 1, sizes[i]);
+      s_free(p);
+    }
+  }
+  printf("ok fsize: blocks beyond the file-size limit stay in RAM, no ENOMEM, no SIGXFSZ\n");
+  return 0;
+}
+
+/* RLIMIT_FSIZE lowered at run time, below a spilled block's file offset: realloc moving the block (an in-kernel
+   copy into the spill file, which checks the limit and raises SIGXFSZ beyond it) must still succeed, contents
+   kept, and a new block must not raise SIGXFSZ either */
+static int mode_fsizelow(void) {
+  size_t n = 3 << 20;
+  unsigned char *p = s_alloc(n);
+  if (!p) FAIL("alloc: %s", strerror(errno));
+  fill(p, n, 4);
+  unsigned char *t = s_alloc(100 << 20); /* the class realloc moves p into (2x headroom): mapped already */
+  if (!t) FAIL("alloc: %s", strerror(errno));
+  s_free(t);
   struct rlimit rl = {1 << 20, 1 << 20};
   if (setrlimit(RLIMIT_FSIZE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
-  errno = 0;
-  void *p = s_alloc(8 << 20);
-  if (p && (use_malloc ? !ms_spill_is(p) : 0)) { printf("ok fsize: served from RAM\n"); return 0; }
-  if (p) FAIL("8 MiB spilled beyond RLIMIT_FSIZE of 1 MiB");
-  if (errno != ENOMEM) FAIL("errno %d, expected ENOMEM", errno);
-  void *q = s_alloc(256 << 10); /* fits under the limit */
-  if (!q) FAIL("256 KiB under RLIMIT_FSIZE failed: %s", strerror(errno));
-  memset(q, 1, 256 << 10);
+  unsigned char *q = s_realloc(p, 40 << 20);
+  if (!q) FAIL("realloc after RLIMIT_FSIZE was lowered: %s", strerror(errno));
+  if (!check(q, n, 4)) FAIL("contents lost in realloc");
+  memset(q + n, 2, (40 << 20) - n);
+  unsigned char *r = s_alloc(5 << 20);
+  if (r) memset(r, 3, 5 << 20);
+  s_free(r);
   s_free(q);
-  printf("ok fsize: ENOMEM, no SIGXFSZ\n");
+  printf("ok fsizelow: realloc beyond a lowered RLIMIT_FSIZE, no SIGXFSZ\n");
   return 0;
 }
 
@@ -627,6 +656,7 @@ int main(int argc, char **argv) {
   const char *m = argv[1];
   if (!strcmp(m, "dir")) return mode_dir();
   if (!strcmp(m, "fsize")) return mode_fsize();
+  if (!strcmp(m, "fsizelow")) return mode_fsizelow();
   if (!strcmp(m, "hold")) return mode_hold();
   if (!strcmp(m, "full")) return mode_full();
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));

@@ -290,7 +290,11 @@ static void helper_ok(const char *mode, const char *want) {
   if (want) assert_non_null(strstr(out, want));
 }
 
-static void test_fsize(void **state) { (void)state; helper_ok("fsize", "ok fsize"); }
+static void test_fsize(void **state) {
+  (void)state;
+  helper_ok("fsize", "ok fsize");
+  helper_ok("fsizelow", "ok fsizelow");
+}
 static void test_fork(void **state) { (void)state; helper_ok("fork", "ok fork"); }
 static void test_realloc_helper(void **state) { (void)state; helper_ok("realloc", "ok realloc"); }
 /* no spill descriptor before spilling or after the last free; while spilling only high, close-on-exec ones */
