@@ -944,9 +944,13 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
 }
 
 /* misuse of a pointer into spill's range (a double free, a pointer inside a block): the heap's answer
-   (msi_heap_bad_pointer), a message naming the pointer and abort. Called with the lock released. */
-static _Noreturn MSI_COLD MSI_NOINLINE void bad_pointer(const void *p, const char *what) {
-  msi_error("%s: %p (memspace spill); aborting", what, p);
+   (msi_heap_bad_pointer), a message naming the pointer and abort. Called with the lock released. A slot's
+   start that holds no block is taken for a freed block (its class may have been emptied and reset since). */
+static _Noreturn MSI_COLD MSI_NOINLINE void bad_pointer(const void *p, const char *freed, const char *invalid) {
+  uintptr_t rel = (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed);
+  unsigned c = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
+  bool slot_start = (rel & ((((uintptr_t)1 << sp.rs_shift) - 1) & (((uintptr_t)1 << c) - 1))) == 0;
+  msi_error("%s: %p (memspace spill); aborting", slot_start ? freed : invalid, p);
   abort();
 }
 
@@ -955,10 +959,9 @@ void msi_spill_free(void *p) {
   size_t slot;
   if (!p) return;
   msi_lock(&sp_lock);
-  bool block = locate(p, &c, &slot);
-  if (!block || sp.cls[c].meta[slot] == 0) {
+  if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
     msi_unlock(&sp_lock);
-    bad_pointer(p, block ? "free(): double free" : "free(): invalid pointer");
+    bad_pointer(p, "free(): double free", "free(): invalid pointer");
   }
   slot_free(c, slot);
   msi_unlock(&sp_lock);
@@ -981,10 +984,9 @@ void *msi_spill_realloc(void *p, size_t size) {
   size_t need = msi_round_up(size ? size : 1, msi_os_page_size());
   if (!msi_spill_owns(p)) { errno = EINVAL; return NULL; }
   msi_lock(&sp_lock);
-  bool block = locate(p, &c, &slot);
-  if (!block || sp.cls[c].meta[slot] == 0) {
+  if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
     msi_unlock(&sp_lock);
-    bad_pointer(p, block ? "realloc(): pointer already freed" : "realloc(): invalid pointer");
+    bad_pointer(p, "realloc(): pointer already freed", "realloc(): invalid pointer");
   }
   file_owned(); /* a lost file freezes its blocks (file_lost) before `child` is decided */
   sp_class_t *k = &sp.cls[c];
