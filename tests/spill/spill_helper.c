@@ -86,6 +86,10 @@ static int mode_fsize(void) {
       s_free(p);
     }
   }
+  unsigned char *r = ms_spill_alloc(3000000); /* the public call: from RAM */
+  if (!r || ms_spill_is(r)) FAIL("ms_spill_alloc under RLIMIT_FSIZE: %s", r ? "spilled" : strerror(errno));
+  memset(r, 1, 3000000);
+  ms_spill_free(r);
   printf("ok fsize: blocks beyond the file-size limit stay in RAM, no ENOMEM, no SIGXFSZ\n");
   return 0;
 }

@@ -66,6 +66,12 @@ static void test_aligned(void **state) {
   errno = 0;
   assert_null(msi_spill_malloc(SIZE_MAX - 10, 0, false));
   assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(ms_spill_alloc(SIZE_MAX - 8191)); /* (a wrapped class mapped the file at address 0) */
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(msi_spill_malloc(4096, SIZE_MAX / 2 + 1, false)); /* beyond the largest class: RAM (errno 0) */
+  assert_int_equal(errno, 0);
 }
 
 static void test_fallocate_failure(void **state) {
