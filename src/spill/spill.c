@@ -538,8 +538,13 @@ static MSI_NOINLINE bool sp_init_slow(void) {
         sp_class_t *k = &sp.cls[c];
         k->start = b + ((uintptr_t)(c - sp.min_shift) << sp.rs_shift);
         k->ext = class_slots(c) << c;
+        /* a chunk holds whole slots and whole granules (reservations and punches never cross into another
+           chunk's file extent); a region smaller than a granule (a huge PMD under a tight RLIMIT_AS) holds none */
         size_t chunk = k->ext < SP_MAP_STEP ? k->ext : SP_MAP_STEP;
-        k->chunk_shift = ceil_log2(chunk > ((size_t)1 << c) ? chunk : (size_t)1 << c);
+        if (chunk < ((size_t)1 << c)) chunk = (size_t)1 << c;
+        if (chunk < sp.granule) chunk = sp.granule;
+        if (chunk > k->ext) k->ext = 0;
+        k->chunk_shift = ceil_log2(chunk);
         sp.file_span += k->ext;
       }
       atomic_store(&sp.span, span);
@@ -1330,8 +1335,15 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
 #define SP_WB_CHECK ((size_t)32 << 20)
 #define SP_WB_YIELD_NS 20000
 static void headroom_check(void);
-/* starts write-back of [off, off + len) of class k's region, chunk by chunk */
+/* starts write-back of [off, off + len) of class k's region, chunk by chunk; never below the floor (a forked
+   child's private copy, or a lost file: no chunk of the current file) */
 static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
+  size_t floor = k->floor;
+  if (off + len <= floor) return;
+  if (off < floor) {
+    len -= floor - off;
+    off = floor;
+  }
   while (len) {
     size_t in_chunk = ((size_t)1 << k->chunk_shift) - (off & (((size_t)1 << k->chunk_shift) - 1));
     size_t n = len < in_chunk ? len : in_chunk;
