@@ -92,6 +92,9 @@ int main(void) {
     CHECK(p == (void *)0x1, "posix_memalign wrote on failure");
     EXPECT_NULL(memalign(O(SIZE_MAX), 64), EINVAL);
     EXPECT_NULL(memalign(O(SIZE_MAX / 2 + 2), 64), EINVAL);
+    /* an alignment that is no power of two rounds up to 2^63 (memalign): no block that large, and no class */
+    EXPECT_NULL(memalign(O(SIZE_MAX / 2), 8192), ENOMEM);
+    EXPECT_NULL(aligned_alloc(O(SIZE_MAX / 2 + 1), 8192), ENOMEM);
   }
   /* blocks given to realloc keep their contents when the new size cannot be had: a small one, one over a
      spill threshold of 4K (spilled in spill mode), a large one */
