@@ -1079,10 +1079,10 @@ void *msi_spill_realloc(void *p, size_t size) {
    - the spilled data fits (spilled bytes + anonymous memory <= 3/4 of the budget): no write-back. Rewritten
      pages stay dirty and cost no fault, fresh blocks fault in large folios (advise_range), as plain memory
      does in huge pages. Only when dirty and anonymous bytes together pass 3/4 of the budget (other processes of the
-     cgroup spilling as well) is every file written back, so that reclaim never meets only dirty pages (with
+     cgroup spilling as well) is every region written back, so that reclaim never meets only dirty pages (with
      cgroup v1 it cannot write them back itself, and would OOM-kill);
-   - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every file), and
-     otherwise the next 1/16 of each file is written back round-robin, so no page stays dirty longer than about
+   - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every region), and
+     otherwise the next 1/16 of each region is written back round-robin, so no page stays dirty longer than about
      a second and reclaim finds clean pages instead of stalling. */
 static struct {
   msi_spill_budget_t cg;          /* limit, and where its dirty and anonymous bytes are read (msi_spill_budget_find) */
@@ -1092,7 +1092,7 @@ static struct {
   uint64_t recheck_ns;            /* last headroom check of the running pass */
   bool idle;                      /* the running pass writes back at idle priority */
   size_t rr[SP_MAX_CLASSES];      /* round-robin position per class */
-  _Atomic uint64_t full_syncs, urgent_syncs; /* passes over every file; passes at normal priority */
+  _Atomic uint64_t full_syncs, urgent_syncs; /* passes over every region; passes at normal priority */
 } bud;
 
 static uint64_t fit_bytes(void) { return bud.cg.limit / 4 * 3; }
