@@ -209,9 +209,13 @@ static void test_small_class_advice(void **state) {
    forked child opens a file of its own for every class, so the child has no file yet. */
 static void test_sandbox_refuses_files(void **state) {
   (void)state;
+  int efd[2];
+  assert_int_equal(pipe(efd), 0);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
+    dup2(efd[1], 2);
+    close(efd[0]);
     if (ms_test_forbid_open(SECCOMP_RET_ERRNO | EPERM)) _exit(77);
     ms_stats_t st0, st1;
     if (ms_stats_get(&st0, sizeof st0)) _exit(2);
@@ -223,11 +227,23 @@ static void test_sandbox_refuses_files(void **state) {
     if (ms_stats_get(&st1, sizeof st1) || st1.spill_fallbacks < st0.spill_fallbacks + 3) _exit(4);
     _exit(0);
   }
+  close(efd[1]);
+  char err[2048];
+  size_t used = 0;
+  ssize_t r;
+  while (used + 1 < sizeof err && (r = read(efd[0], err + used, sizeof err - 1 - used)) > 0) used += (size_t)r;
+  err[used] = 0;
+  close(efd[0]);
   int st = 0;
   assert_int_equal(waitpid(pid, &st, 0), pid);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 77) skip();
   assert_true(WIFEXITED(st));
   assert_int_equal(WEXITSTATUS(st), 0);
+  /* the warning says what failed and why, by name (it said "errno 1"; others said "errno 0" or "errno 9") */
+  print_message("%s", err);
+  assert_non_null(strstr(err, "creating a file"));
+  assert_non_null(strstr(err, "EPERM: operation not permitted"));
+  assert_null(strstr(err, "errno"));
 }
 
 /* Misuse of spilled blocks gets the heap's answer: a message naming the pointer, then abort. Each case runs in a
@@ -284,6 +300,16 @@ static void test_misuse_aborts(void **state) {
     if (!ptr[0] || !strstr(err, ptr)) fail_msg("case %d: the message does not name the pointer %s: %s", what, ptr, err);
     if (!strstr(err, expect[what])) fail_msg("case %d: the message does not say '%s': %s", what, expect[what], err);
   }
+}
+
+/* msi_strerror: errno values by name and meaning, without allocating (spill's warnings use it) */
+static void test_strerror(void **state) {
+  (void)state;
+  assert_string_equal(msi_strerror(EBADF), "EBADF: bad file descriptor");
+  assert_string_equal(msi_strerror(ENOSPC), "ENOSPC: no space left on device");
+  assert_non_null(strstr(msi_strerror(EFBIG), "RLIMIT_FSIZE"));
+  assert_string_equal(msi_strerror(0), "no error code set");
+  assert_string_equal(msi_strerror(-5), "an unlisted error code");
 }
 
 /* runs the helper with extra environment; returns its exit status, stdout+stderr in out */
@@ -486,7 +512,7 @@ int main(void) {
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
       cmocka_unit_test(test_closeall),       cmocka_unit_test(test_fdbudget),
-      cmocka_unit_test(test_misuse_aborts),
+      cmocka_unit_test(test_misuse_aborts),  cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_kill9_leaves_nothing), cmocka_unit_test(test_fds_high),
       cmocka_unit_test(test_budget_cgroups),
   };
