@@ -993,7 +993,6 @@ void *msi_spill_realloc(void *p, size_t size) {
     msi_unlock(&sp_lock);
     bad_pointer(p, "realloc(): pointer already freed", "realloc(): invalid pointer");
   }
-  file_owned(); /* a lost file freezes its blocks (file_lost) before `child` is decided */
   sp_class_t *k = &sp.cls[c];
   size_t cur = k->meta[slot], off = slot << c;
   size_t threshold = msi_spill_threshold();
@@ -1009,6 +1008,7 @@ void *msi_spill_realloc(void *p, size_t size) {
     msi_lock(&sp_lock); /* no RAM: shrink in place below */
     if (k->meta[slot] != cur) { msi_unlock(&sp_lock); errno = EINVAL; return NULL; }
   }
+  file_owned(); /* a lost file freezes its blocks (file_lost) before `child` is decided */
   bool child = off < k->floor; /* frozen (inherited at fork, or a lost file): never changed through a descriptor */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
     size_t rcur = slot_reserved(c, cur), rneed = slot_reserved(c, need);
