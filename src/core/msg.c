@@ -129,3 +129,41 @@ void msi_fatal(const char *fmt, ...) {
   va_end(ap);
   abort();
 }
+
+/* the errno values system calls answer, by name and meaning (strerror may allocate or take locale locks) */
+const char *msi_strerror(int e) {
+  switch (e) {
+    case 0: return "no error code set";
+    case EPERM: return "EPERM: operation not permitted";
+    case ENOENT: return "ENOENT: no such file or directory";
+    case EINTR: return "EINTR: interrupted";
+    case EIO: return "EIO: input/output error";
+    case EBADF: return "EBADF: bad file descriptor";
+    case EAGAIN: return "EAGAIN: resource temporarily unavailable";
+    case ENOMEM: return "ENOMEM: out of memory";
+    case EACCES: return "EACCES: permission denied";
+    case EFAULT: return "EFAULT: bad address";
+    case EBUSY: return "EBUSY: device or resource busy";
+    case EEXIST: return "EEXIST: file exists";
+    case EXDEV: return "EXDEV: cross-device link";
+    case ENODEV: return "ENODEV: no such device";
+    case ENOTDIR: return "ENOTDIR: not a directory";
+    case EISDIR: return "EISDIR: is a directory";
+    case EINVAL: return "EINVAL: invalid argument";
+    case ENFILE: return "ENFILE: too many open files in the system";
+    case EMFILE: return "EMFILE: too many open files (RLIMIT_NOFILE)";
+    case ETXTBSY: return "ETXTBSY: text file busy";
+    case EFBIG: return "EFBIG: file too large (RLIMIT_FSIZE or the filesystem's limit)";
+    case ENOSPC: return "ENOSPC: no space left on device";
+    case ESPIPE: return "ESPIPE: illegal seek";
+    case EROFS: return "EROFS: read-only filesystem";
+    case ENAMETOOLONG: return "ENAMETOOLONG: file name too long";
+    case ENOSYS: return "ENOSYS: function not implemented";
+    case ELOOP: return "ELOOP: too many levels of symbolic links";
+    case EOVERFLOW: return "EOVERFLOW: value too large";
+    case EOPNOTSUPP: return "EOPNOTSUPP: operation not supported";
+    case ESTALE: return "ESTALE: stale file handle";
+    case EDQUOT: return "EDQUOT: disk quota exceeded";
+    default: return "an unlisted error code";
+  }
+}

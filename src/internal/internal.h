@@ -65,6 +65,8 @@ void msi_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define MSI_WARN_ONCE(...) do { static atomic_flag once_ = ATOMIC_FLAG_INIT; \
     if (!atomic_flag_test_and_set(&once_)) msi_warning(__VA_ARGS__); } while (0)
 _Noreturn void msi_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "EBADF: bad file descriptor": the name and meaning of an errno value, allocation-free (static text) */
+const char *msi_strerror(int e);
 
 /* ---- statistics registry (src/core/stats.c): each part registers a source once ---- */
 typedef struct msi_stats_writer_s msi_stats_writer_t;  /* text/JSON sink used by print callbacks */

@@ -38,6 +38,8 @@ int msi_os_unlink(const char *path);
 int msi_os_ftruncate(int fd, off_t size);
 int msi_os_fstatfs(int fd, struct statfs *st);
 long long msi_os_fstat_blocks(int fd);                  /* bytes allocated on disk (st_blocks*512), -1 + errno */
+/* the identity of the file open as fd (st_dev, st_ino) and, when bytes is not NULL, its bytes on disk; -1 + errno */
+int msi_os_fstat_id(int fd, unsigned long long *dev, unsigned long long *ino, long long *bytes);
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags);
 int msi_os_sched_idle(bool idle);                       /* the calling thread: SCHED_IDLE or SCHED_BATCH; -1 + errno */
 bool msi_os_sched_batch(void);                          /* the calling thread: SCHED_OTHER becomes SCHED_BATCH; true if it runs that */

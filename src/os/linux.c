@@ -127,6 +127,15 @@ long long msi_os_fstat_blocks(int fd) {
   if (fstat(fd, &st) != 0) { COUNT_FAIL(); return -1; }
   return (long long)st.st_blocks * 512;
 }
+int msi_os_fstat_id(int fd, unsigned long long *dev, unsigned long long *ino, long long *bytes) {
+  struct stat st;
+  COUNT_CALL();
+  if (fstat(fd, &st) != 0) { COUNT_FAIL(); return -1; }
+  *dev = (unsigned long long)st.st_dev;
+  *ino = (unsigned long long)st.st_ino;
+  if (bytes) *bytes = (long long)st.st_blocks * 512;
+  return 0;
+}
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags) {
   RETRY_INT(MS_FAULT_OP_COUNT, sync_file_range(fd, offset, len, flags));
 }

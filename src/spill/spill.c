@@ -3,11 +3,14 @@
 
    Layout. One virtual range is reserved up front (PROT_NONE, MAP_NORESERVE) and cut into one region per size
    class: class c (slot size 2^c, c from the page shift up) owns region i = c - min_shift, of RS bytes, at
-   base + i*RS (base aligned to RS, so every slot is aligned to its size). Each class has ONE sparse file,
-   created with O_TMPFILE (or created and unlinked at once), sized with ftruncate to min(RS, RLIMIT_FSIZE), and
-   mapped MAP_SHARED at its region start with offset 0: slot k lives at address start + k*2^c and file offset
-   k*2^c. The used part of a region is one mapping (extensions merge with it), so 100,000 blocks cost a few
-   dozen mappings and at most one descriptor per class.
+   base + i*RS (base aligned to RS, so every slot is aligned to its size). All classes share ONE sparse file,
+   created with O_TMPFILE (or created and unlinked at once) and sized with ftruncate (file_open). A region is
+   mapped MAP_SHARED from its start in chunks (64 MiB, or one slot when larger): each chunk takes the file's next
+   unused extent when it is first mapped (class_map, file_off), so the file's size is what the classes use, and
+   RLIMIT_FSIZE or the filesystem's largest file bound the spilled total, not each class. Slot k of class c
+   lives at address start + k*2^c, inside one chunk. Chunks mapped one after another from consecutive file
+   extents merge into one mapping, so 100,000 blocks cost a few dozen mappings, and the process holds one
+   descriptor while it holds spilled blocks.
    - allocation: pop a free slot of the class (or bump), fallocate(mode 0) the 2 MiB granules the block may
      dirty (SP_FOLIO_MAX): the disk space is reserved now (ENOSPC -> NULL + ENOMEM, never a SIGBUS later); the
      pages read as zero (calloc is free).
@@ -25,15 +28,21 @@
    - fork: a child handler maps every region again MAP_PRIVATE|MAP_FIXED from the same file: the child's writes
      stay its own; the parent waits in its handler until the child has done so. Below each region's `floor`
      (the extent mapped at fork) blocks are inherited: the child never punches or grows them in the parent's
-     file. New blocks in the child go above the floor, in new files.
-   - descriptors: opened at a class's first block, moved to >= 1000 (close-on-exec), closed again (and the region
-     given back to the reservation) when the class's last block is freed, for the first few times. */
+     file. New blocks in the child go above the floor, in a new file.
+   - descriptor: opened at the first spilled block, moved to a high number (close-on-exec), closed again (and
+     every region given back to the reservation) when the last spilled block is freed, for the first few times.
+     The program owns its descriptor table: it may close spill's number or open or dup2 another file onto it.
+     Spill checks the number still holds its file (st_dev and st_ino, file_owned) before every use, and never
+     touches a number that does not: the file is then given up (file_lost) and its blocks frozen below the
+     floor, where they need no descriptor (free punches through the mapping with MADV_REMOVE; a forked child
+     copies them into private memory). New blocks go to a new file above the floor. */
 #include "os.h"
 #include "route.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -68,18 +77,21 @@ static bool small_class(unsigned c);
 #define FS_RAMFS 0x858458F6
 
 typedef struct sp_class_s {
-  _Atomic int fd;              /* -1 until the class is first used (atomic: write-back passes read it unlocked) */
   uintptr_t start;             /* region start */
-  _Atomic size_t mapped;       /* bytes of the region mapped from the file (from start) */
-  size_t file_size;            /* ftruncated size (<= RS, <= RLIMIT_FSIZE) */
+  size_t ext;                  /* bytes of the region slots may use (class_slots) */
+  unsigned chunk_shift;        /* the region is mapped in chunks of 2^chunk_shift bytes */
+  size_t *cfile;               /* chunk -> its file offset (valid below `mapped`) */
+  _Atomic size_t mapped;       /* bytes of the region mapped (from start) */
   size_t next;                 /* bump: next never-used slot */
-  size_t floor;                /* bytes inherited from the parent at fork (private mapping of its file) */
+  size_t floor;                /* frozen below: blocks inherited at fork, or in a file spill lost (file_lost);
+                                  never reused, never reserved, punched or grown through a descriptor */
+  size_t shared_from;          /* below: a forked child's private copy; from here up MAP_SHARED (own file, or a
+                                  lost one below the floor) */
   size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
   uint32_t *stack;             /* free slots */
   uint8_t *stale;              /* slot -> 1 when a free slot's contents may not read as zero (see SP_FOLIO_MAX) */
   size_t nfree;
   size_t live;                 /* live blocks */
-  unsigned closes;             /* times the file was closed on becoming empty (class_close) */
 } sp_class_t;
 
 #define sp_lock (msi_fork_page.spill) /* internal.h: msi_fork_page_t */
@@ -91,6 +103,13 @@ static struct {
   unsigned rs_shift, min_shift, max_shift;
   size_t granule;              /* SP_FOLIO_MAX */
   sp_class_t cls[SP_MAX_CLASSES];
+  _Atomic int fd;              /* the spill file, -1 when none (atomic: write-back passes read it unlocked) */
+  _Atomic unsigned long long dev, ino; /* its identity (file_owned; the write-back pass reads it unlocked) */
+  size_t file_span;            /* the classes' extents end to end: the file's size when nothing limits it */
+  size_t file_size;            /* its size (ftruncate) */
+  size_t file_next;            /* the first file offset no chunk uses yet */
+  unsigned closes;             /* times the file was closed on becoming empty (spill_empty) */
+  const char *fail_op;         /* what failed, for the fallback warning (under the lock) */
   char dir[PATH_MAX];
   unsigned long fs_type;
   _Atomic uint64_t blocks, bytes, fallbacks, syncs, moves, enospc;
@@ -107,6 +126,11 @@ static bool few_blocks(const sp_class_t *k);
 static bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 static void advise_update(void);
 
+/* the file offset of offset `off` of class k's region (mapped: below k->mapped); a slot never spans two chunks */
+static size_t file_off(const sp_class_t *k, size_t off) {
+  return k->cfile[off >> k->chunk_shift] + (off & (((size_t)1 << k->chunk_shift) - 1));
+}
+
 size_t msi_spill_threshold(void) {
   long long t = msi_opt(MS_OPTION_SPILL_THRESHOLD);
   return t > 0 ? (size_t)t : 0;
@@ -117,7 +141,18 @@ bool msi_spill_owns(const void *p) {
          atomic_load_explicit(&sp.span, memory_order_relaxed);
 }
 
+/* 0..64: 64 for x above 2^63 (never used as a shift count: see class_for) */
 static unsigned ceil_log2(size_t x) { return x <= 1 ? 0 : (unsigned)(64 - __builtin_clzll((unsigned long long)(x - 1))); }
+
+/* The class of a block of `need` bytes (a page multiple) aligned to `alignment` (0 or a power of two): the
+   smallest slot size holding both, or 0 when it is beyond the largest class (the caller falls back to RAM). Every
+   comparison is between exponents, so a size or alignment near 2^64 never becomes a shift by 64. */
+static unsigned class_for(size_t need, size_t alignment) {
+  unsigned c = ceil_log2(need), ca = ceil_log2(alignment);
+  if (c < sp.min_shift) c = sp.min_shift;
+  if (ca > c) c = ca;
+  return c <= sp.max_shift ? c : 0;
+}
 
 /* ---- start-up: directory, filesystem, reservation ---- */
 
@@ -132,15 +167,17 @@ static const char *fs_name(unsigned long t) {
   }
 }
 
-/* Spill's descriptors are moved to numbers >= SP_FD_MARK (or 64 under the RLIMIT_NOFILE soft limit when that is
-   lower), close-on-exec: the lowest free numbers stay the program's (a child that lists or expects its
-   descriptors, like CPython's test_close_fds, sees none of ours). Refused (limit too low, EMFILE): kept as is. */
+/* Spill's descriptor is moved to a number >= SP_FD_MARK (or 64 under the RLIMIT_NOFILE soft limit when that is
+   lower, at least half the limit), close-on-exec: the lowest free numbers stay the program's (a child that lists
+   or expects its descriptors, like CPython's test_close_fds, sees none of ours). Refused (EMFILE): kept as is. */
 #define SP_FD_MARK 1000
 static long fd_mark(void) {
   long mark = SP_FD_MARK;
   struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 64 < mark)
-    mark = (long)rl.rlim_cur - 64;
+  if (msi_os_getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < SP_FD_MARK + 64) {
+    long lim = (long)rl.rlim_cur;
+    mark = lim - 64 > lim / 2 ? lim - 64 : lim / 2;
+  }
   return mark;
 }
 static int fd_high(int fd) {
@@ -206,14 +243,14 @@ static int probe_dir(const char *dir, bool report) {
                   "spilled allocations stay in RAM", dir,
                   e == ENOENT ? "missing" : e == ENOTDIR ? "not a directory" :
                   e == EACCES || e == EROFS ? "not writable" :
-                  e == EPERM ? "creating a file not permitted (a sandbox?)" : "cannot create a file");
+                  e == EPERM ? "creating a file not permitted (a sandbox?)" : msi_strerror(e));
     return e ? e : EIO;
   }
   struct statfs st;
   int r = 0;
   if (msi_os_fstatfs(fd, &st) != 0) {
     r = errno;
-    if (report) msi_warning("spill directory %s: statfs failed: spilled allocations stay in RAM", dir);
+    if (report) msi_warning("spill directory %s: statfs failed (%s): spilled allocations stay in RAM", dir, msi_strerror(r));
   } else {
     sp.fs_type = (unsigned long)st.f_type;
     if (sp.fs_type == FS_TMPFS || sp.fs_type == FS_RAMFS) {
@@ -226,8 +263,8 @@ static int probe_dir(const char *dir, bool report) {
       /* (a disk that is full now is accepted: allocations then answer ENOMEM) */
       r = errno ? errno : EOPNOTSUPP;
       if (report)
-        msi_warning("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: error %d): "
-                    "refused, spilled allocations stay in RAM", dir, r);
+        msi_warning("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: %s): "
+                    "refused, spilled allocations stay in RAM", dir, msi_strerror(r));
     } else if (sp.fs_type != FS_EXT4 && sp.fs_type != FS_XFS && sp.fs_type != FS_BTRFS && report) {
       msi_warning("spill directory %s: filesystem type 0x%lx may not truly reserve blocks with fallocate: a full "
                   "disk may raise SIGBUS (ext4 and xfs guarantee it)", dir, sp.fs_type);
@@ -248,7 +285,7 @@ static bool choose_dir(void) {
     msi_snprintf(sp.dir, sizeof sp.dir, "%s", tmp);
     int r = probe_dir(sp.dir, false);
     if (r == 0) return true;
-    msi_verbose("spill: $TMPDIR=%s is not usable for spill (error %d); trying /var/tmp", tmp, r);
+    msi_verbose("spill: $TMPDIR=%s is not usable for spill (%s); trying /var/tmp", tmp, msi_strerror(r));
   }
   msi_snprintf(sp.dir, sizeof sp.dir, "%s", "/var/tmp");
   return probe_dir(sp.dir, true) == 0;
@@ -267,10 +304,10 @@ static msi_lock_t buf_lock = MSI_LOCK_INIT; /* sample's read buffer */
    copies a half-changed state. (R's mclapply workers crashed so with a 1 MiB threshold.) The child closes the
    pipe's write end when done; its death or a failed fork closes it as well. */
 static int fork_sync[2] = {-1, -1};
-static bool any_file(void) {
+static bool any_shared(void) { /* a region the child must make private */
   if (atomic_load(&sp.state) != 1) return false;
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++)
-    if (sp.cls[c].fd >= 0) return true;
+    if (atomic_load(&sp.cls[c].mapped) > sp.cls[c].shared_from) return true;
   return false;
 }
 /* no pipe; written only when there was one (after a fork every page written again is a fault: msi_set_flag) */
@@ -281,7 +318,7 @@ static bool fork_unlocked; /* this fork's prepare found one thread and took no l
 MSI_COLD static void fork_prepare(void) {
   msi_set_flag(&fork_unlocked, msi_single_threaded());
   if (!fork_unlocked) msi_lock(&sp_lock);
-  if (!any_file() || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
+  if (!any_shared() || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
 }
 MSI_COLD static void fork_parent(void) {
   if (fork_sync[1] >= 0) {
@@ -304,11 +341,11 @@ static void fork_sync_done(void) {
    page of every other block. */
 static uint64_t snapshot_copied; /* bytes copied in this fork (the handler runs single-threaded) */
 static uint64_t snapshot_cap(void);
-static void snapshot_blocks(sp_class_t *k, unsigned c) {
+static void snapshot_blocks(sp_class_t *k, unsigned c, size_t from) { /* the blocks from offset `from` up */
   size_t ps = msi_os_page_size();
-  for (size_t slot = 0; slot < k->next; slot++) {
+  for (size_t slot = from >> c; slot < k->next; slot++) {
     size_t n = k->meta[slot];
-    if (!n || (slot << c) < k->floor) continue; /* free, or inherited from a grandparent: private already */
+    if (!n) continue;
     volatile unsigned char *b = (volatile unsigned char *)(k->start + (slot << c));
     size_t upto = ps;
     if (n <= ((size_t)16 << 20) && snapshot_copied + n <= snapshot_cap()) upto = n;
@@ -317,6 +354,26 @@ static void snapshot_blocks(sp_class_t *k, unsigned c) {
   }
 }
 
+/* [a, b) of class k's region (slot boundaries), still shared with a file spill lost (file_lost: the program closed
+   or replaced its descriptor), becomes the child's private memory: its live blocks are copied into anonymous
+   memory moved over the range. The price of a lost descriptor: the blocks' bytes in RAM in the child. false +
+   errno (sp.fail_op says what failed). */
+static bool copy_private(sp_class_t *k, unsigned c, size_t a, size_t b) {
+  void *tmp = msi_os_mmap(NULL, b - a, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (tmp == MAP_FAILED) { sp.fail_op = "mapping memory for a private copy"; return false; }
+  for (size_t slot = a >> c; slot < (b >> c) && slot < k->next; slot++)
+    if (k->meta[slot]) memcpy((char *)tmp + ((slot << c) - a), (const void *)(k->start + (slot << c)), k->meta[slot]);
+  if (msi_os_mremap(tmp, b - a, b - a, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(k->start + a)) == MAP_FAILED) {
+    int e = errno;
+    msi_os_munmap(tmp, b - a);
+    errno = e;
+    sp.fail_op = "moving the private copy over the blocks";
+    return false;
+  }
+  return true;
+}
+
+static bool file_is_ours(int fd);
 static void writeback_reset_child(void);
 MSI_COLD static void fork_child(void) {
   fd_table_grow(true); /* the child's table starts from its highest descriptor (the child has one thread) */
@@ -331,25 +388,45 @@ MSI_COLD static void fork_child(void) {
   atomic_store(&sp.in_child, 1);
   writeback_reset_child();
   snapshot_copied = 0;
+  /* the descriptor may no longer hold spill's file (the program closed or replaced it): then it is not ours to
+     map or close, and the shared blocks are copied instead */
+  int fd = atomic_load(&sp.fd);
+  bool own = fd >= 0 && file_is_ours(fd);
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load(&k->mapped);
-    if (k->fd < 0) continue;
-    /* [floor, m) is still shared with the parent's file (below floor it is private already, from an earlier fork) */
-    if (m > k->floor && msi_os_mmap((void *)(k->start + k->floor), m - k->floor, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_FIXED, k->fd, (off_t)k->floor) == MAP_FAILED)
-      msi_error("spill: fork child could not make its spilled memory private (errno %d): its writes reach the "
-                "parent", errno);
-    else if (m > k->floor) advise_range(k, k->start + k->floor, m - k->floor, sp.random_adv);
-    snapshot_blocks(k, c);
-    msi_os_close(k->fd); /* new blocks go to a file of the child's own, above the inherited extent */
-    k->fd = -1;
+    if (m <= k->shared_from) continue; /* unused, or private already (from an earlier fork) */
+    /* [shared_from, split): a file spill lost (frozen); [split, m): the current file */
+    size_t split = k->floor > m ? m : k->floor > k->shared_from ? k->floor : k->shared_from;
+    bool ok = split == k->shared_from || copy_private(k, c, k->shared_from, split);
+    if (ok && m > split && own) {
+      for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; ok && o < m; o = msi_align_down(o, chunk) + chunk) {
+        size_t n = msi_align_down(o, chunk) + chunk - o;
+        if (msi_os_mmap((void *)(k->start + o), n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+                        (off_t)file_off(k, o)) == MAP_FAILED) {
+          sp.fail_op = "mapping the file privately";
+          ok = false;
+        }
+      }
+      if (ok) {
+        advise_range(k, k->start + split, m - split, sp.random_adv);
+        snapshot_blocks(k, c, split);
+      }
+    } else if (ok && m > split) {
+      ok = copy_private(k, c, split, m);
+    }
+    if (!ok)
+      msi_error("spill: fork child could not make its spilled memory private (%s: %s): its writes reach the "
+                "parent", sp.fail_op, msi_strerror(errno));
     if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
       k->floor = msi_round_up(m, SP_FOLIO_MAX);
+    k->shared_from = k->floor;
     size_t above = own_first_slot(k, c);
     if (k->next < above) k->next = above;
     k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
+  if (own) msi_os_close(fd); /* new blocks go to a file of the child's own, above the inherited extent */
+  atomic_store(&sp.fd, -1);
   fork_sync_done(); /* the parent may go on */
   msi_lock_reset(&sp_lock);
 }
@@ -414,6 +491,12 @@ static size_t as_cap(void) {
   return (size_t)rl.rlim_cur / 4;
 }
 
+/* slots of class c: its region's, at most SP_MAX_SLOTS (the metadata arrays' size) */
+static size_t class_slots(unsigned c) {
+  size_t slots = ((size_t)1 << sp.rs_shift) >> c;
+  return slots < SP_MAX_SLOTS ? slots : SP_MAX_SLOTS;
+}
+
 /* once per process: true when spill is usable. Reports the reason once otherwise. */
 static MSI_NOINLINE bool sp_init_slow(void) {
   msi_init();
@@ -440,7 +523,8 @@ static MSI_NOINLINE bool sp_init_slow(void) {
       r = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     }
     if (r == MAP_FAILED) {
-      msi_warning("spill: cannot reserve address space (errno %d): spilled allocations stay in RAM", errno);
+      msi_warning("spill: cannot reserve address space (mmap of %zu MiB: %s): spilled allocations stay in RAM",
+                  total >> 20, msi_strerror(errno));
       ok = false;
     } else {
       size_t rsz = (size_t)1 << sp.rs_shift;
@@ -449,9 +533,21 @@ static MSI_NOINLINE bool sp_init_slow(void) {
       if (b > (uintptr_t)r) msi_os_munmap(r, b - (uintptr_t)r);
       uintptr_t end = (uintptr_t)r + total;
       if (end > b + span) msi_os_munmap((void *)(b + span), end - (b + span));
-      for (unsigned c = 0; c < SP_MAX_CLASSES; c++) sp.cls[c].fd = -1;
-      for (unsigned c = sp.min_shift; c <= sp.max_shift; c++)
-        sp.cls[c].start = b + ((uintptr_t)(c - sp.min_shift) << sp.rs_shift);
+      atomic_store(&sp.fd, -1);
+      sp.file_span = 0;
+      for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+        sp_class_t *k = &sp.cls[c];
+        k->start = b + ((uintptr_t)(c - sp.min_shift) << sp.rs_shift);
+        k->ext = class_slots(c) << c;
+        /* a chunk holds whole slots and whole granules (reservations and punches never cross into another
+           chunk's file extent); a region smaller than a granule (a huge PMD under a tight RLIMIT_AS) holds none */
+        size_t chunk = k->ext < SP_MAP_STEP ? k->ext : SP_MAP_STEP;
+        if (chunk < ((size_t)1 << c)) chunk = (size_t)1 << c;
+        if (chunk < sp.granule) chunk = sp.granule;
+        if (chunk > k->ext) k->ext = 0;
+        k->chunk_shift = ceil_log2(chunk);
+        sp.file_span += k->ext;
+      }
       atomic_store(&sp.span, span);
       atomic_store(&sp.base, b);
       msi_verbose("spill: directory %s (%s), %zu GiB of address space reserved, classes 2^%u..2^%u", sp.dir,
@@ -477,52 +573,124 @@ static inline bool sp_ready(void) {
   return sp_init_slow();
 }
 
-/* class setup under the lock: file, metadata. false + errno. */
-static bool class_open(sp_class_t *k, unsigned c) {
-  if (k->fd >= 0) return true;
-  size_t rs = (size_t)1 << sp.rs_shift;
-  size_t slots = rs >> c;
-  if (slots > SP_MAX_SLOTS) slots = SP_MAX_SLOTS;
-  size_t file_size = slots << c;
-  struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < file_size)
-    file_size = msi_align_down((uintptr_t)rl.rlim_cur, (size_t)1 << c); /* beyond it ftruncate raises SIGXFSZ */
-  if (file_size == 0) { errno = EFBIG; return false; }
-  if (!k->meta) {
-    void *m = msi_os_mmap(NULL, slots * (sizeof(size_t) + sizeof(uint32_t) + 1), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return false;
-    k->meta = m;
-    k->stack = (uint32_t *)(k->meta + slots);
-    k->stale = (uint8_t *)(k->stack + slots);
-  }
-  int fd = open_unlinked(sp.dir);
+/* whether descriptor fd (>= 0) holds spill's file: the program may have closed the number, and opened or dup2'ed
+   another file onto it */
+static bool file_is_ours(int fd) {
+  unsigned long long dev, ino;
+  return msi_os_fstat_id(fd, &dev, &ino, NULL) == 0 && dev == atomic_load(&sp.dev) && ino == atomic_load(&sp.ino);
+}
+
+/* Under the lock: the program closed spill's descriptor or put another file on its number. The number is left
+   alone (never closed, read, written or punched again), the blocks in the lost file stay valid through their
+   mappings and are frozen below each class's floor (like blocks inherited at fork: never reused; free gives
+   their disk back through the mapping, MADV_REMOVE); new blocks go to a new file, above the floor. */
+static void class_freeze(sp_class_t *k, unsigned c) {
+  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+  if (msi_round_up(m, SP_FOLIO_MAX) <= k->floor) return;
+  k->floor = msi_round_up(m, SP_FOLIO_MAX); /* granules of a new file never hold a frozen block */
+  size_t above = own_first_slot(k, c);
+  if (k->next < above) k->next = above;
+  k->nfree = 0;
+}
+static void file_lost(int fd) {
+  MSI_WARN_ONCE("spill: the program closed spill's descriptor %d or opened another file on that number: spill "
+                "leaves it alone; spilled blocks stay valid, new ones go to a new file", fd);
+  atomic_store(&sp.fd, -1);
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) class_freeze(&sp.cls[c], c);
+}
+
+/* under the lock: whether spill has its file open on sp.fd, checked before every use of the descriptor; a lost
+   one is given up (file_lost) */
+static bool file_owned(void) {
+  int fd = atomic_load_explicit(&sp.fd, memory_order_relaxed);
   if (fd < 0) return false;
-  if (msi_os_ftruncate(fd, (off_t)file_size) != 0) {
+  if (file_is_ours(fd)) return true;
+  file_lost(fd);
+  return false;
+}
+
+/* Under the lock: opens the spill file (at the first spilled block, and after a loss) and sizes it: the classes'
+   extents end to end, within RLIMIT_FSIZE (beyond it ftruncate raises SIGXFSZ) and the filesystem's largest file
+   (ftruncate's EFBIG: halved until it fits). Blocks beyond its size stay in RAM (class_map). false + errno,
+   sp.fail_op. */
+static bool file_open(void) {
+  size_t ps = msi_os_page_size(), size = sp.file_span;
+  struct rlimit rl;
+  if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size)
+    size = msi_align_down((uintptr_t)rl.rlim_cur, ps);
+  if (size == 0) { sp.fail_op = "sizing the spill file (RLIMIT_FSIZE)"; errno = EFBIG; return false; }
+  int fd = open_unlinked(sp.dir);
+  if (fd < 0) { sp.fail_op = "creating a file"; return false; }
+  int r;
+  unsigned long long dev = 0, ino = 0;
+  while ((r = msi_os_ftruncate(fd, (off_t)size)) != 0 && errno == EFBIG && size > SP_MAP_STEP)
+    size = msi_align_down(size / 2, ps);
+  if (r != 0 || msi_os_fstat_id(fd, &dev, &ino, NULL) != 0) {
     int e = errno;
     msi_os_close(fd);
     errno = e;
+    sp.fail_op = r ? "sizing the spill file (ftruncate)" : "fstat of the spill file";
     return false;
   }
-  k->file_size = file_size;
-  k->fd = fd;
-  msi_verbose("spill: file for blocks up to 2^%u bytes created in %s (fd %d, %zu MiB sparse)", c, sp.dir, fd,
-              file_size >> 20);
+  atomic_store(&sp.dev, dev);
+  atomic_store(&sp.ino, ino);
+  sp.file_size = size;
+  sp.file_next = 0;
+  atomic_store(&sp.fd, fd);
+  msi_verbose("spill: file created in %s (fd %d, %zu MiB sparse)", sp.dir, fd, size >> 20);
   return true;
 }
 
-/* the region is mapped at least up to `end` bytes from its start; false + errno */
+/* class setup under the lock: the file, the metadata. false + errno, sp.fail_op. */
+static bool class_open(sp_class_t *k, unsigned c) {
+  if (!file_owned() && !file_open()) return false;
+  if (!k->meta) {
+    size_t slots = class_slots(c), chunks = k->ext >> k->chunk_shift;
+    void *m = msi_os_mmap(NULL, chunks * sizeof(size_t) + slots * (sizeof(size_t) + sizeof(uint32_t) + 1),
+                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) { sp.fail_op = "mapping the slot table"; return false; }
+    k->cfile = m;
+    k->meta = k->cfile + chunks;
+    k->stack = (uint32_t *)(k->meta + slots);
+    k->stale = (uint8_t *)(k->stack + slots);
+  }
+  return true;
+}
+
+/* Under the lock: the region is mapped at least up to `end` bytes from its start, each new chunk from the file's
+   next unused extent. false + errno: 0 when the file has no room left (its size, or an RLIMIT_FSIZE the program
+   lowered since: the block stays in RAM), sp.fail_op. */
 static bool class_map(sp_class_t *k, size_t end) {
-  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed), chunk = (size_t)1 << k->chunk_shift;
   if (end <= m) return true;
   size_t want = msi_round_up(end, SP_MAP_STEP);
-  if (want == 0 || want > k->file_size) want = k->file_size;
-  if (msi_os_mmap((void *)(k->start + m), want - m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, k->fd,
-                  (off_t)m) == MAP_FAILED)
+  if (want == 0 || want > k->ext) want = k->ext;
+  want = msi_round_up(want, chunk);
+  /* MAP_FIXED only inside spill's own reservation, never elsewhere (a class index gone wrong would map at 0) */
+  uintptr_t base = atomic_load_explicit(&sp.base, memory_order_relaxed);
+  if (k->start < base || want > ((size_t)1 << sp.rs_shift) ||
+      k->start - base > atomic_load_explicit(&sp.span, memory_order_relaxed) - ((size_t)1 << sp.rs_shift)) {
+    errno = EINVAL;
+    sp.fail_op = "mapping outside the reservation (refused)";
     return false;
-  advise_range(k, k->start + m, want - m, sp.random_adv); /* see advise_update */
-  atomic_store_explicit(&k->mapped, want, memory_order_release);
-  return true;
+  }
+  size_t limit = sp.file_size;
+  struct rlimit rl;
+  if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < limit)
+    limit = (size_t)rl.rlim_cur;
+  for (; m < want; m += chunk) {
+    if (sp.file_next > limit || limit - sp.file_next < chunk) { errno = 0; break; }
+    if (msi_os_mmap((void *)(k->start + m), chunk, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, sp.fd,
+                    (off_t)sp.file_next) == MAP_FAILED) {
+      sp.fail_op = "mapping the spill file";
+      break;
+    }
+    advise_range(k, k->start + m, chunk, sp.random_adv); /* see advise_update */
+    k->cfile[m >> k->chunk_shift] = sp.file_next;
+    sp.file_next += chunk;
+    atomic_store_explicit(&k->mapped, m + chunk, memory_order_release);
+  }
+  return end <= m;
 }
 
 /* Leaves a margin of free space (what unprivileged users may use, minus max(1/64 of the filesystem, 4 MiB)):
@@ -537,7 +705,9 @@ static bool disk_room(int fd, size_t need) {
   return avail >= margin && avail - margin >= need;
 }
 
-static int disk_errno(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG || e == ENOMEM ? ENOMEM : e; }
+/* a full disk (or quota) is the caller's ENOMEM; any other refusal (EFBIG from RLIMIT_FSIZE, EIO, a sandbox...)
+   is not about the block: it stays in RAM */
+static bool disk_full(int e) { return e == ENOSPC || e == EDQUOT; }
 
 /* bytes from a slot's start that its block of `n` bytes holds reserved on disk (small classes: the whole slot,
    inside a granule reserved while the block lives) */
@@ -565,13 +735,15 @@ static void reservation(const sp_class_t *k, unsigned c, size_t slot, size_t nee
     return;
   }
   *off = granule_first(c, slot) << c;
-  *len = granule_shared(k, c, slot) ? 0 : k->file_size - *off < SP_FOLIO_MAX ? k->file_size - *off : SP_FOLIO_MAX;
+  *len = granule_shared(k, c, slot) ? 0 : SP_FOLIO_MAX; /* (inside one chunk: chunks are granule multiples) */
 }
 
-/* gives [off, off + len) of the class's file back to the filesystem (clipped to the file); false + errno */
+/* under the lock, the file owned (file_owned): gives [off, off + len) of class k's extent back to the filesystem
+   (clipped to the extent); false + errno */
 static bool punch(const sp_class_t *k, size_t off, size_t len) {
-  if (len > k->file_size - off) len = k->file_size - off;
-  return msi_os_fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0;
+  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+  if (len > m - off) len = m - off;
+  return msi_os_fallocate(sp.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)file_off(k, off), (off_t)len) == 0;
 }
 
 /* clears [off, off + len) of class k's file in place: its pages and contents go (it reads as zero again), its disk
@@ -580,14 +752,15 @@ static bool punch(const sp_class_t *k, size_t off, size_t len) {
    live neighbour's folio may need the blocks (SP_FOLIO_MAX). false: left as it is. */
 static bool clear_in_place(const sp_class_t *k, size_t off, size_t len) {
   return sp.fs_type == FS_EXT4 &&
-         msi_os_fallocate(k->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0;
+         msi_os_fallocate(sp.fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)file_off(k, off), (off_t)len) == 0;
 }
 
 /* under the lock: a slot of class c holding `need` bytes reserved on disk (reading as zero if `zero`); 0 + errno
-   on failure */
+   on failure: ENOMEM for a full disk, 0 when the class's extent is used up (the block stays in RAM), another
+   errno for a refusal (sp.fail_op says what failed; the block stays in RAM) */
 static uintptr_t slot_alloc(unsigned c, size_t need, bool zero) {
   sp_class_t *k = &sp.cls[c];
-  if (!class_open(k, c)) { errno = disk_errno(errno); return 0; }
+  if (!class_open(k, c)) { errno = errno ? errno : EIO; return 0; }
   size_t slot;
   bool popped = false;
   if (k->nfree) {
@@ -595,23 +768,25 @@ static uintptr_t slot_alloc(unsigned c, size_t need, bool zero) {
     popped = true;
   } else {
     slot = k->next;
-    if (((slot + 1) << c) > k->file_size) { errno = ENOMEM; return 0; }
+    if (((slot + 1) << c) > k->ext) { errno = 0; return 0; } /* the slot count: RAM */
   }
   size_t off = slot << c, roff, rlen;
   reservation(k, c, slot, need, &roff, &rlen);
-  if (!disk_room(k->fd, rlen)) {
+  if (!disk_room(sp.fd, rlen)) {
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
     atomic_fetch_add(&sp.enospc, 1);
     errno = ENOMEM;
     return 0;
   }
-  if (!class_map(k, off + ((size_t)1 << c)) || (rlen && msi_os_fallocate(k->fd, 0, (off_t)roff, (off_t)rlen) != 0)) {
+  bool mapped = class_map(k, off + ((size_t)1 << c));
+  if (!mapped || (rlen && msi_os_fallocate(sp.fd, 0, (off_t)file_off(k, roff), (off_t)rlen) != 0)) {
     int e = errno;
-    if (e == ENOSPC || e == EDQUOT) atomic_fetch_add(&sp.enospc, 1);
+    if (disk_full(e)) atomic_fetch_add(&sp.enospc, 1);
+    if (mapped) sp.fail_op = "reserving disk space (fallocate)";
     /* a failed fallocate may have reserved part of the range: give it back */
-    if (rlen) punch(k, roff, rlen);
+    if (mapped && rlen) punch(k, roff, rlen);
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
-    errno = disk_errno(e);
+    errno = disk_full(e) ? ENOMEM : e; /* (0: the file has no room left, class_map) */
     return 0;
   }
   if (!popped) {
@@ -644,33 +819,58 @@ static bool locate(const void *p, unsigned *c, size_t *slot) {
   return sp.cls[cc].meta != NULL && *slot < sp.cls[cc].next;
 }
 
-/* Under the lock, for a class whose last block was just freed: the file is closed and the region given back to
-   the reservation, so a process holds a spill descriptor only while it holds spilled blocks (a short-lived
-   program that spilled a few temporaries, like a child listing its descriptors, shows none). A class that
+/* Under the lock, when the last spilled block was just freed: every region goes back to the reservation and the
+   file is closed, so a process holds a spill descriptor only while it holds spilled blocks (a short-lived
+   program that spilled a few temporaries, like a child listing its descriptors, shows none). A process that
    empties again and again (a loop allocating and freeing one block) keeps its file after SP_MAX_CLOSES closes:
-   each reopen costs a file creation and a few system calls. Never in a forked child's inherited extent. */
+   each reopen costs a file creation and a few system calls. With no file of its own (a forked child before its
+   first block, or after a loss) the regions go back all the same: the frozen ones hold no block either. */
 #define SP_MAX_CLOSES 8
 static bool writeback_running(void);
-static bool class_close(sp_class_t *k) {
-  if (k->live || k->floor || k->fd < 0 || k->closes >= SP_MAX_CLOSES) return false;
-  int fd = k->fd;
-  k->fd = -1; /* seq_cst with the pass's flag: a write-back pass (no lock) either reads -1 or is seen here */
+static void spill_empty(void) {
+  int fd = atomic_load(&sp.fd);
+  bool own = fd >= 0 && file_owned();
+  if (own && sp.closes >= SP_MAX_CLOSES) return;
+  if (own) atomic_store(&sp.fd, -1); /* seq_cst with the pass's flag: a pass (no lock) reads -1 or is seen here */
   if (writeback_running()) {
-    k->fd = fd; /* keep the file: the pass may be using it */
-    return false;
+    if (own) atomic_store(&sp.fd, fd); /* keep the file: the pass may be using it */
+    return;
   }
-  size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
-  if (m && msi_os_mmap((void *)k->start, m, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
-                       0) == MAP_FAILED) {
-    k->fd = fd; /* keep the file: the mapping is still in use */
-    return false;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+    if (!m) continue;
+    if (msi_os_mmap((void *)k->start, m, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) ==
+        MAP_FAILED) {
+      class_freeze(k, c); /* still mapped: frozen, as a lost file's extent */
+      continue;
+    }
+    atomic_store_explicit(&k->mapped, 0, memory_order_release);
+    k->next = k->nfree = k->floor = k->shared_from = 0;
   }
-  atomic_store_explicit(&k->mapped, 0, memory_order_release);
-  msi_os_close(fd); /* the last reference to the unlinked file: its disk space goes */
-  k->next = 0;
-  k->nfree = 0;
-  k->closes++;
-  return true;
+  if (own) {
+    msi_os_close(fd); /* the last reference to the unlinked file: its disk space goes */
+    sp.closes++;
+  }
+}
+
+/* Under the lock: a block below the floor (inherited at fork, or in a lost file) is never reused, and gives back
+   what it holds through its mapping, never through a descriptor: a forked child's private copy its memory
+   (MADV_DONTNEED), a block of a lost file its disk (MADV_REMOVE punches the file through a shared mapping; in a
+   small class only once no live block shares its granule, see SP_FOLIO_MAX). */
+static void frozen_free(sp_class_t *k, unsigned c, size_t slot, size_t need) {
+  size_t off = slot << c, len = (size_t)1 << c, m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+  if (off < k->shared_from) {
+    msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
+    return;
+  }
+  if (small_class(c)) {
+    if (granule_shared(k, c, slot)) return;
+    off = granule_first(c, slot) << c;
+    len = SP_FOLIO_MAX;
+  }
+  if (off + len > m) len = m - off;
+  msi_os_madvise((void *)(k->start + off), len, MADV_REMOVE); /* (refused: the disk goes with the mapping) */
 }
 
 /* under the lock: releases a slot (disk and page cache at once) */
@@ -683,10 +883,12 @@ static void slot_free(unsigned c, size_t slot) {
   atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
   advise_update();
-  if (off >= k->floor && class_close(k)) return;
-  if (off < k->floor) {
-    /* inherited at fork: the file is the parent's; drop only the child's private copies, never reuse the slot */
-    msi_os_madvise((void *)(k->start + off), need, MADV_DONTNEED);
+  if (atomic_load_explicit(&sp.blocks, memory_order_relaxed) == 0) {
+    spill_empty();
+    if (atomic_load_explicit(&k->mapped, memory_order_relaxed) == 0) return;
+  }
+  if (off < k->floor || !file_owned()) { /* frozen, or the file was just found lost (file_lost) */
+    frozen_free(k, c, slot, need);
     return;
   }
   bool ok = true;
@@ -700,7 +902,8 @@ static void slot_free(unsigned c, size_t slot) {
     ok = punch(k, off, (size_t)1 << c);
   }
   if (!ok) {
-    MSI_WARN_ONCE("spill: releasing disk space failed (errno %d): the slot is not reused", errno);
+    MSI_WARN_ONCE("spill: giving a freed block's disk space back failed (fallocate: %s): its slot is not reused",
+                  msi_strerror(errno));
     return;
   }
   k->stack[k->nfree++] = (uint32_t)slot;
@@ -715,34 +918,46 @@ static void sp_sync_pace(void) {
 }
 
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
+  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; } /* no object is larger (and the page round-up wraps) */
+  if (alignment && !msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   if (!sp_ready()) {
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     errno = 0;
     return NULL;
   }
-  size_t ps = msi_os_page_size();
-  size_t need = msi_round_up(size ? size : 1, ps);
-  if (need == 0 || (alignment && !msi_is_pow2(alignment))) { errno = need == 0 ? ENOMEM : EINVAL; return NULL; }
-  unsigned c = ceil_log2(need);
-  if (c < sp.min_shift) c = sp.min_shift;
-  if (alignment > ((size_t)1 << c)) c = ceil_log2(alignment);
-  if (c > sp.max_shift) { /* beyond the largest class (a reservation reduced by RLIMIT_AS): RAM */
+  size_t need = msi_round_up(size ? size : 1, msi_os_page_size());
+  unsigned c = class_for(need, alignment);
+  if (!c) { /* beyond the largest class (a reservation reduced by RLIMIT_AS): RAM */
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     errno = 0;
     return NULL;
   }
   msi_lock(&sp_lock);
+  sp.fail_op = "";
   uintptr_t p = slot_alloc(c, need, zero);
   int e = errno;
+  const char *op = sp.fail_op;
   msi_unlock(&sp_lock);
   sp_sync_pace();
-  if (!p && e != ENOMEM && e != EINVAL) { /* no file could be made (a sandbox forbidding open, a lost directory) */
-    MSI_WARN_ONCE("spill: cannot create a file in %s (errno %d): such allocations stay in RAM", sp.dir, e);
+  if (!p && e != ENOMEM) { /* not a full disk: RAM (a limit, a sandbox forbidding open, a lost directory...) */
+    if (e == EFBIG) msi_verbose("spill: %s: %s: such allocations stay in RAM", op, msi_strerror(e));
+    else if (e) MSI_WARN_ONCE("spill: %s in %s failed (%s): such allocations stay in RAM", op, sp.dir, msi_strerror(e));
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     e = 0;
   }
   if (!p) { errno = e; return NULL; }
   return (void *)p;
+}
+
+/* misuse of a pointer into spill's range (a double free, a pointer inside a block): the heap's answer
+   (msi_heap_bad_pointer), a message naming the pointer and abort. Called with the lock released. A slot's
+   start that holds no block is taken for a freed block (its class may have been emptied and reset since). */
+static _Noreturn MSI_COLD MSI_NOINLINE void bad_pointer(const void *p, const char *freed, const char *invalid) {
+  uintptr_t rel = (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed);
+  unsigned c = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
+  bool slot_start = (rel & ((((uintptr_t)1 << sp.rs_shift) - 1) & (((uintptr_t)1 << c) - 1))) == 0;
+  msi_error("%s: %p (memspace spill); aborting", slot_start ? freed : invalid, p);
+  abort();
 }
 
 void msi_spill_free(void *p) {
@@ -752,8 +967,7 @@ void msi_spill_free(void *p) {
   msi_lock(&sp_lock);
   if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
     msi_unlock(&sp_lock);
-    msi_error("spill: free of %p, which is not a live spilled block (double free?)", p);
-    return;
+    bad_pointer(p, "free(): double free", "free(): invalid pointer");
   }
   slot_free(c, slot);
   msi_unlock(&sp_lock);
@@ -772,14 +986,13 @@ size_t msi_spill_usable_size(const void *p) {
 void *msi_spill_realloc(void *p, size_t size) {
   unsigned c;
   size_t slot;
-  size_t ps = msi_os_page_size();
-  size_t need = msi_round_up(size ? size : 1, ps);
-  if (need == 0) { errno = ENOMEM; return NULL; }
+  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
+  size_t need = msi_round_up(size ? size : 1, msi_os_page_size());
+  if (!msi_spill_owns(p)) { errno = EINVAL; return NULL; }
   msi_lock(&sp_lock);
   if (!locate(p, &c, &slot) || sp.cls[c].meta[slot] == 0) {
     msi_unlock(&sp_lock);
-    errno = EINVAL;
-    return NULL;
+    bad_pointer(p, "realloc(): pointer already freed", "realloc(): invalid pointer");
   }
   sp_class_t *k = &sp.cls[c];
   size_t cur = k->meta[slot], off = slot << c;
@@ -796,12 +1009,13 @@ void *msi_spill_realloc(void *p, size_t size) {
     msi_lock(&sp_lock); /* no RAM: shrink in place below */
     if (k->meta[slot] != cur) { msi_unlock(&sp_lock); errno = EINVAL; return NULL; }
   }
-  bool child = off < k->floor; /* inherited at fork: the parent's file is never changed from here */
+  file_owned(); /* a lost file freezes its blocks (file_lost) before `child` is decided */
+  bool child = off < k->floor; /* frozen (inherited at fork, or a lost file): never changed through a descriptor */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
     size_t rcur = slot_reserved(c, cur), rneed = slot_reserved(c, need);
     if (rneed > rcur) {
-      if (child || msi_os_fallocate(k->fd, 0, (off_t)(off + rcur), (off_t)(rneed - rcur)) != 0) {
-        int e = child ? ENOMEM : disk_errno(errno);
+      if (child || msi_os_fallocate(sp.fd, 0, (off_t)file_off(k, off + rcur), (off_t)(rneed - rcur)) != 0) {
+        int e = ENOMEM;
         if (!child) punch(k, off + rcur, rneed - rcur);
         msi_unlock(&sp_lock);
         errno = e;
@@ -821,25 +1035,31 @@ void *msi_spill_realloc(void *p, size_t size) {
     return p;
   }
   /* beyond the slot: a slot with 2x headroom, filled inside the kernel */
-  unsigned nc = ceil_log2(need) + (need > ((size_t)1 << c));
-  if (nc > sp.max_shift) nc = sp.max_shift;
-  if (need > ((size_t)1 << nc)) { /* beyond the largest class: RAM (ms_malloc falls back to the heap) */
+  unsigned nc = class_for(need, 0);
+  if (nc && need > ((size_t)1 << c) && nc < sp.max_shift) nc++; /* 2x headroom */
+  uintptr_t q = nc ? slot_alloc(nc, need, false) : 0;
+  if (!q && (!nc || errno != ENOMEM)) { /* beyond the largest class, or refused but not for disk space: RAM */
     msi_unlock(&sp_lock);
-    void *q = ms_malloc ? ms_malloc(size) : NULL;
-    if (!q) { errno = ENOMEM; return NULL; }
-    memcpy(q, p, cur);
+    void *r = ms_malloc ? ms_malloc(size) : NULL; /* (ms_malloc falls back to the heap) */
+    if (!r) { errno = ENOMEM; return NULL; }
+    memcpy(r, p, cur);
     msi_spill_free(p);
-    return q;
+    return r;
   }
-  uintptr_t q = slot_alloc(nc, need, false);
-  if (!q) { int e = errno; msi_unlock(&sp_lock); errno = e; return NULL; }
+  if (!q) { msi_unlock(&sp_lock); errno = ENOMEM; return NULL; }
   sp_class_t *nk = &sp.cls[nc];
   size_t noff = q - nk->start, done = 0;
+  child = off < k->floor; /* (slot_alloc may have found the file lost) */
   /* copy_file_range reflinks on xfs and btrfs: a small block's old slot may stay behind, unpunched and sharing
      the extents (clear_in_place), and the moved block's first write would then need new blocks (SIGBUS on a full
-     disk). Small blocks are copied in memory instead. */
-  while (!child && !small_class(c) && done < cur) {
-    ssize_t n = msi_os_copy_file_range(k->fd, (off_t)(off + done), nk->fd, (off_t)(noff + done), cur - done);
+     disk). Small blocks are copied in memory instead. copy_file_range checks RLIMIT_FSIZE (which the program may
+     have lowered since the file was sized) and raises SIGXFSZ beyond it: memcpy then. */
+  struct rlimit rl;
+  bool within = msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+                (rl.rlim_cur == RLIM_INFINITY || file_off(nk, noff) + cur <= rl.rlim_cur);
+  while (!child && within && !small_class(c) && done < cur) {
+    ssize_t n = msi_os_copy_file_range(sp.fd, (off_t)file_off(k, off + done), sp.fd, (off_t)file_off(nk, noff + done),
+                                       cur - done);
     if (n <= 0) break;
     done += (size_t)n;
   }
@@ -860,10 +1080,10 @@ void *msi_spill_realloc(void *p, size_t size) {
    - the spilled data fits (spilled bytes + anonymous memory <= 3/4 of the budget): no write-back. Rewritten
      pages stay dirty and cost no fault, fresh blocks fault in large folios (advise_range), as plain memory
      does in huge pages. Only when dirty and anonymous bytes together pass 3/4 of the budget (other processes of the
-     cgroup spilling as well) is every file written back, so that reclaim never meets only dirty pages (with
+     cgroup spilling as well) is every region written back, so that reclaim never meets only dirty pages (with
      cgroup v1 it cannot write them back itself, and would OOM-kill);
-   - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every file), and
-     otherwise the next 1/16 of each file is written back round-robin, so no page stays dirty longer than about
+   - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every region), and
+     otherwise the next 1/16 of each region is written back round-robin, so no page stays dirty longer than about
      a second and reclaim finds clean pages instead of stalling. */
 static struct {
   msi_spill_budget_t cg;          /* limit, and where its dirty and anonymous bytes are read (msi_spill_budget_find) */
@@ -873,7 +1093,7 @@ static struct {
   uint64_t recheck_ns;            /* last headroom check of the running pass */
   bool idle;                      /* the running pass writes back at idle priority */
   size_t rr[SP_MAX_CLASSES];      /* round-robin position per class */
-  _Atomic uint64_t full_syncs, urgent_syncs; /* passes over every file; passes at normal priority */
+  _Atomic uint64_t full_syncs, urgent_syncs; /* passes over every region; passes at normal priority */
 } bud;
 
 static uint64_t fit_bytes(void) { return bud.cg.limit / 4 * 3; }
@@ -1116,6 +1336,23 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
 #define SP_WB_CHECK ((size_t)32 << 20)
 #define SP_WB_YIELD_NS 20000
 static void headroom_check(void);
+/* starts write-back of [off, off + len) of class k's region, chunk by chunk; never below the floor (a forked
+   child's private copy, or a lost file: no chunk of the current file) */
+static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
+  size_t floor = k->floor;
+  if (off + len <= floor) return;
+  if (off < floor) {
+    len -= floor - off;
+    off = floor;
+  }
+  while (len) {
+    size_t in_chunk = ((size_t)1 << k->chunk_shift) - (off & (((size_t)1 << k->chunk_shift) - 1));
+    size_t n = len < in_chunk ? len : in_chunk;
+    msi_os_sync_file_range(fd, (off_t)file_off(k, off), (off_t)n, SYNC_FILE_RANGE_WRITE);
+    off += n;
+    len -= n;
+  }
+}
 static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
   for (size_t done = 0; done < len; done += SP_WB_UNIT) {
     size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
@@ -1127,7 +1364,7 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
     }
     for (size_t p = 0; p < n; p += SP_WB_PIECE) {
       uint64_t t0 = msi_now_ns();
-      msi_os_sync_file_range(fd, (off_t)(a + p), (off_t)(n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE), SYNC_FILE_RANGE_WRITE);
+      sync_piece(k, fd, a + p, n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE);
       if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
     }
     if ((done + n) % SP_WB_CHECK == 0 || done + n == len) headroom_check(); /* (itself at most every 50 ms) */
@@ -1174,14 +1411,15 @@ static void writeback_pass(void) {
      memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
      program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
      3/4 of the budget). (No lock of ours is held here.) */
+  int fd = atomic_load(&sp.fd); /* (seq_cst with the busy flag: see spill_empty) */
+  if (fd < 0 || !file_is_ours(fd)) return; /* none, or lost: the next locked use finds it (file_lost) */
   bud.idle = true;
   pass_priority(!headroom_low(dirty, anon));
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
-    int fd = k->fd;
-    if (m == 0 || fd < 0) continue;
+    if (m == 0) continue;
     if (all) {
       writeback_range(k, fd, 0, m, !fits);
       continue;
@@ -1250,10 +1488,13 @@ static uint64_t resident_bytes(void) {
 static uint64_t disk_bytes(void) {
   uint64_t total = 0;
   if (atomic_load(&sp.state) != 1) return 0;
-  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
-    long long b = sp.cls[c].fd >= 0 ? msi_os_fstat_blocks(sp.cls[c].fd) : 0;
-    if (b > 0) total += (uint64_t)b;
-  }
+  int fd = atomic_load(&sp.fd);
+  unsigned long long dev, ino;
+  long long b = 0;
+  /* the current file's blocks (never another file put on its number; a lost file's are not counted) */
+  if (fd >= 0 && msi_os_fstat_id(fd, &dev, &ino, &b) == 0 && dev == atomic_load(&sp.dev) &&
+      ino == atomic_load(&sp.ino) && b > 0)
+    total = (uint64_t)b;
   return total;
 }
 
@@ -1276,9 +1517,7 @@ static void stats_print(msi_stats_writer_t *w) {
   if (st == 1) {
     msi_stats_text(w, "spill_dir", sp.dir);
     msi_stats_text(w, "spill_filesystem", fs_name(sp.fs_type));
-    unsigned files = 0;
-    for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) files += sp.cls[c].fd >= 0;
-    msi_stats_field(w, "spill_files", files, "");
+    msi_stats_field(w, "spill_files", atomic_load(&sp.fd) >= 0, "");
   }
   msi_stats_field(w, "spill_moves", atomic_load(&sp.moves), "");
   msi_stats_field(w, "spill_writebacks", atomic_load(&sp.syncs), "");

@@ -26,6 +26,7 @@
 
 #define FAIL(...) do { printf("FAIL "); printf(__VA_ARGS__); printf("\n"); exit(1); } while (0)
 static int use_malloc;
+#pragma weak ms_malloc
 
 #ifdef SPILL_HELPER_SHARED /* linked with libmemspace.so: only the public API */
 #define msi_spill_malloc(n, a, z) ms_spill_alloc(n)
@@ -34,7 +35,7 @@ static int use_malloc;
 #endif
 static void *s_alloc(size_t n) { return use_malloc ? malloc(n) : msi_spill_malloc(n, 0, false); }
 static void *s_realloc(void *p, size_t n) { return use_malloc ? realloc(p, n) : msi_spill_realloc(p, n); }
-static void s_free(void *p) { if (use_malloc) free(p); else msi_spill_free(p); }
+static void s_free(void *p) { if (use_malloc) free(p); else ms_spill_free(p); } /* (a block may be in RAM) */
 static void *s_calloc(size_t n) { return use_malloc ? calloc(1, n) : msi_spill_malloc(n, 0, true); }
 
 static size_t count_lines(const char *path) {
@@ -70,19 +71,200 @@ static int mode_dir(void) { /* reports what happened to one spilled request */
   return 0;
 }
 
+/* RLIMIT_FSIZE of 1 MB set before anything spilled (ulimit -f 1000): blocks whose file extent the limit leaves
+   no room for stay in RAM (the direct API answers NULL + errno 0, the fallback; malloc serves them from RAM),
+   never ENOMEM (a limit is not a full disk: glibc succeeds) and never SIGXFSZ */
 static int mode_fsize(void) {
+  struct rlimit rl = {1024000, 1024000};
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
+  size_t sizes[] = {3000000, 8 << 20, 256 << 10};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    errno = 0;
+    unsigned char *p = s_alloc(sizes[i]);
+    if (!p && (use_malloc || errno != 0)) FAIL("%zu bytes under RLIMIT_FSIZE of 1 MB: %s", sizes[i], strerror(errno));
+    if (p) {
+      memset(p, 1, sizes[i]);
+      s_free(p);
+    }
+  }
+  /* the public call: from RAM (the heap's ms_malloc, when linked in: not in a sanitizer build of this helper) */
+  unsigned char *r = ms_malloc ? ms_spill_alloc(3000000) : NULL;
+  if (ms_malloc && (!r || ms_spill_is(r))) FAIL("ms_spill_alloc under RLIMIT_FSIZE: %s", r ? "spilled" : strerror(errno));
+  if (r) memset(r, 1, 3000000);
+  ms_spill_free(r);
+  printf("ok fsize: blocks beyond the file-size limit stay in RAM, no ENOMEM, no SIGXFSZ\n");
+  return 0;
+}
+
+/* RLIMIT_FSIZE lowered at run time, below a spilled block's file offset: realloc moving the block (an in-kernel
+   copy into the spill file, which checks the limit and raises SIGXFSZ beyond it) must still succeed, contents
+   kept, and a new block must not raise SIGXFSZ either */
+static int mode_fsizelow(void) {
+  size_t n = 3 << 20;
+  unsigned char *p = s_alloc(n);
+  if (!p) FAIL("alloc: %s", strerror(errno));
+  fill(p, n, 4);
+  unsigned char *t = s_alloc(100 << 20); /* the class realloc moves p into (2x headroom): mapped already */
+  if (!t) FAIL("alloc: %s", strerror(errno));
+  s_free(t);
   struct rlimit rl = {1 << 20, 1 << 20};
   if (setrlimit(RLIMIT_FSIZE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
-  errno = 0;
-  void *p = s_alloc(8 << 20);
-  if (p && (use_malloc ? !ms_spill_is(p) : 0)) { printf("ok fsize: served from RAM\n"); return 0; }
-  if (p) FAIL("8 MiB spilled beyond RLIMIT_FSIZE of 1 MiB");
-  if (errno != ENOMEM) FAIL("errno %d, expected ENOMEM", errno);
-  void *q = s_alloc(256 << 10); /* fits under the limit */
-  if (!q) FAIL("256 KiB under RLIMIT_FSIZE failed: %s", strerror(errno));
-  memset(q, 1, 256 << 10);
+  unsigned char *q = s_realloc(p, 40 << 20);
+  if (!q) FAIL("realloc after RLIMIT_FSIZE was lowered: %s", strerror(errno));
+  if (!check(q, n, 4)) FAIL("contents lost in realloc");
+  memset(q + n, 2, (40 << 20) - n);
+  unsigned char *r = s_alloc(5 << 20);
+  if (r) memset(r, 3, 5 << 20);
+  s_free(r);
   s_free(q);
-  printf("ok fsize: ENOMEM, no SIGXFSZ\n");
+  printf("ok fsizelow: realloc beyond a lowered RLIMIT_FSIZE, no SIGXFSZ\n");
+  return 0;
+}
+
+/* the descriptor of spill's file: a link to DIR/... "(deleted)" (unlinked at creation) other than `except`;
+   -1 when none */
+static int spill_fd(int except) {
+  const char *dir = getenv("MEMSPACE_SPILL_DIR") ? getenv("MEMSPACE_SPILL_DIR") : "/var/tmp";
+  for (int fd = 3; fd < 1024; fd++) {
+    char link[64], target[512];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0 || fd == except) continue;
+    target[n] = 0;
+    if (!strncmp(target, dir, strlen(dir)) && strstr(target, "(deleted)")) return fd;
+  }
+  return -1;
+}
+
+/* the program's own file (path) holds `n` bytes of 'Q', open on every descriptor in [lo, hi] */
+static void own_file_intact(const char *path, size_t n, int lo, int hi, const char *when) {
+  for (int fd = lo; fd <= hi; fd++)
+    if (fcntl(fd, F_GETFD) < 0) FAIL("%s: the program's descriptor %d was closed", when, fd);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) FAIL("%s: open %s: %s", when, path, strerror(errno));
+  static char buf[1 << 16];
+  size_t total = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < r; i++)
+      if (buf[i] != 'Q') FAIL("%s: the program's file was changed at offset %zu", when, total + (size_t)i);
+    total += (size_t)r;
+  }
+  close(fd);
+  if (total != n) FAIL("%s: the program's file holds %zu bytes, not %zu", when, total, n);
+}
+
+/* The program takes spill's descriptor numbers away while spilled blocks live, under RLIMIT_NOFILE 20 (spill's
+   number is then low): first it dup2s a file of its own onto spill's descriptor, then, after new blocks went to a
+   new file, it closes every descriptor above 2 (a daemon's close-all loop, os.closerange) and opens its file
+   again on the lowest numbers, spill's old ones among them. Spill must never read, write, punch, truncate or
+   close them: the program's file keeps its bytes and descriptors; the spilled blocks keep their data through
+   free, realloc, new blocks and fork (the child's writes stay the child's). */
+static int mode_closeall(void) {
+  struct rlimit rl = {20, 20};
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
+  size_t na = 64 << 10, nb = 1 << 20, nc = 4 << 20, nd = 2 << 20, ne = 1 << 20, own_n = 4 << 20;
+  unsigned char *a = s_alloc(na), *b = s_alloc(nb), *c = s_alloc(nc);
+  if (!a || !b || !c || !ms_spill_is(a) || !ms_spill_is(c)) FAIL("alloc: %s", strerror(errno));
+  fill(a, na, 1);
+  fill(b, nb, 2);
+  fill(c, nc, 3);
+  int sfd = spill_fd(-1);
+  if (sfd < 0) FAIL("no spill descriptor found");
+  char path[] = "/var/tmp/memspace-closeall-XXXXXX";
+  int own = mkstemp(path);
+  if (own < 0) FAIL("mkstemp: %s", strerror(errno));
+  static char q[1 << 16];
+  memset(q, 'Q', sizeof q);
+  for (size_t done = 0; done < own_n; done += sizeof q)
+    if (write(own, q, sizeof q) != (ssize_t)sizeof q) FAIL("write: %s", strerror(errno));
+  if (dup2(own, sfd) != sfd) FAIL("dup2: %s", strerror(errno)); /* the program's file on spill's number */
+  s_free(a);                                                     /* spill punched it here */
+  unsigned char *d = s_alloc(nd);                                /* a new file */
+  if (!d || !ms_spill_is(d)) FAIL("alloc after dup2: %s", d ? "not spilled" : strerror(errno));
+  fill(d, nd, 4);
+  own_file_intact(path, own_n, sfd, sfd, "after dup2 onto spill's descriptor");
+  int sfd2 = spill_fd(-1);
+  for (int fd = 3; fd < 20; fd++) close(fd); /* the close-all loop */
+  int hi = 2;
+  while (hi < 12) {
+    int fd = open(path, O_RDWR);
+    if (fd < 0) FAIL("open: %s", strerror(errno));
+    hi = fd;
+  }
+  if (sfd2 >= 0 && sfd2 > hi) { if (dup2(3, sfd2) != sfd2) FAIL("dup2: %s", strerror(errno)); }
+  if (!check(b, nb, 2) || !check(c, nc, 3) || !check(d, nd, 4)) FAIL("spilled data lost after the close-all loop");
+  s_free(b);
+  s_free(d);
+  unsigned char *c2 = s_realloc(c, 3 << 20); /* shrinks in place */
+  if (c2 != c || !check(c, 3 << 20, 3)) FAIL("realloc in place after the close-all loop");
+  c = s_realloc(c, 10 << 20); /* moves */
+  if (!c || !check(c, 3 << 20, 3)) FAIL("realloc (move) after the close-all loop: %s", c ? "contents" : strerror(errno));
+  nc = 10 << 20;
+  fill(c, nc, 3);
+  unsigned char *e = s_alloc(ne);
+  if (!e) FAIL("alloc after the close-all loop: %s", strerror(errno));
+  fill(e, ne, 5);
+  unsigned char *f = s_alloc(ne); /* a block in the file that is lost next, frozen in the child */
+  if (!f) FAIL("alloc: %s", strerror(errno));
+  fill(f, ne, 6);
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  if (pid == 0) {
+    if (!check(c, nc, 3) || !check(e, ne, 5) || !check(f, ne, 6)) _exit(2);
+    fill(c, nc, 7);
+    fill(e, ne, 8);
+    fill(f, ne, 9);
+    if (!check(c, nc, 7) || !check(e, ne, 8)) _exit(3);
+    unsigned char *g = s_alloc(ne);
+    if (!g) _exit(4);
+    fill(g, ne, 10);
+    s_free(g);
+    s_free(e);
+    _exit(0);
+  }
+  int st = 0;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) FAIL("child status %#x", st);
+  if (!check(c, nc, 3) || !check(e, ne, 5) || !check(f, ne, 6)) FAIL("the child's writes reached the parent");
+  own_file_intact(path, own_n, 3, hi, "after the close-all loop");
+  s_free(c);
+  s_free(e);
+  s_free(f);
+  own_file_intact(path, own_n, 3, hi, "after the last free");
+  unlink(path);
+  printf("ok closeall: the program's file and descriptors untouched, spilled data and fork semantics kept\n");
+  return 0;
+}
+
+/* files the program can still open (closed again at once) */
+static int openable(void) {
+  int n = 0, fds[64];
+  while (n < 64 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0) n++;
+  for (int i = 0; i < n; i++) close(fds[i]);
+  return n;
+}
+
+/* Under RLIMIT_NOFILE 20, one spilled block in each class from 4 KiB to 32 MiB: spill holds at most two
+   descriptors (what the program can open drops by two at most), and a fork meanwhile works */
+static int mode_fdbudget(void) {
+  struct rlimit rl = {20, 20};
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) FAIL("setrlimit: %s", strerror(errno));
+  int before = openable();
+  static unsigned char *b[16];
+  int n = 0;
+  for (size_t size = 4096; size <= (32u << 20); size *= 2, n++) {
+    b[n] = s_alloc(size);
+    if (!b[n] || !ms_spill_is(b[n])) FAIL("%zu bytes: %s", size, b[n] ? "not spilled" : strerror(errno));
+    memset(b[n], n + 1, size);
+  }
+  int opened = openable();
+  if (opened < before - 2) FAIL("the program could open %d files beside %d spilled blocks, %d before", opened, n, before);
+  pid_t pid = fork();
+  if (pid == 0) _exit(b[n - 1][0] == n ? 0 : 1);
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) FAIL("fork: status %#x", st);
+  for (int i = 0; i < n; i++) s_free(b[i]);
+  printf("ok fdbudget: %d spilled blocks, the program could open %d more files (%d before)\n", n, opened, before);
   return 0;
 }
 
@@ -467,10 +649,11 @@ static int mode_smallgrow(void) {
    moves to RAM with its contents */
 static int mode_aslimit(void) {
   unsigned char *p = malloc(4 << 20), *big = malloc(64 << 20);
-  if (!p || !ms_spill_is(p)) FAIL("a 4 MiB block under ulimit -v 4 GB was not spilled");
-  if (!big || ms_spill_is(big)) FAIL("a 64 MiB block beyond the reduced classes: %s", big ? "spilled" : strerror(errno));
-  fill(p, 4 << 20, 3);
+  if (!p || !big) FAIL("malloc under ulimit -v 4 GB: %s", strerror(errno));
+  fill(p, 4 << 20, 3); /* (written before ms_spill_is reads through the pointer: GCC's -Wmaybe-uninitialized) */
   fill(big, 64 << 20, 4);
+  if (!ms_spill_is(p)) FAIL("a 4 MiB block under ulimit -v 4 GB was not spilled");
+  if (ms_spill_is(big)) FAIL("a 64 MiB block beyond the reduced classes was spilled");
   unsigned char *q = realloc(p, 100 << 20);
   if (!q || ms_spill_is(q) || !check(q, 4 << 20, 3)) FAIL("realloc past the largest class");
   if (!check(big, 64 << 20, 4)) FAIL("the RAM block's contents");
@@ -627,6 +810,9 @@ int main(int argc, char **argv) {
   const char *m = argv[1];
   if (!strcmp(m, "dir")) return mode_dir();
   if (!strcmp(m, "fsize")) return mode_fsize();
+  if (!strcmp(m, "fsizelow")) return mode_fsizelow();
+  if (!strcmp(m, "closeall")) return mode_closeall();
+  if (!strcmp(m, "fdbudget")) return mode_fdbudget();
   if (!strcmp(m, "hold")) return mode_hold();
   if (!strcmp(m, "full")) return mode_full();
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));

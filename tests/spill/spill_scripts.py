@@ -155,6 +155,32 @@ def preload(mode, *args, threshold="1M"):
                                                       MEMSPACE_SPILL_DIR=SPILL_DIR))
 
 
+def malloc_huge():
+    """the malloc family near SIZE_MAX (malloc_huge.c), in spill mode (threshold 4K) and in plain heap mode"""
+    need_routing()
+    prog = os.path.join(BUILD, "spill_malloc_huge")
+    rc_spill = run([prog], env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="4K", MEMSPACE_SPILL_DIR=SPILL_DIR))
+    rc_heap = run([prog], env=env(LD_PRELOAD=LIB))
+    return 0 if rc_spill == 0 and rc_heap == 0 else 1
+
+
+def python_fds():
+    """real programs: Python closing every descriptor under ulimit -n 20 with spilled blocks (fds.py), and a
+    3 MB bytearray under ulimit -f 1000 (RAM where the file may not grow: no MemoryError, no SIGXFSZ)"""
+    need_routing()
+    import resource
+    e = env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="64K", MEMSPACE_SPILL_DIR=SPILL_DIR)
+    path = os.path.join(SPILL_DIR, f"memspace-python-fds-{os.getpid()}")
+    nofile = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
+    rc = run([sys.executable, os.path.join(HERE, "fds.py"), path], env=e, preexec_fn=nofile, stdin=subprocess.DEVNULL)
+    fsize = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1000 * 1024, resource.RLIM_INFINITY))
+    code = "b = bytearray(3 * 10**6); b[-1] = 1; c = bytearray(b); print('ok python_fsize', sum(c))"
+    rc2 = run([sys.executable, "-c", code], env=e, preexec_fn=fsize)
+    if rc2:
+        print(f"FAIL python_fsize: exit {rc2}")
+    return 0 if rc == 0 and rc2 == 0 else 1
+
+
 def cgroup_run(name, limit, argv, environ):
     """argv in a new memory cgroup of `limit` bytes (as root; skipped with the reason otherwise), its output
     echoed; returns (exit code, stdout, stderr)"""
@@ -237,6 +263,14 @@ def main():
         return cleanup()
     if t == "full_disk":
         return full_disk()
+    if t == "malloc_huge":
+        return malloc_huge()
+    if t == "python_fds":
+        return python_fds()
+    if t == "preload_closeall":
+        return preload("closeall", threshold="64K")
+    if t == "preload_fdbudget":
+        return preload("fdbudget", threshold="4K")
     if t == "preload_realloc":
         return preload("realloc")
     if t == "preload_smallgrow":

@@ -66,6 +66,12 @@ static void test_aligned(void **state) {
   errno = 0;
   assert_null(msi_spill_malloc(SIZE_MAX - 10, 0, false));
   assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(ms_spill_alloc(SIZE_MAX - 8191)); /* (a wrapped class mapped the file at address 0) */
+  assert_int_equal(errno, ENOMEM);
+  errno = 0;
+  assert_null(msi_spill_malloc(4096, SIZE_MAX / 2 + 1, false)); /* beyond the largest class: RAM (errno 0) */
+  assert_int_equal(errno, 0);
 }
 
 static void test_fallocate_failure(void **state) {
@@ -203,9 +209,13 @@ static void test_small_class_advice(void **state) {
    forked child opens a file of its own for every class, so the child has no file yet. */
 static void test_sandbox_refuses_files(void **state) {
   (void)state;
+  int efd[2];
+  assert_int_equal(pipe(efd), 0);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
+    dup2(efd[1], 2);
+    close(efd[0]);
     if (ms_test_forbid_open(SECCOMP_RET_ERRNO | EPERM)) _exit(77);
     ms_stats_t st0, st1;
     if (ms_stats_get(&st0, sizeof st0)) _exit(2);
@@ -217,11 +227,89 @@ static void test_sandbox_refuses_files(void **state) {
     if (ms_stats_get(&st1, sizeof st1) || st1.spill_fallbacks < st0.spill_fallbacks + 3) _exit(4);
     _exit(0);
   }
+  close(efd[1]);
+  char err[2048];
+  size_t used = 0;
+  ssize_t r;
+  while (used + 1 < sizeof err && (r = read(efd[0], err + used, sizeof err - 1 - used)) > 0) used += (size_t)r;
+  err[used] = 0;
+  close(efd[0]);
   int st = 0;
   assert_int_equal(waitpid(pid, &st, 0), pid);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 77) skip();
   assert_true(WIFEXITED(st));
   assert_int_equal(WEXITSTATUS(st), 0);
+  /* the warning says what failed and why, by name (it said "errno 1"; others said "errno 0" or "errno 9") */
+  print_message("%s", err);
+  assert_non_null(strstr(err, "creating a file"));
+  assert_non_null(strstr(err, "EPERM: operation not permitted"));
+  assert_null(strstr(err, "errno"));
+}
+
+/* Misuse of spilled blocks gets the heap's answer: a message naming the pointer, then abort. Each case runs in a
+   forked child (stderr captured): a double free (through the internal free and the public ms_free), a realloc
+   of a freed block, a free of a pointer inside a block, and a double free once every other block is gone (the
+   regions were reset). */
+enum { MIS_DOUBLE, MIS_DOUBLE_PUBLIC, MIS_REALLOC_FREED, MIS_INTERIOR, MIS_DOUBLE_EMPTY, MIS_COUNT };
+static void misuse_child(int what, int err_fd, int ptr_fd) {
+  dup2(err_fd, 2);
+  unsigned char *keep = what == MIS_DOUBLE_EMPTY ? NULL : msi_spill_malloc(1 << 20, 0, false);
+  unsigned char *p = msi_spill_malloc(3 << 20, 0, false);
+  if (!p || (what != MIS_DOUBLE_EMPTY && !keep)) _exit(90);
+  unsigned char *bad = what == MIS_INTERIOR ? p + 8192 : p;
+  char text[64];
+  int n = snprintf(text, sizeof text, "%p", (void *)bad);
+  if (write(ptr_fd, text, (size_t)n) != n) _exit(91);
+  close(ptr_fd);
+  if (what != MIS_INTERIOR) msi_spill_free(p);
+  if (what == MIS_DOUBLE_PUBLIC) ms_free(bad);
+  else if (what == MIS_REALLOC_FREED) (void)msi_spill_realloc(bad, 5 << 20);
+  else msi_spill_free(bad);
+  _exit(0); /* carried on: the test fails */
+}
+static void test_misuse_aborts(void **state) {
+  (void)state;
+  const char *expect[MIS_COUNT] = {"free(): double free", "free(): double free", "realloc(): pointer already freed",
+                                   "free(): invalid pointer", "free(): double free"};
+  for (int what = 0; what < MIS_COUNT; what++) {
+    int efd[2], pfd[2];
+    assert_int_equal(pipe(efd), 0);
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      close(efd[0]);
+      close(pfd[0]);
+      misuse_child(what, efd[1], pfd[1]);
+    }
+    close(efd[1]);
+    close(pfd[1]);
+    char err[4096], ptr[64];
+    size_t used = 0;
+    ssize_t r;
+    while (used + 1 < sizeof err && (r = read(efd[0], err + used, sizeof err - 1 - used)) > 0) used += (size_t)r;
+    err[used] = 0;
+    r = read(pfd[0], ptr, sizeof ptr - 1);
+    ptr[r > 0 ? r : 0] = 0;
+    close(efd[0]);
+    close(pfd[0]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT)
+      fail_msg("case %d: expected SIGABRT, status %#x, stderr: %s", what, st, err);
+    if (!ptr[0] || !strstr(err, ptr)) fail_msg("case %d: the message does not name the pointer %s: %s", what, ptr, err);
+    if (!strstr(err, expect[what])) fail_msg("case %d: the message does not say '%s': %s", what, expect[what], err);
+  }
+}
+
+/* msi_strerror: errno values by name and meaning, without allocating (spill's warnings use it) */
+static void test_strerror(void **state) {
+  (void)state;
+  assert_string_equal(msi_strerror(EBADF), "EBADF: bad file descriptor");
+  assert_string_equal(msi_strerror(ENOSPC), "ENOSPC: no space left on device");
+  assert_non_null(strstr(msi_strerror(EFBIG), "RLIMIT_FSIZE"));
+  assert_string_equal(msi_strerror(0), "no error code set");
+  assert_string_equal(msi_strerror(-5), "an unlisted error code");
 }
 
 /* runs the helper with extra environment; returns its exit status, stdout+stderr in out */
@@ -290,8 +378,16 @@ static void helper_ok(const char *mode, const char *want) {
   if (want) assert_non_null(strstr(out, want));
 }
 
-static void test_fsize(void **state) { (void)state; helper_ok("fsize", "ok fsize"); }
+static void test_fsize(void **state) {
+  (void)state;
+  helper_ok("fsize", "ok fsize");
+  helper_ok("fsizelow", "ok fsizelow");
+}
 static void test_fork(void **state) { (void)state; helper_ok("fork", "ok fork"); }
+/* the program closes spill's descriptor or dup2s its own file onto it: spill never touches the number again */
+static void test_closeall(void **state) { (void)state; helper_ok("closeall", "ok closeall"); }
+/* at most two descriptors however many classes hold blocks (ulimit -n 20) */
+static void test_fdbudget(void **state) { (void)state; helper_ok("fdbudget", "ok fdbudget"); }
 static void test_realloc_helper(void **state) { (void)state; helper_ok("realloc", "ok realloc"); }
 /* no spill descriptor before spilling or after the last free; while spilling only high, close-on-exec ones */
 static void test_fds_high(void **state) { (void)state; helper_ok("fds", "ok fds"); }
@@ -415,6 +511,8 @@ int main(void) {
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
+      cmocka_unit_test(test_closeall),       cmocka_unit_test(test_fdbudget),
+      cmocka_unit_test(test_misuse_aborts),  cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_kill9_leaves_nothing), cmocka_unit_test(test_fds_high),
       cmocka_unit_test(test_budget_cgroups),
   };
