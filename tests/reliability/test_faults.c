@@ -17,7 +17,6 @@
 #include "internal.h"
 #include "os.h"
 
-#include "have.h"
 
 #define MAX_N 3000
 static const char *op_names[MS_FAULT_OP_COUNT] = {"mmap", "madvise", "mprotect", "fallocate", "mlock"};
@@ -104,7 +103,6 @@ static void pages_workload(bool strict) {
 static void faults_pages(void **state) { (void)state; sweep("pages", pages_workload); }
 
 /* ---- frame allocator ---- */
-#if MS_HAVE_FRAME
 static void frame_workload(bool strict) {
   static const ms_frame_policy_t pol[] = {MS_FRAME_KEEP_IDLE, MS_FRAME_RESET, MS_FRAME_DECOMMIT, MS_FRAME_RELEASE};
   for (unsigned k = 0; k < MSI_ARRAY_LEN(pol); k++) {
@@ -132,10 +130,8 @@ static void frame_workload(bool strict) {
   }
 }
 static void faults_frame(void **state) { (void)state; sweep("frame", frame_workload); }
-#endif
 
 /* ---- heap ---- */
-#if MS_HAVE_HEAP
 static void heap_workload(bool strict) {
   static const size_t sizes[] = {8, 24, 100, 700, 4000, 20000, 70000, 300000, 1 << 20, 5 << 19};
   enum { N = 33 };
@@ -214,10 +210,8 @@ static void faults_heap_init(void **state) {
   total_injected += n - 1;
   printf("faults: heap start-up: mmap %lu (every one survived)\n", n - 1);
 }
-#endif
 
 /* ---- spaces ---- */
-#if MS_HAVE_SPACE
 static void space_workload(bool strict) {
   for (int v = 0; v < 3; v++) {
     ms_space_config_t cfg;
@@ -272,7 +266,6 @@ static void space_workload(bool strict) {
   }
 }
 static void faults_space(void **state) { (void)state; sweep("space", space_workload); }
-#endif
 
 /* ---- spill ---- */
 static bool spill_usable;
@@ -306,22 +299,14 @@ static int report(void **state) {
 }
 
 int main(int argc, char **argv) {
-#if MS_HAVE_HEAP
   if (argc > 2 && !strcmp(argv[1], "--init-fault")) return init_fault_child(strtoul(argv[2], NULL, 10));
-#endif
   (void)argc, (void)argv;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(faults_pages),
-#if MS_HAVE_FRAME
     cmocka_unit_test(faults_frame),
-#endif
-#if MS_HAVE_HEAP
     cmocka_unit_test(faults_heap),
     cmocka_unit_test(faults_heap_init),
-#endif
-#if MS_HAVE_SPACE
     cmocka_unit_test(faults_space),
-#endif
     cmocka_unit_test(faults_spill),
   };
   return cmocka_run_group_tests(tests, NULL, report);
