@@ -18,6 +18,7 @@
    stderr and the parent calls ms_skip_refused / ms_skip_missing. */
 #ifndef MS_TEST_H
 #define MS_TEST_H
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +51,25 @@ int ms_test_skip_say(const char *kind, int err, const char *fmt, ...) __attribut
     if (ms_test_skip_say("missing", 0, __VA_ARGS__)) fail_msg("a missing piece is a failure under CI=true");   \
     skip();                                                                                                    \
   } while (0)
+
+/* For a program run with the library preloaded (`memspace run`, LD_PRELOAD naming libmemspace): 0 when malloc
+   really is memspace's (the loader may ignore a preload: a wrong path, a setuid program), else -1 with a message
+   on stderr. 0 too when LD_PRELOAD does not name libmemspace (a reference run under glibc). Needs _GNU_SOURCE
+   (dladdr). */
+#ifdef _GNU_SOURCE
+static inline int ms_test_preload_check(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  if (!pre || !strstr(pre, "libmemspace")) return 0;
+  Dl_info info;
+  void *m = dlsym(RTLD_DEFAULT, "malloc");
+  if (m && dladdr(m, &info) && info.dli_fname && strstr(info.dli_fname, "libmemspace") &&
+      dlsym(RTLD_DEFAULT, "ms_version"))
+    return 0;
+  fprintf(stderr, "LD_PRELOAD=%s, but malloc is not memspace's (it comes from %s)\n", pre,
+          m && dladdr(m, &info) && info.dli_fname ? info.dli_fname : "nowhere");
+  return -1;
+}
+#endif
 
 /* resident bytes of this process, from /proc/self/statm; 0 when unreadable */
 static inline size_t ms_test_rss_bytes(void) {
