@@ -3,7 +3,8 @@
 # memcheck reports exactly the planted leak / overflow / use-after-free and nothing on correct code.
 set -u
 prog=$1
-command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed"; exit 77; }
+. "$(dirname "$0")/../common/ms_test.sh"
+command -v valgrind >/dev/null || ms_skip_missing "valgrind (Debian package valgrind)"
 fail=0
 run() {  # mode
   valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite,possible --errors-for-leak-kinds=definite \
