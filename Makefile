@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test bench install clean check-all deps-build deps-test deps-bench sanitize fuzz soak
+.PHONY: all build test bench install uninstall clean check-all deps-build deps-test deps-bench sanitize fuzz soak
 
 all: build
 
@@ -28,6 +28,11 @@ bench: deps-bench build
 
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+# removes what the last `make install` put in place (CMake's install_manifest.txt)
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 1; }
+	@xargs -d '\n' rm -f < $(BUILD)/install_manifest.txt && echo "removed $$(wc -l < $(BUILD)/install_manifest.txt) files"
 
 # What does not fit in make test's 15 minutes: every sanitizer build in full, long fuzzing, realworld suites.
 check-all: deps-test build

@@ -39,6 +39,7 @@ typedef struct msb_alloc_s {
   const char *version;   /* package version when known, else "" */
 } msb_alloc_t;
 const msb_alloc_t *msb_allocators(size_t *count);
+bool msb_installed(void);                  /* the tool runs from an installation, not from build/ */
 const char *msb_memspace_lib(void);       /* absolute path of build/libmemspace.so */
 const char *msb_binary_dir(void);         /* absolute path of build/ */
 const char *msb_source_dir(void);

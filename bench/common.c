@@ -38,35 +38,56 @@ void msb_printf(const char *fmt, ...) {
   fflush(stdout);
 }
 
-static char bin_dir[PATH_MAX], src_dir[PATH_MAX], lib_path[PATH_MAX];
+static char bin_dir[PATH_MAX], src_dir[PATH_MAX], lib_path[PATH_MAX], exe_dir[PATH_MAX];
+static int installed = -1;
+
+/* the tool's own directory, and whether it is an installed copy (no CMakeCache.txt beside it: not build/) */
+static void locate_tool(void) {
+  if (installed >= 0) return;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(exe_dir, sizeof exe_dir, "%s", MEMSPACE_BINARY_DIR);
+    installed = 0;
+    return;
+  }
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (slash) *slash = 0;
+  snprintf(exe_dir, sizeof exe_dir, "%s", exe);
+  char cache[PATH_MAX];
+  snprintf(cache, sizeof cache, "%s/CMakeCache.txt", exe_dir);
+  installed = access(cache, R_OK) != 0;
+}
+
+bool msb_installed(void) {
+  locate_tool();
+  return installed == 1;
+}
 
 const char *msb_binary_dir(void) {
   if (!bin_dir[0]) {
-    /* the tool lives in build/: derive from /proc/self/exe so a moved checkout still works */
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-      exe[n] = 0;
-      char *slash = strrchr(exe, '/');
-      if (slash) *slash = 0;
-      snprintf(bin_dir, sizeof bin_dir, "%s", exe);
-    } else {
-      snprintf(bin_dir, sizeof bin_dir, "%s", MEMSPACE_BINARY_DIR);
-    }
+    locate_tool(); /* build/ holds the helpers; an installed tool has them in libexec/memspace */
+    if (installed) snprintf(bin_dir, sizeof bin_dir, "%s/%s", exe_dir, MEMSPACE_BIN_TO_HELPERS);
+    else snprintf(bin_dir, sizeof bin_dir, "%s", exe_dir);
   }
   return bin_dir;
 }
 
 const char *msb_source_dir(void) {
-  if (!src_dir[0]) snprintf(src_dir, sizeof src_dir, "%s", MEMSPACE_SOURCE_DIR);
+  if (!src_dir[0]) {
+    locate_tool(); /* the scripts: the source tree, or share/memspace installed */
+    if (installed) snprintf(src_dir, sizeof src_dir, "%s/%s", exe_dir, MEMSPACE_BIN_TO_DATA);
+    else snprintf(src_dir, sizeof src_dir, "%s", MEMSPACE_SOURCE_DIR);
+  }
   return src_dir;
 }
 
 const char *msb_memspace_lib(void) {
   if (!lib_path[0]) {
-    snprintf(lib_path, sizeof lib_path, "%s/libmemspace.so", msb_binary_dir());
-    if (access(lib_path, R_OK) != 0) /* installed layout: bin/../lib */
-      snprintf(lib_path, sizeof lib_path, "%s/../lib/libmemspace.so", msb_binary_dir());
+    locate_tool();
+    if (installed) snprintf(lib_path, sizeof lib_path, "%s/%s/libmemspace.so", exe_dir, MEMSPACE_BIN_TO_LIB);
+    else snprintf(lib_path, sizeof lib_path, "%s/libmemspace.so", exe_dir);
   }
   return lib_path;
 }

@@ -13,7 +13,8 @@ int msb_bench_spill(msb_ctx_t *ctx) {
   char cmd[4096];
   /* Debian's python3 has python3-numpy; a python3 earlier on PATH (pyenv, venv) may not */
   const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  snprintf(cmd, sizeof cmd, "%s '%s/bench/spill/run.py' %s '%s' 2>&1", py, msb_source_dir(), mode, msb_binary_dir());
+  snprintf(cmd, sizeof cmd, "MSB_LIB='%s' %s '%s/bench/spill/run.py' %s '%s' 2>&1", msb_memspace_lib(), py,
+           msb_source_dir(), mode, msb_binary_dir());
   if (ctx->cmd) fprintf(ctx->cmd, "workload: %s\n", cmd);
   /* no machine lock taken here: `make bench` may itself run under it (flock /tmp/memspace-bench.lock) */
   FILE *p = popen(cmd, "r");

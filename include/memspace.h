@@ -54,22 +54,29 @@ typedef enum ms_option_e {
   MS_OPTION_SECURE,           ///< 1: secure-mode checks where the build has them
   MS_OPTION_SHOW_STATS,       ///< 1: print statistics to stderr at exit
   MS_OPTION_VERBOSE,          ///< 1: report decisions and fallbacks on stderr
-  MS_OPTION_FRAME_IDLE,       ///< ms without a flip after which a frame allocator gives its pages back
+  MS_OPTION_FRAME_IDLE,       ///< ms without a flip or an alloc after which a frame allocator gives its pages back
   MS_OPTION_COUNT
 } ms_option_t;
 
 /// Current value of an option (read from the environment on first use). Thread-safe, O(1).
 /// Returns 0 with errno EINVAL for an unknown option.
 MS_API long long ms_option_get(ms_option_t option);
-/// String value of a string option (MS_OPTION_SPILL_DIR) or NULL when unset. Thread-safe, O(1).
+/// String value of a string option (MS_OPTION_SPILL_DIR) or NULL when unset (errno untouched); NULL + EINVAL
+/// for an unknown option or one that is not a string. Thread-safe, O(1).
 MS_API const char *ms_option_get_string(ms_option_t option);
-/// Overrides an option for the rest of the process. Thread-safe (atomic store), O(1).
-/// Returns 0, or EINVAL for an unknown option or a value out of range.
+/// Overrides an option for the rest of the process, from the next call that reads it: the spill threshold and
+/// the process-space size route the next allocations (blocks already made stay with their owner; a process space,
+/// once made, keeps the size and expand step it was made with); the cache preset applies its limits at once and
+/// the caches hand back what they hold (O(cached spans and slots) then); the secure checks, the purge delay,
+/// verbosity and exit statistics apply from the next call that reads them; the huge-page size and the frame idle
+/// time apply to spaces, frames and DMA buffers created afterwards. Thread-safe (atomic store).
+/// Returns 0, or EINVAL (errno set too) for an unknown option, a string option or a value out of range.
 MS_API int ms_option_set(ms_option_t option, long long value);
-/// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL for an unknown option. O(1).
+/// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL + EINVAL for an unknown option. O(1).
 MS_API const char *ms_option_name(ms_option_t option);
 /// Parses a size with an optional K/M/G suffix (powers of 1024, optionally followed by "iB" or "B").
-/// Returns 0 and stores the value, or EINVAL (syntax) / ERANGE (overflow). Allocation-free, thread-safe.
+/// Returns 0 and stores the value, or EINVAL (syntax, NULL) / ERANGE (overflow), also stored in errno.
+/// Allocation-free, thread-safe.
 MS_API int ms_parse_size(const char *text, size_t *value);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -144,14 +151,16 @@ static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, un
 }
 
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping
-/// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small).
+/// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small),
+/// also stored in errno.
 MS_API int ms_stats_get(ms_stats_t *stats, size_t size);
 
 /// Output callback for printing: receives NUL-terminated chunks.
 typedef void ms_output_fn(const char *text, void *arg);
 #define MS_STATS_JSON 1u  ///< print JSON instead of text
-/// Prints every part's statistics through `out` (NULL: stderr). docs/stats.md explains each line.
-/// Allocation-free, thread-safe.
+/// Prints every part's statistics through `out` (NULL: stderr). docs/stats.md explains each line. Text values
+/// are printed whole, in as many chunks as they need; in JSON they are escaped strings, with bytes that are not
+/// valid UTF-8 replaced by U+FFFD. Allocation-free, thread-safe.
 MS_API void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -187,14 +196,18 @@ typedef struct ms_pages_s {
 
 /// The base page size, read at run time. Thread-safe, O(1).
 MS_API size_t ms_page_size(void);
-/// Size of the huge page of `kind` on this machine, or 0 when the kernel has none. O(1) after first call.
+/// Size of the huge page of `kind` on this machine, or 0 when the kernel has none (0 + EINVAL for an unknown
+/// kind). O(1) after first call.
 MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 
 /// Reserves `size` bytes of address space aligned to `alignment` (a power of two, 0 = page), committed when
 /// MS_PAGES_COMMIT is given; huge pages per flags with reported fallback; bound to `numa_node` (-1 none).
 /// Hugetlb ranges are always committed (never MAP_NORESERVE). Thread-safe; a few system calls.
-/// Returns 0 and fills `out`, or an errno value: EINVAL (size 0, bad alignment, NULL out), ENOMEM (no memory,
-/// no huge pages with MS_PAGES_NO_FALLBACK, overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
+/// Returns 0 and fills `out`, or an errno value, also stored in errno: EINVAL (size 0, bad alignment, NULL out,
+/// a NUMA node the machine lacks), ENOMEM (no memory,
+/// no huge pages with MS_PAGES_NO_FALLBACK, overflow, the lock of MS_PAGES_LOCK above a non-zero RLIMIT_MEMLOCK),
+/// EPERM (MS_PAGES_LOCK with RLIMIT_MEMLOCK 0, without CAP_IPC_LOCK), EAGAIN (some pages could not be locked).
+/// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
 /// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
@@ -211,17 +224,19 @@ MS_API int ms_pages_reset(void *addr, size_t size);
 /// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
 /// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Thread-safe.
 MS_API int ms_pages_populate(void *addr, size_t size);
-/// mlock / munlock the range. Returns 0 or an errno value (ENOMEM/EPERM/EAGAIN above RLIMIT_MEMLOCK without
-/// CAP_IPC_LOCK, reported under MEMSPACE_VERBOSE with the limit; EINVAL bad range). Thread-safe.
+/// mlock the range. Returns 0 or an errno value, also stored in errno: what the kernel's mlock gives without
+/// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK (or a hole), EPERM when RLIMIT_MEMLOCK is 0, EAGAIN when
+/// some pages could not be locked; reported under MEMSPACE_VERBOSE with the limit. EINVAL bad range. Thread-safe.
 MS_API int ms_pages_lock(void *addr, size_t size);
 /// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole).
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
 /// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
-/// Releases a reservation (or a whole-page part of one) back to the OS (hugetlb pages go back to the pool).
-/// Returns 0 or an errno value: EINVAL bad range, ENOMEM when part of the range is not mapped (released
-/// twice, foreign). Thread-safe; two system calls.
+/// Releases a reservation (or a whole-page part of one: hugetlb parts are whole huge pages, size rounded up)
+/// back to the OS (hugetlb pages go back to the pool); the statistics lose what the part held (committed,
+/// locked). Returns 0 or an errno value: EINVAL bad range (or not at a huge page's start in a hugetlb range),
+/// ENOMEM when part of the range is not mapped (released twice, foreign). Thread-safe; two system calls.
 MS_API int ms_pages_release(void *addr, size_t size);
 
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
@@ -238,6 +253,8 @@ MS_API void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err);
 /// valid during frame k+1 and die at the end of it (the flip that starts frame k+2 reuses their range).
 /// Idleness (no flip and no alloc for idle_ms, or ms_frame_idle) gives both ranges' pages back and DISCARDS
 /// the contents of both frames: after it, memory from earlier allocations reads as zero (it stays mapped).
+/// A frame that keeps allocating is never idle, however long it lasts. Idleness is noticed by the shared
+/// maintenance thread when the program runs a second thread, else by the owner's next flip (see ms_frame_flip).
 /// One thread owns a frame allocator (alloc/flip/idle are not thread-safe); the shared maintenance thread may
 /// reclaim an idle one concurrently, which the owner's next call notices. docs/pages.md has the measurements.
 typedef struct ms_frame_s ms_frame_t;
@@ -260,7 +277,8 @@ typedef struct ms_frame_config_s {
   uint64_t reserved[4];       ///< must be zero
 } ms_frame_config_t;
 /// Creates a frame allocator with two ranges of `range_size` (address space reserved, pages committed lazily
-/// by first touch). Thread-safe. NULL + errno: EINVAL (NULL config, size 0, bad policy, non-zero reserved),
+/// by first touch). Thread-safe. NULL + errno: EINVAL (NULL config, size 0, bad policy, idle_ms below -1,
+/// non-zero reserved),
 /// ENOMEM (no address space, size overflow).
 MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
 /// Bump-allocates `size` bytes from the current range; `alignment` a power of two (0 = 16). O(1), no system
@@ -268,8 +286,10 @@ MS_API ms_frame_t *ms_frame_create(const ms_frame_config_t *config);
 /// a NULL frame. Owner thread only.
 MS_API void *ms_frame_alloc(ms_frame_t *frame, size_t size, size_t alignment);
 /// Ends a frame: switches ranges and applies the policy to the range used one frame earlier, which the new
-/// frame then uses. When the previous flip is older than idle_ms and the maintenance thread has not already
-/// reclaimed the ranges, both are given back first. Cost: policy dependent (docs/pages.md). Owner thread only;
+/// frame then uses. When the previous flip is older than idle_ms and no alloc happened since (and the maintenance
+/// thread has not already reclaimed the ranges), both are given back first; when the frame allocated and lasted
+/// longer than idle_ms, MS_FRAME_KEEP_IDLE gives back the range used one frame earlier only (the frame just ended
+/// stays valid through the next). Cost: policy dependent (docs/pages.md). Owner thread only;
 /// NULL is ignored. A failing system call falls back to MADV_DONTNEED (reported under MEMSPACE_VERBOSE).
 MS_API void ms_frame_flip(ms_frame_t *frame);
 /// Gives back both ranges' pages now (what idleness does; contents of both frames are discarded). Returns the
@@ -309,8 +329,8 @@ MS_API int ms_is_ours(const void *ptr);
 /// (docs/spaces.md). Each space is a binary buddy system whose metadata lives outside the blocks, in a compact
 /// side area (free bitmaps per block order, an allocation map of one nibble per 16 B and one byte per 2 KiB,
 /// a cache of freed blocks up to 64 KiB), so malloc and free never read or write the data area and a heap
-/// overflow cannot corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size; no
-/// per-block header.
+/// overflow cannot corrupt the allocator. Blocks are powers of two from 16 B, aligned to their size (up to the
+/// data range's own alignment, see ms_space_aligned_alloc); no per-block header.
 ///
 /// THE GUARANTEE. While a space has room (a free block of the requested order or larger exists, in the bitmaps
 /// or the block cache), ms_space_malloc, ms_space_free, ms_space_calloc (not counting the zeroing) and
@@ -320,7 +340,8 @@ MS_API int ms_is_ours(const void *ptr);
 /// hugetlb pages, or, with 4 KiB pages, when it is MS_SPACE_LOCKED and the kernel neither compacts locked pages
 /// (vm.compact_unevictable_allowed=0) nor balances NUMA (kernel.numa_balancing=0): `memspace info` shows both;
 /// and the process has not forked since (copy-on-write), and a thread-safe space's lock is uncontended
-/// (priority-inheriting, so a low-priority holder is boosted instead of stalling a real-time thread).
+/// (priority-inheriting, so a low-priority holder is boosted instead of stalling a real-time thread). A locked
+/// space locks and pre-faults all the metadata these calls touch (bitmaps, allocation map, block-cache stacks).
 /// Conditions outside the guarantee: expansion when full (counted in expand_count and reported), first-allocation
 /// commit, ms_space_expand, ms_space_shrink, create/destroy, check and walk.
 ///
@@ -333,9 +354,19 @@ MS_API int ms_is_ours(const void *ptr);
 /// 256 blocks) to the buddy system before expanding or failing: bounded, and only when the space is full.
 ///
 /// THREAD SAFETY. A space is not thread-safe unless created with MS_SPACE_THREAD_SAFE (a PTHREAD_PRIO_INHERIT
-/// mutex around every call). Different spaces are independent: no global lock on any allocation path.
+/// mutex around every call). Different spaces are independent: no global lock on any allocation path (destroy,
+/// check, walk, info, expand and shrink look the handle up under a global spinlock held for the lookup only).
+///
+/// HANDLES. destroy, check, walk, info, expand and shrink look the handle up among the live spaces (hashed,
+/// never dereferenced first): a destroyed or never-created handle is reported naming it and the call fails
+/// with EINVAL (destroy ignores it; fatal in debug/secure builds and with MEMSPACE_SECURE=1). The allocation
+/// calls (malloc, calloc, aligned_alloc, realloc, free, usable_size) do not look it up: a destroyed
+/// ms_space_create_in space is detected by them too (its header stays in the caller's memory with its magic
+/// cleared) as long as the caller has not reused that memory; on a destroyed ms_space_create space (its memory
+/// is unmapped) they are undefined behaviour (typically SIGSEGV). A handle whose address a newer space has
+/// taken is that newer space.
 #define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory (and its metadata)
-#define MS_SPACE_ZERO 0x2u         ///< zero every block on allocation (O(size))
+#define MS_SPACE_ZERO 0x2u         ///< zero every usable byte of a block on allocation and realloc growth (O(block))
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
 #define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported); fixed size
 
@@ -363,58 +394,74 @@ typedef struct ms_space_info_s {
 /// Creates a space: reserves address space for initial_size plus room for expansions (63 steps of
 /// expand_size, at most 64 GiB; a fixed space: room to grow to 4x by ms_space_expand) and ~5% of that for
 /// metadata; with MS_SPACE_AT_START commits, pre-faults and (MS_SPACE_LOCKED) locks the initial size now, with
-/// MS_SPACE_AT_FIRSTALLOC at the first allocation. Sizes are rounded up to the page size. Thread-safe; a few
-/// system calls. NULL + errno: EINVAL (NULL config, initial_size 0, unknown flag or `at`, reserved not zero,
-/// numa_node < -1), ENOMEM (no memory, size overflow), EPERM/EAGAIN (lock refused by RLIMIT_MEMLOCK).
+/// MS_SPACE_AT_FIRSTALLOC at the first allocation (a refused commit there is retried at the next allocation
+/// that finds no block). Locking comes before pre-faulting, so a refused lock costs no memory. Sizes are
+/// rounded up to the page size. Thread-safe; a few system calls (the machine's limits are read at the first
+/// creation). NULL + errno: EINVAL (NULL config, initial_size 0, unknown flag or `at`, reserved not zero,
+/// numa_node < -1), ENOMEM (no memory, size overflow, or more than the machine can back: initial_size above
+/// RAM + swap, RAM alone when MS_SPACE_LOCKED, or the cgroup's memory limit (+ swap unlocked), refused up front
+/// with one line naming the limit), EPERM (lock refused: above RLIMIT_MEMLOCK without CAP_IPC_LOCK; mlock's
+/// own ENOMEM is reported as EPERM so that ENOMEM always means memory), EAGAIN (some pages could not be locked).
 MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
 /// Creates a fixed-size space inside the caller's memory (which must outlive it): the space's struct, its
 /// metadata (~5%) and the data area all live in [memory, memory+size); nothing is mapped. Flags: LOCKED
-/// (mlocks the range), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
-/// Thread-safe, O(size/4096) for the metadata's initialisation. NULL + errno EINVAL (NULL, too small, bad flags).
+/// (mlocks the pages of the range; ms_space_destroy munlocks them, also pages the caller had locked: mlock
+/// does not nest), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
+/// Thread-safe, O(size) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small, bad
+/// flags), EPERM/EAGAIN (lock refused, as for ms_space_create).
 MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
-/// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped).
-/// NULL is ignored. Not to be called concurrently with other calls on the same space.
+/// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped and
+/// the range it locked is unlocked). NULL is ignored; a handle that is not a live space (destroyed twice) is
+/// reported and ignored, errno EINVAL (see HANDLES). Not to be called concurrently with other calls on the
+/// same space.
 MS_API void ms_space_destroy(ms_space_t *space);
 /// O(1) allocation, 16-byte aligned; the block is the next power of two >= size (at least 16 B). Steps: see
-/// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0 or NULL space;
-/// the failure is counted in oom_count.
+/// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0, a NULL space or a
+/// destroyed one (see HANDLES); ENOMEM is counted in oom_count.
 MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
-/// O(1) calloc (zeroing costs O(size)); overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
+/// O(1) calloc (zeroing costs O(size): the requested bytes, or the whole block with MS_SPACE_ZERO);
+/// overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
 MS_API void *ms_space_calloc(ms_space_t *space, size_t count, size_t size);
 /// O(1) aligned allocation: a block of order max(log2 size, log2 alignment) is aligned to its size. alignment
-/// a power of two (else NULL + EINVAL); larger than the data area's own alignment (2 MiB for created spaces,
-/// 16 B to 4 KiB for caller memory): NULL + ENOMEM.
+/// a power of two and size > 0 (else NULL + EINVAL); larger than the data area's own alignment: NULL + ENOMEM. A created
+/// space's data area is aligned to its largest block, at most 1 GiB (2 MiB when RLIMIT_AS leaves no room for
+/// the slack; huge-page spaces at least 2 MiB), so every alignment up to min(that, the space size) succeeds while a free
+/// block of that order exists; caller memory: 16 B to 4 KiB.
 MS_API void *ms_space_aligned_alloc(ms_space_t *space, size_t alignment, size_t size);
 /// O(1) in place when the neighbour allows: shrinking always is (the upper halves are freed); growing is when
 /// the block is the lower buddy and the buddies up to the new order are free; else malloc+copy+free.
-/// realloc(NULL) = malloc; size 0 frees and returns NULL. On failure NULL + errno and the block is unchanged.
+/// realloc(NULL) = malloc; size 0 frees and returns NULL. With MS_SPACE_ZERO the bytes beyond the old block are
+/// zeroed up to the new usable size. On failure NULL + errno and the block is unchanged: ENOMEM, EINVAL for a
+/// pointer that is not an allocated block (reported as for free, "realloc of a freed block" for a freed one).
 MS_API void *ms_space_realloc(ms_space_t *space, void *ptr, size_t size);
-/// O(1) free; NULL is ignored. Foreign pointers, interior pointers and double frees are always detected
-/// (the allocation map is outside the blocks): reported naming the pointer and ignored (errno EINVAL); fatal
-/// (abort) in debug/secure builds and with MEMSPACE_SECURE=1.
+/// O(1) free; NULL is ignored. Foreign pointers, interior pointers (any address inside a block but its first
+/// byte) and double frees are always detected (the allocation map is outside the blocks): reported naming the
+/// pointer and ignored (errno EINVAL); fatal (abort) in debug/secure builds and with MEMSPACE_SECURE=1.
 MS_API void ms_space_free(ms_space_t *space, void *ptr);
-/// Usable size of a block of this space (its power-of-two size); 0 for NULL or a pointer that is not an
-/// allocated block of this space. O(1).
+/// Usable size of a block of this space (its power-of-two size); 0 for NULL or a pointer that is not the start
+/// of an allocated block of this space (interior pointers included). O(1).
 MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
 /// Grows the space by at least `bytes` (a new region, committed, pre-faulted and locked like the initial one;
 /// a free expansion region is reused first). Counted in expand_count. Not deterministic (system calls).
-/// Returns 0 or an errno value: EINVAL, ENOMEM (no reserved room left: 63 regions or the reserve is used;
-/// spaces in caller memory and huge-page spaces cannot grow), EPERM/EAGAIN (lock refused).
+/// Returns 0 or an errno value, also stored in errno: EINVAL (bytes 0, not a live space), ENOMEM (no reserved
+/// room left: 63 regions or the reserve is used; spaces in caller memory and huge-page spaces cannot grow; or
+/// more than the machine can back, as for ms_space_create), EPERM/EAGAIN (lock refused).
 MS_API int ms_space_expand(ms_space_t *space, size_t bytes);
 /// Gives back whole expansions that are free (decommitted; the address range stays reserved for later
-/// expansions); also returns the block cache to the buddy system. Returns bytes given back.
-/// O(regions x log(size)) plus system calls.
+/// expansions); also returns the block cache to the buddy system. Returns bytes given back; 0 with errno
+/// EINVAL for NULL or a handle that is not a live space. O(regions x log(size)) plus system calls.
 MS_API size_t ms_space_shrink(ms_space_t *space);
 /// Fills `info`: size (committed bytes), used (bytes in allocated blocks), free = size - used, peak_used,
 /// largest_free_block, free_blocks (cached blocks included), allocs, frees, oom_count, expand_count.
-/// O(1). Returns 0 or EINVAL.
+/// O(1) (plus the hashed handle lookup). Returns 0 or EINVAL (NULL info, not a live space), also in errno.
 MS_API int ms_space_info(const ms_space_t *space, ms_space_info_t *info);
 /// Verifies every invariant (bitmap summaries, order mask, every granule in exactly one block, no unmerged free
 /// buddies, allocation map and cache lists consistent, counters); 0 when all hold, else EFAULT with a message
-/// (or EINVAL for NULL). O(size/16).
+/// (or EINVAL for NULL or a handle that is not a live space); the error is also stored in errno. O(size/16).
 MS_API int ms_space_check(const ms_space_t *space);
 /// Visits every block in address order (used = 1 for allocated blocks); stops when `visit` returns non-zero
-/// (returned). O(blocks x orders). `visit` must not call into the same space. EINVAL for NULL arguments.
+/// (returned). O(blocks x orders). `visit` must not call into the same space. EINVAL for NULL arguments or a
+/// handle that is not a live space, EFAULT for an inconsistency (reported); both also stored in errno.
 MS_API int ms_space_walk(const ms_space_t *space,
                          int (*visit)(const void *block, size_t size, int used, void *arg), void *arg);
 
@@ -455,6 +502,9 @@ MS_API int ms_spill_is(const void *ptr);
 #define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size
 
 /// An opaque pinned buffer (ms_dma_alloc, ms_dma_register); thread-safe to read, freed once by ms_dma_free.
+/// A freed handle used again (a second ms_dma_free, any accessor) is detected while its descriptor waits for
+/// reuse (at least 64 later frees): ms_dma_free reports it naming the handle, the others fail as for NULL, all
+/// with errno EINVAL. After that reuse, and for a pointer that never was a handle, the behaviour is undefined.
 typedef struct ms_dma_buffer_s ms_dma_buffer_t;
 /// One physically contiguous run of a buffer: bus/physical address and length in bytes.
 typedef struct ms_dma_segment_s { uint64_t phys; size_t length; } ms_dma_segment_t; /* one contiguous run */
@@ -478,9 +528,9 @@ typedef struct ms_dma_config_s {
 /// NULL + errno: EINVAL (size 0, reserved fields not zero, unknown flags, a NUMA node the machine lacks, a page
 /// size other than the base page, 2 MiB or 1 GiB, or
 /// MS_DMA_CONTIGUOUS when no single page can hold the buffer: the message names why), ENOMEM (size overflow,
-/// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), EPERM/EAGAIN/ENOMEM from
-/// mlock when RLIMIT_MEMLOCK is too small (the message names the limit), EIO (MS_DMA_CONTIGUOUS buffer found
-/// not contiguous: never expected).
+/// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), what mlock gives without
+/// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK, EPERM when it is 0, EAGAIN (the message names the
+/// limit), EIO (MS_DMA_CONTIGUOUS buffer found not contiguous: never expected).
 MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config);
 /// Pins and describes memory the program already has (`config` may be NULL; its page_size must be 0 or the
 /// memory's page size; numa_node is ignored: existing pages are not moved). `memory` and `size` must be
@@ -489,18 +539,20 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// writing, mlocked (unless hugetlb or already locked) and marked MADV_DONTFORK. Registered memory is movable
 /// unless every page is hugetlb. The memory must stay mapped until ms_dma_free. Thread-safe; O(mappings).
 /// NULL + errno: EINVAL (NULL, size 0, unaligned, bad config), EFAULT (part of the range is not mapped or not
-/// writable; the message names the first address), EPERM/ENOMEM/EAGAIN (mlock refused: the message names
-/// RLIMIT_MEMLOCK).
+/// writable; the message names the first such address), ENOMEM/EPERM/EAGAIN (mlock refused, as ms_dma_alloc:
+/// the message names RLIMIT_MEMLOCK). Registrations may overlap (memory inside a registered or allocated
+/// buffer): a part stays locked and MADV_DONTFORK while any buffer covering it lives.
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
-/// them; the memory stays mapped and keeps its contents). NULL is ignored. Thread-safe against other buffers;
-/// the buffer must not be used concurrently.
+/// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents). NULL is
+/// ignored; a freed handle is reported (message naming it, errno EINVAL; see ms_dma_buffer_t). Thread-safe
+/// against other buffers; the buffer must not be used concurrently.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
-/// Start of the buffer (NULL + EINVAL for NULL). O(1), thread-safe.
+/// Start of the buffer (NULL + EINVAL for NULL or a freed handle). O(1), thread-safe.
 MS_API void *ms_dma_addr(const ms_dma_buffer_t *buffer);
-/// Size asked for (the list covers exactly [0, size)); 0 for NULL. O(1), thread-safe.
+/// Size asked for (the list covers exactly [0, size)); 0 + EINVAL for NULL or a freed handle. O(1), thread-safe.
 MS_API size_t ms_dma_size(const ms_dma_buffer_t *buffer);
-/// The page size actually obtained; 0 for NULL. O(1), thread-safe.
+/// The page size actually obtained; 0 + EINVAL for NULL or a freed handle. O(1), thread-safe.
 MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// Scatter/gather list: physical address and length of each physically contiguous run, in buffer order,
 /// adjacent pages coalesced, lengths summing to ms_dma_size. Built on first call from one bulk read of
@@ -511,7 +563,8 @@ MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// EINVAL (NULL buffer), ENOMEM.
 MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
 /// Physical address of the byte at `offset` (< ms_dma_size). O(log segments) once the list is built.
-/// Returns 0, or EINVAL (NULL, offset out of range), EPERM (no CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
+/// Returns 0, or an errno value, also stored in errno: EINVAL (NULL, offset out of range), EPERM (no
+/// CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
 MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
 /// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
 /// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
@@ -537,7 +590,8 @@ MS_API void ms_dma_fence(void);
 MS_API int ms_dma_movable(const ms_dma_buffer_t *buffer);
 /// Re-translate and compare: reads pagemap again and compares with the list. Returns 0 when every byte is
 /// where the list says, ESTALE when some moved (the list is then updated in place and `moved_bytes` receives
-/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments.
+/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments; a non-zero
+/// value is also stored in errno.
 /// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages).
 MS_API int ms_dma_verify(ms_dma_buffer_t *buffer, size_t *moved_bytes);
 
@@ -555,7 +609,8 @@ typedef struct ms_dma_info_s {
   int fallback;            ///< 1 when a larger page size was asked for and not obtained
   uint64_t reserved[4];
 } ms_dma_info_t;
-/// Fills `info`. Returns 0 or EINVAL (NULL). O(1), thread-safe.
+/// Fills `info`. Returns 0, or EINVAL (NULL buffer or info, a freed handle), also stored in errno. O(1),
+/// thread-safe.
 MS_API int ms_dma_info(const ms_dma_buffer_t *buffer, ms_dma_info_t *info);
 
 #ifdef __cplusplus

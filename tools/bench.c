@@ -69,17 +69,35 @@ static void write_environment(FILE *f) {
   fprintf(f, "\n");
 }
 
+/* The results tables (bench/report.py, standard library only) from every CSV in out_dir: the README's block and
+   docs/results.md when out_dir is the source tree's bench/results, else out_dir/results.md alone. */
+static void write_report(const char *py, const char *out_dir) {
+  char tree_results[PATH_MAX], a[PATH_MAX], b[PATH_MAX], cmd[PATH_MAX * 4];
+  snprintf(tree_results, sizeof tree_results, "%s/bench/results", msb_source_dir());
+  bool in_tree = !msb_installed() && realpath(out_dir, a) && realpath(tree_results, b) && strcmp(a, b) == 0;
+  if (in_tree)
+    snprintf(cmd, sizeof cmd, "%s '%s/bench/report.py' --results '%s' >/dev/null 2>&1", py, msb_source_dir(), out_dir);
+  else
+    snprintf(cmd, sizeof cmd, "%s '%s/bench/report.py' --results '%s' --readme '' --doc '%s/results.md' >/dev/null 2>&1",
+             py, msb_source_dir(), out_dir, out_dir);
+  if (system(cmd) != 0) msb_printf("(results tables not written: %s failed)\n", cmd);
+}
+
 static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, char **argv) {
   msb_ctx_t ctx = {parts[idx].name, out_dir, mode, NULL, NULL};
   if (!parts[idx].fn) {
     msb_printf("== bench %s: not built yet in this version\n", ctx.part);
     return 0;
   }
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/%s.csv", out_dir, ctx.part);
-  ctx.csv = fopen(path, "w");
-  snprintf(path, sizeof path, "%s/%s.cmd", out_dir, ctx.part);
-  ctx.cmd = fopen(path, "w");
+  /* written beside as PART.csv.partial and PART.cmd.partial, renamed once the part is done: an interrupted run
+     leaves the previous results whole */
+  char csv_path[PATH_MAX], cmd_path[PATH_MAX], tmp[PATH_MAX + 16];
+  snprintf(csv_path, sizeof csv_path, "%s/%s.csv", out_dir, ctx.part);
+  snprintf(cmd_path, sizeof cmd_path, "%s/%s.cmd", out_dir, ctx.part);
+  snprintf(tmp, sizeof tmp, "%s.partial", csv_path);
+  ctx.csv = fopen(tmp, "w");
+  snprintf(tmp, sizeof tmp, "%s.partial", cmd_path);
+  ctx.cmd = fopen(tmp, "w");
   if (!ctx.csv || !ctx.cmd) {
     fprintf(stderr, "memspace bench: cannot write to %s: %s\n", out_dir, strerror(errno));
     return 1;
@@ -99,14 +117,25 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   double t0 = msb_now();
   int r = parts[idx].fn(&ctx);
   fprintf(ctx.cmd, "seconds: %.1f\nexit: %d\n", msb_now() - t0, r);
-  fclose(ctx.csv);
-  fclose(ctx.cmd);
+  bool written = fclose(ctx.csv) == 0;
+  written = fclose(ctx.cmd) == 0 && written;
+  snprintf(tmp, sizeof tmp, "%s.partial", csv_path);
+  if (!written || rename(tmp, csv_path) != 0) {
+    fprintf(stderr, "memspace bench: cannot write %s: %s\n", csv_path, strerror(errno));
+    return 1;
+  }
+  snprintf(tmp, sizeof tmp, "%s.partial", cmd_path);
+  if (rename(tmp, cmd_path) != 0) {
+    fprintf(stderr, "memspace bench: cannot write %s: %s\n", cmd_path, strerror(errno));
+    return 1;
+  }
   char plot[PATH_MAX * 2];
   /* Debian's python3 has python3-matplotlib; a python3 earlier in PATH (pyenv, venv) may not */
   const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
   snprintf(plot, sizeof plot, "%s '%s/bench/plot.py' '%s/%s.csv' '%s' >/dev/null 2>&1", py, msb_source_dir(),
            out_dir, ctx.part, out_dir);
   if (system(plot) != 0) msb_printf("(plots for %s not written: python3 with matplotlib is needed)\n", ctx.part);
+  write_report(py, out_dir);
   return r;
 }
 
@@ -114,12 +143,17 @@ int tool_bench(int argc, char **argv) {
   const char *part = NULL, *out = NULL;
   msb_mode_t mode = MSB_DEFAULT;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) mode = MSB_QUICK;
-    else if (strcmp(argv[i], "--full") == 0) mode = MSB_FULL;
+    msb_mode_t asked = strcmp(argv[i], "--quick") == 0 ? MSB_QUICK : strcmp(argv[i], "--full") == 0 ? MSB_FULL : MSB_DEFAULT;
+    if (asked != MSB_DEFAULT && mode != MSB_DEFAULT && asked != mode) {
+      fprintf(stderr, "memspace bench: --quick and --full exclude each other\n");
+      return 2;
+    }
+    if (asked != MSB_DEFAULT) mode = asked;
+    else if (strncmp(argv[i], "--out=", 6) == 0 && argv[i][6]) out = argv[i] + 6;
     else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       printf("usage: memspace bench PART [--out DIR] [--quick | --full]\n"
-             "  PART: pages spaces heap spill dma all; results in DIR (default bench/results): PART.csv, PART.cmd, plots\n");
+             "  PART: pages spaces heap spill dma all; results in DIR (default bench/results from build/, ./memspace-results installed): PART.csv, PART.cmd, plots\n");
       return 0;
     } else if (argv[i][0] != '-' && !part) part = argv[i];
     else { fprintf(stderr, "memspace bench: unknown argument '%s'\n", argv[i]); return 2; }
@@ -127,8 +161,9 @@ int tool_bench(int argc, char **argv) {
   if (!part) { fprintf(stderr, "usage: memspace bench PART [--out DIR] [--quick | --full]\n"); return 2; }
   char def_out[PATH_MAX];
   if (!out) {
-    snprintf(def_out, sizeof def_out, "%s/bench/results", msb_source_dir());
-    if (access(msb_source_dir(), W_OK) != 0) snprintf(def_out, sizeof def_out, "bench/results");
+    /* from build/: the source tree's bench/results; installed: ./memspace-results */
+    if (msb_installed()) snprintf(def_out, sizeof def_out, "memspace-results");
+    else snprintf(def_out, sizeof def_out, "%s/bench/results", msb_source_dir());
     out = def_out;
   }
   mkdirs(out);

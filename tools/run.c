@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* run.c: `memspace run [options] -- PROGRAM ARGS...`: exec the program with the library preloaded (absolute
-   path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's. */
+   path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's.
+   Refused up front with exit status 2 and the reason: a bad option or value, a process space larger than the
+   machine can back, a spill directory the program could not use, and an LD_PRELOAD whose library defines malloc
+   (it would serve the program instead of memspace). */
 #include "bench.h"
 #include "memspace.h"
 #include "tool.h"
+#include "../src/space/space_internal.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,7 +15,10 @@
 #include <string.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -64,64 +71,190 @@ static int need_size(const char *opt, const char *value) {
   return 0;
 }
 
-int tool_run(int argc, char **argv) {
-  int i = 1;
-  bool spill_dir_given = false;
-  for (; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--") == 0) { i++; break; }
-    if (strcmp(a, "--heap") == 0) {
-      if (!v || (strcmp(v, "unlimited") && strcmp(v, "performance") && strcmp(v, "size") && strcmp(v, "none"))) {
-        fprintf(stderr, "memspace run: --heap takes unlimited, performance, size or none\n");
-        return 2;
-      }
-      setenv("MEMSPACE_CACHE", v, 1), i++;
-    } else if (strcmp(a, "--space-initial") == 0) {
-      if (need_size(a, v)) return 2;
-      setenv("MEMSPACE_SPACE_INITIAL", v, 1), i++;
-    } else if (strcmp(a, "--space-expand") == 0) {
-      if (need_size(a, v)) return 2;
-      setenv("MEMSPACE_SPACE_EXPAND", v, 1), i++;
-    } else if (strcmp(a, "--space-at") == 0) {
-      if (!v || (strcmp(v, "start") && strcmp(v, "firstalloc"))) {
-        fprintf(stderr, "memspace run: --space-at takes start or firstalloc\n");
-        return 2;
-      }
-      setenv("MEMSPACE_SPACE_AT", v, 1), i++;
-    } else if (strcmp(a, "--spill-threshold") == 0) {
-      if (need_size(a, v)) return 2;
-      setenv("MEMSPACE_SPILL_THRESHOLD", v, 1), i++;
-    } else if (strcmp(a, "--spill-dir") == 0) {
-      if (!v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return 2; }
+/* A spill directory the program could not use: missing, not a directory, not writable. Returns the reason, or
+   NULL when it is usable. */
+static const char *spill_dir_problem(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return errno == ENOENT ? "it does not exist" : strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (access(dir, W_OK | X_OK) != 0) return "it is not writable";
+  return NULL;
+}
+
+/* a spill directory in RAM (tmpfs, ramfs) works, but saves memory only as far as tmpfs pages can go to swap */
+static bool in_ram(const char *dir) {
+  struct statfs fs;
+  return statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+}
+
+/* true when the shared object at `path` defines `malloc` itself (its dynamic symbol table), i.e. would serve the
+   program's malloc if loaded before memspace */
+static bool defines_malloc(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool found = false;
+  void *map = fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(Elf64_Ehdr)
+                  ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  close(fd);
+  if (map == MAP_FAILED) return false;
+  const char *base = map;
+  size_t size = (size_t)st.st_size;
+  const Elf64_Ehdr *eh = map;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff < size &&
+      eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
+      if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum) continue;
+      const Elf64_Shdr *str = &sh[sh[i].sh_link];
+      if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset || str->sh_offset > size ||
+          str->sh_size > size - str->sh_offset)
+        continue;
+      const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+      for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++)
+        if (sym[k].st_shndx != SHN_UNDEF && sym[k].st_name < str->sh_size &&
+            strncmp(base + str->sh_offset + sym[k].st_name, "malloc", str->sh_size - sym[k].st_name) == 0 &&
+            strnlen(base + str->sh_offset + sym[k].st_name, str->sh_size - sym[k].st_name) == 6)
+          found = true;
+    }
+  }
+  munmap(map, size);
+  return found;
+}
+
+/* The first library of an existing LD_PRELOAD (separated by ':' or spaces) that defines malloc, into `out`. */
+static bool preload_serves_malloc(const char *list, const char *self, char *out, size_t cap) {
+  while (*list) {
+    size_t len = strcspn(list, ": ");
+    if (len && len < cap) {
+      snprintf(out, cap, "%.*s", (int)len, list);
       char abs[PATH_MAX];
-      setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), i++;
-      spill_dir_given = true;
+      if (!(realpath(out, abs) && strcmp(abs, self) == 0) && defines_malloc(out)) return true;
+    }
+    list += len + (list[len] ? 1 : 0);
+  }
+  return false;
+}
+
+/* the value of option `name` in argv[*i]: "--name VALUE" (moves *i past it) or "--name=VALUE"; NULL when the
+   argument is another option. *value is NULL when none was given. */
+static bool option_is(char **argv, int argc, int *i, const char *name, const char **value) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0) return false;
+  if (a[n] == '=') { *value = a + n + 1; return true; }
+  if (a[n] != 0) return false;
+  *value = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (*value) (*i)++;
+  return true;
+}
+
+static bool one_of(const char *v, const char *const *words) {
+  for (; v && *words; words++)
+    if (strcmp(v, *words) == 0) return true;
+  return false;
+}
+
+static void usage(void) {
+  printf("usage: memspace run [OPTIONS] [--] PROGRAM ARGS...   (PROGRAM runs with libmemspace preloaded)\n"
+         "  --heap unlimited|performance|size|none   cache preset (MEMSPACE_CACHE)\n"
+         "  --purge-delay MS                         idle ms before free memory goes back; -1 never (MEMSPACE_PURGE_DELAY)\n"
+         "  --space-initial SIZE [--space-expand SIZE] [--space-at start|firstalloc]\n"
+         "                                           serve the program from a process space (MEMSPACE_SPACE_*;\n"
+         "                                           expand 0 = fixed size)\n"
+         "  --inherit                                children get the same space settings\n"
+         "  --spill-threshold SIZE [--spill-dir DIR] back blocks of SIZE and more with files (MEMSPACE_SPILL_*)\n"
+         "  --secure                                 the secure mode's checks (MEMSPACE_SECURE=1)\n"
+         "  --stats                                  print statistics at exit (MEMSPACE_SHOW_STATS=1)\n"
+         "  --verbose                                say that memspace is active, and its decisions (MEMSPACE_VERBOSE=1)\n"
+         "  SIZE: bytes, or a number with K, M or G. Options also take the form --name=VALUE. See docs/options.md.\n");
+}
+
+/* Parses the options into MEMSPACE_* variables; returns the index of the program, or -1 (exit 2) / -2 (exit 0). */
+static int parse_options(int argc, char **argv) {
+  static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
+  static const char *const ats[] = {"start", "firstalloc", NULL};
+  bool space_initial = false, space_other = false, spill_dir = false;
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    if (strcmp(a, "--") == 0) { i++; break; }
+    if (option_is(argv, argc, &i, "--heap", &v)) {
+      if (!one_of(v, presets)) { fprintf(stderr, "memspace run: --heap takes unlimited, performance, size or none\n"); return -1; }
+      setenv("MEMSPACE_CACHE", v, 1);
+    } else if (option_is(argv, argc, &i, "--purge-delay", &v)) {
+      char *end = NULL;
+      long ms = v ? strtol(v, &end, 10) : 0;
+      if (!v || !*v || *end || ms < -1 || ms > 86400000) {
+        fprintf(stderr, "memspace run: --purge-delay takes milliseconds (0 to 86400000) or -1 (never)\n");
+        return -1;
+      }
+      setenv("MEMSPACE_PURGE_DELAY", v, 1);
+    } else if (option_is(argv, argc, &i, "--space-initial", &v)) {
+      if (need_size(a, v)) return -1;
+      /* a process space the machine cannot back would be pre-faulted into memory pressure and the program
+         OOM-killed without a word (the library refuses it too, at process start). Checked without locking: the
+         library runs the space unlocked when the lock is refused. */
+      size_t initial;
+      char why[160];
+      if (ms_parse_size(v, &initial) == 0 && msi_space_backing(initial, false, why, sizeof why)) {
+        fprintf(stderr, "memspace run: --space-initial %s: a space of %zu bytes cannot be backed: %s\n", v, initial, why);
+        return -1;
+      }
+      setenv("MEMSPACE_SPACE_INITIAL", v, 1), space_initial = true;
+    } else if (option_is(argv, argc, &i, "--space-expand", &v)) {
+      if (need_size(a, v)) return -1;
+      setenv("MEMSPACE_SPACE_EXPAND", v, 1), space_other = true;
+    } else if (option_is(argv, argc, &i, "--space-at", &v)) {
+      if (!one_of(v, ats)) { fprintf(stderr, "memspace run: --space-at takes start or firstalloc\n"); return -1; }
+      setenv("MEMSPACE_SPACE_AT", v, 1), space_other = true;
+    } else if (option_is(argv, argc, &i, "--spill-threshold", &v)) {
+      if (need_size(a, v)) return -1;
+      setenv("MEMSPACE_SPILL_THRESHOLD", v, 1);
+    } else if (option_is(argv, argc, &i, "--spill-dir", &v)) {
+      if (!v || !*v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return -1; }
+      const char *why = spill_dir_problem(v);
+      if (why) { fprintf(stderr, "memspace run: cannot spill to %s: %s (choose another with --spill-dir)\n", v, why); return -1; }
+      if (in_ram(v))
+        fprintf(stderr, "memspace run: warning: %s is in RAM (tmpfs): spilled data takes the memory it should save, "
+                        "except what goes to swap\n", v);
+      char abs[PATH_MAX];
+      setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), spill_dir = true;
     } else if (strcmp(a, "--inherit") == 0) {
-      setenv("MEMSPACE_SPACE_INHERIT", "1", 1);
+      setenv("MEMSPACE_SPACE_INHERIT", "1", 1), space_other = true;
     } else if (strcmp(a, "--stats") == 0) {
       setenv("MEMSPACE_SHOW_STATS", "1", 1);
+    } else if (strcmp(a, "--secure") == 0) {
+      setenv("MEMSPACE_SECURE", "1", 1);
+    } else if (strcmp(a, "--verbose") == 0) {
+      setenv("MEMSPACE_VERBOSE", "1", 1);
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      printf("usage: memspace run [OPTIONS] [--] PROGRAM ARGS...   (PROGRAM runs with libmemspace preloaded)\n"
-             "  --heap unlimited|performance|size|none   cache preset (MEMSPACE_CACHE)\n"
-             "  --space-initial SIZE --space-expand SIZE --space-at start|firstalloc   serve the program from a process\n"
-             "                                           space (MEMSPACE_SPACE_*; expand 0 = fixed size)\n"
-             "  --inherit                                children get the same space settings\n"
-             "  --spill-threshold SIZE [--spill-dir DIR] back blocks of SIZE and more with files (MEMSPACE_SPILL_*)\n"
-             "  --stats                                  print statistics at exit (MEMSPACE_SHOW_STATS=1)\n"
-             "  SIZE: bytes, or a number with K, M or G. See docs/options.md.\n");
-      return 0;
+      usage();
+      return -2;
     } else if (a[0] == '-') {
-      fprintf(stderr, "memspace run: unknown option '%s'\n", a);
-      return 2;
+      fprintf(stderr, "memspace run: unknown option '%s' (memspace run --help lists them)\n", a);
+      return -1;
     } else {
       break; /* the program, without "--" */
     }
   }
-  if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return 2; }
+  const char *env_initial = getenv("MEMSPACE_SPACE_INITIAL");
+  if (space_other && !space_initial && !(env_initial && *env_initial)) {
+    fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
+    return -1;
+  }
   const char *thr = getenv("MEMSPACE_SPILL_THRESHOLD");
-  if (spill_dir_given && (!thr || !*thr || strcmp(thr, "0") == 0))
+  if (spill_dir && (!thr || !*thr || strcmp(thr, "0") == 0))
     fprintf(stderr, "memspace run: a spill directory without a spill threshold (--spill-threshold SIZE): nothing "
                     "is spilled\n");
+  return i;
+}
+
+int tool_run(int argc, char **argv) {
+  int i = parse_options(argc, argv);
+  if (i == -2) return 0;
+  if (i < 0) return 2;
+  if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return 2; }
   const char *lib = msb_memspace_lib();
   char abs[PATH_MAX];
   if (!realpath(lib, abs)) {
@@ -129,6 +262,12 @@ int tool_run(int argc, char **argv) {
     return 127;
   }
   const char *old = getenv("LD_PRELOAD");
+  char first[PATH_MAX];
+  if (old && *old && !strstr(old, abs) && preload_serves_malloc(old, abs, first, sizeof first)) {
+    fprintf(stderr, "memspace run: LD_PRELOAD already holds %s, which defines malloc and would serve the program "
+                    "instead of memspace; remove it from LD_PRELOAD\n", first);
+    return 2;
+  }
   if (old && *old && !strstr(old, abs)) {
     size_t n = strlen(old) + strlen(abs) + 2;
     char *joined = malloc(n);

@@ -27,6 +27,19 @@ def medians(rows, case, metric):
     return {i: {t: statistics.median(v) for t, v in d.items()} for i, d in acc.items()}
 
 
+def ranges(rows, case, metric):
+    """{impl: {threads: (min, max)}} of a case's metric over the rounds"""
+    acc = {}
+    for r in numeric(rows, case=case, metric=metric):
+        acc.setdefault(r["impl"], {}).setdefault(int(r["threads"]), []).append(r["value"])
+    return {i: {t: (min(v), max(v)) for t, v in d.items()} for i, d in acc.items()}
+
+
+def reached_all(r):
+    """a realloc run reached its target size (the CSV keeps 9 significant digits)"""
+    return r["value"] >= 0.999 * float(r["size_bytes"])
+
+
 def impl_order(impls):
     known = list(STYLE)
     return sorted(impls, key=lambda i: (known.index(i) if i in known else len(known), i))
@@ -36,35 +49,63 @@ def style(impl):
     return STYLE.get(impl, ("gray", ":", "."))
 
 
+def presets_note(rows, cases):
+    """a caption line on the two cached presets, from the data: whether their ranges overlap everywhere"""
+    a, b = "memspace-unlimited", "memspace-performance"
+    pairs = []
+    for case in cases:
+        sp = ranges(rows, case, "ops_per_cpu_s")
+        for t in sorted(set(sp.get(a, {})) & set(sp.get(b, {}))):
+            (alo, ahi), (blo, bhi) = sp[a][t], sp[b][t]
+            pairs.append(alo <= bhi and blo <= ahi)
+    if pairs and all(pairs):
+        return ("memspace-unlimited against memspace-performance: their min-max ranges overlap at every thread count, "
+                "so which one is ahead is round-to-round noise in this run")
+    return "bars: min-max of the rounds; where two ranges overlap, their order is round-to-round noise"
+
+
 def plot_rptest(rows, outdir, plt):
     cases = [c for c in ("rptest", "rptest_cross") if numeric(rows, case=c, metric="ops_per_cpu_s")]
     if not cases:
         return
-    fig, axes = plt.subplots(len(cases), 2, figsize=(12, 4.5 * len(cases)), squeeze=False)
+    fig, axes = plt.subplots(len(cases), 2, figsize=(13, 4.6 * len(cases)), squeeze=False)
     for row, case in enumerate(cases):
         ops = medians(rows, case, "ops_per_cpu_s")
+        spread = ranges(rows, case, "ops_per_cpu_s")
         over = medians(rows, case, "overhead_bytes")
         live = medians(rows, case, "peak_live_bytes")
-        for impl in impl_order(ops):
+        threads = sorted({t for d in ops.values() for t in d})
+        pos = {t: i for i, t in enumerate(threads)}  # thread counts side by side, evenly spaced
+        order = impl_order(ops)
+        for k, impl in enumerate(order):
             color, ls, mk = style(impl)
             th = sorted(ops[impl])
-            axes[row][0].plot(th, [ops[impl][t] / 1e6 for t in th], color=color, ls=ls, marker=mk, label=impl)
+            med = [ops[impl][t] / 1e6 for t in th]
+            shift = (k - (len(order) - 1) / 2) * 0.035  # allocators side by side, so the ranges stay readable
+            axes[row][0].errorbar([pos[t] + shift for t in th], med,
+                                  yerr=[[m - spread[impl][t][0] / 1e6 for m, t in zip(med, th)],
+                                        [spread[impl][t][1] / 1e6 - m for m, t in zip(med, th)]],
+                                  color=color, ls=ls, marker=mk, label=impl, capsize=2, lw=1.2, elinewidth=0.8)
             th = sorted(t for t in over.get(impl, {}) if live.get(impl, {}).get(t))
-            axes[row][1].plot(th, [100.0 * over[impl][t] / live[impl][t] for t in th], color=color, ls=ls,
-                              marker=mk, label=impl)
-        cross = " (cross-thread frees)" if case == "rptest_cross" else ""
-        axes[row][0].set_title("%s: memory operations per CPU-second%s" % (case, cross))
+            axes[row][1].plot([pos[t] for t in th], [100.0 * over[impl][t] / live[impl][t] for t in th], color=color,
+                              ls=ls, marker=mk, label=impl)
+        cross = ", cross-thread frees" if case == "rptest_cross" else ""
+        axes[row][0].set_title("%s%s: operations per CPU-second\n(median of the rounds, bars min-max)" % (case, cross),
+                               fontsize=10)
         axes[row][0].set_ylabel("Mops / CPU-s")
-        axes[row][1].set_title("%s: overhead (peak RSS - peak live) %s" % (case, cross))
+        axes[row][1].set_title("%s%s: overhead\n(peak RSS - peak live)" % (case, cross), fontsize=10)
         axes[row][1].set_ylabel("% of peak live bytes")
         for ax in axes[row]:
             ax.set_xlabel("threads")
-            ax.set_xticks(sorted({t for d in ops.values() for t in d}))
+            ax.set_xticks(range(len(threads)))
+            ax.set_xticklabels([str(t) for t in threads])
             ax.grid(alpha=0.3)
             ax.set_ylim(bottom=0)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 5), fontsize=8)
-    fig.tight_layout(rect=(0, 0.07 if len(cases) > 1 else 0.12, 1, 1))
+    low = 0.035 if len(cases) > 1 else 0.06  # the caption below the legend
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, low), ncol=min(len(labels), 5), fontsize=8)
+    fig.text(0.5, 0.008, presets_note(rows, cases), ha="center", va="bottom", fontsize=9, style="italic")
+    fig.tight_layout(rect=(0, 0.11 if len(cases) > 1 else 0.2, 1, 1))
     fig.savefig("%s/heap-rptest.png" % outdir, dpi=110)
     plt.close(fig)
 
@@ -97,6 +138,12 @@ def plot_idle(rows, outdir, plt):
     plt.close(fig)
 
 
+def _ratio_formatter(minor=False):
+    from matplotlib.ticker import FuncFormatter
+    shown = (0.5, 0.7, 2, 3, 5) if minor else None
+    return FuncFormatter(lambda v, _: ("%gx" % v) if (not minor or round(v, 3) in shown) else "")
+
+
 def plot_programs(rows, outdir, plt):
     progs = [p for p in ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell") if numeric(rows, case=p, metric="wall_s")]
     grows = [g for g in ("realloc_step_1m", "realloc_double") if numeric(rows, case=g, metric="seconds")]
@@ -117,12 +164,17 @@ def plot_programs(rows, outdir, plt):
                 b = statistics.median(base)
                 m = statistics.median(vals) / b
                 meds.append(m); lo.append(m - min(vals) / b); hi.append(max(vals) / b - m)
-            ax.bar([x + j * width for x in range(len(progs))], meds, width, yerr=[lo, hi], capsize=2,
-                   color=style(impl)[0], label=impl)
+            # bars start at glibc's 1.0 and go up (slower, bigger) or down; log scale, so 2x and 0.5x look alike
+            # and one large ratio (a shell under a slow-starting allocator) does not flatten the rest
+            ax.bar([x + j * width for x in range(len(progs))], [m - 1 if m else 0 for m in meds], width,
+                   bottom=1.0, yerr=[lo, hi], capsize=2, color=style(impl)[0], label=impl)
         ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(_ratio_formatter())
+        ax.yaxis.set_minor_formatter(_ratio_formatter(minor=True))
         ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(len(progs))])
         ax.set_xticklabels(progs, fontsize=8, rotation=20, ha="right")
-        ax.set_ylabel("relative to glibc (lower is better)")
+        ax.set_ylabel("relative to glibc, log scale (lower is better)")
         ax.set_title("real programs: %s (median, min-max)" % title)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8)
@@ -135,7 +187,7 @@ def plot_programs(rows, outdir, plt):
             vals = [r["value"] for r in numeric(rows, case=g, metric="seconds", impl=impl)]
             reached = [r for r in numeric(rows, case=g, metric="max_completed_bytes", impl=impl)]
             secs.append(statistics.median(vals) if vals else 0)
-            stopped.append(any(r["value"] < float(r["size_bytes"]) for r in reached))
+            stopped.append(any(not reached_all(r) for r in reached))
         bars = ax.bar([x + j * gw for x in range(len(grows))], secs, gw, color=style(impl)[0], label=impl)
         for b, s in zip(bars, stopped):
             if s:

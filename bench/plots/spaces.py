@@ -7,6 +7,14 @@ from plot import numeric, pyplot
 IMPLS = ["memspace", "glibc", "glibc-rt", "jemalloc", "mimalloc", "tcmalloc"]
 
 
+def size_tag(v):
+    v = int(round(v))
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if v >= 1 << shift:
+            return "%d %s" % (v >> shift, unit)
+    return "%d B" % v
+
+
 def _series(rows, case, impl, metric):
     pts = sorted((int(r["size_bytes"]), r["value"]) for r in numeric(rows, case=case, impl=impl, metric=metric))
     return [p[0] for p in pts], [max(p[1], 0.5) for p in pts]
@@ -14,6 +22,9 @@ def _series(rows, case, impl, metric):
 
 def plot(rows, outdir, part):
     plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
+    largest = max((int(r["size_bytes"]) for r in numeric(rows, impl="memspace", metric="mean_ns")), default=4 << 20)
+    ticks = [16 << (2 * k) for k in range(16)]  # 16 B, 64 B, 256 B, 1 KiB...
     for order in ("fifo", "random"):
         fig, axes = plt.subplots(2, 2, figsize=(13, 9), sharex=True)
         for col, op in enumerate(("malloc", "free")):
@@ -29,9 +40,12 @@ def plot(rows, outdir, part):
                     if x:
                         ax.plot(x, y, linestyle="--", color="gray", label="rtx64-published (other machine)")
                 ax.set_xscale("log", base=2)
+                ax.set_xticks([t for t in ticks if t <= largest])
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_tag(v)))
+                ax.tick_params(labelbottom=True)  # sharex hides the top panels' labels otherwise
                 ax.set_yscale("log")
                 ax.set_title(f"{op} {label}, {order} free order")
-                ax.set_xlabel("block size (bytes)")
+                ax.set_xlabel("block size")
                 ax.set_ylabel("ns per call")
                 ax.grid(True, which="both", alpha=0.3)
         axes[0][0].legend(fontsize=8)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Plots for `memspace bench spill` from spill.csv: the seed's figure (allocation time and random read/write
-rates against the vector size, one line per configuration and language) and the probes' latencies."""
+rates against the vector size, one line per configuration and language; the cgroup limit as a dashed line, runs
+the limit killed as an X where their line ends) and the probes' latencies."""
 import os
 
 from plot import numeric, pyplot
@@ -10,23 +11,39 @@ CONFIGS = ("plain", "spill", "swap", "file_mmap")
 
 def plot(rows, outdir, part):
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5))
+    # the cgroup limit: the size_bytes of the max_completed_bytes rows
+    limit = next((int(r["size_bytes"]) for r in numeric(rows, metric="max_completed_bytes")), None)
+    # runs the limit killed: `failed` rows at the size that did not complete
+    killed = sorted({(r["case"], r["impl"], int(r["size_bytes"])) for r in numeric(rows, metric="failed") if r["value"]})
     for ax, metric, title in zip(axes, ("alloc_s", "read_ops_per_s", "write_ops_per_s"),
                                  ("allocation (malloc to last first write), s", "random reads / s",
                                   "random writes / s")):
+        marked = False
         for config in CONFIGS:
             for impl in ("python", "r"):
                 pts = sorted((int(r["size_bytes"]), r["value"]) for r in numeric(rows, case=config, impl=impl, metric=metric))
                 if pts:
-                    ax.plot([s / 2**20 for s, _ in pts], [v for _, v in pts], marker="o",
-                            label=f"{config} ({impl})")
+                    line, = ax.plot([s / 2**20 for s, _ in pts], [v for _, v in pts], marker="o",
+                                    label=f"{config} ({impl})")
+                    for c, i, size in killed:
+                        if c == config and i == impl:  # the line ends; a dotted step to an X at the killed size
+                            ax.plot([pts[-1][0] / 2**20, size / 2**20], [pts[-1][1]] * 2, ls=":",
+                                    color=line.get_color())
+                            ax.plot([size / 2**20], [pts[-1][1]], marker="X", markersize=10, ls="none",
+                                    color=line.get_color(), markeredgecolor="black",
+                                    label="killed by the limit (out of memory)" if not marked else None)
+                            marked = True
+        if limit:
+            ax.axvline(limit / 2**20, color="red", lw=1, ls="--", label="cgroup limit (%d MiB)" % (limit >> 20))
         ax.set_xlabel("vector size, MiB")
         ax.set_title(title)
         if metric != "alloc_s":
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(os.path.join(outdir, f"{part}.png"), dpi=110)
     plt.close(fig)
 

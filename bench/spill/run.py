@@ -17,7 +17,7 @@ sys.path.insert(0, HERE)
 import mscgroup  # noqa: E402
 
 MODE, BUILD = sys.argv[1], sys.argv[2]
-LIB = os.path.join(BUILD, "libmemspace.so")
+LIB = os.environ.get("MSB_LIB") or os.path.join(BUILD, "libmemspace.so")  # installed: lib/, not beside the helpers
 SPILL_PRELOAD = os.environ.get("MSB_SPILL_PRELOAD", LIB)  # another preload for the spill configuration (testing)
 PROBE = os.path.join(BUILD, "bench", "spill_probe")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable

@@ -2,7 +2,9 @@
 /* init.c: library start-up and exit. Safe before libc is fully up: reads options from environ only. */
 #include "internal.h"
 #include "route.h"
+#include <errno.h>
 #include <fcntl.h>
+#include <unistd.h>
 #include <string.h>
 
 _Atomic int msi_initialized;
@@ -20,9 +22,19 @@ void msi_init(void) {
    (coreutils' close_stdout: `sort`, `md5sum` printed no statistics) */
 static int stats_fd = -1;
 
+/* MEMSPACE_VERBOSE=1: one line at start shows that memspace serves this process, and with which options */
+static void announce(void) {
+  if (!msi_opt(MS_OPTION_VERBOSE) || MSI_TOOL_PROCESS) return;
+  char opts[512];
+  msi_options_describe(opts, sizeof opts);
+  msi_verbose("%d.%d.%d active in %s (pid %d):%s", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
+              MEMSPACE_VERSION_PATCH, program_invocation_short_name, (int)getpid(), opts);
+}
+
 __attribute__((constructor(101))) static void msi_constructor(void) {
   msi_init();
   if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+  announce();
 }
 
 static void stats_out(const char *text, void *arg) { msi_write_fd(*(int *)arg, text, strlen(text)); }

@@ -51,7 +51,8 @@ void msi_unsetenv(const char *name) {
 
 static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
-int ms_parse_size(const char *s, size_t *value) {
+/* ms_parse_size without touching errno: reading the environment must not change the program's errno */
+static int parse_size(const char *s, size_t *value) {
   if (!s || !value) return EINVAL;
   while (*s == ' ') s++;
   if (*s < '0' || *s > '9') return EINVAL;
@@ -77,6 +78,12 @@ int ms_parse_size(const char *s, size_t *value) {
   if (v > SIZE_MAX) return ERANGE;
   *value = (size_t)(v << shift);
   return 0;
+}
+
+int ms_parse_size(const char *s, size_t *value) {
+  int r = parse_size(s, value);
+  if (r) errno = r;
+  return r;
 }
 
 static int parse_int(const char *s, long long *out) {
@@ -134,7 +141,7 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
   }
   case KIND_SIZE: {
     size_t v;
-    int r = ms_parse_size(s, &v);
+    int r = parse_size(s, &v);
     if (r == 0 && v > (size_t)LLONG_MAX) r = ERANGE;
     if (r == 0 && !size_allowed(d, v)) r = EINVAL;
     if (r == 0) *out = (long long)v;
@@ -144,6 +151,90 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
   case KIND_STR: return 0;
   }
   return EINVAL;
+}
+
+/* the first len bytes of s as a string, cut to fit cap */
+static const char *copy_word(char *buf, size_t cap, const char *s, size_t len) {
+  if (len >= cap) len = cap - 1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  return buf;
+}
+
+/* the default's text: an enum's name, else the number */
+static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
+  const char *p = d->kind == KIND_ENUM ? strchr(d->doc, ':') : NULL;
+  for (long long idx = 0; p && *p; idx++) {
+    p++;
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (idx == d->def) return copy_word(buf, cap, p, len);
+    p = end;
+  }
+  msi_snprintf(buf, cap, "%lld", d->def);
+  return buf;
+}
+
+/* An invalid value is reported, then removed from the environment: the default applies here and in the child
+   processes, which would otherwise repeat the warning (a shell script's 35 processes, 35 lines). */
+static void report_invalid(const opt_desc_t *d, const char *s) {
+  char def[64];
+  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, d->env, d->doc, default_text(d, def, sizeof def));
+  msi_unsetenv(d->env);
+}
+
+/* edit distance of two short names, capped at 9 (for "did you mean") */
+static unsigned name_distance(const char *a, size_t la, const char *b, size_t lb) {
+  unsigned row[64];
+  if (la >= MSI_ARRAY_LEN(row) || lb >= MSI_ARRAY_LEN(row)) return 9;
+  for (size_t j = 0; j <= lb; j++) row[j] = (unsigned)j;
+  for (size_t i = 1; i <= la; i++) {
+    unsigned diag = row[0];
+    row[0] = (unsigned)i;
+    for (size_t j = 1; j <= lb; j++) {
+      unsigned up = row[j], best = diag + (lower(a[i - 1]) != lower(b[j - 1]));
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb] < 9 ? row[lb] : 9;
+}
+
+/* MEMSPACE_* variables that are not options: the build and test scripts' own */
+static bool script_variable(const char *name, size_t len) {
+  static const char *const names[] = {"MEMSPACE_BUILD", "MEMSPACE_CHECK_ALL"};
+  for (size_t i = 0; i < MSI_ARRAY_LEN(names); i++)
+    if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0) return true;
+  return false;
+}
+
+/* A MEMSPACE_* variable that names no option (a misspelling such as MEMSPACE_SHOWSTATS) is reported with the
+   closest option's name, then removed from the environment so child processes do not repeat the warning. */
+static void report_unknown(void) {
+  for (char **e = environ; e && *e;) {
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    if (!eq || strncmp(*e, "MEMSPACE_", 9) != 0 || script_variable(*e, len)) { e++; continue; }
+    int best = -1;
+    unsigned best_d = 9;
+    for (int i = 0; i < MS_OPTION_COUNT; i++) {
+      const char *n = opt_table[i].env;
+      unsigned dist = name_distance(*e, len, n, strlen(n));
+      if (dist < best_d) best_d = dist, best = i;
+    }
+    if (best_d == 0) { e++; continue; }
+    char name[128];
+    copy_word(name, sizeof name, *e, len);
+    if (best >= 0 && best_d <= 3)
+      msi_warning("unknown variable %s ignored; did you mean %s? (docs/options.md)", name, opt_table[best].env);
+    else
+      msi_warning("unknown variable %s ignored (docs/options.md lists the MEMSPACE_* options)", name);
+    char *entry = *e;
+    msi_unsetenv(name);
+    if (*e == entry) e++; /* not removed (a name too long to copy, no '='): go on past it */
+  }
 }
 
 void msi_options_init(void) {
@@ -162,7 +253,7 @@ void msi_options_init(void) {
     bool tool = MSI_TOOL_PROCESS;
     if (*s == 0 || parse_value(d, s, &v) != 0) {
       atomic_fetch_or_explicit(&opt_invalid, 1u << i, memory_order_relaxed);
-      if (!tool) msi_warning("invalid value '%s' for %s (%s); using the default %lld", s, d->env, d->doc, d->def);
+      if (!tool) report_invalid(d, s);
       continue;
     }
     if (tool && (i == MS_OPTION_SPACE_INITIAL || i == MS_OPTION_SPACE_EXPAND || i == MS_OPTION_SPACE_AT ||
@@ -170,6 +261,7 @@ void msi_options_init(void) {
       continue; /* meant for the program the tool runs, not for the tool (internal.h) */
     atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);
   }
+  if (!MSI_TOOL_PROCESS) report_unknown();
   atomic_store_explicit(&opt_state, 2, memory_order_release);
 }
 
@@ -186,22 +278,44 @@ const char *ms_option_get_string(ms_option_t o) {
 }
 
 int ms_option_set(ms_option_t o, long long value) {
-  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR) return EINVAL;
+  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR) return errno = EINVAL;
   const opt_desc_t *d = &opt_table[o];
-  if (value < d->min || (d->max >= 0 && value > d->max)) return EINVAL;
-  if (d->kind == KIND_SIZE && !size_allowed(d, (unsigned long long)value)) return EINVAL;
+  if (value < d->min || (d->max >= 0 && value > d->max)) return errno = EINVAL;
+  if (d->kind == KIND_SIZE && !size_allowed(d, (unsigned long long)value)) return errno = EINVAL;
   msi_options_init();
   atomic_store_explicit(&msi_option_values[o], value, memory_order_relaxed);
+  msi_option_changed(o);
   return 0;
 }
 
 const char *ms_option_name(ms_option_t o) {
-  return (unsigned)o < MS_OPTION_COUNT ? opt_table[o].env : NULL;
+  if ((unsigned)o < MS_OPTION_COUNT) return opt_table[o].env;
+  errno = EINVAL;
+  return NULL;
 }
 
 bool msi_option_invalid(ms_option_t o) {
   msi_options_init();
   return (unsigned)o < MS_OPTION_COUNT && (atomic_load_explicit(&opt_invalid, memory_order_relaxed) >> o & 1u);
+}
+
+size_t msi_options_describe(char *buf, size_t cap) {
+  size_t n = 0;
+  for (int i = 0; i < MS_OPTION_COUNT && n + 1 < cap; i++) {
+    const opt_desc_t *d = &opt_table[i];
+    const char *name = d->env + 9; /* past "MEMSPACE_" */
+    if (d->kind == KIND_STR) {
+      if (opt_strings[i]) n += msi_snprintf(buf + n, cap - n, " %s=%s", name, opt_strings[i]);
+      continue;
+    }
+    long long v = msi_opt((ms_option_t)i);
+    if (v == d->def && i != MS_OPTION_CACHE) continue;
+    opt_desc_t cur = *d;
+    cur.def = v;
+    char text[64];
+    n += msi_snprintf(buf + n, cap - n, " %s=%s", name, default_text(&cur, text, sizeof text));
+  }
+  return n < cap ? n : cap - 1;
 }
 
 /* for `memspace info` and docs: the option's one-line description */

@@ -23,7 +23,7 @@ void msi_stats_register(const msi_stats_source_t *s) {
 }
 
 int ms_stats_get(ms_stats_t *stats, size_t size) {
-  if (!stats || size < offsetof(ms_stats_t, os_reserved_bytes)) return EINVAL;
+  if (!stats || size < offsetof(ms_stats_t, os_reserved_bytes)) { errno = EINVAL; return EINVAL; }
   ms_stats_t full;
   memset(&full, 0, sizeof full);
   full.version = MS_STATS_VERSION;
@@ -69,21 +69,55 @@ void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long
   w->fields++;
 }
 
-void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value) {
-  if (w->json) {
-    /* JSON string: escape quotes, backslashes and control characters */
-    char esc[256];
-    size_t n = 0;
-    for (const char *v = value ? value : ""; *v && n + 7 < sizeof esc; v++) {
-      unsigned char c = (unsigned char)*v;
-      if (c == '"' || c == '\\') { esc[n++] = '\\'; esc[n++] = (char)c; }
-      else if (c < 0x20) n += msi_snprintf(esc + n, sizeof esc - n, "\\u%04x", c);
-      else esc[n++] = (char)c;
+/* bytes of the valid UTF-8 sequence starting at p (lead byte >= 0x80), 0 when it is not one */
+static size_t utf8_len(const unsigned char *p) {
+  unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+  size_t n;
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  else return 0;
+  if (p[1] < lo || p[1] > hi) return 0; /* also stops at the terminating NUL */
+  for (size_t i = 2; i < n; i++)
+    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  return n;
+}
+
+/* a JSON string's contents, whole whatever its length (written in pieces): quotes, backslashes and control
+   characters escaped, bytes that are not valid UTF-8 (a path may hold any byte) replaced by U+FFFD, since JSON
+   text is UTF-8 */
+static void json_string(msi_stats_writer_t *w, const char *value) {
+  char buf[256];
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)value; *p;) {
+    if (n + 8 > sizeof buf) { /* room for the longest piece (an escape of 6) and the NUL */
+      buf[n] = 0;
+      w->out(buf, w->arg);
+      n = 0;
     }
-    esc[n] = 0;
-    wprintf_(w, "%s\n    \"%s\": \"%s\"", w->fields ? "," : "", name, esc);
-  } else
-    wprintf_(w, "  %-28s %s\n", name, value);
+    unsigned char c = *p;
+    size_t len = c < 0x80 ? 1 : utf8_len(p);
+    if (c == '"' || c == '\\') buf[n++] = '\\', buf[n++] = (char)c;
+    else if (c < 0x20) n += msi_snprintf(buf + n, sizeof buf - n, "\\u%04x", c);
+    else if (len) memcpy(buf + n, p, len), n += len;
+    else memcpy(buf + n, "\xef\xbf\xbd", 3), n += 3, len = 1;
+    p += len ? len : 1;
+  }
+  buf[n] = 0;
+  if (n) w->out(buf, w->arg);
+}
+
+void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value) {
+  if (!value) value = "";
+  if (w->json) {
+    wprintf_(w, "%s\n    \"%s\": \"", w->fields ? "," : "", name);
+    json_string(w, value);
+    w->out("\"", w->arg);
+  } else {
+    wprintf_(w, "  %-28s ", name);
+    w->out(value, w->arg); /* whole, however long */
+    w->out("\n", w->arg);
+  }
   w->fields++;
 }
 

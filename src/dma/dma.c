@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #define DMA_MAGIC 0x646d616275660a01ull
+#define DMA_DEAD 0x646d616275660a00ull /* a freed descriptor */
+#define QUARANTINE 64                  /* freed descriptors waiting before one is reused */
 #define PM_PRESENT (1ull << 63)
 #define PM_SWAPPED (1ull << 62)
 #define PM_PFN_MASK ((1ull << 55) - 1)
@@ -42,7 +44,11 @@ struct ms_dma_buffer_s {
   struct ms_dma_buffer_s *prev, *next;
 };
 
-/* ---- registry and counters ---- */
+/* ---- registry and counters ----
+   pin_lock serialises registering (from reading smaps to joining the registry) with unregistering (from leaving
+   the registry to undoing the lock and mark), so a registration never relies on a lock being undone meanwhile.
+   Order: pin_lock, then reg_lock, then a buffer's lock. */
+static msi_lock_t pin_lock = MSI_LOCK_INIT;
 static msi_lock_t reg_lock = MSI_LOCK_INIT;
 static struct ms_dma_buffer_s *reg_head;
 static struct {
@@ -83,6 +89,17 @@ static void reg_unlink(struct ms_dma_buffer_s *b) {
 }
 
 static bool valid(const ms_dma_buffer_t *b) { return b && b->magic == DMA_MAGIC; }
+/* valid, else errno EINVAL */
+static bool check(const ms_dma_buffer_t *b) {
+  if (MSI_LIKELY(valid(b))) return true;
+  errno = EINVAL;
+  return false;
+}
+/* r stored in errno too when it is a failure */
+static int ret(int r) {
+  if (r) errno = r;
+  return r;
+}
 
 static const char *page_name(size_t page) {
   if (page == MSI_GiB) return "1 GiB";
@@ -186,12 +203,36 @@ static void memlock_error(const char *what, size_t bytes, int err) {
               what, bytes, err, lim);
 }
 
-/* ---- descriptor and list storage from the page layer ---- */
+/* ---- descriptor and list storage from the page layer ----
+   Descriptors are carved from pages that are never unmapped. A freed one keeps DMA_DEAD in its magic word and
+   joins a FIFO that hands it out again only once QUARANTINE others wait, so a freed handle used again (a second
+   ms_dma_free, ms_dma_size after free) reads a dead descriptor and is refused instead of faulting. */
+static msi_lock_t desc_lock = MSI_LOCK_INIT;
+static struct ms_dma_buffer_s *dead_head, *dead_tail;
+static size_t dead_count;
+static char *carve_at, *carve_end;
+
 static struct ms_dma_buffer_s *desc_new(void) {
-  ms_pages_t p;
-  int r = ms_pages_reserve(sizeof(struct ms_dma_buffer_s), 0, MS_PAGES_COMMIT, -1, &p);
-  if (r) { errno = r; return NULL; }
-  struct ms_dma_buffer_s *b = p.addr;
+  struct ms_dma_buffer_s *b = NULL;
+  msi_lock(&desc_lock);
+  if (dead_count > QUARANTINE) {
+    b = dead_head;
+    dead_head = b->next;
+    if (!dead_head) dead_tail = NULL;
+    dead_count--;
+  } else {
+    size_t sz = msi_round_up(sizeof *b, 64);
+    if (carve_end - carve_at < (ptrdiff_t)sz) {
+      ms_pages_t p;
+      int r = ms_pages_reserve(16 * sz, 0, MS_PAGES_COMMIT, -1, &p);
+      if (r) { msi_unlock(&desc_lock); errno = r; return NULL; }
+      carve_at = p.addr;
+      carve_end = carve_at + p.size;
+    }
+    b = (struct ms_dma_buffer_s *)carve_at;
+    carve_at += sz;
+  }
+  msi_unlock(&desc_lock);
   memset(b, 0, sizeof *b);
   b->numa_node = -1;
   return b;
@@ -199,8 +240,15 @@ static struct ms_dma_buffer_s *desc_new(void) {
 
 static void desc_free(struct ms_dma_buffer_s *b) {
   if (b->store) ms_pages_release(b->store, b->store_size);
-  b->magic = 0;
-  ms_pages_release(b, sizeof *b);
+  b->store = NULL;
+  b->magic = DMA_DEAD;
+  msi_lock(&desc_lock);
+  b->next = NULL;
+  if (dead_tail) dead_tail->next = b;
+  else dead_head = b;
+  dead_tail = b;
+  dead_count++;
+  msi_unlock(&desc_lock);
 }
 
 /* storage for `cap` segments and offsets; 0 or errno */
@@ -343,7 +391,7 @@ static int build(const ms_dma_buffer_t *cb) {
 
 const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count) {
   if (count) *count = 0;
-  if (!valid(buffer)) { errno = EINVAL; return NULL; }
+  if (!check(buffer)) return NULL;
   int r = build(buffer);
   if (r) { errno = r; return NULL; }
   msi_lock((msi_lock_t *)&buffer->lock); /* ms_dma_verify may be updating the list */
@@ -353,9 +401,9 @@ const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *c
 }
 
 int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys) {
-  if (!valid(buffer) || !phys || offset >= buffer->size) return EINVAL;
+  if (!valid(buffer) || !phys || offset >= buffer->size) return ret(EINVAL);
   int r = build(buffer);
-  if (r) return r;
+  if (r) return ret(r);
   msi_lock((msi_lock_t *)&buffer->lock); /* ms_dma_verify may rewrite the list */
   size_t lo = 0, hi = buffer->count;     /* last segment whose offset <= offset */
   while (hi - lo > 1) {
@@ -383,13 +431,13 @@ static size_t moved_bytes(const ms_dma_segment_t *a, size_t na, const ms_dma_seg
 
 int ms_dma_verify(ms_dma_buffer_t *b, size_t *moved_out) {
   if (moved_out) *moved_out = 0;
-  if (!valid(b)) return EINVAL;
+  if (!valid(b)) return ret(EINVAL);
   msi_lock(&b->lock);
   int r = 0;
   if (!b->built) {
     r = build_locked(b); /* nothing to compare with yet: the fresh list is the reference */
     msi_unlock(&b->lock);
-    return r;
+    return ret(r);
   }
   void *store;
   size_t store_size;
@@ -416,7 +464,7 @@ int ms_dma_verify(ms_dma_buffer_t *b, size_t *moved_out) {
     ms_pages_release(store, store_size);
   }
   msi_unlock(&b->lock);
-  return r;
+  return ret(r);
 }
 
 /* ---- allocation ---- */
@@ -606,6 +654,7 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
 /* ---- registration ---- */
 typedef struct {
   uintptr_t hole;      /* first unmapped address, 0 if none */
+  uintptr_t readonly;  /* first address that is not writable, 0 if none */
   size_t min_page;     /* smallest KernelPageSize seen */
   bool all_hugetlb, all_locked, all_dontfork, writable;
 } range_facts_t;
@@ -632,7 +681,10 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
       if (ve <= cursor) continue;
       if (vs > cursor) { done = true; break; } /* a hole before the next mapping */
       in = true;
-      if (p[0] == ' ' && p[2] != 'w') f->writable = false;
+      if (p[0] == ' ' && p[2] != 'w' && f->writable) {
+        f->writable = false;
+        f->readonly = vs > s ? vs : s;
+      }
       cursor = ve;
     } else if (in && strncmp(r.line, "KernelPageSize:", 15) == 0) {
       const char *p = r.line + 15;
@@ -662,6 +714,8 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
   return 0;
 }
 
+static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_config_t *c);
+
 ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config) {
   ms_dma_config_t def = {0, -1, 0, {0, 0, 0, 0}};
   const ms_dma_config_t *c = config ? config : &def;
@@ -674,6 +728,18 @@ ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_
     errno = EINVAL;
     return NULL;
   }
+  msi_lock(&pin_lock);
+  ms_dma_buffer_t *b = register_locked(memory, size, c);
+  int e = errno;
+  msi_unlock(&pin_lock);
+  errno = e;
+  return b;
+}
+
+/* ms_dma_register once the arguments are checked; caller holds pin_lock */
+static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_config_t *c) {
+  size_t ps = msi_os_page_size();
+  uintptr_t s = (uintptr_t)memory;
   range_facts_t f;
   int r = range_scan(s, s + size, &f);
   if (r) { errno = r; return NULL; }
@@ -683,7 +749,7 @@ ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_
     return NULL;
   }
   if (!f.writable) {
-    msi_error("dma: ms_dma_register(%p, %zu): the range is not writable", memory, size);
+    msi_error("dma: ms_dma_register(%p, %zu): address %p is not writable", memory, size, (void *)f.readonly);
     errno = EFAULT;
     return NULL;
   }
@@ -758,39 +824,64 @@ ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_
   return b;
 }
 
+/* Undoes what registering b did (munlock, MADV_DOFORK) on the parts of it that no other live buffer covers. A
+   buffer registered inside or across b found its pages locked and marked and relied on that: the parts it
+   covers stay pinned, and it takes over undoing them when it is freed. b has left the registry; caller holds
+   pin_lock. */
+static void unpin_uncovered(struct ms_dma_buffer_s *b) {
+  msi_lock(&reg_lock);
+  uintptr_t cur = (uintptr_t)b->addr, end = cur + b->size;
+  for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next)
+    if (o->registered && (uintptr_t)o->addr < end && (uintptr_t)o->addr + o->mapped > cur) {
+      o->locked |= b->locked;
+      o->dontfork |= b->dontfork;
+    }
+  while (cur < end) {
+    uintptr_t covered = cur, next = end; /* covered: end of the run of other buffers holding cur */
+    for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next) {
+      uintptr_t os = (uintptr_t)o->addr, oe = os + o->mapped;
+      if (oe <= cur || os >= end) continue;
+      if (os <= cur) covered = oe > covered ? oe : covered;
+      else if (os < next) next = os;
+    }
+    if (covered > cur) { cur = covered; continue; }
+    if (b->dontfork) msi_os_madvise((void *)cur, next - cur, MADV_DOFORK);
+    if (b->locked) ms_pages_unlock((void *)cur, next - cur);
+    cur = next;
+  }
+  msi_unlock(&reg_lock);
+}
+
 void ms_dma_free(ms_dma_buffer_t *b) {
   if (!b) return;
   if (!valid(b)) {
-    msi_error("dma: ms_dma_free(%p): not a DMA buffer (or freed twice)", (void *)b);
+    msi_error("dma: ms_dma_free(%p): %s", (void *)b,
+              b->magic == DMA_DEAD ? "freed already" : "not a DMA buffer");
+    errno = EINVAL;
     return;
   }
+  msi_lock(&pin_lock);
   reg_unlink(b);
   INC(frees, 1);
   b->magic = 0;
   if (b->registered) {
-    if (b->dontfork) msi_os_madvise(b->addr, b->size, MADV_DOFORK);
-    if (b->locked) ms_pages_unlock(b->addr, b->size);
+    unpin_uncovered(b);
   } else {
     if (b->locked) ms_pages_unlock(b->addr, b->mapped);
     ms_pages_release(b->addr, b->mapped);
   }
+  msi_unlock(&pin_lock);
   desc_free(b);
 }
 
 /* ---- accessors ---- */
-void *ms_dma_addr(const ms_dma_buffer_t *b) {
-  if (!valid(b)) { errno = EINVAL; return NULL; }
-  return b->addr;
-}
-size_t ms_dma_size(const ms_dma_buffer_t *b) { return valid(b) ? b->size : 0; }
-size_t ms_dma_page_size(const ms_dma_buffer_t *b) { return valid(b) ? b->page : 0; }
-int ms_dma_movable(const ms_dma_buffer_t *b) {
-  if (!valid(b)) { errno = EINVAL; return -1; }
-  return b->movable;
-}
+void *ms_dma_addr(const ms_dma_buffer_t *b) { return check(b) ? b->addr : NULL; }
+size_t ms_dma_size(const ms_dma_buffer_t *b) { return check(b) ? b->size : 0; }
+size_t ms_dma_page_size(const ms_dma_buffer_t *b) { return check(b) ? b->page : 0; }
+int ms_dma_movable(const ms_dma_buffer_t *b) { return check(b) ? b->movable : -1; }
 
 int ms_dma_info(const ms_dma_buffer_t *b, ms_dma_info_t *info) {
-  if (!valid(b) || !info) return EINVAL;
+  if (!valid(b) || !info) return ret(EINVAL);
   memset(info, 0, sizeof *info);
   info->addr = b->addr;
   info->size = b->size;

@@ -72,6 +72,9 @@ static void *heap_alloc(size_t size, size_t alignment, bool zero) {
 
 /* allocation with routing (CONTRACT §3): spill when the size reaches the threshold, else the process space */
 static MSI_NOINLINE void *alloc_generic(size_t size, size_t alignment, bool zero) {
+  /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
+     wrap to a small block) */
+  if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
   if (MSI_UNLIKELY(mask)) {
     if (mask & MSI_ROUTE_SPILL) {
@@ -84,7 +87,6 @@ static MSI_NOINLINE void *alloc_generic(size_t size, size_t alignment, bool zero
     }
     if (mask & MSI_ROUTE_SPACE) return msi_proc_space_malloc(size, alignment < 16 ? 16 : alignment, zero);
   }
-  if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
   return heap_alloc(size, alignment, zero);
 }
 
@@ -274,6 +276,13 @@ void ms_heap_collect(int force) {
   msi_heap_global_init();
   msi_heap_thread_collect(force != 0);
   msi_heap_purge(msi_heap_now_ms(), force != 0);
+}
+
+void msi_heap_options_changed(void) {
+  msi_heap_global_init();
+  msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
+  msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
+  ms_heap_collect(1); /* what the caches hold goes back; they refill under the new limits */
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */

@@ -96,7 +96,12 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   size_t ps = msi_os_page_size(), len = msi_round_up(size ? size : 1, ps);
   size_t extra = alignment > ps ? alignment : 0;
   if (len == 0 || len + extra < len) { errno = ENOMEM; return NULL; }
+  int saved = errno;
   void *m = msi_os_mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered below the heap's reservations (heap.c) */
+    m = msi_os_mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) errno = saved;
+  }
   if (m == MAP_FAILED) { errno = ENOMEM; return NULL; }
   uintptr_t a = (uintptr_t)m;
   if (extra) { /* trim to the alignment */

@@ -182,16 +182,21 @@ static uint32_t carve_random(uint32_t bound) {
 /* region and segments                                                                                          */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-/* Under RLIMIT_AS a reservation counts against the limit. The large slot sizes' sub-regions (22 of them) take at
-   most a sixteenth of it: larger blocks, and blocks finding every slot of their size taken, are mapped on their
-   own (direct.c). The segment area is not reserved at all there (small_reserved 0): it starts 64 GiB (or twice the
-   limit) above the program's break, the far end of the kernel's placement in both layouts (top-down from below
-   the stack; bottom-up from a third of the address space, below a PIE program), and grows a segment at a time
-   with MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there. Reserving an eighth
-   of the limit for it, as until 2026-11-26, capped small blocks at that eighth: under `ulimit -v 4000000`
-   0.42 GiB of 100-byte blocks, where glibc and mimalloc hold 3.4 GiB. (A first version put the area just below
-   the sub-regions, where a program's own mappings spread downwards could end it: a review's program keeping one
-   page of each of 16,400 64 MiB mmaps left it 52 MiB.) */
+/* Under RLIMIT_AS a reservation counts against the limit, and so does every mapping of the program: the heap takes
+   a share of the room left under the limit at start-up (the limit less VmSize), never a fixed amount (a fixed
+   92 MiB made `ls` and Python fail at start-up under `ulimit -v 100000`, which glibc runs). The large slot sizes'
+   sub-regions (22 of them) take at most a sixteenth of that room, with sub-regions from 128 GiB down to 64 KiB;
+   with less room there is no slot area, and every large block is mapped on its own (direct.c), as glibc maps
+   its large blocks. Larger blocks, and blocks finding every slot of their size taken, are direct too. The
+   segment area is not reserved at all there (small_reserved 0): it starts 64 GiB (or twice the limit) above the
+   program's break, the far end of the kernel's placement in both layouts (top-down from below the stack;
+   bottom-up from a third of the address space, below a PIE program), and grows a segment at a time with
+   MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there (a reservation of a share
+   of the limit would cap small blocks at that share: glibc and mimalloc hold 3.4 GiB of 100-byte blocks under
+   `ulimit -v 4000000`). Only where that address is unusable is a segment area reserved: an eighth of the room.
+   (Put just below the sub-regions, a program's own mappings spread downwards could end the area: a review's
+   program keeping one page of each of 16,400 64 MiB mmaps left it 52 MiB.) A limit lowered later (setrlimit)
+   is met when a mapping is refused: msi_heap_fit_limit. */
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
 static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t large_size) {
@@ -205,59 +210,141 @@ static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t la
   return true;
 }
 
-/* reserves small + large bytes at a sub-aligned start (returned; 0 when refused or above 48-bit addresses, which
-   span xfree words need); *map and *total: what to unmap */
-static uintptr_t region_map(size_t small, size_t large, size_t sub, void **map, size_t *total) {
-  *total = small + large + sub;
+/* the reservations' alignment slack, before and after each region (given back by fit_limit_locked) */
+static struct { uintptr_t addr; size_t len; } slack[4];
+static unsigned nslack;
+
+/* reserves `bytes` at a start aligned to `align` (returned; 0 when refused or ending above 48-bit addresses, which
+   span xfree words need); *map and *total: the whole mapping */
+static uintptr_t region_map(size_t bytes, size_t align, void **map, size_t *total) {
+  *total = bytes + align;
   *map = msi_os_mmap(NULL, *total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (*map == MAP_FAILED) return 0;
-  uintptr_t base = msi_align_up((uintptr_t)*map, sub);
-  if ((base + small) >> 48) { msi_os_munmap(*map, *total); return 0; }
+  uintptr_t base = msi_align_up((uintptr_t)*map, align);
+  if ((base + bytes) >> 48) { msi_os_munmap(*map, *total); return 0; }
+  if (nslack + 2 <= 4) {
+    slack[nslack].addr = (uintptr_t)*map, slack[nslack++].len = base - (uintptr_t)*map;
+    slack[nslack].addr = base + bytes, slack[nslack++].len = (uintptr_t)*map + *total - (base + bytes);
+  }
   return base;
 }
 
-static bool region_init(void) {
-  /* sub-region per large slot size: 2^37 first, smaller when the address space is refused or limited */
-  struct rlimit rl;
-  size_t small_cap = 8 * ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT), large_cap = SIZE_MAX;
-  bool limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
-  if (limited && (size_t)rl.rlim_cur / 8 < small_cap) small_cap = (size_t)rl.rlim_cur / 8;
-  if (limited) large_cap = (size_t)rl.rlim_cur / 16;
-  for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift -= 1) {
-    size_t sub = (size_t)1 << shift;
-    size_t large = MSI_HEAP_LARGE_CLASSES * sub;
-    if (large + sub > large_cap && shift > 22) continue;
-    size_t small = limited ? 0 : 8 * sub, total;
-    void *map;
-    uintptr_t base = region_map(small, large, sub, &map, &total);
-    if (base && !small && !small_area_above_break((size_t)rl.rlim_cur, base, total)) { /* a small address space */
-      msi_os_munmap(map, total);
-      small = small_cap / sub > 8 ? msi_align_down(small_cap, sub) : 8 * sub;
-      base = region_map(small, large, sub, &map, &total);
-    }
-    if (!base) { small_cap /= 2; continue; } /* refused: smaller sub-regions, and a smaller small part */
-    if (small) {
-      msi_heap_g.base = base;
-      msi_heap_g.small_size = msi_heap_g.small_reserved = small;
-    }
-    msi_heap_g.large_base = base + small;
-    msi_heap_g.large_size = large;
-    msi_heap_g.sub_shift = shift;
-    if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
-      msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
-                  "are mapped on their own", total >> 20, sub >> 20);
-    return true;
-  }
-  return false;
+static void region_large(uintptr_t base, size_t shift) {
+  msi_heap_g.large_base = base;
+  msi_heap_g.large_size = base ? MSI_HEAP_LARGE_CLASSES * ((size_t)1 << shift) : 0;
+  msi_heap_g.sub_shift = shift; /* below MSI_HEAP_LARGE_MIN_SHIFT: no slot (large.c) */
 }
 
+static bool region_init(void) {
+  size_t limit = msi_os_as_limit(), sub, total;
+  void *map;
+  if (limit == SIZE_MAX) { /* 2^37 sub-regions, smaller when the address space is refused */
+    for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift--) {
+      sub = (size_t)1 << shift;
+      size_t small = 8 * sub;
+      uintptr_t base = region_map(small + MSI_HEAP_LARGE_CLASSES * sub, sub, &map, &total);
+      if (!base) continue;
+      msi_heap_g.base = base;
+      msi_heap_g.small_size = msi_heap_g.small_reserved = small;
+      region_large(base + small, shift);
+      if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
+        msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
+                    "are mapped on their own", total >> 20, sub >> 20);
+      return true;
+    }
+    return false;
+  }
+  size_t vm = msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
+  size_t shift = MSI_HEAP_LARGE_MAX_SHIFT;
+  uintptr_t large = 0;
+  for (; shift >= MSI_HEAP_LARGE_MIN_SHIFT; shift--) {
+    sub = (size_t)1 << shift;
+    if ((MSI_HEAP_LARGE_CLASSES + 1) * sub > room / 16) continue;
+    if ((large = region_map(MSI_HEAP_LARGE_CLASSES * sub, sub, &map, &total))) break;
+  }
+  region_large(large, large ? shift : MSI_HEAP_LARGE_MIN_SHIFT - 1);
+  msi_verbose("heap: RLIMIT_AS %zu MiB, %zu MiB mapped: %s%zu KiB reserved for large blocks", limit >> 20, vm >> 20,
+              large ? "" : "nothing ", large ? (MSI_HEAP_LARGE_CLASSES * sub) >> 10 : 0);
+  if (small_area_above_break(limit, large, msi_heap_g.large_size)) return true;
+  /* no usable address above the break: a reserved segment area, an eighth of the room (at least a segment) */
+  for (size_t small = msi_align_down(room / 8, MSI_HEAP_SEG_SIZE);; small = msi_align_down(small / 2, MSI_HEAP_SEG_SIZE)) {
+    if (small < MSI_HEAP_SEG_SIZE) small = MSI_HEAP_SEG_SIZE;
+    uintptr_t base = region_map(small, MSI_HEAP_SEG_SIZE, &map, &total);
+    if (base) {
+      msi_heap_g.base = base;
+      msi_heap_g.small_size = msi_heap_g.small_reserved = small;
+      return true;
+    }
+    if (small == MSI_HEAP_SEG_SIZE) return false;
+  }
+}
+
+/* A limit lowered at run time (setrlimit(RLIMIT_AS) below the address space the process holds) makes the kernel
+   refuse every mapping, even one that replaces reserved pages (the reservation alone is over the limit): small
+   blocks ended at once, and every other mapping of the program (a thread's stack) with them, where glibc goes on.
+   After a refusal under a limit the reservations beyond what is in use go back: the segment area's past the
+   segments made (it then grows a segment at a time, as when limited from the start) and the slot area's
+   (msi_large_release_unused). Seg lock held. true: something went back. */
+/* the segment area's reservation past the segments made goes back (seg lock held): its bytes */
+static size_t segments_unreserve(void) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed), had = msi_heap_g.small_reserved;
+  if (top >= had) return 0;
+  msi_heap_g.small_reserved = top; /* first: an address there is no longer a wild pointer of ours */
+  if (msi_os_munmap((void *)(msi_heap_g.base + top), had - top) == 0) return had - top;
+  msi_heap_g.small_reserved = had;
+  return 0;
+}
+
+static bool fit_limit_locked(void) {
+  size_t limit = msi_os_as_limit();
+  if (limit == SIZE_MAX) return false;
+  size_t freed = segments_unreserve();
+  freed += msi_large_release_unused();
+  for (unsigned i = 0; i < nslack; i++)
+    if (slack[i].len && msi_os_munmap((void *)slack[i].addr, slack[i].len) == 0) {
+      freed += slack[i].len;
+      slack[i].len = 0;
+    }
+  if (freed)
+    msi_verbose("heap: RLIMIT_AS is %zu MiB: %zu MiB of reserved address space given back", limit >> 20, freed >> 20);
+  return freed != 0;
+}
+
+bool msi_heap_fit_limit(void) {
+  if (!msi_heap_g.ready) return false;
+  msi_lock(&seg_lock);
+  bool r = fit_limit_locked();
+  msi_unlock(&seg_lock);
+  return r;
+}
+
+/* A new segment inside the reservation replaces its first pages, which splits the reservation: the kernel refuses
+   that when the process is at vm.max_map_count (its own mappings may take it there; blocks of the slot area take
+   at most a quarter: large.c split_max), and small blocks ended there, malloc(100) included, where glibc's brk
+   heap grows its one mapping. Then the rest of the reservation goes back (cutting a mapping's head is allowed at
+   the limit) and the segment area grows a segment at a time after its last one, which merges with it (as under
+   RLIMIT_AS). */
+static msi_segment_t *segment_map(void);
 static msi_segment_t *segment_new(void) {
+  int saved = errno;
+  msi_segment_t *seg = segment_map();
+  if (MSI_UNLIKELY(!seg) && (fit_limit_locked() || segments_unreserve()) && (seg = segment_map())) errno = saved;
+  return seg;
+}
+
+static msi_segment_t *segment_map(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
   void *addr = (void *)(msi_heap_g.base + top);
   bool reserved = top < msi_heap_g.small_reserved;
   void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (reserved ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
+  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM) {
+    /* at vm.max_map_count the kernel refuses any new mapping, even one that would merge with the last segment;
+       growing the last segment's mapping in place makes none */
+    void *last = (void *)(msi_heap_g.base + top - MSI_HEAP_SEG_SIZE);
+    if (msi_os_mremap(last, MSI_HEAP_SEG_SIZE, 2 * MSI_HEAP_SEG_SIZE, 0, NULL) == last) p = addr;
+  }
   if (p != addr) {
     if (p == MAP_FAILED && reserved) /* keep the region whole: the failed MAP_FIXED may have unmapped it */
       msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
@@ -770,7 +857,12 @@ static msi_heap_t *heap_new(void) {
   }
   size_t sz = msi_align_up(sizeof(msi_heap_t), MSI_CACHE_LINE);
   if (heap_pool_left < sz) {
+    int saved = errno;
     void *p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (fit_limit_locked) */
+      p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) errno = saved;
+    }
     if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }
     heap_pool = p;
     heap_pool_left = 256 * MSI_KiB;
@@ -934,7 +1026,7 @@ void msi_heap_global_init(void) {
   msi_init();
   classes_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
-  if (msi_opt(MS_OPTION_SECURE)) msi_heap_checks = true;
+  msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
   msi_empty_span.owner = NULL;
   msi_empty_span.state = MSI_SPAN_FREE;
   heap_reset_current(&msi_empty_heap);

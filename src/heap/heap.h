@@ -4,8 +4,10 @@
 
    Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused). Its first part holds
    4 MiB segments (bump-allocated, committed whole), the rest holds large blocks in power-of-two slots, one
-   sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, and the segment area, above
-   the program's break, takes address space a segment at a time (heap.c region_init). A pointer is ours when it
+   sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, in proportion to the room
+   under the limit (none when it is small), and the segment area, above the program's break, takes address space
+   a segment at a time (heap.c region_init); a limit lowered later gives the unused reservations back
+   (msi_heap_fit_limit). A pointer is ours when it
    falls inside the segments in use or the slot area: a subtraction and compare each.
 
    Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
@@ -120,6 +122,8 @@ typedef struct msi_heap_globals_s {
   uintptr_t canary_secret; /* secure build: canaries */
   bool guard_markers;      /* secure build: guard markers work (heap.c guard_probe) */
   int ready;
+  _Atomic bool large_trimmed; /* the slot area's unused reservation went back (msi_heap_fit_limit): large.c's
+                                 msi_large_kept tells its addresses from other mappings that landed there */
 } msi_heap_globals_t;
 extern msi_heap_globals_t msi_heap_g;
 
@@ -196,6 +200,13 @@ uint64_t msi_large_dirty_bytes(void); /* cached large slots' bytes that may hold
 uint64_t msi_large_live_bytes(void);  /* in large blocks in use, slots and direct */
 void msi_large_trim(uint64_t keep);   /* drops the longest-cached slots' pages until at most `keep` such bytes */
 bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */
+/* address space: a mapping was refused; under RLIMIT_AS (lowered at run time) the reservations beyond what is in
+   use go back (heap.c); true: some did, worth a second try. msi_large_release_unused: the slot area's part */
+bool msi_heap_fit_limit(void);
+size_t msi_large_release_unused(void);
+/* vm.max_map_count as the heap assumes it (read at start-up; tests set another): slot sizes whose blocks take two
+   mappings each take at most a quarter of it */
+void msi_large_set_map_limit(unsigned long max_map_count);
 void msi_large_lock_all(void);
 void msi_large_unlock_all(bool child);
 
@@ -239,8 +250,10 @@ static inline uint32_t msi_heap_now_ms(void) { return (uint32_t)(msi_now_ns() / 
 static inline bool msi_heap_in_small(const void *p) {
   return (uintptr_t)p - msi_heap_g.base < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
 }
+bool msi_large_kept(const void *p); /* p, in the slot area, lies in its part still reserved */
 static inline bool msi_heap_in_large(const void *p) {
-  return (uintptr_t)p - msi_heap_g.large_base < msi_heap_g.large_size;
+  return (uintptr_t)p - msi_heap_g.large_base < msi_heap_g.large_size &&
+         (MSI_LIKELY(!atomic_load_explicit(&msi_heap_g.large_trimmed, memory_order_acquire)) || msi_large_kept(p));
 }
 /* p lies in the heap's reservation but in no segment: a wild pointer (never true for another part's memory) */
 static inline bool msi_heap_in_reserved_small(const void *p) {

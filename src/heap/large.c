@@ -66,6 +66,7 @@ void msi_large_init(void) {
   int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
   strict = strict_overcommit();
   dense_on = !strict && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
+  msi_large_set_map_limit(msi_os_max_map_count());
   errno = saved;
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
@@ -84,6 +85,7 @@ static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
   void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED && msi_heap_fit_limit()) return NULL; /* RLIMIT_AS lowered: no slot is left to take */
   if (p == MAP_FAILED) {
     MSI_WARN_ONCE("heap: no memory for the large-block table (errno %d); large blocks are mapped on their own", errno);
     return NULL;
@@ -143,11 +145,16 @@ static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
    slot). The kernel's limit (vm.max_map_count, 65,530 by default) stopped a program at ~32,750 such blocks,
    where glibc, jemalloc and mimalloc hold 40,000 blocks of 1.5 MB in a few dozen mappings; and once a split took
-   the count past the limit, every mmap failed, also the reservations that give freed blocks back. Past
-   LARGE_SPLIT_MAX live ones a new block is mapped on its own (direct.c) where the kernel chooses: neighbouring
-   blocks merge into one mapping, as with the peers. (Cached slots add at most CACHE_MAX per size.) */
-#define LARGE_SPLIT_MAX 16384
-static _Atomic uint32_t split_live, split_max = LARGE_SPLIT_MAX;
+   the count past the limit, every mmap failed, also the reservations that give freed blocks back and the
+   segments of small blocks. Past a quarter of the limit (read at start-up: 16,382 live blocks by default, 250
+   under a limit of 1,000) a new block is mapped on its own (direct.c) where the kernel chooses: neighbouring
+   blocks merge into one mapping, as with the peers, and half the limit at least stays for the program's other
+   mappings and the heap's small blocks. (Cached slots add at most CACHE_MAX per size.) */
+static _Atomic uint32_t split_live, split_max;
+void msi_large_set_map_limit(unsigned long max_map_count) {
+  unsigned long q = max_map_count / 4;
+  atomic_store_explicit(&split_max, q > UINT32_MAX ? UINT32_MAX : (uint32_t)q, memory_order_relaxed);
+}
 static void split_count(unsigned k, int delta) {
   if (!dense(k)) atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
 }
@@ -160,6 +167,8 @@ static bool split_full(void) {
    blocks of 1.5 MB, every other one freed, 50,000 allocated again: 46,347 failed while freed slots took them) */
 static void *direct_after_refusal(size_t size, size_t alignment) {
   void *p = msi_direct_alloc(size, alignment);
+  if (!p && msi_large_purge(0, 0, true)) /* refused too: the cached slots' mappings and commit charge go back */
+    p = msi_direct_alloc(size, alignment);
   if (p) atomic_store_explicit(&split_max, 0, memory_order_relaxed);
   return p;
 }
@@ -258,7 +267,8 @@ static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
   if (in & (((uintptr_t)1 << k) - 1)) return NULL;
   uint64_t idx = in >> k;
-  if (idx >= c->nslots || !atomic_load_explicit(&table, memory_order_relaxed)) return NULL; /* no large block yet */
+  if (idx >= __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !atomic_load_explicit(&table, memory_order_relaxed))
+    return NULL; /* past the slots kept (msi_large_release_unused), or no large block yet */
   *idx_out = (uint32_t)idx;
   return c;
 }
@@ -448,8 +458,9 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   size_t need = msi_round_up(size ? size : 1, page_size);
   uint32_t npages = (uint32_t)(need >> page_shift);
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
-  if (k > msi_heap_g.sub_shift || MSI_UNLIKELY(!table_get()))
-    return msi_direct_alloc(size, alignment); /* a reduced region, or no slot table (direct.c) */
+  if (k > msi_heap_g.sub_shift || MSI_UNLIKELY(!__atomic_load_n(&classes[k - MSI_HEAP_LARGE_MIN_SHIFT].nslots,
+                                                                  __ATOMIC_RELAXED) || !table_get()))
+    return msi_direct_alloc(size, alignment); /* a reduced region (or none), or no slot table (direct.c) */
   lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
   msi_lock(lock_of(c));
   if (c->ncached) {
@@ -822,6 +833,41 @@ void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed)
   *allocated = atomic_load_explicit(&live_bytes, memory_order_relaxed) + direct;
   *cached = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
   *committed = atomic_load_explicit(&committed_bytes, memory_order_relaxed) + direct;
+}
+
+bool msi_large_kept(const void *p) {
+  unsigned i = (unsigned)(((uintptr_t)p - msi_heap_g.large_base) >> msi_heap_g.sub_shift);
+  const lclass_t *c = &classes[i];
+  return ((uintptr_t)p - c->base) >> (MSI_HEAP_LARGE_MIN_SHIFT + i) < __atomic_load_n(&c->nslots, __ATOMIC_ACQUIRE);
+}
+
+/* Gives back each class's sub-region beyond the slots it ever took (its bump: the slots below stay reserved, in
+   use, cached or free), and their entries of the slot table. From then on the class takes no slot there, and an
+   address there is not the heap's: a direct block, or any mapping, may land in it (msi_large_kept). Returns the
+   bytes given back. Takes each class lock in turn. */
+size_t msi_large_release_unused(void) {
+  size_t total = 0;
+  slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    lclass_t *c = &classes[i];
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    msi_lock(lock_of(c));
+    uint64_t keep = c->bump, had = c->nslots;
+    if (keep < had) {
+      atomic_store_explicit(&msi_heap_g.large_trimmed, true, memory_order_release);
+      __atomic_store_n(&c->nslots, keep, __ATOMIC_RELEASE); /* before the range can hold another mapping */
+      uintptr_t from = c->base + ((uintptr_t)keep << k);
+      size_t len = (size_t)(had - keep) << k;
+      if (msi_os_munmap((void *)from, len) == 0) total += len;
+      if (t) { /* the table's pages wholly of the given-back slots */
+        uintptr_t a = msi_align_up((uintptr_t)(t + c->meta_off + keep), page_size);
+        uintptr_t b = msi_align_down((uintptr_t)(t + c->meta_off + had), page_size);
+        if (a < b && msi_os_munmap((void *)a, b - a) == 0) total += b - a;
+      }
+    }
+    msi_unlock(lock_of(c));
+  }
+  return total;
 }
 
 void msi_large_lock_all(void) {

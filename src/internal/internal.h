@@ -43,6 +43,11 @@ extern _Atomic long long msi_option_values[MS_OPTION_COUNT];
 static inline long long msi_opt(ms_option_t o) {
   return atomic_load_explicit(&msi_option_values[o], memory_order_relaxed);
 }
+/* applies an option ms_option_set changed to the parts that read it once (src/core/route.c): the cache preset, the
+   secure checks, the routing of spill and the process space */
+void msi_option_changed(ms_option_t o);
+/* " NAME=value" for the cache preset and every option not at its default (MEMSPACE_VERBOSE's start line) */
+size_t msi_options_describe(char *buf, size_t cap);
 /* value of environment variable `name` straight from environ (no allocation), NULL when unset */
 const char *msi_getenv(const char *name);
 /* removes variables from environ in place (no allocation): used to stop children inheriting settings */

@@ -50,12 +50,20 @@ size_t msi_os_huge_size(ms_page_kind_t kind);   /* 0 when the kernel has no such
 int msi_os_numa_nodes(void);                    /* >= 1 */
 bool msi_os_has_madv_free(void);
 bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
+size_t msi_os_vm_size(void);             /* bytes of address space mapped now (VmSize); 0: unknown. Reads /proc */
+unsigned long msi_os_max_map_count(void); /* vm.max_map_count (65530 when unreadable). Reads /proc */
+size_t msi_os_as_limit(void);            /* RLIMIT_AS now, SIZE_MAX when unlimited. One system call */
 
 /* page-layer counters (atomics, read by stats) */
 typedef struct msi_os_counters_s {
   _Atomic uint64_t reserved, committed, reset, locked, hugetlb, thp, huge_fallbacks, calls, failures;
 } msi_os_counters_t;
 extern msi_os_counters_t msi_os_counters;
+
+/* the frame allocator (frame.c) with the clock as a parameter, so tests drive idleness deterministically:
+   ms_frame_flip at time `now_ns`, and one pass of the maintenance task at `now_ns` (CLOCK_MONOTONIC) */
+void msi_frame_flip_at(ms_frame_t *frame, uint64_t now_ns);
+void msi_frame_maint_run(uint64_t now_ns);
 
 /* fault injection: true when this call of `op` must fail; *err receives the errno to return */
 bool msi_fault_hit(ms_fault_op_t op, int *err);

@@ -12,7 +12,10 @@
 #define MSI_ROUTE_SPILL 0x1u
 #define MSI_ROUTE_SPACE 0x2u
 extern _Atomic unsigned msi_route_mask;
-void msi_route_init(void);  /* reads the options once (called from msi_init); sets msi_route_mask */
+void msi_route_init(void);  /* reads the options (msi_init, and ms_option_set of a routing option); sets msi_route_mask */
+/* the heap re-reads the cache preset and the secure checks (src/heap/heap.c): caches past a smaller preset's
+   limits are emptied at once */
+void msi_heap_options_changed(void);
 
 /* ---- spill (src/spill/) ---- */
 size_t msi_spill_threshold(void);                    /* 0 = off */

@@ -2,7 +2,10 @@
 /* frame.c: the double-buffered frame allocator (ms_frame_*). Two ranges used alternately; a flip switches
    ranges and applies the policy to the range that the previous frame used (it is dead by then and the next
    frame reuses it). Idle reclaim (every policy but KEEP) gives both ranges back after idle_ms without a flip
-   or an alloc: done by a task on the shared maintenance thread, else on the owner's next flip.
+   or an alloc: done by a task on the shared maintenance thread, which sees allocations as changes of `top`. The
+   owner's flip cannot tell when the last alloc happened (alloc reads no clock), so it reclaims both ranges only
+   when no alloc happened since a flip older than idle_ms; after a frame that allocated and lasted longer, it
+   gives back the dead range alone (the frame just ended stays valid through the next one).
 
    Concurrency with the maintenance thread (asymmetric Dekker): the owner first publishes activity (a new
    `top` on alloc, a new `epoch` on flip/idle) with a relaxed store, then reads `state` after a compiler
@@ -54,7 +57,6 @@ static _Atomic uint64_t total_frames, total_flips, total_reclaims, total_reclaim
 #define STORE(x, v) atomic_store_explicit(&(x), (v), RLX)
 #define BUMP(x, v) atomic_fetch_add_explicit(&(x), (uint64_t)(v), RLX)
 
-static void maint_run(uint64_t now_ns);
 
 /* fork: the maintenance thread may hold list_lock (during a reclaim); take it around fork so the child's copy
    is consistent and free */
@@ -65,7 +67,7 @@ static void atfork_once(void) {
   static _Atomic int done;
   if (!atomic_exchange(&done, 1)) pthread_atfork(fork_prepare, fork_release, fork_child);
 }
-static const msi_maint_task_t frame_task = {"frame-idle", 100, maint_run};
+static const msi_maint_task_t frame_task = {"frame-idle", 100, msi_frame_maint_run};
 
 static size_t round_unit(const ms_frame_t *f, size_t bytes) {
   size_t r = msi_round_up(bytes, f->unit);
@@ -240,17 +242,23 @@ static void apply_policy(ms_frame_t *f, unsigned i) {
   }
 }
 
-void ms_frame_flip(ms_frame_t *f) {
+void msi_frame_flip_at(ms_frame_t *f, uint64_t now) {
   if (!f) return;
-  uint64_t now = msi_now_ns();
   STORE(f->epoch, LOAD(f->epoch) + 1);
   owner_check(f);
   unsigned cur = LOAD(f->cur), next = cur ^ 1u;
   size_t top = LOAD(f->top);
   if (top > LOAD(f->hw[cur])) STORE(f->hw[cur], top);
-  if (MSI_UNLIKELY(f->idle_ns != UINT64_MAX && now - f->last_flip_ns >= f->idle_ns)) {
-    /* idle and not reclaimed by the maintenance thread (single-threaded program, or it was off): now */
+  bool long_frame = f->idle_ns != UINT64_MAX && now - f->last_flip_ns >= f->idle_ns && now >= f->last_flip_ns;
+  if (MSI_UNLIKELY(long_frame && top == 0)) {
+    /* no flip and no alloc for idle_ms, not reclaimed by the maintenance thread (single-threaded program, or it
+       was off): both ranges now */
     reclaim_both(f);
+  } else if (MSI_UNLIKELY(long_frame) && f->policy == MS_FRAME_KEEP_IDLE) {
+    /* a long frame that allocated: its objects stay valid through the next frame; the dead range goes back */
+    size_t n = drop_range(f, next, LOAD(f->hw[next]));
+    BUMP(f->reclaimed_bytes, n);
+    BUMP(total_reclaimed, n);
   } else {
     apply_policy(f, next);
   }
@@ -260,6 +268,10 @@ void ms_frame_flip(ms_frame_t *f) {
   BUMP(f->flips, 1);
   BUMP(total_flips, 1);
   if (f->idle_ns != UINT64_MAX) msi_maint_kick();
+}
+
+void ms_frame_flip(ms_frame_t *f) {
+  if (f) msi_frame_flip_at(f, msi_now_ns());
 }
 
 size_t ms_frame_idle(ms_frame_t *f) {
@@ -287,7 +299,7 @@ void ms_frame_destroy(ms_frame_t *f) {
 }
 
 /* ---- the maintenance task: reclaims frame allocators idle for idle_ms ---- */
-static void maint_run(uint64_t now) {
+void msi_frame_maint_run(uint64_t now) {
   msi_lock(&list_lock);
   for (ms_frame_t *f = list_head; f; f = f->next) {
     if (f->idle_ns == UINT64_MAX || LOAD(f->state) != ST_ACTIVE) continue;
@@ -297,7 +309,7 @@ static void maint_run(uint64_t now) {
       f->m_epoch = e, f->m_top = t, f->m_since_ns = now;
       continue;
     }
-    if (now - f->m_since_ns < f->idle_ns) continue;
+    if (now < f->m_since_ns || now - f->m_since_ns < f->idle_ns) continue;
     int expected = ST_ACTIVE;
     if (!atomic_compare_exchange_strong(&f->state, &expected, ST_RECLAIM)) continue;
     if (msi_os_membarrier() != 0) {

@@ -189,6 +189,26 @@ bool msi_os_read_ull(const char *path, unsigned long long *value) {
   return true;
 }
 
+/* the address space the process has mapped (VmSize, which RLIMIT_AS limits): /proc/self/statm's first number, in
+   pages; 0 when unreadable. No allocation. */
+size_t msi_os_vm_size(void) {
+  unsigned long long pages;
+  return msi_os_read_ull("/proc/self/statm", &pages) ? (size_t)pages * msi_os_page_size() : 0;
+}
+
+/* the kernel's limit on a process's mappings (vm.max_map_count); the kernel's default when unreadable */
+unsigned long msi_os_max_map_count(void) {
+  unsigned long long v;
+  return msi_os_read_ull("/proc/sys/vm/max_map_count", &v) && v > 0 ? (unsigned long)v : 65530;
+}
+
+/* RLIMIT_AS's soft limit in bytes, SIZE_MAX when unlimited (or unreadable) */
+size_t msi_os_as_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SIZE_MAX) return SIZE_MAX;
+  return (size_t)rl.rlim_cur;
+}
+
 /* true when /sys/kernel/mm/transparent_hugepage/enabled selects [never] */
 static bool thp_never(void) {
   int fd;

@@ -3,6 +3,7 @@
    release; hugetlb 1 GiB / 2 MiB, then THP, then the base page, every fallback counted and reported. */
 #include "os.h"
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -15,7 +16,10 @@
 #endif
 
 size_t ms_page_size(void) { return msi_os_page_size(); }
-size_t ms_huge_page_size(ms_page_kind_t kind) { return msi_os_huge_size(kind); }
+size_t ms_huge_page_size(ms_page_kind_t kind) {
+  if ((unsigned)kind > MS_PAGE_HUGE_1G) errno = EINVAL;
+  return msi_os_huge_size(kind);
+}
 
 #define ADD(field, v) atomic_fetch_add_explicit(&msi_os_counters.field, (uint64_t)(v), memory_order_relaxed)
 static void sub_clamped(_Atomic uint64_t *c, uint64_t v) {
@@ -24,40 +28,162 @@ static void sub_clamped(_Atomic uint64_t *c, uint64_t v) {
                                                 memory_order_relaxed)) {}
 }
 
-/* A small table of hugetlb reservations: release must know their page size and pool accounting. */
-#define MAX_HUGE 256
-static struct { uintptr_t start, end; size_t page; } huge_table[MAX_HUGE];
-static msi_lock_t huge_lock = MSI_LOCK_INIT;
+/* Every reservation made here, sorted by address, with its page size (a hugetlb range is released in huge-page
+   units and stays accessible when decommitted) and the bytes counted committed and locked in it (releasing it
+   subtracts what it holds, no more). A growable array: static room for the first ranges, then a mapping that
+   doubles (never malloc), so any number of ranges is known, O(log n) per lookup under one lock. Chosen over a
+   header page in front of each range (a whole huge page for a hugetlb range, and it shifts the alignment) and
+   over reading /proc/self/smaps (an open that a sandbox may forbid, on paths that must not fail). */
+typedef struct { uintptr_t start, end; size_t page, committed, locked; } range_t;
+#define STATIC_RANGES 64
+static range_t static_ranges[STATIC_RANGES];
+static range_t *ranges = static_ranges;
+static size_t nranges, cap_ranges = STATIC_RANGES;
+static msi_lock_t range_lock = MSI_LOCK_INIT;
 
-static void huge_note(void *addr, size_t size, size_t page) {
-  msi_lock(&huge_lock);
-  for (int i = 0; i < MAX_HUGE; i++)
-    if (huge_table[i].start == 0) {
-      huge_table[i].start = (uintptr_t)addr;
-      huge_table[i].end = (uintptr_t)addr + size;
-      huge_table[i].page = page;
-      break;
-    }
-  msi_unlock(&huge_lock);
+/* fork: another thread may hold range_lock; taken around fork so the child's copy is consistent and free. Registered
+   with the first reservation; a process that has one thread takes no lock and writes nothing (internal.h). */
+static bool fork_unlocked;
+MSI_COLD static void fork_prepare(void) {
+  msi_set_flag(&fork_unlocked, msi_single_threaded());
+  if (!fork_unlocked) msi_lock(&range_lock);
+}
+MSI_COLD static void fork_parent(void) {
+  if (!fork_unlocked) msi_unlock(&range_lock);
+}
+MSI_COLD static void fork_child(void) {
+  if (!fork_unlocked) msi_lock_reset(&range_lock);
+}
+static void atfork_once(void) {
+  static _Atomic int done;
+  if (MSI_UNLIKELY(!atomic_load_explicit(&done, memory_order_relaxed)) && !atomic_exchange(&done, 1))
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* page size of the hugetlb mapping holding addr, or 0; forget=true removes [addr,addr+size) from the table */
-static size_t huge_lookup(void *addr, size_t size, bool forget) {
+/* room for `need` entries; caller holds range_lock; false (errno ENOMEM) when the table cannot grow */
+static bool ranges_room(size_t need) {
+  if (need <= cap_ranges) return true;
+  size_t cap = cap_ranges * 2, bytes = msi_round_up(cap * sizeof(range_t), msi_os_page_size());
+  void *p = msi_os_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) { errno = ENOMEM; return false; }
+  memcpy(p, ranges, nranges * sizeof(range_t));
+  if (ranges != static_ranges) msi_os_munmap(ranges, msi_round_up(cap_ranges * sizeof(range_t), msi_os_page_size()));
+  ranges = p;
+  cap_ranges = bytes / sizeof(range_t);
+  return true;
+}
+
+/* index of the first range ending after a (nranges when none); caller holds range_lock */
+static size_t ranges_after(uintptr_t a) {
+  size_t lo = 0, hi = nranges;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ranges[mid].end <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* records a fresh mapping; entries it overlaps are stale (the kernel handed these addresses out again) */
+static bool range_add(void *addr, size_t size, size_t page, size_t committed) {
+  uintptr_t s = (uintptr_t)addr, e = s + size;
+  atfork_once();
+  msi_lock(&range_lock);
+  size_t i = ranges_after(s), j = i;
+  while (j < nranges && ranges[j].start < e) j++;
+  bool ok = j > i || ranges_room(nranges + 1);
+  if (ok) {
+    memmove(&ranges[i + 1], &ranges[j], (nranges - j) * sizeof(range_t));
+    nranges = nranges + 1 - (j - i);
+    ranges[i] = (range_t){s, e, page, committed, 0};
+  }
+  msi_unlock(&range_lock);
+  return ok;
+}
+
+/* the page size of the reservation holding addr (0: not one of ours) */
+static size_t range_page(const void *addr) {
   uintptr_t a = (uintptr_t)addr;
-  size_t page = 0;
-  msi_lock(&huge_lock);
-  for (int i = 0; i < MAX_HUGE; i++)
-    if (huge_table[i].start && a >= huge_table[i].start && a < huge_table[i].end) {
-      page = huge_table[i].page;
-      if (forget) {
-        if (a == huge_table[i].start && a + size >= huge_table[i].end) huge_table[i].start = 0;
-        else if (a == huge_table[i].start) huge_table[i].start = a + size;
-        else if (a + size >= huge_table[i].end) huge_table[i].end = a;
-      }
+  msi_lock(&range_lock);
+  size_t i = ranges_after(a), page = i < nranges && ranges[i].start <= a ? ranges[i].page : 0;
+  msi_unlock(&range_lock);
+  return page;
+}
+static bool is_hugetlb(const void *addr) { return range_page(addr) > msi_os_page_size(); }
+
+/* Counts [a, a+size) as committed (field COMMITTED) or locked (LOCKED) when add, else as no longer so. Inside a
+   reservation a count stays between 0 and the reservation's size; memory that is not a reservation of this
+   layer (ms_pages_lock on the caller's memory) counts as asked. The global counter changes by the same. */
+enum { COMMITTED, LOCKED };
+static void count_range(uintptr_t a, size_t size, int field, bool add) {
+  _Atomic uint64_t *global = field == COMMITTED ? &msi_os_counters.committed : &msi_os_counters.locked;
+  uintptr_t end = a + size, cur = a;
+  size_t delta = 0;
+  msi_lock(&range_lock);
+  for (size_t i = ranges_after(a); cur < end; i++) {
+    if (i == nranges || ranges[i].start >= end) { delta += end - cur; break; }
+    range_t *r = &ranges[i];
+    if (r->start > cur) delta += r->start - cur; /* foreign memory before this range */
+    size_t o = (end < r->end ? end : r->end) - (r->start > cur ? r->start : cur);
+    size_t *held = field == COMMITTED ? &r->committed : &r->locked, room = add ? r->end - r->start - *held : *held;
+    size_t d = o < room ? o : room;
+    *held = add ? *held + d : *held - d;
+    delta += d;
+    cur = end < r->end ? end : r->end;
+  }
+  msi_unlock(&range_lock);
+  if (add) atomic_fetch_add_explicit(global, delta, memory_order_relaxed);
+  else sub_clamped(global, delta);
+}
+
+/* forgets [a, a+size) before it is unmapped, subtracting what it held from the counters; false (ENOMEM) when
+   splitting a range needs an entry the table cannot get (nothing changed then) */
+static bool range_forget(uintptr_t a, size_t size) {
+  uintptr_t end = a + size;
+  size_t reserved = 0, committed = 0, locked = 0, huge = 0;
+  msi_lock(&range_lock);
+  size_t i = ranges_after(a);
+  if (i < nranges && ranges[i].start < a && ranges[i].end > end && !ranges_room(nranges + 1)) {
+    msi_unlock(&range_lock);
+    return false;
+  }
+  while (i < nranges && ranges[i].start < end) {
+    range_t *r = &ranges[i];
+    uintptr_t os = r->start > a ? r->start : a, oe = r->end < end ? r->end : end;
+    size_t o = oe - os, c = o < r->committed ? o : r->committed, l = o < r->locked ? o : r->locked;
+    reserved += o, committed += c, locked += l;
+    if (r->page > msi_os_page_size()) huge += o;
+    size_t keep_c = r->committed - c, keep_l = r->locked - l;
+    if (os == r->start && oe == r->end) { /* whole range */
+      memmove(r, r + 1, (nranges - i - 1) * sizeof(range_t));
+      nranges--;
+      continue;
+    }
+    if (os > r->start && oe < r->end) { /* a middle part: split in two */
+      memmove(r + 1, r, (nranges - i) * sizeof(range_t));
+      nranges++;
+      r[1].start = oe;
+      r->end = os;
+      size_t left = os - r->start, right = r[1].end - oe;
+      r->committed = keep_c < left ? keep_c : left, r[1].committed = keep_c - r->committed;
+      r->locked = keep_l < left ? keep_l : left, r[1].locked = keep_l - r->locked;
+      if (r[1].committed > right) r[1].committed = right;
+      if (r[1].locked > right) r[1].locked = right;
       break;
     }
-  msi_unlock(&huge_lock);
-  return page;
+    if (os == r->start) r->start = oe;
+    else r->end = os;
+    size_t left = r->end - r->start;
+    r->committed = keep_c < left ? keep_c : left;
+    r->locked = keep_l < left ? keep_l : left;
+    i++;
+  }
+  msi_unlock(&range_lock);
+  sub_clamped(&msi_os_counters.reserved, reserved);
+  sub_clamped(&msi_os_counters.committed, committed);
+  sub_clamped(&msi_os_counters.locked, locked);
+  sub_clamped(&msi_os_counters.hugetlb, huge);
+  return true;
 }
 
 static const char *kind_name(ms_page_kind_t k) {
@@ -96,9 +222,6 @@ static int try_hugetlb(size_t size, size_t alignment, ms_page_kind_t kind, ms_pa
   out->size = rsize;
   out->page_size = hs;
   out->kind = kind;
-  huge_note(p, rsize, hs);
-  ADD(hugetlb, rsize);
-  ADD(committed, rsize);
   return 0;
 }
 
@@ -174,7 +297,6 @@ int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_nod
     out->page_size = ps;
     out->kind = MS_PAGE_BASE;
     out->flags = flags & MS_PAGES_COMMIT;
-    if (commit) ADD(committed, rsize);
     if (thp) {
       if (msi_os_madvise(p, rsize, MADV_HUGEPAGE) == 0) {
         out->kind = MS_PAGE_THP;
@@ -188,7 +310,16 @@ int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_nod
       report_fallback(out, MS_PAGE_THP, size, ENOENT);
     }
   }
+  bool huge = out->kind >= MS_PAGE_HUGE_2M;
+  size_t committed = (out->flags & MS_PAGES_COMMIT) ? out->size : 0;
+  if (!range_add(out->addr, out->size, out->page_size, committed)) {
+    msi_os_munmap(out->addr, out->size);
+    memset(out, 0, sizeof *out);
+    FAIL(ENOMEM);
+  }
   ADD(reserved, out->size);
+  ADD(committed, committed);
+  if (huge) ADD(hugetlb, out->size);
   int r = finish_flags(out, flags, numa_node);
   if (r) {
     ms_pages_release(out->addr, out->size);
@@ -212,7 +343,7 @@ int ms_pages_commit(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_mprotect(addr, size, PROT_READ | PROT_WRITE)) return errno;
-  ADD(committed, size);
+  count_range((uintptr_t)addr, size, COMMITTED, true);
   return 0;
 }
 
@@ -220,15 +351,15 @@ int ms_pages_decommit(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_madvise(addr, size, MADV_DONTNEED)) return errno;
-  if (!huge_lookup(addr, size, false) && msi_os_mprotect(addr, size, PROT_NONE)) return errno;
-  sub_clamped(&msi_os_counters.committed, size);
+  if (!is_hugetlb(addr) && msi_os_mprotect(addr, size, PROT_NONE)) return errno;
+  count_range((uintptr_t)addr, size, COMMITTED, false);
   return 0;
 }
 
 int ms_pages_reset(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
-  if (huge_lookup(addr, size, false) || !msi_os_has_madv_free()) {
+  if (is_hugetlb(addr) || !msi_os_has_madv_free()) {
     if (msi_os_madvise(addr, size, MADV_DONTNEED)) return errno;
   } else if (msi_os_madvise(addr, size, MADV_FREE)) {
     if (errno != EINVAL || msi_os_madvise(addr, size, MADV_DONTNEED)) return errno;
@@ -271,7 +402,7 @@ int ms_pages_lock(void *addr, size_t size) {
     errno = e;
     return e;
   }
-  ADD(locked, size);
+  count_range((uintptr_t)addr, size, LOCKED, true);
   return 0;
 }
 
@@ -279,7 +410,7 @@ int ms_pages_unlock(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_munlock(addr, size)) return errno;
-  sub_clamped(&msi_os_counters.locked, size);
+  count_range((uintptr_t)addr, size, LOCKED, false);
   return 0;
 }
 
@@ -297,16 +428,14 @@ int ms_pages_bind(void *addr, size_t size, int node) {
 
 int ms_pages_release(void *addr, size_t size) {
   CHECK(addr, size);
+  size_t hp = range_page(addr);
+  if (hp > msi_os_page_size() && ((uintptr_t)addr & (hp - 1))) FAIL(EINVAL); /* inside a huge page */
+  size = msi_round_up(size, hp > msi_os_page_size() ? hp : msi_os_page_size());
+  if (!size) FAIL(EINVAL);
   /* munmap succeeds on a hole: a range that is not (entirely) mapped is a caller error, reported */
-  if (msi_os_mapped(addr, msi_round_up(size, msi_os_page_size())) != 0) return errno;
-  size_t hp = huge_lookup(addr, size, false);
-  size = msi_round_up(size, hp ? hp : msi_os_page_size());
+  if (msi_os_mapped(addr, size) != 0) return errno;
+  /* forgotten first: until the munmap below nobody else can be given these addresses */
+  if (!range_forget((uintptr_t)addr, size)) FAIL(ENOMEM);
   if (msi_os_munmap(addr, size)) return errno;
-  if (hp) {
-    huge_lookup(addr, size, true);
-    sub_clamped(&msi_os_counters.hugetlb, size);
-  }
-  sub_clamped(&msi_os_counters.reserved, size);
-  sub_clamped(&msi_os_counters.committed, size);
   return 0;
 }

@@ -21,6 +21,7 @@ static void *nothrow_slow(std::size_t size, std::size_t alignment) noexcept {
 }
 
 static inline void *nothrow_new(std::size_t size, std::size_t alignment) noexcept {
+  if (alignment & (alignment - 1)) return nullptr; /* not a power of two (0: the unaligned forms) */
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
   return p ? p : nothrow_slow(size, alignment);
 }

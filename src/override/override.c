@@ -254,8 +254,14 @@ static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
 #define OP(name, sym) EXPORT name __asm__(sym); name
 OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0, false); }
 OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0, false); }
-OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_impl(n, al, false); }
-OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_impl(n, al, false); }
+/* an alignment that is not a power of two is undefined behaviour in C++; libstdc++ throws std::bad_alloc at once
+   (without the new-handler), and so does memspace, also for one of 16 or less (which would take the plain path) */
+static inline void *new_aligned(size_t size, size_t alignment) {
+  if (MSI_UNLIKELY(!msi_is_pow2(alignment))) throw_bad_alloc();
+  return new_impl(size, alignment, false);
+}
+OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_aligned(n, al); }
+OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_aligned(n, al); }
 /* the nothrow forms are in nothrow.cc: they need a catch clause */
 OP(void op_del(void *p), "_ZdlPv") { msi_free(p); }
 OP(void op_del_arr(void *p), "_ZdaPv") { msi_free(p); }

@@ -8,7 +8,9 @@
    variables are removed from environ after reading, so child processes do not inherit a locked space. */
 #include "route.h"
 #include "space_internal.h"
+#include "os.h"
 #include <errno.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -55,13 +57,36 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
   if (msi_opt(MS_OPTION_HUGE_PAGES) > 0) c.flags |= MS_SPACE_HUGE_PAGES;
   c.numa_node = -1;
   c.name = "process";
+  /* a size the machine cannot back is refused with one line (pre-faulting it would get the program OOM-killed
+     without a word); one it can back only unlocked (swap) runs unlocked */
+  char why[160];
+  bool huge = c.flags & MS_SPACE_HUGE_PAGES;
+  if (!huge && msi_space_backing(c.initial_size, false, why, sizeof why)) {
+    msi_error("process space: a space of %zu bytes (MEMSPACE_SPACE_INITIAL) cannot be backed: %s; malloc fails "
+              "with ENOMEM", c.initial_size, why);
+    atomic_store(&proc_state, 2);
+    clear_environment();
+    msi_unlock(&proc_lock);
+    return NULL;
+  }
+  if (!huge && msi_space_backing(c.initial_size, true, why, sizeof why)) {
+    c.flags &= ~MS_SPACE_LOCKED;
+    msi_warning("process space: %zu bytes cannot be locked: %s; the space runs unlocked and may take page faults",
+                c.initial_size, why);
+  }
   s = ms_space_create(&c);
-  if (!s && (errno == EPERM || errno == EAGAIN || errno == ENOMEM)) {
+  if (!s && (c.flags & MS_SPACE_LOCKED) && (errno == EPERM || errno == EAGAIN)) {
     int e = errno;
+    struct rlimit rl;
     c.flags &= ~MS_SPACE_LOCKED;
     s = ms_space_create(&c);
-    if (s) msi_warning("process space: locking %zu bytes was refused (error %d: raise RLIMIT_MEMLOCK or run with "
-                       "CAP_IPC_LOCK); the space runs unlocked and may take page faults", c.initial_size, e);
+    if (s && msi_os_getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      msi_warning("process space: locking %zu bytes was refused (error %d): RLIMIT_MEMLOCK is %llu bytes (raise it "
+                  "or run with CAP_IPC_LOCK); the space runs unlocked and may take page faults", c.initial_size, e,
+                  (unsigned long long)rl.rlim_cur);
+    else if (s)
+      msi_warning("process space: locking %zu bytes was refused (error %d); the space runs unlocked and may take "
+                  "page faults", c.initial_size, e);
   }
   if (!s) {
     msi_error("process space: cannot create a space of %zu bytes (error %d); malloc fails with ENOMEM",

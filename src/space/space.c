@@ -22,7 +22,9 @@
 #define __has_feature(x) 0
 #endif
 #include "track.h"
+#include "route.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -89,8 +91,13 @@ struct ms_space_s {
   size_t data_map_size;     /* length of the data mapping (>= reserved) */
   void *data_map;
   int numa_node;
+  int commit_warned;        /* a refused first-allocation commit was reported */
+  int backing_warned;       /* a size beyond what the machine can back was reported */
   const char *name;
+  void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
+  size_t lock_len;
   struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
+  struct ms_space_s *hnext; /* chain of the live-handle hash */
   region_t regions[MAX_REGIONS];
   uint64_t *lvl[MAX_ORDER + 1][MAX_LEVELS]; /* per order: lvl[k][0] the top word ... lvl[k][depth-1] the leaf */
 };
@@ -101,6 +108,14 @@ struct ms_space_s {
 static msi_lock_t registry_lock = MSI_LOCK_INIT;
 static ms_space_t *registry;
 static uint64_t dead_ooms, dead_expands;
+/* live handles by address: a handle is looked up here (never dereferenced) before a call that is allowed a few
+   more steps (destroy, check, walk, info, expand, shrink), so a destroyed or foreign handle is reported instead
+   of read. Chains through the live spaces only. */
+#define LIVE_BUCKETS 1024
+static ms_space_t *live_hash[LIVE_BUCKETS];
+static inline unsigned live_bucket(const void *s) {
+  return (unsigned)((((uintptr_t)s >> 6) * 0x9E3779B97F4A7C15ull) >> 54) & (LIVE_BUCKETS - 1);
+}
 
 static void registry_add(ms_space_t *s) {
   msi_lock(&registry_lock);
@@ -108,16 +123,49 @@ static void registry_add(ms_space_t *s) {
   s->next = registry;
   if (registry) registry->prev = s;
   registry = s;
+  unsigned b = live_bucket(s);
+  s->hnext = live_hash[b];
+  live_hash[b] = s;
   msi_unlock(&registry_lock);
 }
-static void registry_remove(ms_space_t *s) {
+/* removes a live space (true), or finds that `s` is none (false, nothing touched) */
+static bool registry_remove(ms_space_t *s) {
   msi_lock(&registry_lock);
+  ms_space_t **h = &live_hash[live_bucket(s)];
+  while (*h && *h != s) h = &(*h)->hnext;
+  if (!*h) { msi_unlock(&registry_lock); return false; }
+  *h = s->hnext;
   if (s->prev) s->prev->next = s->next;
   else registry = s->next;
   if (s->next) s->next->prev = s->prev;
   dead_ooms += s->ooms;
   dead_expands += s->expands;
   msi_unlock(&registry_lock);
+  return true;
+}
+/* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */
+static bool strict_mode(void);
+MSI_COLD MSI_NOINLINE static void bad_handle(const void *s, const char *call) {
+  if (strict_mode()) msi_fatal("%s(%p): not a live space (destroyed, or never created)", call, s);
+  msi_error("%s(%p): not a live space (destroyed, or never created); ignored", call, s);
+  errno = EINVAL;
+}
+/* the allocation calls' check, on their slow paths: a destroyed space in caller memory has its magic cleared
+   (a destroyed mapped space is unmapped: reading it is undefined, see the header) */
+static inline bool gone(const ms_space_t *s, const char *call) {
+  if (MSI_LIKELY(s->magic == SPACE_MAGIC)) return false;
+  bad_handle(s, call);
+  return true;
+}
+/* true when `s` is a live space; else false with errno EINVAL (reported unless NULL) */
+static bool live(const ms_space_t *s, const char *call) {
+  if (!s) { errno = EINVAL; return false; }
+  msi_lock(&registry_lock);
+  const ms_space_t *h = live_hash[live_bucket(s)];
+  while (h && h != s) h = h->hnext;
+  msi_unlock(&registry_lock);
+  if (!h) bad_handle(s, call);
+  return h != NULL;
 }
 
 static void spaces_get(ms_stats_t *st) {
@@ -227,8 +275,10 @@ static inline void map_cached(ms_space_t *s, size_t off, unsigned k) {
   if (k >= LSHIFT) s->lmap[off >> LSHIFT] = (uint8_t)(k | 0x80);
   else nib_put(s, off, k + 4);
 }
-/* order of the allocated block starting at off, 0 when none starts there */
+/* order of the allocated block starting at off, 0 when none starts there (an offset inside a granule is
+   never a block start: the granule's entry belongs to the block at its first byte) */
 static inline unsigned map_get(const ms_space_t *s, size_t off) {
+  if (off & ((1u << GSHIFT) - 1)) return 0;
   if (!(off & ((1u << LSHIFT) - 1))) {
     unsigned k = s->lmap[off >> LSHIFT];
     if (k) return k & 0x80 ? 0 : k;
@@ -238,6 +288,7 @@ static inline unsigned map_get(const ms_space_t *s, size_t off) {
 }
 /* order of the cached free block starting at off, 0 when none */
 static inline unsigned cached_at(const ms_space_t *s, size_t off) {
+  if (off & ((1u << GSHIFT) - 1)) return 0;
   if (!(off & ((1u << LSHIFT) - 1)) && (s->lmap[off >> LSHIFT] & 0x80)) return s->lmap[off >> LSHIFT] & 0x7f;
   unsigned v = nib_get(s, off);
   return v >= 8 && v < 15 ? v - 4 : 0;
@@ -290,15 +341,15 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
   if (s->meta_size <= 4 * MSI_MiB) return fn(s->meta_base, s->meta_size);
   struct { uintptr_t lo, hi; } r[2 + (MAX_ORDER + 1) * MAX_LEVELS];
   int n = 0;
-  r[n].lo = (uintptr_t)s->meta_base; /* this struct */
-  r[n++].hi = (uintptr_t)s->meta_base + sizeof *s;
+  r[n].lo = (uintptr_t)s->meta_base; /* this struct and the block cache's stacks after it */
+  r[n++].hi = (uintptr_t)(s->qoff + QORDERS * s->qcap);
   r[n].lo = (uintptr_t)s->nib + (a >> (GSHIFT + 1));
   r[n++].hi = (uintptr_t)s->nib + (b >> (GSHIFT + 1)) + 1;
   r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);
   r[n++].hi = (uintptr_t)s->lmap + (b >> LSHIFT) + 1;
   for (unsigned k = GSHIFT; k <= s->top; k++) {
     const hbm_t *h = &s->fb[k];
-    uint64_t plo = a >> k, phi = (b >> k) + 1;
+    uint64_t plo = a >> k ? (a >> k) - 1 : 0, phi = (b >> k) + 1; /* free tests the buddies on both sides */
     for (int l = (int)h->depth - 1; l >= 0; l--) {
       plo >>= 6;
       phi = (phi >> 6) + 1;
@@ -318,19 +369,112 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
   return 0;
 }
 
-/* commits, pre-faults and (LOCKED) locks the data and metadata of [a, b); 0 or an errno value */
-static int region_commit(ms_space_t *s, size_t a, size_t b) {
-  if (s->in_caller) return 0;
-  int e = ms_pages_commit(s->data + a, b - a);
-  if (e) return e;
-  if (s->numa_node >= 0) ms_pages_bind(s->data + a, b - a, s->numa_node);
-  if ((e = ms_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, ms_pages_populate))) goto fail;
-  if (s->flags & MS_SPACE_LOCKED) {
-    if ((e = ms_pages_lock(s->data + a, b - a))) goto fail;
-    if ((e = meta_apply(s, a, b, ms_pages_lock))) { ms_pages_unlock(s->data + a, b - a); goto fail; }
+/* ---- what the machine can back ----
+   Committed space memory is pre-faulted: a space larger than what can hold it would drive the machine into
+   memory pressure and get the process OOM-killed without a word. The limits (read once per process, without
+   allocating): RAM (MemTotal), swap (SwapTotal) and the cgroup's memory limit (msi_spill_budget_find: v1
+   memory.limit_in_bytes, v2 memory.max and memory.high, up the hierarchy). */
+static struct { _Atomic int state; uint64_t ram, swap, cgroup; } machine; /* state: 0 unread, 1 reading, 2 read */
+
+static uint64_t meminfo_kb(const char *text, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *l = text; *l;) {
+    if (strncmp(l, key, kl) == 0 && l[kl] == ':') {
+      uint64_t v = 0;
+      for (l += kl + 1; *l == ' '; l++) {}
+      for (; *l >= '0' && *l <= '9'; l++) v = v * 10 + (uint64_t)(*l - '0');
+      return v;
+    }
+    while (*l && *l != '\n') l++;
+    if (*l) l++;
   }
   return 0;
+}
+
+static size_t read_text(const char *path, char *buf, size_t cap) {
+  int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  size_t len = 0;
+  ssize_t n;
+  if (fd >= 0) {
+    while (len + 1 < cap && (n = msi_os_read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
+    msi_os_close(fd);
+  }
+  buf[len] = 0;
+  return len;
+}
+
+static void machine_read(void) {
+  int st = 0;
+  if (atomic_load_explicit(&machine.state, memory_order_acquire) == 2) return;
+  if (!atomic_compare_exchange_strong(&machine.state, &st, 1)) {
+    while (atomic_load_explicit(&machine.state, memory_order_acquire) != 2) msi_os_yield();
+    return;
+  }
+  char buf[4096];
+  msi_spill_budget_t cg;
+  machine.ram = machine.swap = machine.cgroup = UINT64_MAX;
+  if (read_text("/proc/meminfo", buf, sizeof buf)) {
+    uint64_t ram = meminfo_kb(buf, "MemTotal");
+    if (ram) machine.ram = ram * 1024, machine.swap = meminfo_kb(buf, "SwapTotal") * 1024;
+  }
+  read_text("/proc/self/cgroup", buf, sizeof buf);
+  msi_spill_budget_find("/sys/fs/cgroup", buf, UINT64_MAX, &cg);
+  machine.cgroup = cg.limit;
+  atomic_store_explicit(&machine.state, 2, memory_order_release);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+int msi_space_backing(size_t bytes, bool locked, char *why, size_t cap) {
+  machine_read();
+  uint64_t swap = locked || machine.swap == UINT64_MAX ? 0 : machine.swap;
+  uint64_t mach = add_sat(machine.ram, swap), cgl = add_sat(machine.cgroup, swap);
+  if (bytes > mach) {
+    msi_snprintf(why, cap, "more than the machine's %llu bytes of RAM%s", (unsigned long long)mach,
+                 locked ? " (locked memory cannot be swapped)" : swap ? " + swap" : " (no swap)");
+    return ENOMEM;
+  }
+  if (bytes > cgl) {
+    msi_snprintf(why, cap, "more than the cgroup's memory limit of %llu bytes%s", (unsigned long long)cgl,
+                 swap ? " + swap" : "");
+    return ENOMEM;
+  }
+  return 0;
+}
+
+/* 0, or ENOMEM when the space's committed size would grow past what can back it (reported once a space) */
+static int backing_check(ms_space_t *s, size_t bytes) {
+  char why[160];
+  if (msi_space_backing(s->size + bytes, s->flags & MS_SPACE_LOCKED, why, sizeof why) == 0) return 0;
+  if (!s->backing_warned) {
+    s->backing_warned = 1;
+    msi_error("space %s: %zu bytes cannot be backed: %s", s->name ? s->name : "(unnamed)", s->size + bytes, why);
+  }
+  return ENOMEM;
+}
+
+/* a refused mlock: over RLIMIT_MEMLOCK the kernel says ENOMEM (EPERM when the limit is 0); the space's calls
+   report every refused lock as EPERM (EAGAIN: some pages could not be locked), so ENOMEM always means memory */
+static int lock_error(int e) { return e == ENOMEM ? EPERM : e; }
+
+/* commits, (LOCKED) locks and pre-faults the data and metadata of [a, b); 0 or an errno value. The lock comes
+   first: mlock checks RLIMIT_MEMLOCK before it faults a page in, so a refused lock costs no memory. */
+static int region_commit(ms_space_t *s, size_t a, size_t b) {
+  if (s->in_caller) return 0;
+  int e = backing_check(s, b - a);
+  if (e) return e;
+  if ((e = ms_pages_commit(s->data + a, b - a))) return e;
+  if (s->numa_node >= 0) ms_pages_bind(s->data + a, b - a, s->numa_node);
+  bool locked = false;
+  if (s->flags & MS_SPACE_LOCKED) {
+    if ((e = ms_pages_lock(s->data + a, b - a))) { e = lock_error(e); goto fail; }
+    locked = true;
+    if ((e = meta_apply(s, a, b, ms_pages_lock))) { e = lock_error(e); goto fail; }
+  }
+  if ((e = ms_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, ms_pages_populate))) goto fail;
+  return 0;
 fail:
+  if (locked) ms_pages_unlock(s->data + a, b - a); /* MADV_DONTNEED refuses locked pages */
   ms_pages_decommit(s->data + a, b - a);
   return e;
 }
@@ -357,14 +501,16 @@ static int region_append(ms_space_t *s, size_t size, int state) {
   return 0;
 }
 
-/* grows by at least `bytes` (the caller holds the lock); reuses a returned region that is large enough */
-static int grow(ms_space_t *s, size_t bytes) {
+/* grows by at least `bytes` (the caller holds the lock) so that a free block of `need` bytes (a power of two,
+   aligned to its size; 0: none) exists; reuses a returned region that is large enough and holds such a block */
+static int grow(ms_space_t *s, size_t bytes, size_t need) {
   size_t ps = msi_os_page_size();
   size_t want = msi_round_up(bytes, ps);
   if (!want) return ENOMEM;
   for (int i = 0; i < s->nregions; i++) {
     region_t *r = &s->regions[i];
-    if (r->state == REGION_RETURNED && r->size >= want) {
+    if (r->state == REGION_RETURNED && r->size >= want &&
+        (!need || msi_align_up(r->start, need) + need <= r->start + r->size)) {
       int e = region_commit(s, r->start, r->start + r->size);
       if (e) return e;
       r->state = REGION_ACTIVE;
@@ -403,11 +549,12 @@ MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p
 }
 
 /* why `off` is not an allocated block start (cold path: may scan the orders) */
-MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off) {
-  if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned)";
-  if (cached_at(s, off)) return "double free (the block is free)";
+MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off, bool is_realloc) {
+  const char *freed = is_realloc ? "realloc of a freed block" : "double free (the block is free)";
+  if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned: inside a block)";
+  if (cached_at(s, off)) return freed;
   for (unsigned k = GSHIFT; k <= s->top; k++)
-    if (!(off & (((size_t)1 << k) - 1)) && hbm_test(s, k, off >> k)) return "double free (the block is free)";
+    if (!(off & (((size_t)1 << k) - 1)) && hbm_test(s, k, off >> k)) return freed;
   return "not the start of an allocated block of this space (interior pointer or already freed)";
 }
 
@@ -432,17 +579,20 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
     if (s->free_mask >> k) return true;
   }
   if (s->at_pending) {
-    s->at_pending = 0;
+    /* a refused commit (RLIMIT_MEMLOCK, no memory) stays pending: the next request that finds no block tries
+       again, so the space works once the limit allows it */
     region_t *r = &s->regions[0];
-    if (region_commit(s, r->start, r->start + r->size) == 0) {
+    int e = region_commit(s, r->start, r->start + r->size);
+    if (e == 0) {
+      s->at_pending = 0;
       r->state = REGION_ACTIVE;
       region_add_free(s, r->start, r->start + r->size);
       s->size += r->size;
       if (s->free_mask >> k) return true;
-    } else {
-      r->state = REGION_RETURNED;
-      msi_warning("space %s: committing the initial %zu bytes at first allocation failed",
-                  s->name ? s->name : "(unnamed)", r->size);
+    } else if (!s->commit_warned) {
+      s->commit_warned = 1;
+      msi_warning("space %s: committing the initial %zu bytes at first allocation failed (error %d); retried at "
+                  "the next allocation", s->name ? s->name : "(unnamed)", r->size, e);
     }
   }
   if (!s->expand) return false;
@@ -450,7 +600,7 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
   size_t need = (size_t)1 << k;
   size_t step = s->expand, at_least = msi_align_up(s->end, need) + need - s->end;
   if (step < at_least) step = at_least;
-  if (grow(s, step) != 0) return false;
+  if (grow(s, step, need) != 0) return false;
   s->expands++;
   msi_verbose("space %s: expanded by %zu bytes (now %zu; expansion %llu)", s->name ? s->name : "(unnamed)",
               step, s->size, (unsigned long long)s->expands);
@@ -682,11 +832,22 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   size_t reserved;
   int e;
   bool huge = c->flags & MS_SPACE_HUGE_PAGES;
+  char why[160];
+  if (!huge && msi_space_backing(initial, c->flags & MS_SPACE_LOCKED, why, sizeof why)) {
+    msi_error("space %s: %zu bytes cannot be backed: %s", c->name ? c->name : "(unnamed)", initial, why);
+    errno = ENOMEM;
+    return NULL;
+  }
   if (huge) {
     /* hugetlb memory is committed when mapped: a huge-page space is fixed at its (rounded) initial size */
-    unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE | ((c->flags & MS_SPACE_LOCKED) ? MS_PAGES_LOCK : 0);
+    unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE;
     e = ms_pages_reserve(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
     if (e) { errno = e; return NULL; }
+    if ((c->flags & MS_SPACE_LOCKED) && (e = ms_pages_lock(dm.addr, dm.size))) {
+      ms_pages_release(dm.addr, dm.size);
+      errno = lock_error(e);
+      return NULL;
+    }
     if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", c->name ? c->name : "(unnamed)", dm.page_size);
     reserved = initial = dm.size;
     expand = 0;
@@ -702,12 +863,18 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
        3 ms instead of 90 ms; bash and Python's subprocess fork a lot); pre-faulting is 2-4 times faster and big
        blocks take fewer TLB misses. Falls back to 4 KiB pages silently (THP disabled, no free huge page). */
     unsigned thp = msi_os_huge_size(MS_PAGE_THP) && initial >= msi_os_huge_size(MS_PAGE_THP) ? MS_PAGES_THP : 0;
+    /* the data range is aligned to its largest block (at most 1 GiB; it costs address space only), so a block's
+       alignment relative to the range is its address's alignment: aligned_alloc up to that never fails for it */
+    size_t align = (size_t)1 << (63 - __builtin_clzll(reserved));
+    if (align > MSI_GiB) align = MSI_GiB;
+    if (align < 2 * MSI_MiB) align = 2 * MSI_MiB;
     for (;;) {
-      e = ms_pages_reserve(reserved, 2 * MSI_MiB, thp, c->numa_node, &dm);
+      e = ms_pages_reserve(reserved, align, thp, c->numa_node, &dm);
       if (!e) {
         if (!(e = reserve_meta(reserved, &mm))) break;
         ms_pages_release(dm.addr, dm.size);
       }
+      if (e == ENOMEM && align > 2 * MSI_MiB) { align = 2 * MSI_MiB; continue; } /* RLIMIT_AS: no slack */
       if (e != ENOMEM || reserved == initial) { errno = e; return NULL; }
       size_t smaller = msi_round_up(initial + (reserved - initial) / 2, ps);
       reserved = smaller < reserved ? smaller : initial;
@@ -732,7 +899,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     s->in_caller = 1; /* already committed, populated and locked: region_commit has nothing to do */
     e = region_append(s, initial, REGION_ACTIVE);
     s->in_caller = 0;
-    if (!e && (c->flags & MS_SPACE_LOCKED)) e = meta_apply(s, 0, initial, ms_pages_lock);
+    if (!e && (c->flags & MS_SPACE_LOCKED)) e = lock_error(meta_apply(s, 0, initial, ms_pages_lock));
     if (!e) e = meta_apply(s, 0, initial, ms_pages_populate);
   } else if (c->at == MS_SPACE_AT_FIRSTALLOC) {
     e = region_append(s, initial, REGION_PENDING);
@@ -791,7 +958,9 @@ ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
     size_t ps = msi_os_page_size();
     uintptr_t a = msi_align_down((uintptr_t)memory, ps), b = msi_align_up(hi, ps);
     int e = ms_pages_lock((void *)a, b - a);
-    if (e) { if (s->lock_on) pthread_mutex_destroy(&s->lock); errno = e; return NULL; }
+    if (e) { if (s->lock_on) pthread_mutex_destroy(&s->lock); errno = lock_error(e); return NULL; }
+    s->lock_addr = (void *)a;
+    s->lock_len = b - a;
   }
   region_append(s, data, REGION_ACTIVE);
   registry_add(s);
@@ -799,12 +968,16 @@ ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
 }
 
 void ms_space_destroy(ms_space_t *s) {
-  if (!s || s->magic != SPACE_MAGIC) return;
-  registry_remove(s);
+  if (!s) return;
+  if (!registry_remove(s)) { bad_handle(s, "ms_space_destroy"); return; }
   s->magic = 0;
+  s->fast = 0; /* a destroyed space in caller memory: every call takes a path that checks the magic */
   if (s->lock_on) pthread_mutex_destroy(&s->lock);
   MSI_TRACK_UNDEFINED(s->data, s->reserved); /* freed blocks were poisoned: the range outlives the space */
-  if (s->in_caller) return;
+  if (s->in_caller) {
+    if (s->lock_len) ms_pages_unlock(s->lock_addr, s->lock_len);
+    return;
+  }
   if (s->flags & MS_SPACE_LOCKED) {
     for (int i = 0; i < s->nregions; i++)
       if (s->regions[i].state == REGION_ACTIVE) ms_pages_unlock(s->data + s->regions[i].start, s->regions[i].size);
@@ -824,12 +997,14 @@ static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zer
   space_unlock(s);
   if (MSI_UNLIKELY(!p)) { errno = ENOMEM; return NULL; }
   MSI_TRACK_MALLOC(p, (size_t)1 << k, zero); /* the usable size is the whole block */
-  if (zero || (s->flags & MS_SPACE_ZERO)) memset(p, 0, size);
+  if (s->flags & MS_SPACE_ZERO) memset(p, 0, (size_t)1 << k); /* every usable byte (ms_space_usable_size) */
+  else if (zero) memset(p, 0, size);
   return p;
 }
 
 MSI_NOINLINE static void *malloc_slow(ms_space_t *s, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0)) { errno = EINVAL; return NULL; }
+  if (gone(s, "ms_space_malloc")) return NULL;
   if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) {
     space_lock(s); s->ooms++; space_unlock(s);
     errno = ENOMEM;
@@ -859,6 +1034,7 @@ void *ms_space_malloc(ms_space_t *s, size_t size) {
 void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(!s)) { errno = EINVAL; return NULL; }
+  if (gone(s, "ms_space_calloc")) return NULL;
   if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
   if (total == 0) { errno = EINVAL; return NULL; }
   if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) { errno = ENOMEM; return NULL; }
@@ -867,6 +1043,7 @@ void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
 
 void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0 || !msi_is_pow2(alignment))) { errno = EINVAL; return NULL; }
+  if (gone(s, "ms_space_aligned_alloc")) return NULL;
   if (size > ((size_t)1 << s->top) || alignment > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
   unsigned k = order_of(size);
   unsigned a = (unsigned)__builtin_ctzll(alignment);
@@ -878,12 +1055,13 @@ void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
 
 MSI_NOINLINE static void free_slow(ms_space_t *s, void *p) {
   if (MSI_UNLIKELY(!s)) { errno = EINVAL; return; }
+  if (gone(s, "ms_space_free")) return;
   size_t off = offset_of(s, p);
   if (MSI_UNLIKELY(off == SIZE_MAX)) { bad_pointer(s, p, "free", "not a block of this space"); return; }
   space_lock(s);
   unsigned k = map_get(s, off);
   if (MSI_UNLIKELY(!k)) {
-    const char *why = why_bad(s, off);
+    const char *why = why_bad(s, off, false);
     space_unlock(s);
     bad_pointer(s, p, "free", why);
     return;
@@ -900,7 +1078,7 @@ void ms_space_free(ms_space_t *s, void *p) {
   if (!p) return;
   if (MSI_LIKELY(s && s->fast)) {
     size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->data);
-    if (MSI_LIKELY(off < s->end)) {
+    if (MSI_LIKELY(off < s->end && !(off & ((1u << GSHIFT) - 1)))) { /* inside a granule: free_slow reports it */
       unsigned k;
       if (off & ((1u << LSHIFT) - 1)) {
         unsigned v = nib_get(s, off);
@@ -926,6 +1104,7 @@ void ms_space_free(ms_space_t *s, void *p) {
 size_t ms_space_usable_size(const ms_space_t *cs, const void *p) {
   ms_space_t *s = (ms_space_t *)cs;
   if (!s || !p) return 0;
+  if (gone(s, "ms_space_usable_size")) return 0;
   size_t off = offset_of(s, p);
   if (off == SIZE_MAX) return 0;
   space_lock(s);
@@ -936,6 +1115,7 @@ size_t ms_space_usable_size(const ms_space_t *cs, const void *p) {
 
 void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   if (!s) { errno = EINVAL; return NULL; }
+  if (gone(s, "ms_space_realloc")) return NULL;
   if (!p) return ms_space_malloc(s, size);
   if (size == 0) { ms_space_free(s, p); return NULL; }
   size_t off = offset_of(s, p);
@@ -945,7 +1125,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   space_lock(s);
   unsigned k = map_get(s, off);
   if (!k) {
-    const char *why = why_bad(s, off);
+    const char *why = why_bad(s, off, true);
     space_unlock(s);
     bad_pointer(s, p, "realloc", why);
     return NULL;
@@ -974,7 +1154,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
     if (s->used > s->peak) s->peak = s->used;
     space_unlock(s);
     MSI_TRACK_RESIZE(p, (size_t)1 << k, (size_t)1 << n);
-    if (s->flags & MS_SPACE_ZERO) memset((char *)p + ((size_t)1 << k), 0, size - ((size_t)1 << k));
+    if (s->flags & MS_SPACE_ZERO) memset((char *)p + ((size_t)1 << k), 0, ((size_t)1 << n) - ((size_t)1 << k));
     return p;
   }
   void *q = take(s, n);
@@ -982,7 +1162,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   if (!q) { errno = ENOMEM; return NULL; }
   MSI_TRACK_MALLOC(q, (size_t)1 << n, 0);
   memcpy(q, p, (size_t)1 << k);
-  if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, size - ((size_t)1 << k));
+  if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, ((size_t)1 << n) - ((size_t)1 << k));
   space_lock(s);
   MSI_TRACK_FREE(p);
   MSI_TRACK_NOACCESS(p, (size_t)1 << k);
@@ -995,17 +1175,20 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
 /* expansion, shrinking, information                                                                  */
 /* ------------------------------------------------------------------------------------------------ */
 int ms_space_expand(ms_space_t *s, size_t bytes) {
-  if (!s || bytes == 0) return EINVAL;
-  if (s->in_caller) return ENOMEM;
+  if (!live(s, "ms_space_expand")) return EINVAL;
+  if (bytes == 0) return errno = EINVAL;
+  if (s->in_caller) return errno = ENOMEM;
   space_lock(s);
-  int e = grow(s, bytes);
+  int e = grow(s, bytes, 0);
   if (!e) s->expands++;
   space_unlock(s);
+  if (e) errno = e;
   return e;
 }
 
 size_t ms_space_shrink(ms_space_t *s) {
-  if (!s || s->in_caller) return 0;
+  if (!live(s, "ms_space_shrink")) return 0;
+  if (s->in_caller) return 0;
   size_t given = 0;
   space_lock(s);
   cache_flush(s);
@@ -1029,7 +1212,8 @@ size_t ms_space_shrink(ms_space_t *s) {
 
 int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
   ms_space_t *s = (ms_space_t *)cs;
-  if (!s || !info || s->magic != SPACE_MAGIC) return EINVAL;
+  if (!info) return errno = EINVAL;
+  if (!live(s, "ms_space_info")) return EINVAL;
   space_lock(s);
   memset(info, 0, sizeof *info);
   info->size = s->size;
@@ -1102,13 +1286,17 @@ static int walk_blocks(const ms_space_t *s, visit_fn visit, void *arg, const cha
 
 int ms_space_walk(const ms_space_t *cs, int (*visit)(const void *, size_t, int, void *), void *arg) {
   ms_space_t *s = (ms_space_t *)cs;
-  if (!s || !visit || s->magic != SPACE_MAGIC) return EINVAL;
+  if (!visit) return errno = EINVAL;
+  if (!live(s, "ms_space_walk")) return EINVAL;
   space_lock(s);
   const char *why = NULL;
   size_t bad = 0;
   int r = walk_blocks(s, visit, arg, &why, &bad);
   space_unlock(s);
-  if (r < 0) { msi_error("space %s: walk stopped at offset %zu: %s", s->name ? s->name : "(unnamed)", bad, why); return EFAULT; }
+  if (r < 0) {
+    msi_error("space %s: walk stopped at offset %zu: %s", s->name ? s->name : "(unnamed)", bad, why);
+    return errno = EFAULT;
+  }
   return r;
 }
 
@@ -1140,8 +1328,7 @@ static int check_visit(const void *block, size_t size, int used, void *arg) {
 
 int ms_space_check(const ms_space_t *cs) {
   ms_space_t *s = (ms_space_t *)cs;
-  if (!s) return EINVAL;
-  if (s->magic != SPACE_MAGIC) { msi_error("space %p: bad magic (not a space, or destroyed)", (void *)s); return EFAULT; }
+  if (!live(s, "ms_space_check")) return EINVAL;
   space_lock(s);
   const char *why = NULL;
   size_t bad = 0;
@@ -1208,7 +1395,7 @@ int ms_space_check(const ms_space_t *cs) {
   space_unlock(s);
   if (why) {
     msi_error("space %s: invariant broken: %s (at %zu)", s->name ? s->name : "(unnamed)", why, bad);
-    return EFAULT;
+    return errno = EFAULT;
   }
   return 0;
 }

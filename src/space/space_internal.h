@@ -9,6 +9,10 @@
 void msi_space_range(const ms_space_t *space, uintptr_t *lo, size_t *span);
 /* Bytes of data range a space reserves for `initial` and `expand` (room for expansions). */
 size_t msi_space_reserve_size(size_t initial, size_t expand);
+/* 0 when a space of `bytes` committed bytes (locked: without swap) can be backed by the machine's RAM and swap
+   and the cgroup's memory limit (read once per process, without allocating); else ENOMEM and `why` names the
+   limit ("more than the machine's N bytes of RAM + swap"). */
+int msi_space_backing(size_t bytes, bool locked, char *why, size_t cap);
 /* pthread_atfork handlers for one thread-safe space: hold its lock across fork, re-create it in the child. */
 void msi_space_fork_prepare(ms_space_t *space);
 void msi_space_fork_parent(ms_space_t *space);

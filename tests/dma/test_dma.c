@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "internal.h"
 #include "loopback.h"
+#include "ms_test.h"
 
 /* AddressSanitizer's runtime replaces mlock with a no-op: locking is not observable in that build */
 #if defined(__SANITIZE_ADDRESS__)
@@ -153,6 +154,27 @@ static void alloc_base_pages(void **state) {
   assert_int_equal(st1.dma_pinned_bytes, st0.dma_pinned_bytes);
 }
 
+/* what the kernel says (get_mempolicy): the buffer's policy binds it to node 0 alone, and its first and last
+   pages are on node 0 */
+static void check_on_node0(ms_dma_buffer_t *b) {
+  int mode = -1;
+  unsigned long mask[16] = {0};
+  char *p = ms_dma_addr(b);
+  long r = syscall(SYS_get_mempolicy, &mode, mask, 8 * sizeof mask, p, 2ul /* MPOL_F_ADDR */);
+  if (r != 0 && errno == ENOSYS) {
+    print_message("NUMA policy not checked: the kernel has no get_mempolicy (%s)\n", strerror(errno));
+    return;
+  }
+  assert_int_equal(r, 0);
+  assert_int_equal(mode, 2 /* MPOL_BIND */);
+  assert_int_equal(mask[0], 1ul);
+  for (size_t off = 0; off < ms_dma_size(b); off += ms_dma_size(b) - 1) {
+    int node = -1;
+    assert_int_equal(syscall(SYS_get_mempolicy, &node, NULL, 0ul, p + off, 3ul /* MPOL_F_NODE | MPOL_F_ADDR */), 0);
+    assert_int_equal(node, 0);
+  }
+}
+
 static void numa_node_binding(void **state) {
   (void)state;
   if (access("/sys/devices/system/node/node0", F_OK) != 0) {
@@ -166,6 +188,7 @@ static void numa_node_binding(void **state) {
   ms_dma_info_t info;
   ms_dma_info(b, &info);
   assert_int_equal(info.numa_node, 0); /* bound through the page layer (mbind) */
+  check_on_node0(b);
   ms_dma_free(b);
   if (free_2m() >= 1) {
     c.page_size = 2 * MiB;
@@ -174,6 +197,8 @@ static void numa_node_binding(void **state) {
     ms_dma_info(b, &info);
     assert_int_equal(info.numa_node, 0);
     assert_int_equal(ms_dma_page_size(b), 2 * MiB);
+    assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), 2 * MiB);
+    check_on_node0(b);
     ms_dma_free(b);
   }
 }
@@ -194,6 +219,7 @@ static void alloc_2m_pages(void **state) {
   assert_int_equal(ms_dma_info(b, &info), 0);
   assert_int_equal(info.mapped_size, 6 * MiB);
   assert_int_equal(status_kb("VmLck"), lck0); /* hugetlb: pre-faulted, not mlocked */
+  assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), 2 * MiB); /* the kernel's page size */
   ms_stats_get(&st1, sizeof st1);
   assert_int_equal(st1.dma_huge_bytes, st0.dma_huge_bytes + 6 * MiB);
   memset(ms_dma_addr(b), 0x5a, 5 * MiB);
@@ -213,6 +239,7 @@ static void alloc_1g_pages(void **state) {
   assert_non_null(b);
   assert_int_equal(ms_dma_page_size(b), GiB);
   assert_int_equal(ms_dma_movable(b), 0);
+  assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), GiB);
   if (phys_readable(b)) {
     size_t n;
     const ms_dma_segment_t *s = ms_dma_segments(b, &n);
@@ -229,6 +256,7 @@ static void best_available_and_fallback(void **state) {
   ms_stats_get(&st0, sizeof st0);
   ms_dma_buffer_t *b = ms_dma_alloc(4 * MiB, NULL);
   assert_non_null(b);
+  assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), ms_dma_page_size(b)); /* what it says it got */
   if (free_2m() >= 0 && ms_dma_page_size(b) == 4096) {
     ms_dma_info_t info;
     ms_dma_info(b, &info);
@@ -292,6 +320,7 @@ static void contiguous(void **state) {
   b = ms_dma_alloc(1536 * 1024, &c);
   assert_non_null(b);
   assert_int_equal(ms_dma_page_size(b), 2 * MiB);
+  assert_int_equal(ms_test_kernel_page_size(ms_dma_addr(b)), 2 * MiB);
   if (phys_readable(b)) {
     size_t n;
     const ms_dma_segment_t *s = ms_dma_segments(b, &n);
@@ -555,6 +584,42 @@ static void register_bad(void **state) {
   munmap(m, 3 * ps);
 }
 
+/* registrations that overlap: each part stays locked and MADV_DONTFORK while any buffer covering it lives */
+static void pinned(const char *m, int yes) {
+  if (MLOCK_OBSERVABLE) assert_int_equal(ms_test_vm_flag(m, "lo"), yes);
+  assert_int_equal(ms_test_vm_flag(m, "dc"), yes);
+}
+static void register_overlap(void **state) {
+  (void)state;
+  char *m = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  /* 1 MiB, then 64 KiB inside it (already locked: no mlock of its own), then the first freed */
+  ms_dma_buffer_t *outer = ms_dma_register(m, 1 * MiB, NULL);
+  assert_non_null(outer);
+  ms_dma_buffer_t *inner = ms_dma_register(m + 256 * 1024, 64 * 1024, NULL);
+  assert_non_null(inner);
+  ms_dma_free(outer);
+  pinned(m + 256 * 1024, 1);
+  pinned(m + 320 * 1024 - 4096, 1);
+  pinned(m, 0);
+  pinned(m + 320 * 1024, 0);
+  ms_dma_free(inner); /* takes over undoing its pages */
+  pinned(m + 256 * 1024, 0);
+  /* two that cross: freeing the second keeps the first's half pinned */
+  ms_dma_buffer_t *a = ms_dma_register(m, 1 * MiB, NULL);
+  ms_dma_buffer_t *b = ms_dma_register(m + 512 * 1024, 1 * MiB, NULL);
+  assert_non_null(a);
+  assert_non_null(b);
+  ms_dma_free(b);
+  pinned(m + 512 * 1024, 1);
+  pinned(m + 1 * MiB - 4096, 1);
+  pinned(m + 1 * MiB, 0);
+  ms_dma_free(a);
+  pinned(m, 0);
+  pinned(m + 512 * 1024, 0);
+  munmap(m, 2 * MiB);
+}
+
 /* ---- the loopback device ---- */
 static void plain_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); }
 
@@ -755,6 +820,65 @@ static int child_no_privilege(void) {
   return 0;
 }
 
+/* a freed handle used again: reported naming it, errno EINVAL, no crash */
+static int child_double_free(void) {
+  ms_dma_config_t c = cfg(4096, 0);
+  ms_dma_buffer_t *b = ms_dma_alloc(64 * 1024, &c);
+  if (!b) return 10;
+  fprintf(stderr, "handle=%p\n", (void *)b);
+  ms_dma_free(b);
+  errno = 0;
+  ms_dma_free(b);
+  if (errno != EINVAL) return 11;
+  errno = 0;
+  if (ms_dma_size(b) != 0 || errno != EINVAL) return 12;
+  ms_dma_info_t info;
+  if (ms_dma_info(b, &info) != EINVAL) return 13;
+  char *m = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ms_dma_buffer_t *r = ms_dma_register(m, 64 * 1024, NULL);
+  if (!r) return 14;
+  ms_dma_free(r);
+  errno = 0;
+  ms_dma_free(r);
+  if (errno != EINVAL || ms_dma_addr(r) != NULL) return 15;
+  return 0;
+}
+
+/* runs fn in a child that prints "KEY=POINTER" before the call under test; its message must contain
+   BEFORE POINTER AFTER */
+static void expect_message_naming(int (*fn)(void), const char *key, const char *before, const char *after) {
+  char msg[4096];
+  int st = in_child(fn, msg, sizeof msg);
+  print_message("child said: %s", msg);
+  assert_int_equal(st, 0);
+  char *h = strstr(msg, key);
+  assert_non_null(h);
+  h += strlen(key);
+  char want[128];
+  snprintf(want, sizeof want, "%s%.*s%s", before, (int)strcspn(h, "\n"), h, after);
+  assert_non_null(strstr(msg, want));
+}
+
+static void double_free(void **state) {
+  (void)state;
+  expect_message_naming(child_double_free, "handle=", "ms_dma_free(", "): freed already");
+}
+
+/* the message of a refused registration names the first address that is not writable */
+static int child_readonly(void) {
+  char *m = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED || mprotect(m + 2 * 4096, 4096, PROT_READ)) return 10;
+  fprintf(stderr, "readonly=%p\n", (void *)(m + 2 * 4096));
+  errno = 0;
+  if (ms_dma_register(m, 4 * 4096, NULL) || errno != EFAULT) return 11;
+  return 0;
+}
+
+static void register_readonly_names_address(void **state) {
+  (void)state;
+  expect_message_naming(child_readonly, "readonly=", "address ", " is not writable");
+}
+
 static void no_privilege(void **state) {
   (void)state;
   if (geteuid() != 0) {
@@ -780,13 +904,20 @@ static int child_tiny_memlock(void) {
   if (setrlimit(RLIMIT_MEMLOCK, &rl)) return 77;
   ms_dma_config_t c = cfg(4096, 0);
   errno = 0;
-  if (ms_dma_alloc(4 * MiB, &c)) return 20; /* over the limit: refused */
-  if (errno != EPERM && errno != ENOMEM && errno != EAGAIN) return 21;
+  if (ms_dma_alloc(4 * MiB, &c)) return 20; /* over a non-zero limit: refused with ENOMEM (mlock's answer) */
+  if (errno != ENOMEM) return 21;
   ms_dma_buffer_t *b = ms_dma_alloc(16 * 1024, &c); /* under it: fine */
   if (!b) return 22;
   ms_dma_free(b);
   char *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ms_dma_register(m, 4 * MiB, NULL)) return 23;
+  errno = 0;
+  if (ms_dma_register(m, 4 * MiB, NULL) || errno != ENOMEM) return 23;
+  struct rlimit zero = {0, 0}; /* a limit of 0: EPERM */
+  if (setrlimit(RLIMIT_MEMLOCK, &zero)) return 77;
+  errno = 0;
+  if (ms_dma_alloc(16 * 1024, &c) || errno != EPERM) return 25;
+  errno = 0;
+  if (ms_dma_register(m, 64 * 1024, NULL) || errno != EPERM) return 26;
   if (free_2m() >= 2) { /* hugetlb needs no mlock: works under the tiny limit */
     c = cfg(2 * MiB, MS_DMA_NO_FALLBACK);
     b = ms_dma_alloc(4 * MiB, &c);
@@ -854,10 +985,19 @@ static void bad_input(void **state) {
   assert_int_equal(ms_dma_page_size(NULL), 0);
   assert_null(ms_dma_segments(NULL, &n));
   assert_int_equal(n, 0);
+  errno = 0;
   assert_int_equal(ms_dma_phys(NULL, 0, &phys), EINVAL);
+  assert_int_equal(errno, EINVAL); /* every call sets errno on failure */
   assert_int_equal(ms_dma_movable(NULL), -1);
+  errno = 0;
   assert_int_equal(ms_dma_verify(NULL, NULL), EINVAL);
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
   assert_int_equal(ms_dma_info(NULL, &info), EINVAL);
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
+  assert_int_equal(ms_dma_size(NULL), 0);
+  assert_int_equal(errno, EINVAL);
   errno = 0;
   ms_dma_write(NULL, 0, &n, sizeof n);
   assert_int_equal(errno, EINVAL);
@@ -955,6 +1095,9 @@ int main(void) {
       cmocka_unit_test(stable_after_fork),
       cmocka_unit_test(register_memory),
       cmocka_unit_test(register_bad),
+      cmocka_unit_test(register_overlap),
+      cmocka_unit_test(double_free),
+      cmocka_unit_test(register_readonly_names_address),
       cmocka_unit_test(loopback_every_event_size),
       cmocka_unit_test(loopback_rejects_corrupt_list),
       cmocka_unit_test(space_in_buffer),

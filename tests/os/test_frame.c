@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "internal.h"
+#include "os.h"
 
 /* resident bytes of [p, p+size) */
 static size_t resident(void *p, size_t size) {
@@ -75,6 +75,7 @@ static void alloc_align_full(void **state) {
   char *a = ms_frame_alloc(f, 1, 0);
   assert_non_null(a);
   assert_int_equal((uintptr_t)a % 16, 0);
+  a[0] = 0x11;
   char *b = ms_frame_alloc(f, 3, 1);
   assert_true(b >= a + 1);
   for (size_t al = 1; al <= 65536; al <<= 1) {
@@ -109,7 +110,7 @@ static void alloc_align_full(void **state) {
   char *c = ms_frame_alloc(f, range, 1);
   assert_non_null(c);
   assert_true(c < a || c >= a + range);
-  assert_int_equal(a[0] == 0 || a[0] != 0, 1); /* frame k-1's memory stays readable during frame k */
+  assert_int_equal(a[0], 0x11); /* frame k-1's objects stay valid during frame k */
   ms_frame_flip(f);
   char *d = ms_frame_alloc(f, 16, 0);
   assert_ptr_equal(d, a);
@@ -211,21 +212,110 @@ static void idle_call_returns(void **state) {
   ms_frame_destroy(f);
 }
 
-/* the default policy gives the pages back by itself when frames stop: on the next flip in a single-threaded
-   program, through the maintenance thread when a second thread exists */
-static void idle_next_call(void **state) {
+/* Runs fn in a forked child: one thread and MEMSPACE_PURGE_DELAY -1, so no maintenance thread runs and idleness
+   happens only where the test says. fn returns 0, or 1 after printing the failed check. */
+#define EXPECT(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
+static void in_child(int (*fn)(void)) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
+    _exit(fn());
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+}
+#define MS_NS 1000000ull
+
+/* a frame lasting longer than idle_ms with allocations all along (60 allocations 10 ms apart, idle_ms 50) is
+   not idle: the next flip keeps its objects, which stay valid through the next frame */
+static int busy_frame_child(void) {
+  ms_frame_t *f = make(1 << 20, MS_FRAME_KEEP_IDLE, 50);
+  EXPECT(f);
+  char *obj = ms_frame_alloc(f, 64, 0);
+  EXPECT(obj);
+  memset(obj, 7, 64);
+  uint64_t start = msi_now_ns();
+  for (int i = 0; i < 60 || msi_now_ns() - start < 100 * MS_NS; i++) {
+    char *p = ms_frame_alloc(f, 16, 0);
+    EXPECT(p);
+    *p = 1;
+    usleep(10 * 1000);
+  }
+  ms_frame_flip(f);
+  EXPECT(obj[0] == 7 && obj[63] == 7);
+  char *q = ms_frame_alloc(f, 64, 0);
+  EXPECT(q);
+  memset(q, 9, 64);
+  EXPECT(obj[63] == 7);
+  ms_frame_destroy(f);
+  return 0;
+}
+static void busy_frame_keeps_objects(void **state) {
   (void)state;
+  in_child(busy_frame_child);
+}
+
+/* the flip's idle check with the clock driven by the test: a frame that allocated and lasted longer than
+   idle_ms gives back the dead range only; a frame without allocations after such a pause gives back both */
+static int idle_next_flip_child(void) {
   size_t range = 4u << 20;
+  uint64_t t = msi_now_ns();
   ms_frame_t *f = make(range, MS_FRAME_KEEP_IDLE, 50);
+  EXPECT(f);
   char *a = ms_frame_alloc(f, range, 0);
   memset(a, 1, range);
-  ms_frame_flip(f);
+  msi_frame_flip_at(f, t); /* a short frame */
   char *b = ms_frame_alloc(f, range, 0);
-  memset(b, 1, range);
-  usleep(120 * 1000);
-  ms_frame_flip(f); /* older than idle_ms: both ranges given back first */
-  assert_int_equal(resident(a, range) + resident(b, range), 0);
+  memset(b, 2, range);
+  EXPECT(resident(a, range) == range);
+  msi_frame_flip_at(f, t + 200 * MS_NS); /* a frame of 200 ms that allocated: a's range (dead) goes back */
+  EXPECT(resident(a, range) == 0);
+  EXPECT(resident(b, range) == range && b[0] == 2 && b[range - 1] == 2);
+  msi_frame_flip_at(f, t + 400 * MS_NS); /* no flip and no alloc for 200 ms: both go back */
+  EXPECT(resident(a, range) + resident(b, range) == 0);
+  EXPECT(b[0] == 0);
   ms_frame_destroy(f);
+  return 0;
+}
+static void idle_next_call(void **state) {
+  (void)state;
+  in_child(idle_next_flip_child);
+}
+
+/* the maintenance task driven pass by pass: a frame with an allocation between every two passes is never idle,
+   however long it lasts; once nothing happens for idle_ms, the next pass reclaims both ranges */
+static int maint_driven_child(void) {
+  uint64_t t = msi_now_ns();
+  ms_frame_t *f = make(1 << 20, MS_FRAME_KEEP_IDLE, 20);
+  EXPECT(f);
+  char *first = ms_frame_alloc(f, 64, 0);
+  EXPECT(first);
+  memset(first, 7, 64);
+  for (int i = 1; i <= 50; i++) { /* 5 s of passes 100 ms apart (the task's period), an alloc before each */
+    char *p = ms_frame_alloc(f, 16, 0);
+    EXPECT(p);
+    *p = 1;
+    msi_frame_maint_run(t + (uint64_t)i * 100 * MS_NS);
+    EXPECT(first[63] == 7);
+  }
+  msi_frame_maint_run(t + 5100 * MS_NS); /* nothing new since the last pass: idle for 100 ms >= 20 */
+  EXPECT(first[63] == 0);
+  char *c = ms_frame_alloc(f, 4096, 0); /* the owner carries on after the reclaim */
+  EXPECT(c);
+  memset(c, 3, 4096);
+  msi_frame_maint_run(t + 5200 * MS_NS); /* sees the alloc */
+  msi_frame_maint_run(t + 5210 * MS_NS); /* 10 ms without activity: not idle yet */
+  EXPECT(c[4095] == 3);
+  ms_frame_destroy(f);
+  return 0;
+}
+static void busy_owner_never_reclaimed(void **state) {
+  (void)state;
+  in_child(maint_driven_child);
 }
 
 static void *sleeper(void *arg) {
@@ -261,29 +351,6 @@ static void idle_maintenance_thread(void **state) {
   assert_non_null(c);
   memset(c, 3, 4096);
   ms_frame_flip(f);
-  ms_frame_destroy(f);
-  pthread_cancel(t);
-  pthread_join(t, NULL);
-}
-
-/* the owner keeps allocating while the maintenance thread watches: live memory is never discarded */
-static void busy_owner_never_reclaimed(void **state) {
-  (void)state;
-  if (ms_option_get(MS_OPTION_PURGE_DELAY) < 0) skip();
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, sleeper, NULL), 0);
-  ms_frame_t *f = make(1 << 20, MS_FRAME_KEEP_IDLE, 20);
-  char *first = ms_frame_alloc(f, 64, 0);
-  memset(first, 7, 64);
-  msi_maint_kick();
-  uint64_t end = msi_now_ns() + 400ull * 1000000;
-  while (msi_now_ns() < end) { /* a long frame with steady allocations: never idle */
-    char *p = ms_frame_alloc(f, 16, 0);
-    if (!p) break;
-    *p = 1;
-    assert_int_equal(first[63], 7);
-    usleep(1000);
-  }
   ms_frame_destroy(f);
   pthread_cancel(t);
   pthread_join(t, NULL);
@@ -360,6 +427,7 @@ int main(void) {
       cmocka_unit_test(bad_config),      cmocka_unit_test(alloc_align_full),
       cmocka_unit_test(policies),        cmocka_unit_test(policy_failures),
       cmocka_unit_test(decommit_returns_each_flip), cmocka_unit_test(idle_call_returns),
+      cmocka_unit_test(busy_frame_keeps_objects),
       cmocka_unit_test(idle_next_call),  cmocka_unit_test(idle_maintenance_thread),
       cmocka_unit_test(busy_owner_never_reclaimed), cmocka_unit_test(reclaim_races_owner),
       cmocka_unit_test(fork_child_uses_frames),

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "internal.h"
+#include "ms_test.h"
 
 static long free_pages(void) {
   FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
@@ -34,6 +35,7 @@ static void hugetlb_2m(void **state) {
   assert_int_equal((uintptr_t)r.addr % h, 0);
   assert_int_equal(r.fallback, 0);
   memset(r.addr, 1, r.size); /* committed at once: no SIGBUS possible */
+  assert_int_equal(ms_test_kernel_page_size(r.addr), h); /* what the kernel really mapped */
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
   assert_true(st.os_hugetlb_bytes >= r.size);
@@ -75,6 +77,7 @@ static void gigantic(void **state) {
   int e = ms_pages_reserve(1u << 20, 0, MS_PAGES_HUGE_1G | MS_PAGES_NO_FALLBACK, -1, &r);
   if (e == 0) { /* a 1 GiB page was free */
     assert_int_equal(r.kind, MS_PAGE_HUGE_1G);
+    assert_int_equal(ms_test_kernel_page_size(r.addr), 1u << 30);
     assert_int_equal(ms_pages_release(r.addr, r.size), 0);
   } else {
     assert_int_equal(e, ENOMEM);
@@ -83,6 +86,7 @@ static void gigantic(void **state) {
   e = ms_pages_reserve(2u << 20, 0, MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M, -1, &r);
   assert_int_equal(e, 0);
   assert_true(r.kind == MS_PAGE_HUGE_1G || r.kind == MS_PAGE_HUGE_2M);
+  assert_int_equal(ms_test_kernel_page_size(r.addr), r.page_size); /* the kernel agrees */
   assert_int_equal(ms_pages_release(r.addr, r.size), 0);
 }
 
@@ -103,8 +107,43 @@ static void frame_hugetlb(void **state) {
     memset(p, k, 1u << 20);
     ms_frame_flip(f);
   }
-  assert_true(ms_frame_idle(f) > 0 || 1);
+  /* the kernel backs the ranges with 2 MiB pages (hugetlb, or THP when the pool ran dry: then AnonHugePages) */
+  char *p = ms_frame_alloc(f, 4096, 0);
+  assert_non_null(p);
+  p[0] = 1;
+  assert_int_equal(ms_test_kernel_page_size(p), 2u << 20);
+  /* idle gives back the last frame's 1 MiB, rounded to the 2 MiB page, and the page just touched */
+  assert_true(ms_frame_idle(f) >= 2u << 20);
+  assert_int_equal(p[0], 0);
   ms_frame_destroy(f);
+}
+
+/* more hugetlb reservations than a fixed table of 256 holds: each one's page size stays known, so a decommit
+   keeps it accessible and a whole-page release of a part of it works */
+static void many_hugetlb_ranges(void **state) {
+  (void)state;
+  enum { N = 260 };
+  size_t h = 2u << 20;
+  long fr = free_pages();
+  if (fr < N) {
+    printf("SKIP: %d free 2 MiB pages needed, the pool has %ld (the fixture could not reserve them)\n", N, fr);
+    skip();
+  }
+  static ms_pages_t r[N];
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(ms_pages_reserve(i == N - 1 ? 2 * h : h, 0, MS_PAGES_HUGE_2M | MS_PAGES_NO_FALLBACK, -1, &r[i]), 0);
+    assert_int_equal(r[i].kind, MS_PAGE_HUGE_2M);
+  }
+  char *last = r[N - 1].addr;
+  last[0] = 5;
+  assert_int_equal(ms_pages_decommit(last, h), 0);
+  assert_int_equal(last[0], 0);           /* still accessible, contents gone */
+  assert_int_equal(ms_pages_release(last + h, h), 0); /* the second huge page of it */
+  assert_int_equal(ms_pages_release(last, 1), 0);     /* rounded up to the huge page */
+  for (int i = 0; i < N - 1; i++) assert_int_equal(ms_pages_release(r[i].addr, r[i].size), 0);
+  ms_stats_t st;
+  ms_stats_get(&st, sizeof st);
+  assert_int_equal(st.os_hugetlb_bytes, 0);
 }
 
 int main(void) {
@@ -120,6 +159,7 @@ int main(void) {
       cmocka_unit_test(pool_exhausted),
       cmocka_unit_test(gigantic),
       cmocka_unit_test(frame_hugetlb),
+      cmocka_unit_test(many_hugetlb_ranges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,8 +18,11 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "internal.h"
+#include "../../src/heap/heap.h"
 
 
 /* child helpers: a failed check exits with a message */
@@ -313,13 +316,198 @@ static void nopriv_child(void) {
 }
 static void no_privilege(void **state) { (void)state; in_child(nopriv_child, "no privilege"); }
 
+/* ---- real programs under `ulimit -v 100000` (RLIMIT_AS ~98 MiB): with memspace preloaded they run as with glibc.
+   The heap reserved 92 MiB whatever the limit, and `ls /` and Python failed "memory exhausted" at start-up ---- */
+#define SMALL_AS_KIB 100000
+static int run_limited(char *const argv[], const char *preload) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct rlimit rl = {(rlim_t)SMALL_AS_KIB << 10, (rlim_t)SMALL_AS_KIB << 10};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(126);
+    if (preload) setenv("LD_PRELOAD", preload, 1);
+    else unsetenv("LD_PRELOAD");
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 1);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) {}
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+static void limit_as_programs(void **state) {
+  (void)state;
+  const char *lib = MEMSPACE_BINARY_DIR "/libmemspace.so";
+  if (access(lib, R_OK) != 0) { printf("no %s (sanitizer build): skipped\n", lib); skip(); }
+  char *ls[] = {"ls", "/", NULL}, *py[] = {"python3", "-c", "print(1)", NULL},
+       *pyalloc[] = {"python3", "-c", "x = [bytearray(300000) for i in range(40)]; y = [str(i) for i in range(99999)]",
+                     NULL},
+       *sh[] = {"sh", "-c", "echo ok | cat", NULL};
+  char **progs[] = {ls, py, pyalloc, sh};
+  int ran = 0;
+  for (unsigned i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+    int g = run_limited(progs[i], NULL);
+    if (g == 127) { printf("%s: not installed\n", progs[i][0]); continue; }
+    int m = run_limited(progs[i], lib);
+    printf("ulimit -v %d: %s %s: glibc exit %d, memspace exit %d\n", SMALL_AS_KIB, progs[i][0], progs[i][1], g, m);
+    assert_int_equal(m, g);
+    ran++;
+  }
+  if (!ran) skip();
+}
+
+/* the heap's statistics after everything was freed: no counter below zero (a huge unsigned value) */
+static void stats_sane(const char *when) {
+  ms_stats_t st;
+  memset(&st, 0, sizeof st);
+  CHECK(ms_stats_get(&st, sizeof st) == 0, "ms_stats_get");
+  uint64_t v[] = {st.heap_allocated_bytes, st.heap_mapped_bytes, st.heap_cached_bytes, st.heap_large_bytes};
+  for (unsigned i = 0; i < sizeof v / sizeof v[0]; i++)
+    CHECK(v[i] < ((uint64_t)1 << 60), "%s: heap statistic %u is %llu (below zero)", when, i, (unsigned long long)v[i]);
+}
+
+static void *thread_fn(void *arg) { return ms_malloc((size_t)(uintptr_t)arg); }
+
+/* ---- RLIMIT_AS lowered at run time (setrlimit) below the heap's reservation (3.75 TiB of PROT_NONE): the kernel
+   then refused every mapping, and the heap gave nothing more, not even 100 bytes, nor the program a thread
+   stack. glibc serves 64 MiB of small blocks under a 256 MiB limit; so must the heap, then NULL + ENOMEM. ---- */
+static void lowered_child(void) {
+  ms_free(ms_malloc(100));
+  ms_free(ms_malloc(3u << 20)); /* the large-block table mapped */
+  struct rlimit rl = {256u << 20, 256u << 20};
+  CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+  void *list = NULL;
+  size_t n = 0;
+  for (; n < (64u << 20) / 100; n++) { /* a chain of 100-byte blocks, each holding the previous one */
+    void **b = ms_malloc(100);
+    CHECK(b != NULL, "ms_malloc(100) number %zu failed (errno %d) after RLIMIT_AS was lowered to 256 MiB", n, errno);
+    *b = list;
+    list = b;
+  }
+  FILE *f = fopen("/proc/self/status", "r");
+  CHECK(f != NULL, "fopen after RLIMIT_AS was lowered: %s", strerror(errno));
+  fclose(f);
+  pthread_t t;
+  void *tp = NULL;
+  CHECK(pthread_create(&t, NULL, thread_fn, (void *)(uintptr_t)1000) == 0, "pthread_create under the lowered limit");
+  pthread_join(t, &tp);
+  CHECK(tp != NULL, "ms_malloc in a new thread under the lowered limit");
+  ms_free(tp);
+  void *big[256];
+  int nb = 0;
+  for (; nb < 256; nb++) {
+    errno = 0;
+    big[nb] = ms_malloc(1u << 20);
+    if (!big[nb]) { CHECK(errno == ENOMEM, "ms_malloc(1 MiB) NULL with errno %d", errno); break; }
+    memset(big[nb], 1, 4096);
+  }
+  CHECK(nb > 16 && nb < 256, "%d blocks of 1 MiB under a 256 MiB limit", nb);
+  for (int i = 0; i < nb; i++) ms_free(big[i]);
+  while (list) {
+    void **b = list;
+    list = *b;
+    ms_free(b);
+  }
+  void *p = ms_malloc(1u << 20);
+  CHECK(p != NULL, "ms_malloc(1 MiB) after everything was freed");
+  ms_free(p);
+  ms_heap_collect(1);
+  stats_sane("RLIMIT_AS lowered");
+  printf("RLIMIT_AS lowered to 256 MiB: %zu small blocks, a thread, %d blocks of 1 MiB, then NULL + ENOMEM\n", n, nb);
+  fflush(stdout);
+}
+static void limit_as_lowered(void **state) { (void)state; in_child(lowered_child, "RLIMIT_AS lowered"); }
+
+/* ---- vm.max_map_count of 1,000, simulated without touching the system setting: the child fills all but 1,000 of
+   the kernel's limit with mappings of its own, and tells the heap the limit it would have read. glibc serves 3,000
+   blocks of 1.5 MB in a few dozen mappings (neighbours merge); the heap failed from the 486th (two mappings per
+   block in its slots), and every malloc after it, 100 bytes and fopen included. ---- */
+static size_t count_maps(void) { /* lines of /proc/self/maps */
+  int fd = open("/proc/self/maps", O_RDONLY);
+  char buf[65536];
+  size_t lines = 0;
+  for (ssize_t got; fd >= 0 && (got = read(fd, buf, sizeof buf)) > 0;)
+    for (char *q = buf; (q = memchr(q, '\n', (size_t)(buf + got - q))); q++) lines++;
+  if (fd >= 0) close(fd);
+  return lines;
+}
+/* fills all but `leave` of the kernel's mapping limit with the child's own mappings (alternate pages PROT_NONE /
+   PROT_READ, one mapping each); the number of filler mappings */
+static size_t fill_map_count(unsigned long leave) {
+  unsigned long long max = 0;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  if (!f || fscanf(f, "%llu", &max) != 1) { fprintf(stderr, "vm.max_map_count unreadable\n"); _exit(77); }
+  fclose(f);
+  if (max < 4 * leave) { fprintf(stderr, "vm.max_map_count is %llu already\n", max); _exit(77); }
+  size_t pages = (size_t)(max - leave), ps = (size_t)sysconf(_SC_PAGESIZE);
+  char *fill = mmap(NULL, pages * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  CHECK(fill != MAP_FAILED, "filler mapping: %s", strerror(errno));
+  for (size_t i = 1; i < pages; i += 2)
+    CHECK(mprotect(fill + i * ps, ps, PROT_READ) == 0, "filler split %zu: %s", i, strerror(errno));
+  return pages;
+}
+
+/* after large blocks: 10 MB of small blocks (new segments) and fopen, then everything freed */
+static void small_after_large(void **b, int n, const char *when) {
+  for (int i = 0; i < 100000; i++)
+    CHECK(ms_malloc(100) != NULL, "ms_malloc(100) number %d failed %s", i, when);
+  FILE *f = fopen("/proc/self/status", "r");
+  CHECK(f != NULL, "fopen %s: %s", when, strerror(errno));
+  fclose(f);
+  for (int i = 0; i < n; i++) ms_free(b[i]);
+  ms_heap_collect(1);
+  stats_sane(when);
+}
+
+static void mapcount_child(void) {
+  const unsigned long sim = 1000;
+  size_t pages = fill_map_count(sim);
+  msi_large_set_map_limit(sim);
+  size_t before = count_maps();
+  static void *b[3000];
+  for (int i = 0; i < 3000; i++) {
+    errno = 0;
+    b[i] = ms_malloc(1500000);
+    CHECK(b[i] != NULL, "block %d of 1.5 MB failed (errno %d) under a mapping limit of %lu (%zu mappings at the start)",
+          i, errno, sim, before);
+    ((char *)b[i])[i % 1500000] = 1;
+  }
+  size_t after = count_maps();
+  small_after_large(b, 3000, "after 3,000 large blocks");
+  printf("mapping limit %lu (simulated): 3,000 blocks of 1.5 MB, %zu mappings of the process before them, %zu after "
+         "(with %zu filler)\n", sim, before - pages, after - pages, pages);
+  fflush(stdout);
+}
+static void map_count_limit(void **state) { (void)state; in_child(mapcount_child, "vm.max_map_count"); }
+
+/* ---- the same filler, the heap not told: its blocks reach the kernel's limit (~485 of 1.5 MB), and the refusal
+   is NULL + ENOMEM; small blocks go on (a new segment split the reservation, which the kernel refuses at the limit:
+   malloc stopped at the current segment's end, 35,685 blocks of 100 B, where glibc's brk heap grows) ---- */
+static void exhausted_child(void) {
+  fill_map_count(1000);
+  static void *b[3000];
+  int n = 0;
+  for (; n < 3000; n++) {
+    errno = 0;
+    if (!(b[n] = ms_malloc(1500000))) break;
+    ((char *)b[n])[0] = 1;
+  }
+  CHECK(n == 3000 || errno == ENOMEM, "block %d of 1.5 MB: NULL with errno %d", n, errno);
+  small_after_large(b, n, "after the mapping limit refused a large block");
+  printf("mapping limit reached by the process's own mappings: %d blocks of 1.5 MB, then small blocks go on\n", n);
+  fflush(stdout);
+}
+static void map_count_exhausted(void **state) { (void)state; in_child(exhausted_child, "mapping limit reached"); }
+
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--spill-probe")) return spill_probe(argv[2]);
   if (argc > 1 && !strcmp(argv[1], "--as-probe")) return as_probe();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(limit_as), cmocka_unit_test(limit_memlock), cmocka_unit_test(limit_nofile),
     cmocka_unit_test(no_huge_pages), cmocka_unit_test(spill_read_only),
-    cmocka_unit_test(no_privilege),
+    cmocka_unit_test(no_privilege), cmocka_unit_test(limit_as_programs),
+    cmocka_unit_test(limit_as_lowered), cmocka_unit_test(map_count_limit), cmocka_unit_test(map_count_exhausted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "space_test.h"
 
 static uint64_t rng_state;
 static uint64_t rnd(void) { /* splitmix64 */
@@ -17,18 +18,6 @@ static uint64_t rnd(void) { /* splitmix64 */
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-static ms_space_t *make(size_t initial, size_t expand, ms_space_at_t at, unsigned flags) {
-  ms_space_config_t c;
-  memset(&c, 0, sizeof c);
-  c.initial_size = initial;
-  c.expand_size = expand;
-  c.at = at;
-  c.flags = flags;
-  c.numa_node = -1;
-  c.name = "test";
-  return ms_space_create(&c);
 }
 
 static void basics(void **state) {

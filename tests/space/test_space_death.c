@@ -1,6 +1,6 @@
 /* Death tests for spaces, each in a forked child: with MEMSPACE_SECURE=1 (and always in debug/secure builds) a
-   double free, an interior pointer, a foreign pointer and a realloc of a freed block abort with a message naming
-   the pointer; in the default build the same calls are reported and ignored, and the space stays consistent. */
+   double free, an interior pointer (at a granule or inside the first one), a foreign pointer, a realloc of a
+   freed block, a malloc in a destroyed space in caller memory and a double destroy abort with a message naming the pointer; in the default build the same calls are reported and ignored, and the space stays consistent. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include "internal.h"
 
-enum { DOUBLE_FREE, INTERIOR, FOREIGN, REALLOC_FREED };
+enum { DOUBLE_FREE, INTERIOR, FOREIGN, REALLOC_FREED, MISALIGNED, DESTROYED, DOUBLE_DESTROY };
 
 /* runs scenario `what` in a child (secure or not); returns the wait status, fills err with its stderr */
 static int run_child(int what, int secure, char *err, size_t cap, char *ptr_text, size_t ptr_cap) {
@@ -41,11 +41,25 @@ static int run_child(int what, int secure, char *err, size_t cap, char *ptr_text
     if (what == DOUBLE_FREE || what == REALLOC_FREED) ms_space_free(s, p);
     if (what == INTERIOR) bad = p + 32;
     if (what == FOREIGN) bad = local;
+    if (what == MISALIGNED) bad = p + 1; /* inside the block's first granule */
+    static char mem[1 << 16] __attribute__((aligned(64)));
+    ms_space_t *in = what == DESTROYED ? ms_space_create_in(mem, sizeof mem, 0) : NULL;
+    if (what == DESTROYED) {
+      if (!in) _exit(95);
+      ms_space_destroy(in);
+      bad = in;
+    }
+    if (what == DOUBLE_DESTROY) {
+      ms_space_destroy(s);
+      bad = s;
+    }
     char text[64];
     int n = snprintf(text, sizeof text, "%p", bad);
     if (write(pfd[1], text, (size_t)n) != n) _exit(91);
     close(pfd[1]);
     if (what == REALLOC_FREED) { if (ms_space_realloc(s, bad, 400)) _exit(92); }
+    else if (what == DESTROYED) { if (ms_space_malloc(in, 32)) _exit(92); }
+    else if (what == DOUBLE_DESTROY) { ms_space_destroy(s); _exit(errno == EINVAL ? 0 : 93); }
     else ms_space_free(s, bad);
     if (errno != EINVAL) _exit(93);
     if (ms_space_check(s) != 0) _exit(94);
@@ -68,8 +82,9 @@ static int run_child(int what, int secure, char *err, size_t cap, char *ptr_text
 
 static void secure_aborts(void **state) {
   (void)state;
-  const char *expect[] = {"double free", "not the start of an allocated block", "not a block of this space", "double free"};
-  for (int what = DOUBLE_FREE; what <= REALLOC_FREED; what++) {
+  const char *expect[] = {"double free", "not the start of an allocated block", "not a block of this space",
+                          "realloc of a freed block", "misaligned", "not a live space", "not a live space"};
+  for (int what = DOUBLE_FREE; what <= DOUBLE_DESTROY; what++) {
     char err[2048], ptr[64];
     int st = run_child(what, 1, err, sizeof err, ptr, sizeof ptr);
     if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT) fail_msg("scenario %d: expected SIGABRT, status %#x, stderr: %s", what, st, err);
@@ -83,7 +98,7 @@ static void default_reports_and_survives(void **state) {
 #if (defined(MEMSPACE_DEBUG) && MEMSPACE_DEBUG) || (defined(MEMSPACE_SECURE_BUILD) && MEMSPACE_SECURE_BUILD)
   skip();
 #endif
-  for (int what = DOUBLE_FREE; what <= REALLOC_FREED; what++) {
+  for (int what = DOUBLE_FREE; what <= DOUBLE_DESTROY; what++) {
     char err[2048], ptr[64];
     int st = run_child(what, 0, err, sizeof err, ptr, sizeof ptr);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("scenario %d: expected exit 0, status %#x, stderr: %s", what, st, err);

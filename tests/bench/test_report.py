@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench/report.py: the committed README.md and docs/results.md are what the committed bench/results give
+(no figure typed by hand, none stale), and the tables come out right on a tiny fixture CSV: ratios against
+glibc and the best peer, a peer with status,not_installed rows shown as "not installed", a part without a CSV
+or a figure missing from one as "not measured", --check exiting 1 on a stale file; and the plot helpers
+that read the CSV's rounded sizes and the rounds' ranges."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("MEMSPACE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
+REPORT = os.path.join(SRC, "bench", "report.py")
+
+HEADER = "part,case,impl,threads,size_bytes,metric,value\n"
+# rptest at 1 thread: memspace 6 M, glibc 1 M, mimalloc 3 M, tcmalloc 2 M ops per CPU-s (medians of the rounds);
+# jemalloc and tbbmalloc not installed
+HEAP = HEADER + "".join(
+    f"heap,rptest,{impl},1,0,ops_per_cpu_s,{v}\n" for impl, vs in (
+        ("memspace-performance", (5e6, 6e6, 9e6)), ("glibc", (1e6, 1e6, 1.2e6)), ("mimalloc", (3e6, 2e6, 3.5e6)),
+        ("tcmalloc", (2e6,))) for v in vs) + \
+    "heap,rptest,jemalloc,1,0,status,not_installed\n" \
+    "heap,rptest,tbbmalloc,1,0,status,not_installed\n" \
+    "heap,rptest,memspace-performance,1,0,peak_rss_bytes,104857600\n" \
+    "heap,rptest,glibc,1,0,peak_rss_bytes,52428800\n" \
+    "heap,rptest,mimalloc,1,0,peak_rss_bytes,83886080\n" \
+    "heap,rptest,tcmalloc,1,0,peak_rss_bytes,157286400\n"
+CMD = ("command: build/memspace bench heap\npart: heap\nmode: quick\ndate: 2031-02-03T04:05:06Z\n"
+       "machine: cpu=\"Test CPU\" cores=8 memory_bytes=17179869184 kernel=\"Linux 9.9\" arch=x86_64\n"
+       "seconds: 90\nexit: 0\n")
+README = "# x\n\nbefore\n\n<!-- results:begin -->\nold text\n<!-- results:end -->\n\nafter\n"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, REPORT] + list(args), capture_output=True, text=True)
+
+
+class Committed(unittest.TestCase):
+    def test_readme_and_results_doc_are_current(self):
+        r = run("--check")
+        self.assertEqual(r.returncode, 0, "README.md or docs/results.md differ from bench/results "
+                                          "(run python3 bench/report.py):\n" + r.stderr)
+
+
+class Fixture(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = self.tmp.name
+        self.results = os.path.join(d, "results")
+        os.mkdir(self.results)
+        with open(os.path.join(self.results, "heap.csv"), "w") as f:
+            f.write(HEAP)
+        with open(os.path.join(self.results, "heap.cmd"), "w") as f:
+            f.write(CMD)
+        self.readme, self.doc = os.path.join(d, "README.md"), os.path.join(d, "docs", "results.md")
+        with open(self.readme, "w") as f:
+            f.write(README)
+        self.args = ["--results", self.results, "--readme", self.readme, "--doc", self.doc]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self):
+        r = run(*self.args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.readme) as f:
+            readme = f.read()
+        with open(self.doc) as f:
+            doc = f.read()
+        return readme, doc
+
+    def row(self, text, start):
+        line = next((l for l in text.splitlines() if l.startswith(start)), None)
+        self.assertIsNotNone(line, f"no line starting {start!r} in:\n{text}")
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    def test_tables(self):
+        readme, doc = self.write()
+        # the block is replaced, the text around it kept
+        self.assertTrue(readme.startswith("# x\n\nbefore\n\n<!-- results:begin -->\n"))
+        self.assertTrue(readme.endswith("<!-- results:end -->\n\nafter\n"))
+        self.assertNotIn("old text", readme)
+        # median of the rounds: memspace 6 M, 6x glibc's 1 M, 2x the best installed peer (mimalloc 3 M)
+        cells = self.row(readme, "| seed workload (rptest), 1 thread")
+        self.assertEqual(cells[1:], ["6.00 M", "6.00x (1.00 M)", "2.00x (mimalloc: 3.00 M)"])
+        # lower is better for RSS: the best peer is the smallest (mimalloc 80 MiB)
+        cells = self.row(readme, "| seed workload, 1 thread: peak RSS")
+        self.assertEqual(cells[1:], ["100 MiB", "2.00x (50 MiB)", "1.25x (mimalloc: 80 MiB)"])
+        # not in the CSV: not measured; no threads=2 rows at all
+        cells = self.row(readme, "| seed workload (rptest), 2 threads")
+        self.assertEqual(cells[1:], ["not measured", "not measured", "jemalloc not installed; mimalloc not measured; "
+                                     "tcmalloc not measured; tbbmalloc not installed"])
+        self.assertIn("Not installed in this run: jemalloc, tbbmalloc.", readme)
+        # date and machine from heap.cmd
+        self.assertIn("Run 2031-02-03 04:05 UTC, `build/memspace bench heap` (quick mode), Test CPU, 8 cores, "
+                      "16.0 GiB, Linux 9.9, x86_64.", readme)
+        # a part without a CSV
+        self.assertIn("not measured: no `bench/results/spaces.csv`.", readme)
+        # the long form: every allocator's row, ranges, the not installed peers named as such
+        self.assertEqual(self.row(doc, "| 1 | memspace-performance")[2:4], ["6.00 M [5.00 M-9.00 M]", "6.00x"])
+        self.assertEqual(self.row(doc, "| 1 | jemalloc")[2], "not installed")
+        self.assertEqual(self.row(doc, "| 1 | tbbmalloc")[2], "not installed")
+        self.assertIn("- met: performance preset throughput >= the best peer's at 1 thread: 6.00 M against "
+                      "mimalloc 3.00 M (2.00x)", doc)
+        self.assertIn("- **missed**: performance preset peak RSS <= 1.1x that peer's at 1 thread: 100 MiB against "
+                      "80 MiB (1.25x)", doc)
+        self.assertIn("- not measured: performance preset >= 2.5x glibc's throughput at 2 threads", doc)
+
+    def test_no_peer_installed(self):
+        with open(os.path.join(self.results, "heap.csv"), "w") as f:
+            f.write(HEADER + "heap,rptest,memspace-performance,1,0,ops_per_cpu_s,2e6\n"
+                    "heap,rptest,glibc,1,0,ops_per_cpu_s,1e6\n" +
+                    "".join(f"heap,rptest,{p},1,0,status,not_installed\n"
+                            for p in ("jemalloc", "mimalloc", "tcmalloc", "tbbmalloc")))
+        readme, _ = self.write()
+        cells = self.row(readme, "| seed workload (rptest), 1 thread")
+        self.assertEqual(cells[1:], ["2.00 M", "2.00x (1.00 M)", "jemalloc not installed; mimalloc not installed; "
+                                     "tcmalloc not installed; tbbmalloc not installed"])
+
+    def test_check(self):
+        self.assertEqual(run("--check", *self.args).returncode, 1)  # the document does not exist yet
+        self.write()
+        self.assertEqual(run("--check", *self.args).returncode, 0)
+        with open(self.readme, "a") as f:
+            f.write("edited\n")
+        self.assertEqual(run("--check", *self.args).returncode, 0)  # outside the block: not the script's
+        with open(self.readme) as f:
+            text = f.read()
+        with open(self.readme, "w") as f:
+            f.write(text.replace("6.00x", "6.10x", 1))
+        r = run("--check", *self.args)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is stale", r.stderr)
+
+    def test_document_alone(self):
+        # an installed memspace bench has no README: --readme '' writes the document only
+        r = run("--results", self.results, "--readme", "", "--doc", self.doc)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.readme) as f:
+            self.assertEqual(f.read(), README)
+        with open(self.doc) as f:
+            self.assertIn("| 1 | memspace-performance | 6.00 M [5.00 M-9.00 M] |", f.read())
+
+    def test_without_markers(self):
+        with open(self.readme, "w") as f:
+            f.write("# no block\n")
+        r = run(*self.args)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("results:begin", r.stderr)
+
+
+class PlotHelpers(unittest.TestCase):
+    """bench/plots/heap.py's helpers (plain Python: matplotlib is imported only to draw)"""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(SRC, "bench"))
+        sys.path.insert(0, os.path.join(SRC, "bench", "plots"))
+        import heap  # noqa: E402
+        cls.heap = heap
+
+    def test_reached_all_reads_the_csv_digits(self):
+        # the CSV keeps 9 significant digits: a block that reached 1 GiB reads 1.07374182e+09 < 2^30
+        self.assertTrue(self.heap.reached_all({"value": 1.07374182e+09, "size_bytes": "1073741824"}))
+        self.assertFalse(self.heap.reached_all({"value": 424673280.0, "size_bytes": "1073741824"}))
+
+    def test_presets_note_follows_the_data(self):
+        def rows(perf, unl):
+            return [{"part": "heap", "case": "rptest", "impl": i, "threads": "1", "size_bytes": "0",
+                     "metric": "ops_per_cpu_s", "value": str(v)}
+                    for i, vs in (("memspace-performance", perf), ("memspace-unlimited", unl)) for v in vs]
+        note = self.heap.presets_note(rows((6, 12, 14), (7, 8, 11)), ["rptest"])
+        self.assertIn("overlap at every thread count", note)
+        self.assertNotIn("every thread count", self.heap.presets_note(rows((12, 13, 14), (7, 8, 9)), ["rptest"]))
+
+    def test_plots_from_the_committed_csv(self):
+        py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        if subprocess.run([py, "-c", "import matplotlib"], capture_output=True).returncode != 0:
+            self.skipTest("no matplotlib for " + py)
+        with tempfile.TemporaryDirectory() as d:
+            for part, png in (("heap", "heap-programs.png"),):  # (each part takes seconds: one is enough here)
+                csv_path = os.path.join(SRC, "bench", "results", part + ".csv")
+                r = subprocess.run([py, os.path.join(SRC, "bench", "plot.py"), csv_path, d], capture_output=True,
+                                   text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertTrue(os.path.getsize(os.path.join(d, png)) > 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# An installed memspace (docs/contract.md §1-2): `memspace bench` finds its helper programs and scripts under the
+# prefix and writes to ./memspace-results, leaving no partial file; memspace.pc lets a program under a
+# non-system prefix find the library without LD_LIBRARY_PATH; `make uninstall` removes every installed file.
+set -u
+build=$1 src=$2
+tmp=$(mktemp -d /tmp/memspace-installed.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+prefix=$tmp/prefix
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+mkdir "$tmp/work"
+(cd "$tmp/work" && "$prefix/bin/memspace" bench spaces --quick >"$tmp/bench.log" 2>&1) ||
+  { tail -20 "$tmp/bench.log"; fail "installed memspace bench spaces --quick"; }
+grep -q "cannot run" "$tmp/bench.log" && { grep "cannot run" "$tmp/bench.log"; fail "a helper program was not found"; }
+[ "$(head -1 "$tmp/work/memspace-results/spaces.csv")" = "part,case,impl,threads,size_bytes,metric,value" ] ||
+  fail "no memspace-results/spaces.csv in the working directory"
+grep -q "^spaces,.*,memspace,.*mean_ns" "$tmp/work/memspace-results/spaces.csv" || fail "no memspace rows in spaces.csv"
+ls "$tmp/work/memspace-results" | grep -q partial && fail "a .partial file was left"
+[ -s "$tmp/work/memspace-results/results.md" ] || fail "no memspace-results/results.md (bench/report.py)"
+libdir=$(dirname "$(find "$prefix" -name libmemspace.so.0 | head -1)")
+[ -e "$libdir/libmemspace-debug.so" ] || fail "libmemspace-debug.so (docs/heap.md) not installed"
+if command -v pkg-config >/dev/null; then
+  printf '#include <memspace.h>\nint main(void){return ms_version() > 0 ? 0 : 1;}\n' >"$tmp/v.c"
+  cc "$tmp/v.c" -o "$tmp/v" $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs memspace) ||
+    fail "build with pkg-config"
+  env -u LD_LIBRARY_PATH "$tmp/v" || fail "a program built with pkg-config's flags does not find the library"
+fi
+make -s -C "$src" uninstall BUILD="$build" >/dev/null || fail "make uninstall"
+left=$(find "$prefix" -type f | head -3)
+[ -z "$left" ] || fail "left after make uninstall: $left"
+echo "1 passed, 0 failed"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# memspace run refuses up front, with exit status 2 and one line saying why, what would otherwise fail silently:
+# a spill directory the program cannot use, space options without a space, an LD_PRELOAD library that would serve
+# malloc instead of memspace; it takes GNU --name=value options and the common library options as flags.
+# `memspace bench` refuses --quick with --full.
+set -u
+tool=$1
+fail=0; pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+msg=$("$tool" run --spill-threshold 1M --spill-dir "$tmp/missing" -- true 2>&1); st=$?
+check "missing spill directory: status 2 and the reason" '[ $st = 2 ] && [[ "$msg" == *"$tmp/missing"*"does not exist"* ]]'
+touch "$tmp/file"
+msg=$("$tool" run --spill-threshold 1M --spill-dir "$tmp/file" -- true 2>&1); st=$?
+check "a file as spill directory: status 2" '[ $st = 2 ] && [[ "$msg" == *"not a directory"* ]]'
+if [ -d /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
+  msg=$("$tool" run --spill-threshold 1M --spill-dir /dev/shm -- true 2>&1); st=$?
+  check "a tmpfs spill directory runs with a warning" '[ $st = 0 ] && [[ "$msg" == *"in RAM (tmpfs)"* ]]'
+fi
+msg=$("$tool" run --space-expand 0 -- true 2>&1); st=$?
+check "--space-expand without a space: status 2" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+out=$(MEMSPACE_SPACE_INITIAL=16M "$tool" run --space-expand 1M -- sh -c 'echo ok' 2>/dev/null)
+check "--space-expand with MEMSPACE_SPACE_INITIAL from the environment runs" '[ "$out" = ok ]'
+out=$("$tool" run --heap=size --purge-delay=-1 --secure --verbose -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_PURGE_DELAY $MEMSPACE_SECURE $MEMSPACE_VERBOSE"' 2>/dev/null)
+check "--name=value options and the flags become variables" '[ "$out" = "size -1 1 1" ]'
+"$tool" run --purge-delay soon -- true 2>/dev/null; check "bad --purge-delay refused" '[ $? = 2 ]'
+peer=""
+for f in /usr/lib/*/libjemalloc.so.2 /usr/lib/*/libmimalloc.so.2 /usr/lib/*/libtcmalloc_minimal.so.4; do
+  [ -e "$f" ] && peer=$f && break
+done
+if [ -n "$peer" ]; then
+  msg=$(LD_PRELOAD=$peer "$tool" run -- true 2>&1); st=$?
+  check "an LD_PRELOAD that defines malloc is refused, named" '[ $st = 2 ] && [[ "$msg" == *"$peer"*"defines malloc"* ]]'
+else
+  echo "SKIP: no peer allocator installed to preload"
+fi
+shim=$(ls /usr/lib/*/libpthread.so.0 2>/dev/null | head -1)
+if [ -n "$shim" ]; then
+  out=$(LD_PRELOAD=$shim "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+  check "an LD_PRELOAD without malloc is kept, memspace appended" '[[ "$out" == "$shim":/*libmemspace.so* ]]'
+fi
+"$tool" bench heap --quick --full 2>/dev/null; check "bench --quick --full refused" '[ $? = 2 ]'
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
