@@ -1,6 +1,24 @@
-/* ms_test.h: small helpers shared by the tests (include path tests/common, set by ms_unit_test). */
+/* ms_test.h: small helpers shared by the tests (include path tests/common, set by ms_unit_test).
+
+   Skipping (cmocka tests built by ms_unit_test; shell tests: tests/common/ms_test.sh, the same contract).
+   A test that cannot run says why, and which of two kinds of reason it is:
+   - ms_skip_refused(err, fmt, ...): the kernel, or a privilege the process lacks, refused an operation the test
+     needs (mlock EPERM, an empty huge page pool, seccomp unavailable, THP off). Prints
+     "MS_SKIP refused: <fmt...>: <strerror(err)>" (no errno part when err is 0) and skips the cmocka case.
+     Allowed everywhere, CI included.
+   - ms_skip_missing(fmt, ...): the environment is incomplete (a Debian package, a tool, a Python module that
+     `scripts/deps.sh test` installs). Prints "MS_SKIP missing: <fmt...>" and skips the case; when CI=true
+     (.ci/run's environment) it FAILS the case instead: CI must have everything the tests need.
+   Both are statements (cmocka's skip()/fail_msg() jump out of the case). A plain cmocka skip() still counts as a
+   skip ("MS_SKIP unclassified: FILE:LINE" is printed): prefer the two above, which carry the reason.
+   When a case skipped and none failed, the program exits MS_TEST_SKIP (77) and CTest reports the test as
+   "Skipped", not "Passed"; any failure exits 1. tests/common/ms_test_skip.c does this by wrapping cmocka's
+   _skip and _cmocka_run_group_tests (ld --wrap, set by ms_unit_test); tests/CMakeLists.txt gives every CTest
+   test SKIP_RETURN_CODE 77. A forked child that finds it cannot run exits MS_TEST_SKIP with its reason on
+   stderr and the parent calls ms_skip_refused / ms_skip_missing. */
 #ifndef MS_TEST_H
 #define MS_TEST_H
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +29,47 @@
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+
+#define MS_TEST_SKIP 77
+
+/* whether this run is CI's (CI=true or CI=1 in the environment) */
+static inline int ms_test_ci(void) {
+  const char *ci = getenv("CI");
+  return ci && (!strcmp(ci, "true") || !strcmp(ci, "1"));
+}
+
+/* ms_test_skip.c: prints "MS_SKIP KIND: <fmt...>[: strerror(err)]"; returns 1 when the skip is a failure (a
+   missing piece of the environment under CI=true) */
+int ms_test_skip_say(const char *kind, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define ms_skip_refused(err, ...)                                                                              \
+  do {                                                                                                         \
+    ms_test_skip_say("refused", (err), __VA_ARGS__);                                                           \
+    skip();                                                                                                    \
+  } while (0)
+#define ms_skip_missing(...)                                                                                   \
+  do {                                                                                                         \
+    if (ms_test_skip_say("missing", 0, __VA_ARGS__)) fail_msg("a missing piece is a failure under CI=true");   \
+    skip();                                                                                                    \
+  } while (0)
+
+/* For a program run with the library preloaded (`memspace run`, LD_PRELOAD naming libmemspace): 0 when malloc
+   really is memspace's (the loader may ignore a preload: a wrong path, a setuid program), else -1 with a message
+   on stderr. 0 too when LD_PRELOAD does not name libmemspace (a reference run under glibc). Needs _GNU_SOURCE
+   (dladdr). */
+#ifdef _GNU_SOURCE
+static inline int ms_test_preload_check(void) {
+  const char *pre = getenv("LD_PRELOAD");
+  if (!pre || !strstr(pre, "libmemspace")) return 0;
+  Dl_info info;
+  void *m = dlsym(RTLD_DEFAULT, "malloc");
+  if (m && dladdr(m, &info) && info.dli_fname && strstr(info.dli_fname, "libmemspace") &&
+      dlsym(RTLD_DEFAULT, "ms_version"))
+    return 0;
+  fprintf(stderr, "LD_PRELOAD=%s, but malloc is not memspace's (it comes from %s)\n", pre,
+          m && dladdr(m, &info) && info.dli_fname ? info.dli_fname : "nowhere");
+  return -1;
+}
+#endif
 
 /* resident bytes of this process, from /proc/self/statm; 0 when unreadable */
 static inline size_t ms_test_rss_bytes(void) {

@@ -24,12 +24,6 @@
 #include "loopback.h"
 #include "ms_test.h"
 
-/* MS_TEST_HAVE_SPACE_CREATE_IN: set by tests/dma/CMakeLists.txt when src/space/ defines ms_space_create_in (the
-   spaces part); before that part is merged the test skips, saying so */
-#ifndef MS_TEST_HAVE_SPACE_CREATE_IN
-#define MS_TEST_HAVE_SPACE_CREATE_IN 0
-#endif
-
 /* AddressSanitizer's runtime replaces mlock with a no-op: locking is not observable in that build */
 #if defined(__SANITIZE_ADDRESS__)
 #define MLOCK_OBSERVABLE 0
@@ -728,10 +722,6 @@ static void loopback_rejects_corrupt_list(void **state) {
 /* ---- a deterministic space inside a buffer ---- */
 static void space_in_buffer(void **state) {
   (void)state;
-#if !MS_TEST_HAVE_SPACE_CREATE_IN
-  print_message("skipped: ms_space_create_in is not defined in src/space/ yet (spaces part not merged)\n");
-  skip();
-#else
   ms_dma_config_t c = cfg(free_2m() >= 2 ? 2 * MiB : 4096, 0);
   ms_dma_buffer_t *b = ms_dma_alloc(2 * MiB, &c);
   assert_non_null(b);
@@ -757,7 +747,6 @@ static void space_in_buffer(void **state) {
   assert_int_equal(ms_space_check(sp), 0);
   ms_space_destroy(sp);
   ms_dma_free(b);
-#endif
 }
 
 /* ---- privilege and limits, in children ---- */

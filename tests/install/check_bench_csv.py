@@ -3,8 +3,11 @@
 
 CSV: the exact header, one measurement a row, impl [a-z0-9-]+, integer threads and size_bytes, numeric values
 except status rows, metric names ending in their unit (or a count: no unit suffix of another spelling), a hidden
-(not installed) peer only as metric=status,value=not_installed. .cmd: command, date, machine (CPU, cores, memory,
-kernel), library versions. Plots: PART.png or PART-*.png. Prints every problem; exit 1 when there is one."""
+(not installed) peer only as metric=status,value=not_installed. A status saying the case failed (failed, timeout,
+wrong_output) is a problem: a benchmark run whose allocator crashed or printed a wrong result is a failed test,
+not a data point; 'skipped' (a case the machine refused: pages.c) only with its reason in PART.cmd
+("skipped: CASE: why"). .cmd: command, date, machine (CPU, cores, memory, kernel), library versions. Plots:
+PART.png or PART-*.png. Prints every problem; exit 1 when there is one."""
 import csv
 import glob
 import math
@@ -13,7 +16,8 @@ import re
 import sys
 
 HEADER = ["part", "case", "impl", "threads", "size_bytes", "metric", "value"]
-STATUS = {"not_installed", "skipped", "failed", "timeout", "wrong_output"}
+STATUS = {"not_installed", "skipped"}
+FAILED = {"failed", "timeout", "wrong_output"}
 # spellings of a unit the contract does not use (it says _ns, _s/seconds, _bytes, ops_per_s, gb_per_s...)
 WRONG_UNIT = re.compile(r"(_ms|_us|_msec|_usec|_sec|_kb|_kib|_mb|_mib|_gb|_gib|_pct|_percent|_mbps|_gbps)$")
 
@@ -24,6 +28,7 @@ def main():
     path = os.path.join(out, part + ".csv")
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
+    cmd = open(os.path.join(out, part + ".cmd")).read()
     if not rows or rows[0] != HEADER:
         problems.append(f"header is {rows[0] if rows else 'missing'}, not {','.join(HEADER)}")
     numbers = 0
@@ -44,8 +49,12 @@ def main():
         if not re.fullmatch(r"[a-z0-9_]+", metric):
             problems.append(f"{where}: metric '{metric}' is not a lower-case name")
         if metric == "status":
-            if value not in STATUS:
+            if value in FAILED:
+                problems.append(f"{where}: the case {value} under {impl}")
+            elif value not in STATUS:
                 problems.append(f"{where}: status '{value}' is not one of {sorted(STATUS)}")
+            elif value == "skipped" and not re.search(rf"^skipped: {re.escape(case)}: \S", cmd, re.M):
+                problems.append(f"{where}: skipped without its reason in {part}.cmd ('skipped: {case}: ...')")
             continue
         if WRONG_UNIT.search(metric):
             problems.append(f"{where}: metric '{metric}' ends in a unit the contract does not use")
@@ -64,7 +73,6 @@ def main():
     for impl in hidden:
         if not any(len(r) == 7 and r[2] == impl and r[5] == "status" and r[6] == "not_installed" for r in rows[1:]):
             problems.append(f"no metric=status,value=not_installed row for the hidden peer '{impl}'")
-    cmd = open(os.path.join(out, part + ".cmd")).read()
     for want in (r"^command: .*\bbench\b", r"^date: \S+", r"^machine: .*cpu=.*cores=\d+.*memory_bytes=\d+.*kernel=",
                  r"^libraries: .*\bglibc="):
         if not re.search(want, cmd, re.M):

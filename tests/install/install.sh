@@ -35,12 +35,11 @@ int main(void) {
 }
 C
 # 1. pkg-config
-if command -v pkg-config >/dev/null 2>&1; then
+. "$src/../common/ms_test.sh"
+if ms_need_cmd pkg-config; then
   flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs memspace) || fail "pkg-config memspace"
   $cc "$tmp/hello.c" -o "$tmp/hello_pc" $flags || fail "build with pkg-config flags: $flags"
   LD_LIBRARY_PATH="$libdir" "$tmp/hello_pc" || fail "run pkg-config build"
-else
-  echo "pkg-config not installed: that way skipped"
 fi
 # 2. CMake find_package
 mkdir -p "$tmp/proj"
@@ -60,3 +59,4 @@ cmake --build "$tmp/proj/build" >"$tmp/cb.log" 2>&1 || { cat "$tmp/cb.log"; fail
 $cc "$tmp/hello.c" -o "$tmp/hello_static" -I"$tmp/prefix/include" "$libdir/libmemspace.a" -lpthread || fail "static link"
 "$tmp/hello_static" || fail "run static build"
 echo "installed package works: pkg-config, find_package, static"
+ms_finish 0

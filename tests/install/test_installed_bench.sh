@@ -4,6 +4,7 @@
 # non-system prefix find the library without LD_LIBRARY_PATH; `make uninstall` removes every installed file.
 set -u
 build=$1 src=$2
+. "$(dirname "$0")/../common/ms_test.sh"
 tmp=$(mktemp -d /tmp/memspace-installed.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -20,7 +21,7 @@ ls "$tmp/work/memspace-results" | grep -q partial && fail "a .partial file was l
 [ -s "$tmp/work/memspace-results/results.md" ] || fail "no memspace-results/results.md (bench/report.py)"
 libdir=$(dirname "$(find "$prefix" -name libmemspace.so.0 | head -1)")
 [ -e "$libdir/libmemspace-debug.so" ] || fail "libmemspace-debug.so (docs/heap.md) not installed"
-if command -v pkg-config >/dev/null; then
+if ms_need_cmd pkg-config; then
   printf '#include <memspace.h>\nint main(void){return ms_version() > 0 ? 0 : 1;}\n' >"$tmp/v.c"
   cc "$tmp/v.c" -o "$tmp/v" $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs memspace) ||
     fail "build with pkg-config"
@@ -30,3 +31,4 @@ make -s -C "$src" uninstall BUILD="$build" >/dev/null || fail "make uninstall"
 left=$(find "$prefix" -type f | head -3)
 [ -z "$left" ] || fail "left after make uninstall: $left"
 echo "1 passed, 0 failed"
+ms_finish 0

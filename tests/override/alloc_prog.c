@@ -7,7 +7,8 @@
    alloc_prog manygrow N KiB  the same, each block then realloc'd to twice its size while all stay live
    alloc_prog small MiB  MiB of 100-byte blocks live at once, checked: exit 0 when all were served
    alloc_prog bigdf     a 600 MiB block freed twice (must abort naming a double free)
-   alloc_prog thp       a 4 MiB block: exit 0 when its mapping is advised for transparent huge pages (VmFlags hg) */
+   alloc_prog thp       a 4 MiB block: exit 0 when its mapping is advised for transparent huge pages (VmFlags hg)
+   With LD_PRELOAD naming libmemspace, every mode first checks that malloc is memspace's: exit 3 when not. */
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -162,6 +163,7 @@ static int thp(void) {
 }
 
 int main(int argc, char **argv) {
+  if (ms_test_preload_check()) return 3; /* run under memspace run, but glibc served it */
   if (argc >= 3 && strcmp(argv[1], "mix") == 0) return mix(strtoul(argv[2], NULL, 10));
   if (argc >= 3 && strcmp(argv[1], "big") == 0) return big(strtoul(argv[2], NULL, 10));
   if (argc >= 2 && strcmp(argv[1], "thp") == 0) return thp();

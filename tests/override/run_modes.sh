@@ -7,8 +7,10 @@
 # usage: run_modes.sh MEMSPACE_TOOL ALLOC_PROG [heap-limit]
 #   heap-limit: the heap under RLIMIT_AS must serve the blocks glibc serves (blocks beyond the reduced region's
 #   slots are mapped on their own: src/heap/direct.c)
+# alloc_prog checks that memspace's malloc serves it whenever LD_PRELOAD names the library (exit 3 when not).
 set -u
 tool=$1 prog=$2
+. "$(dirname "$0")/../common/ms_test.sh"
 fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); echo "ok   $1"; else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 limited() { (ulimit -v "$1" && shift && exec "$@"); }   # KiB, command...
@@ -56,10 +58,10 @@ check "the process space served those blocks (statistics: size > 0)" \
 
 mode=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 if [[ "$mode" == *"[never]"* || -z "$mode" ]]; then
-  echo "skip thp: transparent huge pages are off on this machine ($mode)"
+  ms_part_refused "thp: transparent huge pages are off on this machine ($mode)"
 else
   "$tool" run --space-initial 64M --space-expand 0 -- "$prog" thp
   check "process space advised for transparent huge pages (fork copies 2 MiB entries)" '[ $? = 0 ]'
 fi
 echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+ms_finish $fail

@@ -7,8 +7,10 @@
 # spill (blocks from 128 KiB up are file-backed: at 64 KiB CPython spills a start-up block whose descriptor
 # shows in test_subprocess's fd checks, see docs/reliability.md). Each memspace mode must give the glibc mode's results.
 # The space (2 GiB for python, run in one process; 512 MiB for each tool process) is not inherited by children.
-# Results: BUILD/realworld/results.csv (suite,mode,item,result). Exit 77 when the suite is not installed.
+# Results: BUILD/realworld/results.csv (suite,mode,item,result). Exit 77 when the suite is not installed (exit 1
+# under CI=true: tests/common/ms_test.sh).
 set -u
+. "$(dirname "$0")/../common/ms_test.sh"
 what=${1:-python}
 size=${2:-short}
 build=$(cd "${3:-build}" && pwd)
@@ -49,7 +51,7 @@ status=0
 for m in $modes; do mode_active "$m" || status=1; done
 if [ "$what" = python ]; then
   if ! $py -c "import test.libregrtest" 2>/dev/null || [ ! -f /usr/lib/python3*/test/test_dict.py ]; then
-    echo "SKIP: CPython's test package is missing (apt-get install libpython3.11-testsuite)"; exit 77
+    ms_skip_missing "CPython's test package (Debian package libpython3.11-testsuite)"
   fi
   short="test_dict test_list test_set test_json test_re test_bytes test_gc test_collections test_array test_mmap"
   full="test_dict test_list test_set test_json test_re test_unicode test_bytes test_gc test_threading
@@ -99,7 +101,7 @@ PY
 fi
 
 # ---- tools: sqlite3, git, gcc ----
-for t in sqlite3 git gcc; do command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }; done
+for t in sqlite3 git gcc; do command -v $t >/dev/null || ms_skip_missing "$t (Debian package $t)"; done
 rows=20000
 [ "$size" = full ] && rows=200000
 cat > "$work/prog.c" <<'C'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang, ASan+UBSan) in BUILD/fuzz and runs each for SECONDS.
 # Usage: run_fuzz.sh SOURCE_DIR BUILD_DIR SECONDS   (make test: 30 s a target; make fuzz: FUZZ_SECONDS)
-# Exit 77 (CTest skip) when clang or libFuzzer is missing. Results: BUILD/fuzz/results.csv
+# Exit 77 (CTest skip) when clang or libFuzzer is missing (exit 1 under CI=true: tests/common/ms_test.sh). Results: BUILD/fuzz/results.csv
 # (target,seconds,executions,result), new inputs in BUILD/fuzz/corpus/<target>/, failures in
 # BUILD/fuzz/artifacts/ (reproduce: BUILD/fuzz/<target> BUILD/fuzz/artifacts/crash-...).
 set -u
@@ -10,19 +10,15 @@ build=$(mkdir -p "${2:-build}" && cd "${2:-build}" && pwd)
 seconds=${3:-30}
 dir="$build/fuzz"
 cc=${FUZZ_CC:-clang}
-if ! command -v "$cc" >/dev/null 2>&1; then
-  echo "run_fuzz: SKIP: $cc not found (install clang: scripts/deps.sh test)"
-  exit 77
-fi
+. "$src/tests/common/ms_test.sh"
+command -v "$cc" >/dev/null 2>&1 || ms_skip_missing "run_fuzz: $cc not found (install clang: scripts/deps.sh test)"
 echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' > "$build/fuzz_probe.c"
 if ! "$cc" -fsanitize=fuzzer "$build/fuzz_probe.c" -o "$build/fuzz_probe" 2>/dev/null; then
-  echo "run_fuzz: SKIP: $cc cannot link -fsanitize=fuzzer (libclang-rt-dev missing?)"
-  exit 77
+  ms_skip_missing "run_fuzz: $cc cannot link -fsanitize=fuzzer (libclang-rt-dev missing?)"
 fi
 rm -f "$build/fuzz_probe" "$build/fuzz_probe.c"
 CC=$cc cmake -S "$src/fuzz" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir.configure.log" 2>&1 \
   || { cat "$dir.configure.log"; echo "run_fuzz: configure failed"; exit 1; }
-grep "^-- fuzz_.* skipped" "$dir.configure.log" | sed 's/^-- /run_fuzz: /'
 cmake --build "$dir" -j "${FUZZ_JOBS:-2}" >"$dir.build.log" 2>&1 || { tail -40 "$dir.build.log"; echo "run_fuzz: build failed"; exit 1; }
 mkdir -p "$dir/artifacts"
 status=0

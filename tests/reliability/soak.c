@@ -7,9 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
-#if MS_HAVE_SPACE
 #include "memspace.h"
-#endif
 
 #define HELD 512
 #define SHARED 256
@@ -23,7 +21,6 @@ typedef struct { pthread_mutex_t mu; void *held[HELD]; int id; } worker_t;
 static void *worker(void *arg) {
   worker_t *w = arg;
   uint64_t s = (uint64_t)w->id * 0x9E3779B97F4A7C15ull + 77;
-#if MS_HAVE_SPACE
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.initial_size = 1 << 20;
@@ -31,7 +28,6 @@ static void *worker(void *arg) {
   cfg.numa_node = -1;
   ms_space_t *sp = ms_space_create(&cfg);
   void *sb[64] = {0};
-#endif
   while (!atomic_load(&stop)) {
     uint64_t r = rnd_next(&s);
     int i = (int)(r % HELD);
@@ -55,19 +51,15 @@ static void *worker(void *arg) {
       if (!p || p[n - 1] != 0x5a) atomic_fetch_add(&errors, 1);
       free(p);
     }
-#if MS_HAVE_SPACE
     if (sp) {
       int k = (int)((r >> 8) % 64);
       if (sb[k]) ms_space_free(sp, sb[k]);
       sb[k] = ms_space_malloc(sp, (size_t)(r >> 16) % 3000 + 1);
       if ((r >> 50) % 1024 == 0 && ms_space_check(sp) != 0) atomic_fetch_add(&errors, 1);
     }
-#endif
     atomic_fetch_add_explicit(&ops, 1, memory_order_relaxed);
   }
-#if MS_HAVE_SPACE
   if (sp) { if (ms_space_check(sp) != 0) atomic_fetch_add(&errors, 1); ms_space_destroy(sp); }
-#endif
   return NULL;
 }
 

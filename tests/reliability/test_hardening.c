@@ -19,7 +19,6 @@
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "have.h"
 #include "memspace.h"
 
 /* runs fn in a child with stderr captured: a message must name the pointer and one of the words (the call) */
@@ -80,7 +79,6 @@ static void expect_signal(void (*fn)(void **), int sig, const char *what) {
   if (!WIFSIGNALED(st) || WTERMSIG(st) != sig) fail_msg("%s: expected signal %d", what, sig);
 }
 
-#if MS_HAVE_HEAP
 static void heap_double_free(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); ms_free(p); }
 /* the double free comes after other frees of the span (the freed block is not the list head any more) */
 static void heap_double_free_later(void **out) {
@@ -120,9 +118,8 @@ static void usable_freed(void **state) {
   ms_free(q);
   assert_int_equal(ms_usable_size(q), 0);
 }
-#endif
 
-#if MS_HAVE_HEAP && MS_SECURE_BUILD
+#if MS_SECURE_BUILD
 /* blocks of 16000 bytes: class 16384, one 64 KiB chunk per span, so the span's last page is at base + 60 KiB */
 static void span_guard_write(void **out) {
   char *p = ms_malloc(1000); /* a one-chunk span (larger classes may take several chunks: the guard ends the span) */
@@ -235,7 +232,6 @@ static void secure_8g(void **state) {
   ms_heap_collect(1);
 }
 #endif
-#if MS_HAVE_SPACE
 static ms_space_t *small_space(void) {
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -247,29 +243,18 @@ static void space_double_free(void **out) { ms_space_t *s = small_space(); void 
 static void space_interior_free(void **out) { ms_space_t *s = small_space(); char *p = ms_space_malloc(s, 256); *out = p + 32; ms_space_free(s, p + 32); }
 static void space_double(void **state) { (void)state; expect_detected(space_double_free, "free", "space double free"); }
 static void space_interior(void **state) { (void)state; expect_detected(space_interior_free, "free", "space interior pointer"); }
-#endif
-
-static void parts_present(void **state) {
-  (void)state;
-  if (!MS_HAVE_HEAP && !MS_HAVE_SPACE) skip();
-}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(parts_present),
-#if MS_HAVE_HEAP
     cmocka_unit_test(double_free), cmocka_unit_test(double_free_later), cmocka_unit_test(interior_free),
     cmocka_unit_test(realloc_freed), cmocka_unit_test(large_double), cmocka_unit_test(large_interior),
     cmocka_unit_test(large_realloc), cmocka_unit_test(usable_freed),
-#endif
-#if MS_HAVE_HEAP && MS_SECURE_BUILD
+#if MS_SECURE_BUILD
     cmocka_unit_test(span_guard), cmocka_unit_test(large_guard), cmocka_unit_test(dense_guard),
     cmocka_unit_test(mlock_guards), cmocka_unit_test(encoded_links),
     cmocka_unit_test(canary), cmocka_unit_test(random_order), cmocka_unit_test(secure_8g),
 #endif
-#if MS_HAVE_SPACE
     cmocka_unit_test(space_double), cmocka_unit_test(space_interior),
-#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,11 +22,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "internal.h"
-#if MS_HAVE_HEAP
 #include "../../src/heap/heap.h"
-#endif
 
-#include "have.h"
 
 /* child helpers: a failed check exits with a message */
 #define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "child: " __VA_ARGS__); fputc('\n', stderr); _exit(1); } } while (0)
@@ -63,7 +60,6 @@ static int as_probe(void) {
   CHECK(ms_pages_reserve(1u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "1 MiB reservation failed under the limit");
   ms_pages_release(r.addr, r.size);
   int blocks = 0;
-#if MS_HAVE_HEAP
   /* 1 MiB blocks until the heap says NULL + ENOMEM; then it must work again once they are freed */
   static void *b[1024];
   int n = 0;
@@ -93,8 +89,6 @@ static int as_probe(void) {
   void *p = ms_malloc(1u << 20);
   CHECK(p != NULL, "ms_malloc(1 MiB) fails after everything was freed");
   ms_free(p);
-#endif
-#if MS_HAVE_SPACE
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.initial_size = 512u << 20;
@@ -106,7 +100,6 @@ static int as_probe(void) {
   CHECK(sp != NULL, "4 MiB space refused under the limit (errno %d)", errno);
   CHECK(ms_space_malloc(sp, 1000) != NULL && ms_space_check(sp) == 0, "small space unusable");
   ms_space_destroy(sp);
-#endif
   printf("RLIMIT_AS 256 MiB: the heap gave %d blocks of 1 MiB, then NULL + ENOMEM\n", blocks);
   return 0;
 }
@@ -137,7 +130,6 @@ static void memlock_child(void) {
   CHECK(ms_pages_lock(r.addr, 16 << 10) == 0, "16 KiB lock under the limit failed");
   ms_pages_unlock(r.addr, 16 << 10);
   ms_pages_release(r.addr, r.size);
-#if MS_HAVE_SPACE
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.initial_size = 4u << 20;
@@ -153,12 +145,9 @@ static void memlock_child(void) {
   void *p = ms_space_malloc(sp, 1000);
   CHECK(p != NULL && ms_space_check(sp) == 0, "unlocked space unusable");
   ms_space_destroy(sp);
-#endif
-#if MS_HAVE_HEAP
   void *h = ms_malloc(100000);
   CHECK(h != NULL, "heap unusable under RLIMIT_MEMLOCK");
   ms_free(h);
-#endif
 }
 static void limit_memlock(void **state) { (void)state; in_child(memlock_child, "RLIMIT_MEMLOCK"); }
 
@@ -182,11 +171,9 @@ static void nofile_child(void) {
   ms_pages_t r;
   CHECK(ms_pages_reserve(1u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "page layer needs a descriptor?");
   ms_pages_release(r.addr, r.size);
-#if MS_HAVE_HEAP
   void *h = ms_malloc(5u << 20);
   CHECK(h != NULL, "heap unusable without descriptors");
   ms_free(h);
-#endif
   (void)fds;
 }
 static void limit_nofile(void **state) { (void)state; in_child(nofile_child, "RLIMIT_NOFILE"); }
@@ -217,7 +204,6 @@ static void nohuge_child(void) {
   CHECK(r.fallback == 1 && r.kind != MS_PAGE_HUGE_2M, "fallback not reported");
   memset(r.addr, 1, 1 << 20);
   ms_pages_release(r.addr, r.size);
-#if MS_HAVE_SPACE
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.initial_size = want;
@@ -231,7 +217,6 @@ static void nohuge_child(void) {
   memset(p, 1, 100000);
   CHECK(ms_space_check(sp) == 0, "space check after fallback");
   ms_space_destroy(sp);
-#endif
 }
 static void no_huge_pages(void **state) { (void)state; in_child(nohuge_child, "no huge pages"); }
 
@@ -259,7 +244,6 @@ static int spill_probe(const char *mode) {
     return 1;
   }
   if (small) { memset(small, 2, 64u << 10); ms_spill_free(small); }
-#if MS_HAVE_HEAP
   /* malloc with a spill threshold: a block or NULL + ENOMEM, never a crash */
   errno = 0;
   void *m = ms_malloc(4u << 20);
@@ -268,7 +252,6 @@ static int spill_probe(const char *mode) {
   void *h = ms_malloc(1000);
   if (!h) { fprintf(stderr, "%s: small ms_malloc failed\n", mode); return 1; }
   ms_free(h);
-#endif
   printf("%s: 8 MiB spill %s (errno %d), 64 KiB spill %s\n", mode, big ? "served" : "refused", e, small ? "served" : "refused");
   return 0;
 }
@@ -317,7 +300,6 @@ static void nopriv_child(void) {
   }
   CHECK(ms_pages_reserve(1u << 20, 0, MS_PAGES_COMMIT, -1, &r) == 0, "plain reservation as nobody failed");
   ms_pages_release(r.addr, r.size);
-#if MS_HAVE_DMA
   errno = 0;
   ms_dma_buffer_t *b = ms_dma_alloc(1u << 20, NULL);
   if (b) {
@@ -328,12 +310,9 @@ static void nopriv_child(void) {
   } else {
     CHECK(errno == EPERM || errno == ENOMEM || errno == EAGAIN, "ms_dma_alloc as nobody: errno %d", errno);
   }
-#endif
-#if MS_HAVE_HEAP
   void *h = ms_malloc(100000);
   CHECK(h != NULL, "heap unusable without privilege");
   ms_free(h);
-#endif
 }
 static void no_privilege(void **state) { (void)state; in_child(nopriv_child, "no privilege"); }
 
@@ -378,7 +357,6 @@ static void limit_as_programs(void **state) {
   if (!ran) skip();
 }
 
-#if MS_HAVE_HEAP
 /* the heap's statistics after everything was freed: no counter below zero (a huge unsigned value) */
 static void stats_sane(const char *when) {
   ms_stats_t st;
@@ -521,7 +499,6 @@ static void exhausted_child(void) {
   fflush(stdout);
 }
 static void map_count_exhausted(void **state) { (void)state; in_child(exhausted_child, "mapping limit reached"); }
-#endif
 
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--spill-probe")) return spill_probe(argv[2]);
@@ -530,9 +507,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(limit_as), cmocka_unit_test(limit_memlock), cmocka_unit_test(limit_nofile),
     cmocka_unit_test(no_huge_pages), cmocka_unit_test(spill_read_only),
     cmocka_unit_test(no_privilege), cmocka_unit_test(limit_as_programs),
-#if MS_HAVE_HEAP
     cmocka_unit_test(limit_as_lowered), cmocka_unit_test(map_count_limit), cmocka_unit_test(map_count_exhausted),
-#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

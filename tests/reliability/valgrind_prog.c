@@ -12,7 +12,6 @@
 
 static volatile unsigned char sink;
 
-#if MS_HAVE_HEAP
 /* the leak happens in its own frame, and the stack it used is overwritten, so no stale copy of the pointer
    survives in a register or stack slot for memcheck to find */
 static __attribute__((noinline)) void leak_one(void) {
@@ -24,19 +23,15 @@ static __attribute__((noinline)) void scrub_stack(void) {
   volatile char buf[8192];
   for (size_t i = 0; i < sizeof buf; i++) buf[i] = 0;
 }
-#endif
 
-#if MS_HAVE_HEAP
 /* frees blocks another thread allocated (the heap's remote-free path) */
 static void *free_remote(void *arg) {
   void **b = arg;
   for (int i = 0; i < 16; i++) ms_free(b[i]);
   return NULL;
 }
-#endif
 
 static void clean(void) {
-#if MS_HAVE_HEAP
   void *remote[16];
   for (int i = 0; i < 16; i++) { remote[i] = ms_malloc(72); memset(remote[i], i, 72); }
   pthread_t th;
@@ -68,8 +63,6 @@ static void clean(void) {
   ms_free(big);
   ms_free(al);
   ms_heap_collect(1);
-#endif
-#if MS_HAVE_SPACE
   ms_space_config_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.initial_size = 1 << 20;
@@ -84,14 +77,10 @@ static void clean(void) {
   if (ms_space_check(sp) != 0) exit(3);
   for (int i = 1; i < 32; i += 2) ms_space_free(sp, b[i]);
   ms_space_destroy(sp);
-#endif
 }
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "clean";
-#if !MS_HAVE_HEAP
-  if (strcmp(mode, "clean")) { printf("no heap in this build\n"); return 77; }
-#else
   if (!strcmp(mode, "leak")) {
     /* the leaked block must not be the first of its span: the span descriptor's base pointer points at that
        one, and memcheck then calls it "still reachable" (a known limit, docs/reliability.md) */
@@ -110,7 +99,6 @@ int main(int argc, char **argv) {
     ms_free(p);
     sink = p[5];  /* read after free */
   }
-#endif
   clean();
   return 0;
 }
