@@ -57,27 +57,15 @@ static char global_area[256] __attribute__((aligned(64)));
 
 int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "";
-  if (!strcmp(c, "double_free")) { /* the same thread */
+  /* the same thread; freed by another thread, then again by the owner; freed by the owner, then by another thread */
+  int df = !strcmp(c, "double_free") ? 1 : !strcmp(c, "double_free_thread") ? 2 : !strcmp(c, "double_free_thread2") ? 3 : 0;
+  if (df) {
     char *p = malloc(40), *keep = malloc(40);
     name(p);
-    free(p);
-    free(p);
-    void *live[] = {keep};
-    return check_fresh(40, 2, live, 1);
-  }
-  if (!strcmp(c, "double_free_thread")) { /* freed by another thread, then again by the owner */
-    char *p = malloc(40), *keep = malloc(40);
-    name(p);
-    free_in_thread(p);
-    free(p);
-    void *live[] = {keep};
-    return check_fresh(40, 2, live, 1);
-  }
-  if (!strcmp(c, "double_free_thread2")) { /* freed by the owner, then again by another thread */
-    char *p = malloc(40), *keep = malloc(40);
-    name(p);
-    free(p);
-    free_in_thread(p);
+    if (df == 2) free_in_thread(p);
+    else free(p);
+    if (df == 3) free_in_thread(p);
+    else free(p);
     void *live[] = {keep};
     return check_fresh(40, 2, live, 1);
   }
