@@ -292,37 +292,49 @@ static inline msi_span_t *msi_heap_span_of(const void *p) {
    check, which only the span's free block starts pass. A failure is reported naming the block
    (msi_heap_corrupt_link). Both reads hit the line the pop reads anyway. */
 #define MSI_COOKIE_CARVED ((uintptr_t)1)
-/* the block's cookie xor the value a freed block's cookie has: 0 freed, MSI_COOKIE_CARVED carved, else live (or
-   overwritten). Under valgrind the word may lie past the caller's size or in a freed block: read without a report,
+/* the block's address ^ its span's key: a freed block's cookie, and what its link is xored with. Kept one value
+   (the empty asm stops the compiler from reassociating the xors): computed while the block's words load, it leaves
+   one xor after the load on the chain from one pop (or push) to the next */
+static inline uintptr_t msi_block_mask(const msi_span_t *s, const void *p) {
+  uintptr_t m = (uintptr_t)p ^ s->key;
+  __asm__("" : "+r"(m));
+  return m;
+}
+/* the cookie word. Under valgrind it may lie past the caller's size or in a freed block: read without a report,
    the value taken as defined */
-static inline uintptr_t msi_block_cookie_diff(const msi_span_t *s, const void *p) {
+static inline uintptr_t msi_block_cookie_word(const void *p) {
 #if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
   volatile uintptr_t c;
   VALGRIND_DISABLE_ERROR_REPORTING;
   c = ((const msi_block_t *)p)->cookie;
   VALGRIND_ENABLE_ERROR_REPORTING;
   VALGRIND_MAKE_MEM_DEFINED(&c, sizeof c);
-  return c ^ (uintptr_t)p ^ s->key;
+  return c;
 #else
-  return ((const msi_block_t *)p)->cookie ^ (uintptr_t)p ^ s->key;
+  return ((const msi_block_t *)p)->cookie;
 #endif
+}
+/* the block's cookie xor the value a freed block's cookie has: 0 freed, MSI_COOKIE_CARVED carved, else live (or
+   overwritten) */
+static inline uintptr_t msi_block_cookie_diff(const msi_span_t *s, const void *p) {
+  return msi_block_cookie_word(p) ^ msi_block_mask(s, p);
 }
 /* the block is on a free list (freed, or carved and not handed out yet): one load, of the line a free writes
    anyway */
 static inline bool msi_block_is_free(const msi_span_t *s, const void *p) {
   return msi_block_cookie_diff(s, p) <= MSI_COOKIE_CARVED;
 }
-static inline uintptr_t msi_block_freed_cookie(const msi_span_t *s, const void *p) { return (uintptr_t)p ^ s->key; }
+static inline uintptr_t msi_block_freed_cookie(const msi_span_t *s, const void *p) { return msi_block_mask(s, p); }
 
 static inline void msi_block_link(const msi_span_t *s, msi_block_t *b, msi_block_t *next) {
-  b->next = (msi_block_t *)((uintptr_t)next ^ s->key ^ (uintptr_t)b);
+  b->next = (msi_block_t *)((uintptr_t)next ^ msi_block_mask(s, b));
 }
 static inline msi_block_t *msi_block_next(const msi_span_t *s, const msi_block_t *b) {
-  uintptr_t n = (uintptr_t)b->next ^ s->key ^ (uintptr_t)b;
+  uintptr_t mask = msi_block_mask(s, b), n = (uintptr_t)b->next ^ mask;
   /* n - base rotated right by 4: an unaligned n becomes huge, so one compare takes both range and alignment.
      Evaluated whole (no short circuit): one branch to one call site keeps the stack frame off the fast path */
   uintptr_t off = n ? n - s->base : 0, bound = __atomic_load_n(&s->bump, __ATOMIC_RELAXED) - s->base;
-  bool bad = (msi_block_cookie_diff(s, b) > MSI_COOKIE_CARVED) | (((off >> 4) | (off << 60)) >= (bound >> 4));
+  bool bad = ((msi_block_cookie_word(b) ^ mask) > MSI_COOKIE_CARVED) | (((off >> 4) | (off << 60)) >= (bound >> 4));
   if (MSI_UNLIKELY(bad)) msi_heap_corrupt_link(s, b, n);
   return (msi_block_t *)n;
 }
