@@ -331,12 +331,15 @@ static inline void msi_block_link(const msi_span_t *s, msi_block_t *b, msi_block
 }
 static inline msi_block_t *msi_block_next(const msi_span_t *s, const msi_block_t *b) {
   uintptr_t mask = msi_block_mask(s, b), n = (uintptr_t)b->next ^ mask;
-  /* n - base rotated right by 4: an unaligned n becomes huge, so one compare takes both range and alignment.
-     Evaluated whole (no short circuit): one branch to one call site keeps the stack frame off the fast path */
-  uintptr_t off = n ? n - s->base : 0, bound = __atomic_load_n(&s->bump, __ATOMIC_RELAXED) - s->base;
-  bool bad = ((msi_block_cookie_word(b) ^ mask) > MSI_COOKIE_CARVED) | (((off >> 4) | (off << 60)) >= (bound >> 4));
-  if (MSI_UNLIKELY(bad)) msi_heap_corrupt_link(s, b, n);
+  /* n - base rotated right by 4: an unaligned n becomes huge, so one compare takes both range and alignment (the
+     list's end, 0, fails it too: told apart off the fast path). One call site keeps the stack frame off the fast
+     path */
+  uintptr_t off = n - s->base, bound = __atomic_load_n(&s->bump, __ATOMIC_RELAXED) - s->base;
+  if (MSI_UNLIKELY((msi_block_cookie_word(b) ^ mask) > MSI_COOKIE_CARVED)) goto bad;
+  if (MSI_UNLIKELY(((off >> 4) | (off << 60)) >= (bound >> 4)) && n) goto bad;
   return (msi_block_t *)n;
+bad:
+  msi_heap_corrupt_link(s, b, n);
 }
 /* a block leaving the free list: clears its cookie; the secure build writes its canary (last 8 bytes) */
 static inline void msi_block_arm(const msi_span_t *s, msi_block_t *b) {
