@@ -7,8 +7,6 @@
 #include <errno.h>
 #include <string.h>
 
-#define SECRET() (msi_heap_g.secret)
-
 /* the small-block fast path: the calling thread's current span of the class, no lock, no atomic */
 static inline void *small_alloc(size_t size) {
   msi_span_t *s = msi_tls_heap->current[msi_heap_class_of(size)];
@@ -116,8 +114,8 @@ static inline void free_local(void *p, msi_span_t *s) {
   msi_block_t *b = p, *head = s->free;
   MSI_TRACK_FREE(p);
   MSI_HEAP_VG_OPEN(b);
-  msi_block_link(b, head);
-  b->cookie = (uintptr_t)b ^ SECRET();
+  msi_block_link(s, b, head);
+  b->cookie = msi_block_freed_cookie(s, b);
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
   if (MSI_UNLIKELY(--s->used == s->used_floor || !head)) msi_heap_small_free_slow(p, s);
@@ -132,7 +130,7 @@ static MSI_NOINLINE MSI_COLD void free_local_checked(void *p, msi_span_t *s) {
    keeps no stack frame) */
 static MSI_NOINLINE MSI_COLD void free_local_error(void *p, msi_span_t *s) {
   if (!msi_span_block_start(s, p)) msi_heap_bad_pointer(p, "free(): invalid pointer");
-  if (msi_block_is_free(p)) msi_heap_bad_pointer(p, "free(): double free");
+  if (msi_block_is_free(s, p)) msi_heap_freed_again(s, p, "free");
   msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
 }
 
@@ -143,7 +141,7 @@ void msi_free(void *p) {
     if (MSI_LIKELY(s->owner == msi_tls_heap)) {
       /* a live block start (O(1): the span's reciprocal) whose cookie (second word: the line the link store below
          writes anyway) does not say "free"; the secure build also checks the canary after the block */
-      if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(p) || !msi_block_canary_ok(s, p)))
+      if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
         return free_local_error(p, s);
       if (MSI_UNLIKELY(msi_heap_checks)) return free_local_checked(p, s);
       return free_local(p, s);
@@ -174,7 +172,7 @@ void *msi_aligned_alloc(size_t alignment, size_t size) {
 static size_t usable(const void *p) {
   if (msi_heap_in_small(p)) {
     msi_span_t *s;
-    if (!msi_heap_small_valid(p, &s) || msi_block_is_free(p)) return 0;
+    if (!msi_heap_small_valid(p, &s) || msi_block_is_free(s, p)) return 0;
     return s->block_size - MSI_HEAP_CANARY;
   }
   if (msi_heap_in_large(p)) return msi_large_usable(p);
@@ -221,7 +219,7 @@ void *msi_realloc(void *p, size_t size) {
   if (msi_heap_in_small(p)) {
     msi_span_t *s;
     if (MSI_UNLIKELY(!msi_heap_small_valid(p, &s))) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
-    if (MSI_UNLIKELY(msi_block_is_free(p))) msi_heap_bad_pointer(p, "realloc(): pointer already freed");
+    if (MSI_UNLIKELY(msi_block_is_free(s, p))) msi_heap_freed_again(s, p, "realloc");
     if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
       msi_heap_bad_pointer(p, "realloc(): canary after the block overwritten (heap buffer overflow)");
     size_t bs = s->block_size - MSI_HEAP_CANARY;

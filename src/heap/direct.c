@@ -6,7 +6,10 @@
    never malloc'd). free, realloc and usable_size look a pointer up here only when no other part owns it, so the
    table costs nothing until a direct block exists, and O(1) then. The last FREED_RING addresses freed or moved
    away are remembered: a second free or a realloc of one is reported by name. Everything below runs under one
-   lock, also the statistic, so a fork (the heap's handlers take the lock) sees table and count agree. */
+   lock, also the statistic, so a fork (the heap's handlers take the lock) sees table and count agree.
+   The secure build and MEMSPACE_SECURE=1 map one page more after each block and make it a guard page (any access
+   past the block's end faults, as after the region's slots): a guard marker (MADV_GUARD_INSTALL, no new mapping)
+   where the kernel has them, else the page made PROT_NONE (a mapping of its own). */
 #include "heap.h"
 #include "os.h"
 #include <errno.h>
@@ -14,8 +17,28 @@
 
 typedef struct {
   uintptr_t addr; /* 0 = empty */
-  size_t len;     /* mapped bytes (a page multiple) */
+  size_t len;     /* the block's bytes (a page multiple) | its G_* bits */
 } entry_t;
+#define G_MARKER 1 /* the page after the block carries a guard marker */
+#define G_PROT 2   /* the page after the block is PROT_NONE */
+#define G_PAGE 4   /* a page is mapped after the block (its guard, unless neither bit above is set) */
+#define G_BITS 7
+static size_t len_of(size_t f) { return f & ~(size_t)G_BITS; }
+static size_t mapped_of(size_t f) { return len_of(f) + (f & G_PAGE ? msi_os_page_size() : 0); }
+
+/* the secure build, or MEMSPACE_SECURE=1: blocks get a guard page */
+static size_t guard_bytes(void) { return MSI_HEAP_SECURE || msi_opt(MS_OPTION_SECURE) ? msi_os_page_size() : 0; }
+/* makes the mapped page at `at` a guard: the G_* bits of the entry (G_PAGE alone: refused, no guard) */
+static size_t guard_put(uintptr_t at) {
+  if (msi_os_madvise((void *)at, msi_os_page_size(), MADV_GUARD_INSTALL) == 0) return G_PAGE | G_MARKER;
+  if (msi_os_mprotect((void *)at, msi_os_page_size(), PROT_NONE) == 0) return G_PAGE | G_PROT;
+  return G_PAGE;
+}
+/* the guard page after a block of entry value f becomes ordinary memory (the block moves or grows with it) */
+static void guard_take(uintptr_t at, size_t f) {
+  if (f & G_MARKER) msi_os_madvise((void *)at, msi_os_page_size(), MADV_GUARD_REMOVE);
+  if (f & G_PROT) msi_os_mprotect((void *)at, msi_os_page_size(), PROT_READ | PROT_WRITE);
+}
 
 static entry_t *table;
 static size_t cap, count; /* cap: a power of two (0 until the first block) */
@@ -93,13 +116,13 @@ static void insert(uintptr_t a, size_t len) {
 }
 
 void *msi_direct_alloc(size_t size, size_t alignment) {
-  size_t ps = msi_os_page_size(), len = msi_round_up(size ? size : 1, ps);
+  size_t ps = msi_os_page_size(), len = msi_round_up(size ? size : 1, ps), g = guard_bytes();
   size_t extra = alignment > ps ? alignment : 0;
-  if (len == 0 || len + extra < len) { errno = ENOMEM; return NULL; }
+  if (len == 0 || len + g + extra < len) { errno = ENOMEM; return NULL; }
   int saved = errno;
-  void *m = msi_os_mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *m = msi_os_mmap(NULL, len + g + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered below the heap's reservations (heap.c) */
-    m = msi_os_mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    m = msi_os_mmap(NULL, len + g + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) errno = saved;
   }
   if (m == MAP_FAILED) { errno = ENOMEM; return NULL; }
@@ -107,17 +130,18 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   if (extra) { /* trim to the alignment */
     uintptr_t b = msi_align_up(a, alignment);
     if (b > a) msi_os_munmap(m, b - a);
-    if (a + extra > b) msi_os_munmap((void *)(b + len), a + extra - b);
+    if (a + extra > b) msi_os_munmap((void *)(b + len + g), a + extra - b);
     a = b;
   }
+  size_t f = len | (g ? guard_put(a + len) : 0);
   msi_lock(&direct_lock);
   if (!reserve_one()) {
     msi_unlock(&direct_lock);
-    msi_os_munmap((void *)a, len);
+    msi_os_munmap((void *)a, len + g);
     errno = ENOMEM;
     return NULL;
   }
-  insert(a, len);
+  insert(a, f);
   count++;
   bytes += len;
   atomic_store_explicit(&used, true, memory_order_relaxed);
@@ -129,7 +153,7 @@ size_t msi_direct_usable(const void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return 0;
   msi_lock(&direct_lock);
   long i = find(p);
-  size_t len = i < 0 ? 0 : table[i].len;
+  size_t len = i < 0 ? 0 : len_of(table[i].len);
   msi_unlock(&direct_lock);
   return len;
 }
@@ -144,28 +168,28 @@ bool msi_direct_free(void *p) {
     if (again) msi_heap_bad_pointer(p, "free(): double free");
     return false;
   }
-  size_t len = table[i].len;
+  size_t f = table[i].len, len = len_of(f);
   remove_at((size_t)i);
   count--;
   bytes -= len;
   remember_freed((uintptr_t)p);
   msi_unlock(&direct_lock);
   /* refused past vm.max_map_count (unmapping the middle of a merged mapping splits it): the pages still go back */
-  if (msi_os_munmap(p, len) != 0) msi_os_madvise(p, len, MADV_DONTNEED);
+  if (msi_os_munmap(p, mapped_of(f)) != 0) msi_os_madvise(p, len, MADV_DONTNEED);
   return true;
 }
 
 /* a block of several mappings (moved here by large.c: move_to_direct) grown to len: mremap refuses several
    mappings (EFAULT), so its pages move into a new mapping piece by piece, or are copied where the kernel refuses
-   (msi_large_move_into); MAP_FAILED: unchanged */
-static void *grow_pieces(void *p, size_t old, size_t len) {
-  void *d = msi_os_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+   (msi_large_move_into); g: the guard page's bytes after either; MAP_FAILED: unchanged */
+static void *grow_pieces(void *p, size_t old, size_t len, size_t g) {
+  void *d = msi_os_mmap(NULL, len + g, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (d == MAP_FAILED) return MAP_FAILED;
   if (!msi_large_move_into(d, p, old, len)) {
-    msi_os_munmap(d, len);
+    msi_os_munmap(d, len + g);
     return MAP_FAILED;
   }
-  if (msi_os_munmap(p, old) != 0) msi_os_madvise(p, old, MADV_DONTNEED); /* (reserved again by the move) */
+  if (msi_os_munmap(p, old + g) != 0) msi_os_madvise(p, old, MADV_DONTNEED); /* (reserved again by the move) */
   return d;
 }
 
@@ -176,17 +200,25 @@ void *msi_direct_realloc(void *p, size_t size) {
   msi_lock(&direct_lock);
   long i = find(p);
   if (i < 0) { msi_unlock(&direct_lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
-  size_t old = table[i].len;
-  void *q = len == old ? p : msi_os_mremap(p, old, len, MREMAP_MAYMOVE, NULL);
-  if (q == MAP_FAILED && errno == EFAULT && len > old) q = grow_pieces(p, old, len);
-  if (q == MAP_FAILED) { msi_unlock(&direct_lock); errno = ENOMEM; return NULL; }
+  size_t f = table[i].len, old = len_of(f), g = mapped_of(f) - old;
+  if (len == old) { msi_unlock(&direct_lock); return p; }
+  guard_take((uintptr_t)p + old, f); /* the guard page moves or grows with the block, and is put back after it */
+  void *q = msi_os_mremap(p, old + g, len + g, MREMAP_MAYMOVE, NULL);
+  if (q == MAP_FAILED && errno == EFAULT && len > old) q = grow_pieces(p, old, len, g);
+  if (q == MAP_FAILED) {
+    if (g) table[i].len = old | guard_put((uintptr_t)p + old);
+    msi_unlock(&direct_lock);
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t nf = len | (g ? guard_put((uintptr_t)q + len) : 0);
   bytes += len - old; /* modulo 2^64: a shrink subtracts */
   if (q == p) {
-    table[i].len = len;
+    table[i].len = nf;
   } else { /* re-keyed: the entry moves with the block (room is there: one out, one in) */
     remove_at((size_t)i);
     remember_freed((uintptr_t)p);
-    insert((uintptr_t)q, len);
+    insert((uintptr_t)q, nf);
   }
   msi_unlock(&direct_lock);
   return q;

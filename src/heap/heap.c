@@ -107,7 +107,7 @@ void msi_heap_check_free(msi_span_t *s, msi_block_t *b) { /* the caller has chec
      most recent frees then. Only the debug build walks the whole list (up to 4096: 10-40x slower programs) */
   const unsigned walk = MEMSPACE_DEBUG ? 4096 : 8;
   unsigned n = 0;
-  for (msi_block_t *f = s->free; f && n < walk; f = msi_block_next(s, f), n++)
+  for (msi_block_t *f = s->free; f && n < walk; f = msi_block_next(s, f), n++) /* (each link checked) */
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
   for (msi_block_t *f = s->rfree; f && n < walk; f = msi_block_next(s, f), n++) /* collected remote frees */
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
@@ -121,9 +121,25 @@ _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
   abort();
 }
 
-_Noreturn void msi_heap_corrupt_link(const void *block, uintptr_t decoded) {
-  msi_error("malloc(): corrupted free-list link in the free block %p (decodes to %p, outside its span: the block "
-            "was written after free or overflowed into) (memspace heap); aborting", block, (void *)decoded);
+/* a free of a block whose cookie says it is on a free list: freed already, or carved and never handed out */
+_Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call) {
+  bool never = msi_block_cookie_diff(s, p) == MSI_COOKIE_CARVED;
+  msi_error("%s(): %s: %p (memspace heap); aborting", call,
+            never ? "invalid pointer (a block never allocated)" : call[0] == 'f' ? "double free" : "pointer already freed", p);
+  abort();
+}
+
+/* a pop's check failed (msi_block_next): the block's cookie, or where its link points */
+_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block, uintptr_t decoded) {
+  if (!msi_block_is_free(s, block))
+    msi_error("free list corrupted at %p (blocks of %u bytes): not a free block (a block in use, reached by "
+              "a link written after free; or a free block's header overwritten after free or by an overflow from the "
+              "block before) (memspace heap); aborting", block, s->block_size);
+  else
+    msi_error("corrupted free-list link in the free block %p (blocks of %u bytes): decodes to %p, outside its span "
+              "or unaligned: the block was written after free, or overflowed into from the block before (memspace "
+              "heap); aborting",
+              block, s->block_size, (void *)decoded);
   abort();
 }
 
@@ -712,7 +728,7 @@ static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tai
     last = next;
     MSI_HEAP_VG_OPEN(last);
   }
-  msi_block_link(last, tail);
+  msi_block_link(s, last, tail);
   MSI_HEAP_VG_CLOSE(last);
 }
 
@@ -785,25 +801,25 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   s->cls = (uint8_t)cls;
   s->block_size = bs;
   s->recip = class_recip[cls];
+  s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd (the secret is): heap.h msi_block_next */
   s->capacity = class_capacity[cls];
   s->free = s->rfree = NULL;
   s->rfree_n = s->used_floor = 0;
   s->used = 0;
-  s->bump = s->base;
-  s->end = s->base + (uintptr_t)s->capacity * bs;
+  __atomic_store_n(&s->bump, s->base, __ATOMIC_RELAXED);
   s->in_partial = 0;
   s->next = s->prev = NULL;
   s->state = MSI_SPAN_ACTIVE;
   msi_heap_note_active((int64_t)s->nchunks * MSI_HEAP_CHUNK);
 }
 
-/* carves a batch of never-used blocks into the free list (the secure build links them in a random order, so the
-   addresses of consecutive allocations cannot be predicted) */
+/* carves a batch of never-used blocks into the free list, each with the cookie of a carved block (the secure build
+   links them in a random order, so the addresses of consecutive allocations cannot be predicted) */
 static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
   /* a fresh span's first batch fills one page: a short-lived program touches one page per size class it uses
      (16 KiB batches cost `ls` about 110 page faults more than glibc); later batches take 16 KiB */
-  size_t avail = (s->end - s->bump) / bs, n = (s->bump == s->base ? 4096 : 16384) / bs;
+  size_t avail = (msi_span_end(s) - s->bump) / bs, n = (s->bump == s->base ? 4096 : 16384) / bs;
   if (n < 2) n = 2;
   if (n > avail) n = avail;
   uintptr_t p = s->bump;
@@ -818,24 +834,24 @@ static void span_carve(msi_span_t *s) {
   for (size_t i = 0; i < n; i++) {
     msi_block_t *b = (msi_block_t *)(p + (uintptr_t)order[i] * bs);
     MSI_HEAP_VG_OPEN(b);
-    msi_block_link(b, head);
+    msi_block_link(s, b, head);
+    b->cookie = msi_block_freed_cookie(s, b) ^ MSI_COOKIE_CARVED;
     MSI_HEAP_VG_CLOSE(b);
     head = b;
   }
   s->free = head;
-  s->bump = p + n * bs;
+  __atomic_store_n(&s->bump, p + n * bs, __ATOMIC_RELAXED);
 #else
   msi_block_t *head = (msi_block_t *)p;
-  for (size_t i = 1; i < n; i++, p += bs) {
-    MSI_HEAP_VG_OPEN((msi_block_t *)p);
-    msi_block_link((msi_block_t *)p, (msi_block_t *)(p + bs));
-    MSI_HEAP_VG_CLOSE((msi_block_t *)p);
+  for (size_t i = 1; i <= n; i++, p += bs) {
+    msi_block_t *b = (msi_block_t *)p;
+    MSI_HEAP_VG_OPEN(b);
+    msi_block_link(s, b, i < n ? (msi_block_t *)(p + bs) : s->free);
+    b->cookie = msi_block_freed_cookie(s, b) ^ MSI_COOKIE_CARVED;
+    MSI_HEAP_VG_CLOSE(b);
   }
-  MSI_HEAP_VG_OPEN((msi_block_t *)p);
-  msi_block_link((msi_block_t *)p, s->free);
-  MSI_HEAP_VG_CLOSE((msi_block_t *)p);
   s->free = head;
-  s->bump = p + bs;
+  __atomic_store_n(&s->bump, p, __ATOMIC_RELAXED);
 #endif
 }
 
@@ -910,7 +926,7 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
-    else if (!span_has_free(s) && s->bump < s->end && !s->in_partial) { span_carve(s); partial_push(h, s); }
+    else if (!span_has_free(s) && s->bump < msi_span_end(s) && !s->in_partial) { span_carve(s); partial_push(h, s); }
   }
   if (orphaning) heap_cache_drain(h, false);
 }
@@ -1038,8 +1054,7 @@ void msi_heap_global_init(void) {
   uintptr_t secret = ((uintptr_t)msi_now_ns() ^ rnd[0]) * 0x9E3779B97F4A7C15ull;
   secret ^= (uintptr_t)&secret;
   msi_heap_g.secret = secret | 1;
-  msi_heap_g.link_secret = (rnd[1] ^ secret) * 0xBF58476D1CE4E5B9ull;
-  msi_heap_g.canary_secret = (rnd[1] + secret) * 0x94D049BB133111EBull;
+  msi_heap_g.canary_secret = (rnd[1] ^ secret) * 0x94D049BB133111EBull;
   if (MSI_HEAP_SECURE && !(msi_heap_g.guard_markers = guard_probe()))
     msi_warning("heap (secure build): guard markers refused (errno %d: Linux before 6.13, or memory locked by "
                 "mlockall): no guard pages between small spans (mprotect would split the heap's mappings), "
@@ -1088,7 +1103,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *s = h->current[cls];
   if (s->free || span_take_rfree(s)) return alloc_from(s);
   if (s != &msi_empty_span) {
-    if (s->bump < s->end) { span_carve(s); return alloc_from(s); }
+    if (s->bump < msi_span_end(s)) { span_carve(s); return alloc_from(s); }
     span_collect(s, true, false);
     if (s->free) return alloc_from(s);
     /* full: it leaves the current slot; a free will put it on the partial list */
@@ -1150,7 +1165,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   /* remote free: validate, then push on the span's list; the first push queues the span on its owner */
   if (MSI_UNLIKELY(!msi_span_block_start(s, p))) msi_heap_bad_pointer(p, "free(): invalid pointer");
   msi_block_t *b = p;
-  if (MSI_UNLIKELY(msi_block_is_free(b))) msi_heap_bad_pointer(p, "free(): double free");
+  if (MSI_UNLIKELY(msi_block_is_free(s, b))) msi_heap_freed_again(s, p, "free");
   if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
     msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
   MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
@@ -1158,8 +1173,8 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
     MSI_HEAP_VG_OPEN(b);
-    b->cookie = (uintptr_t)b ^ msi_heap_g.secret;
-    msi_block_link(b, (msi_block_t *)(x & XF_PTR));
+    b->cookie = msi_block_freed_cookie(s, b);
+    msi_block_link(s, b, (msi_block_t *)(x & XF_PTR));
     MSI_HEAP_VG_CLOSE(b);
     nx = (uintptr_t)b | ((x & ~(XF_ONE - 1)) + XF_ONE) | 1; /* one more block in the count */
   } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));

@@ -31,7 +31,7 @@
 #define MSI_HEAP_LARGE_CLASSES (MSI_HEAP_LARGE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1)
 
 /* The secure build (-DMEMSPACE_SECURE=ON, docs/reliability.md "Hardening"): guard pages after spans and large
-   blocks, encoded free-list links, shuffled carving, a canary after each small block. All of it compiles away in
+   blocks, shuffled carving, a canary after each small block (free-list links are encoded in every build). All of it compiles away in
    the default build (the constants below are 0 there). */
 #if MEMSPACE_SECURE_BUILD
 #define MSI_HEAP_SECURE 1
@@ -51,7 +51,7 @@
 
 typedef struct msi_block_s {
   struct msi_block_s *next;
-  uintptr_t cookie; /* block address ^ secret while the block is free: double frees are caught */
+  uintptr_t cookie; /* while the block is on a free list: its address ^ its span's key (msi_block_cookie_diff) */
 } msi_block_t;
 
 struct msi_heap_s;
@@ -65,7 +65,9 @@ typedef struct msi_span_s {
   uint32_t block_size;
   uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
-  uintptr_t base, bump, end;   /* blocks [base, end); [bump, end) never handed out yet */
+  uintptr_t base, bump;        /* blocks [base, msi_span_end); [bump, end) never handed out yet (bump: written by
+                                  the owner, read by others relaxed) */
+  uintptr_t key;               /* free blocks' cookies and links (msi_block_next) */
   uint8_t cls, nchunks, state, in_partial;
   uint32_t used_floor;         /* blocks on a parked remote list (heap.c span_collect): a local free reaching it
                                   takes the slow path, which collects them (the span may be empty) */
@@ -81,6 +83,7 @@ typedef struct msi_span_s {
   uint32_t cached_ms;          /* when it entered a cache (decay) */
 } msi_span_t;
 _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
+_Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");
 
 typedef struct msi_segment_s {
   uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */
@@ -117,8 +120,7 @@ typedef struct msi_heap_globals_s {
   uintptr_t large_base;    /* large slot area */
   uintptr_t large_size;
   size_t sub_shift;        /* log2 of each large class's sub-region */
-  uintptr_t secret;        /* cookies of free blocks */
-  uintptr_t link_secret;   /* secure build: free-list link encoding */
+  uintptr_t secret;        /* spans' keys (odd): free blocks' cookies and links */
   uintptr_t canary_secret; /* secure build: canaries */
   bool guard_markers;      /* secure build: guard markers work (heap.c guard_probe) */
   int ready;
@@ -231,7 +233,8 @@ void msi_heap_guard_refused(void); /* secure build: a guard marker refused on lo
 
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
-_Noreturn void msi_heap_corrupt_link(const void *block, uintptr_t decoded);
+_Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call); /* cookie says free */
+_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block, uintptr_t decoded); /* a pop's check */
 
 /* foreign pointers (not ours): the override layer hands them to the C library */
 void msi_foreign_free(void *p);
@@ -267,11 +270,15 @@ static inline bool msi_heap_in_reserved_small(const void *p) {
 static inline bool msi_heap_region_has(const void *p) {
   return msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p);
 }
-/* p is the start of one of the span's blocks: O(1), by the span's reciprocal (no division) */
+/* p is the start of one of the span's blocks carved so far (below its never-used area [bump, end): a block there
+   was never handed out): O(1), by the span's reciprocal (no division). bump is read relaxed: other threads check
+   blocks the owner handed out, below any value they can see */
 static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
   uintptr_t off = (uintptr_t)p - s->base;
-  return (uintptr_t)p < s->end && ((off * s->recip) >> 40) * s->block_size == off;
+  return (uintptr_t)p < __atomic_load_n(&s->bump, __ATOMIC_RELAXED) && ((off * s->recip) >> 40) * s->block_size == off;
 }
+/* the end of the span's blocks */
+static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (uintptr_t)s->capacity * s->block_size; }
 static inline msi_span_t *msi_heap_span_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
   return &seg->spans[seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)]];
@@ -289,25 +296,67 @@ static inline msi_span_t *msi_heap_span_of(const void *p) {
 #define MSI_HEAP_VG_QUIET(stmt) do { stmt; } while (0)
 #endif
 
-/* free-list links: plain, or in the secure build encoded as next ^ secret ^ (address of the block), decoded and
-   checked on every pop: a link that does not point into the span (overwritten by an overflow or a use after free)
-   aborts naming the block */
-static inline void msi_block_link(msi_block_t *b, msi_block_t *next) {
-#if MSI_HEAP_SECURE
-  b->next = (msi_block_t *)((uintptr_t)next ^ msi_heap_g.link_secret ^ (uintptr_t)b);
+/* The free-list checks of every build. Each span has a key, secret ^ base ^ block size (heap.c span_init): odd, and
+   another one for another place or class. A block on a free list carries a cookie in its second word: its address
+   ^ key once freed, that ^ MSI_COOKIE_CARVED while it was carved from the never-used area and not handed out yet;
+   a live block's word is 0 or the program's data. Only the span's block starts carry its cookies (carving and free
+   write them there; blocks of an earlier span in the same chunks carry another key). The first word, the link, is
+   encoded as next ^ key ^ (address of the block): the key's low 4 bits are not 0, so a NUL or any byte written
+   over the link's low byte decodes to an unaligned address.
+   Each pop (msi_block_next) checks the block's cookie, so a live block is never handed out (the pop that handed it
+   out cleared its cookie), and that the link decodes to 0 or to a 16-aligned address of the span below its
+   never-used area, so the next pop reads nothing outside the span; the block that pop hands out passes the cookie
+   check, which only the span's free block starts pass. A failure is reported naming the block
+   (msi_heap_corrupt_link). Both reads hit the line the pop reads anyway. */
+#define MSI_COOKIE_CARVED ((uintptr_t)1)
+/* the block's address ^ its span's key: a freed block's cookie, and what its link is xored with. Kept one value
+   (the empty asm stops the compiler from reassociating the xors): computed while the block's words load, it leaves
+   one xor after the load on the chain from one pop (or push) to the next */
+static inline uintptr_t msi_block_mask(const msi_span_t *s, const void *p) {
+  uintptr_t m = (uintptr_t)p ^ s->key;
+  __asm__("" : "+r"(m));
+  return m;
+}
+/* the cookie word. Under valgrind it may lie past the caller's size or in a freed block: read without a report,
+   the value taken as defined */
+static inline uintptr_t msi_block_cookie_word(const void *p) {
+#if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
+  volatile uintptr_t c;
+  VALGRIND_DISABLE_ERROR_REPORTING;
+  c = ((const msi_block_t *)p)->cookie;
+  VALGRIND_ENABLE_ERROR_REPORTING;
+  VALGRIND_MAKE_MEM_DEFINED(&c, sizeof c);
+  return c;
 #else
-  b->next = next;
+  return ((const msi_block_t *)p)->cookie;
 #endif
 }
+/* the block's cookie xor the value a freed block's cookie has: 0 freed, MSI_COOKIE_CARVED carved, else live (or
+   overwritten) */
+static inline uintptr_t msi_block_cookie_diff(const msi_span_t *s, const void *p) {
+  return msi_block_cookie_word(p) ^ msi_block_mask(s, p);
+}
+/* the block is on a free list (freed, or carved and not handed out yet): one load, of the line a free writes
+   anyway */
+static inline bool msi_block_is_free(const msi_span_t *s, const void *p) {
+  return msi_block_cookie_diff(s, p) <= MSI_COOKIE_CARVED;
+}
+static inline uintptr_t msi_block_freed_cookie(const msi_span_t *s, const void *p) { return msi_block_mask(s, p); }
+
+static inline void msi_block_link(const msi_span_t *s, msi_block_t *b, msi_block_t *next) {
+  b->next = (msi_block_t *)((uintptr_t)next ^ msi_block_mask(s, b));
+}
 static inline msi_block_t *msi_block_next(const msi_span_t *s, const msi_block_t *b) {
-#if MSI_HEAP_SECURE
-  uintptr_t n = (uintptr_t)b->next ^ msi_heap_g.link_secret ^ (uintptr_t)b;
-  if (MSI_UNLIKELY(n && (n - s->base >= s->end - s->base || (n & 15)))) msi_heap_corrupt_link(b, n);
+  uintptr_t mask = msi_block_mask(s, b), n = (uintptr_t)b->next ^ mask;
+  /* n - base rotated right by 4: an unaligned n becomes huge, so one compare takes both range and alignment (the
+     list's end, 0, fails it too: told apart off the fast path). One call site keeps the stack frame off the fast
+     path */
+  uintptr_t off = n - s->base, bound = __atomic_load_n(&s->bump, __ATOMIC_RELAXED) - s->base;
+  if (MSI_UNLIKELY((msi_block_cookie_word(b) ^ mask) > MSI_COOKIE_CARVED)) goto bad;
+  if (MSI_UNLIKELY(((off >> 4) | (off << 60)) >= (bound >> 4)) && n) goto bad;
   return (msi_block_t *)n;
-#else
-  (void)s;
-  return b->next;
-#endif
+bad:
+  msi_heap_corrupt_link(s, b, n);
 }
 /* a block leaving the free list: clears its cookie; the secure build writes its canary (last 8 bytes) */
 static inline void msi_block_arm(const msi_span_t *s, msi_block_t *b) {
@@ -325,20 +374,6 @@ static inline bool msi_block_canary_ok(const msi_span_t *s, const void *p) {
 #else
   (void)s, (void)p;
   return true;
-#endif
-}
-/* the cookie says the block is free (one load: the line the free path writes anyway). Under valgrind the word may
-   lie past the caller's size or in a freed block: read without a report, the value taken as defined */
-static inline bool msi_block_is_free(const void *p) {
-#if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
-  volatile uintptr_t c;
-  VALGRIND_DISABLE_ERROR_REPORTING;
-  c = ((const msi_block_t *)p)->cookie;
-  VALGRIND_ENABLE_ERROR_REPORTING;
-  VALGRIND_MAKE_MEM_DEFINED(&c, sizeof c);
-  return c == ((uintptr_t)p ^ msi_heap_g.secret);
-#else
-  return ((const msi_block_t *)p)->cookie == ((uintptr_t)p ^ msi_heap_g.secret);
 #endif
 }
 #endif

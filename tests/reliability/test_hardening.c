@@ -21,8 +21,18 @@
 #include <unistd.h>
 #include "memspace.h"
 
-/* runs fn in a child with stderr captured: a message must name the pointer and one of the words (the call) */
-static void expect_detected(void (*fn)(void **), const char *word, const char *what) {
+/* the child names the pointer its misuse concerns (the message must name exactly that pointer): a line "child
+   pointer 0x..." on stderr, before the misuse */
+static void expose(void **out, void *p) {
+  *out = p;
+  fprintf(stderr, "child pointer %p\n", p);
+  fflush(stderr);
+}
+#define EXPOSE(p) expose(out, (p))
+
+/* runs fn in a child with stderr captured: a message must name the pointer the child exposed and one of the words
+   (the call); must_abort: the child must die of SIGABRT (the heap), else it may go on (spaces report and ignore) */
+static void expect_detected_as(void (*fn)(void **), const char *word, const char *what, bool must_abort) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
   fflush(NULL);
@@ -47,8 +57,19 @@ static void expect_detected(void (*fn)(void **), const char *word, const char *w
   int st;
   while (waitpid(pid, &st, 0) < 0) {}
   bool died = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0);
-  printf("%s: %s; message: %.*s\n", what, died ? "stopped" : "reported, went on", (int)strcspn(buf, "\n"), buf);
-  if (!buf[0]) fail_msg("%s: not detected (no message, the child %s)", what, died ? "died" : "went on");
+  char ptr_text[40] = "", *msg = buf;
+  const char *tag = strstr(buf, "child pointer ");
+  if (tag) {
+    snprintf(ptr_text, sizeof ptr_text, "%.*s", (int)strcspn(tag + 14, "\n"), tag + 14);
+    msg = (char *)tag + 14 + strcspn(tag + 14, "\n");
+    msg += *msg == '\n';
+  }
+  printf("%s: %s; pointer %s; message: %.*s\n", what, died ? "stopped" : "reported, went on", ptr_text,
+         (int)strcspn(msg, "\n"), msg);
+  if (!ptr_text[0]) fail_msg("%s: the child exposed no pointer", what);
+  if (!msg[0]) fail_msg("%s: not detected (no message, the child %s)", what, died ? "died" : "went on");
+  if (must_abort && !(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
+    fail_msg("%s: the child did not die of SIGABRT (status 0x%x)", what, st);
   bool named = false;
   for (const char *w = word; *w; w += strcspn(w, "|"), w += *w == '|') {
     size_t len = strcspn(w, "|");
@@ -56,8 +77,11 @@ static void expect_detected(void (*fn)(void **), const char *word, const char *w
     snprintf(one, sizeof one, "%.*s", (int)len, w);
     named |= strstr(buf, one) != NULL;
   }
-  if (!named) fail_msg("%s: the message does not name the call (%s): %s", what, word, buf);
-  if (!strstr(buf, "0x")) fail_msg("%s: the message does not name the pointer: %s", what, buf);
+  if (!named) fail_msg("%s: the message does not name the call (%s): %s", what, word, msg);
+  if (!strstr(msg, ptr_text)) fail_msg("%s: the message does not name the pointer %s: %s", what, ptr_text, msg);
+}
+static void expect_detected(void (*fn)(void **), const char *word, const char *what) {
+  expect_detected_as(fn, word, what, true);
 }
 
 /* runs fn in a child: it must die of signal sig (a guard page) */
@@ -79,23 +103,107 @@ static void expect_signal(void (*fn)(void **), int sig, const char *what) {
   if (!WIFSIGNALED(st) || WTERMSIG(st) != sig) fail_msg("%s: expected signal %d", what, sig);
 }
 
-static void heap_double_free(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); ms_free(p); }
+static void heap_double_free(void **out) { void *p = ms_malloc(40); EXPOSE(p); ms_free(p); ms_free(p); }
 /* the double free comes after other frees of the span (the freed block is not the list head any more) */
 static void heap_double_free_later(void **out) {
   void *a[8];
   for (int i = 0; i < 8; i++) a[i] = ms_malloc(100);
-  *out = a[3];
+  EXPOSE(a[3]);
   ms_free(a[3]);
   for (int i = 4; i < 8; i++) ms_free(a[i]);
   ms_free(a[3]);
 }
-static void heap_interior_free(void **out) { char *p = ms_malloc(64); *out = p + 16; ms_free(p + 16); }
-static void heap_realloc_freed(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); p = ms_realloc(p, 100); }
-static void heap_realloc_freed_small(void **out) { void *p = ms_malloc(40); *out = p; ms_free(p); p = ms_realloc(p, 8); }
-static void large_double_free(void **out) { void *p = ms_malloc(1 << 20); *out = p; ms_free(p); ms_free(p); }
-static void large_interior_free(void **out) { char *p = ms_malloc(1 << 20); *out = p + 4096; ms_free(p + 4096); }
-static void large_realloc_freed(void **out) { void *p = ms_malloc(1 << 20); *out = p; ms_free(p); p = ms_realloc(p, 100); }
+static void heap_interior_free(void **out) { char *p = ms_malloc(64); EXPOSE(p + 16); ms_free(p + 16); }
+static void heap_realloc_freed(void **out) { void *p = ms_malloc(40); EXPOSE(p); ms_free(p); p = ms_realloc(p, 100); }
+static void heap_realloc_freed_small(void **out) { void *p = ms_malloc(40); EXPOSE(p); ms_free(p); p = ms_realloc(p, 8); }
+static void large_double_free(void **out) { void *p = ms_malloc(1 << 20); EXPOSE(p); ms_free(p); ms_free(p); }
+static void large_interior_free(void **out) { char *p = ms_malloc(1 << 20); EXPOSE(p + 4096); ms_free(p + 4096); }
+static void large_realloc_freed(void **out) { void *p = ms_malloc(1 << 20); EXPOSE(p); ms_free(p); p = ms_realloc(p, 100); }
 
+/* issue #25. Use after free: a freed block's link overwritten with a plausible pointer (glibc 2.32+: "malloc():
+   unaligned tcache chunk detected"); the pop of p1 reports it, naming p1 */
+static char uaf_global[64];
+static void heap_uaf_link(void **out) {
+  void *p2 = ms_malloc(32), *p1 = ms_malloc(32);
+  EXPOSE(p1);
+  ms_free(p2);
+  ms_free(p1);
+  *(void **)p1 = uaf_global;
+  void *a = ms_malloc(32), *b = ms_malloc(32);
+  fprintf(stderr, "not detected: %p %p\n", a, b);
+}
+/* two blocks of `size` next to each other (b right after a's block), or the test fails */
+static void adjacent_pair(size_t size, char **a, char **b) {
+  char *v[64];
+  for (int i = 0; i < 64; i++) v[i] = ms_malloc(size);
+  for (int i = 0; i < 64; i++)
+    for (int j = 0; j < 64; j++)
+      if (v[j] > v[i] && (size_t)(v[j] - v[i]) <= ms_usable_size(v[i]) + 8) { *a = v[i], *b = v[j]; return; }
+  fprintf(stderr, "no adjacent blocks\n");
+  _exit(3);
+}
+/* Overflows into a free neighbour: strcpy of 16 characters into a 16-byte block writes its NUL into the freed
+   block after it (the link's low byte); 16 bytes more overwrite its whole header. The heap reports the pop of b
+   (before: the next two malloc(16) returned a again while it was live, or crashed later without a message) */
+static void heap_overflow(void **out, size_t bytes) {
+  char *a, *b;
+  adjacent_pair(16, &a, &b);
+  EXPOSE(b);
+  ms_free(b);
+  memset(a, 'A', (size_t)(b - a)); /* (the secure build's canary included: a is never freed) */
+  if (bytes == 1) b[-1] = 0, strcpy(b - 16, "0123456789abcdef"); /* 17 bytes from b - 16: the NUL lands on b[0] */
+  else memset(b, 'x', bytes);
+  char *x = ms_malloc(16), *y = ms_malloc(16);
+  fprintf(stderr, "not detected: %p %p (a %p)\n", x, y, a);
+}
+static void heap_overflow_1(void **out) { heap_overflow(out, 1); }
+static void heap_overflow_16(void **out) { heap_overflow(out, 16); }
+/* a free of a block start never handed out: one carved into the free list, one in the span's never-used area
+   (glibc: "free(): invalid pointer"); before, the next two malloc(16) returned the same pointer */
+static void heap_never_allocated(void **out) {
+  char *p = ms_malloc(16);
+  EXPOSE(p + 16);
+  ms_free(p + 16);
+  fprintf(stderr, "not detected: %p %p\n", ms_malloc(16), ms_malloc(16));
+}
+static void heap_never_allocated_far(void **out) {
+  char *p = ms_malloc(2000); /* a class of 2 KiB: its span's first batch is 2 blocks */
+  char *q = p + 16 * (ms_usable_size(p) + (MS_SECURE_BUILD ? 8 : 0));
+  EXPOSE(q);
+  ms_free(q);
+  fprintf(stderr, "not detected\n");
+}
+/* a freed block's link redirected to a live block (a bit flip, a use after free): that block is never handed
+   out a second time; the pop that would hand it out reports it */
+static void heap_link_to_live(void **out) {
+  char *x = ms_malloc(400), *y = ms_malloc(400), *z = ms_malloc(400);
+  EXPOSE(z);
+  ms_free(y);
+  ms_free(x);
+  *(uintptr_t *)x ^= (uintptr_t)y ^ (uintptr_t)z; /* the encoded link now decodes to z */
+  char *a = ms_malloc(400), *b = ms_malloc(400);
+  fprintf(stderr, "not detected: %p %p (z %p)\n", a, b, z);
+}
+/* a freed block's link overwritten with a wild pointer, then another free of the span: with MEMSPACE_SECURE=1 the
+   free's list search reports it (it crashed there without a message), else the pop does */
+static void heap_wild_link(void **out) {
+  char *x = ms_malloc(400), *y = ms_malloc(400);
+  EXPOSE(x);
+  ms_free(x);
+  *(uintptr_t *)x = (uintptr_t)0x5a5a5a5a5a50;
+  ms_free(y);
+  fprintf(stderr, "not detected: %p %p\n", ms_malloc(400), ms_malloc(400));
+}
+static void uaf_link(void **state) { (void)state; expect_detected(heap_uaf_link, "corrupted free-list link", "use after free: link overwritten"); }
+static void overflow_1(void **state) { (void)state; expect_detected(heap_overflow_1, "corrupted free-list link", "1-byte overflow into a free block"); }
+static void overflow_16(void **state) { (void)state; expect_detected(heap_overflow_16, "free list corrupted", "16-byte overflow into a free block"); }
+static void never_allocated(void **state) {
+  (void)state;
+  expect_detected(heap_never_allocated, "free(): invalid pointer", "free of a block never allocated");
+  expect_detected(heap_never_allocated_far, "free(): invalid pointer", "free of a block start in the never-used area");
+}
+static void link_to_live(void **state) { (void)state; expect_detected(heap_link_to_live, "free list corrupted", "link redirected to a live block"); }
+static void wild_link(void **state) { (void)state; expect_detected(heap_wild_link, "corrupted free-list link", "wild link, then a free"); }
 static void double_free(void **state) { (void)state; expect_detected(heap_double_free, "free(): double free", "heap double free"); }
 static void double_free_later(void **state) { (void)state; expect_detected(heap_double_free_later, "free(): double free", "heap double free, not the list head"); }
 static void interior_free(void **state) { (void)state; expect_detected(heap_interior_free, "free", "heap interior pointer"); }
@@ -124,18 +232,18 @@ static void usable_freed(void **state) {
 static void span_guard_write(void **out) {
   char *p = ms_malloc(1000); /* a one-chunk span (larger classes may take several chunks: the guard ends the span) */
   volatile char *base = (volatile char *)((uintptr_t)p & ~(uintptr_t)0xFFFF); /* volatile: not a dead store */
-  *out = p;
+  EXPOSE(p);
   base[65536 - 4096] = 1; /* the guard page: SIGSEGV */
 }
 static void large_guard_write(void **out) {
   volatile char *p = ms_malloc(1 << 20);
-  *out = (void *)p;
+  EXPOSE((void *)p);
   p[ms_usable_size((void *)p)] = 1; /* one byte past the usable size: the slot's guard page */
 }
 static void dense_guard_write(void **out) { /* a slot of 64 KiB-1 MiB: its guard is a marker, not a mapping */
   volatile char *p = ms_malloc(40000);
   p = ms_realloc((void *)p, 50000); /* grown in place: the markers move past the new size */
-  *out = (void *)p;
+  EXPOSE((void *)p);
   p[ms_usable_size((void *)p)] = 1;
 }
 /* guards made before mlockall must come off when their spans go back (the markers are refused on locked pages
@@ -145,7 +253,7 @@ static void mlock_span_guards(void **out) {
   enum { N = 200000 };
   static void *v[N];
   for (int i = 0; i < N; i++) v[i] = ms_malloc(64); /* 1-chunk spans, each with its guard page */
-  *out = v[0];
+  EXPOSE(v[0]);
   for (int i = 0; i < N; i++) ms_free(v[i]);
   if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) _exit(77);
   ms_free(ms_malloc(20000));
@@ -154,7 +262,7 @@ static void mlock_span_guards(void **out) {
 }
 static void link_corrupt(void **out) {
   char *a = ms_malloc(64), *b = ms_malloc(64);
-  *out = a;
+  EXPOSE(a);
   ms_free(a);
   memcpy(a, &b, sizeof b); /* a use after free overwrites the link with a plausible pointer */
   a = ms_malloc(64);       /* pops a: its link decodes outside the span */
@@ -162,7 +270,7 @@ static void link_corrupt(void **out) {
 }
 static void canary_overwrite(void **out) {
   char *p = ms_malloc(40);
-  *out = p;
+  EXPOSE(p);
   p[ms_usable_size(p)] = 'x'; /* one byte past the usable size: the canary */
   ms_free(p);
 }
@@ -239,16 +347,18 @@ static ms_space_t *small_space(void) {
   cfg.numa_node = -1;
   return ms_space_create(&cfg);
 }
-static void space_double_free(void **out) { ms_space_t *s = small_space(); void *p = ms_space_malloc(s, 64); *out = p; ms_space_free(s, p); ms_space_free(s, p); }
-static void space_interior_free(void **out) { ms_space_t *s = small_space(); char *p = ms_space_malloc(s, 256); *out = p + 32; ms_space_free(s, p + 32); }
-static void space_double(void **state) { (void)state; expect_detected(space_double_free, "free", "space double free"); }
-static void space_interior(void **state) { (void)state; expect_detected(space_interior_free, "free", "space interior pointer"); }
+static void space_double_free(void **out) { ms_space_t *s = small_space(); void *p = ms_space_malloc(s, 64); EXPOSE(p); ms_space_free(s, p); ms_space_free(s, p); }
+static void space_interior_free(void **out) { ms_space_t *s = small_space(); char *p = ms_space_malloc(s, 256); EXPOSE(p + 32); ms_space_free(s, p + 32); }
+static void space_double(void **state) { (void)state; expect_detected_as(space_double_free, "free", "space double free", false); }
+static void space_interior(void **state) { (void)state; expect_detected_as(space_interior_free, "free", "space interior pointer", false); }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(double_free), cmocka_unit_test(double_free_later), cmocka_unit_test(interior_free),
     cmocka_unit_test(realloc_freed), cmocka_unit_test(large_double), cmocka_unit_test(large_interior),
-    cmocka_unit_test(large_realloc), cmocka_unit_test(usable_freed),
+    cmocka_unit_test(large_realloc), cmocka_unit_test(usable_freed), cmocka_unit_test(uaf_link),
+    cmocka_unit_test(overflow_1), cmocka_unit_test(overflow_16), cmocka_unit_test(never_allocated),
+    cmocka_unit_test(link_to_live), cmocka_unit_test(wild_link),
 #if MS_SECURE_BUILD
     cmocka_unit_test(span_guard), cmocka_unit_test(large_guard), cmocka_unit_test(dense_guard),
     cmocka_unit_test(mlock_guards), cmocka_unit_test(encoded_links),
