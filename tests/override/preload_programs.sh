@@ -17,7 +17,7 @@ compare() {
   local a b sa sb stats
   a=$("$@" 2>"$work/err.glibc"); sa=$?
   b=$(LD_PRELOAD=$lib MEMSPACE_SHOW_STATS=1 "$@" 2>"$work/err.memspace"); sb=$?
-  stats=$(grep -cE '^memspace [0-9.]+ statistics$' "$work/err.memspace")
+  stats=$(grep -cE '^memspace [0-9.]+ statistics of pid [0-9]+ ' "$work/err.memspace")
   if [ "$a" != "$b" ] || [ $sa != $sb ]; then
     echo "FAIL $name: status glibc $sa memspace $sb"; diff <(echo "$a") <(echo "$b") | head -5
     head -5 "$work/err.memspace"; fail=1
