@@ -42,7 +42,7 @@ typedef struct {
 
 static hb_params_t params_for(msb_mode_t mode) {
   hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
-                   .long_rounds = 5, .long_loops = 30, .git_files = 3000, .http_requests = 400, .r_n = 20000,
+                   .long_rounds = 5, .long_loops = 30, .git_files = 3000, .http_requests = 300, .r_n = 15000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .np_rounds = 150,
                    .sql_rows = 1000000,
                    .gcc_funcs = 70, .shell_cmds = 300, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
@@ -333,7 +333,8 @@ static void print_long(const hb_params_t *p) {
       series_t *r = res[C_LONG][t][k];
       if (!r[M_OPS].n) { msb_printf("%-22s %3d  failed\n", synth[k].impl, thread_counts[t]); continue; }
       char c1[48], c2[48], c3[48], c4[48], c5[48];
-      const series_t *peers[2] = {bc >= 0 ? &res[C_LONG][t][bc][M_OPS] : NULL, bw >= 0 ? &res[C_LONG][t][bw][M_WOPS] : NULL};
+      const series_t *peers[2] = {bc >= 0 ? &res[C_LONG][t][bc][M_OPS] : NULL,
+                                  bw >= 0 ? &res[C_LONG][t][bw][M_WOPS] : NULL};
       const series_t *mine[2] = {&r[M_OPS], &r[M_WOPS]};
       char *cells[2] = {c2, c4};
       for (int i = 0; i < 2; i++) {

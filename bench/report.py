@@ -228,7 +228,7 @@ HEAP_PROG_DESC = {
     "python_numpy": "numpy temporaries of 1-40 MB", "sqlite3": "sqlite3, 1,000,000 rows",
     "gcc": "gcc -O2 on a generated file", "shell": "/bin/sh running 300 commands, each preloaded",
     "git": "git add, commit, status and log -p over 3000 files", "shell_script": "a script of about 300 "
-    "sort/sed/awk commands", "http_server": "python3 -m http.server on loopback under 400 requests",
+    "sort/sed/awk commands", "http_server": "python3 -m http.server on loopback under 300 requests",
     "rscript": "Rscript growing a vector by v <- c(v, x)"}
 HEAP_WL = ("larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple", "glibc_thread",
            "sh6bench", "sh8bench", "alloc_test", "cxx_map", "malloc_large")
