@@ -1101,8 +1101,9 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     if (atoi(c) > 0) wl_thr[n_wl_thr++] = atoi(c);
   if (getenv("MSB_HEAP_WL_ROUNDS") && atoi(getenv("MSB_HEAP_WL_ROUNDS")) > 0)
     p.wl_rounds = atoi(getenv("MSB_HEAP_WL_ROUNDS")) < MAX_ROUNDS ? atoi(getenv("MSB_HEAP_WL_ROUNDS")) : MAX_ROUNDS;
-  if (ctx->cmd) fprintf(ctx->cmd, "heap workloads: scale=%g rounds=%d threads=%s\n", p.wl_scale, p.wl_rounds,
-                        thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
+  if (ctx->cmd)
+    fprintf(ctx->cmd, "heap workloads: scale=%g rounds=%d target_rounds=%d threads=%s\n", p.wl_scale, p.wl_rounds,
+            p.wl_target_rounds, thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
   msb_printf("   mimalloc-bench-style workloads (%.0f s so far)\n", msb_now() - t0);
   run_wl_section(ctx, &p);
   print_wl(&p);
