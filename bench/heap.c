@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* heap.c: `memspace bench heap` (docs/bench-heap.md). Three figures, every allocator in its own process:
-   1. the seed's workload (rpmalloc's benchmark: bench/heap/rptest.c) at 1, 2 and 4 threads, without and with
-      cross-thread frees, for the four memspace presets, glibc and the Debian peers; allocators interleaved
-      round by round, median of the rounds; the first round also idles 1 s after freeing everything;
-   2. real programs under each allocator (python3 plain and with PYTHONMALLOC=malloc, sqlite3 on a million
-      rows, gcc -O2 on a generated file): wall time and max RSS from wait4, median of the runs with min/max;
-   3. one block grown with realloc to 1 GiB (bench/heap/realloc_grow.c), by 1 MiB steps and by doubling.
-   Prints tables with ratios against glibc and the best peer of this run, then the issue's targets as
-   PASS/MISS lines. */
+/* heap.c: `memspace bench heap` (docs/bench-heap.md). Four figures, every allocator in its own process:
+   1. the seed's workload (rpmalloc's benchmark: bench/heap/rptest.c) at 1, 2 and 4 threads, in two windows:
+      the short one (2 untimed + 3 measured loops; without and with cross-thread frees, the four memspace
+      presets, the secure build, glibc and the Debian peers; the first round also idles 1 s after freeing
+      everything) and the long one (30 loops from an empty heap, 1000 with --full: the default preset, glibc
+      and the peers); allocators interleaved round by round, median and range of the rounds;
+   2. real programs under each allocator (python3, numpy, sqlite3, gcc, a shell loop, git, a shell script,
+      python's http.server under load, Rscript): wall time and max RSS from wait4, median of the interleaved
+      runs with min/max;
+   3. one block grown with realloc to 1 GiB (bench/heap/realloc_grow.c), by 1 MiB steps and by doubling;
+   4. mimalloc-bench-style workloads (bench/heap/larson.c and the others).
+   Prints tables with ratios against glibc and the best peer of this run, then the targets of issue [heap]
+   (PASS/MISS) and of issue #26 (met/MISSED), each with its figure. */
 #include "bench.h"
 #include <errno.h>
 #include <limits.h>
@@ -22,33 +26,38 @@
 
 typedef struct {
   int rounds, warmup, loops, idle_ms;  /* rptest: untimed warm-up loops, measured loops */
+  int long_rounds, long_loops;         /* rptest_long: measured loops from an empty heap */
   size_t blocks, ops;
   double rptest_timeout_s;
   int runs;                            /* real programs */
   int py_waves, py_n, np_rounds, sql_rows, gcc_funcs, shell_cmds;
+  int git_files, http_requests, r_n;
   double prog_timeout_s;
   size_t realloc_max;                  /* realloc growth */
   double realloc_limit_s;
   int realloc_runs;
   double wl_scale, wl_timeout_s;       /* mimalloc-bench-style workloads */
-  int wl_rounds;
+  int wl_rounds, wl_target_rounds;     /* all workloads; the four issue #26 sets targets on */
 } hb_params_t;
 
 static hb_params_t params_for(msb_mode_t mode) {
   hb_params_t p = {.rounds = 3, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
+                   .long_rounds = 5, .long_loops = 30, .git_files = 3000, .http_requests = 300, .r_n = 15000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 3, .py_n = 25000, .np_rounds = 150,
                    .sql_rows = 1000000,
                    .gcc_funcs = 70, .shell_cmds = 300, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3,
-                   .wl_scale = 1, .wl_timeout_s = 60, .wl_rounds = 1};
+                   .wl_scale = 1, .wl_timeout_s = 60, .wl_rounds = 1, .wl_target_rounds = 5};
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
+    p.long_rounds = 2; p.long_loops = 4; p.git_files = 60; p.http_requests = 20; p.r_n = 1000;
     p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.np_rounds = 5;
     p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
-    p.wl_scale = 0.02; p.wl_timeout_s = 30;
-  } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops (hours: one round) */
-    p.rounds = 1; p.warmup = 0; p.loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
+    p.wl_scale = 0.02; p.wl_timeout_s = 30; p.wl_target_rounds = 1;
+  } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops in the long window (hours) */
+    p.rounds = 5; p.long_loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
+    p.git_files = 10000; p.http_requests = 2000; p.r_n = 50000;
     p.np_rounds = 400; p.gcc_funcs = 100; p.shell_cmds = 1000;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
     p.wl_scale = 3; p.wl_rounds = 3; p.wl_timeout_s = 300;
@@ -182,16 +191,24 @@ static void note_cmd(msb_ctx_t *ctx, const char *what, char *const argv[], const
 
 static const int thread_counts[] = {1, 2, 4};
 #define N_THR 3
-enum { C_SCATTER, C_CROSS, N_CASES };
-static const char *const case_names[N_CASES] = {"rptest", "rptest_cross"};
-enum { M_OPS, M_PEAK, M_LIVE, M_OVER, M_AFTER, M_IDLE, M_LAZY, M_EXIT, N_METRICS };
+/* rptest and rptest_cross: the short window (untimed warm-up loops, a few measured loops); rptest_long: the long
+   window, every loop from an empty heap measured (the steady state a long-running program lives in) */
+enum { C_SCATTER, C_CROSS, C_LONG, N_CASES };
+static const char *const case_names[N_CASES] = {"rptest", "rptest_cross", "rptest_long"};
+enum { M_OPS, M_PEAK, M_LIVE, M_OVER, M_AFTER, M_IDLE, M_LAZY, M_EXIT, M_WOPS, N_METRICS };
 static const char *const metric_names[N_METRICS] = {
     "ops_per_cpu_s", "peak_rss_bytes", "peak_live_bytes", "overhead_bytes",
-    "rss_after_free_bytes", "idle_rss_bytes", "idle_lazyfree_bytes", "rss_after_exit_bytes"};
+    "rss_after_free_bytes", "idle_rss_bytes", "idle_lazyfree_bytes", "rss_after_exit_bytes", "ops_per_s"};
 static series_t res[N_CASES][N_THR][MAX_IMPL][N_METRICS];
+static double long_seconds;
 static bool failed[N_CASES][N_THR][MAX_IMPL];
 
-static bool case_has_threads(int c, int t) { return c == C_SCATTER || thread_counts[t] > 1; }
+static bool case_has_threads(int c, int t) { return c != C_CROSS || thread_counts[t] > 1; }
+
+/* the long window runs the default preset, glibc and the peers (the presets' differences show in the short one) */
+static bool in_long(int k) {
+  return strcmp(synth[k].impl, "memspace-performance") == 0 || strncmp(synth[k].impl, "memspace", 8) != 0;
+}
 
 static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, int t, int k) {
   const hb_impl_t *im = &synth[k];
@@ -199,8 +216,8 @@ static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, i
   char prog[PATH_MAX], a_thr[16], a_warm[16], a_loops[16], a_blocks[32], a_ops[32], a_idle[16];
   snprintf(prog, sizeof prog, "%s/bench/heap_rptest", msb_binary_dir());
   snprintf(a_thr, sizeof a_thr, "%d", threads);
-  snprintf(a_warm, sizeof a_warm, "%d", p->warmup);
-  snprintf(a_loops, sizeof a_loops, "%d", p->loops);
+  snprintf(a_warm, sizeof a_warm, "%d", c == C_LONG ? 0 : p->warmup);
+  snprintf(a_loops, sizeof a_loops, "%d", c == C_LONG ? p->long_loops : p->loops);
   snprintf(a_blocks, sizeof a_blocks, "%zu", p->blocks);
   snprintf(a_ops, sizeof a_ops, "%zu", p->ops);
   snprintf(a_idle, sizeof a_idle, "%d", (round == 0 && c == C_SCATTER) ? p->idle_ms : 0);
@@ -210,7 +227,8 @@ static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, i
   char out[4096];
   double wall;
   struct rusage ru;
-  int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->rptest_timeout_s, &wall, &ru);
+  double timeout = p->rptest_timeout_s > 0 && c == C_LONG ? p->rptest_timeout_s * 2 : p->rptest_timeout_s;
+  int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, timeout, &wall, &ru);
   if (st != 0) {
     msb_printf("   %s %s threads=%d: %s (status %d)\n", case_names[c], im->impl, threads,
                st == 128 + 9 ? "timed out or killed" : "failed", st);
@@ -229,14 +247,36 @@ static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, i
     }
 }
 
-/* the installed peer with the highest median throughput for (case, threads); -1 if none */
-static int best_peer(int c, int t) {
+/* the installed peer with the highest median of metric m (M_OPS, M_WOPS) for (case, threads); -1 if none */
+static int best_peer_by(int c, int t, int m) {
   int best = -1;
   for (int k = 0; k < n_synth; k++) {
-    if (!synth[k].peer || !synth[k].installed || !res[c][t][k][M_OPS].n) continue;
-    if (best < 0 || med(&res[c][t][k][M_OPS]) > med(&res[c][t][best][M_OPS])) best = k;
+    if (!synth[k].peer || !synth[k].installed || !res[c][t][k][m].n) continue;
+    if (best < 0 || med(&res[c][t][k][m]) > med(&res[c][t][best][m])) best = k;
   }
   return best;
+}
+static int best_peer(int c, int t) { return best_peer_by(c, t, M_OPS); }
+
+/* the range of a/b over the rounds: round by round when both have every round (the allocators of a round ran
+   side by side), else the widest (min a / max b, max a / min b) */
+static void ratio_range(const series_t *a, const series_t *b, double *lo, double *hi) {
+  *lo = *hi = NAN;
+  if (!a->n || !b->n) return;
+  if (a->n != b->n) { *lo = ratio(smin(a), smax(b)); *hi = ratio(smax(a), smin(b)); return; }
+  for (int i = 0; i < a->n; i++) {
+    double r = ratio(a->v[i], b->v[i]);
+    if (isnan(*lo) || r < *lo) *lo = r;
+    if (isnan(*hi) || r > *hi) *hi = r;
+  }
+}
+
+/* overhead (peak RSS - peak live) in % of the peak live bytes, round by round */
+static series_t overhead_series(int c, int t, int k) {
+  series_t o = {.n = 0};
+  const series_t *ov = &res[c][t][k][M_OVER], *lv = &res[c][t][k][M_LIVE];
+  for (int i = 0; i < ov->n && i < lv->n; i++) add(&o, 100.0 * ratio(ov->v[i], lv->v[i]));
+  return o;
 }
 
 static double overhead_pct(int c, int t, int k) {
@@ -249,8 +289,8 @@ static void print_rptest(const hb_params_t *p, int c) {
              case_names[c], p->blocks, p->warmup, p->loops, p->ops,
              c == C_CROSS ? ", plus ops/4 blocks a loop handed to the next thread to free" : ", no cross-thread frees",
              p->rounds, p->rounds > 1 ? "s" : "");
-  msb_printf("%-22s %3s %11s %8s %12s %9s %9s %9s %9s\n", "impl", "thr", "Mops/CPU-s", "x glibc", "x best-peer",
-             "peak MiB", "live MiB", "overhead", "RSS x glibc");
+  msb_printf("%-22s %3s %11s %8s %12s %11s %9s %9s %9s %9s\n", "impl", "thr", "Mops/CPU-s", "x glibc", "x best-peer",
+             "Mops/wall-s", "peak MiB", "live MiB", "overhead", "RSS x glibc");
   int g = find_impl(synth, n_synth, "glibc");
   for (int t = 0; t < N_THR; t++) {
     if (!case_has_threads(c, t)) continue;
@@ -260,10 +300,10 @@ static void print_rptest(const hb_params_t *p, int c) {
       if (!res[c][t][k][M_OPS].n) { msb_printf("%-22s %3d  failed\n", synth[k].impl, thread_counts[t]); continue; }
       char b1[32], b2[32], b3[32], b4[32];
       double ops = med(&res[c][t][k][M_OPS]);
-      msb_printf("%-22s %3d %11.3f %8s %12s %9.1f %9.1f %8s%% %9s\n", synth[k].impl, thread_counts[t], ops / 1e6,
+      msb_printf("%-22s %3d %11.3f %8s %12s %11.3f %9.1f %9.1f %8s%% %9s\n", synth[k].impl, thread_counts[t], ops / 1e6,
                  fx(b1, sizeof b1, g >= 0 ? ratio(ops, med(&res[c][t][g][M_OPS])) : NAN, "%.2fx"),
                  fx(b2, sizeof b2, bp >= 0 ? ratio(ops, med(&res[c][t][bp][M_OPS])) : NAN, "%.2fx"),
-                 mib(med(&res[c][t][k][M_PEAK])), mib(med(&res[c][t][k][M_LIVE])),
+                 med(&res[c][t][k][M_WOPS]) / 1e6, mib(med(&res[c][t][k][M_PEAK])), mib(med(&res[c][t][k][M_LIVE])),
                  fx(b3, sizeof b3, overhead_pct(c, t, k), "%.1f"),
                  fx(b4, sizeof b4, g >= 0 ? ratio(med(&res[c][t][k][M_PEAK]), med(&res[c][t][g][M_PEAK])) : NAN,
                     "%.2fx"));
@@ -274,6 +314,45 @@ static void print_rptest(const hb_params_t *p, int c) {
       msb_printf("%-22s %3d (secure build: %.2fx the default build's speed, %.2fx its peak RSS)\n", "", thread_counts[t],
                  ratio(med(&res[c][t][sec][M_OPS]), med(&res[c][t][perf][M_OPS])),
                  ratio(med(&res[c][t][sec][M_PEAK]), med(&res[c][t][perf][M_PEAK])));
+  }
+}
+
+/* the long window: median [min-max] of the rounds, and memspace's ratio to the best peer with its range */
+static void print_long(const hb_params_t *p) {
+  msb_printf("\n-- rptest_long: the steady state, %d loops from an empty heap, every loop measured (per thread %zu "
+             "blocks of 16..16000 B, %zu frees and allocations a loop); median [min-max] of %d interleaved round%s; "
+             "x best-peer: median ratio [range of the rounds' ratios]\n",
+             p->long_loops, p->blocks, p->ops, p->long_rounds, p->long_rounds > 1 ? "s" : "");
+  msb_printf("%-22s %3s %24s %20s %24s %20s %20s\n", "impl", "thr", "Mops/CPU-s [min-max]", "x best-peer",
+             "Mops/wall-s [min-max]", "x best-peer", "overhead % [min-max]");
+  for (int t = 0; t < N_THR; t++) {
+    int bc = best_peer_by(C_LONG, t, M_OPS), bw = best_peer_by(C_LONG, t, M_WOPS);
+    for (int k = 0; k < n_synth; k++) {
+      if (!in_long(k)) continue;
+      if (!synth[k].installed) { msb_printf("%-22s %3d  not installed\n", synth[k].impl, thread_counts[t]); continue; }
+      series_t *r = res[C_LONG][t][k];
+      if (!r[M_OPS].n) { msb_printf("%-22s %3d  failed\n", synth[k].impl, thread_counts[t]); continue; }
+      char c1[48], c2[48], c3[48], c4[48], c5[48];
+      const series_t *peers[2] = {bc >= 0 ? &res[C_LONG][t][bc][M_OPS] : NULL,
+                                  bw >= 0 ? &res[C_LONG][t][bw][M_WOPS] : NULL};
+      const series_t *mine[2] = {&r[M_OPS], &r[M_WOPS]};
+      char *cells[2] = {c2, c4};
+      for (int i = 0; i < 2; i++) {
+        double lo, hi;
+        if (!peers[i]) { snprintf(cells[i], 48, "-"); continue; }
+        ratio_range(mine[i], peers[i], &lo, &hi);
+        snprintf(cells[i], 48, "%.2fx [%.2f-%.2f]", ratio(med(mine[i]), med(peers[i])), lo, hi);
+      }
+      series_t o = overhead_series(C_LONG, t, k);
+      snprintf(c1, sizeof c1, "%.3f [%.3f-%.3f]", med(&r[M_OPS]) / 1e6, smin(&r[M_OPS]) / 1e6, smax(&r[M_OPS]) / 1e6);
+      snprintf(c3, sizeof c3, "%.3f [%.3f-%.3f]", med(&r[M_WOPS]) / 1e6, smin(&r[M_WOPS]) / 1e6,
+               smax(&r[M_WOPS]) / 1e6);
+      snprintf(c5, sizeof c5, "%.1f [%.1f-%.1f]", med(&o), smin(&o), smax(&o));
+      msb_printf("%-22s %3d %24s %20s %24s %20s %20s\n", synth[k].impl, thread_counts[t], c1, c2, c3, c4, c5);
+    }
+    if (bc >= 0)
+      msb_printf("%-22s %3d (best peer: %s per CPU-second, %s per wall-second)\n", "", thread_counts[t],
+                 synth[bc].impl, bw >= 0 ? synth[bw].impl : "-");
   }
 }
 
@@ -294,16 +373,23 @@ static void print_idle(const hb_params_t *p) {
 
 /* ---- 2. real programs ---------------------------------------------------------------------------------- */
 
-enum { P_PY, P_PYMALLOC, P_NUMPY, P_SQL, P_GCC, P_SHELL, N_PROGS };
+enum { P_PY, P_PYMALLOC, P_NUMPY, P_SQL, P_GCC, P_SHELL, P_GIT, P_SCRIPT, P_HTTP, P_R, N_PROGS };
 static const char *const prog_names[N_PROGS] = {"python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc",
-                                                "shell"};
+                                                "shell", "git", "shell_script", "http_server", "rscript"};
+/* the many-process programs (every process preloaded): issue #26 holds them to mimalloc's wall time */
+static const bool prog_many[N_PROGS] = {[P_SHELL] = true, [P_GIT] = true, [P_SCRIPT] = true};
 static const char *const prog_desc[N_PROGS] = {
     "python3 dict/list/string churn (pymalloc on)", "same with PYTHONMALLOC=malloc",
     "numpy temporaries of 1-40 MB, six kept: large blocks of ever different sizes",
     "sqlite3: build, index and query a table", "gcc -O2 -c on a generated file",
-    "/bin/sh running /bin/true in a loop: fork, exec and start-up of every process, each preloaded"};
+    "/bin/sh running /bin/true in a loop: fork, exec and start-up of every process, each preloaded",
+    "git init, add -A and commit of a tree of small files, ten more commits, status, log -p: every git preloaded",
+    "a shell script of sort, uniq, head, wc, sed and awk pipelines over a 2000-line file: every process preloaded",
+    "python3 -m http.server on 127.0.0.1 serving GET requests from a python client, one connection each",
+    "Rscript: a vector grown by v <- c(v, x) and a list of vectors"};
 enum { R_WALL, R_RSS, R_CPU, N_RMETRICS };
 static series_t pres[N_PROGS][MAX_IMPL][N_RMETRICS];
+static bool prog_have[N_PROGS]; /* the programs that ran, for the targets printed after section 4 */
 static bool pfail[N_PROGS][MAX_IMPL];
 
 typedef struct {
@@ -312,6 +398,8 @@ typedef struct {
   char sqlite[PATH_MAX], sql[PATH_MAX], db[PATH_MAX], gcc[PATH_MAX];
   char csrc[PATH_MAX], cobj[PATH_MAX];
   char sh_script[256];
+  char git_script[2048], script_path[PATH_MAX], http_py[PATH_MAX], a_http[16], rscript[PATH_MAX], r_file[PATH_MAX],
+      a_r[16];
   char a_waves[16], a_n[16], a_read[PATH_MAX + 8];
   char ref[N_PROGS][4096]; /* glibc's output: every allocator must print the same */
   bool have[N_PROGS];
@@ -356,6 +444,41 @@ static bool write_c(const char *path, int funcs) {
   return fclose(f) == 0;
 }
 
+/* `files` small text files in DIR/tree/dNN/ (100 a directory), the same every time */
+static bool write_tree(const char *dir, int files) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/tree", dir);
+  if (mkdir(path, 0700) != 0) return false;
+  for (int i = 0; i < files; i++) {
+    if (i % 100 == 0) {
+      snprintf(path, sizeof path, "%s/tree/d%03d", dir, i / 100);
+      if (mkdir(path, 0700) != 0) return false;
+    }
+    snprintf(path, sizeof path, "%s/tree/d%03d/f%05d.txt", dir, i / 100, i);
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    for (int l = 0; l < 3 + i % 17; l++) fprintf(f, "line %d of file %d: %x\n", l, i, (unsigned)(i * 2654435761u + l));
+    if (fclose(f) != 0) return false;
+  }
+  return true;
+}
+
+/* DIR/words.txt (2000 lines) and DIR/script.sh: `cmds` commands in pipelines of sort, uniq, head, wc, sed, awk */
+static bool write_script(const char *dir, const char *script, int cmds) {
+  char words[PATH_MAX];
+  snprintf(words, sizeof words, "%s/words.txt", dir);
+  FILE *f = fopen(words, "w");
+  if (!f) return false;
+  for (int i = 0; i < 2000; i++) fprintf(f, "word%d alpha%d beta %d\n", (i * 7919) % 611, i % 37, i);
+  if (fclose(f) != 0 || !(f = fopen(script, "w"))) return false;
+  fprintf(f, "f='%s'; i=0; n=0; m=0\nwhile [ $i -lt %d ]; do\n"
+             "  n=$((n + $(sort \"$f\" | uniq -c | sort -rn | head -n 3 | wc -l)))\n"
+             "  m=$(sed 's/a/e/g' \"$f\" | awk '{n += length($0)} END {print n}')\n"
+             "  i=$((i + 1))\ndone\necho \"$i $n $m\"\n",
+          words, cmds / 7 > 0 ? cmds / 7 : 1);
+  return fclose(f) == 0;
+}
+
 static bool setup_progs(progs_t *pg, const hb_params_t *p) {
   const char *tmp = getenv("TMPDIR");
   snprintf(pg->dir, sizeof pg->dir, "%s/memspace-bench-heap-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -383,12 +506,34 @@ static bool setup_progs(progs_t *pg, const hb_params_t *p) {
   snprintf(pg->sh_script, sizeof pg->sh_script, "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done; echo $i",
            p->shell_cmds);
   pg->have[P_SHELL] = access("/bin/sh", X_OK) == 0 && access("/bin/true", X_OK) == 0;
+  /* git: the tree is written once; each run makes the repository again with fixed names and dates (the same
+     commits, so the same output), in DIR/tree: init, add -A, commit, ten commits of one new file, status, log -p */
+  pg->have[P_GIT] = pg->have[P_SHELL] && find_program("git", NULL) && write_tree(pg->dir, p->git_files);
+  snprintf(pg->git_script, sizeof pg->git_script,
+           "cd '%s/tree' && export HOME='%s' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b "
+           "GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com "
+           "GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && "
+           "git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && "
+           "while [ $i -lt 10 ]; do echo \"change $i\" > mod/f$i && git add -A && git commit -q -m \"c $i\" || exit 1; "
+           "i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD",
+           pg->dir, pg->dir);
+  snprintf(pg->script_path, sizeof pg->script_path, "%s/script.sh", pg->dir);
+  pg->have[P_SCRIPT] = pg->have[P_SHELL] && find_program("awk", NULL) && find_program("sort", NULL) &&
+                       find_program("sed", NULL) && write_script(pg->dir, pg->script_path, p->shell_cmds);
+  snprintf(pg->http_py, sizeof pg->http_py, "%s/bench/heap_http_load.py", msb_binary_dir());
+  snprintf(pg->a_http, sizeof pg->a_http, "%d", p->http_requests);
+  pg->have[P_HTTP] = py && access(pg->http_py, R_OK) == 0;
+  const char *rs = find_program("Rscript", NULL);
+  snprintf(pg->r_file, sizeof pg->r_file, "%s/bench/heap_r_growth.R", msb_binary_dir());
+  snprintf(pg->a_r, sizeof pg->a_r, "%d", p->r_n);
+  pg->have[P_R] = rs && access(pg->r_file, R_OK) == 0;
+  if (rs) snprintf(pg->rscript, sizeof pg->rscript, "%s", rs);
   return true;
 }
 
 static void cleanup_progs(progs_t *pg) {
-  unlink(pg->sql); unlink(pg->db); unlink(pg->csrc); unlink(pg->cobj);
-  rmdir(pg->dir);
+  char *argv[] = {"rm", "-rf", pg->dir, NULL};
+  if (msb_spawn(argv, NULL, NULL, NULL, 0, 60, NULL, NULL) != 0) msb_printf("   could not remove %s\n", pg->dir);
 }
 
 /* runs program `pi` under allocator `k`; run < 0 is the untimed reference run under glibc */
@@ -412,6 +557,18 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
     break;
   case P_SHELL:
     argv[0] = "/bin/sh"; argv[1] = "-c"; argv[2] = pg->sh_script;
+    break;
+  case P_GIT:
+    argv[0] = "/bin/sh"; argv[1] = "-c"; argv[2] = pg->git_script;
+    break;
+  case P_SCRIPT:
+    argv[0] = "/bin/sh"; argv[1] = pg->script_path;
+    break;
+  case P_HTTP:
+    argv[0] = pg->py; argv[1] = pg->http_py; argv[2] = pg->a_http;
+    break;
+  case P_R:
+    argv[0] = pg->rscript; argv[1] = "--vanilla"; argv[2] = pg->r_file; argv[3] = pg->a_r;
     break;
   default:
     argv[0] = pg->gcc; argv[1] = "-O2"; argv[2] = "-c"; argv[3] = pg->csrc; argv[4] = "-o"; argv[5] = pg->cobj;
@@ -550,6 +707,8 @@ static const char *const wl_names[N_WL] = {"larson", "xmalloc", "cache_scratch",
                                            "glibc_simple", "glibc_thread", "sh6bench", "sh8bench", "alloc_test",
                                            "cxx_map", "malloc_large"};
 static const bool wl_single[N_WL] = {[W_GSIMPLE] = true, [W_MLARGE] = true}; /* default run: one thread */
+/* the workloads issue #26 sets targets on: at least wl_target_rounds interleaved rounds, whatever wl_rounds is */
+static const bool wl_target[N_WL] = {[W_SH6] = true, [W_GSIMPLE] = true, [W_LARSON] = true, [W_MSTRESS] = true};
 enum { WM_SEC, WM_CPU, WM_OPS, WM_RSS, N_WM };
 static const char *const wl_metrics[N_WM] = {"seconds", "cpu_s", "ops_per_s", "peak_rss_bytes"};
 #define WL_MAX_THR 4
@@ -600,8 +759,9 @@ static int wl_best_peer(int w, int ti, int m) {
 
 static void print_wl(const hb_params_t *p) {
   msb_printf("\n-- mimalloc-bench-style workloads (our own programs, docs/bench-heap.md section 4): wall seconds of "
-             "fixed work (scale %g), median of %d round%s; ratios > 1 are slower / bigger\n", p->wl_scale,
-             p->wl_rounds, p->wl_rounds > 1 ? "s" : "");
+             "fixed work (scale %g), median of %d round%s (%d for larson, mstress, glibc_simple and sh6bench); "
+             "ratios > 1 are slower / bigger\n", p->wl_scale, p->wl_rounds, p->wl_rounds > 1 ? "s" : "",
+             p->wl_rounds > p->wl_target_rounds ? p->wl_rounds : p->wl_target_rounds);
   msb_printf("%-14s %3s %-10s %9s %8s %9s %9s %9s %8s %9s\n", "workload", "thr", "impl", "seconds", "x glibc",
              "x best-pr", "cpu x gl", "peak MiB", "x glibc", "x best-pr");
   int g = find_impl(real, n_real, "glibc"), ms = find_impl(real, n_real, "memspace");
@@ -644,10 +804,12 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
     for (int ti = 0; ti < n_wl_thr; ti++)
       for (int k = 0; k < n_real; k++)
         if (!real[k].installed) msb_row_not_installed(ctx, wl_names[w], real[k].impl, wl_threads(w, ti));
-  for (int r = 0; r < p->wl_rounds; r++)
+  int rounds = p->wl_rounds > p->wl_target_rounds ? p->wl_rounds : p->wl_target_rounds;
+  for (int r = 0; r < rounds; r++)
     for (int w = 0; w < N_WL; w++)
       for (int ti = 0; ti < n_wl_thr; ti++) {
-                for (int i = 0; i < n_real; i++) {
+        if (r >= p->wl_rounds && !wl_target[w]) continue;
+        for (int i = 0; i < n_real; i++) {
           int k = (i + r + w) % n_real;
           if (real[k].installed && !wfail[w][ti][k]) run_wl(ctx, p, w, ti, k, r);
         }
@@ -656,15 +818,19 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
 
 /* ---- targets (issue [heap]) -------------------------------------------------------------------------- */
 
-static void verdict(bool known, bool pass, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void verdict(bool known, bool pass, const char *fmt, ...) {
+/* one target line: not measured, met or missed, then the text; style 0: issue [heap]'s words, 1: issue #26's */
+static void target_line(int style, bool known, bool pass, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void target_line(int style, bool known, bool pass, const char *fmt, ...) {
+  static const char *const word[2][3] = {{"N/A ", "PASS", "MISS"}, {"not measured:", "met:", "MISSED:"}};
   char line[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  msb_printf("%s %s\n", !known ? "N/A " : pass ? "PASS" : "MISS", line);
+  msb_printf("%s %s\n", word[style][!known ? 0 : pass ? 1 : 2], line);
 }
+#define verdict(...) target_line(0, __VA_ARGS__)
+#define met(...) target_line(1, __VA_ARGS__)
 
 static void print_targets(const hb_params_t *p, const progs_t *pg) {
   msb_printf("\n-- targets (issue [heap]; from this one run)\n");
@@ -730,6 +896,95 @@ static void print_targets(const hb_params_t *p, const progs_t *pg) {
           reached ? "reached" : "stopped", gr);
 }
 
+/* ---- targets of issue #26 (the steady state, real programs, workloads): met / MISSED with the figure ---------- */
+
+/* geometric mean over the programs of impl k's median wall time over glibc's; *n: programs counted; every
+   program of `want` must have figures, else NAN */
+static double prog_geomean(int k, int g, const bool want[N_PROGS], int *n) {
+  double logsum = 0;
+  *n = 0;
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    if (!want[pi]) continue;
+    double r = ratio(med(&pres[pi][k][R_WALL]), med(&pres[pi][g][R_WALL]));
+    if (isnan(r) || r <= 0) return NAN;
+    logsum += log(r);
+    (*n)++;
+  }
+  return *n ? exp(logsum / *n) : NAN;
+}
+
+static void print_targets26(const hb_params_t *p) {
+  msb_printf("\n-- targets (issue #26; from this one run: medians of the interleaved rounds, [range of the rounds' "
+             "ratios])\n");
+  int perf = find_impl(synth, n_synth, "memspace-performance");
+  for (int t = 0; t < 2; t++) { /* 1 and 2 threads */
+    const char *ts = t ? "s" : "";
+    for (int m = 0; m < 2; m++) {
+      int metric = m ? M_WOPS : M_OPS, bp = best_peer_by(C_LONG, t, metric);
+      bool known = perf >= 0 && bp >= 0 && res[C_LONG][t][perf][metric].n;
+      double lo = NAN, hi = NAN, r = NAN;
+      if (known) {
+        r = ratio(med(&res[C_LONG][t][perf][metric]), med(&res[C_LONG][t][bp][metric]));
+        ratio_range(&res[C_LONG][t][perf][metric], &res[C_LONG][t][bp][metric], &lo, &hi);
+      }
+      met(known, r >= 1.1, "seed workload over %d loops, %d thread%s: at least 1.1x the best peer's operations per "
+          "%s-second: %.2fx [%.2f-%.2f] %s", p->long_loops, thread_counts[t], ts, m ? "wall" : "CPU", r, lo, hi,
+          bp >= 0 ? synth[bp].impl : "-");
+    }
+    series_t o = perf >= 0 ? overhead_series(C_LONG, t, perf) : (series_t){.n = 0};
+    met(o.n > 0, med(&o) <= 6.0, "seed workload over %d loops, %d thread%s: overhead at most 6%% of live bytes: "
+        "%.1f%% [%.1f-%.1f]", p->long_loops, thread_counts[t], ts, med(&o), smin(&o), smax(&o));
+  }
+  int g = find_impl(real, n_real, "glibc"), ms = find_impl(real, n_real, "memspace");
+  int mi = find_impl(real, n_real, "mimalloc");
+  bool want[N_PROGS] = {false};
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    bool known = prog_have[pi] && ms >= 0 && g >= 0 && pres[pi][ms][R_WALL].n && pres[pi][g][R_WALL].n;
+    want[pi] = known;
+    double lo = NAN, hi = NAN, r = known ? ratio(med(&pres[pi][ms][R_WALL]), med(&pres[pi][g][R_WALL])) : NAN;
+    if (known) ratio_range(&pres[pi][ms][R_WALL], &pres[pi][g][R_WALL], &lo, &hi);
+    if (!prog_have[pi]) { msb_printf("not measured: %s (not available on this machine)\n", prog_names[pi]); continue; }
+    met(known, r <= 1.02, "%s: wall time within 1.02x glibc's: %.3fx [%.3f-%.3f]", prog_names[pi], r, lo, hi);
+  }
+  int n = 0, bp = -1, bn = 0;
+  double gm = ms >= 0 && g >= 0 ? prog_geomean(ms, g, want, &n) : NAN, best = NAN;
+  for (int k = 0; k < n_real && g >= 0; k++) {
+    int kn;
+    double v = real[k].peer && real[k].installed ? prog_geomean(k, g, want, &kn) : NAN;
+    if (!isnan(v) && (isnan(best) || v < best)) { best = v; bp = k; bn = kn; }
+  }
+  met(!isnan(gm) && bp >= 0, gm <= best, "real programs: geometric mean of the wall time over glibc's at or below the "
+      "best peer's: %.3fx against %s %.3fx (%d programs)", gm, bp >= 0 ? real[bp].impl : "-", best, n ? n : bn);
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    if (!prog_many[pi] || !prog_have[pi]) continue;
+    bool known = ms >= 0 && mi >= 0 && pres[pi][ms][R_WALL].n && pres[pi][mi][R_WALL].n;
+    double lo = NAN, hi = NAN, r = known ? ratio(med(&pres[pi][ms][R_WALL]), med(&pres[pi][mi][R_WALL])) : NAN;
+    if (known) ratio_range(&pres[pi][ms][R_WALL], &pres[pi][mi][R_WALL], &lo, &hi);
+    met(known, r <= 1.0, "%s (many processes): wall time at or below mimalloc's: %.3fx [%.3f-%.3f]", prog_names[pi], r,
+        lo, hi);
+  }
+  static const int fast[] = {W_SH6, W_GSIMPLE}, lean[] = {W_LARSON, W_MSTRESS};
+  int wms = find_impl(real, n_real, "memspace"), je = find_impl(real, n_real, "jemalloc");
+  for (int ti = 0; ti < n_wl_thr; ti++) {
+    for (int i = 0; i < 2; i++) {
+      int w = fast[i], bt = wl_best_peer(w, ti, WM_SEC);
+      bool known = wms >= 0 && bt >= 0 && wres[w][ti][wms][WM_SEC].n;
+      double lo = NAN, hi = NAN, r = known ? ratio(med(&wres[w][ti][wms][WM_SEC]), med(&wres[w][ti][bt][WM_SEC])) : NAN;
+      if (known) ratio_range(&wres[w][ti][wms][WM_SEC], &wres[w][ti][bt][WM_SEC], &lo, &hi);
+      met(known, r <= 1.05, "%s, %d thread%s: wall time within 1.05x the fastest peer's: %.3fx [%.3f-%.3f] %s",
+          wl_names[w], wl_threads(w, ti), wl_threads(w, ti) > 1 ? "s" : "", r, lo, hi, bt >= 0 ? real[bt].impl : "-");
+    }
+    for (int i = 0; i < 2; i++) {
+      int w = lean[i];
+      bool known = wms >= 0 && je >= 0 && wres[w][ti][wms][WM_RSS].n && wres[w][ti][je][WM_RSS].n;
+      double lo = NAN, hi = NAN, r = known ? ratio(med(&wres[w][ti][wms][WM_RSS]), med(&wres[w][ti][je][WM_RSS])) : NAN;
+      if (known) ratio_range(&wres[w][ti][wms][WM_RSS], &wres[w][ti][je][WM_RSS], &lo, &hi);
+      met(known, r <= 1.1, "%s, %d thread%s: peak RSS within 1.1x jemalloc's: %.3fx [%.3f-%.3f]", wl_names[w],
+          wl_threads(w, ti), wl_threads(w, ti) > 1 ? "s" : "", r, lo, hi);
+    }
+  }
+}
+
 /* sections 1-3 and the targets (left out with MSB_HEAP_ONLY=workloads) */
 static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   /* 1. rptest: round by round, every allocator once per (case, threads), rotating the order */
@@ -737,10 +992,11 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
     if (!synth[k].installed)
       for (int c = 0; c < N_CASES; c++)
         for (int t = 0; t < N_THR; t++)
-          if (case_has_threads(c, t)) msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
+          if (case_has_threads(c, t) && (c != C_LONG || in_long(k)))
+            msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
   for (int r = 0; r < p->rounds; r++) {
     msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p->rounds, msb_now() - t0);
-    for (int c = 0; c < N_CASES; c++)
+    for (int c = 0; c < C_LONG; c++)
       for (int t = 0; t < N_THR; t++) {
         if (!case_has_threads(c, t)) continue;
         for (int i = 0; i < n_synth; i++) {
@@ -749,8 +1005,21 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
         }
       }
   }
+  /* the long window: round-robin over the allocators (A, B, C..., then again), the order rotating each round */
+  double t_long = msb_now();
+  for (int r = 0; r < p->long_rounds; r++) {
+    msb_printf("   rptest_long round %d/%d (%.0f s so far)\n", r + 1, p->long_rounds, msb_now() - t0);
+    for (int t = 0; t < N_THR; t++)
+      for (int i = 0; i < n_synth; i++) {
+        int k = (i + r) % n_synth;
+        if (in_long(k) && synth[k].installed && !failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
+      }
+  }
+  long_seconds = msb_now() - t_long;
   print_rptest(p, C_SCATTER);
   print_rptest(p, C_CROSS);
+  print_long(p);
+  msb_printf("   (the long window took %.0f s)\n", long_seconds);
   print_idle(p);
 
   /* 2. real programs: a reference run under glibc, then runs interleaving allocators */
@@ -777,6 +1046,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
       }
     }
   if (have_dir) cleanup_progs(&pg);
+  memcpy(prog_have, pg.have, sizeof prog_have);
 
   /* 3. realloc growth */
   msb_printf("   realloc growth (%.0f s so far)\n", msb_now() - t0);
@@ -804,7 +1074,7 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   setup_impls();
   memset(res, 0, sizeof res); memset(pres, 0, sizeof pres); memset(gres, 0, sizeof gres);
   memset(failed, 0, sizeof failed); memset(pfail, 0, sizeof pfail);
-  memset(wres, 0, sizeof wres); memset(wfail, 0, sizeof wfail);
+  memset(wres, 0, sizeof wres); memset(wfail, 0, sizeof wfail); memset(prog_have, 0, sizeof prog_have);
   char prog[PATH_MAX];
   snprintf(prog, sizeof prog, "%s/bench/heap_rptest", msb_binary_dir());
   if (access(prog, X_OK) != 0) {
@@ -812,11 +1082,12 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     return 1;
   }
   if (ctx->cmd)
-    fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d blocks=%zu ops=%zu sizes=16..16000(linear falloff) "
-            "idle_ms=%d runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d gcc_funcs=%d shell_cmds=%d realloc_max=%zu "
-            "realloc_limit_s=%g\n",
-            p.rounds, p.warmup, p.loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves, p.py_n, p.np_rounds, p.sql_rows,
-            p.gcc_funcs, p.shell_cmds, p.realloc_max, p.realloc_limit_s);
+    fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d blocks=%zu ops=%zu "
+            "sizes=16..16000(linear falloff) idle_ms=%d runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
+            "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g\n",
+            p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves,
+            p.py_n, p.np_rounds, p.sql_rows, p.gcc_funcs, p.shell_cmds, p.git_files, p.http_requests, p.r_n,
+            p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
 
   const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": section 4 only (diagnosis runs) */
@@ -830,11 +1101,13 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     if (atoi(c) > 0) wl_thr[n_wl_thr++] = atoi(c);
   if (getenv("MSB_HEAP_WL_ROUNDS") && atoi(getenv("MSB_HEAP_WL_ROUNDS")) > 0)
     p.wl_rounds = atoi(getenv("MSB_HEAP_WL_ROUNDS")) < MAX_ROUNDS ? atoi(getenv("MSB_HEAP_WL_ROUNDS")) : MAX_ROUNDS;
-  if (ctx->cmd) fprintf(ctx->cmd, "heap workloads: scale=%g rounds=%d threads=%s\n", p.wl_scale, p.wl_rounds,
-                        thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
+  if (ctx->cmd)
+    fprintf(ctx->cmd, "heap workloads: scale=%g rounds=%d target_rounds=%d threads=%s\n", p.wl_scale, p.wl_rounds,
+            p.wl_target_rounds, thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
   msb_printf("   mimalloc-bench-style workloads (%.0f s so far)\n", msb_now() - t0);
   run_wl_section(ctx, &p);
   print_wl(&p);
+  print_targets26(&p);
   msb_printf("\n   heap bench: %.0f s\n", msb_now() - t0);
   return 0;
 }

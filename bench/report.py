@@ -84,7 +84,8 @@ def read_cmd(path):
         with open(path) as f:
             for line in f:
                 k, sep, v = line.partition(":")
-                if sep and k.strip() in ("command", "mode", "date", "machine", "libraries", "seconds", "exit"):
+                if sep and k.strip() in ("command", "mode", "date", "machine", "libraries", "seconds", "exit",
+                                         "heap parameters"):
                     info.setdefault(k.strip(), v.strip())
     except OSError:
         pass
@@ -219,11 +220,16 @@ def not_installed_line(run):
 
 # ---- heap -------------------------------------------------------------------------------------------------
 
-HEAP_PROGS = ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell")
+HEAP_PROGS = ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell", "git", "shell_script",
+              "http_server", "rscript")
+HEAP_MANY = ("shell", "git", "shell_script")  # many processes, each preloaded
 HEAP_PROG_DESC = {
     "python_pymalloc": "python3 object churn (pymalloc on)", "python_malloc": "the same, PYTHONMALLOC=malloc",
     "python_numpy": "numpy temporaries of 1-40 MB", "sqlite3": "sqlite3, 1,000,000 rows",
-    "gcc": "gcc -O2 on a generated file", "shell": "/bin/sh running 300 commands, each preloaded"}
+    "gcc": "gcc -O2 on a generated file", "shell": "/bin/sh running 300 commands, each preloaded",
+    "git": "git add, commit, status and log -p over 3000 files", "shell_script": "a script of about 300 "
+    "sort/sed/awk commands", "http_server": "python3 -m http.server on loopback under 300 requests",
+    "rscript": "Rscript growing a vector by v <- c(v, x)"}
 HEAP_WL = ("larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple", "glibc_thread",
            "sh6bench", "sh8bench", "alloc_test", "cxx_map", "malloc_large")
 PERF = "memspace-performance"
@@ -244,23 +250,52 @@ def heap_idle_pct(run, impl, t):
     return 100 * r if r is not None else None
 
 
+def heap_long_loops(run):
+    m = re.search(r"long_loops=(\d+)", run.cmd.get("heap parameters", ""))
+    return m.group(1) if m else "N"
+
+
+def heap_over_pcts(run, impl, t, case="rptest_long"):
+    """overhead in % of the peak live bytes, run by run"""
+    over, live = run.vals(case, impl, "overhead_bytes", t), run.vals(case, impl, "peak_live_bytes", t)
+    return [100 * o / v for o, v in zip(over, live) if v > 0]
+
+
+def heap_ratio_range(a, b):
+    """(lo, hi) of a/b over the rounds: round by round when both have every round, else the widest"""
+    if not a or not b or min(b) <= 0:
+        return None, None
+    if len(a) != len(b):
+        return min(a) / max(b), max(a) / min(b)
+    r = [x_ / y_ for x_, y_ in zip(a, b)]
+    return min(r), max(r)
+
+
 def heap_summary(run):
     rows = []
     rp = lambda impl: PERF if impl == "memspace" else impl  # noqa: E731
-    for t in (1, 2, 4):
-        rows.append((f"seed workload (rptest), {thr(t)}: memory operations per CPU-second "
-                     "(higher is better)",) +
-                    compare(run, lambda i, t=t: run.med("rptest", rp(i), "ops_per_cpu_s", t), True, mops,
-                            case_of=lambda i: "rptest"))
-    rows.append(("seed workload, 1 thread: peak RSS (lower is better)",) +
-                 compare(run, lambda i: run.med("rptest", rp(i), "peak_rss_bytes", 1), False, mib,
-                         case_of=lambda i: "rptest"))
+    loops = heap_long_loops(run)
+    if not run.impls("rptest_long"):
+        rows.append(("seed workload, long window (rptest_long): this run has none",) + (NM,) * 3)
+    for metric, what in (("ops_per_cpu_s", "CPU-second"), ("ops_per_s", "wall-second")):
+        for t in (1, 2, 4):
+            if not run.impls("rptest_long"):
+                break
+            rows.append((f"seed workload, {loops} loops from an empty heap, {thr(t)}: memory operations per "
+                         f"{what} (higher is better)",) +
+                        compare(run, lambda i, t=t, m=metric: run.med("rptest_long", rp(i), m, t), True, mops,
+                                case_of=lambda i: "rptest_long"))
+    if run.impls("rptest_long"):
+        rows.append((f"seed workload, {loops} loops, 1 thread: overhead, % of live bytes (lower is better)",) +
+                       compare(run, lambda i: statistics.median(heap_over_pcts(run, rp(i), 1))
+                            if heap_over_pcts(run, rp(i), 1) else None, False, lambda v: num(v, 1, "%"),
+                            case_of=lambda i: "rptest_long"))
     rows.append(("memory kept 1 s after freeing everything, 1 thread: % of the peak (lower is better)",) +
                  compare(run, lambda i: heap_idle_pct(run, rp(i), 1), False, lambda v: num(v, 1, "%"),
                          case_of=lambda i: "rptest"))
     progs = [p for p in HEAP_PROGS if run.vals(p, "glibc", "wall_s")]
-    rows.append(heap_geo_row(run, "real programs (python, numpy, sqlite3, gcc, a shell): wall time, geometric mean "
-                             "of the ratios (lower is better)", progs, "wall_s", "programs"))
+    rows.append(heap_geo_row(run, "real programs (python, numpy, sqlite3, gcc, shells, git, a web server, R): wall "
+                             "time, geometric mean of the ratios (lower is better)", progs, "wall_s", "programs"))
     wls = [w for w in HEAP_WL if run.vals(w, "glibc", "seconds")]
     rows.append(heap_geo_row(run, "mimalloc-bench-style workloads: wall time, geometric mean of the ratios "
                              "(lower is better)", wls, "seconds", "workloads"))
@@ -310,6 +345,7 @@ def heap_long(run):
                              mib(run.med(case, i, "peak_rss_bytes", t)), num(100 * over if over is not None else None,
                                                                               1, "%")))
         out.append(table(("threads", "allocator", "Mops per CPU-s", "x glibc", "peak RSS", "overhead"), rows))
+    out += heap_long_window(run, synth)
     rows = []
     for t in (1, 2, 4):
         for i in synth:
@@ -368,6 +404,97 @@ def heap_long(run):
                           "x smallest peer"), rows))
     out.append("#### Targets (issue [heap])")
     out += heap_targets(run)
+    out.append("#### Targets (issue #26: the long window, the real programs, the workloads; the range of the "
+               "rounds' ratios in brackets)")
+    out += heap_targets26(run)
+    return out
+
+
+def heap_best_by(run, case, metric, t, higher=True):
+    have = {p: run.med(case, p, metric, t) for p in PEERS}
+    have = {p: v for p, v in have.items() if v is not None}
+    return (max if higher else min)(have, key=have.get) if have else None
+
+
+def heap_vs(mine, theirs, digits=2):
+    """'1.23x [1.10-1.40]': the ratio of the medians [range of the rounds' ratios]"""
+    r = ratio(statistics.median(mine), statistics.median(theirs)) if mine and theirs else None
+    lo, hi = heap_ratio_range(mine, theirs)
+    return f"{x(r, digits)} [{lo:.{digits}f}-{hi:.{digits}f}]" if r is not None else "-"
+
+
+def heap_long_window(run, synth):
+    threads = sorted({t for i in synth for t, _, _ in run.index.get(("rptest_long", i, "ops_per_cpu_s"), ())})
+    if not threads:
+        return []
+    out = [f"#### Seed workload, long window (rptest_long): {heap_long_loops(run)} loops from an empty heap, every "
+           "loop measured; median [min-max] of the interleaved rounds, memspace's ratio to the best peer for each "
+           "figure [range of the rounds' ratios]; overhead in % of live bytes"]
+    rows = []
+    for t in threads:
+        bc = heap_best_by(run, "rptest_long", "ops_per_cpu_s", t)
+        bw = heap_best_by(run, "rptest_long", "ops_per_s", t)
+        for i in [i for i in synth if i in run.impls("rptest_long")]:
+            c, w = run.vals("rptest_long", i, "ops_per_cpu_s", t), run.vals("rptest_long", i, "ops_per_s", t)
+            if not c:
+                rows.append((t, i, run.why_missing("rptest_long", i), "", "", "", ""))
+                continue
+            o = heap_over_pcts(run, i, t)
+            rows.append((t, i, spread(c, lambda a: f"{a / 1e6:.2f} M"),
+                         f"{heap_vs(c, run.vals('rptest_long', bc, 'ops_per_cpu_s', t))} ({bc})" if bc else "-",
+                         spread(w, lambda a: f"{a / 1e6:.2f} M"),
+                         f"{heap_vs(w, run.vals('rptest_long', bw, 'ops_per_s', t))} ({bw})" if bw else "-",
+                         spread(o, lambda a: f"{a:.1f}%")))
+    out.append(table(("threads", "allocator", "Mops per CPU-s", "x best peer", "Mops per wall-s", "x best peer",
+                      "overhead"), rows))
+    return out
+
+
+def heap_targets26(run):
+    """issue #26's targets, from the long window, the real programs and the workloads"""
+    out = []
+    loops = heap_long_loops(run)
+    for t in (1, 2):
+        for metric, what in (("ops_per_cpu_s", "CPU-second"), ("ops_per_s", "wall-second")):
+            bp = heap_best_by(run, "rptest_long", metric, t)
+            m, p = run.vals("rptest_long", PERF, metric, t), run.vals("rptest_long", bp, metric, t) if bp else []
+            r = ratio(statistics.median(m), statistics.median(p)) if m and p else None
+            out.append(verdict(None if r is None else r >= 1.1,
+                               f"seed workload over {loops} loops, {thr(t)}: at least 1.1x the best peer's operations "
+                               f"per {what}: {heap_vs(m, p)} ({bp or 'no peer measured'})"))
+        o = heap_over_pcts(run, PERF, t)
+        out.append(verdict(None if not o else statistics.median(o) <= 6,
+                           f"seed workload over {loops} loops, {thr(t)}: overhead at most 6% of live bytes: "
+                           f"{spread(o, lambda a: f'{a:.1f}%')}"))
+    progs = [p for p in HEAP_PROGS if run.vals(p, "glibc", "wall_s") and run.vals(p, "memspace", "wall_s")]
+    for p in progs:
+        out.append(verdict(ratio(run.med(p, "memspace", "wall_s"), run.med(p, "glibc", "wall_s")) <= 1.02,
+                           f"{p}: wall time within 1.02x glibc's: "
+                           f"{heap_vs(run.vals(p, 'memspace', 'wall_s'), run.vals(p, 'glibc', 'wall_s'), 3)}"))
+    gm, n = heap_geomean(run, progs, "wall_s", "memspace", "glibc")
+    peers = {q: heap_geomean(run, progs, "wall_s", q, "glibc") for q in PEERS}
+    peers = {q: v for q, (v, k) in peers.items() if v is not None and k == n}
+    best = min(peers, key=peers.get) if peers else None
+    out.append(verdict(None if gm is None or best is None else gm <= peers[best],
+                       f"real programs: geometric mean of the wall time over glibc's at or below the best peer's: "
+                       f"{x(gm, 3)} against {best or 'no peer'} {x(peers.get(best), 3)} ({n} programs)"))
+    for p in [p for p in HEAP_MANY if p in progs]:
+        m, mi = run.vals(p, "memspace", "wall_s"), run.vals(p, "mimalloc", "wall_s")
+        out.append(verdict(None if not mi else statistics.median(m) <= statistics.median(mi),
+                           f"{p} (many processes): wall time at or below mimalloc's: {heap_vs(m, mi, 3)}"))
+    for w in ("sh6bench", "glibc_simple"):
+        for t in sorted({t for t, _, _ in run.index.get((w, "memspace", "seconds"), ())}):
+            bp = heap_best_by(run, w, "seconds", t, higher=False)
+            m, p = run.vals(w, "memspace", "seconds", t), run.vals(w, bp, "seconds", t) if bp else []
+            r = ratio(statistics.median(m), statistics.median(p)) if p else None
+            out.append(verdict(None if r is None else r <= 1.05, f"{w}, {thr(t)}: wall time within 1.05x the "
+                               f"fastest peer's: {heap_vs(m, p, 3)} ({bp or 'no peer measured'})"))
+    for w in ("larson", "mstress"):
+        for t in sorted({t for t, _, _ in run.index.get((w, "memspace", "peak_rss_bytes"), ())}):
+            m, j = run.vals(w, "memspace", "peak_rss_bytes", t), run.vals(w, "jemalloc", "peak_rss_bytes", t)
+            r = ratio(statistics.median(m), statistics.median(j)) if j else None
+            out.append(verdict(None if r is None else r <= 1.1,
+                               f"{w}, {thr(t)}: peak RSS within 1.1x jemalloc's: {heap_vs(m, j, 3)}"))
     return out
 
 

@@ -1,6 +1,8 @@
 """Plots for `memspace bench heap` (docs/bench-heap.md), from heap.csv alone:
 - heap-rptest.png: the seed's figure: memory operations per CPU-second and memory overhead (% of peak live
   bytes) against threads, one line per allocator/preset, without and with cross-thread frees;
+- heap-long.png: the long window (rptest_long, issue #26): operations per CPU-second and per wall-second and the
+  overhead (% of peak live bytes) against threads, median of the rounds with bars min-max;
 - heap-idle.png: RSS after 1 s of idling, as % of the peak, per allocator and thread count;
 - heap-programs.png: real programs' wall time and max RSS relative to glibc (median, bars min-max), and the
   realloc growth time per allocator;
@@ -110,6 +112,62 @@ def plot_rptest(rows, outdir, plt):
     plt.close(fig)
 
 
+def overhead_pcts(rows, case):
+    """{impl: {threads: [overhead % of live, run by run]}}"""
+    over, live = {}, {}
+    for metric, acc in (("overhead_bytes", over), ("peak_live_bytes", live)):
+        for r in numeric(rows, case=case, metric=metric):
+            acc.setdefault((r["impl"], int(r["threads"])), []).append(r["value"])
+    out = {}
+    for (impl, t), o in over.items():
+        out.setdefault(impl, {})[t] = [100.0 * a / b for a, b in zip(o, live.get((impl, t), [])) if b > 0]
+    return out
+
+
+def plot_long(rows, outdir, plt):
+    case = "rptest_long"
+    if not numeric(rows, case=case, metric="ops_per_cpu_s"):
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    over = overhead_pcts(rows, case)
+    panels = []
+    for metric in ("ops_per_cpu_s", "ops_per_s"):
+        acc = {}
+        for r in numeric(rows, case=case, metric=metric):
+            acc.setdefault(r["impl"], {}).setdefault(int(r["threads"]), []).append(r["value"] / 1e6)
+        panels.append(acc)
+    panels.append(over)
+    threads = sorted({t for d in panels[0].values() for t in d})
+    pos = {t: i for i, t in enumerate(threads)}
+    order = impl_order(panels[0])
+    titles = ("operations per CPU-second", "operations per wall-second", "overhead")
+    ylabels = ("Mops / CPU-s", "Mops / wall-s", "% of peak live bytes")
+    for ax, data, title, ylabel in zip(axes, panels, titles, ylabels):
+        for k, impl in enumerate(order):
+            th = sorted(t for t, v in data.get(impl, {}).items() if v)
+            if not th:
+                continue
+            color, ls, mk = style(impl)
+            med = [statistics.median(data[impl][t]) for t in th]
+            shift = (k - (len(order) - 1) / 2) * 0.035
+            ax.errorbar([pos[t] + shift for t in th], med,
+                        yerr=[[m - min(data[impl][t]) for m, t in zip(med, th)],
+                              [max(data[impl][t]) - m for m, t in zip(med, th)]],
+                        color=color, ls=ls, marker=mk, label=impl, capsize=2, lw=1.2, elinewidth=0.8)
+        ax.set_title("rptest_long, every loop from an empty heap:\n%s (median, bars min-max)" % title, fontsize=10)
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel("threads")
+        ax.set_xticks(range(len(threads)))
+        ax.set_xticklabels([str(t) for t in threads])
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig("%s/heap-long.png" % outdir, dpi=110)
+    plt.close(fig)
+
+
 def plot_idle(rows, outdir, plt):
     idle = {}
     peak = {}
@@ -145,7 +203,8 @@ def _ratio_formatter(minor=False):
 
 
 def plot_programs(rows, outdir, plt):
-    progs = [p for p in ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell") if numeric(rows, case=p, metric="wall_s")]
+    progs = [p for p in ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell", "git",
+                         "shell_script", "http_server", "rscript") if numeric(rows, case=p, metric="wall_s")]
     grows = [g for g in ("realloc_step_1m", "realloc_double") if numeric(rows, case=g, metric="seconds")]
     if not progs and not grows:
         return
@@ -239,6 +298,7 @@ def plot_workloads(rows, outdir, plt):
 def plot(rows, outdir, part):
     plt = pyplot()
     plot_rptest(rows, outdir, plt)
+    plot_long(rows, outdir, plt)
     plot_idle(rows, outdir, plt)
     plot_programs(rows, outdir, plt)
     plot_workloads(rows, outdir, plt)

@@ -159,8 +159,9 @@ static bool has(const char *case_name, const char *impl, long threads, const cha
 /* a hidden peer has status rows, never a number; every case lists it */
 static void not_installed_rows(void **state) {
   (void)state;
-  static const char *cases[] = {"rptest", "rptest_cross", "python_pymalloc", "python_malloc", "python_numpy",
-                                "sqlite3", "gcc", "realloc_step_1m", "realloc_double", "larson", "xmalloc", "cache_scratch",
+  static const char *cases[] = {"rptest", "rptest_cross", "rptest_long", "python_pymalloc", "python_malloc",
+                                "python_numpy", "sqlite3", "gcc", "shell", "git", "shell_script", "http_server",
+                                "rscript", "realloc_step_1m", "realloc_double", "larson", "xmalloc", "cache_scratch",
                                 "cache_thrash", "mstress", "glibc_simple", "glibc_thread", "sh6bench", "sh8bench",
                                 "alloc_test", "cxx_map", "malloc_large"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -178,8 +179,8 @@ static void not_installed_rows(void **state) {
 static void cases_and_allocators_present(void **state) {
   (void)state;
   static const char *impls[] = {"glibc", "memspace-unlimited", "memspace-performance", "memspace-size", "memspace-none"};
-  static const char *metrics[] = {"ops_per_cpu_s", "peak_rss_bytes", "peak_live_bytes", "rss_after_free_bytes",
-                                  "idle_rss_bytes", "cpu_s"};
+  static const char *metrics[] = {"ops_per_cpu_s", "ops_per_s", "peak_rss_bytes", "peak_live_bytes",
+                                  "rss_after_free_bytes", "idle_rss_bytes", "cpu_s"};
   static const long thr[] = {1, 2, 4};
   for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
     for (size_t t = 0; t < 3; t++) {
@@ -189,13 +190,26 @@ static void cases_and_allocators_present(void **state) {
       if (thr[t] > 1 && !has("rptest_cross", impls[i], thr[t], "ops_per_cpu_s", true))
         fail_msg("no rptest_cross for %s at %ld threads", impls[i], thr[t]);
     }
+  /* the long window (issue #26): the default preset and glibc, per CPU-second and per wall-second, with the
+     figures of the overhead; the other presets are left out of it */
+  static const char *long_impls[] = {"glibc", "memspace-performance"};
+  static const char *long_metrics[] = {"ops_per_cpu_s", "ops_per_s", "peak_rss_bytes", "peak_live_bytes",
+                                       "overhead_bytes", "wall_s"};
+  for (size_t i = 0; i < 2; i++)
+    for (size_t t = 0; t < 3; t++)
+      for (size_t m = 0; m < sizeof long_metrics / sizeof long_metrics[0]; m++)
+        if (!has("rptest_long", long_impls[i], thr[t], long_metrics[m], true))
+          fail_msg("no rptest_long %s for %s at %ld threads", long_metrics[m], long_impls[i], thr[t]);
+  assert_false(has("rptest_long", "memspace-size", 0, "ops_per_cpu_s", false));
   /* a peer: numbers or not_installed, never neither */
   static const char *peers[] = {"jemalloc", "mimalloc", "tcmalloc"};
   for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++)
     assert_true(has("rptest", peers[i], 1, "ops_per_cpu_s", true) || has("rptest", peers[i], 1, "status", false));
   assert_true(has("realloc_step_1m", "glibc", 1, "seconds", true));
   assert_true(has("realloc_double", "memspace", 1, "max_completed_bytes", true));
-  static const char *progs[] = {"python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc"};
+  /* every real program: glibc's wall time or a status (Rscript missing: not_installed, never a number) */
+  static const char *progs[] = {"python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell", "git",
+                                "shell_script", "http_server", "rscript"};
   for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
     if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
       fail_msg("no row for %s under glibc", progs[i]);
@@ -226,6 +240,22 @@ static void cmd_file_and_tables(void **state) {
   assert_non_null(strstr(B.stdout_text, "-- mimalloc-bench-style workloads"));
   assert_non_null(strstr(text, "heap_larson"));
   assert_true(strstr(B.stdout_text, "PASS ") || strstr(B.stdout_text, "MISS "));
+  /* issue #26: the long window's table and its target lines, each met or MISSED with its figure */
+  assert_non_null(strstr(B.stdout_text, "-- rptest_long"));
+  const char *t26 = strstr(B.stdout_text, "-- targets (issue #26");
+  assert_non_null(t26);
+  static const char *targets[] = {"operations per CPU-second", "operations per wall-second",
+                                  "overhead at most 6% of live bytes",
+                                  "within 1.02x glibc's", "at or below the best peer's", "at or below mimalloc's",
+                                  "within 1.05x the fastest peer's", "within 1.1x jemalloc's"};
+  for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+    const char *at = strstr(t26, targets[i]); /* in issue #26's lines, printed last */
+    if (!at) fail_msg("no target line '%s'", targets[i]);
+    const char *line = at;
+    while (line > t26 && line[-1] != '\n') line--;
+    if (strncmp(line, "met: ", 5) && strncmp(line, "MISSED: ", 8) && strncmp(line, "not measured: ", 14))
+      fail_msg("target line without met/MISSED: %.80s", line);
+  }
 }
 
 int main(void) {

@@ -28,7 +28,17 @@ HEAP = HEADER + "".join(
     "heap,rptest,glibc,1,0,peak_rss_bytes,52428800\n" \
     "heap,rptest,mimalloc,1,0,peak_rss_bytes,83886080\n" \
     "heap,rptest,tcmalloc,1,0,peak_rss_bytes,157286400\n"
+# the long window (issue #26), 1 thread, in round order: memspace 6 M per CPU-s and 4 M per wall-s, mimalloc 3 M
+# and 5 M, glibc 1 M and 1 M; overhead (of 100 MiB live) 5%, 4%, 6% for memspace
+HEAP += "".join(f"heap,rptest_long,{impl},1,0,{m},{v}\n" for impl, m, vs in (
+    ("memspace-performance", "ops_per_cpu_s", (5e6, 6e6, 9e6)), ("memspace-performance", "ops_per_s", (4e6, 3e6, 5e6)),
+    ("mimalloc", "ops_per_cpu_s", (3e6, 2e6, 3.5e6)), ("mimalloc", "ops_per_s", (5e6, 5e6, 4e6)),
+    ("glibc", "ops_per_cpu_s", (1e6, 1e6, 1e6)), ("glibc", "ops_per_s", (1e6, 1e6, 1e6)),
+    ("memspace-performance", "peak_live_bytes", (104857600,) * 3),
+    ("memspace-performance", "overhead_bytes", (5242880, 4194304, 6291456))) for v in vs) + \
+    "heap,rptest_long,jemalloc,1,0,status,not_installed\nheap,rptest_long,tbbmalloc,1,0,status,not_installed\n"
 CMD = ("command: build/memspace bench heap\npart: heap\nmode: quick\ndate: 2031-02-03T04:05:06Z\n"
+       "heap parameters: rounds=3 warmup=2 loops=3 long_rounds=5 long_loops=30 blocks=150000\n"
        "machine: cpu=\"Test CPU\" cores=8 memory_bytes=17179869184 kernel=\"Linux 9.9\" arch=x86_64\n"
        "seconds: 90\nexit: 0\n")
 README = "# x\n\nbefore\n\n<!-- results:begin -->\nold text\n<!-- results:end -->\n\nafter\n"
@@ -83,14 +93,17 @@ class Fixture(unittest.TestCase):
         self.assertTrue(readme.startswith("# x\n\nbefore\n\n<!-- results:begin -->\n"))
         self.assertTrue(readme.endswith("<!-- results:end -->\n\nafter\n"))
         self.assertNotIn("old text", readme)
-        # median of the rounds: memspace 6 M, 6x glibc's 1 M, 2x the best installed peer (mimalloc 3 M)
-        cells = self.row(readme, "| seed workload (rptest), 1 thread")
+        # the long window, median of the rounds: memspace 6 M, 6x glibc's 1 M, 2x the best installed peer (mimalloc
+        # 3 M); per wall-second 4 M, 0.8x mimalloc's 5 M
+        cells = self.row(readme, "| seed workload, 30 loops from an empty heap, 1 thread: memory operations per CPU")
         self.assertEqual(cells[1:], ["6.00 M", "6.00x (1.00 M)", "2.00x (mimalloc: 3.00 M)"])
-        # lower is better for RSS: the best peer is the smallest (mimalloc 80 MiB)
-        cells = self.row(readme, "| seed workload, 1 thread: peak RSS")
-        self.assertEqual(cells[1:], ["100 MiB", "2.00x (50 MiB)", "1.25x (mimalloc: 80 MiB)"])
+        cells = self.row(readme, "| seed workload, 30 loops from an empty heap, 1 thread: memory operations per wall")
+        self.assertEqual(cells[1:], ["4.00 M", "4.00x (1.00 M)", "0.80x (mimalloc: 5.00 M)"])
+        # overhead in % of live bytes, median of the rounds
+        cells = self.row(readme, "| seed workload, 30 loops, 1 thread: overhead")
+        self.assertEqual(cells[1], "5.0%")
         # not in the CSV: not measured; no threads=2 rows at all
-        cells = self.row(readme, "| seed workload (rptest), 2 threads")
+        cells = self.row(readme, "| seed workload, 30 loops from an empty heap, 2 threads: memory operations per CPU")
         self.assertEqual(cells[1:], ["not measured", "not measured", "jemalloc not installed; mimalloc not measured; "
                                      "tcmalloc not measured; tbbmalloc not installed"])
         self.assertIn("Not installed in this run: jemalloc, tbbmalloc.", readme)
@@ -108,6 +121,17 @@ class Fixture(unittest.TestCase):
         self.assertIn("- **missed**: performance preset peak RSS <= 1.1x that peer's at 1 thread: 100 MiB against "
                       "80 MiB (1.25x)", doc)
         self.assertIn("- not measured: performance preset >= 2.5x glibc's throughput at 2 threads", doc)
+        # issue #26 from the long window: the ratio of the medians and the range of the rounds' ratios (5/3, 6/2,
+        # 9/3.5; 4/5, 3/5, 5/4)
+        self.assertIn("- met: seed workload over 30 loops, 1 thread: at least 1.1x the best peer's operations per "
+                      "CPU-second: 2.00x [1.67-3.00] (mimalloc)", doc)
+        self.assertIn("- **missed**: seed workload over 30 loops, 1 thread: at least 1.1x the best peer's operations "
+                      "per wall-second: 0.80x [0.60-1.25] (mimalloc)", doc)
+        self.assertIn("- met: seed workload over 30 loops, 1 thread: overhead at most 6% of live bytes: "
+                      "5.0% [4.0%-6.0%]", doc)
+        self.assertEqual(self.row(doc, "| 1 | memspace-performance | 6.00 M [5.00 M-9.00 M] | 2.00x")[3:],
+                         ["2.00x [1.67-3.00] (mimalloc)", "4.00 M [3.00 M-5.00 M]", "0.80x [0.60-1.25] (mimalloc)",
+                          "5.0% [4.0%-6.0%]"])
 
     def test_no_peer_installed(self):
         with open(os.path.join(self.results, "heap.csv"), "w") as f:
@@ -116,8 +140,12 @@ class Fixture(unittest.TestCase):
                     "".join(f"heap,rptest,{p},1,0,status,not_installed\n"
                             for p in ("jemalloc", "mimalloc", "tcmalloc", "tbbmalloc")))
         readme, _ = self.write()
-        cells = self.row(readme, "| seed workload (rptest), 1 thread")
-        self.assertEqual(cells[1:], ["2.00 M", "2.00x (1.00 M)", "jemalloc not installed; mimalloc not installed; "
+        cells = self.row(readme, "| seed workload, long window (rptest_long): this run has none")
+        self.assertEqual(cells[1:], ["not measured"] * 3)
+        cells = self.row(self.write()[1], "| 1 | memspace-performance")
+        self.assertEqual(cells[2:4], ["2.00 M", "2.00x"])
+        cells = self.row(readme, "| memory kept 1 s after")
+        self.assertEqual(cells[1:], ["not measured", "not measured", "jemalloc not installed; mimalloc not installed; "
                                      "tcmalloc not installed; tbbmalloc not installed"])
 
     def test_check(self):
