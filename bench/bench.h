@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench.h: the benchmark framework every part's driver uses (CONTRACT §2).
+/* bench.h: the benchmark framework every part's driver uses (docs/contract.md §2).
    A driver `int msb_bench_PART(msb_ctx_t *ctx)` writes raw rows with msb_row (one measurement a row, no
    filtering), prints readable tables with msb_printf, and runs peers in separate processes with msb_spawn.
    The tool writes PART.csv (header part,case,impl,threads,size_bytes,metric,value), PART.cmd (command, date,

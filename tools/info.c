@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* info.c: `memspace info` (CONTRACT §2): what this machine offers a memory allocator, and which settings
+/* info.c: `memspace info` (docs/contract.md §2): what this machine offers a memory allocator, and which settings
    weaken real-time guarantees. Reads /proc and /sys only; never changes anything. */
 #include "bench.h"
 #include "internal.h"

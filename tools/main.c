@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* The MEMSPACE_* variables are for the program `memspace run` starts, not for the tool's own copy of the library:
-   no warning of its own (the program gives the one warning, CONTRACT §3; `memspace info` marks invalid values),
+   no warning of its own (the program gives the one warning, docs/contract.md §3; `memspace info` marks invalid values),
    no process space, spill or exit statistics in the tool, and the space variables reach the program intact. */
 const int msi_tool_process = 1;
 

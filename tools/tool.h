@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tool.h: the memspace command-line tool's commands (CONTRACT §2). */
+/* tool.h: the memspace command-line tool's commands (docs/contract.md §2). */
 #ifndef MS_TOOL_H
 #define MS_TOOL_H
 int tool_info(int argc, char **argv);

@@ -1,4 +1,4 @@
-/* `memspace bench heap --quick --out DIR` writes the CSV of CONTRACT §2: header, seven columns, impl names
+/* `memspace bench heap --quick --out DIR` writes the CSV of docs/contract.md §2: header, seven columns, impl names
    [a-z0-9-]+, metric names ending in their unit, not_installed peers as status rows and never numbers, every
    case and allocator present, and the .cmd file. tbbmalloc is hidden (MSB_HIDE_PEERS) so a not_installed
    peer is always exercised. Checks format and behaviour, never timing. */

@@ -38,7 +38,7 @@ static void names_and_set(void **state) {
   assert_int_equal(ms_option_set(MS_OPTION_CACHE, 7), EINVAL);
   assert_int_equal(ms_option_set(MS_OPTION_PURGE_DELAY, -1), 0);
   assert_int_equal(ms_option_set(MS_OPTION_COUNT, 1), EINVAL);
-  /* CONTRACT §3: MEMSPACE_HUGE_PAGES is 0, 2M or 1G, nothing else */
+  /* docs/contract.md §3: MEMSPACE_HUGE_PAGES is 0, 2M or 1G, nothing else */
   assert_int_equal(ms_option_set(MS_OPTION_HUGE_PAGES, 3 << 20), EINVAL);
   assert_int_equal(ms_option_set(MS_OPTION_HUGE_PAGES, 4096), EINVAL);
   assert_int_equal(ms_option_set(MS_OPTION_HUGE_PAGES, 2 << 20), 0);

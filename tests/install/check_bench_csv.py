@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_bench_csv.py DIR PART [HIDDEN_PEER...]: DIR/PART.csv, PART.cmd and the plots follow CONTRACT §2.
+"""check_bench_csv.py DIR PART [HIDDEN_PEER...]: DIR/PART.csv, PART.cmd and the plots follow docs/contract.md §2.
 
 CSV: the exact header, one measurement a row, impl [a-z0-9-]+, integer threads and size_bytes, numeric values
 except status rows, metric names ending in their unit (or a count: no unit suffix of another spelling), a hidden

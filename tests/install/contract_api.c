@@ -1,4 +1,4 @@
-/* contract_api: every name of CONTRACT §4 (spaces) and §5 (DMA) with the contract's exact signatures, types,
+/* contract_api: every name of docs/contract.md §4 (spaces) and §5 (DMA) with the contract's exact signatures, types,
    fields and constants, compiled as strict C11 against the public header alone and linked with the static library
    and -lpthread only (§1), and the documented behaviours: NULL + errno, 0-or-errno returns, a fixed-size space
    failing with ENOMEM, caller memory, the scatter/gather list (or EPERM without CAP_SYS_ADMIN). */

@@ -1,5 +1,5 @@
 /* contract_probe: an unchanged program (it does not link memspace) that test_contract.sh runs under
-   `memspace run` or LD_PRELOAD to see what CONTRACT §3's variables did. It finds memspace's functions with dlsym.
+   `memspace run` or LD_PRELOAD to see what docs/contract.md §3's variables did. It finds memspace's functions with dlsym.
      contract_probe SIZE        malloc(SIZE), then prints: where=spill|space|heap|libc errno=E dir=DIR
                                 (dir: directory of the file behind a spilled block, from /proc/self/maps)
      contract_probe fill STEP   mallocs STEP bytes until NULL (at most 4 GiB): prints filled=BYTES errno=E */

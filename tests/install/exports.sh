@@ -1,5 +1,5 @@
 #!/bin/sh
-# exports.sh LIB: every symbol the shared library defines dynamically is ms_*, a name of CONTRACT §1 (the
+# exports.sh LIB: every symbol the shared library defines dynamically is ms_*, a name of docs/contract.md §1 (the
 # malloc family and glibc's control calls, exactly the contract's list) or a C++ operator new/delete, and every
 # name of that list is there; SONAME is libmemspace.so.0.
 lib=$1
@@ -20,7 +20,7 @@ for sym in $(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//'); do
     *" $sym "*|*" $sym
 "*) continue ;;
   esac
-  echo "not allowed by CONTRACT §1: $sym"
+  echo "not allowed by docs/contract.md §1: $sym"
   bad=1
 done
 echo "$n exported symbols checked"
@@ -37,7 +37,7 @@ required="$allowed _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t _ZnwmSt11
 for sym in $required; do
   case "$defined" in
     *" $sym "*) ;;
-    *) echo "missing export promised by CONTRACT: $sym"; bad=1 ;;
+    *) echo "missing export promised by docs/contract.md §1: $sym"; bad=1 ;;
   esac
 done
 soname=$( (readelf -d "$lib" 2>/dev/null || objdump -p "$lib") | grep SONAME | sed 's/.*\[\(.*\)\].*/\1/; s/.*SONAME *//' | head -1)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# memspace bench pages --quick: finishes, writes pages.csv (CONTRACT §2 header, metrics with units, the
+# memspace bench pages --quick: finishes, writes pages.csv (docs/contract.md §2 header, metrics with units, the
 # published Windows figures apart) and pages.cmd, and leaves nr_hugepages as it found it.
 tool=$1
 out=$(mktemp -d /tmp/memspace-bench-pages.XXXXXX)

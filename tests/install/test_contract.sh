@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_contract.sh TOOL PROBE: CONTRACT.md's concrete names and promises that external tests rely on, checked from
+# test_contract.sh TOOL PROBE: docs/contract.md's concrete names and promises that external tests rely on, checked from
 # the outside (the tool and an unchanged program, tests/install/contract_probe.c):
 #   §3 every variable: its documented values accepted silently, an invalid value reported once naming the
 #      variable with the default kept (MEMSPACE_HUGE_PAGES only 0, 2M, 1G); the routing spill > space > heap;

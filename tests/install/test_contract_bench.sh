@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_contract_bench.sh TOOL SRC: CONTRACT §2's outputs (check_bench_csv.py: PART.csv, PART.cmd, plots).
+# test_contract_bench.sh TOOL SRC: docs/contract.md §2's outputs (check_bench_csv.py: PART.csv, PART.cmd, plots).
 # 1. `memspace bench PART --quick --out DIR` for spaces and dma (pages and heap have their own tests), with a peer
 #    hidden (MSB_HIDE_PEERS) that must show up as metric=status,value=not_installed rows only;
 # 2. what `make bench` wrote into bench/results/ (every part present there: spill's is only checked this way, its

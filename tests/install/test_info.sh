@@ -1,5 +1,5 @@
 #!/bin/sh
-# memspace info prints every item of CONTRACT §2 and exits 0.
+# memspace info prints every item of docs/contract.md §2 and exits 0.
 tool=$1
 out=$("$tool" info) || { echo "memspace info failed"; exit 1; }
 echo "$out"

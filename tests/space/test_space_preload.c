@@ -1,4 +1,4 @@
-/* The process space by preload (MEMSPACE_SPACE_INITIAL, CONTRACT §3): a C program, a C++ program and python3
+/* The process space by preload (MEMSPACE_SPACE_INITIAL, docs/contract.md §3): a C program, a C++ program and python3
    with PYTHONMALLOC=malloc, each under LD_PRELOAD=libmemspace.so with a fixed space: ENOMEM surfaces as NULL,
    std::bad_alloc and MemoryError (not a crash), the space's OOM count shows it (MEMSPACE_SHOW_STATS=1), and the
    settings are not inherited by children unless MEMSPACE_SPACE_INHERIT=1. */

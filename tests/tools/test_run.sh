@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# memspace run (CONTRACT §2): exit status is the program's, LD_PRELOAD appended with an absolute path,
+# memspace run (docs/contract.md §2): exit status is the program's, LD_PRELOAD appended with an absolute path,
 # settings passed as MEMSPACE_* variables, bad options refused, programs ignoring LD_PRELOAD named.
 set -u
 tool=$1
