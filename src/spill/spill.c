@@ -467,10 +467,15 @@ static void stats_print(msi_stats_writer_t *w);
 static bool stats_used(void);
 static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print, stats_used};
 
+/* the spill directory's check made at start (-1: not made, spill was off then), so it is reported once */
+static int start_dir_verdict = -1;
+
 __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
   atfork_once();
   fd_table_grow(false);
+  /* a spill directory that cannot be used is reported as the program starts, not at its first large block */
+  if (msi_spill_threshold()) start_dir_verdict = choose_dir();
 }
 
 /* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
@@ -507,7 +512,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     msi_unlock(&sp_lock);
     return st == 1;
   }
-  bool ok = choose_dir();
+  bool ok = start_dir_verdict >= 0 ? start_dir_verdict == 1 : choose_dir();
   if (ok) {
     size_t ps = msi_os_page_size();
     sp.granule = pmd_size();
@@ -917,6 +922,18 @@ static void sp_sync_pace(void) {
   writeback_all();
 }
 
+/* a block refused for lack of disk space: said once, with the directory and its free space, so a program's
+   MemoryError has a reason on stderr */
+static MSI_COLD void report_disk_full(size_t need) {
+  static atomic_flag once = ATOMIC_FLAG_INIT;
+  if (atomic_flag_test_and_set(&once)) return;
+  struct statfs st;
+  int fd = atomic_load(&sp.fd);
+  unsigned long long avail = fd >= 0 && file_is_ours(fd) && msi_os_fstatfs(fd, &st) == 0 ? (unsigned long long)st.f_bavail * st.f_bsize : 0;
+  msi_warning("spill: the disk of %s is full (%llu MiB free, %zu MiB asked for): allocations that would be spilled "
+              "fail with ENOMEM; free space there or choose another MEMSPACE_SPILL_DIR", sp.dir, avail >> 20, need >> 20);
+}
+
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; } /* no object is larger (and the page round-up wraps) */
   if (alignment && !msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
@@ -945,6 +962,7 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     e = 0;
   }
+  if (!p && e == ENOMEM) report_disk_full(need);
   if (!p) { errno = e; return NULL; }
   return (void *)p;
 }

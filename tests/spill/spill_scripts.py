@@ -47,10 +47,14 @@ def env(**extra):
     return e
 
 
+LAST_STDERR = [""]
+
+
 def run(argv, **kw):
     p = subprocess.run(argv, capture_output=True, text=True, **kw)
     sys.stdout.write(p.stdout)
     sys.stdout.write(p.stderr)
+    LAST_STDERR[0] = p.stderr
     return p.returncode
 
 
@@ -134,6 +138,11 @@ def full_disk_on(fs, mib):
                 pre = env(LD_PRELOAD=LIB, USE_MALLOC=1, MEMSPACE_SPILL_DIR=MNT)
                 if fs == "ext4":
                     rc = helper_run([HELPER_SHARED, "full"], env=dict(pre, MEMSPACE_SPILL_THRESHOLD="512K"))
+                    # the refusal is explained once on stderr: the directory and its free space
+                    said = LAST_STDERR[0].count("spill: the disk of " + MNT + " is full")
+                    if rc == 0 and said != 1:
+                        print(f"FAIL: a full spill disk was said {said} times on stderr, once expected")
+                        rc = 1
                 for extra in ([], ["huge"]):
                     rc = rc or helper_run([HELPER_SHARED, "fullholes", filler, *extra],
                                    env=dict(pre, MEMSPACE_SPILL_THRESHOLD="128K"))
