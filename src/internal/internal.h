@@ -184,6 +184,23 @@ static inline void msi_set_flag(bool *flag, bool value) {
   if (*flag != value) *flag = value;
 }
 
+/* ---- fork (src/core/fork.c) ----
+   One pthread_atfork triple, registered once, calls one hook per part in the lock order of fork.c (docs/design.md,
+   "Lock order"): prepare in that order, parent and child in the reverse order. No part calls pthread_atfork.
+   `locking` is false when prepare found one thread (msi_single_threaded): no other thread can hold a lock, so a
+   hook then takes, releases and resets none and writes no page for them; the value prepare saw is passed to
+   parent and child. Work a child needs whatever the thread count (spill's private copies, the maintenance
+   thread's state) runs in any case. */
+typedef enum { MSI_FORK_PREPARE, MSI_FORK_PARENT, MSI_FORK_CHILD } msi_fork_phase_t;
+/* registers the triple (idempotent, lock-free after the first call; safe when pthread_atfork allocates).
+   Called from the library constructor and from each part's first use, before that part's locks are first taken. */
+void msi_fork_register(void);
+/* the parts' hooks, in lock order (outermost first) */
+#define MSI_FORK_PARTS(X) X(proc_space) X(spaces) X(spill) X(heap) X(dma) X(frame) X(pages) X(maint) X(stats)
+#define MSI_FORK_DECLARE(part) void msi_fork_##part(msi_fork_phase_t phase, bool locking);
+MSI_FORK_PARTS(MSI_FORK_DECLARE)
+#undef MSI_FORK_DECLARE
+
 /* ---- library start-up (src/core/init.c) ---- */
 void msi_init(void);          /* idempotent; safe before libc is fully up */
 extern _Atomic int msi_initialized;
