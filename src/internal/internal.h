@@ -175,8 +175,8 @@ extern _Alignas(2048) msi_fork_page_t msi_fork_page;
 /* true when the process surely has one thread (glibc >= 2.32's __libc_single_threaded, which glibc's own fork
    reads to skip malloc's locks); false when unknown. Fork handlers then take no lock: no other thread can hold
    one, and nothing is left to release or reset, so neither parent nor child writes a page for them. The handlers
-   are MSI_COLD: grouped in .text.unlikely, a child takes one instruction fault for them, not one per file. A
-   handler asks in prepare and keeps the answer for parent and child (a child's glibc need not say the same). */
+   are MSI_COLD: grouped in .text.unlikely, a child takes one instruction fault for them, not one per file.
+   fork.c asks in prepare and passes the answer to parent and child (a child's glibc need not say the same). */
 bool msi_single_threaded(void);
 /* *flag = value, written only when it changes: after a fork, the parent's first write to each page takes a fault
    (the page was write-protected for the child), at every fork */
