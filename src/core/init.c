@@ -33,6 +33,7 @@ static void announce(void) {
 
 __attribute__((constructor(101))) static void msi_constructor(void) {
   msi_init();
+  msi_fork_register(); /* fork.c */
   if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
   announce();
 }

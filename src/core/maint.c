@@ -21,20 +21,11 @@ static _Atomic int task_count;
 #define task_lock (msi_fork_page.maint_tasks) /* internal.h: msi_fork_page_t */
 static _Atomic int multi_threaded;
 static _Atomic int state; /* 0 none, 1 starting, 2 running */
-static _Atomic int atfork_done;
 #define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
 static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
-static void child_after_fork(void);
-/* the child handler is installed as soon as a part registers work, so a child forked before the thread ever
-   started also knows it is a forked child (glibc's pthread_atfork keeps its first handlers in static storage) */
-static void atfork_once(void) {
-  if (!atomic_load_explicit(&atfork_done, memory_order_relaxed) && !atomic_exchange(&atfork_done, 1))
-    pthread_atfork(NULL, NULL, child_after_fork);
-}
-
 void msi_maint_register(const msi_maint_task_t *task) {
-  atfork_once();
+  msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
   msi_lock(&task_lock);
   int n = atomic_load(&task_count);
   bool present = false;
@@ -135,12 +126,20 @@ static void *maint_main(void *arg) {
 
 /* writes only what changes (each page written after fork is a copy): the fork page, and this file's state only
    when the thread had started */
-MSI_COLD static void child_after_fork(void) {
-  if (atomic_load(&state)) atomic_store(&state, 0);
-  if (atomic_load(&multi_threaded)) atomic_store(&multi_threaded, 0);
-  if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
-  if (atomic_load(&next_check)) atomic_store(&next_check, 0);
-  msi_lock_reset(&task_lock);
+/* fork.c's hook (part 8 of the lock order: task_lock is a leaf). The child has no maintenance thread: it starts
+   again lazily. In a forked child glibc's __libc_single_threaded keeps the parent's value: `forked` says so. */
+MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
+  if (phase == MSI_FORK_PREPARE) {
+    if (locking) msi_lock(&task_lock);
+  } else if (phase == MSI_FORK_PARENT) {
+    if (locking) msi_unlock(&task_lock);
+  } else {
+    if (atomic_load(&state)) atomic_store(&state, 0);
+    if (atomic_load(&multi_threaded)) atomic_store(&multi_threaded, 0);
+    if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
+    if (atomic_load(&next_check)) atomic_store(&next_check, 0);
+    msi_lock_reset(&task_lock);
+  }
 }
 
 void msi_maint_note_thread(void) {
@@ -171,7 +170,7 @@ void msi_maint_kick(void) {
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) return;
   int expected = 0;
   if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
-  atfork_once();
+  msi_fork_register();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

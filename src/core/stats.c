@@ -26,6 +26,14 @@ void msi_stats_register(const msi_stats_source_t *s) {
   msi_unlock(&source_lock);
 }
 
+/* fork.c's hook (part 9 of the lock order: source_lock is a leaf) */
+MSI_COLD void msi_fork_stats(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return;
+  if (phase == MSI_FORK_PREPARE) msi_lock(&source_lock);
+  else if (phase == MSI_FORK_PARENT) msi_unlock(&source_lock);
+  else msi_lock_reset(&source_lock);
+}
+
 int ms_stats_get(ms_stats_t *stats, size_t size) {
   if (!stats || size < offsetof(ms_stats_t, os_reserved_bytes)) { errno = EINVAL; return EINVAL; }
   ms_stats_t full;

@@ -251,6 +251,28 @@ static void desc_free(struct ms_dma_buffer_s *b) {
   msi_unlock(&desc_lock);
 }
 
+/* fork.c's hook (part 5 of the lock order): dma.c's own order (pin_lock, reg_lock, each registered buffer's lock),
+   then desc_lock; each is held across ms_pages_* (part 7), and no code holding desc_lock takes another of them */
+MSI_COLD void msi_fork_dma(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return;
+  if (phase == MSI_FORK_PREPARE) {
+    msi_lock(&pin_lock);
+    msi_lock(&reg_lock);
+    for (struct ms_dma_buffer_s *b = reg_head; b; b = b->next) msi_lock(&b->lock);
+    msi_lock(&desc_lock);
+  } else if (phase == MSI_FORK_PARENT) {
+    msi_unlock(&desc_lock);
+    for (struct ms_dma_buffer_s *b = reg_head; b; b = b->next) msi_unlock(&b->lock);
+    msi_unlock(&reg_lock);
+    msi_unlock(&pin_lock);
+  } else {
+    msi_lock_reset(&desc_lock);
+    for (struct ms_dma_buffer_s *b = reg_head; b; b = b->next) msi_lock_reset(&b->lock);
+    msi_lock_reset(&reg_lock);
+    msi_lock_reset(&pin_lock);
+  }
+}
+
 /* storage for `cap` segments and offsets; 0 or errno */
 static int store_new(size_t cap, void **store, size_t *size) {
   size_t bytes = cap * (sizeof(ms_dma_segment_t) + sizeof(size_t));

@@ -986,24 +986,6 @@ static msi_heap_t *heap_thread_init(void) {
 /* fork                                                                                                         */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
-MSI_COLD static void fork_prepare(void) {
-  msi_set_flag(&fork_unlocked, msi_single_threaded());
-  if (fork_unlocked) return;
-  msi_lock(&heaps_lock);
-  for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
-  msi_lock(&global_lock);
-  msi_lock(&seg_lock);
-  msi_large_lock_all();
-}
-MSI_COLD static void fork_parent(void) {
-  if (fork_unlocked) return;
-  msi_large_unlock_all(false);
-  msi_unlock(&seg_lock);
-  msi_unlock(&global_lock);
-  for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_unlock(&h->cache_lock);
-  msi_unlock(&heaps_lock);
-}
 /* A child of a multithreaded parent has no maintenance thread: the single-threaded purge's counters, not kept
    while that thread ran, are counted afresh from the spans (a review's child reused 256 MiB of spans its parent had
    cached uncounted, took the counter 256 MiB below zero, and kept what it freed: 260 MiB where a single-threaded
@@ -1018,17 +1000,36 @@ static void span_counts_recount(void) {
   atomic_store_explicit(&st_large_live, 0, memory_order_relaxed);
 }
 
-MSI_COLD static void fork_child(void) {
-  if (fork_unlocked) return; /* the parent had one thread: no lock held, the thread count unchanged */
-  span_counts_recount();
-  msi_large_unlock_all(true);
-  msi_lock_reset(&seg_lock);
-  msi_lock_reset(&global_lock);
-  for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
-  msi_lock_reset(&heaps_lock);
-  msi_lock_reset(&init_lock);
-  uint64_t live = msi_tls_heap != &msi_empty_heap; /* written only when it changes: a write is a page copy */
-  if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
+/* fork.c's hook (part 4 of the lock order): init_lock, the thread heaps' list, each thread cache, the global span
+   cache, segments, then large.c's classes and the direct blocks; released and reset in the reverse order */
+MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return; /* the parent had one thread: no lock held, the thread count unchanged */
+  if (phase == MSI_FORK_PREPARE) {
+    msi_lock(&init_lock);
+    msi_lock(&heaps_lock);
+    for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
+    msi_lock(&global_lock);
+    msi_lock(&seg_lock);
+    msi_large_lock_all();
+  } else if (phase == MSI_FORK_PARENT) {
+    msi_large_unlock_all(false);
+    msi_unlock(&seg_lock);
+    msi_unlock(&global_lock);
+    for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_unlock(&h->cache_lock);
+    msi_unlock(&heaps_lock);
+    msi_unlock(&init_lock);
+  } else {
+    /* init_lock was held: the heap is set up (2) or was never started (0) */
+    if (atomic_load_explicit(&init_state, memory_order_relaxed) == 2 && msi_heap_g.ready) span_counts_recount();
+    msi_large_unlock_all(true);
+    msi_lock_reset(&seg_lock);
+    msi_lock_reset(&global_lock);
+    for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
+    msi_lock_reset(&heaps_lock);
+    msi_lock_reset(&init_lock);
+    uint64_t live = msi_tls_heap != &msi_empty_heap; /* written only when it changes: a write is a page copy */
+    if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
+  }
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -1074,7 +1075,7 @@ void msi_heap_global_init(void) {
   msi_unlock(&init_lock);
   /* these may allocate: the heap works from here on */
   heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  msi_fork_register(); /* fork.c: before a constructor of another library forks */
   msi_maint_register(&purge_task);
   atomic_store(&last_purge_ms, msi_heap_now_ms());
 }

@@ -175,14 +175,31 @@ extern _Alignas(2048) msi_fork_page_t msi_fork_page;
 /* true when the process surely has one thread (glibc >= 2.32's __libc_single_threaded, which glibc's own fork
    reads to skip malloc's locks); false when unknown. Fork handlers then take no lock: no other thread can hold
    one, and nothing is left to release or reset, so neither parent nor child writes a page for them. The handlers
-   are MSI_COLD: grouped in .text.unlikely, a child takes one instruction fault for them, not one per file. A
-   handler asks in prepare and keeps the answer for parent and child (a child's glibc need not say the same). */
+   are MSI_COLD: grouped in .text.unlikely, a child takes one instruction fault for them, not one per file.
+   fork.c asks in prepare and passes the answer to parent and child (a child's glibc need not say the same). */
 bool msi_single_threaded(void);
 /* *flag = value, written only when it changes: after a fork, the parent's first write to each page takes a fault
    (the page was write-protected for the child), at every fork */
 static inline void msi_set_flag(bool *flag, bool value) {
   if (*flag != value) *flag = value;
 }
+
+/* ---- fork (src/core/fork.c) ----
+   One pthread_atfork triple, registered once, calls one hook per part in the lock order of fork.c (docs/design.md,
+   "Lock order"): prepare in that order, parent and child in the reverse order. No part calls pthread_atfork.
+   `locking` is false when prepare found one thread (msi_single_threaded): no other thread can hold a lock, so a
+   hook then takes, releases and resets none and writes no page for them; the value prepare saw is passed to
+   parent and child. Work a child needs whatever the thread count (spill's private copies, the maintenance
+   thread's state) runs in any case. */
+typedef enum { MSI_FORK_PREPARE, MSI_FORK_PARENT, MSI_FORK_CHILD } msi_fork_phase_t;
+/* registers the triple (idempotent, lock-free after the first call; safe when pthread_atfork allocates).
+   Called from the library constructor and from each part's first use, before that part's locks are first taken. */
+void msi_fork_register(void);
+/* the parts' hooks, in lock order (outermost first) */
+#define MSI_FORK_PARTS(X) X(proc_space) X(spaces) X(spill) X(heap) X(dma) X(frame) X(pages) X(maint) X(stats)
+#define MSI_FORK_DECLARE(part) void msi_fork_##part(msi_fork_phase_t phase, bool locking);
+MSI_FORK_PARTS(MSI_FORK_DECLARE)
+#undef MSI_FORK_DECLARE
 
 /* ---- library start-up (src/core/init.c) ---- */
 void msi_init(void);          /* idempotent; safe before libc is fully up */

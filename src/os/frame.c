@@ -58,14 +58,13 @@ static _Atomic uint64_t total_frames, total_flips, total_reclaims, total_reclaim
 #define BUMP(x, v) atomic_fetch_add_explicit(&(x), (uint64_t)(v), RLX)
 
 
-/* fork: the maintenance thread may hold list_lock (during a reclaim); take it around fork so the child's copy
-   is consistent and free */
-static void fork_prepare(void) { msi_lock(&list_lock); }
-static void fork_release(void) { msi_unlock(&list_lock); }
-static void fork_child(void) { msi_lock_reset(&list_lock); }
-static void atfork_once(void) {
-  static _Atomic int done;
-  if (!atomic_exchange(&done, 1)) pthread_atfork(fork_prepare, fork_release, fork_child);
+/* fork.c's hook (part 6 of the lock order): the maintenance thread holds list_lock during a reclaim, across
+   ms_pages_reset; taken around fork so the child's copy is consistent and free */
+MSI_COLD void msi_fork_frame(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return;
+  if (phase == MSI_FORK_PREPARE) msi_lock(&list_lock);
+  else if (phase == MSI_FORK_PARENT) msi_unlock(&list_lock);
+  else msi_lock_reset(&list_lock);
 }
 static const msi_maint_task_t frame_task = {"frame-idle", 100, msi_frame_maint_run};
 
@@ -163,7 +162,7 @@ ms_frame_t *ms_frame_create(const ms_frame_config_t *config) {
   if (f->unit < ms_page_size()) f->unit = ms_page_size();
   f->last_flip_ns = msi_now_ns();
   f->m_since_ns = f->last_flip_ns;
-  atfork_once();
+  msi_fork_register(); /* fork.c */
   msi_lock(&list_lock);
   f->next = list_head;
   if (list_head) list_head->prev = f;

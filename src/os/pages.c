@@ -41,23 +41,12 @@ static range_t *ranges = static_ranges;
 static size_t nranges, cap_ranges = STATIC_RANGES;
 static msi_lock_t range_lock = MSI_LOCK_INIT;
 
-/* fork: another thread may hold range_lock; taken around fork so the child's copy is consistent and free. Registered
-   with the first reservation; a process that has one thread takes no lock and writes nothing (internal.h). */
-static bool fork_unlocked;
-MSI_COLD static void fork_prepare(void) {
-  msi_set_flag(&fork_unlocked, msi_single_threaded());
-  if (!fork_unlocked) msi_lock(&range_lock);
-}
-MSI_COLD static void fork_parent(void) {
-  if (!fork_unlocked) msi_unlock(&range_lock);
-}
-MSI_COLD static void fork_child(void) {
-  if (!fork_unlocked) msi_lock_reset(&range_lock);
-}
-static void atfork_once(void) {
-  static _Atomic int done;
-  if (MSI_UNLIKELY(!atomic_load_explicit(&done, memory_order_relaxed)) && !atomic_exchange(&done, 1))
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+/* fork.c's hook (part 7 of the lock order, taken after every part that calls ms_pages_* under a lock of its own) */
+MSI_COLD void msi_fork_pages(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return;
+  if (phase == MSI_FORK_PREPARE) msi_lock(&range_lock);
+  else if (phase == MSI_FORK_PARENT) msi_unlock(&range_lock);
+  else msi_lock_reset(&range_lock);
 }
 
 /* room for `need` entries; caller holds range_lock; false (errno ENOMEM) when the table cannot grow */
@@ -87,7 +76,7 @@ static size_t ranges_after(uintptr_t a) {
 /* records a fresh mapping; entries it overlaps are stale (the kernel handed these addresses out again) */
 static bool range_add(void *addr, size_t size, size_t page, size_t committed) {
   uintptr_t s = (uintptr_t)addr, e = s + size;
-  atfork_once();
+  msi_fork_register(); /* fork.c */
   msi_lock(&range_lock);
   size_t i = ranges_after(s), j = i;
   while (j < nranges && ranges[j].start < e) j++;

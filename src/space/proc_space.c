@@ -11,7 +11,6 @@
 #include "os.h"
 #include <errno.h>
 #include <sys/resource.h>
-#include <pthread.h>
 #include <string.h>
 
 static ms_space_t *_Atomic proc_space;
@@ -28,21 +27,18 @@ static void clear_environment(void) {
   msi_unsetenv("MEMSPACE_SPACE_INHERIT");
 }
 
-static void fork_prepare(void) {
-  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
-  if (s) msi_space_fork_prepare(s);
-}
-static void fork_parent(void) {
-  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
-  if (s) msi_space_fork_parent(s);
-}
-static void fork_child(void) {
-  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
-  if (s) msi_space_fork_child(s);
+/* fork.c's hook (part 1 of the lock order): proc_lock is held across ms_space_create, which takes the registry's
+   lock (part 2) and the page layer's (part 7). The space's own lock is part 2's (space.c). */
+MSI_COLD void msi_fork_proc_space(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return;
+  if (phase == MSI_FORK_PREPARE) msi_lock(&proc_lock);
+  else if (phase == MSI_FORK_PARENT) msi_unlock(&proc_lock);
+  else msi_lock_reset(&proc_lock);
 }
 
 MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
   msi_init();
+  msi_fork_register(); /* fork.c: before proc_lock is first taken */
   msi_lock(&proc_lock);
   ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
   if (s || atomic_load(&proc_state) == 2) { msi_unlock(&proc_lock); return s; }
@@ -106,8 +102,6 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
   }
   clear_environment();
   msi_unlock(&proc_lock);
-  /* after publishing: registering may allocate, which then finds the space */
-  if (s) pthread_atfork(fork_prepare, fork_parent, fork_child);
   return s;
 }
 

@@ -1225,14 +1225,25 @@ int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
   return 0;
 }
 
-/* fork protection for a thread-safe space (the process space registers these with pthread_atfork): the lock
-   is held across fork so the child never inherits a half-done operation; the child re-creates its mutex (a
-   priority-inheriting mutex records its owner's thread id, which changes in the child) */
+/* fork.c's hook (part 2 of the lock order): the registry's lock, then the lock of every live thread-safe space
+   (the process space among them), so the child never inherits a half-done operation nor a held lock (ms_space_info,
+   check, walk, expand, shrink and destroy take registry_lock). No code holds a space's lock and takes registry_lock
+   or another space's lock; a space's lock is held across ms_pages_* (part 7). The child re-creates each mutex (a
+   priority-inheriting mutex records its owner's thread id, which changes in the child). */
 static void init_lock(ms_space_t *s);
-void msi_space_fork_prepare(ms_space_t *s) { space_lock(s); }
-void msi_space_fork_parent(ms_space_t *s) { space_unlock(s); }
-void msi_space_fork_child(ms_space_t *s) {
-  if (s->lock_on) init_lock(s);
+MSI_COLD void msi_fork_spaces(msi_fork_phase_t phase, bool locking) {
+  if (!locking) return;
+  if (phase == MSI_FORK_PREPARE) {
+    msi_lock(&registry_lock);
+    for (ms_space_t *s = registry; s; s = s->next) space_lock(s);
+  } else if (phase == MSI_FORK_PARENT) {
+    for (ms_space_t *s = registry; s; s = s->next) space_unlock(s);
+    msi_unlock(&registry_lock);
+  } else {
+    for (ms_space_t *s = registry; s; s = s->next)
+      if (s->lock_on) init_lock(s);
+    msi_lock_reset(&registry_lock);
+  }
 }
 
 void msi_space_range(const ms_space_t *s, uintptr_t *lo, size_t *span) {

@@ -13,10 +13,6 @@ size_t msi_space_reserve_size(size_t initial, size_t expand);
    and the cgroup's memory limit (read once per process, without allocating); else ENOMEM and `why` names the
    limit ("more than the machine's N bytes of RAM + swap"). */
 int msi_space_backing(size_t bytes, bool locked, char *why, size_t cap);
-/* pthread_atfork handlers for one thread-safe space: hold its lock across fork, re-create it in the child. */
-void msi_space_fork_prepare(ms_space_t *space);
-void msi_space_fork_parent(ms_space_t *space);
-void msi_space_fork_child(ms_space_t *space);
 /* The process space (proc_space.c), or NULL when there is none (yet). */
 ms_space_t *msi_proc_space_get(void);
 #endif

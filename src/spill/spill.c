@@ -292,10 +292,11 @@ static bool choose_dir(void) {
 }
 
 /* ---- fork ----
-   The handlers are registered once, before spill's lock is first taken (atfork_once: from the constructor and
-   from initialisation), so a fork never copies that lock held: prepare takes it (waiting for an initialisation
-   or allocation in another thread to finish), parent releases it, child re-creates it. The scratch locks of
-   the statistics (vec_lock, buf_lock: never waited for while holding another) are re-created in the child. */
+   fork.c's hook (part 3 of the lock order: under sp_lock spill takes no other part's lock). fork.c registers its
+   handlers before spill's lock is first taken (msi_fork_register: from the constructor and from initialisation),
+   so a fork never copies that lock held: prepare takes it (waiting for an initialisation or allocation in another
+   thread to finish), parent releases it, child re-creates it. The scratch locks of the statistics (vec_lock,
+   buf_lock: never waited for while holding another) are re-created in the child. */
 static msi_lock_t vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
 static msi_lock_t buf_lock = MSI_LOCK_INIT; /* sample's read buffer */
 /* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
@@ -314,13 +315,11 @@ static bool any_shared(void) { /* a region the child must make private */
 static void fork_sync_clear(void) {
   if (fork_sync[0] != -1 || fork_sync[1] != -1) fork_sync[0] = fork_sync[1] = -1;
 }
-static bool fork_unlocked; /* this fork's prepare found one thread and took no lock (written before the fork) */
-MSI_COLD static void fork_prepare(void) {
-  msi_set_flag(&fork_unlocked, msi_single_threaded());
-  if (!fork_unlocked) msi_lock(&sp_lock);
+MSI_COLD static void fork_prepare(bool locking) {
+  if (locking) msi_lock(&sp_lock);
   if (!any_shared() || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
 }
-MSI_COLD static void fork_parent(void) {
+MSI_COLD static void fork_parent(bool locking) {
   if (fork_sync[1] >= 0) {
     msi_os_close(fork_sync[1]);
     char b;
@@ -328,7 +327,7 @@ MSI_COLD static void fork_parent(void) {
     msi_os_close(fork_sync[0]);
     fork_sync[0] = fork_sync[1] = -1;
   }
-  if (!fork_unlocked) msi_unlock(&sp_lock);
+  if (locking) msi_unlock(&sp_lock);
 }
 static void fork_sync_done(void) {
   if (fork_sync[1] >= 0) msi_os_close(fork_sync[1]);
@@ -431,21 +430,10 @@ MSI_COLD static void fork_child(void) {
   msi_lock_reset(&sp_lock);
 }
 
-static _Atomic int atfork_state;     /* 0 not registered, 1 being registered, 2 registered */
-static _Atomic uintptr_t atfork_thread; /* the thread registering (pthread_atfork may allocate: no self-wait) */
-static void atfork_once(void) {
-  if (atomic_load_explicit(&atfork_state, memory_order_acquire) == 2) return;
-  int expect = 0;
-  if (atomic_compare_exchange_strong(&atfork_state, &expect, 1)) {
-    atomic_store(&atfork_thread, (uintptr_t)pthread_self());
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    atomic_store_explicit(&atfork_state, 2, memory_order_release);
-    return;
-  }
-  /* another thread is registering: wait, unless it is this thread (an allocation inside pthread_atfork) */
-  while (atomic_load_explicit(&atfork_state, memory_order_acquire) != 2 &&
-         atomic_load(&atfork_thread) != (uintptr_t)pthread_self())
-    msi_cpu_relax();
+MSI_COLD void msi_fork_spill(msi_fork_phase_t phase, bool locking) {
+  if (phase == MSI_FORK_PREPARE) fork_prepare(locking);
+  else if (phase == MSI_FORK_PARENT) fork_parent(locking);
+  else fork_child(); /* whatever the thread count: the child's spilled memory becomes private */
 }
 
 static void writeback_all(void);
@@ -472,7 +460,7 @@ static int start_dir_verdict = -1;
 
 __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
-  atfork_once();
+  msi_fork_register();
   fd_table_grow(false);
   /* a spill directory that cannot be used is reported as the program starts, not at its first large block */
   if (msi_spill_threshold()) start_dir_verdict = choose_dir();
@@ -505,7 +493,7 @@ static size_t class_slots(unsigned c) {
 /* once per process: true when spill is usable. Reports the reason once otherwise. */
 static MSI_NOINLINE bool sp_init_slow(void) {
   msi_init();
-  atfork_once(); /* before the lock is first taken: a fork never copies it held */
+  msi_fork_register(); /* before the lock is first taken: a fork never copies it held */
   msi_lock(&sp_lock);
   int st = atomic_load(&sp.state);
   if (st != 0) {

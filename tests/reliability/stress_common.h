@@ -24,16 +24,19 @@ static inline size_t rnd_size(uint64_t *s) {
   default: return (size_t)(r >> 8) % 256 + 1;
   }
 }
-/* a block: [size][seed] header words, then the pattern */
-static inline void *blk_new(uint64_t *s) {
-  size_t n = rnd_size(s) + 16;
-  unsigned char *p = malloc(n);
-  if (!p) DIE("malloc(%zu) failed", n);
+/* a block: [size][seed] header words, then the pattern; blk_fill writes them into n >= 16 bytes at p */
+static inline void *blk_fill(unsigned char *p, size_t n, uint64_t *s) {
   uint64_t seed = rnd_next(s);
   memcpy(p, &n, 8);
   memcpy(p + 8, &seed, 8);
   for (size_t i = 16; i < n; i++) p[i] = (unsigned char)(seed + i);
   return p;
+}
+static inline void *blk_new(uint64_t *s) {
+  size_t n = rnd_size(s) + 16;
+  unsigned char *p = malloc(n);
+  if (!p) DIE("malloc(%zu) failed", n);
+  return blk_fill(p, n, s);
 }
 static inline void blk_check(const void *b) {
   const unsigned char *p = b;
