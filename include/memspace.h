@@ -506,7 +506,7 @@ MS_API int ms_spill_is(const void *ptr);
 ///   valid for the buffer's life. It is NOT stable against memory offlining (hot-unplug) or an explicit migration
 ///   (move_pages, migrate_pages, cpuset or NUMA-balancing changes on hugetlb where the kernel supports it).
 /// - Buffers on 4 KiB pages, and registered memory that is not entirely hugetlb, are *movable*: mlock keeps them
-///   in RAM but compaction may still move them (measured: one compaction moved 63% of an mlocked GiB).
+///   in RAM but compaction may still move them (a compaction can move most of an mlocked range).
 ///   ms_dma_movable() says so; ms_dma_verify() re-translates and compares. Do not give their addresses to a
 ///   device that writes while the kernel might compact, unless a kernel driver pins them for you.
 /// - Every buffer is marked MADV_DONTFORK: a forked child does not inherit it, so a fork never makes the

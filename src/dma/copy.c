@@ -4,11 +4,10 @@
    the CPU and the kernel support it, asked with cpuid/xgetbv at the first copy, else SSE2 which every x86-64
    has) for whole
    lines, regular stores for the tail. ms_dma_write ends with sfence so its data is globally visible when it
-   returns; ms_dma_stream and ms_dma_copy leave the fence to ms_dma_fence, once per batch: on this project's
-   2-vCPU KVM guest one sfence after a 1 KiB copy cost about 250 ns, 4x the copy itself.
+   returns; ms_dma_stream and ms_dma_copy leave the fence to ms_dma_fence, once per batch: an sfence after each
+   short copy costs more than the copy itself.
    Short copies use memcpy (regular stores are ordered, no fence needed): below 256 bytes for the unfenced
-   copies, below 2 KiB for the fenced one, where measured the fence cost more than the cache it saves (1 KiB
-   events: 3 GB/s with NT stores and a fence each, 5-6 GB/s with memcpy; 4 KiB: 8 against 6).
+   copies, below 2 KiB for the fenced one, where the fence costs more than the cache it saves.
    Other architectures: memcpy and a release fence. */
 #include "internal.h"
 #include <string.h>

@@ -56,7 +56,7 @@ static bool strict_overcommit(void);
    that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
    mode is read at start-up all the same: read at the first dense block it killed a program that had installed a
    seccomp filter against open() by then (a sandbox), and two threads whose reads disagreed (one refused, EMFILE)
-   placed blocks under both answers (a review's reproducers). */
+   would place blocks under both answers. */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 
@@ -164,8 +164,8 @@ static bool split_full(void) {
 }
 /* a block mapped on its own after the kernel refused its slot's pages: when that works, the refusal was the
    mapping limit, not memory (the program's other mappings count too, and freed direct blocks split merged
-   ones), so from then on every new block of a split slot size is mapped on its own (a review's pattern: 100,000
-   blocks of 1.5 MB, every other one freed, 50,000 allocated again: 46,347 failed while freed slots took them) */
+   ones), so from then on every new block of a split slot size is mapped on its own (otherwise a program that frees
+   every other block and allocates again keeps failing while the freed slots take the new blocks) */
 static void *direct_after_refusal(size_t size, size_t alignment) {
   void *p = msi_direct_alloc(size, alignment);
   if (!p && msi_large_purge(0, 0, true)) /* refused too: the cached slots' mappings and commit charge go back */
@@ -373,11 +373,10 @@ static bool two_mappings(uintptr_t addr, size_t len) {
    ones; only while its first `have` pages are two mappings at most, see grow_pages), moved there with
    mremap: no page fault and no zeroing for them (a fresh 16 MiB block faults 4,096 pages). Caches are per slot
    size, so frees of one size and allocations of another committed afresh while the cache held pages
-   (mimalloc-bench's malloc-large, 5-25 MiB in slots of 8, 16 and 32 MiB: 229,600 page faults, tcmalloc
-   115,000; numpy temporaries of 1-40 MB: 3x glibc's faults). The donor is a cached slot of the nearest size
+   (blocks of 5-25 MiB fall in slots of 8, 16 and 32 MiB; numpy's temporaries of 1-40 MB in six sizes). The donor is a cached slot of the nearest size
    (larger first) whose pages were not dropped: the tail of its pages moves, up to npages, if it is one kernel
-   mapping, and the donor stays cached with the rest. (Moving from a 2 MiB boundary, to keep transparent huge
-   pages whole, took 7% more page faults for numpy's temporaries and no less time.) Returns the pages moved (0:
+   mapping, and the donor stays cached with the rest (from any page, not a 2 MiB boundary: keeping transparent
+   huge pages whole this way costs more page faults than it saves). Returns the pages moved (0:
    no donor, or the kernel refused the move: the donor's pages are returned then, the target stays reserved);
    they hold the donor's old contents. */
 static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_t npages) {
@@ -497,7 +496,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   if (!dense(k) && split_full()) {
     /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
-       meanwhile split the kernel's merged mappings (the review's pattern failed 46,347 of 50,000 so); a block
+       meanwhile split the kernel's merged mappings again; a block
        mapped on its own fills such a hole and merges again, as with glibc */
     atomic_store_explicit(&split_max, 0, memory_order_relaxed);
     msi_unlock(lock_of(c));
@@ -615,7 +614,7 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
 /* after move_pages moved the first `moved` bytes of the block [p, p + old) to [d, d + moved) and the kernel refused
    the rest (near vm.max_map_count it refuses every move): the rest is copied, as glibc does, into [d + moved,
    d + len) made writable again first (move_pages reserved the refused piece; whole mappings to the end: no split,
-   no new mapping). Moving the moved pieces back could be refused as well (msi_fatal in a review's reproducer).
+   no new mapping). Moving the moved pieces back could be refused as well, so they stay where they went.
    false: nothing had moved and d could not be made writable again (the block unchanged) */
 static bool copy_rest(void *d, void *p, size_t moved, size_t old, size_t len) {
   if (msi_os_mprotect((char *)d + moved, len - moved, PROT_READ | PROT_WRITE) != 0) {
@@ -656,8 +655,8 @@ bool msi_large_move_into(void *d, void *p, size_t old, size_t len) {
 
 /* A block that leaves its slot when the slots are out (every slot of the size taken, direct blocks only from now
    on, or the mapping limit) moves into a mapping of its own where the kernel chooses (direct.c), as glibc's
-   mremap does: a copy commits every page of a block that may be sparse (a review's 16,000 blocks grown to
-   9.5 MB, more than the 8,192 slots of 16 MiB, were OOM-killed at 17 GB so; glibc: 0.3 GB). NULL + ENOMEM (the
+   mremap does: a copy would commit every page of a block that may be sparse (sparse blocks grown past the slots
+   of their size would each take their whole size in RAM; glibc's move keeps them sparse). NULL + ENOMEM (the
    block where it was) when no mapping can be made. */
 static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
   void *d = msi_direct_alloc(size, 0);

@@ -852,9 +852,8 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     size_t cap = as_cap();
     if (reserved > cap) reserved = msi_round_up(cap > initial ? cap : initial, ps);
     /* transparent huge pages where the space is big enough: every committed byte is pre-faulted anyway, so THP
-       costs no memory, and a fork copies one entry per 2 MiB instead of 512 (a process with a 2 GiB space: fork
-       3 ms instead of 90 ms; bash and Python's subprocess fork a lot); pre-faulting is 2-4 times faster and big
-       blocks take fewer TLB misses. Falls back to 4 KiB pages silently (THP disabled, no free huge page). */
+       costs no memory, and a fork copies one entry per 2 MiB instead of 512 (bash and Python's subprocess fork a
+       lot); pre-faulting is faster and big blocks take fewer TLB misses. Falls back to 4 KiB pages silently (THP disabled, no free huge page). */
     unsigned thp = msi_os_huge_size(MS_PAGE_THP) && initial >= msi_os_huge_size(MS_PAGE_THP) ? MS_PAGES_THP : 0;
     /* the data range is aligned to its largest block (at most 1 GiB; it costs address space only), so a block's
        alignment relative to the range is its address's alignment: aligned_alloc up to that never fails for it */
