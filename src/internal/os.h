@@ -21,6 +21,10 @@ int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
 long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
 /* 0 when [addr, addr+size) is entirely mapped (any protection), else -1 + ENOMEM. No fault injection. */
 int msi_os_mapped(void *addr, size_t size);
+/* the lock's futex (process-private): wait while *addr == val; wake up to n waiters. Counted as calls; EAGAIN and
+   EINTR from a wait are its normal answers, not failures. No fault injection. */
+void msi_os_futex_wait(_Atomic int *addr, int val);
+void msi_os_futex_wake(_Atomic int *addr, int n);
 /* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
    use); -1 when the kernel has none: callers then wait a little instead */
 int msi_os_membarrier(void);
@@ -34,6 +38,8 @@ int msi_os_dup_high(int fd, int min_fd);
 int msi_os_pipe(int fds[2]);                           /* pipe2(O_CLOEXEC); -1 + errno */
 ssize_t msi_os_read(int fd, void *buf, size_t len);
 ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset);
+/* write(2) once, retried on EINTR (messages: callers loop over short writes); no fault injection */
+ssize_t msi_os_write(int fd, const void *buf, size_t len);
 bool msi_os_read_ull(const char *path, unsigned long long *v); /* the decimal number a small file starts with (sysfs, procfs) */
 int msi_os_unlink(const char *path);
 int msi_os_ftruncate(int fd, off_t size);

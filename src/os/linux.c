@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/futex.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -123,6 +124,13 @@ ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset) {
   COUNT_CALL();
   ssize_t r;
   do r = pread(fd, buf, len, offset); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r;
+}
+ssize_t msi_os_write(int fd, const void *buf, size_t len) {
+  COUNT_CALL();
+  ssize_t r;
+  do r = write(fd, buf, len); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r;
 }
@@ -454,6 +462,15 @@ int msi_os_mapped(void *addr, size_t size) {
   int r = madvise(addr, size, MADV_NORMAL);
   if (r) COUNT_FAIL();
   return r;
+}
+
+void msi_os_futex_wait(_Atomic int *addr, int val) {
+  COUNT_CALL();
+  syscall(SYS_futex, (int *)addr, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+void msi_os_futex_wake(_Atomic int *addr, int n) {
+  COUNT_CALL();
+  syscall(SYS_futex, (int *)addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 }
 
 #ifndef MEMBARRIER_CMD_PRIVATE_EXPEDITED
