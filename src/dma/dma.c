@@ -437,11 +437,10 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
     for (; k < 3; k++) list[n++] = all[k];
     if (nofb) n = 1;
   } else {
-    const char *env = msi_getenv("MEMSPACE_HUGE_PAGES");
     long long cap = msi_opt(MS_OPTION_HUGE_PAGES);
-    size_t env_v;
-    /* an explicit, valid 0 means base pages only; unset or invalid (reported, default kept) means best available */
-    bool base_only = env && cap == 0 && ms_parse_size(env, &env_v) == 0 && env_v == 0;
+    /* an explicit, valid 0 (MEMSPACE_HUGE_PAGES=0 or ms_option_set) means base pages only; unset or invalid
+       (reported, default kept) means best available */
+    bool base_only = cap == 0 && msi_option_given(MS_OPTION_HUGE_PAGES);
     if (!base_only && (cap == 0 || cap >= (long long)MSI_GiB) && (size > 512 * MSI_MiB || (contig && size > h2)))
       list[n++] = MSI_GiB;
     if (!base_only) list[n++] = 2 * MSI_MiB;
