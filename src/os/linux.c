@@ -391,6 +391,11 @@ size_t msi_os_as_limit(void) {
   return (size_t)rl.rlim_cur;
 }
 
+size_t msi_os_as_share(unsigned share) {
+  size_t limit = msi_os_as_limit();
+  return limit == SIZE_MAX || share == 0 ? limit : limit / share;
+}
+
 /* true when /sys/kernel/mm/transparent_hugepage/enabled selects [never] */
 static bool thp_never(void) {
   char buf[128];

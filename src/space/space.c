@@ -680,13 +680,6 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
 /* ------------------------------------------------------------------------------------------------ */
 /* creation                                                                                           */
 /* ------------------------------------------------------------------------------------------------ */
-/* the most address space a space reserves: a quarter of RLIMIT_AS, or no limit */
-static size_t as_cap(void) {
-  struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return (size_t)rl.rlim_cur / 4;
-  return SIZE_MAX;
-}
-
 size_t msi_space_reserve_size(size_t initial, size_t expand) {
   /* automatic expansion: room for 63 steps (at most 64 GiB); a fixed space: room to grow to 4x explicitly */
   size_t room = !expand ? (initial > SIZE_MAX / 4 ? initial : initial * 3)
@@ -818,7 +811,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     /* under RLIMIT_AS (ulimit -v: sandboxes, batch systems) the reserve for later expansions must not take the
        program's address space: at most a quarter of the limit (the heap takes at most half), never less than
        the initial size; a refused reservation is retried with half the expansion room down to the initial size */
-    size_t cap = as_cap();
+    size_t cap = msi_os_as_share(4);
     if (reserved > cap) reserved = msi_round_up(cap > initial ? cap : initial, ps);
     /* transparent huge pages where the space is big enough: every committed byte is pre-faulted anyway, so THP
        costs no memory, and a fork copies one entry per 2 MiB instead of 512 (a process with a 2 GiB space: fork

@@ -482,14 +482,6 @@ static size_t pmd_size(void) {
   return (size_t)2 << 20;
 }
 
-/* Under RLIMIT_AS (ulimit -v, as batch systems set it) the reservation counts against the limit: it takes at most
-   a quarter of it (regions of 2^24 bytes at least: then blocks above 8 MiB stay in RAM). With 512 GiB regions
-   down to 1 GiB only, spill was off under any limit below 19 GiB. */
-static size_t as_cap(void) {
-  struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
-  return (size_t)rl.rlim_cur / 4;
-}
 
 /* slots of class c: its region's, at most SP_MAX_SLOTS (the metadata arrays' size) */
 static size_t class_slots(unsigned c) {
@@ -513,7 +505,9 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     sp.granule = pmd_size();
     sp.min_shift = ceil_log2(ps);
     void *r = MAP_FAILED;
-    size_t total = 0, cap = as_cap();
+    /* Under RLIMIT_AS (ulimit -v, as batch systems set it) the reservation counts against the limit: it takes at
+       most a quarter of it (regions of 2^24 bytes at least: then blocks above 8 MiB stay in RAM). */
+    size_t total = 0, cap = msi_os_as_share(4);
     for (unsigned rs = 39; rs >= 24 && r == MAP_FAILED; rs--) {
       sp.rs_shift = rs;
       sp.max_shift = rs - 1;
