@@ -618,7 +618,6 @@ typedef struct {
 static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
   msi_os_lines_t r;
   if (!msi_os_lines_open(&r, "/proc/self/smaps")) return errno ? errno : EIO;
-  r.len = r.pos = 0, r.eof = false;
   memset(f, 0, sizeof *f);
   f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
   f->min_page = SIZE_MAX;

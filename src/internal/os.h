@@ -21,8 +21,9 @@ int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
 long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
 /* 0 when [addr, addr+size) is entirely mapped (any protection), else -1 + ENOMEM. No fault injection. */
 int msi_os_mapped(void *addr, size_t size);
-/* the lock's futex (process-private): wait while *addr == val; wake up to n waiters. Counted as calls; EAGAIN and
-   EINTR from a wait are its normal answers, not failures. No fault injection. */
+/* the lock's futex (process-private): wait while *addr == val; wake up to n waiters. Not counted (a contended
+   lock's slow path stays as short as the bare system call; os_calls counts memory and file calls) and no fault
+   injection. */
 void msi_os_futex_wait(_Atomic int *addr, int val);
 void msi_os_futex_wake(_Atomic int *addr, int n);
 /* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
