@@ -449,16 +449,21 @@ int msi_os_numa_nodes(void) {
   return n;
 }
 
-bool msi_os_has_madv_free(void) {
-  static _Atomic int state; /* 0 unknown, 1 yes, 2 no */
-  int s = atomic_load(&state);
+/* whether the kernel takes madvise `advice` on a fresh page, asked once; *state: 0 unknown, 1 yes, 2 no */
+static bool madvise_known(_Atomic int *state, int advice) {
+  int s = atomic_load(state);
   if (s) return s == 1;
   size_t ps = msi_os_page_size();
   void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_FREE) == 0;
+  bool ok = p != MAP_FAILED && madvise(p, ps, advice) == 0;
   if (p != MAP_FAILED) munmap(p, ps);
-  atomic_store(&state, ok ? 1 : 2);
+  atomic_store(state, ok ? 1 : 2);
   return ok;
+}
+
+bool msi_os_has_madv_free(void) {
+  static _Atomic int state;
+  return madvise_known(&state, MADV_FREE);
 }
 
 int msi_os_mapped(void *addr, size_t size) {
@@ -508,15 +513,8 @@ int msi_os_membarrier(void) {
 #define MADV_POPULATE_WRITE 23
 #endif
 bool msi_os_has_populate_write(void) {
-  static _Atomic int state; /* 0 unknown, 1 yes, 2 no (kernel before 5.14) */
-  int s = atomic_load(&state);
-  if (s) return s == 1;
-  size_t ps = msi_os_page_size();
-  void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_POPULATE_WRITE) == 0;
-  if (p != MAP_FAILED) munmap(p, ps);
-  atomic_store(&state, ok ? 1 : 2);
-  return ok;
+  static _Atomic int state; /* no: a kernel before 5.14 */
+  return madvise_known(&state, MADV_POPULATE_WRITE);
 }
 
 /* ---- statistics: registered here, beside the counters, so that every link making a system call has them ---- */
