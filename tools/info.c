@@ -4,6 +4,7 @@
 #include "bench.h"
 #include "internal.h"
 #include "memspace.h"
+#include "os.h"
 #include "tool.h"
 #include <dirent.h>
 #include <errno.h>
@@ -17,14 +18,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* first line of a file without its newline; false when unreadable */
+/* first line of a file without its newline; false when unreadable (the library's reader: os.h) */
 static bool read_line(const char *path, char *buf, size_t cap) {
-  FILE *f = fopen(path, "r");
-  if (!f) return false;
-  bool ok = fgets(buf, (int)cap, f) != NULL;
-  fclose(f);
-  if (ok) buf[strcspn(buf, "\n")] = 0;
-  return ok;
+  if (msi_os_read_file(path, buf, cap) < 0) return false;
+  buf[strcspn(buf, "\n")] = 0;
+  return true;
 }
 
 static long long read_ll(const char *path, long long def) {
@@ -35,15 +33,8 @@ static long long read_ll(const char *path, long long def) {
 
 /* "kB" value of a /proc/meminfo field, -1 when absent */
 static long long meminfo_kb(const char *field) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return -1;
-  char line[256];
-  long long v = -1;
-  size_t n = strlen(field);
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, field, n) == 0 && line[n] == ':') { v = strtoll(line + n + 1, NULL, 10); break; }
-  fclose(f);
-  return v;
+  uint64_t bytes;
+  return msi_os_meminfo(field, &bytes) ? (long long)(bytes / 1024) : -1;
 }
 
 static void human(char *buf, size_t cap, unsigned long long bytes) {
@@ -176,47 +167,22 @@ static void memory(void) {
           "ones); larger blocks are mapped one by one", h, h2);
     }
   }
-  /* cgroup: v2 "0::/path" -> /sys/fs/cgroup/path/memory.max; v1 memory controller line */
-  FILE *f = fopen("/proc/self/cgroup", "r");
-  char line[512], v2[512] = "", v1[512] = "";
-  while (f && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (strncmp(line, "0::", 3) == 0) snprintf(v2, sizeof v2, "%s", line + 3);
-    char *c = strstr(line, ":memory:");
-    if (c) snprintf(v1, sizeof v1, "%s", c + 8);
+  /* the cgroup memory limit spill and spaces work within (os.h: v1 memory.limit_in_bytes, else v2 memory.max and
+     memory.high, up the hierarchy, with v2 at the root or under unified/) */
+  static msi_os_cgroup_t cg;
+  msi_os_cgroup_budget(UINT64_MAX, &cg);
+  if (cg.version == 0) {
+    row("cgroup memory limit", "unknown (no memory controller visible)");
+  } else if (cg.limit != UINT64_MAX) {
+    char at[sizeof cg.stat_path];
+    snprintf(at, sizeof at, "%s", cg.stat_path);
+    char *slash = strrchr(at, '/');
+    if (slash) *slash = 0;
+    human(h, sizeof h, cg.limit);
+    row("cgroup memory limit", "%s (v%d, set at %s; own cgroup %s)", h, cg.version, at, cg.cgroup);
+  } else {
+    row("cgroup memory limit", "none (v%d, own cgroup %s)", cg.version, cg.cgroup);
   }
-  if (f) fclose(f);
-  /* the own cgroup and its parents: the smallest limit applies (a container's limit often sits above us) */
-  bool v1mode = v1[0] != 0;
-  const char *own = v1mode ? v1 : v2;
-  bool shown = false;
-  if (own[0]) {
-    char cg[512], path[1100], buf[128], where[512] = "";
-    unsigned long long best = ~0ull;
-    bool any = false;
-    snprintf(cg, sizeof cg, "%s", own);
-    for (;;) {
-      if (v1mode) snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", strcmp(cg, "/") ? cg : "");
-      else snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(cg, "/") ? cg : "");
-      if (read_line(path, buf, sizeof buf)) {
-        any = true;
-        unsigned long long v = strcmp(buf, "max") == 0 ? ~0ull : strtoull(buf, NULL, 10);
-        if (v < best && v < (1ull << 62)) best = v, snprintf(where, sizeof where, "%s", cg);
-      }
-      char *slash = strrchr(cg, '/');
-      if (!slash || strcmp(cg, "/") == 0) break;
-      if (slash == cg) slash[1] = 0; else *slash = 0;
-    }
-    if (best != ~0ull) {
-      human(h, sizeof h, best);
-      row("cgroup memory limit", "%s (%s, set at %s; own cgroup %s)", h, v1mode ? "v1" : "v2", where, own);
-      shown = true;
-    } else if (any || strcmp(own, "/") == 0) {
-      row("cgroup memory limit", "none (%s, own cgroup %s)", v1mode ? "v1" : "v2", own);
-      shown = true;
-    }
-  }
-  if (!shown) row("cgroup memory limit", "unknown (no memory controller visible)");
 }
 
 static void numa(void) {

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* lock.c: the slow paths of msi_lock (a three-state futex lock: 0 free, 1 held, 2 held with waiters). */
 #include "internal.h"
-#include <linux/futex.h>
-#include <sys/syscall.h>
+#include "os.h"
 #include <time.h>
 #include <unistd.h>
 #if defined(__has_include)
@@ -12,8 +11,6 @@
 #endif
 #endif
 
-static void futex(_Atomic int *addr, int op, int val) { syscall(SYS_futex, (int *)addr, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0); }
-
 void msi_lock_slow(msi_lock_t *l) {
   for (int spin = 0; spin < 100; spin++) {
     int expected = 0;
@@ -22,10 +19,10 @@ void msi_lock_slow(msi_lock_t *l) {
       return;
     msi_cpu_relax();
   }
-  while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0) futex(&l->state, FUTEX_WAIT, 2);
+  while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0) msi_os_futex_wait(&l->state, 2);
 }
 
-void msi_unlock_slow(msi_lock_t *l) { futex(&l->state, FUTEX_WAKE, 1); }
+void msi_unlock_slow(msi_lock_t *l) { msi_os_futex_wake(&l->state, 1); }
 
 _Alignas(2048) msi_fork_page_t msi_fork_page; /* zero: every lock free (MSI_LOCK_INIT) */
 

@@ -49,13 +49,8 @@ static unsigned min_period(void) {
    *leader_zombie tells whether the main thread has ended (pthread_exit): it then still counts as a thread. */
 static long proc_threads_state(bool *leader_zombie) {
   *leader_zombie = false;
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char buf[1024];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  if (msi_os_read_file("/proc/self/stat", buf, sizeof buf) <= 0) return 0;
   const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
   if (!p || !p[1] || !p[2]) return 0;
   *leader_zombie = p[2] == 'Z';

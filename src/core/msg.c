@@ -2,6 +2,7 @@
 /* msg.c: messages without malloc. A tiny printf (the subset listed in internal.h) into a stack buffer,
    written to stderr with write(2). */
 #include "internal.h"
+#include "os.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +82,7 @@ size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
 void msi_write_fd(int fd, const char *text, size_t len) {
   int saved = errno;
   while (len) {
-    ssize_t w = write(fd, text, len);
-    if (w < 0 && errno == EINTR) continue;
+    ssize_t w = msi_os_write(fd, text, len);
     if (w <= 0) break;
     text += w;
     len -= (size_t)w;

@@ -29,6 +29,7 @@ _Atomic long long msi_option_values[MS_OPTION_COUNT] = {
 };
 static const char *opt_strings[MS_OPTION_COUNT];
 static _Atomic unsigned opt_invalid; /* bit per option set to an invalid value */
+static _Atomic unsigned opt_given;   /* bit per option given a valid value (environment or ms_option_set) */
 _Static_assert(MS_OPTION_COUNT <= 32, "opt_invalid has one bit per option");
 static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
 
@@ -260,6 +261,7 @@ void msi_options_init(void) {
                  i == MS_OPTION_SPACE_INHERIT || i == MS_OPTION_SPILL_THRESHOLD || i == MS_OPTION_SHOW_STATS))
       continue; /* meant for the program the tool runs, not for the tool (internal.h) */
     atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);
+    atomic_fetch_or_explicit(&opt_given, 1u << i, memory_order_relaxed);
   }
   if (!MSI_TOOL_PROCESS) report_unknown();
   atomic_store_explicit(&opt_state, 2, memory_order_release);
@@ -284,6 +286,7 @@ int ms_option_set(ms_option_t o, long long value) {
   if (d->kind == KIND_SIZE && !size_allowed(d, (unsigned long long)value)) return errno = EINVAL;
   msi_options_init();
   atomic_store_explicit(&msi_option_values[o], value, memory_order_relaxed);
+  atomic_fetch_or_explicit(&opt_given, 1u << o, memory_order_relaxed);
   msi_option_changed(o);
   return 0;
 }
@@ -292,6 +295,11 @@ const char *ms_option_name(ms_option_t o) {
   if ((unsigned)o < MS_OPTION_COUNT) return opt_table[o].env;
   errno = EINVAL;
   return NULL;
+}
+
+bool msi_option_given(ms_option_t o) {
+  msi_options_init();
+  return (unsigned)o < MS_OPTION_COUNT && (atomic_load_explicit(&opt_given, memory_order_relaxed) >> o & 1u);
 }
 
 bool msi_option_invalid(ms_option_t o) {

@@ -110,49 +110,15 @@ static const char *page_name(size_t page) {
   return "base";
 }
 
-/* ---- small readers for /proc and /sys (no stdio, no allocation) ---- */
-static int open_ro(const char *path) {
-  int fd;
-  do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  return fd;
-}
-
+/* ---- /proc/self/pagemap: bulk reads at an offset ---- */
 static ssize_t pread_full(int fd, void *buf, size_t n, off_t off) {
   size_t done = 0;
   while (done < n) {
-    ssize_t r = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
-    if (r < 0 && errno == EINTR) continue;
+    ssize_t r = msi_os_pread(fd, (char *)buf + done, n - done, off + (off_t)done);
     if (r <= 0) return r < 0 ? -1 : (ssize_t)done;
     done += (size_t)r;
   }
   return (ssize_t)done;
-}
-
-typedef struct {
-  int fd;
-  size_t len, pos;
-  bool eof;
-  char buf[4096];
-  char line[512];
-} line_reader_t;
-
-/* next line (truncated to fit) into r->line; false at end */
-static bool next_line(line_reader_t *r) {
-  size_t n = 0;
-  for (;;) {
-    if (r->pos == r->len) {
-      if (r->eof) break;
-      ssize_t got;
-      do got = read(r->fd, r->buf, sizeof r->buf); while (got < 0 && errno == EINTR);
-      if (got <= 0) { r->eof = true; break; }
-      r->len = (size_t)got, r->pos = 0;
-    }
-    char c = r->buf[r->pos++];
-    if (c == '\n') { r->line[n] = 0; return true; }
-    if (n + 1 < sizeof r->line) r->line[n++] = c;
-  }
-  r->line[n] = 0;
-  return n > 0;
 }
 
 static const char *parse_u64(const char *s, uint64_t *v, int base) {
@@ -171,19 +137,9 @@ static const char *parse_u64(const char *s, uint64_t *v, int base) {
 /* free pages in the hugetlb pool of this size (for messages); -1 when unknown */
 static long long huge_free(size_t page) {
   char path[96];
+  unsigned long long v;
   msi_snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/free_hugepages", page >> 10);
-  line_reader_t r;
-  r.fd = open_ro(path);
-  if (r.fd < 0) return -1;
-  r.len = r.pos = 0, r.eof = false;
-  long long v = -1;
-  if (next_line(&r) && r.line[0] >= '0' && r.line[0] <= '9') {
-    uint64_t x;
-    parse_u64(r.line, &x, 10);
-    v = (long long)x;
-  }
-  close(r.fd);
-  return v;
+  return msi_os_read_ull(path, &v) ? (long long)v : -1;
 }
 
 static unsigned long long memlock_limit(void) {
@@ -329,7 +285,7 @@ static int entry_phys(uint64_t e, const struct ms_dma_buffer_s *b, size_t off, u
 
 /* translates [addr, addr+size) into sb (capacity: pages covering size); 0 or errno */
 static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
-  int fd = open_ro("/proc/self/pagemap");
+  int fd = msi_os_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
     int e = errno;
     msi_error("dma: cannot open /proc/self/pagemap (error %d): physical addresses are not available", e);
@@ -373,7 +329,7 @@ static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
     }
     if (tmp.addr) ms_pages_release(tmp.addr, tmp.size);
   }
-  close(fd);
+  msi_os_close(fd);
   if (!err) {
     atomic_store(&ctr.phys_state, 1);
     INC(translations, 1);
@@ -503,11 +459,10 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
     for (; k < 3; k++) list[n++] = all[k];
     if (nofb) n = 1;
   } else {
-    const char *env = msi_getenv("MEMSPACE_HUGE_PAGES");
     long long cap = msi_opt(MS_OPTION_HUGE_PAGES);
-    size_t env_v;
-    /* an explicit, valid 0 means base pages only; unset or invalid (reported, default kept) means best available */
-    bool base_only = env && cap == 0 && ms_parse_size(env, &env_v) == 0 && env_v == 0;
+    /* an explicit, valid 0 (MEMSPACE_HUGE_PAGES=0 or ms_option_set) means base pages only; unset or invalid
+       (reported, default kept) means best available */
+    bool base_only = cap == 0 && msi_option_given(MS_OPTION_HUGE_PAGES);
     if (!base_only && (cap == 0 || cap >= (long long)MSI_GiB) && (size > 512 * MSI_MiB || (contig && size > h2)))
       list[n++] = MSI_GiB;
     if (!base_only) list[n++] = 2 * MSI_MiB;
@@ -683,16 +638,14 @@ typedef struct {
 
 /* walks /proc/self/smaps for the mappings covering [s, e); 0 or errno */
 static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
-  line_reader_t r;
-  r.fd = open_ro("/proc/self/smaps");
-  if (r.fd < 0) return errno ? errno : EIO;
-  r.len = r.pos = 0, r.eof = false;
+  msi_os_lines_t r;
+  if (!msi_os_lines_open(&r, "/proc/self/smaps")) return errno ? errno : EIO;
   memset(f, 0, sizeof *f);
   f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
   f->min_page = SIZE_MAX;
   uintptr_t cursor = s;
   bool in = false, done = false;
-  while (!done && next_line(&r)) {
+  while (!done && msi_os_lines_next(&r)) {
     char c = r.line[0];
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
       uint64_t vs, ve;
@@ -730,7 +683,7 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
       if (cursor >= e) done = true;
     }
   }
-  close(r.fd);
+  msi_os_lines_close(&r);
   if (cursor < e) f->hole = cursor;
   if (f->min_page == SIZE_MAX) f->min_page = msi_os_page_size();
   return 0;

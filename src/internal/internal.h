@@ -32,6 +32,8 @@ static inline size_t msi_round_up(size_t x, size_t a) { return x > SIZE_MAX - (a
 void msi_options_init(void);                   /* reads the environment once; idempotent, allocation-free */
 /* true when the option's variable was set to an invalid value (reported, default kept) */
 bool msi_option_invalid(ms_option_t o);
+/* true when the option was given a valid value (its variable, or ms_option_set), even one equal to the default */
+bool msi_option_given(ms_option_t o);
 /* Defined (non-zero) by the memspace tool only (hidden weak: 0 everywhere else). The tool carries its own copy of
    the library, but the MEMSPACE_* variables are meant for the program it runs: its copy reports no invalid value
    (the program does, once: CONTRACT §3) and ignores the modes that would change its own malloc or output (space,

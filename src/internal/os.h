@@ -21,6 +21,11 @@ int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
 long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
 /* 0 when [addr, addr+size) is entirely mapped (any protection), else -1 + ENOMEM. No fault injection. */
 int msi_os_mapped(void *addr, size_t size);
+/* the lock's futex (process-private): wait while *addr == val; wake up to n waiters. Not counted (a contended
+   lock's slow path stays as short as the bare system call; os_calls counts memory and file calls) and no fault
+   injection. */
+void msi_os_futex_wait(_Atomic int *addr, int val);
+void msi_os_futex_wake(_Atomic int *addr, int n);
 /* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
    use); -1 when the kernel has none: callers then wait a little instead */
 int msi_os_membarrier(void);
@@ -33,6 +38,9 @@ int msi_os_close(int fd);
 int msi_os_dup_high(int fd, int min_fd);
 int msi_os_pipe(int fds[2]);                           /* pipe2(O_CLOEXEC); -1 + errno */
 ssize_t msi_os_read(int fd, void *buf, size_t len);
+ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset);
+/* write(2) once, retried on EINTR (messages: callers loop over short writes); no fault injection */
+ssize_t msi_os_write(int fd, const void *buf, size_t len);
 bool msi_os_read_ull(const char *path, unsigned long long *v); /* the decimal number a small file starts with (sysfs, procfs) */
 int msi_os_unlink(const char *path);
 int msi_os_ftruncate(int fd, off_t size);
@@ -49,6 +57,43 @@ ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_ou
 int msi_os_getrlimit(int resource, struct rlimit *rl);
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec);
 
+/* system files (/proc, /sys, cgroup files), read without stdio or allocation */
+/* the whole file (up to cap-1 bytes) into buf, NUL-terminated: its length, or -1 + errno (buf then "") */
+ssize_t msi_os_read_file(const char *path, char *buf, size_t cap);
+/* the decimal number after `key` at a line start of text ("key value" or "key: value"); false when absent */
+bool msi_os_text_value(const char *text, const char *key, uint64_t *v);
+/* a /proc/meminfo field in bytes (its kB times 1024); false when absent or unreadable */
+bool msi_os_meminfo(const char *key, uint64_t *bytes);
+/* a larger file (smaps) line by line through a caller-owned buffer: open, next (the line, truncated to fit,
+   without its newline, in r->line; false at the end), close */
+typedef struct {
+  int fd;
+  size_t len, pos;
+  bool eof;
+  char buf[4096];
+  char line[512];
+} msi_os_lines_t;
+bool msi_os_lines_open(msi_os_lines_t *r, const char *path);
+bool msi_os_lines_next(msi_os_lines_t *r);
+void msi_os_lines_close(msi_os_lines_t *r);
+/* The cgroup memory budget: the smallest of `ram` and the memory limits of the cgroup named in `proc_cgroup`
+   (the text of /proc/self/cgroup) and its ancestors, under the cgroup mount root `sysfs` (normally
+   /sys/fs/cgroup): v1 memory.limit_in_bytes, else v2 memory.max and memory.high (mounted at the root or,
+   hybrid, at unified/); values of 2^62 and more (v1's "unlimited") are no limit. version: 1 or 2 when a memory
+   controller is visible for the cgroup, else 0; cgroup: its path there. stat_path: the limiting cgroup's
+   memory.stat ("" when none limits below ram: /proc/meminfo, in kB), and its dirty and anonymous keys. Reads
+   files only; separate for tests. */
+typedef struct {
+  uint64_t limit;
+  int version;
+  char cgroup[1024];
+  char stat_path[4096];
+  const char *dirty_key, *anon_key;
+} msi_os_cgroup_t;
+void msi_os_cgroup_find(const char *sysfs, const char *proc_cgroup, uint64_t ram, msi_os_cgroup_t *out);
+/* msi_os_cgroup_find for this process (/proc/self/cgroup under /sys/fs/cgroup) */
+void msi_os_cgroup_budget(uint64_t ram, msi_os_cgroup_t *out);
+
 /* facts read at run time, cached */
 size_t msi_os_page_size(void);
 size_t msi_os_huge_size(ms_page_kind_t kind);   /* 0 when the kernel has no such page */
@@ -58,6 +103,9 @@ bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
 size_t msi_os_vm_size(void);             /* bytes of address space mapped now (VmSize); 0: unknown. Reads /proc */
 unsigned long msi_os_max_map_count(void); /* vm.max_map_count (65530 when unreadable). Reads /proc */
 size_t msi_os_as_limit(void);            /* RLIMIT_AS now, SIZE_MAX when unlimited. One system call */
+/* the address space one part may reserve under RLIMIT_AS: the limit divided by `share` (spill and each space take
+   a quarter), SIZE_MAX when unlimited. One system call */
+size_t msi_os_as_share(unsigned share);
 
 /* page-layer counters (atomics, read by stats) */
 typedef struct msi_os_counters_s {

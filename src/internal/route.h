@@ -27,17 +27,6 @@ void msi_spill_free(void *p);
 size_t msi_spill_usable_size(const void *p);
 /* resize within spill (mremap over the grown file); NULL + errno on failure, the block then unchanged */
 void *msi_spill_realloc(void *p, size_t size);
-/* The memory budget spill works within (see spill.c): the smallest of `ram` and the memory limits of the
-   cgroup named in `proc_cgroup` (the text of /proc/self/cgroup) and its ancestors, under the cgroup mount root
-   `sysfs` (normally /sys/fs/cgroup): v1 memory.limit_in_bytes, else v2 memory.max and memory.high (mounted at
-   the root or, hybrid, at unified/). stat_path: the limiting cgroup's memory.stat ("" when none limits below
-   ram: /proc/meminfo, in kB), and its dirty and anonymous keys. Reads files only; separate for tests. */
-typedef struct {
-  uint64_t limit;
-  char stat_path[4096];
-  const char *dirty_key, *anon_key;
-} msi_spill_budget_t;
-void msi_spill_budget_find(const char *sysfs, const char *proc_cgroup, uint64_t ram, msi_spill_budget_t *out);
 
 /* ---- the process space (src/space/): MEMSPACE_SPACE_INITIAL serves the whole malloc family ---- */
 bool msi_proc_space_owns(const void *p);

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
+#include <linux/futex.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -118,6 +120,20 @@ ssize_t msi_os_read(int fd, void *buf, size_t len) {
   if (r < 0) COUNT_FAIL();
   return r;
 }
+ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset) {
+  COUNT_CALL();
+  ssize_t r;
+  do r = pread(fd, buf, len, offset); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r;
+}
+ssize_t msi_os_write(int fd, const void *buf, size_t len) {
+  COUNT_CALL();
+  ssize_t r;
+  do r = write(fd, buf, len); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r;
+}
 int msi_os_unlink(const char *path) { RETRY_INT(MS_FAULT_OP_COUNT, unlink(path)); }
 int msi_os_ftruncate(int fd, off_t size) { RETRY_INT(MS_FAULT_FALLOCATE, ftruncate(fd, size)); }
 int msi_os_fstatfs(int fd, struct statfs *st) { RETRY_INT(MS_FAULT_OP_COUNT, fstatfs(fd, st)); }
@@ -187,25 +203,174 @@ long msi_os_mbind(void *addr, size_t size, int node) {
   return r;
 }
 
-/* ---- facts read once ---- */
-bool msi_os_read_ull(const char *path, unsigned long long *value) {
-  int fd;
-  do fd = open(path, O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return false;
-  char buf[64];
-  ssize_t n;
-  do n = read(fd, buf, sizeof buf - 1); while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  unsigned long long v = 0;
-  const char *s = buf;
+/* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
+static int open_ro(const char *path) { return msi_os_open(path, O_RDONLY | O_CLOEXEC, 0); }
+
+ssize_t msi_os_read_file(const char *path, char *buf, size_t cap) {
+  if (cap) buf[0] = 0;
+  int fd = open_ro(path);
+  if (fd < 0) return -1;
+  size_t len = 0;
+  ssize_t n = 0;
+  while (len + 1 < cap && (n = msi_os_read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
+  int err = errno;
+  msi_os_close(fd);
+  if (cap) buf[len] = 0;
+  if (n < 0 && len == 0) { errno = err; return -1; }
+  return (ssize_t)len;
+}
+
+static bool parse_ull(const char *s, uint64_t *v) {
   if (*s < '0' || *s > '9') return false;
-  for (; *s >= '0' && *s <= '9'; s++) v = v * 10 + (unsigned)(*s - '0');
+  uint64_t x = 0;
+  for (; *s >= '0' && *s <= '9'; s++) x = x * 10 + (uint64_t)(*s - '0');
+  *v = x;
+  return true;
+}
+
+bool msi_os_text_value(const char *text, const char *key, uint64_t *v) {
+  size_t kl = strlen(key);
+  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == ':')) {
+      const char *s = l + kl + 1;
+      while (*s == ' ') s++;
+      return parse_ull(s, v);
+    }
+  }
+  return false;
+}
+
+bool msi_os_meminfo(const char *key, uint64_t *bytes) {
+  char buf[8192];
+  uint64_t kb;
+  if (msi_os_read_file("/proc/meminfo", buf, sizeof buf) <= 0 || !msi_os_text_value(buf, key, &kb)) return false;
+  *bytes = kb * 1024;
+  return true;
+}
+
+bool msi_os_read_ull(const char *path, unsigned long long *value) {
+  char buf[64];
+  uint64_t v;
+  if (msi_os_read_file(path, buf, sizeof buf) <= 0 || !parse_ull(buf, &v)) return false;
   *value = v;
   return true;
 }
 
+bool msi_os_lines_open(msi_os_lines_t *r, const char *path) {
+  r->len = r->pos = 0, r->eof = false, r->line[0] = 0;
+  r->fd = open_ro(path);
+  return r->fd >= 0;
+}
+
+bool msi_os_lines_next(msi_os_lines_t *r) {
+  size_t n = 0;
+  for (;;) {
+    if (r->pos == r->len) {
+      if (r->eof) break;
+      ssize_t got = msi_os_read(r->fd, r->buf, sizeof r->buf);
+      if (got <= 0) { r->eof = true; break; }
+      r->len = (size_t)got, r->pos = 0;
+    }
+    char c = r->buf[r->pos++];
+    if (c == '\n') { r->line[n] = 0; return true; }
+    if (n + 1 < sizeof r->line) r->line[n++] = c;
+  }
+  r->line[n] = 0;
+  return n > 0;
+}
+
+void msi_os_lines_close(msi_os_lines_t *r) {
+  if (r->fd >= 0) msi_os_close(r->fd);
+  r->fd = -1;
+}
+
+/* ---- the cgroup memory budget ---- */
+/* The smallest limit of the cgroup `dir` (below the mount `sysfs``sub`) and its ancestors, from the files
+   named; lowers out->limit and names the limiting cgroup's memory.stat in out->stat_path when one is below it. */
+static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, const char *const *files,
+                        unsigned nfiles, msi_os_cgroup_t *out) {
+  char d[PATH_MAX];
+  msi_snprintf(d, sizeof d, "%s", dir);
+  for (;;) {
+    for (unsigned f = 0; f < nfiles; f++) {
+      char path[PATH_MAX + 64], val[64];
+      uint64_t v;
+      msi_snprintf(path, sizeof path, "%s%s%s/%s", sysfs, sub, d, files[f]);
+      if (msi_os_read_file(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < out->limit && v < (1ull << 62)) {
+        out->limit = v;
+        msi_snprintf(out->stat_path, sizeof out->stat_path, "%s%s%s/memory.stat", sysfs, sub, d);
+      }
+    }
+    char *slash = strrchr(d, '/');
+    if (!slash || (slash == d && !d[1])) break;
+    if (slash == d) d[1] = 0;
+    else *slash = 0;
+  }
+}
+
+static void copy_span(char *dst, size_t cap, const char *src, size_t n) {
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+/* from /proc/self/cgroup's lines "ID:CONTROLLERS:PATH": the v1 memory controller's path and the v2 one's */
+static void cgroup_paths(const char *text, char *v1, char *v2, size_t cap) {
+  v1[0] = v2[0] = 0;
+  for (const char *l = text; l && *l;) {
+    const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+    const char *c1 = memchr(l, ':', (size_t)(end - l)), *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+    if (c2) {
+      size_t plen = (size_t)(end - c2 - 1);
+      if (c1 == l + 1 && l[0] == '0' && c2 == c1 + 1) copy_span(v2, cap, c2 + 1, plen);
+      for (const char *t = c1 + 1; t < c2;) {
+        size_t n = strcspn(t, ",:");
+        if (n == 6 && strncmp(t, "memory", 6) == 0) copy_span(v1, cap, c2 + 1, plen);
+        t += n + (t[n] == ',');
+      }
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+}
+
+void msi_os_cgroup_find(const char *sysfs, const char *proc_cgroup, uint64_t ram, msi_os_cgroup_t *out) {
+  static const char *const v1_files[] = {"memory.limit_in_bytes"};
+  static const char *const v2_files[] = {"memory.max", "memory.high"};
+  static const char *const v2_subs[] = {"", "/unified"};
+  char v1[PATH_MAX], v2[PATH_MAX], probe[PATH_MAX + 64], buf[64];
+  out->limit = ram;
+  out->version = 0;
+  out->cgroup[0] = 0;
+  out->stat_path[0] = 0;
+  out->dirty_key = "Dirty";
+  out->anon_key = "AnonPages";
+  cgroup_paths(proc_cgroup, v1, v2, sizeof v1);
+  msi_snprintf(probe, sizeof probe, "%s/memory%s/memory.stat", sysfs, v1);
+  if (v1[0] && msi_os_read_file(probe, buf, sizeof buf) > 0) {
+    out->version = 1;
+    msi_snprintf(out->cgroup, sizeof out->cgroup, "%s", v1);
+    cgroup_walk(sysfs, "/memory", v1, v1_files, 1, out);
+    if (out->stat_path[0]) { out->dirty_key = "total_dirty"; out->anon_key = "total_rss"; }
+    return;
+  }
+  for (unsigned r = 0; v2[0] && r < 2; r++) {
+    msi_snprintf(probe, sizeof probe, "%s%s%s/memory.stat", sysfs, v2_subs[r], v2);
+    if (msi_os_read_file(probe, buf, sizeof buf) <= 0) continue;
+    out->version = 2;
+    msi_snprintf(out->cgroup, sizeof out->cgroup, "%s", v2);
+    cgroup_walk(sysfs, v2_subs[r], v2, v2_files, 2, out);
+    if (out->stat_path[0]) { out->dirty_key = "file_dirty"; out->anon_key = "anon"; }
+    return;
+  }
+}
+
+void msi_os_cgroup_budget(uint64_t ram, msi_os_cgroup_t *out) {
+  char buf[4096];
+  msi_os_read_file("/proc/self/cgroup", buf, sizeof buf);
+  msi_os_cgroup_find("/sys/fs/cgroup", buf, ram, out);
+}
+
+/* ---- facts read once ---- */
 /* the address space the process has mapped (VmSize, which RLIMIT_AS limits): /proc/self/statm's first number, in
    pages; 0 when unreadable. No allocation. */
 size_t msi_os_vm_size(void) {
@@ -226,18 +391,16 @@ size_t msi_os_as_limit(void) {
   return (size_t)rl.rlim_cur;
 }
 
+size_t msi_os_as_share(unsigned share) {
+  size_t limit = msi_os_as_limit();
+  return limit == SIZE_MAX || share == 0 ? limit : limit / share;
+}
+
 /* true when /sys/kernel/mm/transparent_hugepage/enabled selects [never] */
 static bool thp_never(void) {
-  int fd;
-  do fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC); while (fd < 0 && errno == EINTR);
-  if (fd < 0) return false;
   char buf[128];
-  ssize_t n;
-  do n = read(fd, buf, sizeof buf - 1); while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  return strstr(buf, "[never]") != NULL;
+  return msi_os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) > 0 &&
+         strstr(buf, "[never]") != NULL;
 }
 
 size_t msi_os_page_size(void) {
@@ -286,16 +449,21 @@ int msi_os_numa_nodes(void) {
   return n;
 }
 
-bool msi_os_has_madv_free(void) {
-  static _Atomic int state; /* 0 unknown, 1 yes, 2 no */
-  int s = atomic_load(&state);
+/* whether the kernel takes madvise `advice` on a fresh page, asked once; *state: 0 unknown, 1 yes, 2 no */
+static bool madvise_known(_Atomic int *state, int advice) {
+  int s = atomic_load(state);
   if (s) return s == 1;
   size_t ps = msi_os_page_size();
   void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_FREE) == 0;
+  bool ok = p != MAP_FAILED && madvise(p, ps, advice) == 0;
   if (p != MAP_FAILED) munmap(p, ps);
-  atomic_store(&state, ok ? 1 : 2);
+  atomic_store(state, ok ? 1 : 2);
   return ok;
+}
+
+bool msi_os_has_madv_free(void) {
+  static _Atomic int state;
+  return madvise_known(&state, MADV_FREE);
 }
 
 int msi_os_mapped(void *addr, size_t size) {
@@ -304,6 +472,13 @@ int msi_os_mapped(void *addr, size_t size) {
   int r = madvise(addr, size, MADV_NORMAL);
   if (r) COUNT_FAIL();
   return r;
+}
+
+void msi_os_futex_wait(_Atomic int *addr, int val) {
+  syscall(SYS_futex, (int *)addr, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+void msi_os_futex_wake(_Atomic int *addr, int n) {
+  syscall(SYS_futex, (int *)addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 }
 
 #ifndef MEMBARRIER_CMD_PRIVATE_EXPEDITED
@@ -338,15 +513,8 @@ int msi_os_membarrier(void) {
 #define MADV_POPULATE_WRITE 23
 #endif
 bool msi_os_has_populate_write(void) {
-  static _Atomic int state; /* 0 unknown, 1 yes, 2 no (kernel before 5.14) */
-  int s = atomic_load(&state);
-  if (s) return s == 1;
-  size_t ps = msi_os_page_size();
-  void *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  bool ok = p != MAP_FAILED && madvise(p, ps, MADV_POPULATE_WRITE) == 0;
-  if (p != MAP_FAILED) munmap(p, ps);
-  atomic_store(&state, ok ? 1 : 2);
-  return ok;
+  static _Atomic int state; /* no: a kernel before 5.14 */
+  return madvise_known(&state, MADV_POPULATE_WRITE);
 }
 
 /* ---- statistics: registered here, beside the counters, so that every link making a system call has them ---- */

@@ -365,36 +365,9 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
 /* ---- what the machine can back ----
    Committed space memory is pre-faulted: a space larger than what can hold it would drive the machine into
    memory pressure and get the process OOM-killed without a word. The limits (read once per process, without
-   allocating): RAM (MemTotal), swap (SwapTotal) and the cgroup's memory limit (msi_spill_budget_find: v1
+   allocating): RAM (MemTotal), swap (SwapTotal) and the cgroup's memory limit (msi_os_cgroup_budget: v1
    memory.limit_in_bytes, v2 memory.max and memory.high, up the hierarchy). */
 static struct { _Atomic int state; uint64_t ram, swap, cgroup; } machine; /* state: 0 unread, 1 reading, 2 read */
-
-static uint64_t meminfo_kb(const char *text, const char *key) {
-  size_t kl = strlen(key);
-  for (const char *l = text; *l;) {
-    if (strncmp(l, key, kl) == 0 && l[kl] == ':') {
-      uint64_t v = 0;
-      for (l += kl + 1; *l == ' '; l++) {}
-      for (; *l >= '0' && *l <= '9'; l++) v = v * 10 + (uint64_t)(*l - '0');
-      return v;
-    }
-    while (*l && *l != '\n') l++;
-    if (*l) l++;
-  }
-  return 0;
-}
-
-static size_t read_text(const char *path, char *buf, size_t cap) {
-  int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
-  size_t len = 0;
-  ssize_t n;
-  if (fd >= 0) {
-    while (len + 1 < cap && (n = msi_os_read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
-    msi_os_close(fd);
-  }
-  buf[len] = 0;
-  return len;
-}
 
 static void machine_read(void) {
   int st = 0;
@@ -403,15 +376,11 @@ static void machine_read(void) {
     while (atomic_load_explicit(&machine.state, memory_order_acquire) != 2) msi_os_yield();
     return;
   }
-  char buf[4096];
-  msi_spill_budget_t cg;
+  static msi_os_cgroup_t cg; /* under machine.state's claim */
+  uint64_t ram, swap;
   machine.ram = machine.swap = machine.cgroup = UINT64_MAX;
-  if (read_text("/proc/meminfo", buf, sizeof buf)) {
-    uint64_t ram = meminfo_kb(buf, "MemTotal");
-    if (ram) machine.ram = ram * 1024, machine.swap = meminfo_kb(buf, "SwapTotal") * 1024;
-  }
-  read_text("/proc/self/cgroup", buf, sizeof buf);
-  msi_spill_budget_find("/sys/fs/cgroup", buf, UINT64_MAX, &cg);
+  if (msi_os_meminfo("MemTotal", &ram) && ram) machine.ram = ram, machine.swap = msi_os_meminfo("SwapTotal", &swap) ? swap : 0;
+  msi_os_cgroup_budget(UINT64_MAX, &cg);
   machine.cgroup = cg.limit;
   atomic_store_explicit(&machine.state, 2, memory_order_release);
 }
@@ -711,13 +680,6 @@ static inline void release(ms_space_t *s, size_t off, unsigned k) {
 /* ------------------------------------------------------------------------------------------------ */
 /* creation                                                                                           */
 /* ------------------------------------------------------------------------------------------------ */
-/* the most address space a space reserves: a quarter of RLIMIT_AS, or no limit */
-static size_t as_cap(void) {
-  struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return (size_t)rl.rlim_cur / 4;
-  return SIZE_MAX;
-}
-
 size_t msi_space_reserve_size(size_t initial, size_t expand) {
   /* automatic expansion: room for 63 steps (at most 64 GiB); a fixed space: room to grow to 4x explicitly */
   size_t room = !expand ? (initial > SIZE_MAX / 4 ? initial : initial * 3)
@@ -849,7 +811,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     /* under RLIMIT_AS (ulimit -v: sandboxes, batch systems) the reserve for later expansions must not take the
        program's address space: at most a quarter of the limit (the heap takes at most half), never less than
        the initial size; a refused reservation is retried with half the expansion room down to the initial size */
-    size_t cap = as_cap();
+    size_t cap = msi_os_as_share(4);
     if (reserved > cap) reserved = msi_round_up(cap > initial ? cap : initial, ps);
     /* transparent huge pages where the space is big enough: every committed byte is pre-faulted anyway, so THP
        costs no memory, and a fork copies one entry per 2 MiB instead of 512 (bash and Python's subprocess fork a

@@ -475,14 +475,6 @@ static size_t pmd_size(void) {
   return (size_t)2 << 20;
 }
 
-/* Under RLIMIT_AS (ulimit -v, as batch systems set it) the reservation counts against the limit: it takes at most
-   a quarter of it (regions of 2^24 bytes at least: then blocks above 8 MiB stay in RAM). With 512 GiB regions
-   down to 1 GiB only, spill was off under any limit below 19 GiB. */
-static size_t as_cap(void) {
-  struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
-  return (size_t)rl.rlim_cur / 4;
-}
 
 /* slots of class c: its region's, at most SP_MAX_SLOTS (the metadata arrays' size) */
 static size_t class_slots(unsigned c) {
@@ -506,7 +498,9 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     sp.granule = pmd_size();
     sp.min_shift = ceil_log2(ps);
     void *r = MAP_FAILED;
-    size_t total = 0, cap = as_cap();
+    /* Under RLIMIT_AS (ulimit -v, as batch systems set it) the reservation counts against the limit: it takes at
+       most a quarter of it (regions of 2^24 bytes at least: then blocks above 8 MiB stay in RAM). */
+    size_t total = 0, cap = msi_os_as_share(4);
     for (unsigned rs = 39; rs >= 24 && r == MAP_FAILED; rs--) {
       sp.rs_shift = rs;
       sp.max_shift = rs - 1;
@@ -1092,7 +1086,7 @@ void *msi_spill_realloc(void *p, size_t size) {
      otherwise the next 1/16 of each region is written back round-robin, so no page stays dirty longer than about
      a second and reclaim finds clean pages instead of stalling. */
 static struct {
-  msi_spill_budget_t cg;          /* limit, and where its dirty and anonymous bytes are read (msi_spill_budget_find) */
+  msi_os_cgroup_t cg;             /* limit, and where its dirty and anonymous bytes are read (msi_os_cgroup_budget) */
   uint64_t dirty_cap;
   _Atomic uint64_t anon, dirty;   /* anonymous and dirty bytes at the last good sample */
   _Atomic int busy;               /* a write-back pass is running (one at a time: rr, and class_close waits) */
@@ -1104,46 +1098,14 @@ static struct {
 
 static uint64_t fit_bytes(void) { return bud.cg.limit / 4 * 3; }
 
-static ssize_t read_small(const char *path, char *buf, size_t cap) {
-  int fd = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  size_t len = 0;
-  ssize_t n;
-  while (len < cap - 1 && (n = msi_os_read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
-  msi_os_close(fd);
-  buf[len] = 0;
-  return (ssize_t)len;
-}
-
-static bool parse_ull(const char *s, uint64_t *v) {
-  if (*s < '0' || *s > '9') return false;
-  uint64_t x = 0;
-  for (; *s >= '0' && *s <= '9'; s++) x = x * 10 + (uint64_t)(*s - '0');
-  *v = x;
-  return true;
-}
-
-/* value of "key value" at a line start in text; false when absent */
-static bool find_key(const char *text, const char *key, uint64_t *v) {
-  size_t kl = strlen(key);
-  for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-    if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == ':')) {
-      const char *s = l + kl + 1;
-      while (*s == ' ') s++;
-      return parse_ull(s, v);
-    }
-  }
-  return false;
-}
-
 /* Dirty and anonymous bytes of the budget's cgroup (or of the machine), kept in bud; a failed read (busy,
    unreadable) keeps the previous values. */
 static void sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
   uint64_t d, a;
   if (msi_trylock(&buf_lock)) {
-    bool ok = read_small(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
-              find_key(buf, bud.cg.dirty_key, &d) && find_key(buf, bud.cg.anon_key, &a);
+    bool ok = msi_os_read_file(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
+              msi_os_text_value(buf, bud.cg.dirty_key, &d) && msi_os_text_value(buf, bud.cg.anon_key, &a);
     msi_unlock(&buf_lock);
     if (ok && !bud.cg.stat_path[0]) d *= 1024, a *= 1024; /* meminfo: kB */
     if (ok) {
@@ -1158,85 +1120,10 @@ static void sample(uint64_t *dirty, uint64_t *anon) {
 /* the cgroup's headroom runs out: dirty and anonymous bytes, which reclaim cannot free at once, past 3/4 */
 static bool headroom_low(uint64_t dirty, uint64_t anon) { return dirty + anon >= fit_bytes(); }
 
-/* The smallest limit of the cgroup `dir` (below the mount `sysfs``sub`) and its ancestors, from the files
-   named; lowers out->limit and names the limiting cgroup's memory.stat in out->stat_path when one is below it. */
-static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, const char *const *files,
-                        unsigned nfiles, msi_spill_budget_t *out) {
-  char d[PATH_MAX];
-  msi_snprintf(d, sizeof d, "%s", dir);
-  for (;;) {
-    for (unsigned f = 0; f < nfiles; f++) {
-      char path[PATH_MAX + 64], val[64];
-      uint64_t v;
-      msi_snprintf(path, sizeof path, "%s%s%s/%s", sysfs, sub, d, files[f]);
-      if (read_small(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < out->limit) {
-        out->limit = v;
-        msi_snprintf(out->stat_path, sizeof out->stat_path, "%s%s%s/memory.stat", sysfs, sub, d);
-      }
-    }
-    char *slash = strrchr(d, '/');
-    if (!slash || (slash == d && !d[1])) break;
-    if (slash == d) d[1] = 0;
-    else *slash = 0;
-  }
-}
-
-static void copy_span(char *dst, size_t cap, const char *src, size_t n) {
-  if (n >= cap) n = cap - 1;
-  memcpy(dst, src, n);
-  dst[n] = 0;
-}
-
-/* from /proc/self/cgroup's lines "ID:CONTROLLERS:PATH": the v1 memory controller's path and the v2 one's */
-static void cgroup_paths(const char *text, char *v1, char *v2, size_t cap) {
-  v1[0] = v2[0] = 0;
-  for (const char *l = text; l && *l;) {
-    const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
-    const char *c1 = memchr(l, ':', (size_t)(end - l)), *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-    if (c2) {
-      size_t plen = (size_t)(end - c2 - 1);
-      if (c1 == l + 1 && l[0] == '0' && c2 == c1 + 1) copy_span(v2, cap, c2 + 1, plen);
-      for (const char *t = c1 + 1; t < c2;) {
-        size_t n = strcspn(t, ",:");
-        if (n == 6 && strncmp(t, "memory", 6) == 0) copy_span(v1, cap, c2 + 1, plen);
-        t += n + (t[n] == ',');
-      }
-    }
-    l = nl ? nl + 1 : NULL;
-  }
-}
-
-void msi_spill_budget_find(const char *sysfs, const char *proc_cgroup, uint64_t ram, msi_spill_budget_t *out) {
-  static const char *const v1_files[] = {"memory.limit_in_bytes"};
-  static const char *const v2_files[] = {"memory.max", "memory.high"};
-  static const char *const v2_subs[] = {"", "/unified"};
-  char v1[PATH_MAX], v2[PATH_MAX], probe[PATH_MAX + 64], buf[64];
-  out->limit = ram;
-  out->stat_path[0] = 0;
-  out->dirty_key = "Dirty";
-  out->anon_key = "AnonPages";
-  cgroup_paths(proc_cgroup, v1, v2, sizeof v1);
-  msi_snprintf(probe, sizeof probe, "%s/memory%s/memory.stat", sysfs, v1);
-  if (v1[0] && read_small(probe, buf, sizeof buf) > 0) {
-    cgroup_walk(sysfs, "/memory", v1, v1_files, 1, out);
-    if (out->stat_path[0]) { out->dirty_key = "total_dirty"; out->anon_key = "total_rss"; }
-    return;
-  }
-  for (unsigned r = 0; v2[0] && r < 2; r++) {
-    msi_snprintf(probe, sizeof probe, "%s%s%s/memory.stat", sysfs, v2_subs[r], v2);
-    if (read_small(probe, buf, sizeof buf) <= 0) continue;
-    cgroup_walk(sysfs, v2_subs[r], v2, v2_files, 2, out);
-    if (out->stat_path[0]) { out->dirty_key = "file_dirty"; out->anon_key = "anon"; }
-    return;
-  }
-}
-
 static void budget_init(void) {
-  static char buf[8192];
-  uint64_t ram = UINT64_MAX, v;
-  if (read_small("/proc/meminfo", buf, sizeof buf) > 0 && find_key(buf, "MemTotal", &v)) ram = v * 1024;
-  if (read_small("/proc/self/cgroup", buf, sizeof buf) <= 0) buf[0] = 0;
-  msi_spill_budget_find("/sys/fs/cgroup", buf, ram, &bud.cg);
+  uint64_t ram;
+  if (!msi_os_meminfo("MemTotal", &ram)) ram = UINT64_MAX;
+  msi_os_cgroup_budget(ram, &bud.cg);
   uint64_t limit = bud.cg.limit;
   bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
   uint64_t dirty, anon;

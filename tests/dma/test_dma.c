@@ -250,6 +250,28 @@ static void alloc_1g_pages(void **state) {
   ms_dma_free(b);
 }
 
+/* HUGE_PAGES set to 0 through ms_option_set means base pages only, as MEMSPACE_HUGE_PAGES=0 does (the option
+   table is the one source: dma read the variable from the environment and missed the call). In a child: the
+   option stays set for the process. */
+static void huge_pages_zero_by_api(void **state) {
+  (void)state;
+  if (free_2m() < 2) skip();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (ms_option_set(MS_OPTION_HUGE_PAGES, 0) != 0) _exit(2);
+    ms_dma_buffer_t *b = ms_dma_alloc(4 * MiB, NULL);
+    if (!b) _exit(3);
+    int rc = ms_dma_page_size(b) == (size_t)sysconf(_SC_PAGESIZE) ? 0 : 4;
+    ms_dma_free(b);
+    _exit(rc);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void best_available_and_fallback(void **state) {
   (void)state;
   ms_stats_t st0, st1;
@@ -1106,6 +1128,7 @@ int main(void) {
       cmocka_unit_test(bad_input),
       cmocka_unit_test(streaming_copy),
       cmocka_unit_test(stats_lines),
+      cmocka_unit_test(huge_pages_zero_by_api),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -439,7 +439,7 @@ static void test_kill9_leaves_nothing(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
-/* ---- the memory budget from a cgroup tree (msi_spill_budget_find over a fake mount root) ---- */
+/* ---- the memory budget from a cgroup tree (msi_os_cgroup_find over a fake mount root) ---- */
 static char fake_root[] = "/tmp/memspace-cgroup-XXXXXX";
 
 /* writes `text` to fake_root/rel, making its directories */
@@ -456,8 +456,8 @@ static void fake_file(const char *rel, const char *text) {
 
 static void expect_budget(const char *proc_cgroup, uint64_t ram, uint64_t limit, const char *stat_rel,
                           const char *dirty_key) {
-  static msi_spill_budget_t b;
-  msi_spill_budget_find(fake_root, proc_cgroup, ram, &b);
+  static msi_os_cgroup_t b;
+  msi_os_cgroup_find(fake_root, proc_cgroup, ram, &b);
   char want[512] = "";
   if (stat_rel) snprintf(want, sizeof want, "%s/%s", fake_root, stat_rel);
   assert_int_equal(b.limit, limit);
