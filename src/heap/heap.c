@@ -210,8 +210,8 @@ static uint32_t carve_random(uint32_t bound) {
    MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there (a reservation of a share
    of the limit would cap small blocks at that share: glibc and mimalloc hold 3.4 GiB of 100-byte blocks under
    `ulimit -v 4000000`). Only where that address is unusable is a segment area reserved: an eighth of the room.
-   (Put just below the sub-regions, a program's own mappings spread downwards could end the area: a review's
-   program keeping one page of each of 16,400 64 MiB mmaps left it 52 MiB.) A limit lowered later (setrlimit)
+   (Put just below the sub-regions, a program's own mappings spread downwards could end the area: many mmaps of
+   which the program keeps a page each leave it almost nothing.) A limit lowered later (setrlimit)
    is met when a mapping is refused: msi_heap_fit_limit. */
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
@@ -526,8 +526,8 @@ static msi_span_t *list_cut_old(msi_span_list_t *l, uint32_t now, uint32_t delay
   return s;
 }
 /* cached spans back to their segments as dirty chunks idle since they were cached: the segments_purge that follows
-   every call (msi_heap_purge) returns them, neighbouring chunks in one madvise (one call per span was 1,025 calls
-   of 64 KiB in a sqlite3 run) */
+   every call (msi_heap_purge) returns them, neighbouring chunks in one madvise (one call per span would make a
+   program like sqlite3 pay one system call per 64 KiB) */
 static void release_chain(msi_span_t *s) {
   while (s) {
     msi_span_t *next = s->next;
@@ -658,13 +658,11 @@ static void st_large_budget(bool force) {
    unshare(CLONE_NEWUSER) fail), so nothing would purge while it sleeps. It purges here once the delay has passed
    since the last purge, and at once, as glibc returns big frees:
    - every span cache and free chunk when they hold MSI_HEAP_ST_PURGE_BYTES (counted net: spans reused count
-     back; counting every span retired since the last purge, a program growing 2,000 strings by realloc, whose
-     blocks leave their spans for the next class, was purged 33 times and took 298,000 page faults: 1.94 s,
-     mimalloc 0.60 s);
+     back: counting every span retired since the last purge, a program growing strings by realloc, whose blocks
+     leave their spans for the next class, would purge again and again and fault every page in afresh);
    - the longest-cached large slots past the budget of st_large_budget().
-   Large slots used to go with the spans, all of them, each time 64 MiB had been freed since the last purge: a
-   program replacing blocks as big as those it holds (mimalloc-bench's malloc-large: 20 live of 5-25 MiB) was
-   purged every ~13 frees and faulted each new block in afresh, 1.45 s where glibc took 0.71 s. A budget
+   Large slots do not go with the spans: a program replacing blocks as big as those it holds (mimalloc-bench's
+   malloc-large: 20 live of 5-25 MiB) would be purged every few frees and fault each new block in afresh. A budget
    that follows what the rest of the heap holds keeps the slots a program reuses, and lets one that holds little
    keep little. */
 void msi_heap_maybe_purge(void) {
@@ -987,9 +985,8 @@ static msi_heap_t *heap_thread_init(void) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 /* A child of a multithreaded parent has no maintenance thread: the single-threaded purge's counters, not kept
-   while that thread ran, are counted afresh from the spans (a review's child reused 256 MiB of spans its parent had
-   cached uncounted, took the counter 256 MiB below zero, and kept what it freed: 260 MiB where a single-threaded
-   program keeps 67 MiB). O(segments); the child holds every lock. */
+   while that thread ran, are counted afresh from the spans (a child reusing spans its parent cached uncounted would
+   take the counter below zero and keep everything it frees). O(segments); the child holds every lock. */
 static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active);
 static void span_counts_recount(void) {
   uint64_t idle, active;

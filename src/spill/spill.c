@@ -734,8 +734,8 @@ static bool punch(const sp_class_t *k, size_t off, size_t len) {
 }
 
 /* clears [off, off + len) of class k's file in place: its pages and contents go (it reads as zero again), its disk
-   blocks stay. Only ext4 does that (FALLOC_FL_ZERO_RANGE converts the extents to unwritten; measured to succeed
-   on a full disk); xfs and btrfs punch and allocate again, and a full disk between the two leaves a hole where a
+   blocks stay. Only ext4 does that (FALLOC_FL_ZERO_RANGE converts the extents to unwritten, and succeeds on a
+   full disk); xfs and btrfs punch and allocate again, and a full disk between the two leaves a hole where a
    live neighbour's folio may need the blocks (SP_FOLIO_MAX). false: left as it is. */
 static bool clear_in_place(const sp_class_t *k, size_t off, size_t len) {
   return sp.fs_type == FS_EXT4 &&
@@ -1144,10 +1144,9 @@ static uint64_t snapshot_cap(void) { return bud.cg.limit / 16; }
    advice of data that fits again. */
 /* While the data fits, a small class's first SP_FEW_BLOCKS slots are advised like beyond memory too: the first
    fault of a lone small block would otherwise have the kernel read around it, zeroing the device's whole
-   read-ahead window of page cache (8 MiB on the project's VM: `cat` of 300 KB with a 64K threshold took 4-5 ms
-   more than with 64M, 0.7 ms more with 4 KiB folios); from the class's next block on, the read-around's large
-   folios serve the neighbouring blocks (300 blocks of 128 KB and of 1 MB filled 2.4x and 5.5x faster than with
-   4 KiB folios). */
+   read-ahead window of page cache (megabytes: a short program with a low threshold pays for it); from the class's
+   next block on, the read-around's large folios serve the neighbouring blocks (many small blocks fill several
+   times faster than with 4 KiB folios). */
 static size_t own_first_slot(const sp_class_t *k, unsigned c) { /* above the blocks inherited at fork */
   return (k->floor + ((size_t)1 << c) - 1) >> c;
 }
@@ -1158,13 +1157,10 @@ static bool few_blocks(const sp_class_t *k) {
 }
 /* While the data fits, the classes of 2 MiB slots and up are advised MADV_HUGEPAGE and MADV_RANDOM: a fault reads
    exactly one 2 MiB folio (zeroed page cache, one fault per 2 MiB), where the default advice read around it the
-   device's whole read-ahead window (8 MiB on the project's VM) and a huge-page mapping two folios ahead. Fills of
-   512 MiB, five alternated runs each (2026-11-26, no cgroup): R 0.24-0.60 s (median 0.35) against 0.26-1.81 s
-   (0.68) with the default advice and 0.50-0.60 s plain; numpy 0.073-0.10 s against 0.09-0.30 s (plain
-   0.058-0.61); C, a page written at a time, 0.064-0.070 s against 0.071-0.095 s (plain 0.20-0.25 s, 4 KiB
-   anonymous pages). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
+   device's whole read-ahead window and a huge-page mapping two folios ahead: fills of data that fits are faster
+   and steadier (docs/spill.md). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
    of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
-   the default advice (MADV_RANDOM alone would fault 4 KiB at a time: 7x slower fills). Beyond memory every class
+   the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
    is MADV_RANDOM and MADV_NOHUGEPAGE (see advise_refresh). */
 static void advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
@@ -1193,7 +1189,7 @@ static void advise_update(void) {
 /* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings
    after new blocks, since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every
    array of 4 MiB or more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under
-   MADV_RANDOM: 30x fewer random reads per second beyond memory (measured: Python 0.75k/s, C 13.7k/s). */
+   MADV_RANDOM: an order of magnitude fewer random reads per second beyond memory. */
 static void advise_refresh(void) { /* maintenance thread only: at the two ticks after an allocation */
   static uint64_t seen;
   static int pending;
