@@ -8,8 +8,8 @@ case string in that test's sources that exercises the promise) and tests/contrac
 why: promises still without a test, printed as "known gap"). Fails on:
   - a documented public name (an MS_API declaration, or a name whose declaration a `///` comment precedes or
     follows with `///<`) with no row, or a promise the header states for it that maps to no test;
-  - a row naming a test CTest does not register (tests/**/CMakeLists.txt, or `ctest -N` in BUILD_DIR), or a
-    case that does not occur in that test's sources;
+  - a row naming a test CTest does not register (tests/**/CMakeLists.txt, or `ctest -N` in BUILD_DIR), a
+    case that does not occur in that test's sources, or a name those sources never use;
   - a row listing an errno (or a promise kind) the header does not state for that name;
   - a row or gap for a name the header no longer documents, or a gap that now has a row.
 Promises are identified by name, never by line number: PROMISE is an errno (EINVAL, ENOMEM...) or one of the
@@ -29,6 +29,8 @@ KINDS = {
     "alignment": re.compile(r"\baligned\b|alignment"),
     "zeroing": re.compile(r"reads? as zeros?|\bzero(es|ing)\b|\bzero every"),
 }
+# names a test checks by their effect without spelling them: MS_API (test_exports reads the exported symbols)
+USED_BY_EFFECT = {"MS_API"}
 DOC = "documented"  # every documented name needs at least one row (its main behaviour)
 
 
@@ -116,7 +118,12 @@ def registered_tests(src, build):
             targets[m.group(1)] = [os.path.join(root, s) for s in m.group(2).split() if not s.startswith("$")]
         for m in re.finditer(r"ms_unit_test\((\S+)\s+SOURCES\s+([^)]*?)(?:LABELS|TIMEOUT|INTERNAL|\))", text):
             names.add(m.group(1))
-            sources[m.group(1)] = [os.path.join(root, s) for s in m.group(2).split()]
+            srcs = [os.path.join(root, s) for s in m.group(2).split()]
+            for f in list(srcs):  # with the test's own headers (#include "x.h" next to it)
+                if os.path.exists(f):
+                    srcs += [os.path.join(root, h) for h in re.findall(r'#include "([\w.]+)"', open(f).read())
+                             if os.path.exists(os.path.join(root, h))]
+            sources[m.group(1)] = srcs
         for m in re.finditer(r"add_test\(\s*NAME\s+(\S+)([^)]*)", text):
             name, cmd = m.group(1), m.group(2)
             if "$" in name:
@@ -184,6 +191,9 @@ def main():
                 found = True
         if not found:
             bad.append(f"promises.tsv:{n}: {name}: case {case} not found in the sources of {test}")
+        elif not name.startswith("section:") and name not in USED_BY_EFFECT and not any(
+                re.search(r"\b" + re.escape(name) + r"\b", cache.get(p, "")) for p in sources.get(test, [])):
+            bad.append(f"promises.tsv:{n}: {name}: the sources of {test} never use it")
         covered.add((name, promise))
     known = set()
     for n, f in gaps:
