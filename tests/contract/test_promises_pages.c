@@ -1,6 +1,6 @@
 /* Page-layer promises of include/memspace.h (tests/contract/promises.tsv): ms_pages_reserve(MS_PAGES_LOCK) and
    ms_pages_lock give ENOMEM above a non-zero RLIMIT_MEMLOCK and EPERM at 0; ms_pages_unlock gives ENOMEM for a
-   hole. Not in the TSan build: its runtime makes mlock succeed whatever the limit. */
+   hole; ms_dma_alloc's buffer reads as zero. Not in the TSan build: its runtime makes mlock succeed whatever the limit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -82,10 +82,29 @@ static void unlock_hole_is_enomem(void **state) {
   assert_int_equal(ms_pages_release(a, 2 * ps), 0);
 }
 
+/* ---- ms_dma_alloc: the buffer reads as zero ---- */
+static void dma_alloc_reads_zero(void **state) {
+  (void)state;
+  size_t size = 64 * 1024;
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.page_size = ms_page_size(); /* base pages: no huge-page pool needed */
+  c.numa_node = -1;
+  ms_dma_buffer_t *b = ms_dma_alloc(size, &c);
+  if (!b && (errno == EPERM || errno == ENOMEM || errno == EAGAIN)) ms_skip_refused(errno, "mlock of 64 KiB");
+  assert_non_null(b);
+  const unsigned char *p = ms_dma_addr(b);
+  assert_non_null(p);
+  for (size_t i = 0; i < size; i++)
+    if (p[i]) fail_msg("byte %zu of a new buffer is %u", i, p[i]);
+  ms_dma_free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(pages_lock_refusals),
       cmocka_unit_test(unlock_hole_is_enomem),
+      cmocka_unit_test(dma_alloc_reads_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
