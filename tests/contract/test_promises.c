@@ -1,7 +1,7 @@
 /* Promises of include/memspace.h that no part's own tests exercised (tests/contract/promises.tsv maps each
    promise to its test): ms_space_check and ms_space_walk report a damaged allocator as EFAULT (never a crash);
    the calls documented thread-safe give right answers when many threads call them at once (labelled tsan, so
-   the TSan build checks them for races). The page layer's mlock errnos are in test_promises_pages.c (TSan's
+   the TSan build checks them for races), creation calls and DMA accessors included. The page layer's mlock errnos are in test_promises_pages.c (TSan's
    runtime makes mlock succeed). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,8 +121,11 @@ static void *readers(void *arg) {
     if (i % 500 == 0) {
       ms_stats_t st;
       if (ms_stats_get(&st, sizeof st) || st.version != MS_STATS_VERSION) return "ms_stats_get";
+      const ms_stats_class_t *c = ms_stats_class(&st, 0);
+      if (c->block_size == 0) return "ms_stats_class";
       size_t bytes = 0;
-      ms_stats_print(sink, &bytes, i % 1000 ? 0 : MS_STATS_JSON);
+      ms_output_fn *out = sink;
+      ms_stats_print(out, &bytes, i % 1000 ? 0 : MS_STATS_JSON);
       if (bytes == 0) return "ms_stats_print";
     }
   }
@@ -174,11 +177,65 @@ static void concurrent_pages(void **state) {
   }
 }
 
+/* creation calls and the DMA accessors from several threads: each thread makes and destroys its own space in
+   caller memory, frame allocator and DMA buffer (a refused mlock leaves the DMA part out), and injects and
+   disarms faults on an operation no other step here uses */
+static _Alignas(4096) unsigned char areas[THREADS][64 * 1024];
+
+static void *creator(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  unsigned char src[4096];
+  memset(src, (int)id + 1, sizeof src);
+  for (int i = 0; i < 50; i++) {
+    ms_fault_op_t op = MS_FAULT_FALLOCATE;
+    ms_fault_inject(op, 0, 0);
+    ms_space_t *s = ms_space_create_in(areas[id], sizeof areas[id], MS_SPACE_ZERO);
+    if (!s) return "ms_space_create_in";
+    unsigned char *b = ms_space_malloc(s, 100);
+    if (!b || b[99] != 0 || ((uintptr_t)b & 15)) return "ms_space_malloc in a create_in space";
+    ms_space_destroy(s);
+    ms_frame_config_t fc;
+    memset(&fc, 0, sizeof fc);
+    fc.range_size = 64 * 1024;
+    fc.idle_ms = -1;
+    ms_frame_t *f = ms_frame_create(&fc);
+    if (!f || !ms_frame_alloc(f, 100, 0)) return "ms_frame_create";
+    ms_frame_destroy(f);
+    ms_dma_config_t dc;
+    memset(&dc, 0, sizeof dc);
+    dc.page_size = ms_page_size();
+    dc.numa_node = -1;
+    ms_dma_buffer_t *d = ms_dma_alloc(sizeof src, &dc);
+    if (!d) {
+      if (errno == EPERM || errno == ENOMEM || errno == EAGAIN) continue;
+      return "ms_dma_alloc";
+    }
+    if (ms_dma_movable(d) != 1 || ms_dma_page_size(d) != ms_page_size()) return "ms_dma_movable/ms_dma_page_size";
+    ms_dma_copy(ms_dma_addr(d), src, sizeof src);
+    ms_dma_fence();
+    if (memcmp(ms_dma_addr(d), src, sizeof src) != 0) return "ms_dma_copy";
+    ms_dma_free(d);
+  }
+  return NULL;
+}
+
+static void concurrent_creation(void **state) {
+  (void)state;
+  pthread_t t[THREADS];
+  for (uintptr_t i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, creator, (void *)i), 0);
+  for (int i = 0; i < THREADS; i++) {
+    void *r = NULL;
+    assert_int_equal(pthread_join(t[i], &r), 0);
+    if (r) fail_msg("%s failed under concurrency", (const char *)r);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(check_and_walk_report_corruption),
       cmocka_unit_test(concurrent_thread_safe_calls),
       cmocka_unit_test(concurrent_pages),
+      cmocka_unit_test(concurrent_creation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
