@@ -99,6 +99,17 @@ static void check_and_walk_report_corruption(void **state) {
 #define THREADS 4
 #define ROUNDS 2000
 
+/* runs `fn` in THREADS threads (argument: the thread's index); a thread returns NULL or the call that failed */
+static void run_threads(void *(*fn)(void *)) {
+  pthread_t t[THREADS];
+  for (uintptr_t i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, fn, (void *)i), 0);
+  for (int i = 0; i < THREADS; i++) {
+    void *r = NULL;
+    assert_int_equal(pthread_join(t[i], &r), 0);
+    if (r) fail_msg("%s gave a wrong answer under concurrency", (const char *)r);
+  }
+}
+
 static void sink(const char *text, void *arg) {
   *(size_t *)arg += strlen(text);
 }
@@ -136,13 +147,7 @@ static void *readers(void *arg) {
 static void concurrent_thread_safe_calls(void **state) {
   (void)state;
   ms_option_set(MS_OPTION_VERBOSE, 0);
-  pthread_t t[THREADS];
-  for (uintptr_t i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, readers, (void *)i), 0);
-  for (int i = 0; i < THREADS; i++) {
-    void *r = NULL;
-    assert_int_equal(pthread_join(t[i], &r), 0);
-    if (r) fail_msg("%s gave a wrong answer under concurrency", (const char *)r);
-  }
+  run_threads(readers);
 }
 
 /* the page layer: every thread reserves, commits, resets, decommits, locks and releases its own ranges */
@@ -168,13 +173,7 @@ static void *pager(void *arg) {
 
 static void concurrent_pages(void **state) {
   (void)state;
-  pthread_t t[THREADS];
-  for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, pager, NULL), 0);
-  for (int i = 0; i < THREADS; i++) {
-    void *r = NULL;
-    assert_int_equal(pthread_join(t[i], &r), 0);
-    if (r) fail_msg("%s failed under concurrency", (const char *)r);
-  }
+  run_threads(pager);
 }
 
 /* creation calls and the DMA accessors from several threads: each thread makes and destroys its own space in
@@ -221,13 +220,7 @@ static void *creator(void *arg) {
 
 static void concurrent_creation(void **state) {
   (void)state;
-  pthread_t t[THREADS];
-  for (uintptr_t i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, creator, (void *)i), 0);
-  for (int i = 0; i < THREADS; i++) {
-    void *r = NULL;
-    assert_int_equal(pthread_join(t[i], &r), 0);
-    if (r) fail_msg("%s failed under concurrency", (const char *)r);
-  }
+  run_threads(creator);
 }
 
 int main(void) {
