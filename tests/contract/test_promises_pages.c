@@ -1,6 +1,7 @@
 /* Page-layer promises of include/memspace.h (tests/contract/promises.tsv): ms_pages_reserve(MS_PAGES_LOCK) and
    ms_pages_lock give ENOMEM above a non-zero RLIMIT_MEMLOCK and EPERM at 0; ms_pages_unlock gives ENOMEM for a
-   hole; ms_dma_alloc's buffer reads as zero. Not in the TSan build: its runtime makes mlock succeed whatever the limit. */
+   hole; ms_dma_alloc's buffer reads as zero. Not in the sanitizer builds: their runtimes make mlock and munlock
+   succeed whatever the limit and the range. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
