@@ -216,6 +216,13 @@ static void *creator(void *arg) {
     ms_dma_fence();
     if (memcmp(ms_dma_addr(d), src, sizeof src) != 0) return "ms_dma_copy";
     ms_dma_free(d);
+    ms_dma_buffer_t *r = ms_dma_register(areas[id], sizeof areas[id], NULL); /* whole pages, unused by then */
+    if (!r) {
+      if (errno == EPERM || errno == ENOMEM || errno == EAGAIN) continue;
+      return "ms_dma_register";
+    }
+    if (ms_dma_size(r) != sizeof areas[id] || ms_dma_addr(r) != areas[id]) return "ms_dma_register's buffer";
+    ms_dma_free(r);
   }
   return NULL;
 }
