@@ -469,10 +469,12 @@ MS_API int ms_space_info(const ms_space_t *space, ms_space_info_t *info);
 /// Verifies every invariant (bitmap summaries, order mask, every granule in exactly one block, no unmerged free
 /// buddies, allocation map and cache lists consistent, counters); 0 when all hold, else EFAULT with a message
 /// (or EINVAL for NULL or a handle that is not a live space); the error is also stored in errno. O(size/16).
+/// It trusts the space's own struct (its region table and pointers to the metadata): damage there is undefined.
 MS_API int ms_space_check(const ms_space_t *space);
 /// Visits every block in address order (used = 1 for allocated blocks); stops when `visit` returns non-zero
 /// (returned). O(blocks x orders). `visit` must not call into the same space. EINVAL for NULL arguments or a
-/// handle that is not a live space, EFAULT for an inconsistency (reported); both also stored in errno.
+/// handle that is not a live space, EFAULT when the blocks do not tile the space (a granule in no block, a block
+/// past its region's end; reported; ms_space_check finds the other inconsistencies); both also stored in errno.
 MS_API int ms_space_walk(const ms_space_t *space,
                          int (*visit)(const void *block, size_t size, int used, void *arg), void *arg);
 
