@@ -179,16 +179,14 @@ void *msi_realloc(void *p, size_t size) {
   if (size == 0) { msi_free(p); return NULL; }
   if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
-  switch (owner_of(p)) {
-  case OWNER_SPILL: return realloc_spilled(p, size, mask);
-  case OWNER_SPACE: return msi_proc_space_realloc(p, size);
-  case OWNER_HEAP:
-  case OWNER_OTHER: break;
-  }
-  size_t old = msi_heap_realloc_check(p); /* aborts naming p when it is the heap's but no live block */
-  if (!old) return msi_foreign_realloc(p, size);
-  if (MSI_UNLIKELY(mask) && route_of(size, mask) != OWNER_HEAP) return route_move(p, old, size, OWNER_HEAP, false);
-  return msi_heap_realloc(p, size, mask != 0);
+  owner_t o = owner_of(p);
+  if (o == OWNER_SPILL) return realloc_spilled(p, size, mask);
+  if (o == OWNER_SPACE) return msi_proc_space_realloc(p, size);
+  /* the heap's check aborts naming p when it is the heap's but no live block; 0: a direct block it is not */
+  if (o == OWNER_OTHER && !msi_heap_realloc_check(p)) return msi_foreign_realloc(p, size);
+  if (MSI_UNLIKELY(mask) && route_of(size, mask) != OWNER_HEAP)
+    return route_move(p, msi_heap_realloc_check(p), size, OWNER_HEAP, false);
+  return msi_heap_realloc(p, size, mask != 0); /* (checks p) */
 }
 
 /* the exported names are aliases: calls inside the library stay direct (no PLT) */

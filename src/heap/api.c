@@ -120,8 +120,9 @@ static size_t grown_size(size_t bs, size_t size) {
 }
 
 void *msi_heap_realloc(void *p, size_t size, bool exact) {
+  size_t old = msi_heap_realloc_check(p);
   if (msi_heap_in_small(p)) {
-    size_t bs = msi_heap_span_of(p)->block_size - MSI_HEAP_CANARY;
+    size_t bs = old;
     if (size <= bs && (size >= bs / 2 || bs <= 64) && !exact) {
       MSI_TRACK_RESIZE(p, bs, size);
       return p;
@@ -129,7 +130,6 @@ void *msi_heap_realloc(void *p, size_t size, bool exact) {
     return realloc_move(p, bs, size, exact ? size : grown_size(bs, size));
   }
   if (msi_heap_in_large(p)) {
-    size_t old = msi_large_usable(p);
     if (size <= MSI_HEAP_SMALL_REQ) return realloc_move(p, old, size, size);
     void *q = msi_large_realloc(p, size);
     if (q == p) {
@@ -141,13 +141,12 @@ void *msi_heap_realloc(void *p, size_t size, bool exact) {
     }
     return q;
   }
-  size_t d = msi_direct_usable(p);
-  if (size <= MSI_HEAP_SMALL_REQ) return realloc_move(p, d, size, size);
+  if (size <= MSI_HEAP_SMALL_REQ) return realloc_move(p, old, size, size);
   void *q = msi_direct_realloc(p, size);
   if (q) {
     MSI_TRACK_FREE(p);
     MSI_TRACK_MALLOC(q, size, false);
-    MSI_TRACK_DEFINED(q, d < size ? d : size);
+    MSI_TRACK_DEFINED(q, old < size ? old : size);
   }
   return q;
 }

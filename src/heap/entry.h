@@ -77,7 +77,8 @@ size_t msi_heap_usable(const void *p);
 /* realloc's check of p: its usable size, 0 when p is not the heap's; aborts naming p when it is the heap's but
    no live block (freed, inside a block, a wild pointer into the reservation) */
 size_t msi_heap_realloc_check(const void *p);
-/* p checked (msi_heap_realloc_check), size in 1..PTRDIFF_MAX: resized or moved within the heap. `exact`: no
-   room for growth is added (the front door routes requests by size). NULL + errno: p unchanged */
+/* p the heap's (its region, or a direct block msi_heap_realloc_check found), size in 1..PTRDIFF_MAX: checked
+   as msi_heap_realloc_check does, then resized or moved within the heap. `exact`: no room for growth is added
+   (the front door routes requests by size). NULL + errno: p unchanged */
 void *msi_heap_realloc(void *p, size_t size, bool exact);
 #endif
