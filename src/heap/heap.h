@@ -212,14 +212,6 @@ void msi_large_set_map_limit(unsigned long max_map_count);
 void msi_large_lock_all(void);
 void msi_large_unlock_all(bool child);
 
-/* the ms_* entry points under internal (hidden, direct-call) names: src/heap/api.c */
-void *msi_malloc(size_t size);
-void msi_free(void *p);
-void *msi_calloc(size_t count, size_t size);
-void *msi_realloc(void *p, size_t size);
-void *msi_aligned_alloc(size_t alignment, size_t size);
-size_t msi_usable_size(const void *p);
-
 /* extra checks (the free list searched on every local free: O(free blocks of the span)): debug builds, or
    MEMSPACE_SECURE=1 in any build. The double-free cookie is checked in every build. */
 #if MEMSPACE_DEBUG
@@ -235,11 +227,6 @@ void msi_heap_guard_refused(void); /* secure build: a guard marker refused on lo
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
 _Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call); /* cookie says free */
 _Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block, uintptr_t decoded); /* a pop's check */
-
-/* foreign pointers (not ours): the override layer hands them to the C library */
-void msi_foreign_free(void *p);
-void *msi_foreign_realloc(void *p, size_t size);
-size_t msi_foreign_usable(const void *p);
 
 /* counters */
 typedef struct msi_heap_counters_s {

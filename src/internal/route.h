@@ -1,12 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* route.h: how a malloc-family request is routed between the parts (CONTRACT §3): a block goes to spill if
-   it reaches the spill threshold, else to the process space if one is set, else to the heap.
-   The heap's public entry points (ms_malloc ... in src/heap/) do the routing, so the override layer and the
-   ms_* API behave the same. Ownership tests are O(1), lock-free address-range checks.
-   Implemented by src/spill/ (msi_spill_*) and src/space/ (msi_proc_space_*). */
+/* route.h: the front door (src/core/route.c, docs/design.md): every malloc-family call, from the override layer
+   and the ms_* API alike, enters there and goes to one part (CONTRACT §3): a request reaching the spill threshold
+   to spill, else to the process space if one is set, else to the heap; a pointer to the part whose reservation
+   holds it (one ownership lookup), else to the heap's direct blocks, else to the C library (foreign).
+   The parts' entry points the front door calls are declared here (spill, the process space, foreign) and in
+   src/heap/entry.h (the heap, which knows nothing of the others). */
 #ifndef MSI_ROUTE_H
 #define MSI_ROUTE_H
 #include "internal.h"
+
+/* ---- the front door (src/core/route.c): the ms_* entry points under internal (hidden, direct-call) names ---- */
+void *msi_malloc(size_t size);
+void msi_free(void *p);
+void *msi_calloc(size_t count, size_t size);
+void *msi_realloc(void *p, size_t size);
+void *msi_aligned_alloc(size_t alignment, size_t size);
+size_t msi_usable_size(const void *p);
 
 /* Bit set in msi_route_mask once a mode is active (read with one relaxed load on the hot path). */
 #define MSI_ROUTE_SPILL 0x1u
@@ -25,7 +34,9 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero);
 bool msi_spill_owns(const void *p);
 void msi_spill_free(void *p);
 size_t msi_spill_usable_size(const void *p);
-/* resize within spill (mremap over the grown file); NULL + errno on failure, the block then unchanged */
+/* resize within spill (mremap over the grown file); NULL + errno on failure, the block then unchanged; NULL +
+   errno 0 when spill cannot hold the new size (the front door then moves the block to RAM). A block shrinking
+   below the threshold is the front door's to move. */
 void *msi_spill_realloc(void *p, size_t size);
 
 /* ---- the process space (src/space/): MEMSPACE_SPACE_INITIAL serves the whole malloc family ---- */
@@ -34,4 +45,10 @@ void *msi_proc_space_malloc(size_t size, size_t alignment, bool zero);  /* NULL 
 void msi_proc_space_free(void *p);
 size_t msi_proc_space_usable_size(const void *p);
 void *msi_proc_space_realloc(void *p, size_t size);  /* NULL + ENOMEM, block unchanged */
+
+/* ---- foreign pointers (not ours): the override layer hands them to the C library (src/override/override.c;
+   without it, the C library's functions in route.c) ---- */
+void msi_foreign_free(void *p);
+void *msi_foreign_realloc(void *p, size_t size);
+size_t msi_foreign_usable(const void *p);
 #endif

@@ -6,7 +6,6 @@
    dlsym only when a C++ program needs them).
    Pointers that are not ours (allocated before memspace took over, or by another allocator) go to the C library's
    own free/realloc, found with dlsym(RTLD_NEXT): the test is an O(1) address-range check. */
-#include "../heap/heap.h"
 #include "route.h"
 #include <dlfcn.h>
 #include <errno.h>

@@ -996,19 +996,6 @@ void *msi_spill_realloc(void *p, size_t size) {
   }
   sp_class_t *k = &sp.cls[c];
   size_t cur = k->meta[slot], off = slot << c;
-  size_t threshold = msi_spill_threshold();
-  if (threshold && size < threshold && ms_malloc) { /* below the threshold: back to the heap */
-    msi_unlock(&sp_lock);
-    void *q = ms_malloc(size);
-    if (q && !msi_spill_owns(q)) {
-      memcpy(q, p, size < cur ? size : cur);
-      msi_spill_free(p);
-      return q;
-    }
-    if (q) msi_spill_free(q);
-    msi_lock(&sp_lock); /* no RAM: shrink in place below */
-    if (k->meta[slot] != cur) { msi_unlock(&sp_lock); errno = EINVAL; return NULL; }
-  }
   file_owned(); /* a lost file freezes its blocks (file_lost) before `child` is decided */
   bool child = off < k->floor; /* frozen (inherited at fork, or a lost file): never changed through a descriptor */
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
@@ -1040,11 +1027,8 @@ void *msi_spill_realloc(void *p, size_t size) {
   uintptr_t q = nc ? slot_alloc(nc, need, false) : 0;
   if (!q && (!nc || errno != ENOMEM)) { /* beyond the largest class, or refused but not for disk space: RAM */
     msi_unlock(&sp_lock);
-    void *r = ms_malloc ? ms_malloc(size) : NULL; /* (ms_malloc falls back to the heap) */
-    if (!r) { errno = ENOMEM; return NULL; }
-    memcpy(r, p, cur);
-    msi_spill_free(p);
-    return r;
+    errno = 0; /* the front door moves the block (route.c) */
+    return NULL;
   }
   if (!q) { msi_unlock(&sp_lock); errno = ENOMEM; return NULL; }
   sp_class_t *nk = &sp.cls[nc];

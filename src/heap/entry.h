@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* entry.h: the heap's entry points, as the front door (src/core/route.c) calls them. The heap is a leaf: it
+   serves and frees its own blocks (small, large, direct) and knows nothing of the other parts; which part a
+   request or a pointer goes to is the front door's decision. The small-block fast paths are inline here, so the
+   front door's malloc and free compile to the heap's own code: no call, one relaxed load of the route mask. */
+#ifndef MSI_HEAP_ENTRY_H
+#define MSI_HEAP_ENTRY_H
+#include "heap.h"
+#include "track.h"
+
+/* the span's first free block, taken off the free list (NULL: none) */
+static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
+  msi_block_t *b = s->free;
+  if (MSI_LIKELY(b)) {
+    MSI_HEAP_VG_OPEN(b);
+    s->free = msi_block_next(s, b);
+    s->used++;
+    msi_block_arm(s, b);
+    MSI_HEAP_VG_CLOSE(b);
+  }
+  return b;
+}
+
+/* a request of `size` <= MSI_HEAP_SMALL_REQ bytes: the calling thread's current span of the class, no lock, no
+   atomic */
+static inline void *msi_heap_malloc_small(size_t size) {
+  msi_block_t *b = msi_heap_pop(msi_tls_heap->current[msi_heap_class_of(size)]);
+  if (MSI_LIKELY(b)) {
+    MSI_TRACK_MALLOC(b, size, false);
+    return b;
+  }
+  void *p = msi_heap_small_alloc_slow(size);
+  if (p) MSI_TRACK_MALLOC(p, size, false);
+  return p;
+}
+
+/* pushes a block freed by its owner; the span's bookkeeping runs when it was full or becomes empty. valgrind builds:
+   the block is marked free, and its header opened for the heap's own writes only */
+static inline void msi_heap_free_local(void *p, msi_span_t *s) {
+  msi_block_t *b = p, *head = s->free;
+  MSI_TRACK_FREE(p);
+  MSI_HEAP_VG_OPEN(b);
+  msi_block_link(s, b, head);
+  b->cookie = msi_block_freed_cookie(s, b);
+  MSI_HEAP_VG_CLOSE(b);
+  s->free = b;
+  if (MSI_UNLIKELY(--s->used == s->used_floor || !head)) msi_heap_small_free_slow(p, s);
+}
+
+/* the local free's cold ends (api.c): with the extra checks (msi_heap_checks), and the report of a failed check
+   (not _Noreturn, so the fast path reaches it by a tail jump and keeps no stack frame) */
+MSI_COLD void msi_heap_free_checked(void *p, msi_span_t *s);
+MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s);
+
+/* p in the small area (msi_heap_in_small). Every call is a tail call: the fast path saves no register */
+static inline void msi_heap_free_small(void *p) {
+  msi_span_t *s = msi_heap_span_of(p);
+  if (MSI_LIKELY(s->owner == msi_tls_heap)) {
+    /* a live block start (O(1): the span's reciprocal) whose cookie (second word: the line the link store below
+       writes anyway) does not say "free"; the secure build also checks the canary after the block */
+    if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
+      return msi_heap_free_error(p, s);
+    if (MSI_UNLIKELY(msi_heap_checks)) return msi_heap_free_checked(p, s);
+    return msi_heap_free_local(p, s);
+  }
+  return msi_heap_small_free_slow(p, s);
+}
+
+/* any request (small, small aligned, large, direct); alignment 0 or a power of two. NULL + ENOMEM */
+void *msi_heap_alloc(size_t size, size_t alignment, bool zero);
+/* p in the heap's region (msi_heap_region_has): freed, or a wild pointer into the reservation reported */
+void msi_heap_free(void *p);
+/* false: p is no direct block (a double free of a recently freed one aborts naming it) */
+bool msi_heap_free_direct(void *p);
+/* a live block's usable size; 0 when p is no live block of the heap (region or direct) */
+size_t msi_heap_usable(const void *p);
+/* realloc's check of p: its usable size, 0 when p is not the heap's; aborts naming p when it is the heap's but
+   no live block (freed, inside a block, a wild pointer into the reservation) */
+size_t msi_heap_realloc_check(const void *p);
+/* p the heap's (its region, or a direct block msi_heap_realloc_check found), size in 1..PTRDIFF_MAX: checked
+   as msi_heap_realloc_check does, then resized or moved within the heap. `exact`: no room for growth is added
+   (the front door routes requests by size). NULL + errno: p unchanged */
+void *msi_heap_realloc(void *p, size_t size, bool exact);
+#endif
