@@ -110,8 +110,8 @@ static void *realloc_move(void *p, size_t old_usable, size_t size, size_t alloc)
 /* The size to allocate for a small block of bs usable bytes grown to size. A block growing by small steps (a
    string appended to, realloc'd to its exact length each time) would change class at every step past the next
    class: 16 classes per doubling above 4 KiB are ~6% apart. Grown by less than a quarter, it gets an eighth more,
-   at most the largest small class (2,000 strings grown to 20 KB by appends of 1-100 B: 1.35 M moves copying
-   8.0 GB, mimalloc 0.57 M moves and 2.1 GB). Not when the front door asks for the exact size (malloc routed to
+   at most the largest small class (without it, strings grown by short appends are moved and copied at almost
+   every step). Not when the front door asks for the exact size (malloc routed to
    spill or a process space): the eighth could take a request under the spill threshold over it. */
 static size_t grown_size(size_t bs, size_t size) {
   if (size <= bs || size >= bs + bs / 4 || size > MSI_HEAP_SMALL_REQ) return size;
