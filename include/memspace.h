@@ -5,7 +5,7 @@
 /// Parts: options and messages, statistics, the page layer (`ms_pages_*`) with a double-buffered frame
 /// allocator (`ms_frame_*`), the thread-caching heap (`ms_malloc` ...), deterministic spaces (`ms_space_*`),
 /// file-backed spill (`ms_spill_*`) and DMA buffers (`ms_dma_*`). Every call sets `errno` on failure.
-/// Names in this header are stable: see CONTRACT.md for the parts external users rely on.
+/// Names in this header are stable: see docs/contract.md for the parts external users rely on.
 #ifndef MEMSPACE_H
 #define MEMSPACE_H
 
@@ -333,7 +333,7 @@ MS_API void ms_heap_collect(int force);
 MS_API int ms_is_ours(const void *ptr);
 
 /* ------------------------------------------------------------------------------------------------------------ */
-/* Deterministic spaces (CONTRACT.md §4)                                                                       */
+/* Deterministic spaces (docs/contract.md §4)                                                                  */
 /* ------------------------------------------------------------------------------------------------------------ */
 
 /// Deterministic spaces: many independent memory spaces with an O(1) allocator for real-time code
@@ -493,7 +493,7 @@ MS_API void ms_spill_free(void *ptr);
 MS_API int ms_spill_is(const void *ptr);
 
 /* ------------------------------------------------------------------------------------------------------------ */
-/* DMA buffers (CONTRACT.md §5)                                                                                */
+/* DMA buffers (docs/contract.md §5)                                                                           */
 /* ------------------------------------------------------------------------------------------------------------ */
 
 /// DMA buffers for user-space drivers and data-acquisition loops: pinned memory, its physical layout as a

@@ -124,7 +124,7 @@ static int parse_enum(const opt_desc_t *d, const char *s, long long *out) {
   return EINVAL;
 }
 
-/* CONTRACT §3: MEMSPACE_HUGE_PAGES is 0, 2M or 1G (any spelling of those sizes); anything else is invalid */
+/* docs/contract.md §3: MEMSPACE_HUGE_PAGES is 0, 2M or 1G (any spelling of those sizes); anything else is invalid */
 static bool size_allowed(const opt_desc_t *d, unsigned long long v) {
   return d != &opt_table[MS_OPTION_HUGE_PAGES] || v == 0 || v == (2ull << 20) || v == (1ull << 30);
 }

@@ -36,7 +36,7 @@ bool msi_option_invalid(ms_option_t o);
 bool msi_option_given(ms_option_t o);
 /* Defined (non-zero) by the memspace tool only (hidden weak: 0 everywhere else). The tool carries its own copy of
    the library, but the MEMSPACE_* variables are meant for the program it runs: its copy reports no invalid value
-   (the program does, once: CONTRACT §3) and ignores the modes that would change its own malloc or output (space,
+   (the program does, once: docs/contract.md §3) and ignores the modes that would change its own malloc or output (space,
    spill, statistics at exit), so the process space is not created in the tool, nor are the space variables
    cleared before `memspace run` execs the program. Validity is still recorded (msi_option_invalid). */
 extern const int msi_tool_process __attribute__((weak, visibility("hidden")));

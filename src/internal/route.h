@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* route.h: the front door (src/core/route.c, docs/design.md): every malloc-family call, from the override layer
-   and the ms_* API alike, enters there and goes to one part (CONTRACT §3): a request reaching the spill threshold
+   and the ms_* API alike, enters there and goes to one part (docs/contract.md §3): a request reaching the spill threshold
    to spill, else to the process space if one is set, else to the heap; a pointer to the part whose reservation
    holds it (one ownership lookup), else to the heap's direct blocks, else to the C library (foreign).
    The parts' entry points the front door calls are declared here (spill, the process space, foreign) and in

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* proc_space.c: the process space (route.h, CONTRACT §3): with MEMSPACE_SPACE_INITIAL set, the whole malloc
+/* proc_space.c: the process space (route.h, docs/contract.md §3): with MEMSPACE_SPACE_INITIAL set, the whole malloc
    family is served by one thread-safe deterministic space (priority-inheriting lock), created at library
    start for MEMSPACE_SPACE_AT=start (committed, pre-faulted, locked; a refused lock is reported and the space
    runs unlocked) or reserved at start and committed at the first allocation for `firstalloc`.

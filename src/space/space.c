@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* space.c: deterministic memory spaces (CONTRACT §4, docs/spaces.md).
+/* space.c: deterministic memory spaces (docs/contract.md §4, docs/spaces.md).
 
    Design: a binary buddy allocator whose metadata lives entirely OUTSIDE the blocks, in a compact side area:
    - per order k (block size 2^k, k >= 4, i.e. 16 B .. the space size) a hierarchical bitmap of free block
