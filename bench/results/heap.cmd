@@ -1,11 +1,11 @@
-command: build/memspace bench all
+command: build/memspace bench heap
 part: heap
 mode: default
-date: 2026-11-26T09:54:16Z
+date: 2026-11-27T11:17:29Z
 environment:
-machine: cpu="AMD EPYC" cores=2 memory_bytes=25276502016 kernel="Linux 6.18.44-fc-v669" arch=x86_64
+machine: cpu="AMD EPYC" cores=2 memory_bytes=25276510208 kernel="Linux 6.18.44-fc-v657" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
-heap parameters: rounds=3 warmup=2 loops=3 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=3 py_n=25000 np_rounds=150 sql_rows=1000000 gcc_funcs=70 shell_cmds=300 realloc_max=1073741824 realloc_limit_s=1.5
+heap parameters: rounds=3 warmup=2 loops=3 long_rounds=5 long_loops=30 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=3 py_n=25000 np_rounds=150 sql_rows=1000000 gcc_funcs=70 shell_cmds=300 git_files=3000 http_requests=300 r_n=15000 realloc_max=1073741824 realloc_limit_s=1.5
 child rptest: /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
 child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
 child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
@@ -56,6 +56,24 @@ child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/
 child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
 child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
 child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_long: /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
 child python_pymalloc: /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
 child python_pymalloc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
 child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
@@ -74,24 +92,48 @@ child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/b
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
-child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-58xdos/bench.db .read /tmp/memspace-bench-heap-58xdos/build.sql
-child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
-child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-58xdos/generated.c -o /tmp/memspace-bench-heap-58xdos/generated.o
+child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
+child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
+child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
+child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
 child shell: /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
+child git: /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child shell_script: /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
+child shell_script: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
+child http_server: /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
+child http_server: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
+child rscript: /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
+child rscript: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
 child realloc_step_1m: /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
 child realloc_step_1m: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
 child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
@@ -104,7 +146,7 @@ child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /wor
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-heap workloads: scale=1 rounds=1 threads=2
+heap workloads: scale=1 rounds=1 target_rounds=5 threads=2
 child larson: /work/main/build/bench/heap_larson --threads 2 --scale 1
 child larson: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_larson --threads 2 --scale 1
 child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
@@ -177,5 +219,5 @@ child malloc_large: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-seconds: 436.3
+seconds: 1265.2
 exit: 0
