@@ -223,13 +223,22 @@ def not_installed_line(run):
 HEAP_PROGS = ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell", "git", "shell_script",
               "http_server", "rscript")
 HEAP_MANY = ("shell", "git", "shell_script")  # many processes, each preloaded
-HEAP_PROG_DESC = {
+HEAP_PROG_DESC = {  # {name} fields come from the run's "heap parameters" line in heap.cmd
     "python_pymalloc": "python3 object churn (pymalloc on)", "python_malloc": "the same, PYTHONMALLOC=malloc",
-    "python_numpy": "numpy temporaries of 1-40 MB", "sqlite3": "sqlite3, 1,000,000 rows",
-    "gcc": "gcc -O2 on a generated file", "shell": "/bin/sh running 300 commands, each preloaded",
-    "git": "git add, commit, status and log -p over 3000 files", "shell_script": "a script of about 300 "
-    "sort/sed/awk commands", "http_server": "python3 -m http.server on loopback under 300 requests",
-    "rscript": "Rscript growing a vector by v <- c(v, x)"}
+    "python_numpy": "numpy temporaries of 1-40 MB", "sqlite3": "sqlite3, {sql_rows} rows",
+    "gcc": "gcc -O2 on a generated file", "shell": "/bin/sh running {shell_cmds} commands, each preloaded",
+    "git": "git add, commit, status and log -p over {git_files} files", "shell_script": "a script of about "
+    "{shell_cmds} sort/sed/awk commands", "http_server": "python3 -m http.server on loopback under {http_requests} "
+    "requests", "rscript": "Rscript growing a vector by v <- c(v, x) to {r_n} elements"}
+
+
+def heap_prog_desc(run):
+    params = dict(re.findall(r"(\w+)=(\S+)", run.cmd.get("heap parameters", "")))
+    fmt = lambda v: f"{int(v):,}" if v.isdigit() else v
+    fields = {k: fmt(v) for k, v in params.items()}
+    return {p: re.sub(r"\{(\w+)\}", lambda m: fields.get(m.group(1), "?"), d) for p, d in HEAP_PROG_DESC.items()}
+
+
 HEAP_WL = ("larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple", "glibc_thread",
            "sh6bench", "sh8bench", "alloc_test", "cxx_map", "malloc_large")
 PERF = "memspace-performance"
@@ -368,7 +377,7 @@ def heap_long(run):
             rows.append((p, i, spread(w, lambda a: f"{a:.3f}"), x(ratio(statistics.median(w), gw), 3),
                          mib(run.med(p, i, "peak_rss_bytes")), x(ratio(run.med(p, i, "peak_rss_bytes"), gr))))
     out.append("#### Real programs: wall seconds, median [min-max] of the runs; max RSS")
-    out.append("; ".join(f"`{p}`: {d}" for p, d in HEAP_PROG_DESC.items()) + ".")
+    out.append("; ".join(f"`{p}`: {d}" for p, d in heap_prog_desc(run).items()) + ".")
     out.append(table(("program", "allocator", "wall s", "x glibc", "max RSS", "RSS x glibc"), rows) if rows else NM)
     rows = []
     for case in [c for c in ("realloc_step_1m", "realloc_double") if run.impls(c)]:
