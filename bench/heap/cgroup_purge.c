@@ -14,7 +14,7 @@
                  is set so that this usage is 90% of it, and a second run measures. Prints "metric value" lines:
                  live_bytes, burst_bytes, limit_bytes, usage_peak_bytes (second run), rss_peak_bytes (before the
                  frees), rss_freed_bytes (first reading after them), rss_end_bytes, reached (1: RSS came within
-                 10% of live), purge_ms (time from the last free to that reading, or to the end of the wait).
+                 10% of live), purge_s (seconds from the last free to that reading, or to the end of the wait).
      --test      the behaviour test (tests/heap/CMakeLists.txt; memspace preloaded with a long purge delay): one
                  run without a limit; the burst thread ends after its frees; then the child sets its cgroup's
                  limit 1/16 above its usage (a forced pressure signal) and reads its RSS every 10 ms for up to
@@ -246,9 +246,9 @@ static int child(const char *cg, int version, size_t live, size_t burst, double 
     t = now_s();
   }
   printf("live_bytes %zu\nburst_bytes %zu\nusage_peak_bytes %llu\nrss_peak_bytes %llu\nrss_freed_bytes %llu\n"
-         "rss_end_bytes %llu\nreached %d\npurge_ms %.1f\n", bytes, burst, w.usage_peak,
+         "rss_end_bytes %llu\nreached %d\npurge_s %.4f\n", bytes, burst, w.usage_peak,
          (unsigned long long)w.rss_peak, (unsigned long long)rss_freed, (unsigned long long)rss, rss <= target,
-         (t - w.t_freed) * 1e3);
+         (t - w.t_freed));
   fflush(stdout);
   pthread_mutex_lock(&w.mu);
   w.phase = 2;

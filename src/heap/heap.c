@@ -628,6 +628,16 @@ static const msi_maint_task_t release_task = {"heap-release", 0, purge_on_pressu
    class otherwise): the maintenance thread cannot take them, since their owner allocates from them without a
    lock. Checked by the slow paths (msi_heap_maybe_purge): one relaxed load and a thread-local comparison. */
 static __thread uint32_t pressure_seen;
+/* While pressure lasts, the free that empties a class's current span gives it up too, once per class and look:
+   an idle thread (a pool's) keeps no span from what it freed, and a loop freeing and taking one block pays a slow
+   path at most once per look, not per block. */
+static inline bool pressure_retire(msi_heap_t *h, unsigned cls) {
+  if (MSI_LIKELY(!atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed))) return false;
+  uint8_t e = (uint8_t)atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed);
+  if (h->pressure_retired[cls] == e) return false;
+  h->pressure_retired[cls] = e;
+  return true;
+}
 static void heap_release_current(msi_heap_t *h);
 static inline void pressure_check(void) {
   uint32_t e = atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed);
@@ -1161,8 +1171,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) span_collect(s, true, false); /* maybe empty now */
     if (s == h->current[s->cls]) {
-      if (s->used == 0 &&
-          (!msi_heap_limits.keep_empty_current || atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed)) &&
+      if (s->used == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);

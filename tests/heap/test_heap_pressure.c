@@ -76,7 +76,7 @@ static void stall_since_the_last_look(void **state) {
 
 /* Under pressure a thread's slow paths give back its empty current spans, which the preset otherwise keeps for
    the next block of their class: at the first slow path after a look that found pressure (epoch), and at once
-   when the last block of a current span is freed while it lasts (msi_maint_pressure). */
+   when the last block of a current span is freed while it lasts (msi_maint_pressure), once per class and look. */
 static void empty_current_spans_leave_under_pressure(void **state) {
   (void)state;
   assert_int_equal(ms_option_set(MS_OPTION_CACHE, 1), 0); /* performance: empty current spans kept */
@@ -95,6 +95,15 @@ static void empty_current_spans_leave_under_pressure(void **state) {
   assert_ptr_not_equal(h->current[cb], &msi_empty_span);
   atomic_store(&msi_maint_pressure, 1);
   ms_free(b); /* the last block of a current span */
+  assert_ptr_equal(h->current[cb], &msi_empty_span);
+  b = ms_malloc(5000); /* once per class and look: a loop of one block pays a slow path once */
+  assert_non_null(b);
+  ms_free(b);
+  assert_ptr_not_equal(h->current[cb], &msi_empty_span);
+  atomic_fetch_add(&msi_maint_pressure_epoch, 1); /* the next look */
+  b = ms_malloc(5000);
+  assert_non_null(b);
+  ms_free(b);
   assert_ptr_equal(h->current[cb], &msi_empty_span);
   atomic_store(&msi_maint_pressure, 0);
   void *c = ms_malloc(7000);
