@@ -324,6 +324,12 @@ int main(int argc, char **argv) {
   if (geteuid() != 0) { printf("MS_SKIP refused: making a memory cgroup needs root\n"); return 77; }
   if (!version) { printf("MS_SKIP refused: %s\n", base); return 77; }
   snprintf(cg, sizeof cg, "%s/%s%d", base, PREFIX, (int)getpid());
+  if (version == 2) { /* children get the memory controller where the parent may hand it down (else refused below) */
+    char ctl[4200];
+    snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", base);
+    FILE *f = fopen(ctl, "w");
+    if (f) { fputs("+memory", f); fclose(f); }
+  }
   if (mkdir(cg, 0755) != 0) {
     printf("MS_SKIP refused: creating a memory cgroup under %s: %s\n", base, strerror(errno));
     return 77;
