@@ -818,6 +818,52 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
       }
 }
 
+/* ---- 5. purge under a memory cgroup (bench/heap/cgroup_purge.c; root, else skipped with the reason) ---------- */
+
+static const char *const cg_metrics[] = {"live_bytes", "limit_bytes", "usage_peak_bytes", "rss_peak_bytes",
+                                         "rss_freed_bytes", "rss_end_bytes", "reached", "purge_s"};
+#define N_CGM (sizeof cg_metrics / sizeof cg_metrics[0])
+static double cgres[MAX_IMPL][N_CGM]; /* one run each: NAN when not measured */
+static char cg_skip[256];
+
+static void run_cgroup_section(msb_ctx_t *ctx) {
+  char prog[PATH_MAX];
+  snprintf(prog, sizeof prog, "%s/bench/heap_cgroup_purge", msb_binary_dir());
+  char *argv[] = {prog, NULL};
+  cg_skip[0] = 0;
+  for (int k = 0; k < n_real; k++) {
+    for (size_t m = 0; m < N_CGM; m++) cgres[k][m] = NAN;
+    if (!real[k].installed) { msb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2); continue; }
+    if (cg_skip[0]) continue;
+    note_cmd(ctx, "cgroup_purge", argv, &real[k]);
+    char out[2048];
+    double wall, v;
+    struct rusage ru;
+    int st = msb_spawn(argv, real[k].preload, real[k].env, out, sizeof out, 60, &wall, &ru);
+    if (st == 77) { /* "MS_SKIP refused: <reason>": the same for every allocator; no rows */
+      snprintf(cg_skip, sizeof cg_skip, "%.*s", (int)strcspn(out, "\n"), out);
+      continue;
+    }
+    if (st != 0 && st != 1) { row_status(ctx, "cgroup_purge", real[k].impl, 2, "failed"); continue; }
+    for (size_t m = 0; m < N_CGM; m++)
+      if (msb_kv(out, cg_metrics[m], &v)) {
+        cgres[k][m] = v;
+        if (m != 6) msb_row(ctx, "cgroup_purge", real[k].impl, 2, 0, cg_metrics[m], v); /* reached: from the rest */
+      }
+  }
+  msb_printf("\n-- purge under a memory cgroup at 90%% of its limit (64 MiB live, a 192 MiB burst freed by an idle pool "
+             "thread; RSS read every ms for 2 s)\n");
+  if (cg_skip[0]) { msb_printf("   %s\n", cg_skip); return; }
+  msb_printf("%-10s %10s %10s %10s %10s %12s\n", "impl", "live MiB", "peak MiB", "freed MiB", "end MiB", "to 1.1x live");
+  for (int k = 0; k < n_real; k++) {
+    const double *r = cgres[k];
+    if (isnan(r[7])) continue;
+    char b[32];
+    msb_printf("%-10s %10.1f %10.1f %10.1f %10.1f %12s\n", real[k].impl, mib(r[0]), mib(r[3]), mib(r[4]), mib(r[5]),
+               r[6] > 0 ? fx(b, sizeof b, r[7] * 1e3, "%.0f ms") : "not in 2 s");
+  }
+}
+
 /* ---- targets (issue [heap]) -------------------------------------------------------------------------- */
 
 /* one target line: not measured, met or missed, then the text; style 0: issue [heap]'s words, 1: issue #26's */
@@ -965,6 +1011,12 @@ static void print_targets26(const hb_params_t *p) {
     met(known, r <= 1.0, "%s (many processes): wall time at or below mimalloc's: %.3fx [%.3f-%.3f]", prog_names[pi], r,
         lo, hi);
   }
+  int cms = find_impl(real, n_real, "memspace");
+  const double *c = cms >= 0 ? cgres[cms] : NULL;
+  bool cknown = c && !isnan(c[7]);
+  met(cknown, cknown && c[6] > 0 && c[7] < 0.1, "under a memory cgroup at 90%% of its limit, RSS after a burst within 10%% "
+      "of live bytes in under 100 ms: %.0f ms (RSS %.1f MiB, live %.1f MiB)%s", cknown ? c[7] * 1e3 : NAN,
+      cknown ? mib(c[5]) : NAN, cknown ? mib(c[0]) : NAN, cknown && c[6] <= 0 ? ", not reached" : cg_skip[0] ? cg_skip : "");
   static const int fast[] = {W_SH6, W_GSIMPLE}, lean[] = {W_LARSON, W_MSTRESS};
   int wms = find_impl(real, n_real, "memspace"), je = find_impl(real, n_real, "jemalloc");
   for (int ti = 0; ti < n_wl_thr; ti++) {
@@ -1092,7 +1144,12 @@ int msb_bench_heap(msb_ctx_t *ctx) {
             p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
 
-  const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": section 4 only (diagnosis runs) */
+  const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": sections 4-5 only, "cgroup": 5 (diagnosis runs) */
+  if (only && strcmp(only, "cgroup") == 0) {
+    run_cgroup_section(ctx);
+    print_targets26(&p);
+    return 0;
+  }
   if (!only || strcmp(only, "workloads") != 0) run_classic(ctx, &p, t0);
 
   /* 4. mimalloc-bench-style workloads: threads 2 (glibc_simple, malloc_large 1); --full and MSB_HEAP_WL_THREADS=1,2: both */
@@ -1109,6 +1166,7 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   msb_printf("   mimalloc-bench-style workloads (%.0f s so far)\n", msb_now() - t0);
   run_wl_section(ctx, &p);
   print_wl(&p);
+  run_cgroup_section(ctx);
   print_targets26(&p);
   msb_printf("\n   heap bench: %.0f s\n", msb_now() - t0);
   return 0;

@@ -4,7 +4,8 @@
    thread (msi_maint_note_thread), so a single-threaded program never gets an extra thread (an extra thread
    makes unshare(CLONE_NEWUSER) fail). MEMSPACE_PURGE_DELAY=-1 switches it off. After fork the child has no
    thread; it is started again lazily there. Never call msi_maint_kick while holding an allocator lock:
-   pthread_create allocates. */
+   pthread_create allocates. While it runs it also watches memory pressure (the cgroup's usage near its limit, the
+   machine's memory stall) and then has every part give its caches back at once (internal.h). */
 #include "internal.h"
 #include "os.h"
 #include <errno.h>
@@ -24,17 +25,22 @@ static _Atomic int state; /* 0 none, 1 starting, 2 running */
 #define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
 static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
-void msi_maint_register(const msi_maint_task_t *task) {
-  msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
+/* adds task to list (count entries, at most max) unless it is there */
+static void list_add(const msi_maint_task_t **list, _Atomic int *count, int max, const msi_maint_task_t *task) {
   msi_lock(&task_lock);
-  int n = atomic_load(&task_count);
+  int n = atomic_load(count);
   bool present = false;
-  for (int i = 0; i < n; i++) present |= tasks[i] == task;
-  if (!present && n < MAX_TASKS) {
-    tasks[n] = task;
-    atomic_store(&task_count, n + 1);
+  for (int i = 0; i < n; i++) present |= list[i] == task;
+  if (!present && n < max) {
+    list[n] = task;
+    atomic_store(count, n + 1);
   }
   msi_unlock(&task_lock);
+}
+
+void msi_maint_register(const msi_maint_task_t *task) {
+  msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
+  list_add(tasks, &task_count, MAX_TASKS, task);
 }
 
 static unsigned min_period(void) {
@@ -87,6 +93,89 @@ void msi_maint_idle(bool idle) {
   }
 }
 
+/* ---- memory pressure (internal.h) ---- */
+_Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
+#define PRESSURE_CGROUP_MS 25   /* between looks at the cgroup's usage */
+#define PRESSURE_PSI_MS 100     /* between looks at the machine's memory stall */
+#define PRESSURE_FIND_MS 1000   /* between reads of the cgroup's limit (a container may be resized) */
+#define MAX_HOOKS 4
+static const msi_maint_task_t *hooks[MAX_HOOKS];
+static _Atomic int hook_count;
+void msi_maint_on_pressure(const msi_maint_task_t *release) { list_add(hooks, &hook_count, MAX_HOOKS, release); }
+
+void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path) {
+  memset(p, 0, sizeof *p);
+  p->limit = limit;
+  msi_snprintf(p->usage, sizeof p->usage, "%s", usage_path ? usage_path : "");
+  msi_snprintf(p->psi, sizeof p->psi, "%s", psi_path ? psi_path : "");
+}
+
+/* the number after "total=" in a PSI file's first line ("some avg10=0.00 avg60=0.00 avg300=0.00 total=US") */
+static bool psi_total(const char *text, uint64_t *v) {
+  const char *nl = strchr(text, '\n'), *t = strstr(text, "total=");
+  if (!t || (nl && t > nl)) return false;
+  t += 6;
+  if (*t < '0' || *t > '9') return false;
+  for (*v = 0; *t >= '0' && *t <= '9'; t++) *v = *v * 10 + (uint64_t)(*t - '0');
+  return true;
+}
+
+bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
+  bool under = false;
+  unsigned long long used;
+  if (p->limit && p->usage[0] && msi_os_read_ull(p->usage, &used)) {
+    p->used = used;
+    under = used >= p->limit - p->limit / 5;
+  }
+  char buf[256];
+  uint64_t total;
+  if (psi_due && p->psi[0] && !(msi_os_read_file(p->psi, buf, sizeof buf) > 0 && psi_total(buf, &total))) {
+    p->psi[0] = 0; /* no PSI in this kernel (or not readable here): no more looks */
+  } else if (psi_due && p->psi[0]) {
+    /* stalled microseconds over elapsed nanoseconds: 1% is 10 us per ms */
+    if (p->psi_ns && now_ns > p->psi_ns && total >= p->psi_total)
+      under |= (total - p->psi_total) * 100000 >= now_ns - p->psi_ns;
+    p->psi_total = total;
+    p->psi_ns = now_ns;
+  }
+  return under;
+}
+
+/* the limit of the cgroup that limits this process and that cgroup's usage file (none: limit 0) */
+static void pressure_find(msi_pressure_t *p) {
+  static msi_os_cgroup_t cg; /* the maintenance thread's (4 KiB paths: not on its small stack) */
+  msi_os_cgroup_budget(UINT64_MAX, &cg);
+  p->limit = 0;
+  p->usage[0] = 0;
+  char *slash = strrchr(cg.stat_path, '/');
+  if (cg.limit == UINT64_MAX || !slash) return;
+  *slash = 0; /* stat_path: the limiting cgroup's memory.stat */
+  msi_snprintf(p->usage, sizeof p->usage, "%s/%s", cg.stat_path,
+               cg.version == 1 ? "memory.usage_in_bytes" : "memory.current");
+  p->limit = cg.limit;
+}
+
+/* one look (the maintenance thread): under pressure, every release task runs now */
+static void pressure_run(msi_pressure_t *p, uint64_t now, uint64_t *next_find, uint64_t *next_psi) {
+  if (now >= *next_find) {
+    *next_find = now + PRESSURE_FIND_MS * 1000000ull;
+    pressure_find(p);
+  }
+  bool psi_due = now >= *next_psi;
+  if (psi_due) *next_psi = now + PRESSURE_PSI_MS * 1000000ull;
+  bool under = msi_pressure_look(p, now, psi_due);
+  if (under != (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) != 0)) {
+    atomic_store_explicit(&msi_maint_pressure, under, memory_order_relaxed);
+    msi_verbose("memory pressure %s (cgroup usage %llu of its limit %llu, 0: no limit; stall from %s)",
+                under ? "begins" : "ends", (unsigned long long)p->used, (unsigned long long)p->limit,
+                p->psi[0] ? p->psi : "nowhere");
+  }
+  if (!under) return;
+  atomic_fetch_add_explicit(&msi_maint_pressure_epoch, 1, memory_order_relaxed);
+  int n = atomic_load(&hook_count);
+  for (int i = 0; i < n; i++) hooks[i]->run(now);
+}
+
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
    without memspace. Checked at most every 100 ms. */
@@ -97,9 +186,13 @@ static void *maint_main(void *arg) {
   in_maint = true;
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
-  uint64_t next_alone_check = 0;
+  uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
+  msi_pressure_t pressure;
+  msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory");
   for (;;) {
     unsigned period = min_period();
+    if (pressure.limit && period > PRESSURE_CGROUP_MS) period = PRESSURE_CGROUP_MS;
+    else if (pressure.psi[0] && period > PRESSURE_PSI_MS) period = PRESSURE_PSI_MS;
     struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
     nanosleep(&ts, NULL);
     uint64_t t = msi_now_ns();
@@ -109,6 +202,7 @@ static void *maint_main(void *arg) {
     }
     if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
     uint64_t now = msi_now_ns();
+    pressure_run(&pressure, now, &next_find, &next_psi);
     int n = atomic_load(&task_count);
     for (int i = 0; i < n; i++) {
       if (now - last[i] < (uint64_t)tasks[i]->period_ms * 1000000ull) continue;
@@ -133,6 +227,7 @@ MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
     if (atomic_load(&multi_threaded)) atomic_store(&multi_threaded, 0);
     if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
     if (atomic_load(&next_check)) atomic_store(&next_check, 0);
+    if (atomic_load(&msi_maint_pressure)) atomic_store(&msi_maint_pressure, 0); /* until the child's own look */
     msi_lock_reset(&task_lock);
   }
 }

@@ -620,6 +620,32 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
 void msi_heap_purge(uint64_t now_ms, bool force) { purge(now_ms, force, force); }
 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
+/* memory pressure (maint.c): every cache (threads', global, free chunks, large slots) back to the OS now */
+static void purge_on_pressure(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, true); }
+static const msi_maint_task_t release_task = {"heap-release", 0, purge_on_pressure};
+
+/* Under memory pressure a thread gives back its classes' empty current spans (kept for the next block of their
+   class otherwise): the maintenance thread cannot take them, since their owner allocates from them without a
+   lock. Checked by the slow paths (msi_heap_maybe_purge): one relaxed load and a thread-local comparison. */
+static __thread uint32_t pressure_seen;
+/* While pressure lasts, the free that empties a class's current span gives it up too, once per class and look:
+   an idle thread (a pool's) keeps no span from what it freed, and a loop freeing and taking one block pays a slow
+   path at most once per look, not per block. */
+static inline bool pressure_retire(msi_heap_t *h, unsigned cls) {
+  if (MSI_LIKELY(!atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed))) return false;
+  uint8_t e = (uint8_t)atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed);
+  if (h->pressure_retired[cls] == e) return false;
+  h->pressure_retired[cls] = e;
+  return true;
+}
+static void heap_release_current(msi_heap_t *h);
+static inline void pressure_check(void) {
+  uint32_t e = atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed);
+  if (MSI_LIKELY(e == pressure_seen)) return;
+  pressure_seen = e;
+  msi_heap_t *h = msi_tls_heap;
+  if (h != &msi_empty_heap) heap_release_current(h);
+}
 
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
 _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
@@ -666,6 +692,7 @@ static void st_large_budget(bool force) {
    that follows what the rest of the heap holds keeps the slots a program reuses, and lets one that holds little
    keep little. */
 void msi_heap_maybe_purge(void) {
+  pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
   uint32_t now = msi_heap_now_ms();
@@ -1074,6 +1101,7 @@ void msi_heap_global_init(void) {
   heap_key_ok = pthread_key_create(&heap_key, heap_thread_exit) == 0;
   msi_fork_register(); /* fork.c: before a constructor of another library forks */
   msi_maint_register(&purge_task);
+  msi_maint_on_pressure(&release_task);
   atomic_store(&last_purge_ms, msi_heap_now_ms());
 }
 
@@ -1143,7 +1171,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) span_collect(s, true, false); /* maybe empty now */
     if (s == h->current[s->cls]) {
-      if (s->used == 0 && !msi_heap_limits.keep_empty_current &&
+      if (s->used == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
@@ -1181,6 +1209,19 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, s, memory_order_release,
                                                   memory_order_relaxed));
+  }
+}
+
+/* the empty current spans of the calling thread's heap leave their classes (memory pressure) */
+static void heap_release_current(msi_heap_t *h) {
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    msi_span_t *s = h->current[c];
+    if (s == &msi_empty_span || s->used != 0) continue;
+    span_collect(s, true, false); /* a list parked by the allocation path */
+    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      h->current[c] = &msi_empty_span;
+      span_retire(h, s, false);
+    }
   }
 }
 

@@ -109,6 +109,8 @@ typedef struct msi_heap_s {
   struct msi_heap_s *next_orphan;
   int orphan;
   uint32_t id;
+  uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
+                                                 class's empty current span */
 } msi_heap_t;
 
 /* the layout, fixed at start-up */

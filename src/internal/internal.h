@@ -121,6 +121,26 @@ void msi_maint_idle(bool idle);
    maintenance thread; costs one system call (~1 us) when nothing waits. */
 void msi_maint_yield(void);
 long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no allocation); 0 when unreadable */
+/* Memory pressure (maint.c). While the maintenance thread runs, it looks every 25 ms at the memory cgroup that
+   limits the process (msi_os_cgroup_budget; its limit read again every second) and every 100 ms at the machine's
+   memory stall (/proc/pressure/memory). Pressure: the cgroup's usage (v1 memory.usage_in_bytes, v2 memory.current)
+   within a fifth of its limit (v1 memory.limit_in_bytes, v2 memory.max or memory.high), or some task stalled on
+   memory for at least 1% of the time since the last look. Each look that finds pressure runs every release task
+   (msi_maint_on_pressure: every cache of a part back to the OS, whatever its age; at most 4, idempotent)
+   at once (not after the purge delay) and counts in msi_maint_pressure_epoch; msi_maint_pressure is 1 while it
+   lasts. The allocation slow paths read both with one relaxed load; no allocation path reads a file.
+   msi_pressure_look is one look from the files named (tests pass their own). */
+extern _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
+void msi_maint_on_pressure(const msi_maint_task_t *release); /* its run(); its period is not used */
+typedef struct {
+  uint64_t limit;             /* the cgroup's limit in bytes; 0: no cgroup look */
+  uint64_t used;              /* the usage the last look read */
+  uint64_t psi_total, psi_ns; /* the stall total (us) and time of the last stall look; psi_ns 0: none yet */
+  char usage[4200];           /* the limiting cgroup's usage file */
+  char psi[64];               /* a PSI file ("some avg10=... total=US" first); "" none */
+} msi_pressure_t;
+void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path);
+bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due);
 
 /* ---- time ---- */
 uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */

@@ -1,0 +1,128 @@
+/* Memory pressure (src/core/maint.c, the heap's slow paths): the look at a cgroup's usage and the machine's memory
+   stall from files the test writes (no root, no timing: the clock is a parameter), and what a thread's slow paths
+   do under pressure (its empty current spans leave their classes). The cgroup itself is test_heap_cgroup_purge's
+   (bench/heap/cgroup_purge.c --test). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "ms_test.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "heap.h"
+
+static char dir[64];
+
+static void put(const char *name, const char *text) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static const char *path_of(const char *name) {
+  static char path[128];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return path;
+}
+
+#define PSI(total) "some avg10=0.00 avg60=0.00 avg300=0.00 total=" #total "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+
+/* a cgroup's usage against its limit: pressure from within a fifth of it */
+static void cgroup_usage_near_the_limit(void **state) {
+  (void)state;
+  msi_pressure_t p;
+  msi_pressure_init(&p, 1000000, path_of("usage"), NULL);
+  put("usage", "799999\n");
+  assert_false(msi_pressure_look(&p, 1, true));
+  assert_int_equal(p.used, 799999);
+  put("usage", "800000\n");
+  assert_true(msi_pressure_look(&p, 2, true));
+  put("usage", "1000000\n");
+  assert_true(msi_pressure_look(&p, 3, false));
+  put("usage", "10\n");
+  assert_false(msi_pressure_look(&p, 4, true));
+  /* no limit, or an unreadable usage file: never */
+  msi_pressure_init(&p, 0, path_of("usage"), NULL);
+  put("usage", "999999999\n");
+  assert_false(msi_pressure_look(&p, 5, true));
+  msi_pressure_init(&p, 1000, path_of("missing"), NULL);
+  assert_false(msi_pressure_look(&p, 6, true));
+}
+
+/* the machine's memory stall: 1% of the time since the last look is pressure; the first look only reads */
+static void stall_since_the_last_look(void **state) {
+  (void)state;
+  msi_pressure_t p;
+  msi_pressure_init(&p, 0, NULL, path_of("psi"));
+  put("psi", PSI(5000000));
+  assert_false(msi_pressure_look(&p, 1000000000ull, true)); /* a first look: nothing to compare */
+  put("psi", PSI(5000999));                                 /* 999 us stalled in 100 ms: under 1% */
+  assert_false(msi_pressure_look(&p, 1100000000ull, true));
+  put("psi", PSI(5002000));                                 /* 1001 us in 100 ms */
+  assert_true(msi_pressure_look(&p, 1200000000ull, true));
+  put("psi", PSI(9000000));                                 /* not due: not read */
+  assert_false(msi_pressure_look(&p, 1300000000ull, false));
+  assert_true(msi_pressure_look(&p, 1400000000ull, true)); /* 4 s stalled since 1.2 s */
+  put("psi", "garbage\n");                                  /* unreadable: no more looks */
+  assert_false(msi_pressure_look(&p, 1500000000ull, true));
+  assert_int_equal(p.psi[0], 0);
+}
+
+/* Under pressure a thread's slow paths give back its empty current spans, which the preset otherwise keeps for
+   the next block of their class: at the first slow path after a look that found pressure (epoch), and at once
+   when the last block of a current span is freed while it lasts (msi_maint_pressure), once per class and look. */
+static void empty_current_spans_leave_under_pressure(void **state) {
+  (void)state;
+  assert_int_equal(ms_option_set(MS_OPTION_CACHE, 1), 0); /* performance: empty current spans kept */
+  void *a = ms_malloc(3000);
+  assert_non_null(a);
+  unsigned ca = msi_heap_class_of(3000), cb = msi_heap_class_of(5000), cc = msi_heap_class_of(7000);
+  msi_heap_t *h = msi_tls_heap;
+  ms_free(a);
+  msi_span_t *sa = h->current[ca];
+  assert_ptr_not_equal(sa, &msi_empty_span); /* kept, empty */
+  assert_int_equal(sa->used, 0);
+  atomic_fetch_add(&msi_maint_pressure_epoch, 1);
+  void *b = ms_malloc(5000); /* a class's first block: the slow path */
+  assert_non_null(b);
+  assert_ptr_equal(h->current[ca], &msi_empty_span);
+  assert_ptr_not_equal(h->current[cb], &msi_empty_span);
+  atomic_store(&msi_maint_pressure, 1);
+  ms_free(b); /* the last block of a current span */
+  assert_ptr_equal(h->current[cb], &msi_empty_span);
+  b = ms_malloc(5000); /* once per class and look: a loop of one block pays a slow path once */
+  assert_non_null(b);
+  ms_free(b);
+  assert_ptr_not_equal(h->current[cb], &msi_empty_span);
+  atomic_fetch_add(&msi_maint_pressure_epoch, 1); /* the next look */
+  b = ms_malloc(5000);
+  assert_non_null(b);
+  ms_free(b);
+  assert_ptr_equal(h->current[cb], &msi_empty_span);
+  atomic_store(&msi_maint_pressure, 0);
+  void *c = ms_malloc(7000);
+  assert_non_null(c);
+  ms_free(c);
+  assert_ptr_not_equal(h->current[cc], &msi_empty_span); /* no pressure: kept again */
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/ms-pressure-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(cgroup_usage_near_the_limit),
+      cmocka_unit_test(stall_since_the_last_look),
+      cmocka_unit_test(empty_current_spans_leave_under_pressure),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  unlink(path_of("usage"));
+  unlink(path_of("psi"));
+  rmdir(dir);
+  return rc;
+}
