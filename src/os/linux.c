@@ -248,10 +248,17 @@ bool msi_os_meminfo(const char *key, uint64_t *bytes) {
   return true;
 }
 
+/* a number file of /proc or /sys gives its whole text in one read: open, read, close (no read of the end) */
 bool msi_os_read_ull(const char *path, unsigned long long *value) {
   char buf[64];
   uint64_t v;
-  if (msi_os_read_file(path, buf, sizeof buf) <= 0 || !parse_ull(buf, &v)) return false;
+  int fd = open_ro(path);
+  if (fd < 0) return false;
+  ssize_t n = msi_os_read(fd, buf, sizeof buf - 1);
+  msi_os_close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  if (!parse_ull(buf, &v)) return false;
   *value = v;
   return true;
 }
