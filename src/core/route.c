@@ -18,15 +18,17 @@
 #include <errno.h>
 #include <string.h>
 
-/* MSI_ROUTE_START until msi_init has read the options: an allocation made before (by another library's
-   constructor) reads them first, so the first block is routed and counted as the options say */
+/* MSI_ROUTE_START until the first allocation, which takes the slow path: it reads the options if msi_init has
+   not yet (an allocation from another library's constructor), so the first block is routed and counted as they
+   say, and initialises the heap before the fast path first reads its tables (written first, their page takes one
+   fault, not a read of the zero page and then a copy) */
 _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
 void msi_route_init(void) {
-  unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_relaxed), mask = 0;
+  unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_relaxed), mask = old & MSI_ROUTE_START;
   if (msi_opt(MS_OPTION_SPILL_THRESHOLD) > 0) mask |= MSI_ROUTE_SPILL;
   if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) mask |= MSI_ROUTE_SPACE;
-  /* counting is decided once, at start: counts begun later would miss the blocks already live */
+  /* counting is decided before the first allocation: counts begun later would miss the blocks already live */
   if (old & MSI_ROUTE_START ? msi_opt(MS_OPTION_SHOW_STATS) != 0 : (old & MSI_ROUTE_COUNT) != 0) mask |= MSI_ROUTE_COUNT;
   if (mask != old) atomic_store_explicit(&msi_route_mask, mask, memory_order_relaxed);
 }
@@ -121,12 +123,36 @@ static void *alloc_in(size_t size, size_t alignment, bool zero, unsigned mask) {
 
 static size_t usable_ours(const void *p);
 
-/* a request under a non-zero mask: the options read first when they are not yet, the call counted when asked */
-static MSI_NOINLINE MSI_COLD void *alloc_routed(size_t size, size_t alignment, bool zero, unsigned mask) {
-  if (mask & MSI_ROUTE_START) {
-    msi_init();
-    mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+/* The start of the heap's small area as free's fast test sees it: the heap's (msi_heap_g.base), copied at the
+   first allocation (first_alloc) or by the first free of a small block that finds it not yet copied; FREE_NEVER
+   while calls are counted, so that every free takes the slow path, which counts it. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
+   The fast test reads it as a plain word, so that it stays one subtraction from memory as the heap's own test is;
+   it changes once, from FREE_NEVER to the base, and either value gives a right answer (ThreadSanitizer builds read
+   it atomically). */
+#define FREE_NEVER ((uintptr_t)0xf << 60)
+static uintptr_t free_base = FREE_NEVER;
+#if defined(__SANITIZE_THREAD__)
+#define FREE_BASE() __atomic_load_n(&free_base, __ATOMIC_RELAXED)
+#else
+#define FREE_BASE() free_base
+#endif
+
+/* the first allocation: the options read, the heap initialised when it serves (route_of), free's fast test
+   given the heap's base when calls are not counted */
+static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
+  msi_init();
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
+    msi_heap_global_init();
+    if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT)) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
+  atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_relaxed);
+  return mask & ~MSI_ROUTE_START;
+}
+
+/* a request under a non-zero mask: the first allocation's work, then the call counted when asked */
+static MSI_NOINLINE MSI_COLD void *alloc_routed(size_t size, size_t alignment, bool zero, unsigned mask) {
+  if (mask & MSI_ROUTE_START) mask = first_alloc();
   void *p = alloc_in(size, alignment, zero, mask);
   if (p && (mask & MSI_ROUTE_COUNT)) {
     tally_t *t = tally();
@@ -159,19 +185,6 @@ static void route_free(void *p) {
   }
 }
 
-/* The start of the heap's small area as free's fast test sees it: the heap's (msi_heap_g.base), copied by the first
-   free of a small block that found it not yet copied; FREE_NEVER while calls are counted, so that every free takes
-   the slow path, which counts it. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
-   The fast test reads it as a plain word, so that it stays one subtraction from memory as the heap's own test is;
-   it changes once, from FREE_NEVER to the base, and either value gives a right answer (ThreadSanitizer builds read
-   it atomically). */
-#define FREE_NEVER ((uintptr_t)0xf << 60)
-static uintptr_t free_base = FREE_NEVER;
-#if defined(__SANITIZE_THREAD__)
-#define FREE_BASE() __atomic_load_n(&free_base, __ATOMIC_RELAXED)
-#else
-#define FREE_BASE() free_base
-#endif
 
 static MSI_NOINLINE MSI_COLD void free_counted(void *p) {
   size_t size = usable_ours(p); /* 0: not a live block of ours (foreign, or freed: the part reports it) */

@@ -22,7 +22,7 @@ size_t msi_usable_size(const void *p);
 #define MSI_ROUTE_SPILL 0x1u
 #define MSI_ROUTE_SPACE 0x2u
 #define MSI_ROUTE_COUNT 0x4u /* statistics at exit asked for at start: every call is counted (route.c) */
-#define MSI_ROUTE_START 0x8u /* the options are not read yet (the initial value): the first allocation reads them */
+#define MSI_ROUTE_START 0x8u /* no allocation yet (the initial value): the first one reads the options first */
 extern _Atomic unsigned msi_route_mask;
 void msi_route_init(void);  /* reads the options (msi_init, and ms_option_set of a routing option); sets msi_route_mask */
 /* the [malloc] statistics section: the counts of the malloc family's calls, printed when they were counted */

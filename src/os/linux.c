@@ -21,7 +21,7 @@ msi_os_counters_t msi_os_counters;
 /* ---- fault injection ---- */
 static _Atomic unsigned long fault_nth[MS_FAULT_OP_COUNT];
 static _Atomic int fault_err[MS_FAULT_OP_COUNT];
-static _Atomic int fault_armed;
+MSI_START_DATA static _Atomic int fault_armed; /* read by every call: not alone on a .bss page */
 
 void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err) {
   if ((unsigned)op >= MS_FAULT_OP_COUNT) return;
