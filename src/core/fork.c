@@ -53,8 +53,8 @@ MSI_COLD static void fork_child(void) {
   for (size_t i = NHOOKS; i-- > 0;) hooks[i](MSI_FORK_CHILD, !fork_unlocked);
 }
 
-static _Atomic int reg_state;         /* 0 not registered, 1 being registered, 2 registered */
-static _Atomic uintptr_t reg_thread;  /* the thread registering */
+MSI_START_DATA static _Atomic int reg_state;        /* 0 not registered, 1 being registered, 2 registered */
+MSI_START_DATA static _Atomic uintptr_t reg_thread; /* the thread registering */
 void msi_fork_register(void) {
   if (MSI_LIKELY(atomic_load_explicit(&reg_state, memory_order_acquire) == 2)) return;
   int expect = 0;

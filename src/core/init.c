@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <string.h>
 
-_Atomic int msi_initialized;
+MSI_START_DATA _Atomic int msi_initialized;
 
 int ms_version(void) { return MEMSPACE_VERSION_MAJOR * 10000 + MEMSPACE_VERSION_MINOR * 100 + MEMSPACE_VERSION_PATCH; }
 

@@ -28,10 +28,10 @@ _Atomic long long msi_option_values[MS_OPTION_COUNT] = {
 #undef X
 };
 static const char *opt_strings[MS_OPTION_COUNT];
-static _Atomic unsigned opt_invalid; /* bit per option set to an invalid value */
-static _Atomic unsigned opt_given;   /* bit per option given a valid value (environment or ms_option_set) */
+MSI_START_DATA static _Atomic unsigned opt_invalid; /* bit per option set to an invalid value */
+MSI_START_DATA static _Atomic unsigned opt_given;   /* bit per option given a valid value (environment or ms_option_set) */
 _Static_assert(MS_OPTION_COUNT <= 32, "opt_invalid has one bit per option");
-static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
+MSI_START_DATA static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
 
 const char *msi_getenv(const char *name) {
   if (!environ || !name) return NULL;

@@ -8,19 +8,29 @@
 
    The heap is a leaf (src/heap/entry.h): it serves its own blocks and never calls back here. A block changing
    owner in realloc moves through route_move alone. The options that change the routing (ms_option_set) re-read
-   it in msi_option_changed. */
+   it in msi_option_changed.
+
+   Statistics at exit asked for at start (MEMSPACE_SHOW_STATS) set MSI_ROUTE_COUNT: every malloc-family call then
+   takes the slow paths, which count it (the [malloc] section); without it the fast paths are those of a program
+   that counts nothing, instruction for instruction. */
 #include "route.h"
 #include "../heap/entry.h"
 #include <errno.h>
 #include <string.h>
 
-_Atomic unsigned msi_route_mask;
+/* MSI_ROUTE_START until the first allocation, which takes the slow path: it reads the options if msi_init has
+   not yet (an allocation from another library's constructor), so the first block is routed and counted as they
+   say, and initialises the heap before the fast path first reads its tables (written first, their page takes one
+   fault, not a read of the zero page and then a copy) */
+_Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
 void msi_route_init(void) {
-  unsigned mask = 0;
+  unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_relaxed), mask = old & MSI_ROUTE_START;
   if (msi_opt(MS_OPTION_SPILL_THRESHOLD) > 0) mask |= MSI_ROUTE_SPILL;
   if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) mask |= MSI_ROUTE_SPACE;
-  atomic_store_explicit(&msi_route_mask, mask, memory_order_relaxed);
+  /* counting is decided before the first allocation: counts begun later would miss the blocks already live */
+  if (old & MSI_ROUTE_START ? msi_opt(MS_OPTION_SHOW_STATS) != 0 : (old & MSI_ROUTE_COUNT) != 0) mask |= MSI_ROUTE_COUNT;
+  if (mask != old) atomic_store_explicit(&msi_route_mask, mask, memory_order_relaxed);
 }
 
 void msi_option_changed(ms_option_t o) {
@@ -63,14 +73,44 @@ static inline owner_t owner_of(const void *p) {
 /* allocation, free                                                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-/* any request but the small one with nothing routed. Spill answers NULL + errno 0 when it is unusable (no
+/* ---- the counts (MSI_ROUTE_COUNT) ---- */
+
+/* per-thread counts: each thread takes a slot of its own at its first counted call (the last slot is shared by
+   the threads past the others); a slot outlives its thread, so the sums at exit include every thread's calls */
+typedef struct { _Alignas(MSI_CACHE_LINE) _Atomic uint64_t allocs, callocs, reallocs, frees; } tally_t;
+#define TALLIES 128
+static tally_t tallies[TALLIES];
+static _Atomic unsigned tallies_taken;
+static _Thread_local tally_t *my_tally;
+/* the usable bytes of the live blocks counted, and the most there were: one counter in a single order of
+   changes, so the peak is exact (a realloc is one change: old size to new) */
+static _Atomic int64_t live_bytes, peak_bytes;
+
+static tally_t *tally(void) {
+  tally_t *t = my_tally;
+  if (MSI_UNLIKELY(!t)) {
+    unsigned i = atomic_fetch_add_explicit(&tallies_taken, 1, memory_order_relaxed);
+    my_tally = t = &tallies[i < TALLIES ? i : TALLIES - 1];
+  }
+  return t;
+}
+
+static void add_live(int64_t delta) {
+  int64_t now = atomic_fetch_add_explicit(&live_bytes, delta, memory_order_relaxed) + delta;
+  int64_t peak = atomic_load_explicit(&peak_bytes, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak_explicit(&peak_bytes, &peak, now, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+  }
+}
+
+static void count(_Atomic uint64_t *counter) { atomic_fetch_add_explicit(counter, 1, memory_order_relaxed); }
+
+/* ---- allocation ---- */
+
+/* where a request goes under `mask` (nothing counted). Spill answers NULL + errno 0 when it is unusable (no
    directory...): the request is then served from RAM */
-static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) {
-  /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
-     wrap to a small block) */
-  if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
-  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
-  if (MSI_UNLIKELY(mask)) {
+static void *alloc_in(size_t size, size_t alignment, bool zero, unsigned mask) {
+  if (MSI_UNLIKELY(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     if (route_of(size, mask) == OWNER_SPILL) {
       errno = 0;
       void *p = msi_spill_malloc(size, alignment < 16 ? 16 : alignment, zero);
@@ -81,8 +121,60 @@ static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) 
   return msi_heap_alloc(size, alignment, zero);
 }
 
-/* every pointer but a small heap block's (NULL included) */
-static MSI_NOINLINE void route_free(void *p) {
+static size_t usable_ours(const void *p);
+
+/* The start of the heap's small area as free's fast test sees it: the heap's (msi_heap_g.base), copied at the
+   first allocation (first_alloc) or by the first free of a small block that finds it not yet copied; FREE_NEVER
+   while calls are counted, so that every free takes the slow path, which counts it. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
+   The fast test reads it as a plain word, so that it stays one subtraction from memory as the heap's own test is;
+   it changes once, from FREE_NEVER to the base, and either value gives a right answer (ThreadSanitizer builds read
+   it atomically). */
+#define FREE_NEVER ((uintptr_t)0xf << 60)
+static uintptr_t free_base = FREE_NEVER;
+#if defined(__SANITIZE_THREAD__)
+#define FREE_BASE() __atomic_load_n(&free_base, __ATOMIC_RELAXED)
+#else
+#define FREE_BASE() free_base
+#endif
+
+/* the first allocation: the options read, the heap initialised when it serves (route_of), free's fast test
+   given the heap's base when calls are not counted */
+static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
+  msi_init();
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
+    msi_heap_global_init();
+    if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT)) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+  }
+  atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_relaxed);
+  return mask & ~MSI_ROUTE_START;
+}
+
+/* a request under a non-zero mask: the first allocation's work, then the call counted when asked */
+static MSI_NOINLINE MSI_COLD void *alloc_routed(size_t size, size_t alignment, bool zero, unsigned mask) {
+  if (mask & MSI_ROUTE_START) mask = first_alloc();
+  void *p = alloc_in(size, alignment, zero, mask);
+  if (p && (mask & MSI_ROUTE_COUNT)) {
+    tally_t *t = tally();
+    count(&t->allocs);
+    if (zero) count(&t->callocs);
+    add_live((int64_t)usable_ours(p));
+  }
+  return p;
+}
+
+/* any request but the small one with nothing routed */
+static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) {
+  /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
+     wrap to a small block) */
+  if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  if (MSI_UNLIKELY(mask)) return alloc_routed(size, alignment, zero, mask);
+  return msi_heap_alloc(size, alignment, zero);
+}
+
+/* every pointer but a small heap block's (NULL included); nothing counted */
+static void route_free(void *p) {
   switch (owner_of(p)) {
   case OWNER_HEAP: msi_heap_free(p); return;
   case OWNER_SPILL: msi_spill_free(p); return;
@@ -93,7 +185,28 @@ static MSI_NOINLINE void route_free(void *p) {
   }
 }
 
-/* the fast paths: one relaxed load of the route mask on malloc; on free the heap's small-block test first */
+
+static MSI_NOINLINE MSI_COLD void free_counted(void *p) {
+  size_t size = usable_ours(p); /* 0: not a live block of ours (foreign, or freed: the part reports it) */
+  if (size) {
+    count(&tally()->frees);
+    add_live(-(int64_t)size);
+  }
+  route_free(p);
+}
+
+/* every pointer but a small heap block whose base the fast test knows */
+static MSI_NOINLINE void free_slow(void *p) {
+  if (!p) return;
+  if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_relaxed) & MSI_ROUTE_COUNT)) return free_counted(p);
+  if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good */
+    __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+    return msi_heap_free_small(p);
+  }
+  route_free(p);
+}
+
+/* the fast paths: one relaxed load of the route mask on malloc; on free the small-block test first */
 void *msi_malloc(size_t size) {
   if (MSI_LIKELY(size <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed)))
     return msi_heap_malloc_small(size);
@@ -101,8 +214,9 @@ void *msi_malloc(size_t size) {
 }
 
 void msi_free(void *p) {
-  if (MSI_LIKELY(msi_heap_in_small(p))) return msi_heap_free_small(p);
-  return route_free(p);
+  if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)))
+    return msi_heap_free_small(p);
+  return free_slow(p);
 }
 
 void *msi_calloc(size_t count, size_t size) {
@@ -134,6 +248,17 @@ size_t msi_usable_size(const void *p) {
   return d ? d : msi_foreign_usable(p);
 }
 
+/* a live block's usable size when it is ours (any part's), else 0 (foreign, NULL, freed) */
+static size_t usable_ours(const void *p) {
+  switch (owner_of(p)) {
+  case OWNER_HEAP: return msi_heap_usable(p);
+  case OWNER_SPILL: return msi_spill_usable_size(p);
+  case OWNER_SPACE: return msi_proc_space_usable_size(p);
+  case OWNER_OTHER: break;
+  }
+  return p ? msi_heap_usable(p) : 0;
+}
+
 int ms_is_ours(const void *p) {
   if (!p) return 0;
   return owner_of(p) != OWNER_OTHER || msi_heap_usable(p) != 0;
@@ -146,8 +271,8 @@ int ms_is_ours(const void *p) {
 /* The one move between parts: p (of part `from`, `old` usable bytes) to a new block where a request of `size`
    goes now, the bytes copied, p freed by its owner. NULL + errno: p unchanged. `away`: NULL also when the new
    block is `from`'s again (spill's threshold changed meanwhile: the caller resizes within spill instead) */
-static void *route_move(void *p, size_t old, size_t size, owner_t from, bool away) {
-  void *q = route_alloc(size, 0, false);
+static void *route_move(void *p, size_t old, size_t size, owner_t from, bool away, unsigned mask) {
+  void *q = alloc_in(size, 0, false, mask);
   if (!q) return NULL;
   if (away && owner_of(q) == from) {
     route_free(q);
@@ -163,14 +288,38 @@ static void *route_move(void *p, size_t old, size_t size, owner_t from, bool awa
 static void *realloc_spilled(void *p, size_t size, unsigned mask) {
   size_t old = msi_spill_usable_size(p), t = spill_threshold(mask);
   if (old && t && size < t) { /* below the threshold: to RAM, else (no RAM) shrunk in place */
-    void *q = route_move(p, old, size, OWNER_SPILL, true);
+    void *q = route_move(p, old, size, OWNER_SPILL, true, mask);
     if (q) return q;
   }
   errno = 0;
   void *q = msi_spill_realloc(p, size);
   if (q || errno != 0) return q;
-  q = route_move(p, old, size, OWNER_SPILL, false); /* spill cannot hold the new size: RAM */
+  q = route_move(p, old, size, OWNER_SPILL, false, mask); /* spill cannot hold the new size: RAM */
   if (!q) errno = ENOMEM;
+  return q;
+}
+
+/* p resized under `mask` (nothing counted; a foreign block moved in is counted by the malloc that takes it) */
+static inline void *realloc_in(void *p, size_t size, unsigned mask) {
+  mask &= MSI_ROUTE_SPILL | MSI_ROUTE_SPACE;
+  owner_t o = owner_of(p);
+  if (o == OWNER_SPILL) return realloc_spilled(p, size, mask);
+  if (o == OWNER_SPACE) return msi_proc_space_realloc(p, size);
+  /* the heap's check aborts naming p when it is the heap's but no live block; 0: a direct block it is not */
+  if (o == OWNER_OTHER && !msi_heap_realloc_check(p)) return msi_foreign_realloc(p, size);
+  if (MSI_UNLIKELY(mask) && route_of(size, mask) != OWNER_HEAP)
+    return route_move(p, msi_heap_realloc_check(p), size, OWNER_HEAP, false, mask);
+  return msi_heap_realloc(p, size, mask != 0); /* (checks p) */
+}
+
+static MSI_NOINLINE MSI_COLD void *realloc_routed(void *p, size_t size, unsigned mask) {
+  if (!(mask & MSI_ROUTE_COUNT)) return realloc_in(p, size, mask);
+  size_t old = usable_ours(p);
+  void *q = realloc_in(p, size, mask);
+  if (q && old) {
+    count(&tally()->reallocs);
+    add_live((int64_t)usable_ours(q) - (int64_t)old);
+  }
   return q;
 }
 
@@ -179,15 +328,35 @@ void *msi_realloc(void *p, size_t size) {
   if (size == 0) { msi_free(p); return NULL; }
   if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
-  owner_t o = owner_of(p);
-  if (o == OWNER_SPILL) return realloc_spilled(p, size, mask);
-  if (o == OWNER_SPACE) return msi_proc_space_realloc(p, size);
-  /* the heap's check aborts naming p when it is the heap's but no live block; 0: a direct block it is not */
-  if (o == OWNER_OTHER && !msi_heap_realloc_check(p)) return msi_foreign_realloc(p, size);
-  if (MSI_UNLIKELY(mask) && route_of(size, mask) != OWNER_HEAP)
-    return route_move(p, msi_heap_realloc_check(p), size, OWNER_HEAP, false);
-  return msi_heap_realloc(p, size, mask != 0); /* (checks p) */
+  if (MSI_UNLIKELY(mask)) return realloc_routed(p, size, mask);
+  return realloc_in(p, size, 0);
 }
+
+/* ---- the [malloc] statistics section (stats.def) ---- */
+
+static bool counts_used(void) {
+  return (atomic_load_explicit(&msi_route_mask, memory_order_relaxed) & MSI_ROUTE_COUNT) != 0;
+}
+
+static void counts_print(msi_stats_writer_t *w) {
+  uint64_t sum[4] = {0, 0, 0, 0};
+  unsigned n = atomic_load_explicit(&tallies_taken, memory_order_relaxed);
+  for (unsigned i = 0; i < n && i < TALLIES; i++) {
+    sum[0] += atomic_load_explicit(&tallies[i].allocs, memory_order_relaxed);
+    sum[1] += atomic_load_explicit(&tallies[i].callocs, memory_order_relaxed);
+    sum[2] += atomic_load_explicit(&tallies[i].reallocs, memory_order_relaxed);
+    sum[3] += atomic_load_explicit(&tallies[i].frees, memory_order_relaxed);
+  }
+  int64_t live = atomic_load_explicit(&live_bytes, memory_order_relaxed);
+  msi_stats_field(w, "allocations", sum[0], "");
+  msi_stats_field(w, "callocs", sum[1], "");
+  msi_stats_field(w, "reallocs", sum[2], "");
+  msi_stats_field(w, "frees", sum[3], "");
+  msi_stats_field(w, "allocated", live > 0 ? (uint64_t)live : 0, "bytes");
+  msi_stats_field(w, "allocated_peak", (uint64_t)atomic_load_explicit(&peak_bytes, memory_order_relaxed), "bytes");
+}
+
+const msi_stats_source_t msi_route_stats_source = {"malloc", NULL, counts_print, counts_used};
 
 /* the exported names are aliases: calls inside the library stay direct (no PLT) */
 void *ms_malloc(size_t size) __attribute__((alias("msi_malloc")));

@@ -3,6 +3,7 @@
    ms_stats_print writes text or JSON through a callback without allocating. docs/stats.md explains each line. */
 #include "internal.h"
 #include "os.h"
+#include "route.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -10,9 +11,9 @@
 #include <unistd.h>
 
 #define MAX_SOURCES 16
-static const msi_stats_source_t *sources[MAX_SOURCES];
-static _Atomic int source_count;
-static msi_lock_t source_lock = MSI_LOCK_INIT;
+MSI_START_DATA static const msi_stats_source_t *sources[MAX_SOURCES]; /* registered by constructors */
+MSI_START_DATA static _Atomic int source_count;
+MSI_START_DATA static msi_lock_t source_lock = MSI_LOCK_INIT;
 
 void msi_stats_register(const msi_stats_source_t *s) {
   msi_lock(&source_lock);
@@ -166,7 +167,10 @@ static void process_get(ms_stats_t *s) {
   if (getrusage(RUSAGE_SELF, &ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
 }
 static const msi_stats_source_t process_source = {"process", process_get, NULL, NULL};
-__attribute__((constructor(101))) static void process_register(void) { msi_stats_register(&process_source); }
+__attribute__((constructor(101))) static void process_register(void) {
+  msi_stats_register(&process_source);
+  msi_stats_register(&msi_route_stats_source); /* [malloc] (route.c): printed when the calls were counted */
+}
 
 void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
   msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0};

@@ -31,7 +31,7 @@ msi_heap_t msi_empty_heap = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_emp
 __thread msi_heap_t *msi_tls_heap = &msi_empty_heap;
 
 #define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
-static _Atomic int init_state; /* 0 none, 1 in progress, 2 done */
+MSI_START_DATA static _Atomic int init_state; /* 0 none, 1 in progress, 2 done (read, then written) */
 static pthread_key_t heap_key;
 static bool heap_key_ok;
 

@@ -54,9 +54,9 @@ static bool strict_overcommit(void);
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
    that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
-   mode is read at start-up all the same: read at the first dense block it killed a program that had installed a
-   seccomp filter against open() by then (a sandbox), and two threads whose reads disagreed (one refused, EMFILE)
-   would place blocks under both answers. */
+   mode is read when the heap initialises (the first allocation) all the same: read at the first dense block it
+   killed a program that had installed a seccomp filter against open() by then (a sandbox), and two threads whose
+   reads disagreed (one refused, EMFILE) would place blocks under both answers. */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 

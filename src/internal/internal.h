@@ -224,7 +224,12 @@ MSI_FORK_PARTS(MSI_FORK_DECLARE)
 #undef MSI_FORK_DECLARE
 
 /* ---- library start-up (src/core/init.c) ---- */
+/* On a small variable every process (or every allocating one) reads first and writes at start-up: placed in
+   .data, whose last page the dynamic loader has written already (it clears the start of .bss there), instead of a
+   .bss page that a read and a write fault in (the zero page first, then its copy). Keep the total small: .data
+   past that page would be a page more to copy. */
+#define MSI_START_DATA __attribute__((section(".data")))
 void msi_init(void);          /* idempotent; safe before libc is fully up */
-extern _Atomic int msi_initialized;
+extern _Atomic int msi_initialized; /* MSI_START_DATA */
 
 #endif

@@ -17,11 +17,16 @@ void *msi_realloc(void *p, size_t size);
 void *msi_aligned_alloc(size_t alignment, size_t size);
 size_t msi_usable_size(const void *p);
 
-/* Bit set in msi_route_mask once a mode is active (read with one relaxed load on the hot path). */
+/* Bit set in msi_route_mask once a mode is active (read with one relaxed load on the hot path). Any bit sends
+   every allocation through the front door's slow path (route.c). */
 #define MSI_ROUTE_SPILL 0x1u
 #define MSI_ROUTE_SPACE 0x2u
+#define MSI_ROUTE_COUNT 0x4u /* statistics at exit asked for at start: every call is counted (route.c) */
+#define MSI_ROUTE_START 0x8u /* no allocation yet (the initial value): the first one reads the options first */
 extern _Atomic unsigned msi_route_mask;
 void msi_route_init(void);  /* reads the options (msi_init, and ms_option_set of a routing option); sets msi_route_mask */
+/* the [malloc] statistics section: the counts of the malloc family's calls, printed when they were counted */
+extern const msi_stats_source_t msi_route_stats_source;
 /* the heap re-reads the cache preset and the secure checks (src/heap/heap.c): caches past a smaller preset's
    limits are emptied at once */
 void msi_heap_options_changed(void);

@@ -21,7 +21,7 @@ msi_os_counters_t msi_os_counters;
 /* ---- fault injection ---- */
 static _Atomic unsigned long fault_nth[MS_FAULT_OP_COUNT];
 static _Atomic int fault_err[MS_FAULT_OP_COUNT];
-static _Atomic int fault_armed;
+MSI_START_DATA static _Atomic int fault_armed; /* read by every call: not alone on a .bss page */
 
 void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err) {
   if ((unsigned)op >= MS_FAULT_OP_COUNT) return;
@@ -248,10 +248,17 @@ bool msi_os_meminfo(const char *key, uint64_t *bytes) {
   return true;
 }
 
+/* a number file of /proc or /sys gives its whole text in one read: open, read, close (no read of the end) */
 bool msi_os_read_ull(const char *path, unsigned long long *value) {
   char buf[64];
   uint64_t v;
-  if (msi_os_read_file(path, buf, sizeof buf) <= 0 || !parse_ull(buf, &v)) return false;
+  int fd = open_ro(path);
+  if (fd < 0) return false;
+  ssize_t n = msi_os_read(fd, buf, sizeof buf - 1);
+  msi_os_close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  if (!parse_ull(buf, &v)) return false;
   *value = v;
   return true;
 }

@@ -15,8 +15,8 @@ msg=$(run bash -c 'bash -c true; bash -c true; true' 2>&1)
 check "three blocks" '[ "$(echo "$msg" | grep -c "^memspace .* statistics of pid [0-9]* (bash)$")" = 3 ]'
 check "three distinct pids" '[ "$(echo "$msg" | sed -n "s/.* of pid \([0-9]*\) .*/\1/p" | sort -u | wc -l)" = 3 ]'
 seq=$(echo "$msg" | grep -E "^(memspace|\[)" | sed "s/^memspace.*/H/" | tr "\n" " ")
-check "each block whole: header, [process], [heap], [pages] in turn" \
-  '[ "$seq" = "H [process] [heap] [pages] H [process] [heap] [pages] H [process] [heap] [pages] " ]'
+check "each block whole: header, [process], [malloc], [heap], [pages] in turn" \
+  '[ "$seq" = "H [process] [malloc] [heap] [pages] H [process] [malloc] [heap] [pages] H [process] [malloc] [heap] [pages] " ]'
 check "parts never used print no section" '! echo "$msg" | grep -qE "^\[(spaces|spill|dma|frames)\]"'
 
 # many processes at once on one pipe, blocks past PIPE_BUF (JSON of a Python heap): each block parses whole
