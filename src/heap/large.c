@@ -9,7 +9,8 @@
    MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure build keeps the
    last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
    (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
-   its own). */
+   its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a mapping
+   of its own in direct.c) is decided in one place: place(). */
 #include "heap.h"
 #include "os.h"
 #include "track.h"
@@ -530,6 +531,91 @@ static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npage
   return ok;
 }
 
+/* Which mechanism serves a new large block, from its slot size 2^k and the heap's state: the one decision.
+     no slot of its size (past the largest slot; a region reduced by RLIMIT_AS, or none; no slot table) -> DIRECT
+     a cached slot of its size (its pages resident, or dropped by the trim)                              -> CACHED
+     a fresh slot: dense sizes (64 KiB-1 MiB, dense()) always, larger ones under the mapping limit      -> FRESH
+     larger sizes past the mapping limit (split_full: for good), or every slot of the size taken         -> DIRECT
+   DIRECT is a mapping of its own (direct.c), and so is a slot whose pages the kernel refuses afterwards
+   (direct_after_refusal). realloc moves a block out of its slot by the same rules (want_cached false: pages move
+   into a reserved slot, never a cached one), else into a mapping of its own (realloc_to_direct).
+   CACHED: the slot is live already, *clean set; FRESH: *bumped as slot_take_fresh says. Takes c's lock. */
+typedef enum { PLACE_DIRECT, PLACE_CACHED, PLACE_FRESH } place_t;
+static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
+                     bool *bumped) {
+  lclass_t *c = k <= msi_heap_g.sub_shift ? &classes[k - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
+  if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !table_get())) return PLACE_DIRECT;
+  *c_out = c;
+  place_t w = PLACE_DIRECT;
+  msi_lock(lock_of(c));
+  if (want_cached && c->ncached) {
+    *idx = cached_take(c, npages, clean);
+    meta_of(c)[*idx].pages |= SLOT_LIVE;
+    w = PLACE_CACHED;
+  } else if (!dense(k) && split_full()) {
+    /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
+       meanwhile split the kernel's merged mappings again; a block mapped on its own fills such a hole and merges
+       again, as with glibc */
+    atomic_store_explicit(&split_max, 0, memory_order_relaxed);
+  } else {
+    int64_t i = slot_take_fresh(c, bumped);
+    if (i >= 0) {
+      *idx = (uint32_t)i;
+      w = PLACE_FRESH;
+    }
+  }
+  msi_unlock(lock_of(c));
+  return w;
+}
+
+/* a cached slot (place: CACHED) made ready for a block of npages: committed further where short of it, its excess
+   dropped where the preset says, cleared for calloc. NULL: refused (the slot free again) */
+static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool clean) {
+  slot_meta_t *m = &meta_of(c)[idx];
+  uint32_t have = m->pages & SLOT_PAGES;
+  uintptr_t addr = c->base + ((uintptr_t)idx << k);
+  if (have < npages) {
+    if (!grow_pages(k, addr, have, npages, zero, false)) {
+      msi_lock(lock_of(c));
+      slot_decommit(k, addr, (size_t)have << page_shift);
+      slot_put_fresh(c, idx);
+      msi_unlock(lock_of(c));
+      return NULL;
+    }
+  } else if ((!clean || MSI_HEAP_SECURE) && excess_dropped(k, have, npages)) {
+    /* (a clean slot's pages are gone already, but the secure build's guard must follow the block) */
+    slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+    have = npages;
+  }
+  if (zero && !clean) {
+    MSI_TRACK_UNDEFINED((void *)addr, (size_t)(have < npages ? have : npages) << page_shift); /* a freed block */
+    memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
+  }
+  if (have < npages) have = npages;
+  m->pages = SLOT_LIVE | have;
+  atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+  split_count(k, 1);
+  return (void *)addr;
+}
+
+/* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again, unless it is a
+   dense one taken from the bump whose mapping failed: the free list holds mapped ones only) */
+static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool bumped) {
+  uintptr_t addr = c->base + ((uintptr_t)idx << k);
+  if (!grow_pages(k, addr, 0, npages, zero, bumped)) {
+    if (!dense(k) || !bumped) {
+      msi_lock(lock_of(c));
+      slot_put_fresh(c, idx);
+      msi_unlock(lock_of(c));
+    }
+    return NULL;
+  }
+  meta_of(c)[idx].pages = SLOT_LIVE | npages;
+  atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
+  split_count(k, 1);
+  return (void *)addr;
+}
+
 void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT) || alignment > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) {
     errno = ENOMEM;
@@ -537,74 +623,18 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   msi_heap_global_init();
   size_t need = msi_round_up(size ? size : 1, page_size);
-  uint32_t npages = (uint32_t)(need >> page_shift);
+  uint32_t npages = (uint32_t)(need >> page_shift), idx = 0;
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
-  if (k > msi_heap_g.sub_shift || MSI_UNLIKELY(!__atomic_load_n(&classes[k - MSI_HEAP_LARGE_MIN_SHIFT].nslots,
-                                                                  __ATOMIC_RELAXED) || !table_get()))
-    return msi_direct_alloc(size, alignment); /* a reduced region (or none), or no slot table (direct.c) */
-  lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
-  msi_lock(lock_of(c));
-  if (c->ncached) {
-    bool clean;
-    uint32_t idx = cached_take(c, npages, &clean);
-    slot_meta_t *m = &meta_of(c)[idx];
-    uint32_t have = m->pages & SLOT_PAGES;
-    m->pages = SLOT_LIVE | have;
-    msi_unlock(lock_of(c));
-    uintptr_t addr = c->base + ((uintptr_t)idx << k);
-    if (have < npages) {
-      if (!grow_pages(k, addr, have, npages, zero, false)) {
-        msi_lock(lock_of(c));
-        slot_decommit(k, addr, (size_t)have << page_shift);
-        slot_put_fresh(c, idx);
-        msi_unlock(lock_of(c));
-        return direct_after_refusal(size, alignment); /* refused: see below */
-      }
-    } else if ((!clean || MSI_HEAP_SECURE) && excess_dropped(k, have, npages)) {
-      /* (a clean slot's pages are gone already, but the secure build's guard must follow the block) */
-      slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
-      have = npages;
-    }
-    if (zero && !clean) {
-      MSI_TRACK_UNDEFINED((void *)addr, (size_t)(have < npages ? have : npages) << page_shift); /* a freed block */
-      memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
-    }
-    if (have < npages) have = npages;
-    m->pages = SLOT_LIVE | have;
-    atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
-    split_count(k, 1);
-    return (void *)addr;
-  }
-  if (!dense(k) && split_full()) {
-    /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
-       meanwhile split the kernel's merged mappings again; a block
-       mapped on its own fills such a hole and merges again, as with glibc */
-    atomic_store_explicit(&split_max, 0, memory_order_relaxed);
-    msi_unlock(lock_of(c));
-    return msi_direct_alloc(size, alignment);
-  }
-  bool bumped;
-  int64_t idx = slot_take_fresh(c, &bumped);
-  msi_unlock(lock_of(c));
-  if (idx < 0) return msi_direct_alloc(size, alignment); /* every slot of the size taken (direct.c) */
-  uintptr_t addr = c->base + ((uintptr_t)idx << k);
-  if (!grow_pages(k, addr, 0, npages, zero, bumped)) {
-    if (!dense(k) || !bumped) { /* (a fresh dense slot whose mapping failed is left out: the free list holds
-                                    mapped ones only) */
-      msi_lock(lock_of(c));
-      slot_put_fresh(c, (uint32_t)idx);
-      msi_unlock(lock_of(c));
-    }
-    /* Refused: the commit limit (strict overcommit), where a mapping of its own fails too (ENOMEM), or the
-       kernel's mapping limit (vm.max_map_count, 65,530): a block in a slot whose rest stays reserved is two
-       mappings, so ~32,750 live blocks over 1 MiB reach it (see dense()). A block mapped where the kernel
-       chooses merges with its neighbours, as glibc's and mimalloc's large blocks do, so the program goes on. */
-    return direct_after_refusal(size, alignment);
-  }
-  meta_of(c)[idx].pages = SLOT_LIVE | npages;
-  atomic_fetch_add_explicit(&live_bytes, need, memory_order_relaxed);
-  split_count(k, 1);
-  return (void *)addr;
+  lclass_t *c = NULL;
+  bool clean = false, bumped = false;
+  place_t w = place(k, npages, true, &c, &idx, &clean, &bumped);
+  if (w == PLACE_DIRECT) return msi_direct_alloc(size, alignment);
+  void *p = w == PLACE_CACHED ? cached_ready(c, k, idx, npages, zero, clean) : fresh_ready(c, k, idx, npages, zero, bumped);
+  /* Refused: the commit limit (strict overcommit), where a mapping of its own fails too (ENOMEM), or the kernel's
+     mapping limit (vm.max_map_count, 65,530): a block in a slot whose rest stays reserved is two mappings, so
+     ~32,750 live blocks over 1 MiB reach it (see dense()). A block mapped where the kernel chooses merges with
+     its neighbours, as glibc's and mimalloc's large blocks do, so the program goes on. */
+  return p ? p : direct_after_refusal(size, alignment);
 }
 
 void msi_large_free(void *p) {
@@ -799,16 +829,11 @@ void *msi_large_realloc(void *p, size_t size) {
   /* move to a bigger slot with mremap: the pages move, nothing is copied (move_block). The new slot is committed
      whole, so further growth inside it needs no system call. Only the pages touched count in RSS. */
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
-  int64_t idx2 = -1;
-  lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
-  bool bumped;
-  if (c2 && !split_full()) {
-    msi_lock(lock_of(c2));
-    idx2 = slot_take_fresh(c2, &bumped);
-    msi_unlock(lock_of(c2));
-  }
-  if (idx2 < 0) /* no slot for it (every slot of the size taken, or direct blocks only from now on) */
-    return realloc_to_direct(c, idx, k, have, size);
+  uint32_t idx2 = 0;
+  lclass_t *c2 = NULL;
+  bool clean, bumped;
+  if (place(k2, 0, false, &c2, &idx2, &clean, &bumped) == PLACE_DIRECT)
+    return realloc_to_direct(c, idx, k, have, size); /* no slot for it: see place() */
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = move_block(addr, addr2, old_bytes, new_bytes);
@@ -818,7 +843,7 @@ void *msi_large_realloc(void *p, size_t size) {
   }
   if (q == MAP_FAILED) { /* refused: the commit limit, or the mapping limit */
     msi_lock(lock_of(c2));
-    slot_put_fresh(c2, (uint32_t)idx2);
+    slot_put_fresh(c2, idx2);
     msi_unlock(lock_of(c2));
     return realloc_to_direct(c, idx, k, have, size);
   }
