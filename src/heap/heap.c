@@ -86,10 +86,10 @@ static void classes_init(void) {
 void msi_heap_set_preset(int preset) {
   msi_heap_limits_t l;
   switch (preset) {
-  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, SIZE_MAX, 30, true}; break;
-  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 4, 8 * MSI_MiB, 22, true}; break;
-  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, 0, false}; break;
-  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 64, 128 * MSI_MiB, 26, true}; break;
+  case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, SIZE_MAX, 30, SIZE_MAX, true}; break;
+  case 2: l = (msi_heap_limits_t){256 * MSI_KiB, 1 * MSI_MiB, 4, 8 * MSI_MiB, 22, 4 * MSI_MiB, true}; break;
+  case 3: l = (msi_heap_limits_t){0, 0, 0, 0, 0, 0, false}; break;
+  default: l = (msi_heap_limits_t){16 * MSI_MiB, 64 * MSI_MiB, 64, 128 * MSI_MiB, 26, 64 * MSI_MiB, true}; break;
   }
   msi_heap_limits = l;
 }

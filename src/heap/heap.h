@@ -144,6 +144,8 @@ typedef struct msi_heap_limits_s {
   unsigned large_slots;                /* cached large blocks per slot size */
   size_t large_bytes;                  /* and at most this many slot bytes per slot size */
   unsigned large_max_shift;            /* no caching above this slot size */
+  size_t large_mid_bytes;              /* cached slots of 64 KiB-1 MiB, all these sizes together (large.c
+                                          mid_cache_room: large_slots does not apply to them) */
   bool keep_empty_current;             /* keep an empty span as a class's current span */
 } msi_heap_limits_t;
 extern msi_heap_limits_t msi_heap_limits;

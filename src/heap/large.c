@@ -9,7 +9,8 @@
    MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure build keeps the
    last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
    (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
-   its own). */
+   its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a mapping
+   of its own in direct.c) is decided in one place: place(). */
 #include "heap.h"
 #include "os.h"
 #include "track.h"
@@ -19,8 +20,10 @@
 
 #define SLOT_LIVE 0x80000000u
 #define SLOT_CACHED 0x40000000u
-#define SLOT_PAGES 0x3FFFFFFFu
-#define CACHE_MAX 64
+#define SLOT_CLEAN 0x20000000u /* cached, its pages dropped (msi_large_trim): they read as zero */
+#define SLOT_PAGES 0x1FFFFFFFu
+#define CACHE_MAX 64           /* cached slots of a size above the dense ones */
+#define CACHE_MAX_DENSE 2048   /* of a dense size: see mid_cache_room */
 
 typedef struct slot_meta_s {
   uint32_t pages; /* committed pages | state */
@@ -30,12 +33,13 @@ typedef struct slot_meta_s {
 typedef struct lclass_s {
   uintptr_t base;
   uint64_t nslots, bump;
+  uint64_t mapped;    /* a dense size's slots below are mapped read-write (dense_batch) */
   uint32_t free_head; /* index + 1 of an uncommitted free slot */
   _Atomic uint32_t ncached; /* peeked at by the purge without the lock */
+  uint32_t cache_max;       /* room of cached[] and cached_ms[] */
   size_t cached_bytes;      /* committed bytes of the cached slots */
-  uint64_t clean;           /* bit j: cache entry j's pages were dropped (msi_large_trim), they read as zero */
-  uint32_t cached[CACHE_MAX];
-  uint32_t cached_ms[CACHE_MAX];
+  uint32_t *cached;         /* the cached slots' indexes, oldest first (cache_store) */
+  uint32_t *cached_ms;      /* and when each was cached */
   size_t meta_off;    /* this class's first entry in the slot table */
 } lclass_t;
 
@@ -49,6 +53,12 @@ static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots whose pages we
    class lock, gives the child totals that agree with its classes) */
 static size_t page_size, page_shift;
 static bool dense_on; /* see dense() */
+#define LARGE_DENSE_MAX_SHIFT 20 /* see dense() */
+/* the classes' cached[] and cached_ms[] (BSS: a page of it is touched only by a cache that reaches it) */
+#define CACHE_STORE ((LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1) * CACHE_MAX_DENSE + \
+                     (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
+static uint32_t cache_store[2][CACHE_STORE];
+static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
 static bool strict;   /* strict overcommit (mode 2): every committed page is charged */
 static bool strict_overcommit(void);
 
@@ -68,9 +78,13 @@ void msi_large_init(void) {
   dense_on = !strict && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
   msi_large_set_map_limit(msi_os_max_map_count());
   errno = saved;
-  size_t total = 0;
+  size_t total = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    classes[i].cache_max = k <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
+    classes[i].cached = &cache_store[0][stored];
+    classes[i].cached_ms = &cache_store[1][stored];
+    stored += classes[i].cache_max;
     classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
     classes[i].nslots = k <= msi_heap_g.sub_shift ? (uint64_t)1 << (msi_heap_g.sub_shift - k) : 0;
     classes[i].meta_off = total;
@@ -129,8 +143,8 @@ static void decommit(uintptr_t addr, size_t bytes) {
 }
 
 /* Dense slot sizes (64 KiB .. 1 MiB; in the secure build only with guard markers, see dense_guard): a slot
-   is mapped read-write whole when it is first taken from the bump and stays so; freed pages go back with
-   MADV_DONTNEED. Adjacent slots are then one kernel mapping. Committing only the block's pages made each live
+   is mapped read-write whole when it is first taken from the bump (a batch of them at a time: dense_batch) and
+   stays so; freed pages go back with MADV_DONTNEED. Adjacent slots are then one kernel mapping. Committing only the block's pages made each live
    block two mappings (its pages, and the reserved rest of its slot), and the kernel's limit (vm.max_map_count,
    65,530 by default) stopped a program at about 32,750 live blocks of 40 KB, where glibc's heap holds 50,000
    and more; past the limit even the decommits failed (mmap refused), so the memory never came back. Dense
@@ -140,7 +154,6 @@ static void decommit(uintptr_t addr, size_t bytes) {
    passed RAM + swap. Under strict overcommit (mode 2, every page accounted) they are off: slots are committed
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
-#define LARGE_DENSE_MAX_SHIFT 20
 static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
@@ -240,7 +253,25 @@ static unsigned slot_shift_for(size_t bytes) {
   return k < MSI_HEAP_LARGE_MIN_SHIFT ? MSI_HEAP_LARGE_MIN_SHIFT : k;
 }
 
-/* a free uncommitted slot index of class c (*bumped: never used before), or -1; class lock held */
+/* Never-used slots of a dense size are mapped a batch at a time, up to DENSE_BATCH bytes (a quarter of the slots
+   taken so far, at least one): a program that allocates thousands of blocks of 40 KB before it frees any (R
+   between two collections) makes a mapping call and an madvise per batch, not per block. The batch is mapped
+   under the class lock, so no thread takes a slot of it before it is mapped. Mapped slots not taken yet hold no
+   page and no commit charge (MAP_NORESERVE); the secure build's guard markers cover them whole. Refused: the
+   slot is mapped alone as before (slot_commit_fresh). Class lock held. */
+#define DENSE_BATCH ((size_t)2 << 20)
+static void dense_batch(lclass_t *c, unsigned k) {
+  uint64_t n = c->bump / 4 + 1, most = DENSE_BATCH >> k;
+  if (n > most) n = most;
+  if (n > c->nslots - c->bump) n = c->nslots - c->bump;
+  uintptr_t addr = c->base + ((uintptr_t)c->bump << k);
+  if (n <= 1 || !dense_map(addr, (size_t)n << k)) return;
+  dense_guard(addr, (size_t)n << k, true); /* refused (mlockall): no guard */
+  c->mapped = c->bump + n;
+}
+
+/* a free uncommitted slot index of class c (*bumped: never used before, and not mapped yet), or -1; class lock
+   held */
 static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
   *bumped = false;
   if (c->free_head) {
@@ -249,8 +280,11 @@ static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
     meta_of(c)[idx].link = 0;
     return idx;
   }
-  *bumped = c->bump < c->nslots;
-  return *bumped ? (int64_t)c->bump++ : -1;
+  if (c->bump >= c->nslots) return -1;
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+  if (dense(k) && c->bump >= c->mapped) dense_batch(c, k);
+  *bumped = c->bump >= c->mapped;
+  return (int64_t)c->bump++;
 }
 static void slot_put_fresh(lclass_t *c, uint32_t idx) {
   meta_of(c)[idx].pages = 0;
@@ -274,32 +308,64 @@ static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   return c;
 }
 
+/* A dense slot (at most 1 MiB) keeps all its committed pages for a block of more than half its size, whether the
+   slot is reused (cached_take) or the block shrinks or grows by realloc: a block of 600 KiB after one of 1 MiB
+   in the same slot, and the next of 1 MiB again, or a block grown through the slot sizes by realloc, fault
+   nothing in, and the pages a block holds stay below twice its size (its slot's). The secure build's guard
+   follows the block instead. */
+static bool slot_keeps(unsigned k, uint32_t npages) {
+  return dense(k) && !MSI_HEAP_SECURE && ((size_t)npages << page_shift) > ((size_t)1 << (k - 1));
+}
+
 /* Committed pages a reused slot keeps past its new block. Dropping every excess of a quarter (as realloc's shrink
    does) cost a system call in a quarter of the reuses of a churn of blocks of one slot size, and the commit that
    the next, bigger block then needed another: 0.76 mmap and 0.15 madvise per malloc-free pair of blocks of 1 B ..
    4 MiB, 0.23 M pairs/s where glibc made 0.88 M. Kept up to half the block, a slot's pages stay committed for the
    sizes it serves (the RSS they hold is at most 1.5x the block's, and usable: malloc_usable_size counts them); the
    purge returns them once the slot is idle. */
-static bool excess_dropped(uint32_t have, uint32_t npages) {
+static bool excess_dropped(unsigned k, uint32_t have, uint32_t npages) {
   uint32_t excess = have - npages;
+  if (slot_keeps(k, npages)) return false;
   return excess >= 16 && excess > (MSI_HEAP_SECURE ? npages / 4 : npages / 2);
+}
+
+/* the accounting of cached slot idx of class c leaving the cache (class lock held): its committed bytes; *clean:
+   its pages had been dropped */
+static size_t cached_unlink(lclass_t *c, uint32_t idx, bool *clean) {
+  uint32_t pg = meta_of(c)[idx].pages;
+  size_t bytes = (size_t)(pg & SLOT_PAGES) << page_shift;
+  meta_of(c)[idx].pages = pg & SLOT_PAGES;
+  c->cached_bytes -= bytes;
+  atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
+  if (dense((unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT))
+    atomic_fetch_sub_explicit(&mid_cached_bytes, bytes, memory_order_relaxed);
+  *clean = pg & SLOT_CLEAN;
+  if (!*clean) atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
+  return bytes;
 }
 
 /* takes entry j out of class c's cache, the others keeping their order (oldest first): the slot's committed bytes;
    *clean: its pages had been dropped (class lock held) */
 static size_t cached_remove(lclass_t *c, uint32_t j, bool *clean) {
   uint32_t idx = c->cached[j], n = c->ncached - 1;
-  size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
-  meta_of(c)[idx].pages &= ~SLOT_CACHED;
-  c->cached_bytes -= bytes;
-  atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
-  *clean = (c->clean >> j) & 1;
-  if (!*clean) atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
-  c->clean = (c->clean & ((1ull << j) - 1)) | (j + 1 < 64 ? (c->clean >> (j + 1)) << j : 0);
+  size_t bytes = cached_unlink(c, idx, clean);
   memmove(&c->cached[j], &c->cached[j + 1], (n - j) * sizeof c->cached[0]);
   memmove(&c->cached_ms[j], &c->cached_ms[j + 1], (n - j) * sizeof c->cached_ms[0]);
   c->ncached = n;
   return bytes;
+}
+
+/* takes the `n` oldest entries out of class c's cache (class lock held), their indexes into old[] and committed
+   bytes into bytes[]: one move of the rest, however many go */
+static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
+  for (uint32_t j = 0; j < n; j++) {
+    bool clean;
+    old[j] = c->cached[j];
+    bytes[j] = cached_unlink(c, old[j], &clean);
+  }
+  memmove(&c->cached[0], &c->cached[n], (c->ncached - n) * sizeof c->cached[0]);
+  memmove(&c->cached_ms[0], &c->cached_ms[n], (c->ncached - n) * sizeof c->cached_ms[0]);
+  c->ncached -= n;
 }
 
 /* a slot taken out of the cache goes back to the system: decommitted and free again; its bytes */
@@ -312,6 +378,19 @@ static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
   return bytes;
 }
 
+/* The mid-size cache: freed blocks of the dense slot sizes (64 KiB-1 MiB slots: blocks over 32 KiB up to 1 MiB)
+   stay resident in their slots, up to CACHE_MAX_DENSE slots per size and the preset's large_mid_bytes of
+   committed pages over all these sizes together (64 MiB by default), whatever their count: a program that frees
+   and allocates again such blocks in batches (R's vectors freed by its collector by the thousand; compression
+   contexts, parsers' buffers) reuses their pages with no system call and no page fault, as glibc's heap reuses
+   them, where a cache of 64 slots dropped the pages of all but 64 and faulted every page of the next blocks in
+   again. The purge returns them after MEMSPACE_PURGE_DELAY like the other cached slots, and a single-threaded
+   program's budget drops their pages first (msi_large_trim). The bound is checked without a common lock: threads
+   caching at once may pass it by a slot each. */
+static bool mid_cache_room(size_t bytes) {
+  return atomic_load_explicit(&mid_cached_bytes, memory_order_relaxed) + bytes <= msi_heap_limits.large_mid_bytes;
+}
+
 /* Caches slot idx of class c with its `have` committed (dirty) pages, cached at `ms`, when the preset's limits
    allow it (class lock held); false: not cached. Entries stay oldest first (the purge and the trim rely on it): a
    donor's rest (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of
@@ -320,15 +399,15 @@ static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
 static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
-  if (c->ncached >= msi_heap_limits.large_slots || c->ncached >= CACHE_MAX || k > msi_heap_limits.large_max_shift ||
-      c->cached_bytes + bytes > msi_heap_limits.large_bytes)
+  if (c->ncached >= c->cache_max || k > msi_heap_limits.large_max_shift ||
+      c->cached_bytes + bytes > msi_heap_limits.large_bytes ||
+      (dense(k) ? !mid_cache_room(bytes) : c->ncached >= msi_heap_limits.large_slots))
     return false;
   uint32_t j = c->ncached;
   while (j > 0 && (int32_t)(c->cached_ms[j - 1] - ms) > 0) j--;
   memmove(&c->cached[j + 1], &c->cached[j], (c->ncached - j) * sizeof c->cached[0]);
   memmove(&c->cached_ms[j + 1], &c->cached_ms[j], (c->ncached - j) * sizeof c->cached_ms[0]);
-  uint64_t below = (1ull << j) - 1; /* clean bits of the entries before j stay, the others move up one */
-  c->clean = (c->clean & below) | ((c->clean & ~below) << 1);
+  if (dense(k)) atomic_fetch_add_explicit(&mid_cached_bytes, bytes, memory_order_relaxed);
   c->cached_bytes += bytes;
   meta_of(c)[idx].pages = SLOT_CACHED | have;
   c->cached_ms[j] = ms;
@@ -341,15 +420,18 @@ static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
 
 /* the cached slot of class c to reuse for a block of npages (class lock held, c->ncached > 0): among the
    CACHE_SCAN most recently cached, the smallest that holds the block without an excess dropped, else the one
-   committed furthest (the fewest pages to commit); taken out of the cache (*clean: see cached_remove) */
+   committed furthest (the fewest pages to commit); where the slot keeps its pages whatever it holds (slot_keeps),
+   the one committed furthest (the pages resident are the same whichever is taken, and a later growth by realloc
+   faults fewest); taken out of the cache (*clean: see cached_remove) */
 #define CACHE_SCAN 16
 static uint32_t cached_take(lclass_t *c, uint32_t npages, bool *clean) {
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   uint32_t n = c->ncached, best = n - 1, best_have = 0;
-  bool fits = false;
+  bool fits = false, keep = slot_keeps(k, npages);
   for (uint32_t j = n, seen = 0; j-- > 0 && seen < CACHE_SCAN; seen++) {
     uint32_t have = meta_of(c)[c->cached[j]].pages & SLOT_PAGES;
-    bool f = have >= npages && !excess_dropped(have, npages);
-    if ((f && (!fits || have < best_have)) || (!f && !fits && have > best_have)) {
+    bool f = have >= npages && !excess_dropped(k, have, npages);
+    if (keep ? have > best_have : (f && (!fits || have < best_have)) || (!f && !fits && have > best_have)) {
       best = j;
       best_have = have;
       fits = f;
@@ -391,7 +473,7 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
     probed = true;
     msi_lock(lock_of(d));
     uint32_t j = d->ncached;
-    while (j-- > 0 && ((d->clean >> j) & 1)) {} /* the most recently cached slot with its pages */
+    while (j-- > 0 && (meta_of(d)[d->cached[j]].pages & SLOT_CLEAN)) {} /* the most recently cached slot with its pages */
     if (j >= d->ncached) {
       msi_unlock(lock_of(d));
       continue;
@@ -449,6 +531,91 @@ static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npage
   return ok;
 }
 
+/* Which mechanism serves a new large block, from its slot size 2^k and the heap's state: the one decision.
+     no slot of its size (past the largest slot; a region reduced by RLIMIT_AS, or none; no slot table) -> DIRECT
+     a cached slot of its size (its pages resident, or dropped by the trim)                              -> CACHED
+     a fresh slot: dense sizes (64 KiB-1 MiB, dense()) always, larger ones under the mapping limit      -> FRESH
+     larger sizes past the mapping limit (split_full: for good), or every slot of the size taken         -> DIRECT
+   DIRECT is a mapping of its own (direct.c), and so is a slot whose pages the kernel refuses afterwards
+   (direct_after_refusal). realloc moves a block out of its slot by the same rules (want_cached false: pages move
+   into a reserved slot, never a cached one), else into a mapping of its own (realloc_to_direct).
+   CACHED: the slot is live already, *clean set; FRESH: *bumped as slot_take_fresh says. Takes c's lock. */
+typedef enum { PLACE_DIRECT, PLACE_CACHED, PLACE_FRESH } place_t;
+static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
+                     bool *bumped) {
+  lclass_t *c = k <= msi_heap_g.sub_shift ? &classes[k - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
+  if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !table_get())) return PLACE_DIRECT;
+  *c_out = c;
+  place_t w = PLACE_DIRECT;
+  msi_lock(lock_of(c));
+  if (want_cached && c->ncached) {
+    *idx = cached_take(c, npages, clean);
+    meta_of(c)[*idx].pages |= SLOT_LIVE;
+    w = PLACE_CACHED;
+  } else if (!dense(k) && split_full()) {
+    /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
+       meanwhile split the kernel's merged mappings again; a block mapped on its own fills such a hole and merges
+       again, as with glibc */
+    atomic_store_explicit(&split_max, 0, memory_order_relaxed);
+  } else {
+    int64_t i = slot_take_fresh(c, bumped);
+    if (i >= 0) {
+      *idx = (uint32_t)i;
+      w = PLACE_FRESH;
+    }
+  }
+  msi_unlock(lock_of(c));
+  return w;
+}
+
+/* a cached slot (place: CACHED) made ready for a block of npages: committed further where short of it, its excess
+   dropped where the preset says, cleared for calloc. NULL: refused (the slot free again) */
+static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool clean) {
+  slot_meta_t *m = &meta_of(c)[idx];
+  uint32_t have = m->pages & SLOT_PAGES;
+  uintptr_t addr = c->base + ((uintptr_t)idx << k);
+  if (have < npages) {
+    if (!grow_pages(k, addr, have, npages, zero, false)) {
+      msi_lock(lock_of(c));
+      slot_decommit(k, addr, (size_t)have << page_shift);
+      slot_put_fresh(c, idx);
+      msi_unlock(lock_of(c));
+      return NULL;
+    }
+  } else if ((!clean || MSI_HEAP_SECURE) && excess_dropped(k, have, npages)) {
+    /* (a clean slot's pages are gone already, but the secure build's guard must follow the block) */
+    slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
+    have = npages;
+  }
+  if (zero && !clean) {
+    MSI_TRACK_UNDEFINED((void *)addr, (size_t)(have < npages ? have : npages) << page_shift); /* a freed block */
+    memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
+  }
+  if (have < npages) have = npages;
+  m->pages = SLOT_LIVE | have;
+  atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+  split_count(k, 1);
+  return (void *)addr;
+}
+
+/* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again, unless it is a
+   dense one taken from the bump whose mapping failed: the free list holds mapped ones only) */
+static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool bumped) {
+  uintptr_t addr = c->base + ((uintptr_t)idx << k);
+  if (!grow_pages(k, addr, 0, npages, zero, bumped)) {
+    if (!dense(k) || !bumped) {
+      msi_lock(lock_of(c));
+      slot_put_fresh(c, idx);
+      msi_unlock(lock_of(c));
+    }
+    return NULL;
+  }
+  meta_of(c)[idx].pages = SLOT_LIVE | npages;
+  atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
+  split_count(k, 1);
+  return (void *)addr;
+}
+
 void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT) || alignment > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) {
     errno = ENOMEM;
@@ -456,74 +623,18 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   }
   msi_heap_global_init();
   size_t need = msi_round_up(size ? size : 1, page_size);
-  uint32_t npages = (uint32_t)(need >> page_shift);
+  uint32_t npages = (uint32_t)(need >> page_shift), idx = 0;
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
-  if (k > msi_heap_g.sub_shift || MSI_UNLIKELY(!__atomic_load_n(&classes[k - MSI_HEAP_LARGE_MIN_SHIFT].nslots,
-                                                                  __ATOMIC_RELAXED) || !table_get()))
-    return msi_direct_alloc(size, alignment); /* a reduced region (or none), or no slot table (direct.c) */
-  lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT];
-  msi_lock(lock_of(c));
-  if (c->ncached) {
-    bool clean;
-    uint32_t idx = cached_take(c, npages, &clean);
-    slot_meta_t *m = &meta_of(c)[idx];
-    uint32_t have = m->pages & SLOT_PAGES;
-    m->pages = SLOT_LIVE | have;
-    msi_unlock(lock_of(c));
-    uintptr_t addr = c->base + ((uintptr_t)idx << k);
-    if (have < npages) {
-      if (!grow_pages(k, addr, have, npages, zero, false)) {
-        msi_lock(lock_of(c));
-        slot_decommit(k, addr, (size_t)have << page_shift);
-        slot_put_fresh(c, idx);
-        msi_unlock(lock_of(c));
-        return direct_after_refusal(size, alignment); /* refused: see below */
-      }
-    } else if ((!clean || MSI_HEAP_SECURE) && excess_dropped(have, npages)) {
-      /* (a clean slot's pages are gone already, but the secure build's guard must follow the block) */
-      slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
-      have = npages;
-    }
-    if (zero && !clean) {
-      MSI_TRACK_UNDEFINED((void *)addr, (size_t)(have < npages ? have : npages) << page_shift); /* a freed block */
-      memset((void *)addr, 0, (size_t)(have < npages ? have : npages) << page_shift);
-    }
-    if (have < npages) have = npages;
-    m->pages = SLOT_LIVE | have;
-    atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
-    split_count(k, 1);
-    return (void *)addr;
-  }
-  if (!dense(k) && split_full()) {
-    /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
-       meanwhile split the kernel's merged mappings again; a block
-       mapped on its own fills such a hole and merges again, as with glibc */
-    atomic_store_explicit(&split_max, 0, memory_order_relaxed);
-    msi_unlock(lock_of(c));
-    return msi_direct_alloc(size, alignment);
-  }
-  bool bumped;
-  int64_t idx = slot_take_fresh(c, &bumped);
-  msi_unlock(lock_of(c));
-  if (idx < 0) return msi_direct_alloc(size, alignment); /* every slot of the size taken (direct.c) */
-  uintptr_t addr = c->base + ((uintptr_t)idx << k);
-  if (!grow_pages(k, addr, 0, npages, zero, bumped)) {
-    if (!dense(k) || !bumped) { /* (a fresh dense slot whose mapping failed is left out: the free list holds
-                                    mapped ones only) */
-      msi_lock(lock_of(c));
-      slot_put_fresh(c, (uint32_t)idx);
-      msi_unlock(lock_of(c));
-    }
-    /* Refused: the commit limit (strict overcommit), where a mapping of its own fails too (ENOMEM), or the
-       kernel's mapping limit (vm.max_map_count, 65,530): a block in a slot whose rest stays reserved is two
-       mappings, so ~32,750 live blocks over 1 MiB reach it (see dense()). A block mapped where the kernel
-       chooses merges with its neighbours, as glibc's and mimalloc's large blocks do, so the program goes on. */
-    return direct_after_refusal(size, alignment);
-  }
-  meta_of(c)[idx].pages = SLOT_LIVE | npages;
-  atomic_fetch_add_explicit(&live_bytes, need, memory_order_relaxed);
-  split_count(k, 1);
-  return (void *)addr;
+  lclass_t *c = NULL;
+  bool clean = false, bumped = false;
+  place_t w = place(k, npages, true, &c, &idx, &clean, &bumped);
+  if (w == PLACE_DIRECT) return msi_direct_alloc(size, alignment);
+  void *p = w == PLACE_CACHED ? cached_ready(c, k, idx, npages, zero, clean) : fresh_ready(c, k, idx, npages, zero, bumped);
+  /* Refused: the commit limit (strict overcommit), where a mapping of its own fails too (ENOMEM), or the kernel's
+     mapping limit (vm.max_map_count, 65,530): a block in a slot whose rest stays reserved is two mappings, so
+     ~32,750 live blocks over 1 MiB reach it (see dense()). A block mapped where the kernel chooses merges with
+     its neighbours, as glibc's and mimalloc's large blocks do, so the program goes on. */
+  return p ? p : direct_after_refusal(size, alignment);
 }
 
 void msi_large_free(void *p) {
@@ -704,7 +815,7 @@ void *msi_large_realloc(void *p, size_t size) {
     if (npages > have) {
       if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift))
         return realloc_to_direct(c, idx, k, have, size); /* refused: the mapping limit */
-    } else if (have - npages >= 16 && have - npages >= have / 4) {
+    } else if (have - npages >= 16 && have - npages >= have / 4 && !slot_keeps(k, npages)) {
       slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
     } else {
       return p; /* what is committed stays usable */
@@ -718,16 +829,11 @@ void *msi_large_realloc(void *p, size_t size) {
   /* move to a bigger slot with mremap: the pages move, nothing is copied (move_block). The new slot is committed
      whole, so further growth inside it needs no system call. Only the pages touched count in RSS. */
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);
-  int64_t idx2 = -1;
-  lclass_t *c2 = k2 <= msi_heap_g.sub_shift ? &classes[k2 - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
-  bool bumped;
-  if (c2 && !split_full()) {
-    msi_lock(lock_of(c2));
-    idx2 = slot_take_fresh(c2, &bumped);
-    msi_unlock(lock_of(c2));
-  }
-  if (idx2 < 0) /* no slot for it (every slot of the size taken, or direct blocks only from now on) */
-    return realloc_to_direct(c, idx, k, have, size);
+  uint32_t idx2 = 0;
+  lclass_t *c2 = NULL;
+  bool clean, bumped;
+  if (place(k2, 0, false, &c2, &idx2, &clean, &bumped) == PLACE_DIRECT)
+    return realloc_to_direct(c, idx, k, have, size); /* no slot for it: see place() */
   uintptr_t addr2 = c2->base + ((uintptr_t)idx2 << k2);
   size_t old_bytes = (size_t)have << page_shift, new_bytes = ((size_t)1 << k2) - MSI_HEAP_GUARD;
   void *q = move_block(addr, addr2, old_bytes, new_bytes);
@@ -737,7 +843,7 @@ void *msi_large_realloc(void *p, size_t size) {
   }
   if (q == MAP_FAILED) { /* refused: the commit limit, or the mapping limit */
     msi_lock(lock_of(c2));
-    slot_put_fresh(c2, (uint32_t)idx2);
+    slot_put_fresh(c2, idx2);
     msi_unlock(lock_of(c2));
     return realloc_to_direct(c, idx, k, have, size);
   }
@@ -754,21 +860,16 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
   size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];
-    if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
-    uint32_t old[CACHE_MAX], n = 0;
+    uint32_t old[CACHE_MAX], n = CACHE_MAX;
     size_t bytes[CACHE_MAX];
-    msi_lock(lock_of(c));
-    for (uint32_t j = 0; j < c->ncached;) {
-      if (force || now - c->cached_ms[j] >= delay) {
-        bool clean;
-        old[n] = c->cached[j];
-        bytes[n++] = cached_remove(c, j, &clean);
-      } else {
-        j++;
-      }
+    /* the entries are oldest first: those aged are a prefix, taken CACHE_MAX at a time */
+    while (n == CACHE_MAX && atomic_load_explicit(&c->ncached, memory_order_relaxed)) {
+      msi_lock(lock_of(c));
+      for (n = 0; n < c->ncached && n < CACHE_MAX && (force || now - c->cached_ms[n] >= delay); n++) {}
+      cached_cut(c, n, old, bytes);
+      msi_unlock(lock_of(c));
+      for (uint32_t j = 0; j < n; j++) total += slot_drop_cached(c, old[j], bytes[j]);
     }
-    msi_unlock(lock_of(c));
-    for (uint32_t j = 0; j < n; j++) total += slot_drop_cached(c, old[j], bytes[j]);
   }
   return total;
 }
@@ -785,7 +886,8 @@ static lclass_t *oldest_dirty(uint32_t now, uint32_t *j_out) {
     lclass_t *c = &classes[i];
     if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
     msi_lock(lock_of(c));
-    uint32_t j = ~c->clean ? (uint32_t)__builtin_ctzll(~c->clean) : CACHE_MAX; /* entries are oldest first */
+    uint32_t j = 0; /* entries are oldest first */
+    while (j < c->ncached && (meta_of(c)[c->cached[j]].pages & SLOT_CLEAN)) j++;
     if (j < c->ncached && (!best || now - c->cached_ms[j] > best_age)) {
       best = c;
       best_age = now - c->cached_ms[j];
@@ -808,14 +910,14 @@ void msi_large_trim(uint64_t keep) {
   while (atomic_load_explicit(&dirty_bytes, memory_order_relaxed) > keep && (c = oldest_dirty(now, &j))) {
     unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
     msi_lock(lock_of(c));
-    if (j >= c->ncached || ((c->clean >> j) & 1)) { /* changed meanwhile */
+    if (j >= c->ncached || (meta_of(c)[c->cached[j]].pages & SLOT_CLEAN)) { /* changed meanwhile */
       msi_unlock(lock_of(c));
       continue;
     }
     uint32_t idx = c->cached[j];
     size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
     if (!strict && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
-      c->clean |= 1ull << j;
+      meta_of(c)[idx].pages |= SLOT_CLEAN;
       atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
       msi_unlock(lock_of(c));
       atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
@@ -863,6 +965,7 @@ size_t msi_large_release_unused(void) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     msi_lock(lock_of(c));
     uint64_t keep = c->bump, had = c->nslots;
+    if (c->mapped > keep) c->mapped = keep; /* (unmapped below) */
     if (keep < had) {
       atomic_store_explicit(&msi_heap_g.large_trimmed, true, memory_order_release);
       __atomic_store_n(&c->nslots, keep, __ATOMIC_RELEASE); /* before the range can hold another mapping */

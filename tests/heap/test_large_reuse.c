@@ -1,0 +1,153 @@
+/* Mid-size blocks (over 32 KiB, up to 1 MiB: the dense large slots) freed and allocated again stay resident:
+   after a warm-up, loops of malloc/touch every page/free, batches freed and allocated again, and blocks grown by
+   realloc through these sizes take no new page fault (ru_minflt is counted, never time). The purge delay is set
+   out of reach, so only a forced purge could drop the cached pages, and none is made here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "ms_test.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include "heap.h"
+
+static long minor_faults(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+static void touch(char *p, size_t n) {
+  for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+  p[n - 1] = 1;
+}
+
+/* one block at a time, of every size from 32 KiB + 1 to 1 MiB (an eighth more each step): each slot size's
+   cached slot serves the next block of that size or smaller with its pages, and the next larger one of the same
+   slot size with the pages a larger block left (a block of 600 KiB after one of 1 MiB keeps the slot's pages) */
+static void one_at_a_time(void) {
+  for (size_t n = 32769;; n += n / 8) {
+    if (n > MSI_MiB) n = MSI_MiB;
+    char *p = ms_malloc(n);
+    assert_non_null(p);
+    touch(p, n);
+    ms_free(p);
+    if (n == MSI_MiB) break;
+  }
+}
+
+/* R's pattern: its collector frees hundreds of vectors of 32-48 KB at once, and the program allocates as many
+   again (a cache of 64 slots dropped the pages of all but 64) */
+enum { BATCH = 300 };
+static void batch(size_t n) {
+  static char *b[BATCH];
+  for (int i = 0; i < BATCH; i++) {
+    assert_non_null(b[i] = ms_malloc(n));
+    touch(b[i], n);
+  }
+  for (int i = 0; i < BATCH; i++) ms_free(b[i]);
+}
+
+/* one block grown by realloc from 32 KiB + 1 to 1 MiB by 8 KiB steps, every new page written: it moves to each
+   larger slot size in turn, whose cached slot holds the pages */
+static void grown(void) {
+  size_t n = 32769;
+  char *p = ms_malloc(n);
+  assert_non_null(p);
+  touch(p, n);
+  while (n < MSI_MiB) {
+    size_t m = n + 8192 > MSI_MiB ? MSI_MiB : n + 8192;
+    char *q = ms_realloc(p, m);
+    assert_non_null(q);
+    touch(q + n, m - n);
+    p = q;
+    n = m;
+  }
+  ms_free(p);
+}
+
+static long long delay_before;
+static int setup(void **state) {
+  (void)state;
+  delay_before = ms_option_get(MS_OPTION_PURGE_DELAY);
+  return ms_option_set(MS_OPTION_PURGE_DELAY, 86400000);
+}
+static int teardown(void **state) {
+  (void)state;
+  return ms_option_set(MS_OPTION_PURGE_DELAY, delay_before);
+}
+
+/* the secure build keeps a guard after every block: a smaller block's guard zaps the pages past it (blocks of one
+   size still reuse their pages: batches_fault_nothing runs there too) */
+static bool guards_follow_blocks(void) {
+  if (!MSI_HEAP_SECURE) return false;
+  fprintf(stderr, "skipped: the secure build's guards after each block drop the pages past it\n");
+  return true;
+}
+
+/* the page faults of a third run of `round`, after two runs as a warm-up */
+static long faults_after_warm_up(void (*round)(void), const char *what) {
+  round();
+  round();
+  long f0 = minor_faults();
+  round();
+  long faults = minor_faults() - f0;
+  fprintf(stderr, "%s: %ld page faults\n", what, faults);
+  return faults;
+}
+
+static void malloc_free_loop_faults_nothing(void **state) {
+  (void)state;
+  if (guards_follow_blocks()) skip();
+  assert_int_equal(faults_after_warm_up(one_at_a_time, "one at a time"), 0);
+}
+
+static void batches_fault_nothing(void **state) {
+  (void)state;
+  batch(40000);
+  long f0 = minor_faults();
+  batch(40000);
+  batch(36000); /* smaller blocks of the same slot size */
+  long faults = minor_faults() - f0;
+  fprintf(stderr, "batches of %d: %ld page faults\n", BATCH, faults);
+  assert_int_equal(faults, 0);
+}
+
+static void realloc_growth_faults_little(void **state) {
+  (void)state;
+  if (guards_follow_blocks()) skip();
+  /* 256 pages written; a cache that drops slots' pages past their block: ~220 */
+  assert_true(faults_after_warm_up(grown, "realloc growth to 1 MiB") <= 8);
+}
+
+/* the cache's bound: the 'size' preset keeps at most 4 MiB of them over all their sizes */
+static void bounded_in_bytes(void **state) {
+  (void)state;
+  msi_heap_set_preset(2);
+  ms_heap_collect(1);
+  static char *b[BATCH];
+  for (int i = 0; i < BATCH; i++) {
+    assert_non_null(b[i] = ms_malloc(40000));
+    touch(b[i], 40000);
+  }
+  for (int i = 0; i < BATCH; i++) ms_free(b[i]);
+  uint64_t allocated, cached, committed;
+  msi_large_stats(&allocated, &cached, &committed);
+  msi_heap_set_preset(1);
+  ms_heap_collect(1);
+  fprintf(stderr, "size preset: %llu KiB cached\n", (unsigned long long)(cached >> 10));
+  assert_true(cached <= 4 * MSI_MiB);
+  assert_true(cached >= 2 * MSI_MiB);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(malloc_free_loop_faults_nothing),
+      cmocka_unit_test(batches_fault_nothing),
+      cmocka_unit_test(realloc_growth_faults_little),
+      cmocka_unit_test(bounded_in_bytes),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
