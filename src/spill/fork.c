@@ -86,6 +86,7 @@ MSI_COLD static void fork_child(void) {
   msi_sp_fd_table_grow(true); /* the child's table starts from its highest descriptor (the child has one thread) */
   msi_lock_reset(&msi_sp_vec_lock);
   msi_lock_reset(&msi_sp_buf_lock);
+  msi_sp_auto_fork_child();
   if (fork_sync[0] >= 0) msi_os_close(fork_sync[0]);
   if (atomic_load(&sp.state) != 1) { /* never used (or unusable): nothing is mapped */
     fork_sync_done();

@@ -43,7 +43,7 @@ sp_state_t msi_spill_state;
 
 size_t msi_spill_threshold(void) {
   long long t = msi_opt(MS_OPTION_SPILL_THRESHOLD);
-  return t > 0 ? (size_t)t : 0;
+  return t > 0 ? (size_t)t : t == MSI_SPILL_AUTO ? MSI_SPILL_AUTO_MIN : 0;
 }
 
 bool msi_spill_owns(const void *p) {
@@ -75,6 +75,7 @@ __attribute__((constructor)) static void sp_register(void) {
   msi_sp_fd_table_grow(false);
   /* a spill directory that cannot be used is reported as the program starts, not at its first large block */
   if (msi_spill_threshold()) start_dir_verdict = msi_sp_choose_dir();
+  if (msi_spill_auto()) msi_sp_auto_init(); /* the budget's files are read at start, not at a malloc */
 }
 
 /* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
@@ -219,6 +220,7 @@ void msi_spill_free(void *p) {
   }
   msi_sp_slot_free(c, slot);
   msi_unlock(&sp_lock);
+  msi_sp_auto_freed();
 }
 
 size_t msi_spill_usable_size(const void *p) {
@@ -383,6 +385,7 @@ static void stats_get(ms_stats_t *s) {
 static void stats_print(msi_stats_writer_t *w) {
   int st = atomic_load(&sp.state);
   msi_stats_field(w, "spill_threshold", msi_spill_threshold(), "bytes");
+  msi_sp_auto_stats(w);
   msi_stats_text(w, "spill_state", st == 1 ? "ready" : st == 2 ? "unusable (RAM fallback)" : "unused");
   if (st == 1) {
     msi_stats_text(w, "spill_dir", sp.dir);
@@ -394,6 +397,7 @@ static void stats_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "spill_writebacks_full", atomic_load(&bud.full_syncs), "");
   msi_stats_field(w, "spill_writebacks_urgent", atomic_load(&bud.urgent_syncs), "");
   msi_stats_field(w, "spill_advice_switches", atomic_load(&sp.advice_switches), "");
+  msi_stats_field(w, "spill_maint_passes", atomic_load(&sp.maint_passes), "");
   if (st == 1) {
     msi_stats_field(w, "spill_memory_budget", bud.cg.limit, "bytes");
     msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");

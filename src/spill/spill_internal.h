@@ -93,6 +93,7 @@ typedef struct {
                                   the advice of data that fits (advise_range) */
   _Atomic uint64_t alloc_gen;  /* blocks allocated so far (advise_refresh) */
   _Atomic uint64_t advice_switches;
+  _Atomic uint64_t maint_passes; /* runs of the maintenance task (tests wait for them instead of sleeping) */
 } sp_state_t;
 extern sp_state_t msi_spill_state; /* spill.c */
 #define sp msi_spill_state
@@ -176,6 +177,26 @@ void msi_sp_sync_pace(void);
 uint64_t msi_sp_fit_bytes(void);
 void msi_sp_sample(uint64_t *dirty, uint64_t *anon);
 bool msi_sp_headroom_low(uint64_t dirty, uint64_t anon);
+void msi_sp_budget_find(void);
 void msi_sp_budget_init(void);
 uint64_t msi_sp_snapshot_cap(void);
+/* auto (budget.c): one sample of what counts against the budget (msi_sp_auto_read) */
+typedef struct {
+  uint64_t limit;      /* the budget (the cgroup's limit, else RAM) */
+  uint64_t used;       /* the cgroup's anonymous + shmem + dirty + writeback bytes (no cgroup: limit - avail) */
+  uint64_t avail;      /* the machine's MemAvailable + SwapFree (UINT64_MAX: unreadable) */
+  unsigned pressure;   /* /proc/pressure/memory some avg10, whole percent */
+  bool ok;             /* the counted bytes were readable */
+} msi_sp_auto_sample_t;
+enum { MSI_SP_AUTO_BUDGET = 1, MSI_SP_AUTO_MACHINE, MSI_SP_AUTO_PRESSURE }; /* why spilling began */
+void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s);
+uint64_t msi_sp_auto_room(const msi_sp_auto_sample_t *s);
+bool msi_sp_auto_decide(uint64_t room, uint64_t budget, unsigned pressure, bool spilling, uint64_t block,
+                        bool machine_bound, int *reason);
+const char *msi_sp_auto_reason_name(int r);
+void msi_sp_auto_init(void);
+void msi_sp_auto_tick(uint64_t now);
+void msi_sp_auto_fork_child(void);
+void msi_sp_auto_freed(void);
+void msi_sp_auto_stats(msi_stats_writer_t *w);
 #endif

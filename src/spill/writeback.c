@@ -184,7 +184,8 @@ void msi_sp_sync_pace(void) {
 }
 
 static void maint_run(uint64_t now_ns) {
-  (void)now_ns;
+  msi_sp_auto_tick(now_ns);
+  atomic_fetch_add_explicit(&sp.maint_passes, 1, memory_order_relaxed);
   writeback_all();
   if (msi_trylock(&sp_lock)) { /* the anonymous memory changes without spilled allocations */
     msi_sp_advise_update();
