@@ -128,12 +128,11 @@ def config_env(config):
 
 
 def spill_began(err):
-    """auto: the bytes counted against the budget when spilling first began (0: never), from the exit statistics"""
-    for line in err.splitlines():
-        f = line.split()
-        if len(f) >= 2 and f[0] == "spill_auto_began_used":
-            return int(f[1])
-    return None
+    """auto: the bytes counted against the budget when spilling first began (0: never), from the exit statistics
+    (the largest: every process prints its own, and Rscript's wrappers never spill)"""
+    vals = [int(f[1]) for f in (line.split() for line in err.splitlines())
+            if len(f) >= 2 and f[0] == "spill_auto_began_used"]
+    return max(vals) if vals else None
 
 
 def run_in(group, argv, env):
