@@ -897,6 +897,15 @@ static int mode_auto(size_t limit_mib, size_t count) {
   if (spilled) FAIL("after everything was freed, %zu of %zu new blocks were spilled (RAM expected)", spilled, again);
   printf("phase back\n");
   ms_stats_print(to_stdout, NULL, 0);
+  /* realloc counts its growth: a little stays in RAM, growing past the budget moves the block to spill */
+  unsigned char *g = realloc(b[0], 2 << 20);
+  if (!g || ms_spill_is(g)) FAIL("a block grown by 1 MiB with room to spare left RAM (%p)", (void *)g);
+  b[0] = g;
+  if (!(g = realloc(b[0], limit_mib << 20))) FAIL("realloc to %zu MiB: %s", limit_mib, strerror(errno));
+  if (!ms_spill_is(g)) FAIL("a block grown past the budget stayed in RAM");
+  if (!check(g, 1 << 20, 0)) FAIL("the block moved to spill lost its values");
+  b[0] = g;
+  printf("auto: realloc: +1 MiB in RAM, to %zu MiB in spill\n", limit_mib);
   for (size_t i = 0; i < again; i++) free(b[i]);
   free(b);
   printf("ok auto: both directions\n");
