@@ -48,7 +48,7 @@ typedef enum ms_option_e {
   MS_OPTION_SPACE_EXPAND,     ///< bytes; expand step of that space, 0 = fixed size
   MS_OPTION_SPACE_AT,         ///< 0 start, 1 firstalloc
   MS_OPTION_SPACE_INHERIT,    ///< 1: children keep the space settings
-  MS_OPTION_SPILL_THRESHOLD,  ///< bytes; 0 = spill off
+  MS_OPTION_SPILL_THRESHOLD,  ///< bytes; 0 = spill off; -1 = auto (blocks of 1 MiB and more once the memory budget runs short)
   MS_OPTION_SPILL_DIR,        ///< string option (read with ms_option_get_string)
   MS_OPTION_HUGE_PAGES,       ///< bytes: 0, 2M or 1G
   MS_OPTION_SECURE,           ///< 1: secure-mode checks where the build has them

@@ -164,6 +164,8 @@ static void usage(void) {
          "                                           expand 0 = fixed size)\n"
          "  --inherit                                children get the same space settings\n"
          "  --spill-threshold SIZE [--spill-dir DIR] back blocks of SIZE and more with files (MEMSPACE_SPILL_*)\n"
+         "  --spill [--spill-dir DIR]                large blocks to files once the memory budget runs short\n"
+         "                                           (MEMSPACE_SPILL_THRESHOLD=auto, docs/spill.md)\n"
          "  --secure                                 the secure mode's checks (MEMSPACE_SECURE=1)\n"
          "  --stats                                  print statistics at exit (MEMSPACE_SHOW_STATS=1)\n"
          "  --verbose                                say that memspace is active, and its decisions (MEMSPACE_VERBOSE=1)\n"
@@ -174,7 +176,7 @@ static void usage(void) {
 static int parse_options(int argc, char **argv) {
   static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
   static const char *const ats[] = {"start", "firstalloc", NULL};
-  bool space_initial = false, space_other = false, spill_dir = false;
+  bool space_initial = false, space_other = false, spill_dir = false, spill_threshold = false, spill_auto = false;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
@@ -209,8 +211,10 @@ static int parse_options(int argc, char **argv) {
       if (!one_of(v, ats)) { fprintf(stderr, "memspace run: --space-at takes start or firstalloc\n"); return -1; }
       setenv("MEMSPACE_SPACE_AT", v, 1), space_other = true;
     } else if (option_is(argv, argc, &i, "--spill-threshold", &v)) {
-      if (need_size(a, v)) return -1;
-      setenv("MEMSPACE_SPILL_THRESHOLD", v, 1);
+      if (!(v && strcmp(v, "auto") == 0) && need_size(a, v)) return -1;
+      setenv("MEMSPACE_SPILL_THRESHOLD", v, 1), spill_threshold = true;
+    } else if (strcmp(a, "--spill") == 0) {
+      spill_auto = true; /* MEMSPACE_SPILL_THRESHOLD=auto, unless --spill-threshold gives a size */
     } else if (option_is(argv, argc, &i, "--spill-dir", &v)) {
       if (!v || !*v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return -1; }
       const char *why = spill_dir_problem(v);
@@ -243,9 +247,10 @@ static int parse_options(int argc, char **argv) {
     fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
     return -1;
   }
+  if (spill_auto && !spill_threshold) setenv("MEMSPACE_SPILL_THRESHOLD", "auto", 1);
   const char *thr = getenv("MEMSPACE_SPILL_THRESHOLD");
   if (spill_dir && (!thr || !*thr || strcmp(thr, "0") == 0))
-    fprintf(stderr, "memspace run: a spill directory without a spill threshold (--spill-threshold SIZE): nothing "
+    fprintf(stderr, "memspace run: a spill directory without --spill or a spill threshold (--spill-threshold SIZE): nothing "
                     "is spilled\n");
   return i;
 }

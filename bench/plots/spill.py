@@ -6,7 +6,7 @@ import os
 
 from plot import numeric, pyplot
 
-CONFIGS = ("plain", "spill", "swap", "file_mmap")
+CONFIGS = ("plain", "spill", "swap", "auto", "file_mmap")
 
 
 def plot(rows, outdir, part):
@@ -50,7 +50,7 @@ def plot(rows, outdir, part):
     probes = [r for r in numeric(rows) if r["impl"].startswith("probe-") and r["metric"] in ("p50_ns", "p99_ns", "max_ns")]
     if not probes:
         return
-    configs = [c for c in ("idle", "busy", "plain", "spill", "swap") if any(r["case"] == c for r in probes)]
+    configs = [c for c in ("idle", "busy", "plain", "spill", "swap", "auto") if any(r["case"] == c for r in probes)]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, probe in zip(axes, ("probe-idle", "probe-10ms")):
         width = 0.25

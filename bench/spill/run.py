@@ -49,7 +49,14 @@ if os.environ.get("MSB_SPILL_FACTORS"):
     FACTORS = [float(f) for f in os.environ["MSB_SPILL_FACTORS"].split(",")]
 if os.environ.get("MSB_SPILL_LANGS"):
     LANGS = [l for l in os.environ["MSB_SPILL_LANGS"].split(",") if l in LANGS]
-CONFIGS = os.environ.get("MSB_SPILL_CONFIGS", "plain,spill,swap").split(",")
+CONFIGS = os.environ.get("MSB_SPILL_CONFIGS", "plain,spill,swap,auto").split(",")
+# spill and auto also at 1.5x the limit (auto's targets: 0.5x, 1.5x and 3x)
+FACTORS_SPILL = sorted(set(FACTORS) | ({1.5} if not os.environ.get("MSB_SPILL_FACTORS") else set()))
+# the mid-size program (midsize.py: 1 MiB blocks in a Python dict, 3x the limit) and its configurations: a fixed
+# threshold above 1 MiB (64M, 1G) leaves every block in RAM, 1M spills them all, auto spills once short
+MIDSIZE_FACTOR = 3
+MIDSIZE_CONFIGS = [c for c in ("plain", "spill", "spill1g", "spill1m", "auto") if c in CONFIGS or c.startswith("spill1")]
+MIDSIZE_ACCESSES = {"quick": 500, "default": 2000, "full": 20000}[MODE]
 # MSB_PROBE_LOG_DIR=DIR: each probe writes its rounds (start, latency; CLOCK_MONOTONIC ns) to DIR/CONFIG-PROBE.log
 # and each benchmark run its start and end to DIR/phases.log, to see when the probes were delayed
 LOG_DIR = os.environ.get("MSB_PROBE_LOG_DIR")
@@ -112,7 +119,20 @@ def workload(lang, size, extra_file=None):
 def config_env(config):
     if config == "spill":
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, SHIM_THRESHOLD=str(64 * MiB), MEMSPACE_SPILL_THRESHOLD="64M", MEMSPACE_SPILL_DIR=SPILL_DIR)
+    if config in ("spill1g", "spill1m"):
+        return clean_env(LD_PRELOAD=SPILL_PRELOAD, MEMSPACE_SPILL_THRESHOLD=config[5:].upper(), MEMSPACE_SPILL_DIR=SPILL_DIR)
+    if config == "auto":  # the statistics at exit say when spilling began (spill_began)
+        return clean_env(LD_PRELOAD=SPILL_PRELOAD, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR,
+                         MEMSPACE_SHOW_STATS=1)
     return clean_env()
+
+
+def spill_began(err):
+    """auto: the bytes counted against the budget when spilling first began (0: never), from the exit statistics
+    (the largest: every process prints its own, and Rscript's wrappers never spill)"""
+    vals = [int(f[1]) for f in (line.split() for line in err.splitlines())
+            if len(f) >= 2 and f[0] == "spill_auto_began_used"]
+    return max(vals) if vals else None
 
 
 def run_in(group, argv, env):
@@ -212,11 +232,14 @@ def below(lang, config, parent):
 def sweep(lang, config, parent):
     """sizes in order until one fails; returns the largest completed size"""
     largest = 0
-    for f in FACTORS:
+    for f in (FACTORS_SPILL if config in ("spill", "auto") else FACTORS):
         size = int(LIMIT * f)
         rc, d, err = run_repeated(parent, f"bench-{lang}-{int(f * 10)}", workload(lang, size), config_env(config),
                                   REPEATS_FIT if f < 1 else 1)
         case = config
+        if config == "auto" and spill_began(err) is not None:
+            row(case, lang, size, "spill_began_bytes", spill_began(err))
+            d = dict(d, began=spill_began(err)) if rc == 0 else d
         if rc == 0 and "alloc_s" in d:
             largest = size
             results[(lang, config, size)] = d
@@ -238,7 +261,7 @@ def paired(lang, size, parent):
     each figure. Each configuration's own sequence runs minutes apart from the other's, and this VM's host state
     drifts in between (the same 512 MiB allocation took 0.06-1.06 s); alternating runs compare the two under the
     same conditions. Returns {config: figures} or None when a run failed."""
-    runs = {"plain": [], "spill": []}
+    runs = {c: [] for c in ("plain", "spill", "auto") if c in CONFIGS}
     for _ in range(REPEATS_PAIRS):
         for config in runs:
             rc, d, _ = run_repeated(parent, f"pair-{lang}-{config}", workload(lang, size), config_env(config), 1)
@@ -339,7 +362,7 @@ def main():
         say(f"memory cgroups unavailable ({why}): sizes run without a limit, no probes, no 'plain is killed'")
     if not os.path.exists(LIB):
         say(f"{LIB} missing: spill configuration skipped")
-    configs = [c for c in ("plain", "spill", "swap") if c in CONFIGS]
+    configs = [c for c in ("plain", "spill", "swap", "auto") if c in CONFIGS]
     swap_path = None
     total0 = time.time()
     probe_res = {}
@@ -392,7 +415,7 @@ def main():
             parent = None if why else mscgroup.Group(f"bench-{config}", LIMIT)
             probes = Probes(parent, config)
             for lang in LANGS:
-                if config in ("plain", "spill"):
+                if config in ("plain", "spill", "auto"):
                     below(lang, config, parent)
                 sweep(lang, config, parent)
             probe_res[config] = probes.stop()
@@ -414,6 +437,28 @@ def main():
                         pairs[(lang, size)] = pr
                         for config, d in pr.items():
                             rows(f"pair-{config}", lang, size, d)
+        finally:
+            if parent:
+                parent.remove()
+    # many mid-size blocks (1 MiB each, 3x the limit): fixed thresholds above 1 MiB keep them all in RAM
+    midsize = {}
+    if "midsize" not in os.environ.get("MSB_SPILL_SKIP", "") and os.path.exists(LIB):
+        size = int(LIMIT * MIDSIZE_FACTOR)
+        argv = [PY, os.path.join(HERE, "midsize.py"), str(size // MiB), str(MIDSIZE_ACCESSES)]
+        try:
+            parent = None if why else mscgroup.Group("bench-midsize", LIMIT)
+            for config in MIDSIZE_CONFIGS:
+                rc, d, err = run_repeated(parent, f"midsize-{config}", argv, config_env(config), 1)
+                if config == "auto" and spill_began(err) is not None:
+                    row("midsize-auto", "python", size, "spill_began_bytes", spill_began(err))
+                    d = dict(d, began=spill_began(err))
+                if rc == 0 and "alloc_s" in d:
+                    midsize[config] = d
+                    rows(f"midsize-{config}", "python", size, d)
+                else:
+                    why_m = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
+                    midsize[config] = {"status": why_m}
+                    row(f"midsize-{config}", "python", size, "failed", 1)
         finally:
             if parent:
                 parent.remove()
@@ -447,8 +492,8 @@ def main():
         f"(median of {REPEATS_FIT} runs), {ACCESSES or '10% of the elements'} from the limit up; spill threshold 64 MiB")
     for lang in LANGS:
         say(f"\n{lang}: size        config      alloc_s    reads/s   writes/s   vs plain(alloc) vs file_mmap(read,write)")
-        for size in [BELOW] + [int(LIMIT * f) for f in FACTORS]:
-            for config in ("plain", "spill", "swap", "file_mmap"):
+        for size in [BELOW] + [int(LIMIT * f) for f in FACTORS_SPILL]:
+            for config in ("plain", "spill", "swap", "auto", "file_mmap"):
                 d = results.get((lang, config, size))
                 if d is None:
                     continue
@@ -459,7 +504,8 @@ def main():
                 if "read_ops_per_s" in d and "read_ops_per_s" in fm and config != "file_mmap":
                     lim = f"{d['read_ops_per_s'] / fm['read_ops_per_s']:.2f}, {d['write_ops_per_s'] / fm['write_ops_per_s']:.2f}"
                 a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
-                say(f"  {size / MiB:>7.0f} MiB  {config:<10} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}   {ratio:>8}   {lim}")
+                began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
+                say(f"  {size / MiB:>7.0f} MiB  {config:<10} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}   {ratio:>8}   {lim}{began}")
     if disk_rate:
         say(f"\ndisk random 4 KiB reads (O_DIRECT): {disk_rate:.0f}/s")
     if pairs:
@@ -468,9 +514,15 @@ def main():
             for config, d in pr.items():
                 say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
                     f"{fmt_rate(d, 'write_ops_per_s')}")
+    if midsize:
+        say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, {MIDSIZE_FACTOR}x the limit):")
+        for config, d in midsize.items():
+            a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
+            began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
+            say(f"  {config:<8} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{began}")
     say("\nlargest size completed (x limit):")
     for lang in LANGS:
-        for config in ("plain", "spill", "swap"):
+        for config in ("plain", "spill", "swap", "auto"):
             done = [s for (l, c, s), d in results.items() if l == lang and c == config and "alloc_s" in d]
             tried = [s for (l, c, s) in results if l == lang and c == config]
             if tried:
@@ -523,8 +575,37 @@ def main():
                 r = s["read_ops_per_s"] / fm["read_ops_per_s"]
                 w = s["write_ops_per_s"] / fm["write_ops_per_s"]
                 target(min(r, w) >= 0.9, f"{lang}: {f}x limit: reads {r:.2f}x, writes {w:.2f}x the file-mmap limit (>= 0.9)")
+    # auto: data that fits within 1.02x of plain (alternated pairs at 0.5x); past the limit it completes where plain
+    # is killed, allocation within 1.1x of the fixed threshold's; the mid-size program completes
+    for lang in LANGS:
+        pr = pairs.get((lang, int(LIMIT * 0.5)))
+        if pr and "auto" in pr:
+            r = ratios(pr["auto"], pr["plain"])
+            if r:
+                target(max(r) <= 1.02, f"{lang}: auto at 0.5x limit (fits) within 1.02x of plain (allocation {r[0]:.2f}x, "
+                       f"reads {r[1]:.2f}x, writes {r[2]:.2f}x; alternated, median of {REPEATS_PAIRS} pairs)")
+        for f in (1.5, 3):
+            size = int(LIMIT * f)
+            a, s = results.get((lang, "auto", size), {}), results.get((lang, "spill", size), {})
+            p = results.get((lang, "plain", size), {"status": "not run (killed at a smaller size)"})
+            if (lang, "auto", size) not in results:
+                continue
+            plain_dead = "alloc_s" not in p
+            if "alloc_s" in a and "alloc_s" in s:
+                target(a["alloc_s"] <= 1.1 * s["alloc_s"], f"{lang}: auto at {f}x limit completes (plain: "
+                       f"{p.get('status', 'completes')}), allocation {a['alloc_s'] / s['alloc_s']:.2f}x the 64M "
+                       f"threshold's (<= 1.1x)")
+            else:
+                target(False, f"{lang}: auto at {f}x limit: {a.get('status', 'failed')} (plain completes: {not plain_dead})")
+    if midsize:
+        a = midsize.get("auto", {})
+        killed = [c for c in ("plain", "spill1g") if "alloc_s" not in midsize.get(c, {})]
+        best = min((midsize[c]["alloc_s"] for c in ("spill1m",) if "alloc_s" in midsize.get(c, {})), default=None)
+        vs = f", allocation {a['alloc_s'] / best:.2f}x the 1M threshold's" if best and "alloc_s" in a else ""
+        target("alloc_s" in a and len(killed) == 2, f"mid-size blocks at {MIDSIZE_FACTOR}x limit: auto "
+               f"{'completes' if 'alloc_s' in a else a.get('status', 'not run')}; killed: {', '.join(killed) or 'none'}{vs}")
     idle = probe_res.get("idle", {})
-    for config in ("spill", "swap"):
+    for config in ("spill", "swap", "auto"):
         pr = probe_res.get(config)
         if not pr or not idle:
             continue

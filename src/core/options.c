@@ -141,6 +141,7 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
     return r;
   }
   case KIND_SIZE: {
+    if (d->min < 0 && word_eq(s, "auto", 4)) { *out = -1; return 0; } /* a size option that takes auto (-1) */
     size_t v;
     int r = parse_size(s, &v);
     if (r == 0 && v > (size_t)LLONG_MAX) r = ERANGE;
@@ -172,6 +173,7 @@ static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
     if (idx == d->def) return copy_word(buf, cap, p, len);
     p = end;
   }
+  if (d->kind == KIND_SIZE && d->def < 0) return copy_word(buf, cap, "auto", 4);
   msi_snprintf(buf, cap, "%lld", d->def);
   return buf;
 }

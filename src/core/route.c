@@ -26,7 +26,7 @@ _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
 void msi_route_init(void) {
   unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_relaxed), mask = old & MSI_ROUTE_START;
-  if (msi_opt(MS_OPTION_SPILL_THRESHOLD) > 0) mask |= MSI_ROUTE_SPILL;
+  if (msi_opt(MS_OPTION_SPILL_THRESHOLD) != 0) mask |= MSI_ROUTE_SPILL; /* a size, or auto */
   if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) mask |= MSI_ROUTE_SPACE;
   /* counting is decided before the first allocation: counts begun later would miss the blocks already live */
   if (old & MSI_ROUTE_START ? msi_opt(MS_OPTION_SHOW_STATS) != 0 : (old & MSI_ROUTE_COUNT) != 0) mask |= MSI_ROUTE_COUNT;
@@ -49,13 +49,20 @@ void msi_option_changed(ms_option_t o) {
 
 typedef enum { OWNER_HEAP, OWNER_SPILL, OWNER_SPACE, OWNER_OTHER } owner_t;
 
-/* the spill threshold in force under `mask` (0: spill off) */
+/* the spill threshold in force under `mask` (0: spill off; under auto the smallest block auto may spill) */
 static inline size_t spill_threshold(unsigned mask) { return mask & MSI_ROUTE_SPILL ? msi_spill_threshold() : 0; }
+
+/* The one spill predicate: a request of `size` bytes that grows the process by `grow` bytes (a realloc: the
+   difference) goes to spill. A fixed threshold decides by size alone; auto (MEMSPACE_SPILL_THRESHOLD=auto) asks
+   spill's budget for blocks from its minimum up (src/spill/budget.c): smaller blocks pay one compare. */
+static inline bool spill_wants(size_t size, size_t grow, unsigned mask) {
+  size_t t = spill_threshold(mask);
+  return t && size >= t && (!msi_spill_auto() || msi_spill_auto_wants(grow));
+}
 
 /* where a request of `size` bytes goes (mask: msi_route_mask, loaded once by the caller) */
 static inline owner_t route_of(size_t size, unsigned mask) {
-  size_t t = spill_threshold(mask);
-  if (t && size >= t) return OWNER_SPILL;
+  if (spill_wants(size, size, mask)) return OWNER_SPILL;
   return mask & MSI_ROUTE_SPACE ? OWNER_SPACE : OWNER_HEAP;
 }
 
@@ -307,8 +314,11 @@ static inline void *realloc_in(void *p, size_t size, unsigned mask) {
   if (o == OWNER_SPACE) return msi_proc_space_realloc(p, size);
   /* the heap's check aborts naming p when it is the heap's but no live block; 0: a direct block it is not */
   if (o == OWNER_OTHER && !msi_heap_realloc_check(p)) return msi_foreign_realloc(p, size);
-  if (MSI_UNLIKELY(mask) && route_of(size, mask) != OWNER_HEAP)
-    return route_move(p, msi_heap_realloc_check(p), size, OWNER_HEAP, false, mask);
+  if (MSI_UNLIKELY(mask)) { /* to spill (counting only the growth), or into the process space */
+    size_t t = spill_threshold(mask), old = t && size >= t ? msi_heap_realloc_check(p) : 0;
+    if (spill_wants(size, old < size ? size - old : 0, mask) || (mask & MSI_ROUTE_SPACE))
+      return route_move(p, old ? old : msi_heap_realloc_check(p), size, OWNER_HEAP, false, mask);
+  }
   return msi_heap_realloc(p, size, mask != 0); /* (checks p) */
 }
 

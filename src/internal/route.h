@@ -32,7 +32,14 @@ extern const msi_stats_source_t msi_route_stats_source;
 void msi_heap_options_changed(void);
 
 /* ---- spill (src/spill/) ---- */
-size_t msi_spill_threshold(void);                    /* 0 = off */
+size_t msi_spill_threshold(void);                    /* 0 = off; under auto, MSI_SPILL_AUTO_MIN */
+/* MEMSPACE_SPILL_THRESHOLD=auto (the option's value -1): a block of MSI_SPILL_AUTO_MIN bytes or more goes to
+   spill when msi_spill_auto_wants says the memory budget runs short (src/spill/budget.c, docs/spill.md) */
+#define MSI_SPILL_AUTO (-1)
+#define MSI_SPILL_AUTO_MIN ((size_t)1 << 20)
+static inline bool msi_spill_auto(void) { return msi_opt(MS_OPTION_SPILL_THRESHOLD) == MSI_SPILL_AUTO; }
+/* whether a block growing the process by `grow` bytes goes to spill (false: RAM, counted until the next sample) */
+bool msi_spill_auto_wants(size_t grow);
 /* NULL + ENOMEM when the disk cannot hold it; NULL + errno 0 when spill is unusable (no directory...):
    the caller then serves the request from RAM. `zero` asks for zeroed memory (file pages already are). */
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero);

@@ -9,6 +9,7 @@
 #include "route.h"
 #endif
 #include <dirent.h>
+#include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -364,19 +367,39 @@ static int mode_fullholes(const char *filler, bool huge) {
    block: never a punch, else the writer takes the space and the granule keeps a hole); the page cache is
    dropped and each survivor, advised MADV_HUGEPAGE, is rewritten (a 2 MiB folio over the whole granule: SIGBUS
    if it has a hole). Then calloc reuses the freed slots: they must read as zero. */
+static void pause_ms(long ms) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, NULL); }
+/* waits (a minute at most) until the writer's count of refused writes passes `seen` */
+static void wait_refused(_Atomic unsigned long *refused, unsigned long seen) {
+  for (int i = 0; i < 6000 && *refused <= seen; i++) pause_ms(10);
+  if (*refused <= seen) FAIL("the writer never met a full disk");
+}
+/* free bytes (root's reserve included) of the filesystem holding path's directory */
+static unsigned long long free_bytes(const char *path) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  struct statvfs st;
+  return statvfs(dir, &st) == 0 ? (unsigned long long)st.f_bfree * st.f_frsize : 0;
+}
 static int mode_stalefree(const char *filler) {
   enum { MAXB = 8192, N = 204800 };
   static unsigned char *b[MAXB];
   size_t count = 0;
   while (count < MAXB && (b[count] = s_alloc(N)) != NULL) memset(b[count], (int)(count & 0x7f) | 1, N), count++;
   if (count == MAXB) FAIL("the disk never filled");
+  /* the writer counts the writes the full disk refused: once the count moves after a point, every block free at
+     that point was taken (conditions, not pauses) */
+  _Atomic unsigned long *refused = mmap(NULL, sizeof *refused, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (refused == MAP_FAILED) FAIL("mmap: %s", strerror(errno));
+  *refused = 0;
   pid_t w = fork();
   if (w == 0) {
     static char chunk[4096];
     int fd = open(filler, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    for (;;) if (write(fd, chunk, sizeof chunk) < 0) {} /* takes any block freed, at once */
+    for (;;) if (write(fd, chunk, sizeof chunk) < 0) ++*refused; /* takes any block freed, at once */
   }
-  usleep(200000);
+  wait_refused(refused, 0);
   size_t freed = 0;
   uintptr_t kept = 0;
   for (size_t i = 0; i < count; i++) {
@@ -385,7 +408,7 @@ static int mode_stalefree(const char *filler) {
     b[i] = NULL;
     freed++;
   }
-  usleep(200000);
+  wait_refused(refused, *refused); /* the writer met a full disk after the frees: it took anything they gave back */
   kill(w, SIGKILL);
   waitpid(w, NULL, 0);
   drop_caches();
@@ -398,9 +421,15 @@ static int mode_stalefree(const char *filler) {
     memset(b[i], 0x55, N);
     live++;
   }
+  struct stat fst;
+  if (stat(filler, &fst) != 0) FAIL("stat %s: %s", filler, strerror(errno));
+  struct statvfs before;
+  if (statvfs(filler, &before) != 0) FAIL("statvfs: %s", strerror(errno));
   unlink(filler);
   sync();
-  usleep(500000); /* xfs gives an unlinked file's space back in the background */
+  /* xfs gives an unlinked file's space back in the background: wait until it is back */
+  unsigned long long want = (unsigned long long)before.f_bfree * before.f_frsize + (unsigned long long)fst.st_blocks * 512;
+  for (int i = 0; i < 6000 && free_bytes(filler) + (1 << 20) < want; i++) pause_ms(10);
   size_t reused = 0;
   for (size_t k = 0; k < freed; k++) {
     unsigned char *z = s_calloc(N);
@@ -688,7 +717,34 @@ static int mode_big(size_t mib) { /* holds mib MiB in 64 MiB blocks and verifies
 }
 
 static void to_stdout(const char *text, void *arg) { (void)arg; fputs(text, stdout); }
-static void pause_ms(long ms) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, NULL); }
+/* the value of a statistics line (docs/stats.md), from ms_stats_print's text */
+typedef struct { char text[16384]; size_t len; } stats_buf_t;
+static void to_buf(const char *text, void *arg) {
+  stats_buf_t *b = arg;
+  size_t n = strlen(text);
+  if (b->len + n < sizeof b->text) memcpy(b->text + b->len, text, n + 1), b->len += n;
+}
+static unsigned long long stat_value(const char *key) {
+  static stats_buf_t b;
+  b.len = 0;
+  b.text[0] = 0;
+  ms_stats_print(to_buf, &b, 0);
+  for (const char *p = b.text; (p = strstr(p, key)) != NULL; p += strlen(key))
+    if (p[-1] == ' ' && p[strlen(key)] == ' ') return strtoull(p + strlen(key), NULL, 10);
+  return 0;
+}
+/* Waits until spill's maintenance task has run `n` more times (a condition, not a guess at its period; a minute
+   at most, on a machine however loaded) */
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+static void wait_passes(unsigned n) {
+  unsigned long long until = stat_value("spill_maint_passes") + n;
+  for (double end = now_s() + 60; stat_value("spill_maint_passes") < until && now_s() < end;) pause_ms(10);
+  if (stat_value("spill_maint_passes") < until) FAIL("spill's maintenance task did not run %u times in a minute", n);
+}
 
 /* write-back policy (docs/spill.md): fit_mib spilled, written twice with pauses (maintenance ticks run), then
    statistics; then more blocks up to total_mib (beyond the cgroup's memory), every value verified, statistics */
@@ -701,7 +757,7 @@ static int mode_fits(size_t fit_mib, size_t total_mib) {
       if (!b[i] && !(b[i] = s_alloc(16 << 20))) FAIL("block %zu: %s", i, strerror(errno));
       for (size_t j = 0; j < per; j++) b[i][j] = i * per + j + round;
     }
-    pause_ms(300);
+    wait_passes(3); /* write-back would have started by then, had it been going to */
   }
   printf("phase fits\n");
   ms_stats_print(to_stdout, NULL, 0);
@@ -759,8 +815,7 @@ static int mode_forkbeyond(size_t mib) {
       if (!(b[i] = s_alloc(16 << 20))) FAIL("child: block %zu: %s", i, strerror(errno));
       for (size_t j = 0; j < per; j++) b[i][j] = i * per + j;
     }
-    pause_ms(300);
-    verify(b, nb, per, 0);
+    verify(b, nb, per, 0); /* (the write-back passes ran during the allocations: spill_writebacks, checked by the script) */
     if (!check(a, n, 2)) FAIL("child: its own copy of the inherited block was lost");
     printf("phase child\n");
     ms_stats_print(to_stdout, NULL, 0);
@@ -777,8 +832,9 @@ static int mode_forkbeyond(size_t mib) {
 }
 
 /* spills mib MiB beyond the cgroup's memory (write-back at work), then reports the maintenance thread's
-   policy after each of 20 checks 50 ms apart: without CAP_SYS_NICE it must never be SCHED_IDLE (no way back), and
-   otherwise it runs SCHED_BATCH (its wake-ups never preempt an interactive process) */
+   policy after each of the next 20 runs of the maintenance task: without CAP_SYS_NICE it must never be
+   SCHED_IDLE (no way back), and otherwise it runs SCHED_BATCH (its wake-ups never preempt an interactive
+   process) */
 static void tally_policy(int *policy, int *idle_seen, int *other_seen) {
   if ((*policy = maint_policy()) == SCHED_IDLE) ++*idle_seen;
   else if (*policy != SCHED_BATCH) ++*other_seen;
@@ -794,12 +850,93 @@ static int mode_maintpolicy(size_t mib) {
     tally_policy(&policy, &idle_seen, &other_seen);
   }
   for (int k = 0; k < 20; k++) {
-    pause_ms(50);
+    wait_passes(1);
     tally_policy(&policy, &idle_seen, &other_seen);
   }
   verify(b, nb, per, 0);
   free_all(b, nb);
   printf("maint_policy=%d idle_seen=%d other_seen=%d\nok maintpolicy: %zu MiB held and verified\n", policy, idle_seen, other_seen, nb * 16);
+  return 0;
+}
+
+/* MEMSPACE_SPILL_THRESHOLD=auto, preloaded (the plain malloc family), in a cgroup of limit_mib MiB. Allocates
+   `count` 1 MiB blocks, each written: they stay in RAM while the cgroup's counted memory stays under 3/4 of the
+   limit, then every later one is spilled (no flapping while they are held); all are verified. Then everything is
+   freed and the heap's cache given back (malloc_trim): the next blocks come back to RAM (the free of a spilled
+   block makes the next large block take a fresh sample). Prints where spilling began. */
+static size_t auto_fill(unsigned char **b, size_t count, size_t *spilled, size_t *flaps) {
+  size_t first = SIZE_MAX;
+  *spilled = *flaps = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (!(b[i] = malloc(1 << 20))) FAIL("block %zu: %s", i, strerror(errno));
+    fill(b[i], 1 << 20, (unsigned)i);
+    bool sp = ms_spill_is(b[i]);
+    if (sp && first == SIZE_MAX) first = i;
+    if (!sp && first != SIZE_MAX) ++*flaps;
+    *spilled += sp;
+  }
+  for (size_t i = 0; i < count; i++)
+    if (!check(b[i], 1 << 20, (unsigned)i)) FAIL("block %zu lost its values", i);
+  return first;
+}
+static int mode_auto(size_t limit_mib, size_t count) {
+  unsigned char **b = calloc(count, sizeof *b);
+  if (!b) FAIL("calloc");
+  size_t spilled, flaps, first = auto_fill(b, count, &spilled, &flaps);
+  printf("auto: first spilled block %zu, %zu of %zu spilled, %zu back in RAM while held\n", first, spilled, count, flaps);
+  if (first == SIZE_MAX || first < limit_mib / 4 || first > limit_mib * 3 / 4)
+    FAIL("spilling began at block %zu: expected between 1/4 and 3/4 of the %zu MiB limit", first, limit_mib);
+  if (flaps) FAIL("%zu blocks went back to RAM while the memory was still held", flaps);
+  printf("phase spilling\n");
+  ms_stats_print(to_stdout, NULL, 0);
+  for (size_t i = 0; i < count; i++) free(b[i]);
+  malloc_trim(0);
+  size_t again = limit_mib / 8;
+  first = auto_fill(b, again, &spilled, &flaps);
+  printf("auto: after the frees, %zu of %zu blocks spilled\n", spilled, again);
+  if (spilled) FAIL("after everything was freed, %zu of %zu new blocks were spilled (RAM expected)", spilled, again);
+  printf("phase back\n");
+  ms_stats_print(to_stdout, NULL, 0);
+  /* realloc counts its growth: a little stays in RAM, growing past the budget moves the block to spill */
+  unsigned char *g = realloc(b[0], 2 << 20);
+  if (!g || ms_spill_is(g)) FAIL("a block grown by 1 MiB with room to spare left RAM (%p)", (void *)g);
+  b[0] = g;
+  if (!(g = realloc(b[0], limit_mib << 20))) FAIL("realloc to %zu MiB: %s", limit_mib, strerror(errno));
+  if (!ms_spill_is(g)) FAIL("a block grown past the budget stayed in RAM");
+  if (!check(g, 1 << 20, 0)) FAIL("the block moved to spill lost its values");
+  b[0] = g;
+  printf("auto: realloc: +1 MiB in RAM, to %zu MiB in spill\n", limit_mib);
+  for (size_t i = 0; i < again; i++) free(b[i]);
+  free(b);
+  printf("ok auto: both directions\n");
+  return 0;
+}
+
+/* auto in a forked child: the parent holds half the limit in RAM, the child's own blocks then spill once the
+   cgroup (parent and child together) passes 3/4 of it: after about a quarter of the limit, not three quarters */
+static int mode_autofork(size_t limit_mib) {
+  size_t held = limit_mib / 2, count = limit_mib;
+  unsigned char **p = calloc(held, sizeof *p), **b = calloc(count, sizeof *b);
+  if (!p || !b) FAIL("calloc");
+  size_t spilled, flaps;
+  if (auto_fill(p, held, &spilled, &flaps) != SIZE_MAX) FAIL("the parent's %zu MiB should fit in RAM", held);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  if (pid == 0) {
+    size_t first = auto_fill(b, count, &spilled, &flaps);
+    printf("autofork: the child's first spilled block %zu, %zu of %zu spilled\n", first, spilled, count);
+    if (first == SIZE_MAX || first > limit_mib * 3 / 8)
+      FAIL("the child spilled from block %zu: the parent's %zu MiB were not counted", first, held);
+    if (flaps) FAIL("%zu blocks went back to RAM while held", flaps);
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("child status %d", status);
+  for (size_t i = 0; i < held; i++)
+    if (!check(p[i], 1 << 20, (unsigned)i)) FAIL("parent block %zu changed", i);
+  printf("ok autofork\n");
   return 0;
 }
 
@@ -827,6 +964,8 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "big")) return mode_big(argc > 2 ? strtoul(argv[2], NULL, 10) : 256);
   if (!strcmp(m, "forkbeyond")) return mode_forkbeyond(argc > 2 ? strtoul(argv[2], NULL, 10) : 384);
   if (!strcmp(m, "maintpolicy")) return mode_maintpolicy(argc > 2 ? strtoul(argv[2], NULL, 10) : 192);
+  if (!strcmp(m, "auto") && argc > 3) return mode_auto(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
+  if (!strcmp(m, "autofork") && argc > 2) return mode_autofork(strtoul(argv[2], NULL, 10));
   if (!strcmp(m, "fits") && argc > 3) return mode_fits(strtoul(argv[2], NULL, 10), strtoul(argv[3], NULL, 10));
   fprintf(stderr, "unknown mode %s\n", m);
   return 2;

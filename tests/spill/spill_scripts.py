@@ -224,6 +224,16 @@ def stat_of(text, phase, key):
     return None
 
 
+def stats_hold(out, checks):
+    """each (phase, stats line, predicate) of checks holds in the output's stats after "phase NAME" """
+    ok = True
+    for phase, key, good in checks:
+        v = stat_of(out, phase, key)
+        print(f"{phase}: {key} = {v}: {'ok' if v is not None and good(v) else 'WRONG'}")
+        ok = ok and v is not None and good(v)
+    return ok
+
+
 def cgroup_fits():
     """docs/spill.md, write-back: while the spilled data fits in the cgroup (3/8 of it here) nothing is written
     back and the mappings keep the default advice; beyond it (2x) write-back and MADV_RANDOM start, nothing is
@@ -234,10 +244,7 @@ def cgroup_fits():
     ok = rc == 0 and "ok fits" in out
     checks = [("fits", "spill_writebacks", lambda v: v == 0), ("fits", "spill_advice_switches", lambda v: v == 0),
               ("beyond", "spill_writebacks", lambda v: v > 0), ("beyond", "spill_advice_switches", lambda v: v >= 1)]
-    for phase, key, good in checks:
-        v = stat_of(out, phase, key)
-        print(f"{phase}: {key} = {v}: {'ok' if v is not None and good(v) else 'WRONG'}")
-        ok = ok and v is not None and good(v)
+    ok = stats_hold(out, checks) and ok
     return 0 if ok else 1
 
 
@@ -264,6 +271,50 @@ def maint_unprivileged():
     if rc != 0 and "Operation not permitted" in err:
         skip("setpriv refused: " + err.strip().splitlines()[-1])
     return 0 if rc == 0 and "ok maintpolicy" in out and "idle_seen=0 other_seen=0" in out else 1
+
+
+def cgroup_auto():
+    """MEMSPACE_SPILL_THRESHOLD=auto in a 256 MiB cgroup: 1 MiB blocks stay in RAM, spill past 3/4 of the limit,
+    come back to RAM once everything is freed (spill_helper auto); the stats say when and why spilling began"""
+    need_routing()
+    limit = 256 << 20
+    rc, out, err = cgroup_run("auto", limit, [HELPER_SHARED, "auto", str(limit >> 20), str(2 * limit >> 20)],
+                              env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR,
+                                  MEMSPACE_VERBOSE=1))
+    ok = rc == 0 and "ok auto" in out
+    checks = [("spilling", "spill_auto_to_spill", lambda v: v == 1), ("spilling", "spill_auto_began_used", lambda v: v > 0),
+              ("back", "spill_auto_to_ram", lambda v: v == 1)]
+    ok = stats_hold(out, checks) and ok
+    if "spill: auto: spilling begins (" not in err:
+        print("FAIL: MEMSPACE_VERBOSE did not say that spilling began and why")
+        ok = False
+    return 0 if ok else 1
+
+
+def cgroup_autofork():
+    """auto in a forked child: the parent's memory in the cgroup counts against the child's budget"""
+    need_routing()
+    limit = 256 << 20
+    rc, out, _ = cgroup_run("autofork", limit, [HELPER_SHARED, "autofork", str(limit >> 20)],
+                            env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR))
+    return 0 if rc == 0 and "ok autofork" in out else 1
+
+
+def run_spill():
+    """`memspace run --spill [--spill-dir DIR]` sets MEMSPACE_SPILL_THRESHOLD=auto (a size given with
+    --spill-threshold wins); the program's stats then show auto"""
+    tool = os.path.join(BUILD, "memspace")
+    p = subprocess.run([tool, "run", "--spill", "--spill-dir", SPILL_DIR, "--", "env"], capture_output=True, text=True)
+    ok = p.returncode == 0 and "MEMSPACE_SPILL_THRESHOLD=auto\n" in p.stdout and f"MEMSPACE_SPILL_DIR={SPILL_DIR}\n" in p.stdout
+    p2 = subprocess.run([tool, "run", "--spill", "--spill-threshold", "4M", "--", "env"], capture_output=True, text=True)
+    ok = ok and "MEMSPACE_SPILL_THRESHOLD=4M\n" in p2.stdout
+    p3 = subprocess.run([tool, "run", "--spill", "--stats", "--", "true"], capture_output=True, text=True)
+    ok = ok and "spill_auto" in p3.stderr and "nothing is spilled" not in p3.stderr
+    if not ok:
+        print("FAIL:", p.returncode, p.stdout[-500:], p.stderr, p2.stdout[-300:], p3.stderr[-800:])
+    else:
+        print("ok run_spill")
+    return 0 if ok else 1
 
 
 def main():
@@ -325,6 +376,12 @@ def main():
         return cgroup_fits()
     if t == "cgroup_fork_beyond":
         return cgroup_fork_beyond()
+    if t == "cgroup_auto":
+        return cgroup_auto()
+    if t == "cgroup_autofork":
+        return cgroup_autofork()
+    if t == "run_spill":
+        return run_spill()
     if t == "maint_unprivileged":
         return maint_unprivileged()
     print("unknown test", t)

@@ -10,6 +10,7 @@
 #include "ms_test.h"
 #include "os.h"
 #include "route.h"
+#include "fake_files.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -443,16 +444,7 @@ static void test_kill9_leaves_nothing(void **state) {
 static char fake_root[] = "/tmp/memspace-cgroup-XXXXXX";
 
 /* writes `text` to fake_root/rel, making its directories */
-static void fake_file(const char *rel, const char *text) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", fake_root, rel);
-  for (char *p = path + strlen(fake_root) + 1; *p; p++)
-    if (*p == '/') { *p = 0; mkdir(path, 0755); *p = '/'; }
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
+static void fake_file(const char *rel, const char *text) { assert_true(fake_put(fake_root, rel, text)); }
 
 static void expect_budget(const char *proc_cgroup, uint64_t ram, uint64_t limit, const char *stat_rel,
                           const char *dirty_key) {

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/* budget.c: the memory budget (the cgroup's limit, else RAM) and samples of its dirty and anonymous bytes */
+#include "spill_internal.h"
+
+sp_budget_t msi_spill_budget;
+
+/* ---- memory budget and write-back ----
+   The budget is the smallest of RAM and the memory limits of our cgroup and its ancestors (v1
+   memory.limit_in_bytes; v2 memory.max and memory.high). `stat_path` is the memory.stat of the cgroup holding
+   that limit (hierarchical: its other members count too), or "" for /proc/meminfo when no cgroup limits us
+   below RAM. Every tick (maintenance task, 50 ms, or an allocation at most every 50 ms) samples its dirty and
+   anonymous bytes and decides:
+   - the spilled data fits (spilled bytes + anonymous memory <= 3/4 of the budget): no write-back. Rewritten
+     pages stay dirty and cost no fault, fresh blocks fault in large folios (advise_range), as plain memory
+     does in huge pages. Only when dirty and anonymous bytes together pass 3/4 of the budget (other processes of the
+     cgroup spilling as well) is every region written back, so that reclaim never meets only dirty pages (with
+     cgroup v1 it cannot write them back itself, and would OOM-kill);
+   - the data does not fit: dirty spilled pages are kept under budget/8 (above: write-back of every region), and
+     otherwise the next 1/16 of each region is written back round-robin, so no page stays dirty longer than about
+     a second and reclaim finds clean pages instead of stalling. */
+
+uint64_t msi_sp_fit_bytes(void) { return bud.cg.limit / 4 * 3; }
+
+/* Dirty and anonymous bytes of the budget's cgroup (or of the machine), kept in bud; a failed read (busy,
+   unreadable) keeps the previous values. */
+void msi_sp_sample(uint64_t *dirty, uint64_t *anon) {
+  static char buf[8192];
+  uint64_t d, a;
+  if (msi_trylock(&msi_sp_buf_lock)) {
+    bool ok = msi_os_read_file(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
+              msi_os_text_value(buf, bud.cg.dirty_key, &d) && msi_os_text_value(buf, bud.cg.anon_key, &a);
+    msi_unlock(&msi_sp_buf_lock);
+    if (ok && !bud.cg.stat_path[0]) d *= 1024, a *= 1024; /* meminfo: kB */
+    if (ok) {
+      atomic_store_explicit(&bud.dirty, d, memory_order_relaxed);
+      atomic_store_explicit(&bud.anon, a, memory_order_relaxed);
+    }
+  }
+  *dirty = atomic_load_explicit(&bud.dirty, memory_order_relaxed);
+  *anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
+}
+
+/* the cgroup's headroom runs out: dirty and anonymous bytes, which reclaim cannot free at once, past 3/4 */
+bool msi_sp_headroom_low(uint64_t dirty, uint64_t anon) { return dirty + anon >= msi_sp_fit_bytes(); }
+
+/* the budget's cgroup and limit, found once (auto needs it before spill starts; the two share it) */
+void msi_sp_budget_find(void) {
+  static _Atomic int found;
+  static msi_lock_t find_lock = MSI_LOCK_INIT;
+  if (atomic_load_explicit(&found, memory_order_acquire)) return;
+  msi_lock(&find_lock);
+  if (!atomic_load(&found)) {
+    uint64_t ram;
+    if (!msi_os_meminfo("MemTotal", &ram)) ram = UINT64_MAX;
+    msi_os_cgroup_budget(ram, &bud.cg);
+    atomic_store_explicit(&found, 1, memory_order_release);
+  }
+  msi_unlock(&find_lock);
+}
+
+void msi_sp_budget_init(void) {
+  msi_sp_budget_find();
+  uint64_t limit = bud.cg.limit;
+  bud.dirty_cap = limit / 8 > (8ull << 20) ? limit / 8 : (8ull << 20);
+  uint64_t dirty, anon;
+  msi_sp_sample(&dirty, &anon);
+  msi_verbose("spill: memory budget %llu MiB (%s); write-back starts once spilled data and anonymous memory pass "
+              "%llu MiB, then dirty spilled pages are kept under %llu MiB",
+              (unsigned long long)(limit >> 20), bud.cg.stat_path[0] ? bud.cg.stat_path : "RAM",
+              (unsigned long long)(msi_sp_fit_bytes() >> 20), (unsigned long long)(bud.dirty_cap >> 20));
+}
+
+uint64_t msi_sp_snapshot_cap(void) { return bud.cg.limit / 16; }
+
+/* ---- auto: MEMSPACE_SPILL_THRESHOLD=auto ----
+   A block of MSI_SPILL_AUTO_MIN bytes or more stays in RAM while the memory budget has headroom and goes to spill
+   once it would take the process past the budget (route.c's spill predicate asks msi_spill_auto_wants).
+   - What counts: the memory reclaim cannot take at once. Under a cgroup limit: the limiting cgroup's anonymous,
+     shmem, dirty and writeback bytes (memory.stat: every member of that cgroup, our own blocks included; clean
+     page cache, spilled pages too, is reclaimable and not counted). Its room is the limit minus those. The
+     machine's room is MemAvailable + SwapFree, and bounds the cgroup's (a neighbour filling RAM counts).
+   - The headroom kept: a quarter of the budget (the same 3/4 mark as write-back, so spilled data keeps the last
+     quarter for its dirty pages and page cache), plus budget * (pressure - 10)% (the machine's
+     /proc/pressure/memory `some avg10` past the few percent a busy machine shows anyway, at most 50%): a
+     machine short of memory stalls, and we spill sooner. A block goes to RAM when room - block >= that
+     headroom.
+   - Hysteresis: once spilling, a block comes back to RAM only when room - block >= headroom + budget/8, so a
+     program near the mark does not flap between the two.
+   - When it is read: never per malloc. The sample (memory.stat, meminfo, pressure: 2-3 small files) is taken at
+     a candidate block when the last one is older than AUTO_PERIOD_NS or when the bytes sent to RAM since passed
+     AUTO_STEP (budget/64, at least 4 MiB), on the maintenance tick once spill runs, and once more to confirm
+     before spilling begins. Between samples the bytes sent to RAM since the last sample count as used (frees
+     do not: the estimate errs towards spilling until the next sample). */
+#define AUTO_PERIOD_NS 50000000ull
+#define AUTO_PRESSURE_FLOOR 10 /* percent of stall a busy machine shows without being short of memory */
+
+typedef struct {
+  _Atomic int state;              /* 0 not set up, 1 ready */
+  _Atomic int spilling;           /* 1: new candidate blocks go to spill */
+  _Atomic uint64_t room;          /* the room at the last sample (bytes) */
+  _Atomic uint64_t since;         /* bytes sent to RAM since that sample */
+  _Atomic uint64_t sample_ns;     /* when it was taken (0: take one at the next candidate) */
+  _Atomic unsigned pressure;      /* some avg10 at the last sample, percent */
+  _Atomic uint64_t samples, to_spill, to_ram;
+  _Atomic uint64_t asked;         /* candidate blocks so far (the maintenance tick samples only after new ones) */
+  _Atomic uint64_t began_used, began_room, began_block; /* the first switch to spill: counted bytes, room, the block */
+  _Atomic int reason;             /* of the last switch to spill: MSI_SP_AUTO_* */
+  _Atomic uint64_t last_used;     /* counted bytes at the last sample */
+  _Atomic bool machine_bound;     /* the machine's room was the smaller at the last sample */
+  uint64_t step;
+  bool has_pressure;              /* /proc/pressure/memory was readable at set-up */
+  msi_lock_t lock;                /* one sample at a time (trylock: a busy sampler's values serve) */
+} sp_auto_t;
+static sp_auto_t aut;
+
+static const char *const reason_names[] = {"", "budget", "machine", "pressure"};
+const char *msi_sp_auto_reason_name(int r) { return r >= 0 && r < 4 ? reason_names[r] : ""; }
+
+/* Reads one sample from the named files (meminfo and pressure may be NULL or unreadable): the cgroup's counted
+   bytes (stat_path of cg, "" for none), MemAvailable + SwapFree and the pressure. Separate for tests. */
+void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
+  static char buf[8192];
+  s->limit = cg->limit;
+  s->used = 0;
+  s->avail = UINT64_MAX;
+  s->pressure = 0;
+  s->ok = true;
+  if (cg->stat_path[0]) {
+    static const char *const v1[] = {"total_rss", "total_shmem", "total_dirty", "total_writeback"};
+    static const char *const v2[] = {"anon", "shmem", "file_dirty", "file_writeback"};
+    const char *const *keys = cg->version == 1 ? v1 : v2;
+    s->ok = msi_os_read_file(cg->stat_path, buf, sizeof buf) > 0;
+    for (unsigned i = 0; s->ok && i < 4; i++) {
+      uint64_t v;
+      if (msi_os_text_value(buf, keys[i], &v)) s->used += v;
+      else if (i == 0) s->ok = false; /* not a memory.stat */
+    }
+  }
+  uint64_t avail, swap;
+  if (meminfo && msi_os_read_file(meminfo, buf, sizeof buf) > 0 && msi_os_text_value(buf, "MemAvailable:", &avail)) {
+    if (!msi_os_text_value(buf, "SwapFree:", &swap)) swap = 0;
+    s->avail = (avail + swap) * 1024;
+    if (!cg->stat_path[0]) s->used = cg->limit > s->avail ? cg->limit - s->avail : 0; /* (for the statistics) */
+  } else if (!cg->stat_path[0]) {
+    s->ok = false;
+  }
+  /* "some avg10=1.23 ...": the whole percent */
+  if (pressure && msi_os_read_file(pressure, buf, sizeof buf) > 0) {
+    const char *p = strstr(buf, "some avg10=");
+    if (p) {
+      unsigned v = 0;
+      for (p += 11; *p >= '0' && *p <= '9'; p++) v = v * 10 + (unsigned)(*p - '0');
+      s->pressure = v > 100 ? 100 : v;
+    }
+  }
+}
+
+/* The room a sample leaves: the cgroup's limit minus its counted bytes, bounded by the machine's */
+uint64_t msi_sp_auto_room(const msi_sp_auto_sample_t *s) {
+  uint64_t room = s->limit > s->used ? s->limit - s->used : 0;
+  if (!s->limit || s->limit == UINT64_MAX) room = UINT64_MAX;
+  return room < s->avail ? room : s->avail;
+}
+
+/* The decision, pure (for tests): whether a block of `block` bytes goes to spill, given the room left, the
+   budget, the pressure and whether spilling already; *reason says why when it does (msi_sp_auto_reason_t). */
+bool msi_sp_auto_decide(uint64_t room, uint64_t budget, unsigned pressure, bool spilling, uint64_t block,
+                        bool machine_bound, int *reason) {
+  unsigned over = pressure > AUTO_PRESSURE_FLOOR ? pressure - AUTO_PRESSURE_FLOOR : 0;
+  uint64_t keep = budget / 4, extra = budget / 100 * (over < 50 ? over : 50);
+  if (spilling) keep += budget / 8;
+  if (room >= block && room - block >= keep + extra) return false;
+  *reason = room >= block && room - block >= keep ? MSI_SP_AUTO_PRESSURE
+            : machine_bound                      ? MSI_SP_AUTO_MACHINE
+                                                 : MSI_SP_AUTO_BUDGET;
+  return true;
+}
+
+static const char *pressure_file = "/proc/pressure/memory";
+
+/* set-up: the budget (bud.cg, found once) and whether pressure is readable; at start when auto is set (the
+   constructor), else at the first candidate block after ms_option_set */
+void msi_sp_auto_init(void) {
+  if (atomic_load_explicit(&aut.state, memory_order_acquire)) return;
+  msi_lock(&aut.lock);
+  if (!atomic_load(&aut.state)) {
+    msi_sp_budget_find();
+    char b[256];
+    aut.has_pressure = msi_os_read_file(pressure_file, b, sizeof b) > 0;
+    aut.step = bud.cg.limit / 64 > (4ull << 20) ? bud.cg.limit / 64 : 4ull << 20;
+    atomic_store(&aut.sample_ns, 0);
+    atomic_store_explicit(&aut.state, 1, memory_order_release);
+    msi_verbose("spill: auto: blocks of %zu KiB and more stay in RAM while the memory counted stays under 3/4 of "
+                "the budget of %llu MiB (%s)%s", (size_t)MSI_SPILL_AUTO_MIN >> 10,
+                (unsigned long long)(bud.cg.limit >> 20), bud.cg.stat_path[0] ? bud.cg.stat_path : "RAM",
+                aut.has_pressure ? ", less under memory pressure" : "");
+  }
+  msi_unlock(&aut.lock);
+}
+
+/* a new sample (when no other thread is taking one) */
+static void auto_refresh(uint64_t now) {
+  if (!msi_trylock(&aut.lock)) return;
+  msi_sp_auto_sample_t s;
+  msi_sp_auto_read(&bud.cg, "/proc/meminfo", aut.has_pressure ? pressure_file : NULL, &s);
+  if (s.ok) {
+    atomic_store_explicit(&aut.room, msi_sp_auto_room(&s), memory_order_relaxed);
+    atomic_store_explicit(&aut.pressure, s.pressure, memory_order_relaxed);
+    atomic_store_explicit(&aut.since, 0, memory_order_relaxed);
+    aut.last_used = s.used;
+    aut.machine_bound = s.avail < (s.limit > s.used ? s.limit - s.used : 0);
+  }
+  atomic_store_explicit(&aut.sample_ns, now, memory_order_relaxed);
+  atomic_fetch_add_explicit(&aut.samples, 1, memory_order_relaxed);
+  msi_unlock(&aut.lock);
+}
+
+/* the maintenance tick (once spill runs): a sample when candidate blocks came since the last tick's, so the
+   allocation path mostly finds a fresh one */
+void msi_sp_auto_tick(uint64_t now) {
+  static uint64_t seen;
+  uint64_t asked = atomic_load_explicit(&aut.asked, memory_order_relaxed);
+  if (asked == seen || !atomic_load_explicit(&aut.state, memory_order_acquire)) return; /* an idle program: no reads */
+  if (now - atomic_load(&aut.sample_ns) < AUTO_PERIOD_NS) return;
+  seen = asked;
+  auto_refresh(now);
+}
+
+/* a forked child takes its own sample at its first candidate block (its usage is its cgroup's, as the parent's) */
+void msi_sp_auto_fork_child(void) {
+  msi_lock_reset(&aut.lock);
+  if (atomic_load(&aut.state)) atomic_store(&aut.sample_ns, 0);
+}
+
+/* a spilled block was freed: the room may be back, the next candidate takes a sample (without it a program that
+   frees everything and starts again would wait for the next period to come back to RAM) */
+void msi_sp_auto_freed(void) {
+  if (atomic_load_explicit(&aut.spilling, memory_order_relaxed) && atomic_load_explicit(&aut.sample_ns, memory_order_relaxed))
+    atomic_store_explicit(&aut.sample_ns, 0, memory_order_relaxed);
+}
+
+static uint64_t room_now(void) {
+  uint64_t room = atomic_load_explicit(&aut.room, memory_order_relaxed);
+  uint64_t since = atomic_load_explicit(&aut.since, memory_order_relaxed);
+  return room > since ? room - since : 0;
+}
+
+static MSI_COLD MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int reason) {
+  int expected = !spill;
+  if (!atomic_compare_exchange_strong(&aut.spilling, &expected, spill)) return;
+  uint64_t room = room_now();
+  unsigned pr = atomic_load(&aut.pressure);
+  if (spill) {
+    atomic_store(&aut.reason, reason);
+    if (atomic_fetch_add(&aut.to_spill, 1) == 0) {
+      atomic_store(&aut.began_used, aut.last_used);
+      atomic_store(&aut.began_room, room);
+      atomic_store(&aut.began_block, block);
+    }
+    msi_verbose("spill: auto: spilling begins (%s): a block of %llu MiB with %llu MiB of room left (counted %llu "
+                "MiB of a budget of %llu MiB, machine %s, pressure %u%%)", msi_sp_auto_reason_name(reason),
+                (unsigned long long)(block >> 20), (unsigned long long)(room >> 20),
+                (unsigned long long)(aut.last_used >> 20), (unsigned long long)(bud.cg.limit >> 20),
+                aut.machine_bound ? "short" : "fine", pr);
+  } else {
+    atomic_fetch_add(&aut.to_ram, 1);
+    msi_verbose("spill: auto: back to RAM: %llu MiB of room (counted %llu MiB of a budget of %llu MiB, pressure "
+                "%u%%)", (unsigned long long)(room >> 20), (unsigned long long)(aut.last_used >> 20),
+                (unsigned long long)(bud.cg.limit >> 20), pr);
+  }
+}
+
+bool msi_spill_auto_wants(size_t grow) {
+  if (!grow) return false; /* a realloc that does not grow stays where it is */
+  if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) msi_sp_auto_init();
+  atomic_fetch_add_explicit(&aut.asked, 1, memory_order_relaxed);
+  uint64_t now = msi_now_ns(), since = atomic_load_explicit(&aut.since, memory_order_relaxed);
+  if (now - atomic_load_explicit(&aut.sample_ns, memory_order_relaxed) >= AUTO_PERIOD_NS || since >= aut.step)
+    auto_refresh(now);
+  bool spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);
+  int reason = 0;
+  bool spill = msi_sp_auto_decide(room_now(), bud.cg.limit, atomic_load_explicit(&aut.pressure, memory_order_relaxed),
+                                  spilling, grow, aut.machine_bound, &reason);
+  if (spill && !spilling && atomic_load_explicit(&aut.sample_ns, memory_order_relaxed) != now) {
+    auto_refresh(now); /* confirm with a fresh sample before spilling begins (frees since the last one count) */
+    spill = msi_sp_auto_decide(room_now(), bud.cg.limit, atomic_load_explicit(&aut.pressure, memory_order_relaxed),
+                               false, grow, aut.machine_bound, &reason);
+  }
+  if (spill != spilling) auto_switch(spill, grow, reason);
+  if (!spill) atomic_fetch_add_explicit(&aut.since, grow, memory_order_relaxed);
+  return spill;
+}
+
+void msi_sp_auto_stats(msi_stats_writer_t *w) {
+  if (!msi_spill_auto()) {
+    msi_stats_text(w, "spill_auto", "off");
+    return;
+  }
+  msi_stats_text(w, "spill_auto", !atomic_load(&aut.state) ? "unused" : atomic_load(&aut.spilling) ? "spilling" : "ram");
+  msi_stats_field(w, "spill_auto_room", room_now(), "bytes");
+  msi_stats_field(w, "spill_auto_pressure", atomic_load(&aut.pressure), "");
+  msi_stats_field(w, "spill_auto_samples", atomic_load(&aut.samples), "");
+  msi_stats_field(w, "spill_auto_to_spill", atomic_load(&aut.to_spill), "");
+  msi_stats_field(w, "spill_auto_to_ram", atomic_load(&aut.to_ram), "");
+  msi_stats_field(w, "spill_auto_began_used", atomic_load(&aut.began_used), "bytes");
+  msi_stats_field(w, "spill_auto_began_room", atomic_load(&aut.began_room), "bytes");
+  msi_stats_field(w, "spill_auto_began_block", atomic_load(&aut.began_block), "bytes");
+  msi_stats_text(w, "spill_auto_reason", msi_sp_auto_reason_name(atomic_load(&aut.reason)));
+}

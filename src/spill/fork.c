@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* fork.c: the fork handlers: the parent waits until the child has made its spilled memory private */
+#include "spill_internal.h"
+
+/* ---- fork ----
+   fork.c's hook (part 3 of the lock order: under sp_lock spill takes no other part's lock). fork.c registers its
+   handlers before spill's lock is first taken (msi_fork_register: from the constructor and from initialisation),
+   so a fork never copies that lock held: prepare takes it (waiting for an initialisation or allocation in another
+   thread to finish), parent releases it, child re-creates it. The scratch locks of the statistics (vec_lock,
+   buf_lock: never waited for while holding another) are re-created in the child. */
+msi_lock_t msi_sp_vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
+msi_lock_t msi_sp_buf_lock = MSI_LOCK_INIT; /* sample's read buffer */
+/* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
+   otherwise the parent, returning from fork first, keeps writing its spilled blocks (an interpreter's stacks,
+   a vector header) and freeing them (holes read as zeros) through the still-shared mapping, and the child
+   copies a half-changed state. (R's mclapply workers crashed so with a 1 MiB threshold.) The child closes the
+   pipe's write end when done; its death or a failed fork closes it as well. */
+static int fork_sync[2] = {-1, -1};
+static bool any_shared(void) { /* a region the child must make private */
+  if (atomic_load(&sp.state) != 1) return false;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++)
+    if (atomic_load(&sp.cls[c].mapped) > sp.cls[c].shared_from) return true;
+  return false;
+}
+/* no pipe; written only when there was one (after a fork every page written again is a fault: msi_set_flag) */
+static void fork_sync_clear(void) {
+  if (fork_sync[0] != -1 || fork_sync[1] != -1) fork_sync[0] = fork_sync[1] = -1;
+}
+MSI_COLD static void fork_prepare(bool locking) {
+  if (locking) msi_lock(&sp_lock);
+  if (!any_shared() || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
+}
+MSI_COLD static void fork_parent(bool locking) {
+  if (fork_sync[1] >= 0) {
+    msi_os_close(fork_sync[1]);
+    char b;
+    while (msi_os_read(fork_sync[0], &b, 1) > 0) {}
+    msi_os_close(fork_sync[0]);
+    fork_sync[0] = fork_sync[1] = -1;
+  }
+  if (locking) msi_unlock(&sp_lock);
+}
+static void fork_sync_done(void) {
+  if (fork_sync[1] >= 0) msi_os_close(fork_sync[1]);
+  fork_sync_clear();
+}
+/* A private file mapping still shows the parent's later writes to pages the child has not written. That is
+   fatal for memory the parent keeps changing: an interpreter's stack in a small spilled block, or the header at
+   the start of a large vector (R's garbage collector links and marks it). So the child copies now (one write per
+   page: copy on write) every page of blocks up to 16 MiB while the total stays under budget/16, and the first
+   page of every other block. */
+static uint64_t snapshot_copied; /* bytes copied in this fork (the handler runs single-threaded) */
+static void snapshot_blocks(sp_class_t *k, unsigned c, size_t from) { /* the blocks from offset `from` up */
+  size_t ps = msi_os_page_size();
+  for (size_t slot = from >> c; slot < k->next; slot++) {
+    size_t n = k->meta[slot];
+    if (!n) continue;
+    volatile unsigned char *b = (volatile unsigned char *)(k->start + (slot << c));
+    size_t upto = ps;
+    if (n <= ((size_t)16 << 20) && snapshot_copied + n <= msi_sp_snapshot_cap()) upto = n;
+    for (size_t off = 0; off < upto; off += ps) b[off] = b[off];
+    snapshot_copied += upto;
+  }
+}
+
+/* [a, b) of class k's region (slot boundaries), still shared with a file spill lost (file_lost: the program closed
+   or replaced its descriptor), becomes the child's private memory: its live blocks are copied into anonymous
+   memory moved over the range. The price of a lost descriptor: the blocks' bytes in RAM in the child. false +
+   errno (sp.fail_op says what failed). */
+static bool copy_private(sp_class_t *k, unsigned c, size_t a, size_t b) {
+  void *tmp = msi_os_mmap(NULL, b - a, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (tmp == MAP_FAILED) { sp.fail_op = "mapping memory for a private copy"; return false; }
+  for (size_t slot = a >> c; slot < (b >> c) && slot < k->next; slot++)
+    if (k->meta[slot]) memcpy((char *)tmp + ((slot << c) - a), (const void *)(k->start + (slot << c)), k->meta[slot]);
+  if (msi_os_mremap(tmp, b - a, b - a, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(k->start + a)) == MAP_FAILED) {
+    int e = errno;
+    msi_os_munmap(tmp, b - a);
+    errno = e;
+    sp.fail_op = "moving the private copy over the blocks";
+    return false;
+  }
+  return true;
+}
+
+MSI_COLD static void fork_child(void) {
+  msi_sp_fd_table_grow(true); /* the child's table starts from its highest descriptor (the child has one thread) */
+  msi_lock_reset(&msi_sp_vec_lock);
+  msi_lock_reset(&msi_sp_buf_lock);
+  msi_sp_auto_fork_child();
+  if (fork_sync[0] >= 0) msi_os_close(fork_sync[0]);
+  if (atomic_load(&sp.state) != 1) { /* never used (or unusable): nothing is mapped */
+    fork_sync_done();
+    msi_lock_reset(&sp_lock);
+    return;
+  }
+  atomic_store(&sp.in_child, 1);
+  msi_sp_writeback_reset_child();
+  snapshot_copied = 0;
+  /* the descriptor may no longer hold spill's file (the program closed or replaced it): then it is not ours to
+     map or close, and the shared blocks are copied instead */
+  int fd = atomic_load(&sp.fd);
+  bool own = fd >= 0 && msi_sp_file_is_ours(fd);
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load(&k->mapped);
+    if (m <= k->shared_from) continue; /* unused, or private already (from an earlier fork) */
+    /* [shared_from, split): a file spill lost (frozen); [split, m): the current file */
+    size_t split = k->floor > m ? m : k->floor > k->shared_from ? k->floor : k->shared_from;
+    bool ok = split == k->shared_from || copy_private(k, c, k->shared_from, split);
+    if (ok && m > split && own) {
+      for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; ok && o < m; o = msi_align_down(o, chunk) + chunk) {
+        size_t n = msi_align_down(o, chunk) + chunk - o;
+        if (msi_os_mmap((void *)(k->start + o), n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+                        (off_t)file_off(k, o)) == MAP_FAILED) {
+          sp.fail_op = "mapping the file privately";
+          ok = false;
+        }
+      }
+      if (ok) {
+        msi_sp_advise_range(k, k->start + split, m - split, sp.random_adv);
+        snapshot_blocks(k, c, split);
+      }
+    } else if (ok && m > split) {
+      ok = copy_private(k, c, split, m);
+    }
+    if (!ok)
+      msi_error("spill: fork child could not make its spilled memory private (%s: %s): its writes reach the "
+                "parent", sp.fail_op, msi_strerror(errno));
+    if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
+      k->floor = msi_round_up(m, SP_FOLIO_MAX);
+    k->shared_from = k->floor;
+    size_t above = own_first_slot(k, c);
+    if (k->next < above) k->next = above;
+    k->nfree = 0; /* free slots below the floor belong to the parent's file */
+  }
+  if (own) msi_os_close(fd); /* new blocks go to a file of the child's own, above the inherited extent */
+  atomic_store(&sp.fd, -1);
+  fork_sync_done(); /* the parent may go on */
+  msi_lock_reset(&sp_lock);
+}
+
+MSI_COLD void msi_fork_spill(msi_fork_phase_t phase, bool locking) {
+  if (phase == MSI_FORK_PREPARE) fork_prepare(locking);
+  else if (phase == MSI_FORK_PARENT) fork_parent(locking);
+  else fork_child(); /* whatever the thread count: the child's spilled memory becomes private */
+}

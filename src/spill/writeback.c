@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* writeback.c: fault advice and write-back passes (the maintenance task and allocation pacing) */
+#include "spill_internal.h"
+
+/* Under the lock. Fault advice follows whether the spilled data fits (spilled + anonymous bytes <= 3/4 of the
+   budget, as for write-back): while it does, a write fault on a fresh block gets a large page-cache folio (ext4
+   with large folios, Linux 6.16+), so there are few faults (see advise_range). Once it does not, every mapping
+   is advised MADV_RANDOM and MADV_NOHUGEPAGE (a fault reads one page, not 2 MiB or the read-around window:
+   random reads beyond memory ran 2-7x faster than a plain file mapping); back under half the budget, the
+   advice of data that fits again. */
+/* While the data fits, the classes of 2 MiB slots and up are advised MADV_HUGEPAGE and MADV_RANDOM: a fault reads
+   exactly one 2 MiB folio (zeroed page cache, one fault per 2 MiB), where the default advice read around it the
+   device's whole read-ahead window and a huge-page mapping two folios ahead: fills of data that fits are faster
+   and steadier (docs/spill.md). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
+   of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
+   the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
+   is MADV_RANDOM and MADV_NOHUGEPAGE (see advise_refresh). */
+void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
+  if (random) {
+    msi_os_madvise((void *)start, len, MADV_RANDOM);
+    msi_os_madvise((void *)start, len, MADV_NOHUGEPAGE);
+  } else if (!small_class((unsigned)(k - sp.cls))) {
+    bool huge = msi_os_madvise((void *)start, len, MADV_HUGEPAGE) == 0;
+    msi_os_madvise((void *)start, len, huge ? MADV_RANDOM : MADV_NORMAL);
+  } else {
+    msi_os_madvise((void *)start, len, few_blocks(k) ? MADV_RANDOM : MADV_NORMAL);
+  }
+}
+static void advise_all(bool random) {
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
+    if (m) msi_sp_advise_range(&sp.cls[c], sp.cls[c].start, m, random);
+  }
+  sp.random_adv = random;
+  atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
+}
+void msi_sp_advise_update(void) {
+  uint64_t need = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + atomic_load_explicit(&bud.anon, memory_order_relaxed);
+  if (!sp.random_adv && need > msi_sp_fit_bytes()) advise_all(true);
+  else if (sp.random_adv && need < bud.cg.limit / 2) advise_all(false);
+}
+/* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings
+   after new blocks, since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every
+   array of 4 MiB or more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under
+   MADV_RANDOM: an order of magnitude fewer random reads per second beyond memory. */
+static void advise_refresh(void) { /* maintenance thread only: at the two ticks after an allocation */
+  static uint64_t seen;
+  static int pending;
+  uint64_t gen = atomic_load_explicit(&sp.alloc_gen, memory_order_relaxed);
+  if (gen != seen) {
+    seen = gen;
+    pending = 2; /* the program's madvise follows its malloc: the first tick may come in between */
+  }
+  if (!pending || !msi_trylock(&sp_lock)) return;
+  if (sp.random_adv) advise_all(true);
+  pending--;
+  msi_unlock(&sp_lock);
+}
+
+/* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
+   mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, ~5-15 us
+   each in a VM, which took most of a CPU beyond memory. So there (unmap: the data does not fit) each 2 MiB unit
+   is first unmapped from the program with MADV_DONTNEED, which on a shared file mapping drops only the page-table
+   entries (dirty bits move to the page cache, nothing is lost or evicted) with one flush for the unit, and
+   written back right after, before the program can map many of its pages again (with 32 MiB unmapped at once a
+   sequential fill wrote into the chunk while it was written back: half the thread's CPU went to IPIs again); a
+   page the program touches again costs a minor fault. (The mappings are MADV_RANDOM then, so reclaim ignores
+   their accessed bits anyway.) Never below the floor (there the mapping is a forked child's private copy:
+   MADV_DONTNEED would drop its data). The unmap runs at the pass's normal priority (it holds the address space's
+   lock for reading); the write-back proper in pieces of SP_WB_PIECE: each call returns to user space, where a
+   kernel without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive
+   process (a call over a clean piece costs ~0.8 us: 3 ms per GiB), and after a piece that wrote something, and
+   after each unmap, the thread yields (msi_maint_yield): a process that was already waiting for this CPU would
+   otherwise wait for the next tick (the 10-ms probe of `memspace bench spill` waited 1-2 ms behind a 32 MiB
+   unmap and the idle-priority calls after it). */
+#define SP_WB_PIECE ((size_t)256 << 10)
+#define SP_WB_UNIT ((size_t)2 << 20)
+#define SP_WB_CHECK ((size_t)32 << 20)
+#define SP_WB_YIELD_NS 20000
+static void headroom_check(void);
+/* starts write-back of [off, off + len) of class k's region, chunk by chunk; never below the floor (a forked
+   child's private copy, or a lost file: no chunk of the current file) */
+static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
+  size_t floor = k->floor;
+  if (off + len <= floor) return;
+  if (off < floor) {
+    len -= floor - off;
+    off = floor;
+  }
+  while (len) {
+    size_t in_chunk = ((size_t)1 << k->chunk_shift) - (off & (((size_t)1 << k->chunk_shift) - 1));
+    size_t n = len < in_chunk ? len : in_chunk;
+    msi_os_sync_file_range(fd, (off_t)file_off(k, off), (off_t)n, SYNC_FILE_RANGE_WRITE);
+    off += n;
+    len -= n;
+  }
+}
+static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
+  for (size_t done = 0; done < len; done += SP_WB_UNIT) {
+    size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
+    if (unmap && lo < a + n) {
+      msi_maint_idle(false);
+      msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
+      msi_maint_idle(bud.idle);
+      msi_maint_yield();
+    }
+    for (size_t p = 0; p < n; p += SP_WB_PIECE) {
+      uint64_t t0 = msi_now_ns();
+      sync_piece(k, fd, a + p, n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE);
+      if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
+    }
+    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) headroom_check(); /* (itself at most every 50 ms) */
+  }
+}
+
+/* The running pass's priority: idle, or normal once the cgroup's headroom runs out (counted once per pass). */
+static void pass_priority(bool idle) {
+  if (!idle && bud.idle) atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
+  msi_maint_idle(bud.idle = idle);
+  msi_maint_yield(); /* going idle: a thread that waits already would otherwise wait for the next tick */
+}
+
+/* During a long pass at idle priority (a busy machine gives it little CPU): every 50 ms, back to normal priority
+   once the cgroup's headroom runs out, as at the start of a pass. */
+static void headroom_check(void) {
+  uint64_t now = msi_now_ns(), dirty, anon;
+  if (now - bud.recheck_ns < SP_SYNC_PERIOD_NS) return;
+  bud.recheck_ns = now;
+  msi_sp_sample(&dirty, &anon);
+  if (msi_sp_headroom_low(dirty, anon)) pass_priority(false);
+}
+
+static void writeback_pass(void);
+static void writeback_all(void) {
+  if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
+  if (atomic_exchange(&bud.busy, 1)) return; /* another thread is at it (seq_cst: see class_close) */
+  writeback_pass();
+  atomic_store_explicit(&bud.busy, 0, memory_order_release);
+}
+bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0; }
+/* a pass running in the parent's maintenance thread at fork did not come along: the child's passes must run */
+void msi_sp_writeback_reset_child(void) { atomic_store(&bud.busy, 0); }
+
+static void writeback_pass(void) {
+  uint64_t dirty, anon;
+  msi_sp_sample(&dirty, &anon);
+  bud.recheck_ns = msi_now_ns();
+  bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= msi_sp_fit_bytes();
+  bool all = fits ? msi_sp_headroom_low(dirty, anon) : dirty >= bud.dirty_cap;
+  if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
+  else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
+  /* Writing back a mapped page write-protects it with a TLB flush on the program's CPU (an IPI per page): beyond
+     memory this takes most of a CPU. In the maintenance thread it runs at idle priority, so it yields to the
+     program and to interactive processes, unless the cgroup's headroom runs out (dirty and anonymous bytes past
+     3/4 of the budget). (No lock of ours is held here.) */
+  int fd = atomic_load(&sp.fd); /* (seq_cst with the busy flag: see spill_empty) */
+  if (fd < 0 || !msi_sp_file_is_ours(fd)) return; /* none, or lost: the next locked use finds it (file_lost) */
+  bud.idle = true;
+  pass_priority(!msi_sp_headroom_low(dirty, anon));
+  size_t ps = msi_os_page_size();
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
+    if (m == 0) continue;
+    if (all) {
+      writeback_range(k, fd, 0, m, !fits);
+      continue;
+    }
+    size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
+    if (step > m - pos) step = m - pos; /* never past the mapped extent: beyond it lies the next class's region */
+    writeback_range(k, fd, pos, step, !fits);
+    bud.rr[c] = pos + step;
+  }
+  msi_maint_idle(false);
+  atomic_fetch_add_explicit(&sp.syncs, 1, memory_order_relaxed);
+}
+
+void msi_sp_sync_pace(void) {
+  uint64_t now = msi_now_ns();
+  uint64_t last = atomic_load_explicit(&sp.last_sync_ns, memory_order_relaxed);
+  if (now - last < SP_SYNC_PERIOD_NS) return;
+  if (!atomic_compare_exchange_strong(&sp.last_sync_ns, &last, now)) return;
+  writeback_all();
+}
+
+static void maint_run(uint64_t now_ns) {
+  msi_sp_auto_tick(now_ns);
+  atomic_fetch_add_explicit(&sp.maint_passes, 1, memory_order_relaxed);
+  writeback_all();
+  if (msi_trylock(&sp_lock)) { /* the anonymous memory changes without spilled allocations */
+    msi_sp_advise_update();
+    msi_unlock(&sp_lock);
+  }
+  advise_refresh();
+}
+const msi_maint_task_t msi_sp_maint = {"spill-writeback", 50, maint_run};

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/* MEMSPACE_SPILL_THRESHOLD=auto (src/spill/budget.c, docs/spill.md): the option's value, one sample read from fake
+   cgroup v1 and v2 trees, /proc/meminfo and /proc/pressure/memory files, and the decision with its hysteresis.
+   The switch itself under a real cgroup is spill_scripts.py cgroup_auto / cgroup_autofork. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "ms_test.h"
+#include "../../src/spill/spill_internal.h"
+#include "fake_files.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#define MiB (1ull << 20)
+
+static char root[] = "/tmp/memspace-auto-XXXXXX";
+
+static void put(const char *rel, const char *text) { assert_true(fake_put(root, rel, text)); }
+static const char *at(const char *rel) {
+  static char path[4][512];
+  static int n;
+  char *p = path[n++ & 3];
+  snprintf(p, 512, "%s/%s", root, rel);
+  return p;
+}
+
+/* `auto` is the option's value -1 (MEMSPACE_SPILL_THRESHOLD=auto from the environment: spill_scripts.py
+   cgroup_auto); other negative values are refused; the routing threshold is auto's minimum */
+static void test_option(void **state) {
+  (void)state;
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, MSI_SPILL_AUTO), 0);
+  assert_int_equal(ms_option_get(MS_OPTION_SPILL_THRESHOLD), MSI_SPILL_AUTO);
+  assert_true(msi_spill_auto());
+  assert_int_equal(msi_spill_threshold(), MSI_SPILL_AUTO_MIN);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, -2), EINVAL);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, 4 * MiB), 0);
+  assert_false(msi_spill_auto());
+  assert_int_equal(msi_spill_threshold(), 4 * MiB);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, MSI_SPILL_AUTO), 0);
+  assert_true(msi_spill_auto());
+  char text[512];
+  msi_options_describe(text, sizeof text);
+  assert_non_null(strstr(text, "SPILL_THRESHOLD=auto"));
+}
+
+static void test_read_v2(void **state) {
+  (void)state;
+  assert_non_null(mkdtemp(root));
+  const uint64_t ram = 8192 * MiB;
+  put("memory.stat", "anon 1\nfile_dirty 2\n");
+  put("app/memory.max", "1073741824\n");
+  put("app/memory.high", "max\n");
+  put("app/memory.stat", "anon 314572800\nfile 900000000\nshmem 10485760\nfile_dirty 20971520\nfile_writeback 1048576\n");
+  put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 4194304 kB\nSwapFree: 1048576 kB\n");
+  put("pressure", "some avg10=23.50 avg60=1.00 avg300=0.00 total=1\nfull avg10=1.00 avg60=0 avg300=0 total=1\n");
+  msi_os_cgroup_t cg;
+  msi_os_cgroup_find(root, "0::/app\n", ram, &cg);
+  assert_int_equal(cg.version, 2);
+  assert_int_equal(cg.limit, 1024 * MiB);
+  msi_sp_auto_sample_t s;
+  msi_sp_auto_read(&cg, at("meminfo"), at("pressure"), &s);
+  assert_true(s.ok);
+  /* anonymous + shmem + dirty + writeback; the clean page cache ("file") does not count */
+  assert_int_equal(s.used, 314572800ull + 10485760 + 20971520 + 1048576);
+  assert_int_equal(s.avail, (4194304ull + 1048576) * 1024);
+  assert_int_equal(s.pressure, 23);
+  assert_int_equal(msi_sp_auto_room(&s), 1024 * MiB - s.used); /* the cgroup is the smaller */
+  /* a neighbour took the machine's memory: its room bounds ours */
+  put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 102400 kB\nSwapFree: 0 kB\n");
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_int_equal(msi_sp_auto_room(&s), 100 * MiB);
+  assert_int_equal(s.pressure, 0); /* no pressure file */
+  /* an unreadable memory.stat: no sample (the previous one serves) */
+  msi_snprintf(cg.stat_path, sizeof cg.stat_path, "%s", at("app/missing.stat"));
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_false(s.ok);
+}
+
+static void test_read_v1_and_none(void **state) {
+  (void)state;
+  const uint64_t ram = 8192 * MiB;
+  put("memory/job/memory.limit_in_bytes", "536870912\n");
+  put("memory/job/memory.stat", "cache 1\nrss 5\ntotal_rss 209715200\ntotal_shmem 0\ntotal_dirty 4194304\n"
+                                "total_writeback 0\ntotal_cache 400000000\n");
+  put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 4194304 kB\n"); /* no swap line */
+  msi_os_cgroup_t cg;
+  msi_os_cgroup_find(root, "5:memory:/job\n0::/\n", ram, &cg);
+  assert_int_equal(cg.version, 1);
+  assert_int_equal(cg.limit, 512 * MiB);
+  msi_sp_auto_sample_t s;
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_true(s.ok);
+  assert_int_equal(s.used, 209715200ull + 4194304);
+  assert_int_equal(s.avail, 4096 * MiB);
+  assert_int_equal(msi_sp_auto_room(&s), 512 * MiB - s.used);
+  /* no cgroup limit: the room is MemAvailable + SwapFree */
+  msi_os_cgroup_find(root, "0::/\n", ram, &cg);
+  assert_string_equal(cg.stat_path, "");
+  put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 2097152 kB\nSwapFree: 1048576 kB\n");
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_true(s.ok);
+  assert_int_equal(msi_sp_auto_room(&s), 3072 * MiB);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* RAM while room - block keeps a quarter of the budget; spilling until it keeps a quarter plus an eighth (no
+   flapping around the mark); pressure past 10% raises the mark */
+static void test_decide(void **state) {
+  (void)state;
+  const uint64_t B = 1024 * MiB;
+  int why = 0;
+  assert_false(msi_sp_auto_decide(300 * MiB, B, 0, false, 40 * MiB, false, &why));
+  assert_true(msi_sp_auto_decide(300 * MiB, B, 0, false, 50 * MiB, false, &why));
+  assert_int_equal(why, MSI_SP_AUTO_BUDGET);
+  assert_true(msi_sp_auto_decide(300 * MiB, B, 0, false, 50 * MiB, true, &why));
+  assert_int_equal(why, MSI_SP_AUTO_MACHINE);
+  assert_true(msi_sp_auto_decide(10 * MiB, B, 0, false, 20 * MiB, false, &why)); /* larger than the room */
+  /* hysteresis: spilling, the same room and block stay in spill until room - block >= 3/8 of the budget */
+  assert_true(msi_sp_auto_decide(300 * MiB, B, 0, true, 40 * MiB, false, &why));
+  assert_true(msi_sp_auto_decide(400 * MiB, B, 0, true, 40 * MiB, false, &why));
+  assert_false(msi_sp_auto_decide(430 * MiB, B, 0, true, 40 * MiB, false, &why));
+  /* pressure: 5% is a busy machine's noise; 30% raises the headroom by 20% of the budget */
+  assert_false(msi_sp_auto_decide(300 * MiB, B, 5, false, 40 * MiB, false, &why));
+  assert_true(msi_sp_auto_decide(300 * MiB, B, 30, false, 40 * MiB, false, &why));
+  assert_int_equal(why, MSI_SP_AUTO_PRESSURE);
+  assert_false(msi_sp_auto_decide(520 * MiB, B, 30, false, 40 * MiB, false, &why));
+  assert_string_equal(msi_sp_auto_reason_name(MSI_SP_AUTO_PRESSURE), "pressure");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_option), cmocka_unit_test(test_read_v2), cmocka_unit_test(test_read_v1_and_none),
+      cmocka_unit_test(test_decide),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
