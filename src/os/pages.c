@@ -180,23 +180,6 @@ static const char *kind_name(ms_page_kind_t k) {
   return (unsigned)k < 4 ? names[k] : "?";
 }
 
-/* maps `size` bytes aligned to `align` by over-mapping and trimming; hugetlb trims in huge-page units */
-static void *map_aligned(size_t size, size_t align, int prot, int flags, size_t unit) {
-  if (align <= unit) {
-    void *p = msi_os_mmap(NULL, size, prot, flags, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-  }
-  size_t total = size + align - unit;
-  if (total < size) { errno = ENOMEM; return NULL; }
-  void *p = msi_os_mmap(NULL, total, prot, flags, -1, 0);
-  if (p == MAP_FAILED) return NULL;
-  uintptr_t start = msi_align_up((uintptr_t)p, align);
-  size_t head = start - (uintptr_t)p, tail = total - head - size;
-  if (head) msi_os_munmap(p, head);
-  if (tail) msi_os_munmap((void *)(start + size), tail);
-  return (void *)start;
-}
-
 static int try_hugetlb(size_t size, size_t alignment, ms_page_kind_t kind, ms_pages_t *out) {
   size_t hs = msi_os_huge_size(kind);
   if (!hs) return ENOENT;
@@ -205,9 +188,10 @@ static int try_hugetlb(size_t size, size_t alignment, ms_page_kind_t kind, ms_pa
   int log2 = __builtin_ctzl(hs);
   /* never MAP_NORESERVE: the pool reservation happens now, so a later fault cannot raise SIGBUS */
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (log2 << MAP_HUGE_SHIFT);
-  void *p = map_aligned(rsize, alignment, PROT_READ | PROT_WRITE, flags, hs);
-  if (!p) return errno ? errno : ENOMEM;
-  out->addr = p;
+  msi_os_reservation_t r = {.want = rsize, .align = alignment, .unit = hs, .prot = PROT_READ | PROT_WRITE,
+                            .map_flags = flags};
+  if (msi_os_reserve(&r)) return errno ? errno : ENOMEM;
+  out->addr = r.addr;
   out->size = rsize;
   out->page_size = hs;
   out->kind = kind;
@@ -243,7 +227,14 @@ static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
 #define FAIL(e) do { errno = (e); return (e); } while (0)
 
 int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out) {
-  if (!out || size == 0 || (alignment && !msi_is_pow2(alignment))) FAIL(EINVAL);
+  return msi_pages_reserve(size, size, alignment, alignment, flags, numa_node, out);
+}
+
+int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
+                      ms_pages_t *out) {
+  if (!out || size == 0 || min > size || (alignment && !msi_is_pow2(alignment)) ||
+      (min_align && !msi_is_pow2(min_align)))
+    FAIL(EINVAL);
   if (numa_node >= msi_os_numa_nodes() || numa_node < -1) FAIL(EINVAL);
   if (flags & (MS_PAGES_POPULATE | MS_PAGES_LOCK)) flags |= MS_PAGES_COMMIT; /* both need accessible pages */
   memset(out, 0, sizeof *out);
@@ -278,9 +269,11 @@ int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_nod
       if (alignment < thp_size) alignment = thp_size;
     }
     bool commit = flags & MS_PAGES_COMMIT;
-    int prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE;
-    void *p = map_aligned(rsize, alignment, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, ps);
-    if (!p) FAIL(errno ? errno : ENOMEM);
+    msi_os_reservation_t r = {.want = rsize, .min = min ? min : size, .align = alignment, .min_align = min_align,
+                              .unit = thp ? thp_size : ps, .prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE};
+    if (msi_os_reserve(&r)) FAIL(errno ? errno : ENOMEM);
+    void *p = r.addr;
+    rsize = r.size;
     out->addr = p;
     out->size = rsize;
     out->page_size = ps;
