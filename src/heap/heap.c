@@ -369,6 +369,7 @@ static msi_segment_t *segment_map(void) {
     s->state = MSI_SPAN_FREE;
   }
   atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+  msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
   msi_heap_mapped_peak_note();
   atomic_store_explicit(&msi_heap_g.small_top, top + MSI_HEAP_SEG_SIZE, memory_order_release);
   return seg;
@@ -410,8 +411,10 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   seg_hint = seg;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
-  msi_heap_note_idle(-(int64_t)__builtin_popcountll(seg->dirty_mask & bits) * MSI_HEAP_CHUNK);
+  unsigned dirty = (unsigned)__builtin_popcountll(seg->dirty_mask & bits);
+  msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
+  if (dirty < n) msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK); /* fresh or purged chunks */
   seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
   s->nchunks = (uint8_t)n;
@@ -441,7 +444,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   s->guarded = 0;
 #endif
   if (purge_now) {
-    msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
+    msi_os_purge((void *)s->base, bytes);
     chunks_purged(bytes);
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
@@ -478,7 +481,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
       if (!(m >> i & 1)) { i++; continue; }
       unsigned j = i;
       while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
-      msi_os_madvise((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK, MADV_DONTNEED);
+      msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
       chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK);
       msi_heap_note_idle(-(int64_t)(j - i) * MSI_HEAP_CHUNK);
       i = j;
@@ -862,9 +865,9 @@ static msi_heap_t *heap_new(void) {
   size_t sz = msi_align_up(sizeof(msi_heap_t), MSI_CACHE_LINE);
   if (heap_pool_left < sz) {
     int saved = errno;
-    void *p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (fit_limit_locked) */
-      p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p != MAP_FAILED) errno = saved;
     }
     if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }

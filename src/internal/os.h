@@ -156,11 +156,11 @@ int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_alig
 
 /* Commits outside the page layer, counted in os_committed_bytes without a system call of their own: the heap's
    fixed mappings (segments, large slots), its direct blocks and purges. The page layer counts its own. */
-void msi_os_count_commit(size_t bytes);
-void msi_os_count_decommit(size_t bytes);
+void msi_os_count_decommit(size_t bytes);  /* (msi_os_count_commit: inline, beside the counters below) */
 /* msi_os_mmap counted as a commit on success */
 void *msi_os_commit_map(void *addr, size_t size, int prot, int flags, int fd, off_t offset);
-/* madvise(MADV_DONTNEED) counted as a decommit on success (the pages go back; the range stays mapped) */
+/* madvise(MADV_DONTNEED) counted as a decommit (the pages go back, the range stays mapped; refused, the caller
+   treats the pages as given back all the same, and so does the count) */
 int msi_os_purge(void *addr, size_t size);
 
 /* page-layer counters (atomics, read by stats) */
@@ -169,6 +169,10 @@ typedef struct msi_os_counters_s {
   _Atomic uint64_t probes; /* of calls: msi_os_mremap_probe */
 } msi_os_counters_t;
 extern msi_os_counters_t msi_os_counters;
+/* a commit counted outside the page layer (see msi_os_count_decommit); inline: the heap's span allocation */
+static inline void msi_os_count_commit(size_t bytes) {
+  atomic_fetch_add_explicit(&msi_os_counters.committed, bytes, memory_order_relaxed);
+}
 
 /* the frame allocator (frame.c) with the clock as a parameter, so tests drive idleness deterministically:
    ms_frame_flip at time `now_ns`, and one pass of the maintenance task at `now_ns` (CLOCK_MONOTONIC) */

@@ -89,9 +89,6 @@ void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t of
 }
 
 /* ---- commits outside the page layer ---- */
-void msi_os_count_commit(size_t bytes) {
-  atomic_fetch_add_explicit(&msi_os_counters.committed, bytes, memory_order_relaxed);
-}
 void msi_os_count_decommit(size_t bytes) {
   uint64_t cur = atomic_load_explicit(&msi_os_counters.committed, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(&msi_os_counters.committed, &cur, cur > bytes ? cur - bytes : 0,
@@ -103,9 +100,8 @@ void *msi_os_commit_map(void *addr, size_t size, int prot, int flags, int fd, of
   return p;
 }
 int msi_os_purge(void *addr, size_t size) {
-  int r = msi_os_madvise(addr, size, MADV_DONTNEED);
-  if (r == 0) msi_os_count_decommit(size);
-  return r;
+  msi_os_count_decommit(size);
+  return msi_os_madvise(addr, size, MADV_DONTNEED);
 }
 
 /* ---- address space reserved with back-off ---- */
