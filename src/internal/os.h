@@ -154,6 +154,19 @@ int msi_os_reserve(msi_os_reservation_t *r);
 int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
                       ms_pages_t *out);
 
+/* The huge page fallback, 1 GiB -> 2 MiB -> the base page (ms_pages_reserve, DMA buffers): tries the page sizes
+   pages[0..n) in order (largest first) with try_one (0, or an errno: ENOENT the kernel has no such page, ENOMEM
+   the pool is short) until one works; each refusal before the last is a fallback, counted in huge_fallbacks and
+   said under MEMSPACE_VERBOSE ("WHO: 2 MiB pages for N bytes unavailable (the pool has too few free pages, free
+   F); falling back to 4 KiB pages"). The index that worked, or -1 with *err the last refusal's errno (not
+   reported: the caller says why it fails). */
+typedef int (*msi_pages_try_fn)(size_t page, void *arg);
+int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n, msi_pages_try_fn try_one,
+                       void *arg, int *err);
+const char *msi_pages_name(size_t page);       /* "1 GiB", "2 MiB", "4 KiB"... for messages */
+long long msi_pages_huge_free(size_t page);    /* free pages in the hugetlb pool of that size; -1 unknown */
+const char *msi_pages_unavailable(int err);    /* a refusal's reason for messages */
+
 /* Commits outside the page layer, counted in os_committed_bytes without a system call of their own: the heap's
    fixed mappings (segments, large slots), its direct blocks and purges. The page layer counts its own. */
 void msi_os_count_decommit(size_t bytes);  /* (msi_os_count_commit: inline, beside the counters below) */
