@@ -26,15 +26,7 @@ static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked
 
 void msi_maint_register(const msi_maint_task_t *task) {
   msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
-  msi_lock(&task_lock);
-  int n = atomic_load(&task_count);
-  bool present = false;
-  for (int i = 0; i < n; i++) present |= tasks[i] == task;
-  if (!present && n < MAX_TASKS) {
-    tasks[n] = task;
-    atomic_store(&task_count, n + 1);
-  }
-  msi_unlock(&task_lock);
+  MSI_REGISTER_ONCE(tasks, MAX_TASKS, &task_count, &task_lock, task);
 }
 
 static unsigned min_period(void) {
