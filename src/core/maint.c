@@ -25,22 +25,9 @@ static _Atomic int state; /* 0 none, 1 starting, 2 running */
 #define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
 static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
-/* adds task to list (count entries, at most max) unless it is there */
-static void list_add(const msi_maint_task_t **list, _Atomic int *count, int max, const msi_maint_task_t *task) {
-  msi_lock(&task_lock);
-  int n = atomic_load(count);
-  bool present = false;
-  for (int i = 0; i < n; i++) present |= list[i] == task;
-  if (!present && n < max) {
-    list[n] = task;
-    atomic_store(count, n + 1);
-  }
-  msi_unlock(&task_lock);
-}
-
 void msi_maint_register(const msi_maint_task_t *task) {
   msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
-  list_add(tasks, &task_count, MAX_TASKS, task);
+  MSI_REGISTER_ONCE(tasks, MAX_TASKS, &task_count, &task_lock, task);
 }
 
 static unsigned min_period(void) {
@@ -101,7 +88,9 @@ _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
 #define MAX_HOOKS 4
 static const msi_maint_task_t *hooks[MAX_HOOKS];
 static _Atomic int hook_count;
-void msi_maint_on_pressure(const msi_maint_task_t *release) { list_add(hooks, &hook_count, MAX_HOOKS, release); }
+void msi_maint_on_pressure(const msi_maint_task_t *release) {
+  MSI_REGISTER_ONCE(hooks, MAX_HOOKS, &hook_count, &task_lock, release);
+}
 
 void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path) {
   memset(p, 0, sizeof *p);

@@ -100,33 +100,22 @@ static void emit(const char *prefix, const char *fmt, va_list ap) {
   msi_write_fd(2, buf, n);
 }
 
+/* the message of a printf-like function's arguments, after `prefix` */
+#define EMIT_ARGS(prefix)                                                                                     \
+  do {                                                                                                        \
+    va_list ap;                                                                                               \
+    va_start(ap, fmt);                                                                                        \
+    emit(prefix, fmt, ap);                                                                                    \
+    va_end(ap);                                                                                               \
+  } while (0)
+
 void msi_verbose(const char *fmt, ...) {
-  if (!msi_opt(MS_OPTION_VERBOSE)) return;
-  va_list ap;
-  va_start(ap, fmt);
-  emit("", fmt, ap);
-  va_end(ap);
+  if (msi_opt(MS_OPTION_VERBOSE)) EMIT_ARGS("");
 }
-
-void msi_warning(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  emit("warning: ", fmt, ap);
-  va_end(ap);
-}
-
-void msi_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  emit("error: ", fmt, ap);
-  va_end(ap);
-}
-
+void msi_warning(const char *fmt, ...) { EMIT_ARGS("warning: "); }
+void msi_error(const char *fmt, ...) { EMIT_ARGS("error: "); }
 void msi_fatal(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  emit("fatal: ", fmt, ap);
-  va_end(ap);
+  EMIT_ARGS("fatal: ");
   abort();
 }
 

@@ -16,15 +16,7 @@ MSI_START_DATA static _Atomic int source_count;
 MSI_START_DATA static msi_lock_t source_lock = MSI_LOCK_INIT;
 
 void msi_stats_register(const msi_stats_source_t *s) {
-  msi_lock(&source_lock);
-  int n = atomic_load(&source_count);
-  bool present = false;
-  for (int i = 0; i < n; i++) present |= sources[i] == s;
-  if (!present && n < MAX_SOURCES) {
-    sources[n] = s;
-    atomic_store(&source_count, n + 1);
-  }
-  msi_unlock(&source_lock);
+  MSI_REGISTER_ONCE(sources, MAX_SOURCES, &source_count, &source_lock, s);
 }
 
 /* fork.c's hook (part 9 of the lock order: source_lock is a leaf) */

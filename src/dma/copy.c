@@ -20,34 +20,19 @@ void msi_dma_copy_fenced(void *dst, const void *src, size_t length);
 #include <cpuid.h>
 #include <immintrin.h>
 
-__attribute__((target("avx2"))) static void stream_avx2(char *d, const char *s, size_t n) {
-  for (; n >= 128; n -= 128, d += 128, s += 128) {
-    __m256i a = _mm256_loadu_si256((const __m256i *)s);
-    __m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
-    __m256i c = _mm256_loadu_si256((const __m256i *)(s + 64));
-    __m256i e = _mm256_loadu_si256((const __m256i *)(s + 96));
-    _mm256_stream_si256((__m256i *)d, a);
-    _mm256_stream_si256((__m256i *)(d + 32), b);
-    _mm256_stream_si256((__m256i *)(d + 64), c);
-    _mm256_stream_si256((__m256i *)(d + 96), e);
+/* a streaming loop of one vector width: four vectors a step, then one at a time (the caller copies the rest) */
+#define STREAM_FN(name, vec, load, store)                                                                     \
+  static void name(char *d, const char *s, size_t n) {                                                        \
+    const size_t w = sizeof(vec);                                                                             \
+    for (; n >= 4 * w; n -= 4 * w, d += 4 * w, s += 4 * w) {                                                  \
+      vec a = load((const vec *)s), b = load((const vec *)(s + w));                                           \
+      vec c = load((const vec *)(s + 2 * w)), e = load((const vec *)(s + 3 * w));                             \
+      store((vec *)d, a), store((vec *)(d + w), b), store((vec *)(d + 2 * w), c), store((vec *)(d + 3 * w), e); \
+    }                                                                                                         \
+    for (; n >= w; n -= w, d += w, s += w) store((vec *)d, load((const vec *)s));                             \
   }
-  for (; n >= 32; n -= 32, d += 32, s += 32)
-    _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i *)s));
-}
-
-static void stream_sse2(char *d, const char *s, size_t n) {
-  for (; n >= 64; n -= 64, d += 64, s += 64) {
-    __m128i a = _mm_loadu_si128((const __m128i *)s);
-    __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
-    __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
-    __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
-    _mm_stream_si128((__m128i *)d, a);
-    _mm_stream_si128((__m128i *)(d + 16), b);
-    _mm_stream_si128((__m128i *)(d + 32), c);
-    _mm_stream_si128((__m128i *)(d + 48), e);
-  }
-  for (; n >= 16; n -= 16, d += 16, s += 16) _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
-}
+__attribute__((target("avx2"))) STREAM_FN(stream_avx2, __m256i, _mm256_loadu_si256, _mm256_stream_si256)
+STREAM_FN(stream_sse2, __m128i, _mm_loadu_si128, _mm_stream_si128)
 
 typedef void stream_fn(char *d, const char *s, size_t n);
 static stream_fn *_Atomic stream_impl;

@@ -101,15 +101,6 @@ static int ret(int r) {
   return r;
 }
 
-static const char *page_name(size_t page) {
-  if (page == MSI_GiB) return "1 GiB";
-  if (page == 2 * MSI_MiB) return "2 MiB";
-  if (page == 4 * MSI_KiB) return "4 KiB";
-  if (page == 16 * MSI_KiB) return "16 KiB";
-  if (page == 64 * MSI_KiB) return "64 KiB";
-  return "base";
-}
-
 /* ---- /proc/self/pagemap: bulk reads at an offset ---- */
 static ssize_t pread_full(int fd, void *buf, size_t n, off_t off) {
   size_t done = 0;
@@ -132,14 +123,6 @@ static const char *parse_u64(const char *s, uint64_t *v, int base) {
   }
   *v = x;
   return s;
-}
-
-/* free pages in the hugetlb pool of this size (for messages); -1 when unknown */
-static long long huge_free(size_t page) {
-  char path[96];
-  unsigned long long v;
-  msi_snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/free_hugepages", page >> 10);
-  return msi_os_read_ull(path, &v) ? (long long)v : -1;
 }
 
 static unsigned long long memlock_limit(void) {
@@ -433,7 +416,7 @@ int ms_dma_verify(ms_dma_buffer_t *b, size_t *moved_out) {
         if (moved) {
           INC(moved, 1);
           msi_verbose("dma: %zu of %zu bytes of the buffer at %p moved physically (%s pages); list updated", moved,
-                      b->size, (void *)b->addr, page_name(b->page));
+                      b->size, (void *)b->addr, msi_pages_name(b->page));
           r = ESTALE;
         }
       }
@@ -490,10 +473,17 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
   return n;
 }
 
-/* tries one page size; 0 or errno (with *reason filled for messages) */
-static int try_page(size_t size, size_t page, int node, ms_pages_t *p, int *pool_err) {
-  size_t ps = msi_os_page_size();
-  *pool_err = 0;
+/* tries one page size (msi_pages_fallback); 0 or errno (ENOENT: the kernel has no such page) */
+typedef struct {
+  size_t size;
+  int node;
+  ms_pages_t *p;
+} try_arg_t;
+static int try_page(size_t page, void *arg) {
+  try_arg_t *a = arg;
+  size_t size = a->size, ps = msi_os_page_size();
+  int node = a->node;
+  ms_pages_t *p = a->p;
   if (page == ps) {
     int r = ms_pages_reserve(size, 0, MS_PAGES_COMMIT, node, p);
     if (r) return r;
@@ -511,16 +501,15 @@ static int try_page(size_t size, size_t page, int node, ms_pages_t *p, int *pool
     }
   } else {
     ms_page_kind_t kind = page == MSI_GiB ? MS_PAGE_HUGE_1G : MS_PAGE_HUGE_2M;
-    if (msi_os_huge_size(kind) != page) { *pool_err = ENOENT; return ENOMEM; }
+    if (msi_os_huge_size(kind) != page) return ENOENT;
     unsigned flags = (kind == MS_PAGE_HUGE_1G ? MS_PAGES_HUGE_1G : MS_PAGES_HUGE_2M) | MS_PAGES_NO_FALLBACK |
                      MS_PAGES_COMMIT;
     int r = ms_pages_reserve(size, page, flags, node, p);
-    if (r) { *pool_err = r; return ENOMEM; }
+    if (r) return r == ENOENT ? ENOENT : ENOMEM;
     /* pre-fault instead of mlock: hugetlb pages are never swapped; a fault failing here (e.g. the node's pool
        is empty) is an error now instead of SIGBUS later */
     r = ms_pages_populate(p->addr, p->size);
     if (r) {
-      *pool_err = r;
       ms_pages_release(p->addr, p->size);
       return ENOMEM;
     }
@@ -565,28 +554,23 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
     return NULL;
   }
   ms_pages_t p;
-  int err = ENOMEM;
-  bool fell = false;
-  size_t got = 0;
-  for (int i = 0; i < n; i++) {
-    int pool_err = 0;
-    err = try_page(size, list[i], c->numa_node, &p, &pool_err);
-    if (!err) { got = list[i]; break; }
-    if (list[i] == ps) break; /* base pages failed: nothing smaller */
-    long long fr = huge_free(list[i]);
-    const char *what = pool_err == ENOENT ? "the kernel has none" : "the pool has too few free pages";
-    if (i + 1 < n) {
-      fell = true;
-      INC(fallbacks, 1);
-      msi_verbose("dma: %s pages for %zu bytes unavailable (%s, free %lld); falling back to %s pages",
-                  page_name(list[i]), size, what, fr, page_name(list[i + 1]));
-    } else {
-      msi_error("dma: %s pages for %zu bytes unavailable (%s, free %lld)%s", page_name(list[i]), size, what, fr,
+  int err;
+  try_arg_t arg = {size, c->numa_node, &p};
+  int i = msi_pages_fallback("dma", size, list, n, try_page, &arg, &err);
+  INC(fallbacks, i < 0 ? (uint64_t)n - 1 : (uint64_t)i);
+  if (i < 0) {
+    if (list[n - 1] != ps) {
+      msi_error("dma: %s pages for %zu bytes unavailable (%s, free %lld)%s", msi_pages_name(list[n - 1]), size,
+                msi_pages_unavailable(err), msi_pages_huge_free(list[n - 1]),
                 (c->flags & MS_DMA_CONTIGUOUS) ? "; MS_DMA_CONTIGUOUS needs one huge page holding the buffer"
                 : (c->flags & MS_DMA_NO_FALLBACK) ? "; MS_DMA_NO_FALLBACK set" : "");
+      err = ENOMEM;
     }
+    errno = err;
+    return NULL;
   }
-  if (!got) { errno = err; return NULL; }
+  bool fell = i > 0;
+  size_t got = list[i];
   struct ms_dma_buffer_s *b = desc_new();
   if (!b) {
     int e = errno;
@@ -609,7 +593,7 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
     int r = build(b);
     if (r == 0 && b->count != 1) {
       msi_error("dma: MS_DMA_CONTIGUOUS buffer of %zu bytes on one %s page is in %zu physical runs", size,
-                page_name(got), b->count);
+                msi_pages_name(got), b->count);
       r = EIO;
     } else if (r == EPERM) {
       r = 0; /* one page is contiguous by construction; it just cannot be shown */
@@ -623,7 +607,7 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
   }
   reg_link(b);
   INC(allocs, 1);
-  msi_verbose("dma: %zu bytes at %p on %s pages (%s)%s", size, (void *)b->addr, page_name(got),
+  msi_verbose("dma: %zu bytes at %p on %s pages (%s)%s", size, (void *)b->addr, msi_pages_name(got),
               b->movable ? "movable" : "stable against compaction", b->fallback ? ", fallback" : "");
   return b;
 }
@@ -731,7 +715,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   size_t page = f.all_hugetlb ? f.min_page : ps;
   if ((s & (page - 1)) || (size & (page - 1)) || (c->page_size && c->page_size != page)) {
     msi_error("dma: ms_dma_register(%p, %zu): memory on %s pages (page size asked: %zu) must be aligned to them",
-              memory, size, page_name(page), c->page_size);
+              memory, size, msi_pages_name(page), c->page_size);
     errno = EINVAL;
     return NULL;
   }
@@ -794,7 +778,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
     }
   }
   reg_link(b);
-  msi_verbose("dma: registered %zu bytes at %p (%s pages, %s)", size, memory, page_name(page),
+  msi_verbose("dma: registered %zu bytes at %p (%s pages, %s)", size, memory, msi_pages_name(page),
               b->movable ? "movable" : "stable against compaction");
   return b;
 }
@@ -922,7 +906,7 @@ static void dma_print(msi_stats_writer_t *w) {
     msi_unlock(&b->lock);
     msi_snprintf(name, sizeof name, "buffer_%d", i);
     msi_snprintf(text, sizeof text, "%zu bytes at %p, %s pages, %s%s%s, %zu segments", b->size, (void *)b->addr,
-                 page_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
+                 msi_pages_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
                  b->fallback ? ", fallback" : "", segs);
     msi_stats_text(w, name, text);
   }

@@ -144,6 +144,7 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   insert(a, f);
   count++;
   bytes += len;
+  msi_os_count_commit(len);
   atomic_store_explicit(&used, true, memory_order_relaxed);
   msi_unlock(&direct_lock);
   return (void *)a;
@@ -172,6 +173,7 @@ bool msi_direct_free(void *p) {
   remove_at((size_t)i);
   count--;
   bytes -= len;
+  msi_os_count_decommit(len);
   remember_freed((uintptr_t)p);
   msi_unlock(&direct_lock);
   /* refused past vm.max_map_count (unmapping the middle of a merged mapping splits it): the pages still go back */
@@ -213,6 +215,8 @@ void *msi_direct_realloc(void *p, size_t size) {
   }
   size_t nf = len | (g ? guard_put((uintptr_t)q + len) : 0);
   bytes += len - old; /* modulo 2^64: a shrink subtracts */
+  if (len > old) msi_os_count_commit(len - old);
+  else msi_os_count_decommit(old - len);
   if (q == p) {
     table[i].len = nf;
   } else { /* re-keyed: the entry moves with the block (room is there: one out, one in) */

@@ -230,19 +230,17 @@ static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t la
 static struct { uintptr_t addr; size_t len; } slack[4];
 static unsigned nslack;
 
-/* reserves `bytes` at a start aligned to `align` (returned; 0 when refused or ending above 48-bit addresses, which
-   span xfree words need); *map and *total: the whole mapping */
-static uintptr_t region_map(size_t bytes, size_t align, void **map, size_t *total) {
-  *total = bytes + align;
-  *map = msi_os_mmap(NULL, *total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (*map == MAP_FAILED) return 0;
-  uintptr_t base = msi_align_up((uintptr_t)*map, align);
-  if ((base + bytes) >> 48) { msi_os_munmap(*map, *total); return 0; }
+/* reserves r with its alignment slack kept (one system call at start-up), recorded for fit_limit_locked; the
+   reservation ends below 2^48 (span xfree words hold 48-bit addresses). false when refused */
+static bool region_reserve(msi_os_reservation_t *r) {
+  r->flags |= MSI_OS_RESERVE_KEEP_SLACK;
+  if (msi_os_reserve(r) != 0) return false;
+  uintptr_t base = (uintptr_t)r->addr, map = (uintptr_t)r->map;
   if (nslack + 2 <= 4) {
-    slack[nslack].addr = (uintptr_t)*map, slack[nslack++].len = base - (uintptr_t)*map;
-    slack[nslack].addr = base + bytes, slack[nslack++].len = (uintptr_t)*map + *total - (base + bytes);
+    slack[nslack].addr = map, slack[nslack++].len = base - map;
+    slack[nslack].addr = base + r->size, slack[nslack++].len = map + r->map_size - (base + r->size);
   }
-  return base;
+  return true;
 }
 
 static void region_large(uintptr_t base, size_t shift) {
@@ -252,47 +250,38 @@ static void region_large(uintptr_t base, size_t shift) {
 }
 
 static bool region_init(void) {
-  size_t limit = msi_os_as_limit(), sub, total;
-  void *map;
-  if (limit == SIZE_MAX) { /* 2^37 sub-regions, smaller when the address space is refused */
-    for (size_t shift = MSI_HEAP_LARGE_MAX_SHIFT; shift >= 22; shift--) {
-      sub = (size_t)1 << shift;
-      size_t small = 8 * sub;
-      uintptr_t base = region_map(small + MSI_HEAP_LARGE_CLASSES * sub, sub, &map, &total);
-      if (!base) continue;
-      msi_heap_g.base = base;
-      msi_heap_g.small_size = msi_heap_g.small_reserved = small;
-      region_large(base + small, shift);
-      if (shift != MSI_HEAP_LARGE_MAX_SHIFT)
-        msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
-                    "are mapped on their own", total >> 20, sub >> 20);
-      return true;
-    }
-    return false;
+  size_t limit = msi_os_as_limit(), classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
+  if (limit == SIZE_MAX) { /* 2^37 sub-regions (8 of them for segments), down to 2^22 when refused */
+    msi_os_reservation_t r = {.want = (8 + classes) * top, .min = (8 + classes) << 22, .align = top,
+                              .flags = MSI_OS_RESERVE_HALVE_ALIGN};
+    if (!region_reserve(&r)) return false;
+    size_t sub = r.got_align;
+    msi_heap_g.base = (uintptr_t)r.addr;
+    msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub;
+    region_large(msi_heap_g.base + 8 * sub, (size_t)__builtin_ctzll(sub));
+    if (sub != top)
+      msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
+                  "are mapped on their own", r.map_size >> 20, sub >> 20);
+    return true;
   }
   size_t vm = msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
-  size_t shift = MSI_HEAP_LARGE_MAX_SHIFT;
-  uintptr_t large = 0;
-  for (; shift >= MSI_HEAP_LARGE_MIN_SHIFT; shift--) {
-    sub = (size_t)1 << shift;
-    if ((MSI_HEAP_LARGE_CLASSES + 1) * sub > room / 16) continue;
-    if ((large = region_map(MSI_HEAP_LARGE_CLASSES * sub, sub, &map, &total))) break;
-  }
-  region_large(large, large ? shift : MSI_HEAP_LARGE_MIN_SHIFT - 1);
+  /* the slot area with one sub-region of slack within a sixteenth of the room, or none */
+  msi_os_reservation_t r = {.want = classes * top, .min = classes << MSI_HEAP_LARGE_MIN_SHIFT, .align = top,
+                            .budget = room / 16 ? room / 16 : 1,
+                            .flags = MSI_OS_RESERVE_HALVE_ALIGN | MSI_OS_RESERVE_STRICT};
+  uintptr_t large = region_reserve(&r) ? (uintptr_t)r.addr : 0;
+  region_large(large, large ? (size_t)__builtin_ctzll(r.got_align) : MSI_HEAP_LARGE_MIN_SHIFT - 1);
   msi_verbose("heap: RLIMIT_AS %zu MiB, %zu MiB mapped: %s%zu KiB reserved for large blocks", limit >> 20, vm >> 20,
-              large ? "" : "nothing ", large ? (MSI_HEAP_LARGE_CLASSES * sub) >> 10 : 0);
+              large ? "" : "nothing ", large ? r.size >> 10 : 0);
   if (small_area_above_break(limit, large, msi_heap_g.large_size)) return true;
   /* no usable address above the break: a reserved segment area, an eighth of the room (at least a segment) */
-  for (size_t small = msi_align_down(room / 8, MSI_HEAP_SEG_SIZE);; small = msi_align_down(small / 2, MSI_HEAP_SEG_SIZE)) {
-    if (small < MSI_HEAP_SEG_SIZE) small = MSI_HEAP_SEG_SIZE;
-    uintptr_t base = region_map(small, MSI_HEAP_SEG_SIZE, &map, &total);
-    if (base) {
-      msi_heap_g.base = base;
-      msi_heap_g.small_size = msi_heap_g.small_reserved = small;
-      return true;
-    }
-    if (small == MSI_HEAP_SEG_SIZE) return false;
-  }
+  size_t want = msi_align_down(room / 8, MSI_HEAP_SEG_SIZE);
+  msi_os_reservation_t sm = {.want = want > MSI_HEAP_SEG_SIZE ? want : MSI_HEAP_SEG_SIZE, .min = MSI_HEAP_SEG_SIZE,
+                             .align = MSI_HEAP_SEG_SIZE, .unit = MSI_HEAP_SEG_SIZE};
+  if (!region_reserve(&sm)) return false;
+  msi_heap_g.base = (uintptr_t)sm.addr;
+  msi_heap_g.small_size = msi_heap_g.small_reserved = sm.size;
+  return true;
 }
 
 /* A limit lowered at run time (setrlimit(RLIMIT_AS) below the address space the process holds) makes the kernel
@@ -380,6 +369,7 @@ static msi_segment_t *segment_map(void) {
     s->state = MSI_SPAN_FREE;
   }
   atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+  msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
   msi_heap_mapped_peak_note();
   atomic_store_explicit(&msi_heap_g.small_top, top + MSI_HEAP_SEG_SIZE, memory_order_release);
   return seg;
@@ -421,8 +411,10 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   seg_hint = seg;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
-  msi_heap_note_idle(-(int64_t)__builtin_popcountll(seg->dirty_mask & bits) * MSI_HEAP_CHUNK);
+  unsigned dirty = (unsigned)__builtin_popcountll(seg->dirty_mask & bits);
+  msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
+  if (dirty < n) msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK); /* fresh or purged chunks */
   seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
   s->nchunks = (uint8_t)n;
@@ -452,7 +444,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   s->guarded = 0;
 #endif
   if (purge_now) {
-    msi_os_madvise((void *)s->base, bytes, MADV_DONTNEED);
+    msi_os_purge((void *)s->base, bytes);
     chunks_purged(bytes);
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
@@ -489,7 +481,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
       if (!(m >> i & 1)) { i++; continue; }
       unsigned j = i;
       while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
-      msi_os_madvise((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK, MADV_DONTNEED);
+      msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
       chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK);
       msi_heap_note_idle(-(int64_t)(j - i) * MSI_HEAP_CHUNK);
       i = j;
@@ -900,9 +892,9 @@ static msi_heap_t *heap_new(void) {
   size_t sz = msi_align_up(sizeof(msi_heap_t), MSI_CACHE_LINE);
   if (heap_pool_left < sz) {
     int saved = errno;
-    void *p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (fit_limit_locked) */
-      p = msi_os_mmap(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p != MAP_FAILED) errno = saved;
     }
     if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }

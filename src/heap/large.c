@@ -131,6 +131,7 @@ static void *commit(uintptr_t addr, size_t bytes) {
     return NULL;
   }
   atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  msi_os_count_commit(bytes);
   msi_heap_mapped_peak_note();
   return p;
 }
@@ -139,6 +140,7 @@ static void decommit(uintptr_t addr, size_t bytes) {
   if (!bytes) return;
   reserve(addr, bytes);
   atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  msi_os_count_decommit(bytes);
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
 
@@ -219,12 +221,16 @@ static bool dense_map(uintptr_t addr, size_t bytes) {
 /* the pages [addr, addr + bytes) of a live block in a slot of size 2^k become usable; NULL + ENOMEM */
 static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
   if (!dense(k)) return commit(addr, bytes);
-  if (dense_guard(addr, bytes, false)) return (void *)addr; /* (refused: the slot stays as it was, mapped) */
+  if (dense_guard(addr, bytes, false)) { /* (refused: the slot stays as it was, mapped) */
+    msi_os_count_commit(bytes); /* a dense slot's pages count from their block's commit to its decommit */
+    return (void *)addr;
+  }
   errno = ENOMEM;
   return NULL;
 }
 /* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
+  if (dense(k)) msi_os_count_decommit(bytes); /* (decommit counts the others) */
   if (!dense(k)) {
     decommit(addr, bytes);
   } else if (bytes && ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true)
@@ -242,6 +248,7 @@ static bool slot_commit_fresh(unsigned k, uintptr_t addr, size_t need, bool bump
   if (!bumped) return slot_commit(k, addr, need) != NULL;
   if (dense_map(addr, (size_t)1 << k)) {
     dense_guard(addr + need, ((size_t)1 << k) - need, true); /* refused (mlockall): no guard */
+    msi_os_count_commit(need);
     return true;
   }
   reserve(addr, (size_t)1 << k); /* a failed MAP_FIXED may have unmapped it */
@@ -781,6 +788,7 @@ static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
 static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
   atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
   atomic_fetch_sub_explicit(&committed_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
+  msi_os_count_decommit((size_t)have << page_shift);
   split_count(k, -1);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);

@@ -171,6 +171,20 @@ static inline bool msi_trylock(msi_lock_t *l) {
 static inline void msi_unlock(msi_lock_t *l) {
   if (MSI_UNLIKELY(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)) msi_unlock_slow(l);
 }
+/* a registry of `max` pointers (maintenance tasks, stats sources): `item` appended under `lock` unless present or
+   full; `count` (atomic) is stored after the entry, so a reader loading it sees the entries below it */
+#define MSI_REGISTER_ONCE(array, max, count, lock, item)                                                      \
+  do {                                                                                                        \
+    msi_lock(lock);                                                                                           \
+    int n_ = atomic_load(count);                                                                              \
+    bool present_ = false;                                                                                    \
+    for (int i_ = 0; i_ < n_; i_++) present_ |= (array)[i_] == (item);                                        \
+    if (!present_ && n_ < (max)) {                                                                            \
+      (array)[n_] = (item);                                                                                   \
+      atomic_store(count, n_ + 1);                                                                            \
+    }                                                                                                         \
+    msi_unlock(lock);                                                                                         \
+  } while (0)
 /* in a forked child: the lock free again. Writes only a held lock: after fork each page written is a copy */
 static inline void msi_lock_reset(msi_lock_t *l) {
   if (atomic_load_explicit(&l->state, memory_order_relaxed)) atomic_store_explicit(&l->state, 0, memory_order_relaxed);

@@ -7,6 +7,9 @@
 #include "internal.h"
 #include <sys/types.h>
 
+/* Inside a reservation made with MSI_OS_RESERVE_COUNT_FIXED (at most 4 such: spill's), a MAP_FIXED mapping is
+   counted in os_committed_bytes: a commit (file chunks, anonymous memory), a decommit with PROT_NONE; a private
+   mapping of a file there (a forked child's copy of committed chunks) replaces committed bytes, uncounted. */
 void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset);
 int msi_os_munmap(void *addr, size_t size);
 void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr);
@@ -107,12 +110,82 @@ size_t msi_os_as_limit(void);            /* RLIMIT_AS now, SIZE_MAX when unlimit
    a quarter), SIZE_MAX when unlimited. One system call */
 size_t msi_os_as_share(unsigned share);
 
+/* ---- address space reserved with back-off (the heap's regions, spill's classes, a space's data range, the page
+   layer's mappings) ----
+   msi_os_reserve maps the largest candidate the kernel and the budget allow, largest first:
+   - candidate 0 is `want` bytes (rounded up to `unit`) at a start aligned to `align`;
+   - next: with MSI_OS_RESERVE_HALVE_ALIGN the alignment halves with the size (a region as large as its alignment:
+     the heap's slots, spill's classes) and MSI_OS_RESERVE_DROP_UNIT gives up one unit of the new alignment more
+     (spill: one class fewer per halving); otherwise half the room above `min` goes;
+   - a candidate refused with an alignment above `min_align` is tried again at `min_align` (less slack), which the
+     later ones keep;
+   - a candidate counts against `budget` (RLIMIT_AS's share for the part: msi_os_as_share(n), or less) with one
+     alignment unit of slack when the alignment halves with it, else by its size; one over the budget is skipped,
+     except `min` (tried last, over the budget too unless MSI_OS_RESERVE_STRICT).
+   The start is aligned by mapping `size + align - natural` bytes (natural: the huge page with MAP_HUGETLB, else
+   the page) and trimming both ends (MSI_OS_RESERVE_KEEP_SLACK: the slack stays mapped, map/map_size say where,
+   one system call instead of three: the heap gives it back only under a lowered RLIMIT_AS). A reservation never
+   ends above 2^48 (the heap packs addresses in 48 bits; the kernel places a mapping without a hint below that).
+   Cold path (start-up, space creation). 0, or an errno (errno set too): the last refusal's. */
+enum {
+  MSI_OS_RESERVE_HALVE_ALIGN = 1u << 0,
+  MSI_OS_RESERVE_DROP_UNIT = 1u << 1,
+  MSI_OS_RESERVE_STRICT = 1u << 2,
+  MSI_OS_RESERVE_KEEP_SLACK = 1u << 3,
+  MSI_OS_RESERVE_COUNT_FIXED = 1u << 4, /* see msi_os_mmap below (spill's classes) */
+};
+typedef struct msi_os_reservation_s {
+  size_t want, min;       /* in: sizes (bytes); min 0: want only */
+  size_t align, min_align; /* in: powers of two (0: the page; min_align 0: align) */
+  size_t budget;          /* in: 0: none */
+  size_t unit;            /* in: sizes are multiples of it (0: the page; MAP_HUGETLB: the huge page) */
+  unsigned flags;         /* in: MSI_OS_RESERVE_* */
+  int prot, map_flags;    /* in: 0, 0: PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE (nothing committed) */
+  void *addr;             /* out: the aligned start */
+  size_t size, got_align; /* out: bytes from addr; addr's alignment asked for */
+  void *map;              /* out: the whole mapping (addr unless KEEP_SLACK) */
+  size_t map_size;
+} msi_os_reservation_t;
+int msi_os_reserve(msi_os_reservation_t *r);
+
+/* ms_pages_reserve with back-off (msi_os_reserve): `size` bytes, else down to `min` (halving the room above it),
+   first aligned to `alignment`, after a refusal to `min_align`; out->size says what was reserved. Hugetlb
+   flags take `size` alone. A space's data range. */
+int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
+                      ms_pages_t *out);
+
+/* The huge page fallback, 1 GiB -> 2 MiB -> the base page (ms_pages_reserve, DMA buffers): tries the page sizes
+   pages[0..n) in order (largest first) with try_one (0, or an errno: ENOENT the kernel has no such page, ENOMEM
+   the pool is short) until one works; each refusal before the last is a fallback, counted in huge_fallbacks and
+   said under MEMSPACE_VERBOSE ("WHO: 2 MiB pages for N bytes unavailable (the pool has too few free pages, free
+   F); falling back to 4 KiB pages"). The index that worked, or -1 with *err the last refusal's errno (not
+   reported: the caller says why it fails). */
+typedef int (*msi_pages_try_fn)(size_t page, void *arg);
+int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n, msi_pages_try_fn try_one,
+                       void *arg, int *err);
+const char *msi_pages_name(size_t page);       /* "1 GiB", "2 MiB", "4 KiB"... for messages */
+long long msi_pages_huge_free(size_t page);    /* free pages in the hugetlb pool of that size; -1 unknown */
+const char *msi_pages_unavailable(int err);    /* a refusal's reason for messages */
+
+/* Commits outside the page layer, counted in os_committed_bytes without a system call of their own: the heap's
+   fixed mappings (segments, large slots), its direct blocks and purges. The page layer counts its own. */
+void msi_os_count_decommit(size_t bytes);  /* (msi_os_count_commit: inline, beside the counters below) */
+/* msi_os_mmap counted as a commit on success */
+void *msi_os_commit_map(void *addr, size_t size, int prot, int flags, int fd, off_t offset);
+/* madvise(MADV_DONTNEED) counted as a decommit (the pages go back, the range stays mapped; refused, the caller
+   treats the pages as given back all the same, and so does the count) */
+int msi_os_purge(void *addr, size_t size);
+
 /* page-layer counters (atomics, read by stats) */
 typedef struct msi_os_counters_s {
   _Atomic uint64_t reserved, committed, reset, locked, hugetlb, thp, huge_fallbacks, calls, failures;
   _Atomic uint64_t probes; /* of calls: msi_os_mremap_probe */
 } msi_os_counters_t;
 extern msi_os_counters_t msi_os_counters;
+/* a commit counted outside the page layer (see msi_os_count_decommit); inline: the heap's span allocation */
+static inline void msi_os_count_commit(size_t bytes) {
+  atomic_fetch_add_explicit(&msi_os_counters.committed, bytes, memory_order_relaxed);
+}
 
 /* the frame allocator (frame.c) with the clock as a parameter, so tests drive idleness deterministically:
    ms_frame_flip at time `now_ns`, and one pass of the maintenance task at `now_ns` (CLOCK_MONOTONIC) */

@@ -53,13 +53,125 @@ bool msi_fault_hit(ms_fault_op_t op, int *err) {
     if (MSI_UNLIKELY(msi_fault_hit(op, &err_))) { COUNT_FAIL(); errno = err_; return failval; }                \
   } while (0)
 
+/* the reservations whose fixed mappings are counted commits (MSI_OS_RESERVE_COUNT_FIXED), written once each */
+#define COUNTED_MAX 4
+static struct { _Atomic uintptr_t start, end; } counted[COUNTED_MAX];
+static _Atomic unsigned ncounted;
+
+static void count_fixed(uintptr_t a, size_t size, int prot, int flags, int fd) {
+  for (unsigned i = 0; i < COUNTED_MAX; i++) {
+    uintptr_t end = atomic_load_explicit(&counted[i].end, memory_order_acquire);
+    if (!end || a < atomic_load_explicit(&counted[i].start, memory_order_relaxed) || a + size > end) continue;
+    if (prot == PROT_NONE) msi_os_count_decommit(size);
+    else if (!(fd >= 0 && (flags & MAP_PRIVATE))) msi_os_count_commit(size);
+    return;
+  }
+}
+
+/* a reservation made with MSI_OS_RESERVE_COUNT_FIXED (none beyond COUNTED_MAX: uncounted then); no lock (a
+   fork never copies one held): a slot is claimed, then published by its end */
+static void count_fixed_add(uintptr_t start, size_t size) {
+  unsigned i = atomic_fetch_add(&ncounted, 1);
+  if (i >= COUNTED_MAX) return;
+  atomic_store_explicit(&counted[i].start, start, memory_order_relaxed);
+  atomic_store_explicit(&counted[i].end, start + size, memory_order_release);
+}
+
 void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
   INJECT(MS_FAULT_MMAP, MAP_FAILED);
   COUNT_CALL();
   void *p;
   do p = mmap(addr, size, prot, flags, fd, offset); while (p == MAP_FAILED && errno == EINTR);
   if (p == MAP_FAILED) COUNT_FAIL();
+  else if (MSI_UNLIKELY(flags & MAP_FIXED) && atomic_load_explicit(&ncounted, memory_order_relaxed))
+    count_fixed((uintptr_t)p, size, prot, flags, fd);
   return p;
+}
+
+/* ---- commits outside the page layer ---- */
+void msi_os_count_decommit(size_t bytes) {
+  uint64_t cur = atomic_load_explicit(&msi_os_counters.committed, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&msi_os_counters.committed, &cur, cur > bytes ? cur - bytes : 0,
+                                                memory_order_relaxed, memory_order_relaxed)) {}
+}
+void *msi_os_commit_map(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
+  void *p = msi_os_mmap(addr, size, prot, flags, fd, offset);
+  if (p != MAP_FAILED) msi_os_count_commit(size);
+  return p;
+}
+int msi_os_purge(void *addr, size_t size) {
+  msi_os_count_decommit(size);
+  return msi_os_madvise(addr, size, MADV_DONTNEED);
+}
+
+/* ---- address space reserved with back-off ---- */
+/* maps `size` bytes at a start aligned to `align` (natural: the alignment the kernel gives anyway); NULL + errno */
+static void *map_aligned(msi_os_reservation_t *r, size_t size, size_t align, size_t natural) {
+  int prot = r->prot, flags = r->map_flags ? r->map_flags : MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  size_t total = size + (align > natural ? align - natural : 0);
+  if (total < size) { errno = ENOMEM; return NULL; }
+  void *p = msi_os_mmap(NULL, total, prot, flags, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  uintptr_t start = msi_align_up((uintptr_t)p, align);
+  if ((start + size) >> 48) { /* the kernel was asked for no address: never here, but the heap relies on it */
+    msi_os_munmap(p, total);
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t head = start - (uintptr_t)p, tail = total - head - size;
+  r->map = p, r->map_size = total;
+  if (!(r->flags & MSI_OS_RESERVE_KEEP_SLACK)) {
+    if (head) msi_os_munmap(p, head);
+    if (tail) msi_os_munmap((void *)(start + size), tail);
+    r->map = (void *)start, r->map_size = size;
+  }
+  return (void *)start;
+}
+
+int msi_os_reserve(msi_os_reservation_t *r) {
+  size_t ps = msi_os_page_size(), unit = r->unit > ps ? r->unit : ps;
+  size_t natural = (r->map_flags & MAP_HUGETLB) ? unit : ps;
+  bool halve = r->flags & MSI_OS_RESERVE_HALVE_ALIGN;
+  size_t size = msi_round_up(r->want, unit), min = r->min ? msi_round_up(r->min, unit) : size;
+  size_t align = r->align > unit ? r->align : unit, min_align = r->min_align ? r->min_align : align;
+  size_t budget = r->budget ? r->budget : SIZE_MAX;
+  if (min_align < unit) min_align = unit;
+  if (!size || !min || (r->align && !msi_is_pow2(r->align)) || !msi_is_pow2(min_align)) {
+    errno = size && min ? EINVAL : ENOMEM;
+    return errno;
+  }
+  if (min > size) min = size;
+  int err = ENOMEM;
+  for (;;) {
+    bool last = size <= min;
+    size_t need = size + (halve ? align : 0);
+    if ((need >= size && need <= budget) || (last && !(r->flags & MSI_OS_RESERVE_STRICT))) {
+      for (;;) {
+        void *p = map_aligned(r, size, align, natural);
+        if (p) {
+          r->addr = p, r->size = size, r->got_align = align;
+          if (r->flags & MSI_OS_RESERVE_COUNT_FIXED) count_fixed_add((uintptr_t)p, size);
+          return 0;
+        }
+        err = errno;
+        if (halve || align <= min_align) break;
+        align = min_align; /* the same size with less slack, and so for the smaller ones */
+      }
+    }
+    if (last) break;
+    size_t next;
+    if (halve) {
+      if (align > unit) align /= 2;
+      next = size / 2 - ((r->flags & MSI_OS_RESERVE_DROP_UNIT) && size / 2 > align ? align : 0);
+      next = msi_align_down(next, align);
+    } else {
+      next = msi_round_up(min + (size - min) / 2, unit);
+    }
+    size = next > min && next < size ? next : min;
+  }
+  r->addr = NULL, r->size = 0;
+  errno = err;
+  return err;
 }
 
 void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr) {

@@ -180,23 +180,6 @@ static const char *kind_name(ms_page_kind_t k) {
   return (unsigned)k < 4 ? names[k] : "?";
 }
 
-/* maps `size` bytes aligned to `align` by over-mapping and trimming; hugetlb trims in huge-page units */
-static void *map_aligned(size_t size, size_t align, int prot, int flags, size_t unit) {
-  if (align <= unit) {
-    void *p = msi_os_mmap(NULL, size, prot, flags, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-  }
-  size_t total = size + align - unit;
-  if (total < size) { errno = ENOMEM; return NULL; }
-  void *p = msi_os_mmap(NULL, total, prot, flags, -1, 0);
-  if (p == MAP_FAILED) return NULL;
-  uintptr_t start = msi_align_up((uintptr_t)p, align);
-  size_t head = start - (uintptr_t)p, tail = total - head - size;
-  if (head) msi_os_munmap(p, head);
-  if (tail) msi_os_munmap((void *)(start + size), tail);
-  return (void *)start;
-}
-
 static int try_hugetlb(size_t size, size_t alignment, ms_page_kind_t kind, ms_pages_t *out) {
   size_t hs = msi_os_huge_size(kind);
   if (!hs) return ENOENT;
@@ -205,20 +188,60 @@ static int try_hugetlb(size_t size, size_t alignment, ms_page_kind_t kind, ms_pa
   int log2 = __builtin_ctzl(hs);
   /* never MAP_NORESERVE: the pool reservation happens now, so a later fault cannot raise SIGBUS */
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (log2 << MAP_HUGE_SHIFT);
-  void *p = map_aligned(rsize, alignment, PROT_READ | PROT_WRITE, flags, hs);
-  if (!p) return errno ? errno : ENOMEM;
-  out->addr = p;
+  msi_os_reservation_t r = {.want = rsize, .align = alignment, .unit = hs, .prot = PROT_READ | PROT_WRITE,
+                            .map_flags = flags};
+  if (msi_os_reserve(&r)) return errno ? errno : ENOMEM;
+  out->addr = r.addr;
   out->size = rsize;
   out->page_size = hs;
   out->kind = kind;
   return 0;
 }
 
-static void report_fallback(ms_pages_t *out, ms_page_kind_t wanted, size_t size, int err) {
-  out->fallback = 1;
+/* ---- the huge page fallback (ms_pages_reserve, DMA buffers) ---- */
+const char *msi_pages_name(size_t page) {
+  if (page == MSI_GiB) return "1 GiB";
+  if (page == 2 * MSI_MiB) return "2 MiB";
+  if (page == 4 * MSI_KiB) return "4 KiB";
+  if (page == 16 * MSI_KiB) return "16 KiB";
+  if (page == 64 * MSI_KiB) return "64 KiB";
+  return "base";
+}
+
+long long msi_pages_huge_free(size_t page) {
+  char path[96];
+  unsigned long long v;
+  msi_snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-%zukB/free_hugepages", page >> 10);
+  return msi_os_read_ull(path, &v) ? (long long)v : -1;
+}
+
+const char *msi_pages_unavailable(int err) {
+  return err == ENOENT ? "the kernel has none" : err == ENOMEM ? "the pool has too few free pages" : "refused";
+}
+
+/* one fallback: counted, and said under MEMSPACE_VERBOSE */
+static void fallback_note(const char *who, const char *from, size_t bytes, const char *why, long long free_pages,
+                          const char *to) {
   ADD(huge_fallbacks, 1);
-  msi_verbose("pages: %s pages for %zu bytes unavailable (%s); falling back", kind_name(wanted), size,
-              err == ENOENT ? "kernel has none" : err == ENOMEM ? "pool empty or too small" : "refused");
+  if (free_pages >= 0)
+    msi_verbose("%s: %s pages for %zu bytes unavailable (%s, free %lld); falling back to %s pages", who, from, bytes,
+                why, free_pages, to);
+  else
+    msi_verbose("%s: %s pages for %zu bytes unavailable (%s); falling back to %s pages", who, from, bytes, why, to);
+}
+
+int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n, msi_pages_try_fn try_one,
+                       void *arg, int *err) {
+  size_t ps = msi_os_page_size();
+  *err = ENOMEM;
+  for (int i = 0; i < n; i++) {
+    *err = try_one(pages[i], arg);
+    if (!*err) return i;
+    if (i + 1 < n)
+      fallback_note(who, msi_pages_name(pages[i]), bytes, msi_pages_unavailable(*err),
+                    pages[i] > ps ? msi_pages_huge_free(pages[i]) : -1, msi_pages_name(pages[i + 1]));
+  }
+  return -1;
 }
 
 static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
@@ -242,8 +265,58 @@ static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
 /* errno is set as well as returned, so callers may use either */
 #define FAIL(e) do { errno = (e); return (e); } while (0)
 
+/* one page size of msi_pages_reserve: hugetlb, or base pages (transparent huge pages where asked); 0 or errno */
+typedef struct {
+  size_t size, min, alignment, min_align;
+  unsigned flags;
+  ms_pages_t *out;
+} reserve_arg_t;
+static int reserve_one(size_t page, void *arg) {
+  reserve_arg_t *a = arg;
+  ms_pages_t *out = a->out;
+  size_t ps = msi_os_page_size(), size = a->size, alignment = a->alignment;
+  unsigned flags = a->flags;
+  if (page > ps) {
+    int err = try_hugetlb(size, alignment, page == MSI_GiB ? MS_PAGE_HUGE_1G : MS_PAGE_HUGE_2M, out);
+    if (!err) out->flags = MS_PAGES_COMMIT | (out->kind == MS_PAGE_HUGE_1G ? MS_PAGES_HUGE_1G : MS_PAGES_HUGE_2M);
+    return err;
+  }
+  bool thp = (flags & (MS_PAGES_THP | MS_PAGES_HUGE_2M | MS_PAGES_HUGE_1G)) && msi_os_huge_size(MS_PAGE_THP);
+  size_t thp_size = thp ? msi_os_huge_size(MS_PAGE_THP) : ps, rsize = msi_round_up(size, thp_size);
+  if (!rsize) return ENOMEM;
+  if (alignment < thp_size) alignment = thp_size;
+  bool commit = flags & MS_PAGES_COMMIT;
+  msi_os_reservation_t r = {.want = rsize, .min = a->min ? a->min : size, .align = alignment,
+                            .min_align = a->min_align, .unit = thp_size,
+                            .prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE};
+  if (msi_os_reserve(&r)) return errno ? errno : ENOMEM;
+  out->addr = r.addr;
+  out->size = r.size;
+  out->page_size = ps;
+  out->kind = MS_PAGE_BASE;
+  out->flags = flags & MS_PAGES_COMMIT;
+  if (thp && msi_os_madvise(r.addr, r.size, MADV_HUGEPAGE) == 0) {
+    out->kind = MS_PAGE_THP;
+    out->page_size = thp_size;
+    out->flags |= MS_PAGES_THP;
+    ADD(thp, r.size);
+  } else if (flags & MS_PAGES_THP) {
+    out->fallback = 1;
+    fallback_note("pages", "transparent huge", size, thp ? "refused" : "the kernel has none or THP is off", -1,
+                  msi_pages_name(ps));
+  }
+  return 0;
+}
+
 int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out) {
-  if (!out || size == 0 || (alignment && !msi_is_pow2(alignment))) FAIL(EINVAL);
+  return msi_pages_reserve(size, size, alignment, alignment, flags, numa_node, out);
+}
+
+int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
+                      ms_pages_t *out) {
+  if (!out || size == 0 || min > size || (alignment && !msi_is_pow2(alignment)) ||
+      (min_align && !msi_is_pow2(min_align)))
+    FAIL(EINVAL);
   if (numa_node >= msi_os_numa_nodes() || numa_node < -1) FAIL(EINVAL);
   if (flags & (MS_PAGES_POPULATE | MS_PAGES_LOCK)) flags |= MS_PAGES_COMMIT; /* both need accessible pages */
   memset(out, 0, sizeof *out);
@@ -252,53 +325,19 @@ int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_nod
   if (alignment < ps) alignment = ps;
   size_t rsize = msi_round_up(size, ps);
   if (!rsize || rsize > (SIZE_MAX >> 2)) FAIL(ENOMEM);
-  int err = 0;
-  if (flags & MS_PAGES_HUGE_1G) {
-    err = try_hugetlb(size, alignment, MS_PAGE_HUGE_1G, out);
-    if (err) {
-      if ((flags & MS_PAGES_NO_FALLBACK) && !(flags & MS_PAGES_HUGE_2M)) FAIL(ENOMEM);
-      report_fallback(out, MS_PAGE_HUGE_1G, size, err);
-    }
+  /* 1 GiB, 2 MiB hugetlb as asked, then the base page (with THP where asked) unless MS_PAGES_NO_FALLBACK */
+  size_t pages[3];
+  int n = 0, err;
+  if (flags & MS_PAGES_HUGE_1G) pages[n++] = MSI_GiB;
+  if (flags & MS_PAGES_HUGE_2M) pages[n++] = 2 * MSI_MiB;
+  if (!n || !(flags & MS_PAGES_NO_FALLBACK)) pages[n++] = ps;
+  reserve_arg_t a = {size, min, alignment, min_align, flags, out};
+  int got = msi_pages_fallback("pages", size, pages, n, reserve_one, &a, &err);
+  if (got < 0) {
+    memset(out, 0, sizeof *out);
+    FAIL(pages[n - 1] > ps ? ENOMEM : err);
   }
-  if (!out->addr && (flags & MS_PAGES_HUGE_2M)) {
-    err = try_hugetlb(size, alignment, MS_PAGE_HUGE_2M, out);
-    if (err) {
-      if (flags & MS_PAGES_NO_FALLBACK) FAIL(ENOMEM);
-      report_fallback(out, MS_PAGE_HUGE_2M, size, err);
-    }
-  }
-  if (out->addr) {
-    out->flags = MS_PAGES_COMMIT | (out->kind == MS_PAGE_HUGE_1G ? MS_PAGES_HUGE_1G : MS_PAGES_HUGE_2M);
-  } else {
-    bool thp = (flags & (MS_PAGES_THP | MS_PAGES_HUGE_2M | MS_PAGES_HUGE_1G)) && msi_os_huge_size(MS_PAGE_THP);
-    size_t thp_size = thp ? msi_os_huge_size(MS_PAGE_THP) : ps;
-    if (thp) {
-      rsize = msi_round_up(size, thp_size);
-      if (!rsize) FAIL(ENOMEM);
-      if (alignment < thp_size) alignment = thp_size;
-    }
-    bool commit = flags & MS_PAGES_COMMIT;
-    int prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE;
-    void *p = map_aligned(rsize, alignment, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, ps);
-    if (!p) FAIL(errno ? errno : ENOMEM);
-    out->addr = p;
-    out->size = rsize;
-    out->page_size = ps;
-    out->kind = MS_PAGE_BASE;
-    out->flags = flags & MS_PAGES_COMMIT;
-    if (thp) {
-      if (msi_os_madvise(p, rsize, MADV_HUGEPAGE) == 0) {
-        out->kind = MS_PAGE_THP;
-        out->page_size = thp_size;
-        out->flags |= MS_PAGES_THP;
-        ADD(thp, rsize);
-      } else if (flags & MS_PAGES_THP) {
-        report_fallback(out, MS_PAGE_THP, size, errno);
-      }
-    } else if (flags & MS_PAGES_THP) {
-      report_fallback(out, MS_PAGE_THP, size, ENOENT);
-    }
-  }
+  out->fallback = got > 0 || out->fallback;
   bool huge = out->kind >= MS_PAGE_HUGE_2M;
   size_t committed = (out->flags & MS_PAGES_COMMIT) ? out->size : 0;
   if (!range_add(out->addr, out->size, out->page_size, committed)) {

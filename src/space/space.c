@@ -822,16 +822,16 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     size_t align = (size_t)1 << (63 - __builtin_clzll(reserved));
     if (align > MSI_GiB) align = MSI_GiB;
     if (align < 2 * MSI_MiB) align = 2 * MSI_MiB;
-    for (;;) {
-      e = ms_pages_reserve(reserved, align, thp, c->numa_node, &dm);
-      if (!e) {
-        if (!(e = reserve_meta(reserved, &mm))) break;
-        ms_pages_release(dm.addr, dm.size);
-      }
-      if (e == ENOMEM && align > 2 * MSI_MiB) { align = 2 * MSI_MiB; continue; } /* RLIMIT_AS: no slack */
+    for (;;) { /* RLIMIT_AS: less slack, then half the expansion room, down to the initial size */
+      e = msi_pages_reserve(reserved, initial, align, 2 * MSI_MiB, thp, c->numa_node, &dm);
+      if (e) { errno = e; return NULL; }
+      if (dm.size < reserved) reserved = dm.size;
+      if (!(e = reserve_meta(reserved, &mm))) break;
+      ms_pages_release(dm.addr, dm.size);
       if (e != ENOMEM || reserved == initial) { errno = e; return NULL; }
       size_t smaller = msi_round_up(initial + (reserved - initial) / 2, ps);
       reserved = smaller < reserved ? smaller : initial;
+      align = 2 * MSI_MiB;
     }
     if (reserved < msi_space_reserve_size(initial, expand))
       msi_verbose("space %s: address space limited (RLIMIT_AS): %zu bytes reserved, room for %zu bytes of expansion",

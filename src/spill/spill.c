@@ -102,29 +102,24 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     size_t ps = msi_os_page_size();
     sp.granule = pmd_size();
     sp.min_shift = ceil_log2(ps);
-    void *r = MAP_FAILED;
     /* Under RLIMIT_AS (ulimit -v, as batch systems set it) the reservation counts against the limit: it takes at
-       most a quarter of it (regions of 2^24 bytes at least: then blocks above 8 MiB stay in RAM). */
-    size_t total = 0, cap = msi_os_as_share(4);
-    for (unsigned rs = 39; rs >= 24 && r == MAP_FAILED; rs--) {
-      sp.rs_shift = rs;
-      sp.max_shift = rs - 1;
-      if (sp.max_shift - sp.min_shift + 1 > SP_MAX_CLASSES) sp.max_shift = sp.min_shift + SP_MAX_CLASSES - 1;
-      total = ((size_t)(sp.max_shift - sp.min_shift + 2)) << rs; /* one region spare for alignment */
-      if (total > cap && rs > 24) continue;
-      r = msi_os_mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    }
-    if (r == MAP_FAILED) {
+       most a quarter of it (regions of 2^39 bytes down to 2^24, one class fewer per halving since the largest class
+       is half a region; at 2^24 blocks above 8 MiB stay in RAM). Fixed mappings there count as commits. */
+    unsigned ms = sp.min_shift;
+    msi_os_reservation_t res = {.want = (size_t)(39 - ms) << 39, .min = (size_t)(24 - ms) << 24,
+                                .align = (size_t)1 << 39, .budget = msi_os_as_share(4),
+                                .flags = MSI_OS_RESERVE_HALVE_ALIGN | MSI_OS_RESERVE_DROP_UNIT |
+                                         MSI_OS_RESERVE_COUNT_FIXED};
+    if (msi_os_reserve(&res) != 0) {
       msi_warning("spill: cannot reserve address space (mmap of %zu MiB: %s): spilled allocations stay in RAM",
-                  total >> 20, msi_strerror(errno));
+                  (res.min + ((size_t)1 << 24)) >> 20, msi_strerror(errno));
       ok = false;
     } else {
-      size_t rsz = (size_t)1 << sp.rs_shift;
-      uintptr_t b = msi_align_up((uintptr_t)r, rsz);
-      size_t span = ((size_t)(sp.max_shift - sp.min_shift + 1)) << sp.rs_shift;
-      if (b > (uintptr_t)r) msi_os_munmap(r, b - (uintptr_t)r);
-      uintptr_t end = (uintptr_t)r + total;
-      if (end > b + span) msi_os_munmap((void *)(b + span), end - (b + span));
+      sp.rs_shift = (unsigned)__builtin_ctzll(res.got_align);
+      sp.max_shift = sp.rs_shift - 1;
+      if (sp.max_shift - sp.min_shift + 1 > SP_MAX_CLASSES) sp.max_shift = sp.min_shift + SP_MAX_CLASSES - 1;
+      uintptr_t b = (uintptr_t)res.addr;
+      size_t span = res.size;
       atomic_store(&sp.fd, -1);
       sp.file_span = 0;
       for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
