@@ -545,7 +545,8 @@ typedef struct ms_dma_config_s {
 /// MS_DMA_CONTIGUOUS when no single page can hold the buffer: the message names why), ENOMEM (size overflow,
 /// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), what mlock gives without
 /// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK, EPERM when it is 0, EAGAIN (the message names the
-/// limit), EIO (MS_DMA_CONTIGUOUS buffer found not contiguous: never expected).
+/// limit), EIO (MS_DMA_CONTIGUOUS and the layout cannot be confirmed: a read of /proc/self/pagemap failed with
+/// EIO or came back short; or, never expected, the buffer was found in more than one physical run).
 MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config);
 /// Pins and describes memory the program already has (`config` may be NULL; its page_size must be 0 or the
 /// memory's page size; numa_node is ignored: existing pages are not moved). `memory` and `size` must be
