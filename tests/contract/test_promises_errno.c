@@ -65,6 +65,7 @@ static void eagain_pages(void **state) {
   assert_int_equal(ms_pages_release(p.addr, p.size), 0);
 }
 
+/* ms_space_create (through make, tests/space/space_test.h), ms_space_create_in, ms_space_expand */
 static void eagain_spaces(void **state) {
   (void)state;
   next_mlock_eagain();
@@ -82,7 +83,7 @@ static void eagain_spaces(void **state) {
   no_fault();
   munmap(mem, size);
 
-  /* a locked space that exists: its next expansion's lock answers EAGAIN */
+  /* a locked space that exists (make: ms_space_create): its next expansion's lock answers EAGAIN */
   ms_space_t *s = make(256 * 1024, 256 * 1024, MS_SPACE_AT_START, MS_SPACE_LOCKED);
   if (!s) ms_skip_refused(errno, "a locked space of 256 KiB");
   ms_space_info_t before, after;
