@@ -6,7 +6,9 @@
    Each promise is checked as the shape of its count when the quantity the promise names grows (the live blocks
    of a space or of the heap, the live buffers, the environment, the size of a block or of a space), never
    against a figure of this machine: O(1) calls must not grow with N = 10, 1,000, 100,000; O(x) calls must grow
-   at most in proportion to x. Where ptrace is refused (a sandbox), the cases skip with the kernel's reason. */
+   at most in proportion to x. Where ptrace is refused (a sandbox), the cases skip with the kernel's reason.
+   Each case prints its counts. MS_STEPS_FILTER=PATTERN runs matching cases only; MS_STEPS_DEBUG=1 prints every
+   measured call's count on stderr. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,7 +65,7 @@ static int trace(int (*fn)(void *), void *arg) {
   if (pid == 0) {
     close(pipefd[0]);
     int ok = ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0;
-    int e = errno;
+    int e = ok ? 0 : errno;
     if (write(pipefd[1], &e, sizeof e) != sizeof e || !ok) _exit(77);
     close(pipefd[1]);
     raise(SIGSTOP);
@@ -106,6 +108,7 @@ static int trace(int (*fn)(void *), void *arg) {
         fail_msg("a call measured as tag %ld ran past %lu instructions", tag, STEP_LIMIT);
       }
     }
+    if (getenv("MS_STEPS_DEBUG")) fprintf(stderr, "tag %ld (op %ld scale %ld): %lu\n", tag, tag / SCALES, tag % SCALES, n);
     if (n > steps_max[tag]) steps_max[tag] = n;
     steps_calls[tag]++;
   }
@@ -128,13 +131,14 @@ static unsigned long most(int op, int scale) {
 
 /* the most instructions a call of `op` took at every scale: at most `bound` (a constant: the call's worst case must
    not depend on N; a loop over blocks, buffers or classes would pass it by far at N = 100,000) */
+static const size_t *label_n = scale_n; /* the N of each scale, for the messages */
 static void expect_bounded(const char *what, int op, int scales, unsigned long bound) {
   print_message("  %-46s", what);
-  for (int s = 0; s < scales; s++) print_message(" N=%-6zu %6lu", scale_n[s], most(op, s));
+  for (int s = 0; s < scales; s++) print_message(" N=%-6zu %6lu", label_n[s], most(op, s));
   print_message("  (bound %lu)\n", bound);
   for (int s = 0; s < scales; s++)
     if (most(op, s) > bound)
-      fail_msg("%s: %lu instructions at N=%zu, above the constant %lu: not O(1)", what, most(op, s), scale_n[s], bound);
+      fail_msg("%s: %lu instructions at N=%zu, above the constant %lu: not O(1)", what, most(op, s), label_n[s], bound);
 }
 /* a call that takes one path whatever N is: at every N within 1.5x (+16) of its count at the smallest N */
 static void expect_flat(const char *what, int op, int scales) {
@@ -224,14 +228,14 @@ static int space_child(void *arg) {
   return 0;
 }
 
-/* traces fn(scale) at every scale, keeping each op's most at each scale */
+/* traces fn(scale) at every scale, keeping each tag's most over the runs (a run may measure other scales' tags) */
 static void trace_scales(int (*fn)(void *), int scales, int ops) {
   unsigned long m[MAX_TAGS * SCALES] = {0}, c[MAX_TAGS * SCALES] = {0};
   for (int scale = 0; scale < scales; scale++) {
     TRACE(fn, (void *)(intptr_t)scale);
-    for (int op = 0; op < ops; op++) {
-      m[op * SCALES + scale] = steps_max[op * SCALES + scale];
-      c[op * SCALES + scale] = steps_calls[op * SCALES + scale];
+    for (int t = 0; t < ops * SCALES; t++) {
+      if (steps_max[t] > m[t]) m[t] = steps_max[t];
+      c[t] += steps_calls[t];
     }
   }
   memcpy(steps_max, m, sizeof m);
@@ -331,10 +335,265 @@ static void space_linear_steps(void **state) {
                 (double)blocks[1] * orders(granules[1]), most(LS_WALK, 1));
 }
 
+/* ---- the heap, frames, spill, options, stats, page sizes: O(1) with N = 10, 1,000, 100,000 heap blocks ---- */
+
+enum { MI_USABLE_SMALL, MI_USABLE_LARGE, MI_OURS_HEAP, MI_OURS_LARGE, MI_OURS_SPACE, MI_OURS_SPILL, MI_OURS_STACK,
+       MI_SPILL_IS, MI_SPILL_IS_HEAP, MI_FRAME_ALLOC, MI_FRAME_USED, MI_VERSION, MI_PAGE_SIZE, MI_HUGE_PAGE_SIZE,
+       MI_OPTION_GET, MI_OPTION_GET_STRING, MI_OPTION_NAME, MI_OPTION_SET, MI_STATS_CLASS, MI_STATS_GET, MI_OPS };
+
+/* the heap's mapped bytes at each scale, sent by the child through a pipe; as 64 KiB chunks (the span table's
+   entries; the classes and the one thread are the same at every scale) */
+static int misc_pipe[2];
+static size_t misc_chunks[SCALES];
+
+/* n heap blocks of 16 B - 4 KiB, one in 97 of 300 KiB (a large block); n/4 frame allocations (at least 10) in
+   the current frame; min(n, 40) spilled blocks; then every O(1) call of those parts, 16 times */
+static int misc_child(void *arg) {
+  int scale = (int)(intptr_t)arg;
+  size_t n = scale_n[scale], nf = n / 4 > 10 ? n / 4 : 10, ns = n < 40 ? n : 40;
+  void **heap = malloc(n * sizeof *heap), *spill[40];
+  ms_frame_config_t fc;
+  memset(&fc, 0, sizeof fc);
+  fc.range_size = 64 << 20;
+  fc.idle_ms = -1;
+  ms_frame_t *f = ms_frame_create(&fc);
+  ms_space_t *sp = make(1 << 20, 0, MS_SPACE_AT_START, 0);
+  if (!heap || !f || !sp) return 2;
+  for (size_t i = 0; i < n; i++)
+    if (!(heap[i] = ms_malloc(i % 97 == 96 ? 300 << 10 : (size_t)16 << (i % 9)))) return 3;
+  for (size_t i = 0; i < nf; i++)
+    if (!ms_frame_alloc(f, 16 + i % 200, 0)) return 4;
+  /* ms_stats_get before spill is used: once in use, it also samples every page spill has mapped (mincore) */
+  ms_stats_t st;
+  for (int k = 0; k < 2; k++) MEASURE(MI_STATS_GET, scale, sink = (uintptr_t)ms_stats_get(&st, sizeof st));
+  if (write(misc_pipe[1], &st.heap_mapped_bytes, sizeof st.heap_mapped_bytes) != sizeof st.heap_mapped_bytes) return 6;
+  for (size_t i = 0; i < ns; i++)
+    if (!(spill[i] = ms_spill_alloc(64 << 10))) return 5;
+  void *blk = ms_space_malloc(sp, 100);
+  char local = 0;
+  for (int k = 0; k < 16; k++) {
+    void *small = heap[(size_t)k * 2654435761u % n], *large = heap[96 % n];
+    MEASURE(MI_USABLE_SMALL, scale, sink = ms_usable_size(small));
+    MEASURE(MI_USABLE_LARGE, scale, sink = ms_usable_size(large));
+    MEASURE(MI_OURS_HEAP, scale, sink = (uintptr_t)ms_is_ours(small));
+    MEASURE(MI_OURS_LARGE, scale, sink = (uintptr_t)ms_is_ours(large));
+    MEASURE(MI_OURS_SPACE, scale, sink = (uintptr_t)ms_is_ours(blk));
+    MEASURE(MI_OURS_SPILL, scale, sink = (uintptr_t)ms_is_ours((char *)spill[k % ns] + 100));
+    MEASURE(MI_OURS_STACK, scale, sink = (uintptr_t)ms_is_ours(&local));
+    MEASURE(MI_SPILL_IS, scale, sink = (uintptr_t)ms_spill_is((char *)spill[k % ns] + 1000));
+    MEASURE(MI_SPILL_IS_HEAP, scale, sink = (uintptr_t)ms_spill_is(small));
+    MEASURE(MI_FRAME_ALLOC, scale, sink = (uintptr_t)ms_frame_alloc(f, 24 + (size_t)k, (size_t)16 << (k % 6)));
+    MEASURE(MI_FRAME_USED, scale, sink = ms_frame_used(f));
+    MEASURE(MI_VERSION, scale, sink = (uintptr_t)ms_version());
+    MEASURE(MI_PAGE_SIZE, scale, sink = ms_page_size());
+    MEASURE(MI_HUGE_PAGE_SIZE, scale, sink = ms_huge_page_size(k % 2 ? MS_PAGE_HUGE_2M : MS_PAGE_HUGE_1G));
+    ms_option_t o = (ms_option_t)(k % MS_OPTION_COUNT);
+    MEASURE(MI_OPTION_GET, scale, sink = (uintptr_t)ms_option_get(o));
+    MEASURE(MI_OPTION_GET_STRING, scale, sink = (uintptr_t)ms_option_get_string(MS_OPTION_SPILL_DIR));
+    MEASURE(MI_OPTION_NAME, scale, sink = (uintptr_t)ms_option_name(o));
+    /* (the cache preset is O(cached spans and slots) by the header: not this case) */
+    MEASURE(MI_OPTION_SET, scale, sink = (uintptr_t)ms_option_set(MS_OPTION_VERBOSE, 0));
+    const ms_stats_t *volatile stp = &st;
+    MEASURE(MI_STATS_CLASS, scale, sink = (uintptr_t)ms_stats_class(stp, (unsigned)(k * 8)));
+  }
+  for (size_t i = 0; i < ns; i++) ms_spill_free(spill[i]);
+  for (size_t i = 0; i < n; i++) ms_free(heap[i]);
+  free(heap);
+  ms_frame_destroy(f);
+  ms_space_destroy(sp);
+  return 0;
+}
+
+static void misc_steps(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ms_steps_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("MEMSPACE_SPILL_DIR", dir, 1);
+  assert_int_equal(pipe(misc_pipe), 0);
+  trace_scales(misc_child, SCALES, MI_OPS);
+  rmdir(dir);
+  for (int sc = 0; sc < SCALES; sc++) {
+    uint64_t mapped = 0;
+    assert_int_equal(read(misc_pipe[0], &mapped, sizeof mapped), sizeof mapped);
+    misc_chunks[sc] = 1 + mapped / (64 << 10);
+  }
+  close(misc_pipe[0]);
+  close(misc_pipe[1]);
+  print_message("most instructions per call, N live heap blocks (and N/4 frame allocations, min(N, 40) spilled):\n");
+  expect_flat("ms_usable_size (16 B - 4 KiB)", MI_USABLE_SMALL, SCALES);
+  expect_flat("ms_usable_size (300 KiB)", MI_USABLE_LARGE, SCALES);
+  expect_flat("ms_is_ours (heap block)", MI_OURS_HEAP, SCALES);
+  expect_flat("ms_is_ours (large heap block)", MI_OURS_LARGE, SCALES);
+  expect_flat("ms_is_ours (space block)", MI_OURS_SPACE, SCALES);
+  expect_flat("ms_is_ours (inside a spilled block)", MI_OURS_SPILL, SCALES);
+  expect_flat("ms_is_ours (the stack)", MI_OURS_STACK, SCALES);
+  expect_flat("ms_spill_is (inside a spilled block)", MI_SPILL_IS, SCALES);
+  expect_flat("ms_spill_is (a heap block)", MI_SPILL_IS_HEAP, SCALES);
+  expect_flat("ms_frame_alloc (alignment 16 B - 512 B)", MI_FRAME_ALLOC, SCALES);
+  expect_flat("ms_frame_used", MI_FRAME_USED, SCALES);
+  expect_flat("ms_version", MI_VERSION, SCALES);
+  expect_flat("ms_page_size", MI_PAGE_SIZE, SCALES);
+  expect_flat("ms_huge_page_size (after the first call)", MI_HUGE_PAGE_SIZE, SCALES);
+  expect_flat("ms_option_get (every option)", MI_OPTION_GET, SCALES);
+  expect_flat("ms_option_get_string", MI_OPTION_GET_STRING, SCALES);
+  expect_flat("ms_option_name", MI_OPTION_NAME, SCALES);
+  expect_flat("ms_option_set (MS_OPTION_VERBOSE)", MI_OPTION_SET, SCALES);
+  expect_flat("ms_stats_class", MI_STATS_CLASS, SCALES);
+  /* O(threads + classes + the heap's span table): the table grows with the heap's mapped memory (one entry per
+     64 KiB chunk), not with the blocks in it */
+  print_message("instructions of ms_stats_get against the heap's mapped 64 KiB chunks:\n");
+  for (int sc = 1; sc < SCALES; sc++)
+    expect_linear("ms_stats_get", (double)misc_chunks[0], most(MI_STATS_GET, 0), (double)misc_chunks[sc],
+                  most(MI_STATS_GET, sc));
+}
+
+/* ---- ms_stats_get: O(threads + classes) ---- */
+
+enum { TH_STATS_GET, TH_OPS };
+static const int th_count[2] = {1, 9};
+static int hold[2], ready[2];
+static void *parked(void *arg) {
+  free(malloc((size_t)(uintptr_t)arg)); /* a thread cache of its own */
+  char c = 1;
+  if (write(ready[1], &c, 1) != 1) return NULL;
+  return (void *)(intptr_t)read(hold[0], &c, 1); /* parked until the end */
+}
+static int threads_child(void *arg) {
+  int scale = (int)(intptr_t)arg;
+  pthread_t t[16];
+  if (pipe(hold) || pipe(ready)) return 2;
+  for (int i = 1; i < th_count[scale]; i++)
+    if (pthread_create(&t[i], NULL, parked, (void *)(uintptr_t)(16 * i))) return 3;
+  char c;
+  for (int i = 1; i < th_count[scale]; i++)
+    if (read(ready[0], &c, 1) != 1) return 4;
+  ms_stats_t st;
+  for (int k = 0; k < 2; k++) MEASURE(TH_STATS_GET, scale, sink = (uintptr_t)ms_stats_get(&st, sizeof st));
+  close(hold[1]);
+  for (int i = 1; i < th_count[scale]; i++) pthread_join(t[i], NULL);
+  return 0;
+}
+
+static void stats_threads_steps(void **state) {
+  (void)state;
+  trace_scales(threads_child, 2, TH_OPS);
+  print_message("instructions of ms_stats_get against threads + size classes (%d):\n",
+                MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE);
+  int classes = MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE;
+  expect_linear("ms_stats_get: threads + classes", th_count[0] + classes, most(TH_STATS_GET, 0),
+                th_count[1] + classes, most(TH_STATS_GET, 1));
+}
+
+/* ---- DMA buffers: O(1) accessors with 10 and 300 live buffers; O(pages), O(log segments) ---- */
+
+enum { DM_ADDR, DM_SIZE, DM_PAGE_SIZE, DM_MOVABLE, DM_INFO, DM_SEGMENTS_AGAIN, DM_PHYS, DM_FENCE, DM_FENCE_AFTER,
+       DM_SEGMENTS_FIRST, DM_VERIFY, DM_OPS };
+static const size_t dm_count[2] = {10, 300}, dm_pages[2] = {8, 64};
+/* dm_count[scale] buffers of one page: the accessors on every tenth buffer; with 10 buffers, buffers of 8 and 64
+   pages measured: the list's first build, verify, phys at every page */
+static int dma_child(void *arg) {
+  int scale = (int)(intptr_t)arg;
+  size_t ps = ms_page_size(), nb = dm_count[scale];
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.page_size = ps;
+  c.numa_node = -1;
+  ms_dma_buffer_t **b = calloc(nb, sizeof *b);
+  if (!b) return 2;
+  for (size_t i = 0; i < nb; i++)
+    if (!(b[i] = ms_dma_alloc(ps, &c))) {
+      fprintf(stderr, "ms_dma_alloc of one page: %s\n", strerror(errno));
+      return 77;
+    }
+  /* buffers of 8 and 64 pages (the first run only: the same number of live buffers for both) */
+  for (int i = 0; i < 2 && scale == 0; i++) {
+    ms_dma_buffer_t *big = ms_dma_alloc(dm_pages[i] * ps, &c);
+    if (!big) {
+      fprintf(stderr, "ms_dma_alloc of %zu pages: %s\n", dm_pages[i], strerror(errno));
+      return 77;
+    }
+    size_t count = 0;
+    const ms_dma_segment_t *segs = NULL;
+    MEASURE(DM_SEGMENTS_FIRST, i, segs = ms_dma_segments(big, &count));
+    if (!segs) {
+      fprintf(stderr, "physical addresses: %s\n", strerror(errno));
+      return 77;
+    }
+    MEASURE(DM_VERIFY, i, sink = (uintptr_t)ms_dma_verify(big, NULL));
+    uint64_t phys;
+    for (size_t p = 0; p < dm_pages[i]; p++) MEASURE(DM_PHYS, i, sink = (uintptr_t)ms_dma_phys(big, p * ps, &phys));
+    ms_dma_free(big);
+  }
+  ms_dma_buffer_t *big = ms_dma_alloc(64 * ps, &c);
+  if (!big) return 3;
+  size_t count = 0;
+  ms_dma_info_t info;
+  char src[4096] = {0};
+  for (size_t i = 0; i < nb; i += 10) {
+    ms_dma_segments(b[i], &count);
+    MEASURE(DM_ADDR, scale, sink = (uintptr_t)ms_dma_addr(b[i]));
+    MEASURE(DM_SIZE, scale, sink = ms_dma_size(b[i]));
+    MEASURE(DM_PAGE_SIZE, scale, sink = ms_dma_page_size(b[i]));
+    MEASURE(DM_MOVABLE, scale, sink = (uintptr_t)ms_dma_movable(b[i]));
+    MEASURE(DM_INFO, scale, sink = (uintptr_t)ms_dma_info(b[i], &info));
+    MEASURE(DM_SEGMENTS_AGAIN, scale, sink = (uintptr_t)ms_dma_segments(b[i], &count));
+    MEASURE(DM_FENCE, scale, ms_dma_fence());
+    for (size_t off = 0; off + sizeof src <= 64 * ps; off += sizeof src)
+      ms_dma_stream(big, off, src, sizeof src);
+    MEASURE(DM_FENCE_AFTER, scale, ms_dma_fence()); /* after pages of outstanding streaming stores */
+  }
+  for (size_t i = 0; i < nb; i++) ms_dma_free(b[i]);
+  ms_dma_free(big);
+  free(b);
+  return 0;
+}
+
+static void dma_steps(void **state) {
+  (void)state;
+  trace_scales(dma_child, 2, DM_OPS);
+  /* the list's length: read here the same way (physical pages differ, the count is what O(log) is about) */
+  size_t nsegs[2], ps = ms_page_size();
+  for (int i = 0; i < 2; i++) {
+    ms_dma_config_t c;
+    memset(&c, 0, sizeof c);
+    c.page_size = ps;
+    c.numa_node = -1;
+    ms_dma_buffer_t *big = ms_dma_alloc(dm_pages[i] * ps, &c);
+    assert_non_null(big);
+    assert_non_null(ms_dma_segments(big, &nsegs[i]));
+    ms_dma_free(big);
+  }
+  print_message("most instructions per call, N live DMA buffers:\n");
+  label_n = dm_count;
+  expect_flat("ms_dma_addr", DM_ADDR, 2);
+  expect_flat("ms_dma_size", DM_SIZE, 2);
+  expect_flat("ms_dma_page_size", DM_PAGE_SIZE, 2);
+  expect_flat("ms_dma_movable", DM_MOVABLE, 2);
+  expect_flat("ms_dma_info", DM_INFO, 2);
+  expect_flat("ms_dma_segments (built)", DM_SEGMENTS_AGAIN, 2);
+  expect_flat("ms_dma_fence", DM_FENCE, 2);
+  if (most(DM_FENCE_AFTER, 1) > most(DM_FENCE, 0) + 2)
+    fail_msg("ms_dma_fence after streaming stores: %lu instructions against %lu", most(DM_FENCE_AFTER, 1),
+             most(DM_FENCE, 0));
+  print_message("instructions per call against a buffer of %zu / %zu pages (%zu / %zu segments here):\n", dm_pages[0],
+                dm_pages[1], nsegs[0], nsegs[1]);
+  expect_linear("ms_dma_segments (first call): pages", (double)dm_pages[0], most(DM_SEGMENTS_FIRST, 0),
+                (double)dm_pages[1], most(DM_SEGMENTS_FIRST, 1));
+  expect_linear("ms_dma_verify: pages", (double)dm_pages[0], most(DM_VERIFY, 0), (double)dm_pages[1],
+                most(DM_VERIFY, 1));
+  expect_linear("ms_dma_phys: log2(segments) + 1", orders(nsegs[0]) + 1, most(DM_PHYS, 0), orders(nsegs[1]) + 1,
+                most(DM_PHYS, 1));
+  label_n = scale_n;
+}
+
 int main(void) {
+  if (getenv("MS_STEPS_FILTER")) cmocka_set_test_filter(getenv("MS_STEPS_FILTER"));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(space_steps),
       cmocka_unit_test(space_linear_steps),
+      cmocka_unit_test(misc_steps),
+      cmocka_unit_test(stats_threads_steps),
+      cmocka_unit_test(dma_steps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
