@@ -620,6 +620,49 @@ static void dma_steps(void **state) {
   label_n = scale_n;
 }
 
+/* ---- ms_dma_register: O(mappings) ---- */
+
+/* ms_dma_register reads /proc/self/smaps in address order up to the end of the range: memory placed below every
+   other mapping is described by its own mappings only, so its count is what the cost follows. 16 pages at a low
+   address, made of 1 or 8 mappings (neighbours split by alternating THP advice, all writable). */
+enum { RG_REGISTER, RG_OPS };
+static const int rg_maps[2] = {1, 8};
+static int register_child(void *arg) {
+  (void)arg;
+  size_t ps = ms_page_size(), size = 16 * ps;
+  char *low = NULL;
+  for (uintptr_t at = 1ul << 28; at < 1ul << 40 && !low; at <<= 1) {
+    void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p != MAP_FAILED) low = p;
+  }
+  if (!low) return 2;
+  for (int scale = 0; scale < 2; scale++) {
+    size_t part = size / (size_t)rg_maps[scale];
+    for (int i = 0; i < rg_maps[scale]; i++)
+      if (madvise(low + (size_t)i * part, part, i % 2 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE)) {
+        fprintf(stderr, "madvise: %s\n", strerror(errno));
+        return 77;
+      }
+    ms_dma_buffer_t *b = ms_dma_register(low, size, NULL); /* warm: the same path, untimed */
+    if (!b) {
+      fprintf(stderr, "ms_dma_register of 16 pages: %s\n", strerror(errno));
+      return 77;
+    }
+    ms_dma_free(b);
+    MEASURE(RG_REGISTER, scale, b = ms_dma_register(low, size, NULL));
+    if (!b) return 3;
+    ms_dma_free(b);
+  }
+  return 0;
+}
+
+static void dma_register_steps(void **state) {
+  (void)state;
+  TRACE(register_child, NULL);
+  print_message("instructions of ms_dma_register against the mappings up to the range's end:\n");
+  expect_linear("ms_dma_register: mappings", rg_maps[0], most(RG_REGISTER, 0), rg_maps[1], most(RG_REGISTER, 1));
+}
+
 /* ---- ms_stats_print is allocation-free ---- */
 
 /* Between step_begin and step_end the parent puts an int3 on the entry of every allocation call (the malloc family,
@@ -747,6 +790,7 @@ int main(void) {
       cmocka_unit_test(misc_steps),
       cmocka_unit_test(stats_threads_steps),
       cmocka_unit_test(dma_steps),
+      cmocka_unit_test(dma_register_steps),
       cmocka_unit_test(stats_print_allocation_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
