@@ -162,8 +162,7 @@ static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, un
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping
 /// threads, so sums may be a few operations apart. O(threads + classes + the heap's mapped memory / 64 KiB): the
 /// heap tallies its span table, one entry per 64 KiB chunk; once spill is in use, plus O(pages spill has mapped),
-/// whose residency it samples (mincore). Never O(blocks). Returns 0 or EINVAL (NULL, size too small), also stored
-/// in errno.
+/// whose residency it samples (mincore). Returns 0 or EINVAL (NULL, size too small), also stored in errno.
 MS_API int ms_stats_get(ms_stats_t *stats, size_t size);
 
 /// Output callback for printing: receives NUL-terminated chunks.
