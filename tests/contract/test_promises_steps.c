@@ -181,10 +181,10 @@ static void expect_linear(const char *what, double x0, unsigned long s0, double 
     fail_msg("%s: %lu instructions at %.0f against %lu at %.0f: grows faster than promised", what, s1, x1, s0, x0);
 }
 
-/* an empty directory for the spill files of the traced children (MEMSPACE_SPILL_DIR) */
-static char spill_dir[32];
+/* an empty directory for the spill files of the traced children (MEMSPACE_SPILL_DIR), in the build directory */
+static char spill_dir[4096];
 static void spill_dir_make(void) {
-  strcpy(spill_dir, "/tmp/ms_steps_XXXXXX");
+  snprintf(spill_dir, sizeof spill_dir, "%s/ms_steps_XXXXXX", MEMSPACE_BINARY_DIR); /* on disk: spill refuses tmpfs */
   assert_non_null(mkdtemp(spill_dir));
   setenv("MEMSPACE_SPILL_DIR", spill_dir, 1);
 }
@@ -405,6 +405,10 @@ static int misc_child(void *arg) {
   if (write(misc_pipe[1], &st.heap_mapped_bytes, sizeof st.heap_mapped_bytes) != sizeof st.heap_mapped_bytes) return 6;
   for (size_t i = 0; i < ns; i++)
     if (!(spill[i] = ms_spill_alloc(64 << 10))) return 5;
+  if (!ms_spill_is(spill[0])) {
+    fprintf(stderr, "spill fell back to RAM in %s (its warning says why)\n", getenv("MEMSPACE_SPILL_DIR"));
+    return 77;
+  }
   void *blk = ms_space_malloc(sp, 100);
   char local = 0;
   for (int k = 0; k < 16; k++) {
