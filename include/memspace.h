@@ -160,8 +160,9 @@ static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, un
 }
 
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping
-/// threads, so sums may be a few operations apart. O(threads + classes). Returns 0 or EINVAL (NULL, size too small),
-/// also stored in errno.
+/// threads, so sums may be a few operations apart. O(threads + classes + the heap's mapped memory / 64 KiB): the
+/// heap tallies its span table, one entry per 64 KiB chunk; once spill is in use, plus O(pages spill has mapped),
+/// whose residency it samples (mincore). Returns 0 or EINVAL (NULL, size too small), also stored in errno.
 MS_API int ms_stats_get(ms_stats_t *stats, size_t size);
 
 /// Output callback for printing: receives NUL-terminated chunks.
@@ -545,7 +546,8 @@ typedef struct ms_dma_config_s {
 /// MS_DMA_CONTIGUOUS when no single page can hold the buffer: the message names why), ENOMEM (size overflow,
 /// out of memory, no huge pages with MS_DMA_NO_FALLBACK or MS_DMA_CONTIGUOUS), what mlock gives without
 /// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK, EPERM when it is 0, EAGAIN (the message names the
-/// limit), EIO (MS_DMA_CONTIGUOUS buffer found not contiguous: never expected).
+/// limit), EIO (MS_DMA_CONTIGUOUS and the layout cannot be confirmed: a read of /proc/self/pagemap failed with
+/// EIO or came back short; or, never expected, the buffer was found in more than one physical run).
 MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config);
 /// Pins and describes memory the program already has (`config` may be NULL; its page_size must be 0 or the
 /// memory's page size; numa_node is ignored: existing pages are not moved). `memory` and `size` must be
@@ -573,7 +575,8 @@ MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// adjacent pages coalesced, lengths summing to ms_dma_size. Built on first call from one bulk read of
 /// /proc/self/pagemap (one entry per huge page on hugetlb), then kept; the array lives as long as the buffer
 /// (ms_dma_verify may update it in place). `count` receives the number of entries (0 on failure).
-/// Thread-safe (an internal lock serialises building). O(pages) the first time, O(1) after.
+/// Thread-safe (an internal lock serialises building). O(pages) the first time (plus the page layer's record of
+/// the list's memory: O(live reservations)), O(1) after.
 /// NULL + errno: EPERM without CAP_SYS_ADMIN (PFN 0 seen, one message says so), EFAULT (a page not present),
 /// EINVAL (NULL buffer), ENOMEM.
 MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
@@ -607,7 +610,8 @@ MS_API int ms_dma_movable(const ms_dma_buffer_t *buffer);
 /// where the list says, ESTALE when some moved (the list is then updated in place and `moved_bytes` receives
 /// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments; a non-zero
 /// value is also stored in errno.
-/// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages).
+/// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages) (plus the page layer's record
+/// of a scratch list: O(live reservations)).
 MS_API int ms_dma_verify(ms_dma_buffer_t *buffer, size_t *moved_bytes);
 
 /// What one buffer is (ms_dma_info).

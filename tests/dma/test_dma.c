@@ -69,9 +69,8 @@ static ms_dma_config_t cfg(size_t page, unsigned flags) {
 #define SKIP_IF_NO_2M(n)                                                                                        \
   do {                                                                                                         \
     if (free_2m() < (n)) {                                                                                     \
-      print_message("skipped: %lld free 2 MiB huge pages, %d needed (the dma_huge fixture could not reserve "   \
-                    "them: see its output)\n", free_2m(), (int)(n));                                           \
-      skip();                                                                                                  \
+      ms_skip_refused(ENOMEM, "%lld free 2 MiB huge pages, %d needed (the dma_huge fixture could not reserve "  \
+                      "them: see its output)", free_2m(), (int)(n));                                           \
     }                                                                                                          \
   } while (0)
 
@@ -85,9 +84,8 @@ static bool phys_readable(ms_dma_buffer_t *b) {
 #define SKIP_IF_NO_PHYS(b)                                                                                      \
   do {                                                                                                         \
     if (!phys_readable(b)) {                                                                                   \
-      print_message("skipped: physical addresses not readable (no CAP_SYS_ADMIN)\n");                         \
       ms_dma_free(b);                                                                                          \
-      skip();                                                                                                  \
+      ms_skip_refused(EPERM, "physical addresses not readable (no CAP_SYS_ADMIN)");                           \
     }                                                                                                          \
   } while (0)
 
@@ -178,8 +176,7 @@ static void check_on_node0(ms_dma_buffer_t *b) {
 static void numa_node_binding(void **state) {
   (void)state;
   if (access("/sys/devices/system/node/node0", F_OK) != 0) {
-    print_message("skipped: no NUMA node information in /sys\n");
-    skip();
+    ms_skip_refused(errno, "no NUMA node information in /sys (/sys/devices/system/node/node0)");
   }
   ms_dma_config_t c = cfg(4096, 0);
   c.numa_node = 0;
@@ -232,8 +229,7 @@ static void alloc_2m_pages(void **state) {
 static void alloc_1g_pages(void **state) {
   (void)state;
   if (free_1g() < 1) {
-    print_message("skipped: no free 1 GiB huge page (free: %lld; the fixture's reason is in its output)\n", free_1g());
-    skip();
+    ms_skip_refused(ENOMEM, "no free 1 GiB huge page (free: %lld; the fixture's reason is in its output)", free_1g());
   }
   ms_dma_buffer_t *b = ms_dma_alloc(600 * MiB, NULL); /* best available: > 512 MiB takes a 1 GiB page */
   assert_non_null(b);
@@ -255,7 +251,7 @@ static void alloc_1g_pages(void **state) {
    option stays set for the process. */
 static void huge_pages_zero_by_api(void **state) {
   (void)state;
-  if (free_2m() < 2) skip();
+  if (free_2m() < 2) ms_skip_refused(ENOMEM, "%lld free 2 MiB huge pages, 2 needed (see the dma_huge fixture)", free_2m());
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -431,9 +427,9 @@ static void stable_after_compaction(void **state) {
   assert_non_null(ms_dma_segments(m, &n));
   FILE *f = fopen("/proc/sys/vm/compact_memory", "w");
   if (!f || fputs("1\n", f) < 0 || fclose(f) != 0) {
-    print_message("skipped: cannot write /proc/sys/vm/compact_memory: %s\n", strerror(errno));
+    int e = errno;
     ms_dma_free(h), ms_dma_free(m);
-    skip();
+    ms_skip_refused(e, "cannot write /proc/sys/vm/compact_memory");
   }
   assert_int_equal(ms_dma_verify(h, &moved), 0); /* hugetlb: not moved */
   assert_int_equal(moved, 0);
@@ -468,10 +464,9 @@ static void verify_detects_move(void **state) {
   uint64_t indep[2];
   assert_int_equal(lb_phys_of_range(page, 4096, indep), 0);
   if (indep[0] == before) {
-    print_message("skipped: the kernel gave the same frame back\n");
     munmap(other, 16 * 4096);
     ms_dma_free(b);
-    skip();
+    ms_skip_refused(0, "the kernel gave the same frame back: no move to detect");
   }
   size_t moved = 0;
   assert_int_equal(ms_dma_verify(b, &moved), ESTALE);
@@ -748,11 +743,6 @@ static void space_in_buffer(void **state) {
   ms_dma_buffer_t *b = ms_dma_alloc(2 * MiB, &c);
   assert_non_null(b);
   ms_space_t *sp = ms_space_create_in(ms_dma_addr(b), ms_dma_size(b), 0);
-  if (!sp && errno == ENOSYS) {
-    print_message("skipped: ms_space_create_in is a placeholder (spaces part not merged yet)\n");
-    ms_dma_free(b);
-    skip();
-  }
   assert_non_null(sp);
   char *lo = ms_dma_addr(b), *hi = lo + ms_dma_size(b);
   void *blocks[64];
@@ -904,14 +894,12 @@ static void register_readonly_names_address(void **state) {
 static void no_privilege(void **state) {
   (void)state;
   if (geteuid() != 0) {
-    print_message("skipped: not root (the privileged path cannot be compared)\n");
-    skip();
+    ms_skip_refused(EPERM, "not root (the privileged path cannot be compared)");
   }
   char msg[4096];
   int st = in_child(child_no_privilege, msg, sizeof msg);
   if (st == 77) {
-    print_message("skipped: capset refused: cannot drop CAP_SYS_ADMIN\n");
-    skip();
+    ms_skip_refused(EPERM, "capset refused: cannot drop CAP_SYS_ADMIN");
   }
   print_message("child said: %s", msg);
   assert_int_equal(st, 0);
@@ -952,14 +940,12 @@ static int child_tiny_memlock(void) {
 static void tiny_memlock_limit(void **state) {
   (void)state;
   if (!MLOCK_OBSERVABLE) {
-    print_message("skipped: this sanitizer build's runtime replaces mlock with a no-op\n");
-    skip();
+    ms_skip_refused(0, "this sanitizer build's runtime replaces mlock with a no-op");
   }
   char msg[4096];
   int st = in_child(child_tiny_memlock, msg, sizeof msg);
   if (st == 77) {
-    print_message("skipped: cannot drop CAP_IPC_LOCK or set RLIMIT_MEMLOCK\n");
-    skip();
+    ms_skip_refused(EPERM, "cannot drop CAP_IPC_LOCK or set RLIMIT_MEMLOCK");
   }
   print_message("child said: %s", msg);
   assert_int_equal(st, 0);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "os.h"
+#include "ms_test.h"
 
 /* resident bytes of [p, p+size) */
 static size_t resident(void *p, size_t size) {
@@ -326,7 +327,7 @@ static void *sleeper(void *arg) {
 
 static void idle_maintenance_thread(void **state) {
   (void)state;
-  if (ms_option_get(MS_OPTION_PURGE_DELAY) < 0) skip();
+  if (ms_option_get(MS_OPTION_PURGE_DELAY) < 0) ms_skip_refused(0, "MEMSPACE_PURGE_DELAY=-1: no idle maintenance");
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, sleeper, NULL), 0);
   size_t range = 8u << 20;
@@ -362,7 +363,7 @@ static void to_buf(const char *text, void *arg) { strncat((char *)arg, text, 819
    right after an alloc is never discarded (the reclaim either finished before the alloc returned or backs off) */
 static void reclaim_races_owner(void **state) {
   (void)state;
-  if (ms_option_get(MS_OPTION_PURGE_DELAY) < 0) skip();
+  if (ms_option_get(MS_OPTION_PURGE_DELAY) < 0) ms_skip_refused(0, "MEMSPACE_PURGE_DELAY=-1: no idle maintenance");
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, sleeper, NULL), 0);
   ms_frame_t *f = make(1 << 20, MS_FRAME_KEEP_IDLE, 1);

@@ -55,7 +55,7 @@ static void hugetlb_2m(void **state) {
 static void pool_exhausted(void **state) {
   (void)state;
   long fr = free_pages();
-  if (fr < 0) skip();
+  if (fr < 0) ms_skip_refused(ENOENT, "no 2 MiB huge page pool (free_hugepages unreadable)");
   size_t want = (size_t)(fr + 4) * (2u << 20);
   ms_pages_t r;
   errno = 0;
@@ -126,8 +126,7 @@ static void many_hugetlb_ranges(void **state) {
   size_t h = 2u << 20;
   long fr = free_pages();
   if (fr < N) {
-    printf("SKIP: %d free 2 MiB pages needed, the pool has %ld (the fixture could not reserve them)\n", N, fr);
-    skip();
+    ms_skip_refused(ENOMEM, "%d free 2 MiB pages needed, the pool has %ld (the fixture could not reserve them)", N, fr);
   }
   static ms_pages_t r[N];
   for (int i = 0; i < N; i++) {

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
+#include "ms_test.h"
 
 static size_t ps;
 
@@ -161,9 +162,8 @@ static void numa_bind(void **state) {
   unsigned long mask[16] = {0};
   if (r.numa_node == -1) {
     assert_int_equal(ms_pages_bind(r.addr, r.size, 0), ENOSYS);
-    print_message("skipped: the kernel refuses mbind (%s)\n", strerror(ENOSYS));
     ms_pages_release(r.addr, r.size);
-    skip();
+    ms_skip_refused(ENOSYS, "the kernel refuses mbind");
   }
   assert_int_equal(r.numa_node, 0);
   assert_int_equal(syscall(SYS_get_mempolicy, &mode, mask, 8 * sizeof mask, r.addr, 2ul /* MPOL_F_ADDR */), 0);
@@ -295,7 +295,7 @@ static void become_ordinary_user(size_t limit) {
    RLIMIT_MEMLOCK and EPERM when the limit is 0 */
 static void mlock_above_limit(void **state) {
   (void)state;
-  if (!MLOCK_REAL) skip();
+  if (!MLOCK_REAL) ms_skip_refused(0, "this sanitizer build's runtime replaces mlock with a no-op");
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "internal.h"
 #include "../../src/heap/heap.h"
+#include "ms_test.h"
 
 
 /* child helpers: a failed check exits with a message */
@@ -36,7 +37,7 @@ static void in_child(void (*fn)(void), const char *name) {
   if (pid == 0) { fn(); _exit(0); }
   int st;
   while (waitpid(pid, &st, 0) < 0) {}
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 77) { printf("%s: skipped\n", name); skip(); }
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 77) ms_skip_refused(0, "%s: the child could not run (its message says why)", name);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     fail_msg("%s: child %s %d", name, WIFSIGNALED(st) ? "killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
@@ -339,7 +340,7 @@ static int run_limited(char *const argv[], const char *preload) {
 static void limit_as_programs(void **state) {
   (void)state;
   const char *lib = MEMSPACE_BINARY_DIR "/libmemspace.so";
-  if (access(lib, R_OK) != 0) { printf("no %s (sanitizer build): skipped\n", lib); skip(); }
+  if (access(lib, R_OK) != 0) ms_skip_refused(errno, "no %s (a sanitizer build has no preloadable library)", lib);
   char *ls[] = {"ls", "/", NULL}, *py[] = {"python3", "-c", "print(1)", NULL},
        *pyalloc[] = {"python3", "-c", "x = [bytearray(300000) for i in range(40)]; y = [str(i) for i in range(99999)]",
                      NULL},
@@ -354,7 +355,7 @@ static void limit_as_programs(void **state) {
     assert_int_equal(m, g);
     ran++;
   }
-  if (!ran) skip();
+  if (!ran) ms_skip_missing("none of ls, python3, sh is installed");
 }
 
 /* the heap's statistics after everything was freed: no counter below zero (a huge unsigned value) */

@@ -16,13 +16,14 @@
 #include "internal.h"
 #include "route.h"
 #include "../../src/space/space_internal.h"
+#include "ms_test.h"
 
 static char *self;
 
 static void direct(void **state) {
   (void)state;
   int local;
-  if (getenv("MEMSPACE_SPACE_INITIAL")) skip();
+  if (getenv("MEMSPACE_SPACE_INITIAL")) ms_skip_refused(0, "MEMSPACE_SPACE_INITIAL is set: malloc is a space here");
   assert_false(msi_proc_space_owns(&local));
   assert_int_equal(ms_option_set(MS_OPTION_SPACE_INITIAL, 4 << 20), 0);
   assert_int_equal(ms_option_set(MS_OPTION_SPACE_EXPAND, 0), 0);
@@ -84,7 +85,7 @@ static void *hammer(void *arg) {
 /* fork while another thread allocates: the child's space (lock included) works (no deadlock, no corruption) */
 static void fork_while_allocating(void **state) {
   (void)state;
-  if (!msi_proc_space_get()) skip();
+  if (!msi_proc_space_get()) ms_skip_refused(0, "no process space (MEMSPACE_SPACE_INITIAL unset or refused)");
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, hammer, NULL), 0);
   for (int i = 0; i < 20; i++) {

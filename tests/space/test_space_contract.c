@@ -27,13 +27,14 @@
 #include "route.h"
 #include "../../src/space/space_internal.h"
 #include "space_test.h"
+#include "ms_test.h"
 
 static char *self;
 
 /* bad pointers and handles are reported and ignored (not fatal) in this build and mode */
 static void lenient(void) {
 #if (defined(MEMSPACE_DEBUG) && MEMSPACE_DEBUG) || (defined(MEMSPACE_SECURE_BUILD) && MEMSPACE_SECURE_BUILD)
-  skip();
+  ms_skip_refused(0, "this build makes bad pointers fatal (test_space_death covers that)");
 #endif
   ms_option_set(MS_OPTION_SECURE, 0);
 }
@@ -81,7 +82,7 @@ static void expect_child(const char *mode) {
   char *env[] = {NULL};
   int st = run_mode(mode, env, err, sizeof err);
   assert_true(WIFEXITED(st));
-  if (WEXITSTATUS(st) == 77) { print_message("%s", err); skip(); }
+  if (WEXITSTATUS(st) == 77) ms_skip_refused(0, "the child could not run: %s", err);
   if (WEXITSTATUS(st) != 0) fail_msg("status %d: %s", WEXITSTATUS(st), err);
 }
 
@@ -213,10 +214,7 @@ static void expansion_reuses_only_fitting_regions(void **state) {
 static void firstalloc_commit_retried(void **state) {
   (void)state;
   ms_space_t *probe = make(1 << 20, 0, MS_SPACE_AT_START, MS_SPACE_LOCKED);
-  if (!probe) {
-    print_message("mlock refused: %s\n", strerror(errno));
-    skip();
-  }
+  if (!probe) ms_skip_refused(errno, "a locked space of 1 MiB");
   ms_space_destroy(probe);
   ms_space_t *s = make(1 << 20, 0, MS_SPACE_AT_FIRSTALLOC, MS_SPACE_LOCKED);
   assert_non_null(s);
@@ -383,9 +381,9 @@ static void create_in_locked_unlocks_at_destroy(void **state) {
   long before = vm_locked_kb();
   ms_space_t *s = ms_space_create_in(mem, len, MS_SPACE_LOCKED);
   if (!s) {
-    print_message("mlock refused: %s\n", strerror(errno));
+    int e = errno;
     munmap(mem, len);
-    skip();
+    ms_skip_refused(e, "a locked space in 1 MiB of caller memory");
   }
   assert_true(vm_locked_kb() >= before + 1024);
   ms_space_destroy(s);

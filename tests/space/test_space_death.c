@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
+#include "ms_test.h"
 
 enum { DOUBLE_FREE, INTERIOR, FOREIGN, REALLOC_FREED, MISALIGNED, DESTROYED, DOUBLE_DESTROY };
 
@@ -96,7 +97,7 @@ static void secure_aborts(void **state) {
 static void default_reports_and_survives(void **state) {
   (void)state;
 #if (defined(MEMSPACE_DEBUG) && MEMSPACE_DEBUG) || (defined(MEMSPACE_SECURE_BUILD) && MEMSPACE_SECURE_BUILD)
-  skip();
+  ms_skip_refused(0, "this build makes bad pointers fatal (the death cases cover that)");
 #endif
   for (int what = DOUBLE_FREE; what <= DOUBLE_DESTROY; what++) {
     char err[2048], ptr[64];
