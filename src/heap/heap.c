@@ -216,7 +216,7 @@ static uint32_t carve_random(uint32_t bound) {
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
 static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t large_size) {
-  size_t margin = limit / 4 * 8 > ((size_t)64 << 30) ? limit / 4 * 8 : (size_t)64 << 30;
+  size_t margin = limit < ((size_t)1 << 60) && limit / 4 * 8 > ((size_t)64 << 30) ? limit / 4 * 8 : (size_t)64 << 30;
   uintptr_t base = msi_align_up((uintptr_t)sbrk(0) + margin, MSI_HEAP_SEG_SIZE);
   if (base < margin || base + SMALL_AREA_MAX < base || (base + SMALL_AREA_MAX) >> 47) return false;
   if (base < large_base + large_size && large_base < base + SMALL_AREA_MAX) return false; /* overlap */
@@ -268,9 +268,12 @@ static bool region_init(void) {
                     "are mapped on their own", total >> 20, sub >> 20);
       return true;
     }
-    return false;
+    /* every such reservation refused (a seccomp filter refusing large mmaps, where glibc goes on with brk): no
+       reservation for segments, as under a limit (they grow a segment at a time above the break); slots as large
+       as a mapping is allowed */
+    msi_verbose("heap: reserving address space refused (errno %d): segments are mapped one at a time", errno);
   }
-  size_t vm = msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
+  size_t vm = limit == SIZE_MAX ? 0 : msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
   size_t shift = MSI_HEAP_LARGE_MAX_SHIFT;
   uintptr_t large = 0;
   for (; shift >= MSI_HEAP_LARGE_MIN_SHIFT; shift--) {
