@@ -187,14 +187,32 @@ size_t msi_direct_usable(const void *p) {
   return len;
 }
 
+/* p lies inside a live block, past its start (an interior pointer: the C library's free would take the block's
+   bytes before it for a chunk header, and may unmap a page of the block without a word). O(blocks), lock held;
+   asked only for a pointer no part owns, once a direct block exists */
+static bool inside_locked(uintptr_t a) {
+  for (size_t i = 0; i < cap; i++)
+    if (table[i].addr && a - table[i].addr - 1 < len_of(table[i].len) - 1) return true;
+  return false;
+}
+
+bool msi_direct_inside(const void *p) {
+  if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
+  msi_lock(&direct_lock);
+  bool in = inside_locked((uintptr_t)p);
+  msi_unlock(&direct_lock);
+  return in;
+}
+
 bool msi_direct_free(void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
   msi_lock(&direct_lock);
   long i = find(p);
   if (i < 0) {
-    bool again = in_freed((uintptr_t)p);
+    bool again = in_freed((uintptr_t)p), inside = !again && inside_locked((uintptr_t)p);
     msi_unlock(&direct_lock);
     if (again) msi_heap_bad_pointer(p, "free(): double free");
+    if (inside) msi_heap_bad_pointer(p, "free(): invalid pointer (inside a block)");
     return false;
   }
   size_t f = table[i].len, len = len_of(f);
