@@ -932,9 +932,14 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
   if (orphaning) heap_cache_drain(h, false);
 }
 
+/* this thread's heap was orphaned at its exit (heap_thread_exit): a later allocation comes from another key's
+   destructor, maybe in glibc's last round of them */
+static __thread bool heap_exited;
+
 static void heap_thread_exit(void *arg) {
   msi_heap_t *h = arg;
   if (!h || h == &msi_empty_heap) return;
+  heap_exited = true;
   heap_flush(h, true);
   msi_tls_heap = &msi_empty_heap;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
@@ -1094,9 +1099,25 @@ static void *alloc_from(msi_span_t *s) {
   return b;
 }
 
+/* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
+   served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
+   the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
+static MSI_NOINLINE void *alloc_exiting(size_t size) {
+  heap_exited = false;
+  void *p = msi_heap_small_alloc_slow(size);
+  msi_heap_t *h = msi_tls_heap;
+  if (h != &msi_empty_heap) {
+    if (heap_key_ok) pthread_setspecific(heap_key, NULL); /* orphaned here: the key's destructor must not again */
+    heap_thread_exit(h);
+  }
+  heap_exited = true;
+  return p;
+}
+
 void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(h == &msi_empty_heap)) {
+    if (MSI_UNLIKELY(heap_exited)) return alloc_exiting(size);
     h = heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
   }
