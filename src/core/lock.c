@@ -2,6 +2,7 @@
 /* lock.c: the slow paths of msi_lock (a three-state futex lock: 0 free, 1 held, 2 held with waiters). */
 #include "internal.h"
 #include "os.h"
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__has_include)
@@ -11,7 +12,17 @@
 #endif
 #endif
 
+__thread char msi_thread_tag;
+
+/* this thread holds the lock it is about to wait for: it can never be released */
+MSI_COLD _Noreturn void msi_lock_self_wait(void) {
+  msi_error("malloc, free or another memspace call entered again while this thread was inside memspace, holding "
+            "its lock (a signal handler calling the allocator, which is not async-signal-safe); aborting");
+  abort();
+}
+
 void msi_lock_slow(msi_lock_t *l) {
+  if (MSI_UNLIKELY(atomic_load_explicit(&l->holder, memory_order_relaxed) == msi_self_tag())) msi_lock_self_wait();
   for (int spin = 0; spin < 100; spin++) {
     int expected = 0;
     if (atomic_load_explicit(&l->state, memory_order_relaxed) == 0 &&

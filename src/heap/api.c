@@ -92,6 +92,7 @@ size_t msi_heap_realloc_check(const void *p) {
   if (msi_heap_in_reserved_small(p)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
   size_t d = msi_direct_usable(p);
   if (!d && msi_direct_was_freed(p)) msi_heap_bad_pointer(p, "realloc(): pointer already freed");
+  if (!d && msi_direct_inside(p)) msi_heap_bad_pointer(p, "realloc(): invalid pointer (inside a block)");
   return d;
 }
 

@@ -115,6 +115,33 @@ static void insert(uintptr_t a, size_t len) {
   table[i].len = len;
 }
 
+/* a mapping of `len` bytes refused for its size alone (a seccomp filter on mmap's length, where glibc takes the
+   memory from brk): the largest piece allowed, grown by mremap (which moves it where len fits), else pieces of
+   that size mapped below it (MAP_FIXED_NOREPLACE: they merge into one mapping or stay adjacent ones). MAP_FAILED
+   when no piece fits or the room below is taken */
+static void *map_pieces(size_t len) {
+  size_t ps = msi_os_page_size(), piece = len;
+  void *m = MAP_FAILED;
+  while (m == MAP_FAILED && (piece = msi_align_down(piece / 2, ps)) >= 16 * ps)
+    m = msi_os_mmap(NULL, piece, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return MAP_FAILED;
+  void *g = msi_os_mremap(m, piece, len, MREMAP_MAYMOVE, NULL);
+  if (g != MAP_FAILED) return g;
+  uintptr_t lo = (uintptr_t)m, end = lo + piece;
+  while (end - lo < len) {
+    size_t n = end - lo + piece <= len ? piece : len - (end - lo);
+    void *q = lo >= n ? msi_os_mmap((void *)(lo - n), n, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) : MAP_FAILED;
+    if (q != (void *)(lo - n)) {
+      if (q != MAP_FAILED) msi_os_munmap(q, n); /* a kernel before 4.17 took it for a hint */
+      msi_os_munmap((void *)lo, end - lo);
+      return MAP_FAILED;
+    }
+    lo -= n;
+  }
+  return (void *)lo;
+}
+
 void *msi_direct_alloc(size_t size, size_t alignment) {
   size_t ps = msi_os_page_size(), len = msi_round_up(size ? size : 1, ps), g = guard_bytes();
   size_t extra = alignment > ps ? alignment : 0;
@@ -125,7 +152,9 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
     m = msi_os_mmap(NULL, len + g + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) errno = saved;
   }
+  if (m == MAP_FAILED && errno != ENOMEM) m = map_pieces(len + g + extra); /* refused, not out of memory */
   if (m == MAP_FAILED) { errno = ENOMEM; return NULL; }
+  errno = saved;
   uintptr_t a = (uintptr_t)m;
   if (extra) { /* trim to the alignment */
     uintptr_t b = msi_align_up(a, alignment);
@@ -159,14 +188,32 @@ size_t msi_direct_usable(const void *p) {
   return len;
 }
 
+/* p lies inside a live block, past its start (an interior pointer: the C library's free would take the block's
+   bytes before it for a chunk header, and may unmap a page of the block without a word). O(blocks), lock held;
+   asked only for a pointer no part owns, once a direct block exists */
+static bool inside_locked(uintptr_t a) {
+  for (size_t i = 0; i < cap; i++)
+    if (table[i].addr && a - table[i].addr - 1 < len_of(table[i].len) - 1) return true;
+  return false;
+}
+
+bool msi_direct_inside(const void *p) {
+  if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
+  msi_lock(&direct_lock);
+  bool in = inside_locked((uintptr_t)p);
+  msi_unlock(&direct_lock);
+  return in;
+}
+
 bool msi_direct_free(void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
   msi_lock(&direct_lock);
   long i = find(p);
   if (i < 0) {
-    bool again = in_freed((uintptr_t)p);
+    bool again = in_freed((uintptr_t)p), inside = !again && inside_locked((uintptr_t)p);
     msi_unlock(&direct_lock);
     if (again) msi_heap_bad_pointer(p, "free(): double free");
+    if (inside) msi_heap_bad_pointer(p, "free(): invalid pointer (inside a block)");
     return false;
   }
   size_t f = table[i].len, len = len_of(f);

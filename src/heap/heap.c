@@ -216,7 +216,7 @@ static uint32_t carve_random(uint32_t bound) {
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
 static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t large_size) {
-  size_t margin = limit / 4 * 8 > ((size_t)64 << 30) ? limit / 4 * 8 : (size_t)64 << 30;
+  size_t margin = limit < ((size_t)1 << 60) && limit / 4 * 8 > ((size_t)64 << 30) ? limit / 4 * 8 : (size_t)64 << 30;
   uintptr_t base = msi_align_up((uintptr_t)sbrk(0) + margin, MSI_HEAP_SEG_SIZE);
   if (base < margin || base + SMALL_AREA_MAX < base || (base + SMALL_AREA_MAX) >> 47) return false;
   if (base < large_base + large_size && large_base < base + SMALL_AREA_MAX) return false; /* overlap */
@@ -254,17 +254,22 @@ static bool region_init(void) {
   if (limit == SIZE_MAX) { /* 2^37 sub-regions (8 of them for segments), down to 2^22 when refused */
     msi_os_reservation_t r = {.want = (8 + classes) * top, .min = (8 + classes) << 22, .align = top,
                               .flags = MSI_OS_RESERVE_HALVE_ALIGN};
-    if (!region_reserve(&r)) return false;
-    size_t sub = r.got_align;
-    msi_heap_g.base = (uintptr_t)r.addr;
-    msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub;
-    region_large(msi_heap_g.base + 8 * sub, (size_t)__builtin_ctzll(sub));
-    if (sub != top)
-      msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
-                  "are mapped on their own", r.map_size >> 20, sub >> 20);
-    return true;
+    if (region_reserve(&r)) {
+      size_t sub = r.got_align;
+      msi_heap_g.base = (uintptr_t)r.addr;
+      msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub;
+      region_large(msi_heap_g.base + 8 * sub, (size_t)__builtin_ctzll(sub));
+      if (sub != top)
+        msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
+                    "are mapped on their own", r.map_size >> 20, sub >> 20);
+      return true;
+    }
+    /* every such reservation refused (a seccomp filter refusing large mmaps, where glibc goes on with brk): no
+       reservation for segments, as under a limit (they grow a segment at a time above the break); slots as large
+       as a mapping is allowed */
+    msi_verbose("heap: reserving address space refused (%s): segments are mapped one at a time", msi_strerror(errno));
   }
-  size_t vm = msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
+  size_t vm = limit == SIZE_MAX ? 0 : msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
   /* the slot area with one sub-region of slack within a sixteenth of the room, or none */
   msi_os_reservation_t r = {.want = classes * top, .min = classes << MSI_HEAP_LARGE_MIN_SHIFT, .align = top,
                             .budget = room / 16 ? room / 16 : 1,
@@ -948,9 +953,14 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
   if (orphaning) heap_cache_drain(h, false);
 }
 
+/* this thread's heap was orphaned at its exit (heap_thread_exit): a later allocation comes from another key's
+   destructor, maybe in glibc's last round of them */
+static __thread bool heap_exited;
+
 static void heap_thread_exit(void *arg) {
   msi_heap_t *h = arg;
   if (!h || h == &msi_empty_heap) return;
+  heap_exited = true;
   heap_flush(h, true);
   msi_tls_heap = &msi_empty_heap;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
@@ -1111,9 +1121,25 @@ static void *alloc_from(msi_span_t *s) {
   return b;
 }
 
+/* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
+   served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
+   the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
+static MSI_NOINLINE void *alloc_exiting(size_t size) {
+  heap_exited = false;
+  void *p = msi_heap_small_alloc_slow(size);
+  msi_heap_t *h = msi_tls_heap;
+  if (h != &msi_empty_heap) {
+    if (heap_key_ok) pthread_setspecific(heap_key, NULL); /* orphaned here: the key's destructor must not again */
+    heap_thread_exit(h);
+  }
+  heap_exited = true;
+  return p;
+}
+
 void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(h == &msi_empty_heap)) {
+    if (MSI_UNLIKELY(heap_exited)) return alloc_exiting(size);
     h = heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
   }

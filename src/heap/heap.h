@@ -197,6 +197,7 @@ bool msi_direct_free(void *p);                          /* false: not a direct b
 size_t msi_direct_usable(const void *p);                /* 0: not a direct block */
 void *msi_direct_realloc(void *p, size_t size);         /* p direct; NULL + ENOMEM: unchanged */
 bool msi_direct_was_freed(const void *p);              /* one of the last blocks freed here (a double free) */
+bool msi_direct_inside(const void *p);                 /* p inside a live direct block, past its start */
 uint64_t msi_direct_bytes(void);
 void msi_direct_lock(void);
 void msi_direct_unlock(bool child);

@@ -153,22 +153,33 @@ static inline void msi_cpu_relax(void) {
 #endif
 }
 
-/* ---- a small lock (futex-based, no allocation, fork-reset by owner code) ---- */
-typedef struct { _Atomic int state; } msi_lock_t;
-#define MSI_LOCK_INIT { 0 }
+/* ---- a small lock (futex-based, no allocation, fork-reset by owner code) ----
+   It records its holder (the address of a thread-local byte), so that a thread about to wait for a lock it holds
+   itself is reported and aborts instead of hanging for ever: a signal handler calling malloc or free while the
+   thread it interrupted was inside the allocator (neither is async-signal-safe; glibc corrupts its heap there) */
+extern __thread char msi_thread_tag;
+static inline uintptr_t msi_self_tag(void) { return (uintptr_t)&msi_thread_tag; }
+typedef struct { _Atomic int state; _Atomic uintptr_t holder; } msi_lock_t;
+#define MSI_LOCK_INIT { 0, 0 }
 void msi_lock_slow(msi_lock_t *l);
 void msi_unlock_slow(msi_lock_t *l);
+_Noreturn void msi_lock_self_wait(void); /* the report and abort (also for a space's mutex: EDEADLK) */
 static inline void msi_lock(msi_lock_t *l) {
   int expected = 0;
   if (MSI_UNLIKELY(!atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire,
                                                             memory_order_relaxed)))
     msi_lock_slow(l);
+  atomic_store_explicit(&l->holder, msi_self_tag(), memory_order_relaxed);
 }
 static inline bool msi_trylock(msi_lock_t *l) {
   int expected = 0;
-  return atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire, memory_order_relaxed);
+  if (!atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire, memory_order_relaxed))
+    return false;
+  atomic_store_explicit(&l->holder, msi_self_tag(), memory_order_relaxed);
+  return true;
 }
 static inline void msi_unlock(msi_lock_t *l) {
+  atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
   if (MSI_UNLIKELY(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)) msi_unlock_slow(l);
 }
 /* a registry of `max` pointers (maintenance tasks, stats sources): `item` appended under `lock` unless present or
@@ -187,7 +198,10 @@ static inline void msi_unlock(msi_lock_t *l) {
   } while (0)
 /* in a forked child: the lock free again. Writes only a held lock: after fork each page written is a copy */
 static inline void msi_lock_reset(msi_lock_t *l) {
-  if (atomic_load_explicit(&l->state, memory_order_relaxed)) atomic_store_explicit(&l->state, 0, memory_order_relaxed);
+  if (atomic_load_explicit(&l->state, memory_order_relaxed)) {
+    atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
+    atomic_store_explicit(&l->state, 0, memory_order_relaxed);
+  }
 }
 
 /* The locks that the heap's and the maintenance thread's fork handlers take, and the flag a forked child sets, in

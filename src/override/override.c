@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,27 @@ static void *libc_sym(const char *name) {
   return f;
 }
 
+/* p lies on the calling thread's stack, between its stack pointer and the stack's top: glibc's free reads a chunk
+   header from the bytes before it, whatever the stack holds there (it aborts, or faults without a word), so it is
+   reported here. The top: the thread's descriptor, which glibc puts right above a thread's stack, or for the main
+   thread the stack's top at start-up; at most 64 MiB above the stack pointer (an alternate signal stack elsewhere
+   then finds neither) */
+extern void *__libc_stack_end __attribute__((weak));
+static bool on_own_stack(const void *p) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0), a = (uintptr_t)p, max = (uintptr_t)64 << 20;
+  uintptr_t self = (uintptr_t)pthread_self(), top = &__libc_stack_end ? (uintptr_t)__libc_stack_end : 0;
+  if (self > sp && self - sp <= max) top = self;
+  return top > sp && top - sp <= max && a >= sp && a < top;
+}
+static void foreign_check(const void *p, const char *call) {
+  if (MSI_UNLIKELY(on_own_stack(p))) {
+    msi_error("%s(): invalid pointer (an address on this thread's stack): %p; aborting", call, p);
+    abort();
+  }
+}
+
 void msi_foreign_free(void *p) {
+  foreign_check(p, "free");
   free_fn *f = atomic_load_explicit(&libc_free, memory_order_acquire);
   if (!f) {
     f = (free_fn *)libc_sym("free");
@@ -63,6 +84,7 @@ size_t msi_foreign_usable(const void *p) {
 
 /* a foreign block moves into memspace: allocate, copy what the C library says is usable, free there */
 void *msi_foreign_realloc(void *p, size_t size) {
+  foreign_check(p, "realloc");
   size_t old = msi_foreign_usable(p);
   if (!old) {
     realloc_fn *r = atomic_load_explicit(&libc_realloc, memory_order_acquire);

@@ -488,7 +488,8 @@ static int grow(ms_space_t *s, size_t bytes, size_t need) {
 /* locking and error reports                                                                          */
 /* ------------------------------------------------------------------------------------------------ */
 static inline void space_lock(ms_space_t *s) {
-  if (s->lock_on) pthread_mutex_lock(&s->lock);
+  /* EDEADLK (an error-checking mutex): this thread holds it, re-entering from a signal handler: reported */
+  if (s->lock_on && MSI_UNLIKELY(pthread_mutex_lock(&s->lock) == EDEADLK)) msi_lock_self_wait();
 }
 static inline void space_unlock(ms_space_t *s) {
   if (s->lock_on) pthread_mutex_unlock(&s->lock);
@@ -762,6 +763,7 @@ static void init_lock(ms_space_t *s) {
   pthread_mutexattr_init(&a);
   if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) != 0)
     MSI_WARN_ONCE("spaces: priority-inheriting mutexes unavailable; using a plain mutex");
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK); /* a thread waiting for itself: EDEADLK, not a hang */
   pthread_mutex_init(&s->lock, &a);
   pthread_mutexattr_destroy(&a);
 }
