@@ -12,8 +12,10 @@
 static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
   msi_block_t *b = s->free;
   if (MSI_LIKELY(b)) {
+    uintptr_t next;
     MSI_HEAP_VG_OPEN(b);
-    s->free = msi_block_next(s, b);
+    if (MSI_UNLIKELY(!msi_block_take(s, b, &next))) msi_heap_corrupt_link(s, b);
+    s->free = (msi_block_t *)next;
     s->used++;
     msi_block_arm(s, b);
     MSI_HEAP_VG_CLOSE(b);
@@ -40,8 +42,7 @@ static inline void msi_heap_free_local(void *p, msi_span_t *s) {
   msi_block_t *b = p, *head = s->free;
   MSI_TRACK_FREE(p);
   MSI_HEAP_VG_OPEN(b);
-  msi_block_link(s, b, head);
-  b->cookie = msi_block_freed_cookie(s, b);
+  msi_block_set(s, b, head, 0);
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
   if (MSI_UNLIKELY(--s->used == s->used_floor || !head)) msi_heap_small_free_slow(p, s);

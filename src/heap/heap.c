@@ -123,25 +123,36 @@ _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
 
 /* a free of a block whose cookie says it is on a free list: freed already, or carved and never handed out */
 _Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call) {
-  bool never = msi_block_cookie_diff(s, p) == MSI_COOKIE_CARVED;
+  bool never = msi_block_state(s, p) == MSI_COOKIE_CARVED && (msi_block_word(p, 1) & MSI_COOKIE_CARVED);
   msi_error("%s(): %s: %p (memspace heap); aborting", call,
             never ? "invalid pointer (a block never allocated)" : call[0] == 'f' ? "double free" : "pointer already freed", p);
   abort();
 }
 
-/* a pop's check failed (msi_block_next): the block's cookie, or where its link points */
-_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block, uintptr_t decoded) {
-  if (!msi_block_is_free(s, block))
+/* the block's link and its copy (heap.h msi_block_set) disagree, and not as a carved block's do. Named for what
+   the words say: the copy a link of the span and the link something else (the link word written to; a block in
+   use when it leads to one), or neither a link (the header overwritten, or a block in use reached by a link) */
+static bool link_plausible(const msi_span_t *s, uintptr_t n) {
+  return !n || (n >= s->base && msi_span_block_start(s, (const void *)n));
+}
+_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block) {
+  uintptr_t link = msi_block_word(block, 0) ^ s->key, copy = msi_block_word(block, 1) & ~MSI_COOKIE_CARVED;
+  if (!link_plausible(s, copy))
     msi_error("free list corrupted at %p (blocks of %u bytes): not a free block (a block in use, reached by "
               "a link written after free; or a free block's header overwritten after free or by an overflow from the "
               "block before) (memspace heap); aborting", block, s->block_size);
+  else if (link && link_plausible(s, link) && !msi_block_is_free(s, (const void *)link))
+    msi_error("free list corrupted at %p (blocks of %u bytes): its link was changed to lead to %p, a block in use "
+              "(written after free, or overflowed into from the block before); that block is not handed out again "
+              "(memspace heap); aborting", block, s->block_size, (void *)link);
   else
-    msi_error("corrupted free-list link in the free block %p (blocks of %u bytes): decodes to %p, outside its span "
-              "or unaligned: the block was written after free, or overflowed into from the block before (memspace "
+    msi_error("corrupted free-list link in the free block %p (blocks of %u bytes): decodes to %p, not the link it "
+              "holds (%p): the block was written after free, or overflowed into from the block before (memspace "
               "heap); aborting",
-              block, s->block_size, (void *)decoded);
+              block, s->block_size, (void *)link, (void *)copy);
   abort();
 }
+
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* secure build: guard pages and the carving order                                                              */
@@ -726,7 +737,7 @@ static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tai
     last = next;
     MSI_HEAP_VG_OPEN(last);
   }
-  msi_block_link(s, last, tail);
+  msi_block_set(s, last, tail, 0); /* (remote frees: never a carved block) */
   MSI_HEAP_VG_CLOSE(last);
 }
 
@@ -832,8 +843,7 @@ static void span_carve(msi_span_t *s) {
   for (size_t i = 0; i < n; i++) {
     msi_block_t *b = (msi_block_t *)(p + (uintptr_t)order[i] * bs);
     MSI_HEAP_VG_OPEN(b);
-    msi_block_link(s, b, head);
-    b->cookie = msi_block_freed_cookie(s, b) ^ MSI_COOKIE_CARVED;
+    msi_block_set(s, b, head, MSI_COOKIE_CARVED);
     MSI_HEAP_VG_CLOSE(b);
     head = b;
   }
@@ -844,8 +854,7 @@ static void span_carve(msi_span_t *s) {
   for (size_t i = 1; i <= n; i++, p += bs) {
     msi_block_t *b = (msi_block_t *)p;
     MSI_HEAP_VG_OPEN(b);
-    msi_block_link(s, b, i < n ? (msi_block_t *)(p + bs) : s->free);
-    b->cookie = msi_block_freed_cookie(s, b) ^ MSI_COOKIE_CARVED;
+    msi_block_set(s, b, i < n ? (msi_block_t *)(p + bs) : s->free, MSI_COOKIE_CARVED);
     MSI_HEAP_VG_CLOSE(b);
   }
   s->free = head;
@@ -1171,8 +1180,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
     MSI_HEAP_VG_OPEN(b);
-    b->cookie = msi_block_freed_cookie(s, b);
-    msi_block_link(s, b, (msi_block_t *)(x & XF_PTR));
+    msi_block_set(s, b, (msi_block_t *)(x & XF_PTR), 0);
     MSI_HEAP_VG_CLOSE(b);
     nx = (uintptr_t)b | ((x & ~(XF_ONE - 1)) + XF_ONE) | 1; /* one more block in the count */
   } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));
