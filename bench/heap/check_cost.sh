@@ -4,7 +4,8 @@
 # (src/heap/heap.h: plain links and an address cookie, no check on the pop; for this measurement only), and with
 # --ref REF also against that git ref's library (e.g. main), on the seed's workload (rptest: 1 thread, 16-16,000 B
 # and 16-256 B, the parameters of `memspace bench heap`'s default short window) and two real programs (python3:
-# dict/list churn; sqlite3: an in-memory table of 200,000 rows, indexed and queried), each preloaded.
+# dict/list churn with PYTHONMALLOC=malloc, so its objects come from malloc rather than Python's own pools;
+# sqlite3: an in-memory table of 100,000 rows, indexed and queried), each preloaded.
 #   instructions: valgrind --tool=cachegrind, the whole program, one run per library (ASLR and the hash seed are
 #                 fixed, so repeated runs differ by a few thousand instructions)
 #   time:         wall and CPU (user + sys) seconds of --runs interleaved runs per library (default 5), under the
@@ -51,17 +52,17 @@ rptest="$work/checked/bench/heap_rptest" # the workload program, the same binary
 # the workloads: name and command (run with the library preloaded)
 cat >"$work/churn.py" <<'EOF'
 d = {}
-for i in range(300000):
+for i in range(100000):
     d["k%d" % i] = [i, str(i), (i, i + 1)]
-for i in range(0, 300000, 2):
+for i in range(0, 100000, 2):
     del d["k%d" % i]
-rows = [tuple(range(i % 12)) for i in range(300000)]
+rows = [tuple(range(i % 12)) for i in range(100000)]
 s = sorted(d.items(), key=lambda kv: len(kv[1][1]))
 print(len(d), len(rows), len(s))
 EOF
 cat >"$work/sql.sql" <<'EOF'
 CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000)
 INSERT INTO t SELECT x, 'name' || (x * 7919 % 100003), x * 0.5 FROM c;
 CREATE INDEX t_name ON t(name);
 SELECT count(*), sum(v) FROM t WHERE name LIKE 'name1%';
@@ -75,7 +76,7 @@ declare -A cmd=(
   [python_churn]="$python $work/churn.py"
   [sqlite3]="sqlite3 :memory: -init $work/sql.sql .quit"
 )
-export PYTHONHASHSEED=0
+export PYTHONHASHSEED=0 PYTHONMALLOC=malloc
 
 csv="$out/check_cost.csv"
 {
@@ -85,7 +86,7 @@ csv="$out/check_cost.csv"
   echo "checked: $(lib checked); unchecked: $(lib unchecked) (-DCMAKE_C_FLAGS=-DMSI_HEAP_LIST_CHECKS=0)"
   echo "instructions: setarch -R env LD_PRELOAD=LIB valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=FILE CMD"
   echo "time: flock /tmp/memspace-bench.lock setarch -R env LD_PRELOAD=LIB /usr/bin/time -f '%e %U %S' CMD, $runs interleaved runs"
-  echo "PYTHONHASHSEED=0"
+  echo "PYTHONHASHSEED=0 PYTHONMALLOC=malloc"
   for c in "${cases[@]}"; do echo "$c: ${cmd[$c]}"; done
 } >"$out/check_cost.cmd"
 echo "part,case,impl,threads,size_bytes,metric,value" >"$csv"

@@ -60,7 +60,7 @@ enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
 
 typedef struct msi_span_s {
   /* the owner's hot fields: one cache line */
-  msi_block_t *free;           /* local free list */
+  msi_block_t *free;           /* local free list (its end: msi_span_list_end) */
   uint32_t used;               /* blocks handed out and not yet seen free by the owner */
   uint32_t block_size;
   uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
@@ -77,7 +77,8 @@ typedef struct msi_span_s {
   uint8_t guarded;             /* secure build: its last page carries a guard marker */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
-  msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out */
+  msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out
+                                  (NULL: none) */
   uint32_t rfree_n;            /* blocks on it */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
@@ -299,6 +300,11 @@ static inline msi_span_t *msi_heap_span_of(const void *p) {
 #ifndef MSI_HEAP_LIST_CHECKS
 #define MSI_HEAP_LIST_CHECKS 1
 #endif
+/* the end of a span's free lists (the link of each list's last block; `free` when empty): the span descriptor's
+   own address. Read as a block, its words are `free` and `used`/`block_size`, which never agree as a free block's
+   do (the key's top bit is set, and no address or size has it): the pop's compare fails there, so the fast path
+   needs no test for an empty list */
+static inline msi_block_t *msi_span_list_end(const msi_span_t *s) { return (msi_block_t *)s; }
 #define MSI_COOKIE_CARVED ((uintptr_t)1)
 /* word i (0: link, 1: cookie) of a block. Under valgrind it may lie past the caller's size or in a freed block:
    read without a report, the value taken as defined */
@@ -342,15 +348,15 @@ static inline bool msi_block_is_free(const msi_span_t *s, const void *p) {
    and the second one (off the fast path: a few instructions, no call) takes it: the mark in its second word, so
    a link with a flipped low bit is no carved block's */
 static inline bool msi_block_take(const msi_span_t *s, const msi_block_t *b, uintptr_t *next) {
+  /* (false at the list's end too: msi_span_list_end) */
 #if MSI_HEAP_LIST_CHECKS
   uintptr_t n = (uintptr_t)b->next ^ s->key;
   *next = n;
   /* (the second compare reads the word again, so the first one compares it in memory: no register kept for it) */
   return MSI_LIKELY(b->cookie == n) || __atomic_load_n(&b->cookie, __ATOMIC_RELAXED) == (n | MSI_COOKIE_CARVED);
 #else
-  (void)s;
   *next = (uintptr_t)b->next;
-  return true;
+  return b != msi_span_list_end(s);
 #endif
 }
 static inline msi_block_t *msi_block_next(const msi_span_t *s, const msi_block_t *b) {
