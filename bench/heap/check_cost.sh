@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) sed -n '2,15p' "$0"; exit 1 ;;
   esac
 done
-for t in valgrind sqlite3 /usr/bin/time; do
+for t in valgrind sqlite3 setarch bc; do
   command -v "$t" >/dev/null || { echo "check_cost: $t is not installed"; exit 1; }
 done
 python=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a shim script
@@ -85,7 +85,7 @@ csv="$out/check_cost.csv"
   [ -n "$ref" ] && echo "ref: $ref = $(git -C "$src" rev-parse "$ref")"
   echo "checked: $(lib checked); unchecked: $(lib unchecked) (-DCMAKE_C_FLAGS=-DMSI_HEAP_LIST_CHECKS=0)"
   echo "instructions: setarch -R env LD_PRELOAD=LIB valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=FILE CMD"
-  echo "time: flock /tmp/memspace-bench.lock setarch -R env LD_PRELOAD=LIB /usr/bin/time -f '%e %U %S' CMD, $runs interleaved runs"
+  echo "time: flock /tmp/memspace-bench.lock bash -c 'TIMEFORMAT=\"%3R %3U %3S\"; time setarch -R env LD_PRELOAD=LIB CMD', $runs interleaved runs"
   echo "PYTHONHASHSEED=0 PYTHONMALLOC=malloc"
   for c in "${cases[@]}"; do echo "$c: ${cmd[$c]}"; done
 } >"$out/check_cost.cmd"
@@ -118,8 +118,8 @@ if [ "$do_time" = 1 ]; then
     for c in "${cases[@]}"; do
       for i in $impls; do
         # shellcheck disable=SC2086
-        t=$(flock /tmp/memspace-bench.lock setarch -R env LD_PRELOAD="$(lib "$i")" /usr/bin/time -f '%e %U %S' \
-              ${cmd[$c]} 2>&1 >/dev/null | tail -1)
+        t=$(flock /tmp/memspace-bench.lock bash -c 'TIMEFORMAT="%3R %3U %3S"; time setarch -R env LD_PRELOAD="$0" "$@" \
+              >/dev/null 2>&1' "$(lib "$i")" ${cmd[$c]} 2>&1 | tail -1)
         read -r w u s <<<"$t"
         row "$c" "$(name "$i")" wall_s "$w"
         row "$c" "$(name "$i")" cpu_s "$(echo "$u + $s" | bc -l)"

@@ -286,13 +286,14 @@ static inline msi_span_t *msi_heap_span_of(const void *p) {
 
 /* The free-list checks of every build (MSI_HEAP_LIST_CHECKS is 0 only in the build bench/heap/check_cost.sh
    measures them against: plain links and an address cookie, no check on the pop; the hardening tests fail there).
-   Each span has a key, secret ^ base ^ block size (heap.c span_init): odd, and another one for another place or
-   class. A block on a free list holds its link twice: the first word next ^ key, the second next itself, with
-   MSI_COOKIE_CARVED set while the block was carved from the never-used area and not handed out yet. Its state,
-   first ^ key ^ second (msi_block_state), is 0 on a freed block and MSI_COOKIE_CARVED on a carved one. Each pop
-   compares the two words (msi_block_take: one compare, of the line it reads anyway): a use after free or an
-   overflow that changed either word of a free block is reported at that block's pop, naming it. So the link a pop takes is the one the heap wrote, 0 or a block of the
-   span (the next pop reads nothing else), unless both words were rewritten to agree under the span's secret key.
+   Each span has a key, secret ^ base ^ block size (heap.c span_init): odd, top bit set, and another one for
+   another place or class. A block on a free list holds its link twice: the first word next ^ key, the second next
+   itself, with MSI_COOKIE_CARVED set while the block was carved from the never-used area and not handed out yet.
+   Its state, first ^ key ^ second (msi_block_state), is 0 on a freed block and MSI_COOKIE_CARVED on a carved one.
+   Each pop compares the two words (msi_block_take: one compare, of the line it reads anyway): a use after free or
+   an overflow that changed either word of a free block is reported at that block's pop, naming it. So the link a
+   pop takes is the one the heap wrote, a block of the span or the list's end (the next pop reads nothing else),
+   unless both words were rewritten to agree under the span's secret key.
    The pop that hands a block out clears its first word (msi_block_arm), leaving its state key ^ next: the key's
    random bits, which nothing the program writes over either word, or part of one, undoes unless it holds the key.
    So a live block is never taken for a free one, by a pop (never handed out twice) or by free's double-free check
