@@ -8,16 +8,20 @@
 #include "heap.h"
 #include "track.h"
 
-/* the span's first free block, taken off the free list (NULL: none) */
+/* the span's first free block, taken off the free list (NULL: none). The list's end fails the block's check (heap.h
+   msi_span_list_end): an empty list costs the fast path no test */
 static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
   msi_block_t *b = s->free;
-  if (MSI_LIKELY(b)) {
-    MSI_HEAP_VG_OPEN(b);
-    s->free = msi_block_next(s, b);
-    s->used++;
-    msi_block_arm(s, b);
-    MSI_HEAP_VG_CLOSE(b);
+  uintptr_t next;
+  MSI_HEAP_VG_OPEN(b); /* (harmless on the span's own first words) */
+  if (MSI_UNLIKELY(!msi_block_take(s, b, &next))) {
+    if (b == msi_span_list_end(s)) return NULL;
+    msi_heap_corrupt_link(s, b);
   }
+  s->free = (msi_block_t *)next;
+  s->used++;
+  msi_block_arm(s, b);
+  MSI_HEAP_VG_CLOSE(b);
   return b;
 }
 
@@ -40,11 +44,10 @@ static inline void msi_heap_free_local(void *p, msi_span_t *s) {
   msi_block_t *b = p, *head = s->free;
   MSI_TRACK_FREE(p);
   MSI_HEAP_VG_OPEN(b);
-  msi_block_link(s, b, head);
-  b->cookie = msi_block_freed_cookie(s, b);
+  msi_block_set(s, b, head, 0);
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
-  if (MSI_UNLIKELY(--s->used == s->used_floor || !head)) msi_heap_small_free_slow(p, s);
+  if (MSI_UNLIKELY(--s->used == s->used_floor || head == msi_span_list_end(s))) msi_heap_small_free_slow(p, s);
 }
 
 /* the local free's cold ends (api.c): with the extra checks (msi_heap_checks), and the report of a failed check

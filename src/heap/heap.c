@@ -26,7 +26,7 @@ static uint32_t class_capacity[MSI_HEAP_CLASSES];
 
 /* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
    empty span, so the fast path needs no initialisation test. */
-msi_span_t msi_empty_span;
+msi_span_t msi_empty_span = {.free = (msi_block_t *)&msi_empty_span, .key = (uintptr_t)1 << 63}; /* (list_end) */
 msi_heap_t msi_empty_heap = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
 __thread msi_heap_t *msi_tls_heap = &msi_empty_heap;
 
@@ -107,9 +107,9 @@ void msi_heap_check_free(msi_span_t *s, msi_block_t *b) { /* the caller has chec
      most recent frees then. Only the debug build walks the whole list (up to 4096: 10-40x slower programs) */
   const unsigned walk = MEMSPACE_DEBUG ? 4096 : 8;
   unsigned n = 0;
-  for (msi_block_t *f = s->free; f && n < walk; f = msi_block_next(s, f), n++) /* (each link checked) */
+  for (msi_block_t *f = s->free; f != msi_span_list_end(s) && n < walk; f = msi_block_next(s, f), n++) /* checked */
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
-  for (msi_block_t *f = s->rfree; f && n < walk; f = msi_block_next(s, f), n++) /* collected remote frees */
+  for (msi_block_t *f = s->rfree; f && f != msi_span_list_end(s) && n < walk; f = msi_block_next(s, f), n++) /* remote */
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
 #if MEMSPACE_DEBUG
   if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));
@@ -123,25 +123,36 @@ _Noreturn void msi_heap_bad_pointer(const void *p, const char *what) {
 
 /* a free of a block whose cookie says it is on a free list: freed already, or carved and never handed out */
 _Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call) {
-  bool never = msi_block_cookie_diff(s, p) == MSI_COOKIE_CARVED;
+  bool never = msi_block_state(s, p) == MSI_COOKIE_CARVED && (msi_block_word(p, 1) & MSI_COOKIE_CARVED);
   msi_error("%s(): %s: %p (memspace heap); aborting", call,
             never ? "invalid pointer (a block never allocated)" : call[0] == 'f' ? "double free" : "pointer already freed", p);
   abort();
 }
 
-/* a pop's check failed (msi_block_next): the block's cookie, or where its link points */
-_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block, uintptr_t decoded) {
-  if (!msi_block_is_free(s, block))
+/* the block's link and its copy (heap.h msi_block_set) disagree, and not as a carved block's do. Named for what
+   the words say: the copy a link of the span and the link something else (the link word written to; a block in
+   use when it leads to one), or neither a link (the header overwritten, or a block in use reached by a link) */
+static bool link_plausible(const msi_span_t *s, uintptr_t n) {
+  return n == (uintptr_t)msi_span_list_end(s) || (n >= s->base && msi_span_block_start(s, (const void *)n));
+}
+_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block) {
+  uintptr_t link = msi_block_word(block, 0) ^ s->key, copy = msi_block_word(block, 1) & ~MSI_COOKIE_CARVED;
+  if (!link_plausible(s, copy))
     msi_error("free list corrupted at %p (blocks of %u bytes): not a free block (a block in use, reached by "
               "a link written after free; or a free block's header overwritten after free or by an overflow from the "
               "block before) (memspace heap); aborting", block, s->block_size);
+  else if (link && link_plausible(s, link) && !msi_block_is_free(s, (const void *)link))
+    msi_error("free list corrupted at %p (blocks of %u bytes): its link was changed to lead to %p, a block in use "
+              "(written after free, or overflowed into from the block before); that block is not handed out again "
+              "(memspace heap); aborting", block, s->block_size, (void *)link);
   else
-    msi_error("corrupted free-list link in the free block %p (blocks of %u bytes): decodes to %p, outside its span "
-              "or unaligned: the block was written after free, or overflowed into from the block before (memspace "
+    msi_error("corrupted free-list link in the free block %p (blocks of %u bytes): decodes to %p, not the link it "
+              "holds (%p): the block was written after free, or overflowed into from the block before (memspace "
               "heap); aborting",
-              block, s->block_size, (void *)decoded);
+              block, s->block_size, (void *)link, (void *)copy);
   abort();
 }
+
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* secure build: guard pages and the carving order                                                              */
@@ -735,7 +746,8 @@ static void partial_remove(msi_heap_t *h, msi_span_t *s) {
 /* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0) */
 static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   if (s->in_partial) partial_remove(h, s);
-  s->free = s->rfree = NULL;
+  s->free = msi_span_list_end(s);
+  s->rfree = NULL;
   s->rfree_n = s->used_floor = 0;
   s->last_cls = s->cls;
   span_cache_put(to_thread_cache ? h : NULL, s);
@@ -745,12 +757,12 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
 static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tail) {
   msi_block_t *last = list, *next;
   MSI_HEAP_VG_OPEN(last);
-  while ((next = msi_block_next(s, last))) {
+  while ((next = msi_block_next(s, last)) != msi_span_list_end(s)) {
     MSI_HEAP_VG_CLOSE(last);
     last = next;
     MSI_HEAP_VG_OPEN(last);
   }
-  msi_block_link(s, last, tail);
+  msi_block_set(s, last, tail, 0); /* (remote frees: never a carved block) */
   MSI_HEAP_VG_CLOSE(last);
 }
 
@@ -766,7 +778,7 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   bool park;
   for (;;) {
     if ((x & ~(uintptr_t)1) == 0 && (keep_flag || x == 0)) return;
-    park = may_park && s->free && s->rfree && (uint32_t)(x >> XF_SHIFT) != s->used;
+    park = may_park && s->free != msi_span_list_end(s) && s->rfree && (uint32_t)(x >> XF_SHIFT) != s->used;
     uintptr_t want = park ? (x & ~(uintptr_t)1) : keep_flag ? (x & 1) : 0;
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &x, want, memory_order_acquire, memory_order_relaxed)) break;
   }
@@ -776,7 +788,7 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   s->used_floor = 0;
   if (!b) return;
   s->used -= n;
-  if (!s->free) {
+  if (s->free == msi_span_list_end(s)) {
     s->free = b;
   } else if (!s->rfree) {
     s->rfree = b;
@@ -800,7 +812,8 @@ static bool span_take_rfree(msi_span_t *s) {
   return true;
 }
 
-static bool span_has_free(const msi_span_t *s) { return s->free || s->rfree; }
+static bool span_has_free(const msi_span_t *s) { return s->free != msi_span_list_end(s) || s->rfree; }
+static bool span_free_empty(const msi_span_t *s) { return s->free == msi_span_list_end(s); }
 
 /* processes the owner's remote-span stack: collects and files each span. Owner context only. park: from the
    allocation path (span_collect's may_park); the cold paths collect every list */
@@ -823,9 +836,10 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   s->cls = (uint8_t)cls;
   s->block_size = bs;
   s->recip = class_recip[cls];
-  s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd (the secret is): heap.h msi_block_next */
+  s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
   s->capacity = class_capacity[cls];
-  s->free = s->rfree = NULL;
+  s->free = msi_span_list_end(s);
+  s->rfree = NULL;
   s->rfree_n = s->used_floor = 0;
   s->used = 0;
   __atomic_store_n(&s->bump, s->base, __ATOMIC_RELAXED);
@@ -856,8 +870,7 @@ static void span_carve(msi_span_t *s) {
   for (size_t i = 0; i < n; i++) {
     msi_block_t *b = (msi_block_t *)(p + (uintptr_t)order[i] * bs);
     MSI_HEAP_VG_OPEN(b);
-    msi_block_link(s, b, head);
-    b->cookie = msi_block_freed_cookie(s, b) ^ MSI_COOKIE_CARVED;
+    msi_block_set(s, b, head, MSI_COOKIE_CARVED);
     MSI_HEAP_VG_CLOSE(b);
     head = b;
   }
@@ -868,8 +881,7 @@ static void span_carve(msi_span_t *s) {
   for (size_t i = 1; i <= n; i++, p += bs) {
     msi_block_t *b = (msi_block_t *)p;
     MSI_HEAP_VG_OPEN(b);
-    msi_block_link(s, b, i < n ? (msi_block_t *)(p + bs) : s->free);
-    b->cookie = msi_block_freed_cookie(s, b) ^ MSI_COOKIE_CARVED;
+    msi_block_set(s, b, i < n ? (msi_block_t *)(p + bs) : s->free, MSI_COOKIE_CARVED);
     MSI_HEAP_VG_CLOSE(b);
   }
   s->free = head;
@@ -1080,7 +1092,7 @@ void msi_heap_global_init(void) {
   if (at_random) memcpy(rnd, at_random, sizeof rnd);
   uintptr_t secret = ((uintptr_t)msi_now_ns() ^ rnd[0]) * 0x9E3779B97F4A7C15ull;
   secret ^= (uintptr_t)&secret;
-  msi_heap_g.secret = secret | 1;
+  msi_heap_g.secret = secret | 1 | (uintptr_t)1 << 63; /* odd, top bit set: heap.h msi_span_list_end */
   msi_heap_g.canary_secret = (rnd[1] ^ secret) * 0x94D049BB133111EBull;
   if (MSI_HEAP_SECURE && !(msi_heap_g.guard_markers = guard_probe()))
     msi_warning("heap (secure build): guard markers refused (errno %d: Linux before 6.13, or memory locked by "
@@ -1145,22 +1157,22 @@ void *msi_heap_small_alloc_slow(size_t size) {
   }
   unsigned cls = msi_heap_class_of(size);
   msi_span_t *s = h->current[cls];
-  if (s->free || span_take_rfree(s)) return alloc_from(s);
+  if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
   if (s != &msi_empty_span) {
     if (s->bump < msi_span_end(s)) { span_carve(s); return alloc_from(s); }
     span_collect(s, true, false);
-    if (s->free) return alloc_from(s);
+    if (!span_free_empty(s)) return alloc_from(s);
     /* full: it leaves the current slot; a free will put it on the partial list */
   }
   if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
     heap_remote_process(h, true, true);
-    if (s->free || span_take_rfree(s)) return alloc_from(s);
+    if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
   }
   msi_span_t *p = h->partial[cls];
   if (p) {
     partial_remove(h, p);
     h->current[cls] = p;
-    if (!p->free && !span_take_rfree(p)) span_carve(p);
+    if (span_free_empty(p) && !span_take_rfree(p)) span_carve(p);
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
@@ -1217,8 +1229,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
     MSI_HEAP_VG_OPEN(b);
-    b->cookie = msi_block_freed_cookie(s, b);
-    msi_block_link(s, b, (msi_block_t *)(x & XF_PTR));
+    msi_block_set(s, b, (x & XF_PTR) ? (msi_block_t *)(x & XF_PTR) : msi_span_list_end(s), 0);
     MSI_HEAP_VG_CLOSE(b);
     nx = (uintptr_t)b | ((x & ~(XF_ONE - 1)) + XF_ONE) | 1; /* one more block in the count */
   } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));

@@ -50,8 +50,8 @@
 #define MSI_HEAP_SMALL_REQ (MSI_HEAP_SMALL_MAX - MSI_HEAP_CANARY)     /* largest request served by small blocks */
 
 typedef struct msi_block_s {
-  struct msi_block_s *next;
-  uintptr_t cookie; /* while the block is on a free list: its address ^ its span's key (msi_block_cookie_diff) */
+  struct msi_block_s *next; /* while the block is on a free list: the link ^ its span's key (msi_block_set) */
+  uintptr_t cookie; /* while the block is on a free list: the link again (msi_block_set, the checks below) */
 } msi_block_t;
 
 struct msi_heap_s;
@@ -60,7 +60,7 @@ enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
 
 typedef struct msi_span_s {
   /* the owner's hot fields: one cache line */
-  msi_block_t *free;           /* local free list */
+  msi_block_t *free;           /* local free list (its end: msi_span_list_end) */
   uint32_t used;               /* blocks handed out and not yet seen free by the owner */
   uint32_t block_size;
   uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
@@ -77,7 +77,8 @@ typedef struct msi_span_s {
   uint8_t guarded;             /* secure build: its last page carries a guard marker */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
-  msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out */
+  msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out
+                                  (NULL: none) */
   uint32_t rfree_n;            /* blocks on it */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
@@ -231,7 +232,7 @@ void msi_heap_guard_refused(void); /* secure build: a guard marker refused on lo
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
 _Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call); /* cookie says free */
-_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block, uintptr_t decoded); /* a pop's check */
+_Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block); /* a pop's check */
 
 /* counters */
 typedef struct msi_heap_counters_s {
@@ -288,71 +289,95 @@ static inline msi_span_t *msi_heap_span_of(const void *p) {
 #define MSI_HEAP_VG_QUIET(stmt) do { stmt; } while (0)
 #endif
 
-/* The free-list checks of every build. Each span has a key, secret ^ base ^ block size (heap.c span_init): odd, and
-   another one for another place or class. A block on a free list carries a cookie in its second word: its address
-   ^ key once freed, that ^ MSI_COOKIE_CARVED while it was carved from the never-used area and not handed out yet;
-   a live block's word is 0 or the program's data. Only the span's block starts carry its cookies (carving and free
-   write them there; blocks of an earlier span in the same chunks carry another key). The first word, the link, is
-   encoded as next ^ key ^ (address of the block): the key's low 4 bits are not 0, so a NUL or any byte written
-   over the link's low byte decodes to an unaligned address.
-   Each pop (msi_block_next) checks the block's cookie, so a live block is never handed out (the pop that handed it
-   out cleared its cookie), and that the link decodes to 0 or to a 16-aligned address of the span below its
-   never-used area, so the next pop reads nothing outside the span; the block that pop hands out passes the cookie
-   check, which only the span's free block starts pass. A failure is reported naming the block
-   (msi_heap_corrupt_link). Both reads hit the line the pop reads anyway. */
+/* The free-list checks of every build (MSI_HEAP_LIST_CHECKS is 0 only in the build bench/heap/check_cost.sh
+   measures them against: plain links and an address cookie, no check on the pop; the hardening tests fail there).
+   Each span has a key, secret ^ base ^ block size (heap.c span_init): odd, top bit set, and another one for
+   another place or class. A block on a free list holds its link twice: the first word next ^ key, the second next
+   itself, with MSI_COOKIE_CARVED set while the block was carved from the never-used area and not handed out yet.
+   Its state, first ^ key ^ second (msi_block_state), is 0 on a freed block and MSI_COOKIE_CARVED on a carved one.
+   Each pop compares the two words (msi_block_take: one compare, of the line it reads anyway): a use after free or
+   an overflow that changed either word of a free block is reported at that block's pop, naming it. So the link a
+   pop takes is the one the heap wrote, a block of the span or the list's end (the next pop reads nothing else),
+   unless both words were rewritten to agree under the span's secret key.
+   The pop that hands a block out clears its first word (msi_block_arm), leaving its state key ^ next: the key's
+   random bits, which nothing the program writes over either word, or part of one, undoes unless it holds the key.
+   So a live block is never taken for a free one, by a pop (never handed out twice) or by free's double-free check
+   (msi_block_is_free). */
+#ifndef MSI_HEAP_LIST_CHECKS
+#define MSI_HEAP_LIST_CHECKS 1
+#endif
+/* the end of a span's free lists (the link of each list's last block; `free` when empty): the span descriptor's
+   own address. Read as a block, its words are `free` and `used`/`block_size`, which never agree as a free block's
+   do (the key's top bit is set, and no address or size has it): the pop's compare fails there, so the fast path
+   needs no test for an empty list */
+static inline msi_block_t *msi_span_list_end(const msi_span_t *s) { return (msi_block_t *)s; }
 #define MSI_COOKIE_CARVED ((uintptr_t)1)
-/* the block's address ^ its span's key: a freed block's cookie, and what its link is xored with. Kept one value
-   (the empty asm stops the compiler from reassociating the xors): computed while the block's words load, it leaves
-   one xor after the load on the chain from one pop (or push) to the next */
-static inline uintptr_t msi_block_mask(const msi_span_t *s, const void *p) {
-  uintptr_t m = (uintptr_t)p ^ s->key;
-  __asm__("" : "+r"(m));
-  return m;
-}
-/* the cookie word. Under valgrind it may lie past the caller's size or in a freed block: read without a report,
-   the value taken as defined */
-static inline uintptr_t msi_block_cookie_word(const void *p) {
+/* word i (0: link, 1: cookie) of a block. Under valgrind it may lie past the caller's size or in a freed block:
+   read without a report, the value taken as defined */
+static inline uintptr_t msi_block_word(const void *p, int i) {
 #if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND
   volatile uintptr_t c;
   VALGRIND_DISABLE_ERROR_REPORTING;
-  c = ((const msi_block_t *)p)->cookie;
+  c = ((const uintptr_t *)p)[i];
   VALGRIND_ENABLE_ERROR_REPORTING;
   VALGRIND_MAKE_MEM_DEFINED(&c, sizeof c);
   return c;
 #else
-  return ((const msi_block_t *)p)->cookie;
+  return ((const uintptr_t *)p)[i];
 #endif
 }
-/* the block's cookie xor the value a freed block's cookie has: 0 freed, MSI_COOKIE_CARVED carved, else live (or
-   overwritten) */
-static inline uintptr_t msi_block_cookie_diff(const msi_span_t *s, const void *p) {
-  return msi_block_cookie_word(p) ^ msi_block_mask(s, p);
+/* writes a free block's header: its link to next; carved: MSI_COOKIE_CARVED (never handed out yet) or 0 */
+static inline void msi_block_set(const msi_span_t *s, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
+#if MSI_HEAP_LIST_CHECKS
+  b->next = (msi_block_t *)((uintptr_t)next ^ s->key);
+  b->cookie = (uintptr_t)next ^ carved;
+#else
+  b->next = next;
+  b->cookie = (uintptr_t)b ^ s->key ^ carved;
+#endif
 }
-/* the block is on a free list (freed, or carved and not handed out yet): one load, of the line a free writes
-   anyway */
+/* 0: a freed block; MSI_COOKIE_CARVED: carved and never handed out; else live (or overwritten). Two loads of
+   the line a free writes anyway */
+static inline uintptr_t msi_block_state(const msi_span_t *s, const void *p) {
+#if MSI_HEAP_LIST_CHECKS
+  return msi_block_word(p, 0) ^ s->key ^ msi_block_word(p, 1);
+#else
+  return msi_block_word(p, 1) ^ (uintptr_t)p ^ s->key;
+#endif
+}
+/* the block is on a free list (freed, or carved and not handed out yet) */
 static inline bool msi_block_is_free(const msi_span_t *s, const void *p) {
-  return msi_block_cookie_diff(s, p) <= MSI_COOKIE_CARVED;
+  return msi_block_state(s, p) <= MSI_COOKIE_CARVED;
 }
-static inline uintptr_t msi_block_freed_cookie(const msi_span_t *s, const void *p) { return msi_block_mask(s, p); }
-
-static inline void msi_block_link(const msi_span_t *s, msi_block_t *b, msi_block_t *next) {
-  b->next = (msi_block_t *)((uintptr_t)next ^ msi_block_mask(s, b));
+/* a pop's check: the link of a block being taken off a free list (its header opened under valgrind); false when
+   its words disagree (a corrupted list: msi_heap_corrupt_link names the block). A carved block's compare fails
+   and the second one (off the fast path: a few instructions, no call) takes it: the mark in its second word, so
+   a link with a flipped low bit is no carved block's */
+static inline bool msi_block_take(const msi_span_t *s, const msi_block_t *b, uintptr_t *next) {
+  /* (false at the list's end too: msi_span_list_end) */
+#if MSI_HEAP_LIST_CHECKS
+  uintptr_t n = (uintptr_t)b->next ^ s->key;
+  *next = n;
+  /* (the second compare reads the word again, so the first one compares it in memory: no register kept for it) */
+  return MSI_LIKELY(b->cookie == n) || __atomic_load_n(&b->cookie, __ATOMIC_RELAXED) == (n | MSI_COOKIE_CARVED);
+#else
+  *next = (uintptr_t)b->next;
+  return b != msi_span_list_end(s);
+#endif
 }
 static inline msi_block_t *msi_block_next(const msi_span_t *s, const msi_block_t *b) {
-  uintptr_t mask = msi_block_mask(s, b), n = (uintptr_t)b->next ^ mask;
-  /* n - base rotated right by 4: an unaligned n becomes huge, so one compare takes both range and alignment (the
-     list's end, 0, fails it too: told apart off the fast path). One call site keeps the stack frame off the fast
-     path */
-  uintptr_t off = n - s->base, bound = __atomic_load_n(&s->bump, __ATOMIC_RELAXED) - s->base;
-  if (MSI_UNLIKELY((msi_block_cookie_word(b) ^ mask) > MSI_COOKIE_CARVED)) goto bad;
-  if (MSI_UNLIKELY(((off >> 4) | (off << 60)) >= (bound >> 4)) && n) goto bad;
+  uintptr_t n;
+  if (MSI_UNLIKELY(!msi_block_take(s, b, &n))) msi_heap_corrupt_link(s, b);
   return (msi_block_t *)n;
-bad:
-  msi_heap_corrupt_link(s, b, n);
 }
-/* a block leaving the free list: clears its cookie; the secure build writes its canary (last 8 bytes) */
+/* a block leaving the free list: its first word cleared (its state becomes the key ^ its old link; without the
+   checks, its cookie cleared); the secure build writes its canary (last 8 bytes) */
 static inline void msi_block_arm(const msi_span_t *s, msi_block_t *b) {
+#if MSI_HEAP_LIST_CHECKS
+  b->next = NULL;
+#else
   b->cookie = 0;
+#endif
 #if MSI_HEAP_SECURE
   *(uintptr_t *)((char *)b + s->block_size - MSI_HEAP_CANARY) = (uintptr_t)b ^ msi_heap_g.canary_secret;
 #else
