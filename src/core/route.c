@@ -21,11 +21,12 @@
 /* MSI_ROUTE_START until the first allocation, which takes the slow path: it reads the options if msi_init has
    not yet (an allocation from another library's constructor), so the first block is routed and counted as they
    say, and initialises the heap before the fast path first reads its tables (written first, their page takes one
-   fault, not a read of the zero page and then a copy) */
+   fault, not a read of the zero page and then a copy). The bit is cleared with release and the mask loaded with
+   acquire (free on x86): a thread that sees it clear also sees the tables another thread wrote */
 _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
 void msi_route_init(void) {
-  unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_relaxed), mask = old & MSI_ROUTE_START;
+  unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_acquire), mask = old & MSI_ROUTE_START;
   if (msi_opt(MS_OPTION_SPILL_THRESHOLD) != 0) mask |= MSI_ROUTE_SPILL; /* a size, or auto */
   if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) mask |= MSI_ROUTE_SPACE;
   /* counting is decided before the first allocation: counts begun later would miss the blocks already live */
@@ -148,12 +149,12 @@ static uintptr_t free_base = FREE_NEVER;
    given the heap's base when calls are not counted */
 static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
   msi_init();
-  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
   if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     msi_heap_global_init();
     if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT)) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
-  atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_relaxed);
+  atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_release);
   return mask & ~MSI_ROUTE_START;
 }
 
@@ -175,7 +176,7 @@ static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) 
   /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
      wrap to a small block) */
   if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
-  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
   if (MSI_UNLIKELY(mask)) return alloc_routed(size, alignment, zero, mask);
   return msi_heap_alloc(size, alignment, zero);
 }
@@ -205,7 +206,7 @@ static MSI_NOINLINE MSI_COLD void free_counted(void *p) {
 /* every pointer but a small heap block whose base the fast test knows */
 static MSI_NOINLINE void free_slow(void *p) {
   if (!p) return;
-  if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_relaxed) & MSI_ROUTE_COUNT)) return free_counted(p);
+  if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT)) return free_counted(p);
   if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good */
     __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
     return msi_heap_free_small(p);
@@ -215,7 +216,7 @@ static MSI_NOINLINE void free_slow(void *p) {
 
 /* the fast paths: one relaxed load of the route mask on malloc; on free the small-block test first */
 void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed)))
+  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_acquire)))
     return msi_heap_malloc_small(size);
   return route_alloc(size, 0, false);
 }
@@ -229,7 +230,7 @@ void msi_free(void *p) {
 void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
-  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_relaxed))) {
+  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_acquire))) {
     void *p = msi_heap_malloc_small(total);
     if (p) memset(p, 0, total);
     return p;
@@ -337,7 +338,7 @@ void *msi_realloc(void *p, size_t size) {
   if (!p) return msi_malloc(size);
   if (size == 0) { msi_free(p); return NULL; }
   if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }
-  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_relaxed);
+  unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
   if (MSI_UNLIKELY(mask)) return realloc_routed(p, size, mask);
   return realloc_in(p, size, 0);
 }
@@ -345,7 +346,7 @@ void *msi_realloc(void *p, size_t size) {
 /* ---- the [malloc] statistics section (stats.def) ---- */
 
 static bool counts_used(void) {
-  return (atomic_load_explicit(&msi_route_mask, memory_order_relaxed) & MSI_ROUTE_COUNT) != 0;
+  return (atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT) != 0;
 }
 
 static void counts_print(msi_stats_writer_t *w) {

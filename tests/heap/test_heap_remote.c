@@ -50,6 +50,7 @@ static void check_tags(void **v, size_t n) {
 }
 
 static size_t per_span_64(void) {
+  ms_free(ms_malloc(64)); /* the heap's tables are written at its first allocation */
   unsigned cls = msi_heap_class_of(64);
   return msi_heap_class_chunks[cls] * MSI_HEAP_CHUNK / msi_heap_class_size[cls];
 }

@@ -18,7 +18,7 @@ check "heap/spill/stats options become variables" '[ "$out" = "size 1G /tmp 1" ]
 out=$(echo x | "$tool" run --stats -- sort 2>&1 >/dev/null)
 check "--stats with sort (stderr closed at exit)" '[[ "$out" == *"memspace "*" statistics"* ]]'
 msg=$("$tool" run --spill-dir /tmp -- true 2>&1)
-check "a spill directory without a threshold is pointed out" '[[ "$msg" == *"without a spill threshold"* ]]'
+check "a spill directory without a threshold is pointed out" '[[ "$msg" == *"without --spill or a spill threshold"* ]]'
 msg=$(MEMSPACE_SPILL_DIR=/tmp "$tool" run -- true 2>&1)
 check "...but not a MEMSPACE_SPILL_DIR of the environment" '[ -z "$msg" ]'
 out=$("$tool" run --space-initial 64M --space-expand 0 --space-at firstalloc --inherit -- sh -c 'echo "$MEMSPACE_SPACE_INHERIT"' 2>/dev/null)
