@@ -23,7 +23,10 @@ build: deps-build
 test: deps-test build
 	@scripts/test.sh $(BUILD)
 
-bench: deps-bench build
+# builds what the benchmarks run (bench_programs: the tool, the library, the workloads), not the tests
+bench: deps-bench deps-build
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target bench_programs
 	@$(BUILD)/memspace bench all
 
 install: build

@@ -29,17 +29,17 @@ ACCESSES = {"quick": 500, "default": 2000, "full": 0}[MODE]  # 0: the seed's 10%
 # configuration runs REPEATS times (the median of each figure is reported: allocation times of one run vary up
 # to 20x between consecutive runs on the project's VM: plain 0.08-1.48 s for the same 512 MiB)
 ACCESSES_FIT = {"quick": 20000, "default": 200000, "full": 0}[MODE]
-REPEATS_FIT = {"quick": 1, "default": 5, "full": 5}[MODE]
+REPEATS_FIT = {"quick": 1, "default": 3, "full": 5}[MODE]
 # the alternated pairs the data-fits targets are judged on: this VM's host makes a run's fresh memory 2x slower
 # in a third of the runs (it backs memory the guest returned again first: 25 or 50 ms for the same 16 MB gather,
 # in either configuration), which 5 pairs' medians did not outvote
-REPEATS_PAIRS = {"quick": 1, "default": 9, "full": 9}[MODE]
+REPEATS_PAIRS = {"quick": 1, "default": 5, "full": 9}[MODE]
 # below the threshold the target is 1.02x: 200,000 accesses of a 48 MiB vector took 2-4 ms, under this VM's
 # resolution (R's writes 0.94-1.10x between runs); 2,000,000 take 15-50 ms (more would time the 32 MB
 # temporaries of numpy's and R's gathers: fresh pages, which this VM's host makes 1-10x slower after a pause)
 ACCESSES_BELOW = 2000000
 PROBE_MIB = 16 if MODE == "quick" else 64
-FACTORS = [0.5, 1, 2, 3]
+FACTORS = [0.5, 1, 2, 3] if MODE == "full" else [0.5, 1, 3]  # the default fits make bench's 20 minutes
 LANGS = ["python", "r"] if shutil.which("Rscript") else ["python"]
 if MODE == "quick":
     LANGS = ["python"]
@@ -55,7 +55,8 @@ FACTORS_SPILL = sorted(set(FACTORS) | ({1.5} if not os.environ.get("MSB_SPILL_FA
 # the mid-size program (midsize.py: 1 MiB blocks in a Python dict, 3x the limit) and its configurations: a fixed
 # threshold above 1 MiB (64M, 1G) leaves every block in RAM, 1M spills them all, auto spills once short
 MIDSIZE_FACTOR = 3
-MIDSIZE_CONFIGS = [c for c in ("plain", "spill", "spill1g", "spill1m", "auto") if c in CONFIGS or c.startswith("spill1")]
+MIDSIZE_CONFIGS = [c for c in (("plain", "spill", "spill1g", "spill1m", "auto") if MODE == "full" else ("plain", "spill1g", "auto"))
+                   if c in CONFIGS or c.startswith("spill1")]
 MIDSIZE_ACCESSES = {"quick": 500, "default": 2000, "full": 20000}[MODE]
 # MSB_PROBE_LOG_DIR=DIR: each probe writes its rounds (start, latency; CLOCK_MONOTONIC ns) to DIR/CONFIG-PROBE.log
 # and each benchmark run its start and end to DIR/phases.log, to see when the probes were delayed
