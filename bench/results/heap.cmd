@@ -1,223 +1,224 @@
-command: build/memspace bench heap
+command: build/memspace bench all
 part: heap
 mode: default
-date: 2026-11-27T11:17:29Z
+date: 2026-11-27T13:55:26Z
 environment:
 machine: cpu="AMD EPYC" cores=2 memory_bytes=25276510208 kernel="Linux 6.18.44-fc-v657" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
-heap parameters: rounds=3 warmup=2 loops=3 long_rounds=5 long_loops=30 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=3 py_n=25000 np_rounds=150 sql_rows=1000000 gcc_funcs=70 shell_cmds=300 git_files=3000 http_requests=300 r_n=15000 realloc_max=1073741824 realloc_limit_s=1.5
-child rptest: /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
-child rptest_cross: /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=size /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=none /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/work/main/build/secure/libmemspace.so /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-child rptest_long: /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/work/main/build/libmemspace.so MEMSPACE_CACHE=performance /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-child python_pymalloc: /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_malloc: PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/work/main/build/libmemspace.so PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/main/build/bench/heap_churn.py 3 25000
-child python_numpy: /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child python_numpy: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_numpy_churn.py 150
-child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
-child sqlite3: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-7cwSje/bench.db .read /tmp/memspace-bench-heap-7cwSje/build.sql
-child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
-child gcc: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-7cwSje/generated.c -o /tmp/memspace-bench-heap-7cwSje/generated.o
-child shell: /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
-child shell: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
-child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
-child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
-child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
-child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; echo $i
-child git: /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-7cwSje/tree' && export HOME='/tmp/memspace-bench-heap-7cwSje' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child shell_script: /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
-child shell_script: LD_PRELOAD=/work/main/build/libmemspace.so /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /tmp/memspace-bench-heap-7cwSje/script.sh
-child http_server: /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
-child http_server: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
-child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
-child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
-child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
-child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/main/build/bench/heap_http_load.py 300
-child rscript: /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
-child rscript: LD_PRELOAD=/work/main/build/libmemspace.so /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
-child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
-child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
-child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
-child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/Rscript --vanilla /work/main/build/bench/heap_r_growth.R 15000
-child realloc_step_1m: /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-heap workloads: scale=1 rounds=1 target_rounds=5 threads=2
-child larson: /work/main/build/bench/heap_larson --threads 2 --scale 1
-child larson: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_larson --threads 2 --scale 1
-child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
-child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
-child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_larson --threads 2 --scale 1
-child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_larson --threads 2 --scale 1
-child xmalloc: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
-child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
-child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
-child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
-child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
-child xmalloc: /work/main/build/bench/heap_xmalloc --threads 2 --scale 1
-child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
-child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
-child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
-child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
-child cache_scratch: /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
-child cache_scratch: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_cache_scratch --threads 2 --scale 1
-child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
-child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
-child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
-child cache_thrash: /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
-child cache_thrash: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
-child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_cache_thrash --threads 2 --scale 1
-child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_mstress --threads 2 --scale 1
-child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_mstress --threads 2 --scale 1
-child mstress: /work/main/build/bench/heap_mstress --threads 2 --scale 1
-child mstress: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_mstress --threads 2 --scale 1
-child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_mstress --threads 2 --scale 1
-child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_mstress --threads 2 --scale 1
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
-child glibc_simple: /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
-child glibc_simple: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_glibc_simple --threads 1 --scale 1
-child glibc_thread: /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
-child glibc_thread: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
-child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
-child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
-child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
-child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_glibc_thread --threads 2 --scale 1
-child sh6bench: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
-child sh6bench: /work/main/build/bench/heap_sh6bench --threads 2 --scale 1
-child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
-child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
-child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
-child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
-child sh8bench: /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
-child sh8bench: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_sh8bench --threads 2 --scale 1
-child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
-child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
-child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
-child alloc_test: /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
-child alloc_test: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
-child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_alloc_test --threads 2 --scale 1
-child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
-child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
-child cxx_map: /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
-child cxx_map: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
-child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
-child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_cxx_map --threads 2 --scale 1
-child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-child malloc_large: /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-child malloc_large: LD_PRELOAD=/work/main/build/libmemspace.so /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/main/build/bench/heap_malloc_large --threads 1 --scale 1
-seconds: 1265.2
+heap parameters: rounds=1 warmup=2 loops=3 long_rounds=5 long_loops=30 blocks=150000 ops=75000 sizes=16..16000(linear falloff) idle_ms=1000 runs=5 py_waves=1 py_n=25000 np_rounds=30 sql_rows=400000 gcc_funcs=35 shell_cmds=150 git_files=500 http_requests=60 r_n=4000 realloc_max=1073741824 realloc_limit_s=1.5
+child rptest: /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 1000
+child rptest_cross: /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=unlimited /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=size /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=none /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
+child rptest_long: /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 4 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
+child python_pymalloc: /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_pymalloc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_malloc: PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_malloc: LD_PRELOAD=/work/benchclone/build/libmemspace.so PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_malloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 PYTHONMALLOC=malloc /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
+child python_numpy: /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
+child python_numpy: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
+child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
+child sqlite3: /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-lh5cR0/bench.db .read /tmp/memspace-bench-heap-lh5cR0/build.sql
+child sqlite3: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-lh5cR0/bench.db .read /tmp/memspace-bench-heap-lh5cR0/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-lh5cR0/bench.db .read /tmp/memspace-bench-heap-lh5cR0/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-lh5cR0/bench.db .read /tmp/memspace-bench-heap-lh5cR0/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-lh5cR0/bench.db .read /tmp/memspace-bench-heap-lh5cR0/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /tmp/memspace-bench-heap-lh5cR0/bench.db .read /tmp/memspace-bench-heap-lh5cR0/build.sql
+child gcc: /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-lh5cR0/generated.c -o /tmp/memspace-bench-heap-lh5cR0/generated.o
+child gcc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-lh5cR0/generated.c -o /tmp/memspace-bench-heap-lh5cR0/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-lh5cR0/generated.c -o /tmp/memspace-bench-heap-lh5cR0/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-lh5cR0/generated.c -o /tmp/memspace-bench-heap-lh5cR0/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-lh5cR0/generated.c -o /tmp/memspace-bench-heap-lh5cR0/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /tmp/memspace-bench-heap-lh5cR0/generated.c -o /tmp/memspace-bench-heap-lh5cR0/generated.o
+child shell: /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
+child shell: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
+child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
+child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
+child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
+child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
+child git: /bin/sh -c cd '/tmp/memspace-bench-heap-lh5cR0/tree' && export HOME='/tmp/memspace-bench-heap-lh5cR0' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c cd '/tmp/memspace-bench-heap-lh5cR0/tree' && export HOME='/tmp/memspace-bench-heap-lh5cR0' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-lh5cR0/tree' && export HOME='/tmp/memspace-bench-heap-lh5cR0' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-lh5cR0/tree' && export HOME='/tmp/memspace-bench-heap-lh5cR0' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/tmp/memspace-bench-heap-lh5cR0/tree' && export HOME='/tmp/memspace-bench-heap-lh5cR0' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/tmp/memspace-bench-heap-lh5cR0/tree' && export HOME='/tmp/memspace-bench-heap-lh5cR0' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child shell_script: /bin/sh /tmp/memspace-bench-heap-lh5cR0/script.sh
+child shell_script: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh /tmp/memspace-bench-heap-lh5cR0/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /tmp/memspace-bench-heap-lh5cR0/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /tmp/memspace-bench-heap-lh5cR0/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /tmp/memspace-bench-heap-lh5cR0/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /tmp/memspace-bench-heap-lh5cR0/script.sh
+child http_server: /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
+child http_server: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
+child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
+child rscript: /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
+child rscript: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
+child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
+child realloc_step_1m: /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
+heap workloads: scale=0.5 rounds=1 target_rounds=5 threads=2
+child larson: /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
+child larson: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
+child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
+child xmalloc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_xmalloc --threads 2 --scale 0.5
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_xmalloc --threads 2 --scale 0.5
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_xmalloc --threads 2 --scale 0.5
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_xmalloc --threads 2 --scale 0.5
+child xmalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_xmalloc --threads 2 --scale 0.5
+child xmalloc: /work/benchclone/build/bench/heap_xmalloc --threads 2 --scale 0.5
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_cache_scratch --threads 2 --scale 0.5
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_cache_scratch --threads 2 --scale 0.5
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_cache_scratch --threads 2 --scale 0.5
+child cache_scratch: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_cache_scratch --threads 2 --scale 0.5
+child cache_scratch: /work/benchclone/build/bench/heap_cache_scratch --threads 2 --scale 0.5
+child cache_scratch: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_cache_scratch --threads 2 --scale 0.5
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_cache_thrash --threads 2 --scale 0.5
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_cache_thrash --threads 2 --scale 0.5
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_cache_thrash --threads 2 --scale 0.5
+child cache_thrash: /work/benchclone/build/bench/heap_cache_thrash --threads 2 --scale 0.5
+child cache_thrash: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_cache_thrash --threads 2 --scale 0.5
+child cache_thrash: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_cache_thrash --threads 2 --scale 0.5
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
+child mstress: /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
+child mstress: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
+child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_simple: /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_simple: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_thread: /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
+child glibc_thread: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
+child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
+child sh6bench: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh6bench: /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
+child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
+child sh8bench: /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
+child sh8bench: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_alloc_test --threads 2 --scale 0.5
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_alloc_test --threads 2 --scale 0.5
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_alloc_test --threads 2 --scale 0.5
+child alloc_test: /work/benchclone/build/bench/heap_alloc_test --threads 2 --scale 0.5
+child alloc_test: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_alloc_test --threads 2 --scale 0.5
+child alloc_test: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_alloc_test --threads 2 --scale 0.5
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_cxx_map --threads 2 --scale 0.5
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_cxx_map --threads 2 --scale 0.5
+child cxx_map: /work/benchclone/build/bench/heap_cxx_map --threads 2 --scale 0.5
+child cxx_map: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_cxx_map --threads 2 --scale 0.5
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_cxx_map --threads 2 --scale 0.5
+child cxx_map: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_cxx_map --threads 2 --scale 0.5
+child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.5
+child malloc_large: /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.5
+child malloc_large: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.5
+child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.5
+child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.5
+child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.5
+child cgroup_purge: /work/benchclone/build/bench/heap_cgroup_purge
+child cgroup_purge: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_cgroup_purge
+child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_cgroup_purge
+child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_cgroup_purge
+child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_cgroup_purge
+child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_cgroup_purge
+seconds: 721.5
 exit: 0
