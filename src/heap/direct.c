@@ -197,13 +197,16 @@ static bool inside_locked(uintptr_t a) {
   return false;
 }
 
-bool msi_direct_inside(const void *p) {
+/* a question about p answered under the lock; false at once while no direct block ever existed */
+static bool ask_locked(const void *p, bool (*question)(uintptr_t)) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
   msi_lock(&direct_lock);
-  bool in = inside_locked((uintptr_t)p);
+  bool yes = question((uintptr_t)p);
   msi_unlock(&direct_lock);
-  return in;
+  return yes;
 }
+
+bool msi_direct_inside(const void *p) { return ask_locked(p, inside_locked); }
 
 bool msi_direct_free(void *p) {
   if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
@@ -275,13 +278,7 @@ void *msi_direct_realloc(void *p, size_t size) {
   return q;
 }
 
-bool msi_direct_was_freed(const void *p) {
-  if (!atomic_load_explicit(&used, memory_order_relaxed) || !p) return false;
-  msi_lock(&direct_lock);
-  bool hit = in_freed((uintptr_t)p);
-  msi_unlock(&direct_lock);
-  return hit;
-}
+bool msi_direct_was_freed(const void *p) { return ask_locked(p, in_freed); }
 
 uint64_t msi_direct_bytes(void) {
   if (!atomic_load_explicit(&used, memory_order_relaxed)) return 0;
