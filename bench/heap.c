@@ -27,6 +27,7 @@
 typedef struct {
   int rounds, warmup, loops, idle_ms;  /* rptest: untimed warm-up loops, measured loops */
   int long_rounds, long_loops;         /* rptest_long: measured loops from an empty heap */
+  int long_threads;                    /* rptest_long: the largest thread count (1, 2, 4) */
   size_t blocks, ops;
   double rptest_timeout_s;
   int runs;                            /* real programs */
@@ -42,10 +43,12 @@ typedef struct {
 
 static hb_params_t params_for(msb_mode_t mode) {
   /* the default fits make bench's 20 minutes (docs/contract.md §1): one round of the short window (the long
-     window, 5 rounds of 30 loops, is the headline and takes most of the time), the real programs at sizes where
+     window, 5 rounds of 30 loops at 1 and 2 threads where the targets are, is the headline and takes most of the
+     time; 4 threads oversubscribe a 2-core machine, so they run with --full), the real programs at sizes where
      each run still lasts a good fraction of a second, the workloads at half their fixed work */
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
-                   .long_rounds = 5, .long_loops = 30, .git_files = 500, .http_requests = 60, .r_n = 4000,
+                   .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
+                   .r_n = 4000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 1, .py_n = 25000, .np_rounds = 30,
                    .sql_rows = 400000,
                    .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
@@ -59,7 +62,7 @@ static hb_params_t params_for(msb_mode_t mode) {
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
     p.wl_scale = 0.02; p.wl_timeout_s = 30; p.wl_target_rounds = 1;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops in the long window (hours) */
-    p.rounds = 5; p.long_loops = 1000; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
+    p.rounds = 5; p.long_loops = 1000; p.long_threads = 4; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
     p.git_files = 10000; p.http_requests = 2000; p.r_n = 50000;
     p.np_rounds = 400; p.gcc_funcs = 100; p.shell_cmds = 1000;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
@@ -206,7 +209,11 @@ static series_t res[N_CASES][N_THR][MAX_IMPL][N_METRICS];
 static double long_seconds;
 static bool failed[N_CASES][N_THR][MAX_IMPL];
 
-static bool case_has_threads(int c, int t) { return c != C_CROSS || thread_counts[t] > 1; }
+static int long_threads = 4; /* set from the parameters before anything runs */
+static bool case_has_threads(int c, int t) {
+  if (c == C_LONG) return thread_counts[t] <= long_threads;
+  return c != C_CROSS || thread_counts[t] > 1;
+}
 
 /* the long window runs the default preset, glibc and the peers (the presets' differences show in the short one) */
 static bool in_long(int k) {
@@ -329,6 +336,7 @@ static void print_long(const hb_params_t *p) {
   msb_printf("%-22s %3s %24s %20s %24s %20s %20s\n", "impl", "thr", "Mops/CPU-s [min-max]", "x best-peer",
              "Mops/wall-s [min-max]", "x best-peer", "overhead % [min-max]");
   for (int t = 0; t < N_THR; t++) {
+    if (!case_has_threads(C_LONG, t)) continue;
     int bc = best_peer_by(C_LONG, t, M_OPS), bw = best_peer_by(C_LONG, t, M_WOPS);
     for (int k = 0; k < n_synth; k++) {
       if (!in_long(k)) continue;
@@ -1042,6 +1050,7 @@ static void print_targets26(const hb_params_t *p) {
 
 /* sections 1-3 and the targets (left out with MSB_HEAP_ONLY=workloads) */
 static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
+  long_threads = p->long_threads;
   /* 1. rptest: round by round, every allocator once per (case, threads), rotating the order */
   for (int k = 0; k < n_synth; k++)
     if (!synth[k].installed)
@@ -1065,7 +1074,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   for (int r = 0; r < p->long_rounds; r++) {
     msb_printf("   rptest_long round %d/%d (%.0f s so far)\n", r + 1, p->long_rounds, msb_now() - t0);
     for (int t = 0; t < N_THR; t++)
-      for (int i = 0; i < n_synth; i++) {
+      for (int i = 0; i < n_synth && case_has_threads(C_LONG, t); i++) {
         int k = (i + r) % n_synth;
         if (in_long(k) && synth[k].installed && !failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
       }
@@ -1137,10 +1146,10 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     return 1;
   }
   if (ctx->cmd)
-    fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d blocks=%zu ops=%zu "
+    fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d long_threads=%d blocks=%zu ops=%zu "
             "sizes=16..16000(linear falloff) idle_ms=%d runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
             "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g\n",
-            p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves,
+            p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.long_threads, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves,
             p.py_n, p.np_rounds, p.sql_rows, p.gcc_funcs, p.shell_cmds, p.git_files, p.http_requests, p.r_n,
             p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
