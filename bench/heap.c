@@ -1152,7 +1152,8 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d long_threads=%d blocks=%zu ops=%zu "
             "sizes=16..16000(linear falloff) idle_ms=%d runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
             "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g\n",
-            p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.long_threads, p.blocks, p.ops, p.idle_ms, p.runs, p.py_waves,
+            p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.long_threads, p.blocks, p.ops, p.idle_ms,
+            p.runs, p.py_waves,
             p.py_n, p.np_rounds, p.sql_rows, p.gcc_funcs, p.shell_cmds, p.git_files, p.http_requests, p.r_n,
             p.realloc_max, p.realloc_limit_s);
   double t0 = msb_now();
