@@ -43,8 +43,9 @@ FACTORS = [0.5, 1, 2, 3] if MODE == "full" else [0.5, 1, 3]  # the default fits 
 LANGS = ["python", "r"] if shutil.which("Rscript") else ["python"]
 if MODE == "quick":
     LANGS = ["python"]
-# short runs of a part (for measuring one change): MSB_SPILL_FACTORS=0.5,3 MSB_SPILL_LANGS=r
-# MSB_SPILL_CONFIGS=plain,spill (the file-mmap limit, the disk's rate and the idle probes always run)
+# short runs of a part (for measuring one change): MSB_SPILL_FACTORS=0.5,3 MSB_SPILL_LANGS=r (none: no sweeps
+# or pairs) MSB_SPILL_CONFIGS=plain,spill; MSB_SPILL_SKIP=busy,midsize,file,idle leaves out the busy reference,
+# the mid-size program, the file-mmap limit (and the disk's rate) and the idle machine's probes
 if os.environ.get("MSB_SPILL_FACTORS"):
     FACTORS = [float(f) for f in os.environ["MSB_SPILL_FACTORS"].split(",")]
 if os.environ.get("MSB_SPILL_LANGS"):
@@ -368,7 +369,7 @@ def main():
     total0 = time.time()
     probe_res = {}
     # idle machine: the probes alone, first (after the bench's own I/O the disk and the kernel's workers stay busy)
-    if not why:
+    if not why and "idle" not in os.environ.get("MSB_SPILL_SKIP", ""):
         os.sync()
         time.sleep(1)
         parent = mscgroup.Group("bench-idle", LIMIT)
@@ -466,7 +467,10 @@ def main():
     # the limit: plain mmap of a file, and the disk itself
     lim_file = os.path.join(SPILL_DIR, f"memspace-bench-file-{os.getpid()}")
     disk_rate = None
+    parent = None
     try:
+        if "file" in os.environ.get("MSB_SPILL_SKIP", ""):
+            raise StopIteration
         parent = None if why else mscgroup.Group("bench-file", LIMIT)
         for f in FACTORS:
             size = int(LIMIT * f)
@@ -481,6 +485,8 @@ def main():
             disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "quick" else 4)
             if disk_rate:
                 row("disk", "o-direct", 4096, "read_ops_per_s", disk_rate)
+    except StopIteration:
+        pass
     finally:
         if parent:
             parent.remove()
