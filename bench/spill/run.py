@@ -59,6 +59,9 @@ MIDSIZE_FACTOR = 3
 MIDSIZE_CONFIGS = [c for c in (("plain", "spill", "spill1g", "spill1m", "auto") if MODE == "full" else ("plain", "spill1g", "auto"))
                    if c in CONFIGS or c.startswith("spill1")]
 MIDSIZE_ACCESSES = {"quick": 500, "default": 2000, "full": 20000}[MODE]
+MIDSIZE_LANGS = ["python", "r"] if shutil.which("Rscript") and MODE != "quick" else ["python"]
+if os.environ.get("MSB_SPILL_MIDSIZE_LANGS"):  # the mid-size programs alone: python, r or both
+    MIDSIZE_LANGS = [l for l in os.environ["MSB_SPILL_MIDSIZE_LANGS"].split(",") if l in ("python", "r")]
 # MSB_PROBE_LOG_DIR=DIR: each probe writes its rounds (start, latency; CLOCK_MONOTONIC ns) to DIR/CONFIG-PROBE.log
 # and each benchmark run its start and end to DIR/phases.log, to see when the probes were delayed
 LOG_DIR = os.environ.get("MSB_PROBE_LOG_DIR")
@@ -123,18 +126,23 @@ def config_env(config):
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, SHIM_THRESHOLD=str(64 * MiB), MEMSPACE_SPILL_THRESHOLD="64M", MEMSPACE_SPILL_DIR=SPILL_DIR)
     if config in ("spill1g", "spill1m"):
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, MEMSPACE_SPILL_THRESHOLD=config[5:].upper(), MEMSPACE_SPILL_DIR=SPILL_DIR)
-    if config == "auto":  # the statistics at exit say when spilling began (spill_began)
+    if config == "auto":  # MEMSPACE_VERBOSE says when spilling began (spill_began); not the exit statistics, whose
+        # resident-bytes line scans every spill mapping with mincore at exit, beside the probes (the spill
+        # configuration does not pay it)
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR,
-                         MEMSPACE_SHOW_STATS=1)
+                         MEMSPACE_VERBOSE=1)
     return clean_env()
 
 
 def spill_began(err):
-    """auto: the bytes counted against the budget when spilling first began (0: never), from the exit statistics
-    (the largest: every process prints its own, and Rscript's wrappers never spill)"""
-    vals = [int(f[1]) for f in (line.split() for line in err.splitlines())
-            if len(f) >= 2 and f[0] == "spill_auto_began_used"]
-    return max(vals) if vals else None
+    """auto: the bytes counted against the budget when spilling first began (0: never; MiB resolution), from
+    MEMSPACE_VERBOSE's "spilling begins (...) ... (counted N MiB of a budget ..." (the largest: every process
+    prints its own, and Rscript's wrappers never spill); None without the library's verbose lines"""
+    vals = [int(line.split("(counted ", 1)[1].split()[0]) * MiB for line in err.splitlines()
+            if "spill: auto: spilling begins" in line and "(counted " in line]
+    if vals:
+        return max(vals)
+    return 0 if "memspace: " in err else None
 
 
 def run_in(group, argv, env):
@@ -442,25 +450,29 @@ def main():
         finally:
             if parent:
                 parent.remove()
-    # many mid-size blocks (1 MiB each, 3x the limit): fixed thresholds above 1 MiB keep them all in RAM
-    midsize = {}
+    # many mid-size blocks (1 MiB each, 3x the limit): fixed thresholds above 1 MiB keep them all in RAM. Python
+    # (a dict of bytearrays) and R (a list of numeric vectors); rows midsize-CONFIG with the language as impl
+    midsize = {}  # (lang, config) -> figures
     if "midsize" not in os.environ.get("MSB_SPILL_SKIP", "") and os.path.exists(LIB):
         size = int(LIMIT * MIDSIZE_FACTOR)
-        argv = [PY, os.path.join(HERE, "midsize.py"), str(size // MiB), str(MIDSIZE_ACCESSES)]
+        progs = {"python": [PY, os.path.join(HERE, "midsize.py")],
+                 "r": ["Rscript", "--vanilla", os.path.join(HERE, "midsize.R")]}
         try:
             parent = None if why else mscgroup.Group("bench-midsize", LIMIT)
-            for config in MIDSIZE_CONFIGS:
-                rc, d, err = run_repeated(parent, f"midsize-{config}", argv, config_env(config), 1)
-                if config == "auto" and spill_began(err) is not None:
-                    row("midsize-auto", "python", size, "spill_began_bytes", spill_began(err))
-                    d = dict(d, began=spill_began(err))
-                if rc == 0 and "alloc_s" in d:
-                    midsize[config] = d
-                    rows(f"midsize-{config}", "python", size, d)
-                else:
-                    why_m = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
-                    midsize[config] = {"status": why_m}
-                    row(f"midsize-{config}", "python", size, "failed", 1)
+            for lang in MIDSIZE_LANGS:
+                argv = progs[lang] + [str(size // MiB), str(MIDSIZE_ACCESSES)]
+                for config in MIDSIZE_CONFIGS:
+                    rc, d, err = run_repeated(parent, f"midsize-{lang}-{config}", argv, config_env(config), 1)
+                    if config == "auto" and spill_began(err) is not None:
+                        row("midsize-auto", lang, size, "spill_began_bytes", spill_began(err))
+                        d = dict(d, began=spill_began(err))
+                    if rc == 0 and "alloc_s" in d:
+                        midsize[(lang, config)] = d
+                        rows(f"midsize-{config}", lang, size, d)
+                    else:
+                        why_m = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
+                        midsize[(lang, config)] = {"status": why_m}
+                        row(f"midsize-{config}", lang, size, "failed", 1)
         finally:
             if parent:
                 parent.remove()
@@ -522,11 +534,11 @@ def main():
                 say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
                     f"{fmt_rate(d, 'write_ops_per_s')}")
     if midsize:
-        say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, {MIDSIZE_FACTOR}x the limit):")
-        for config, d in midsize.items():
+        say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, R list of 1 MiB vectors, {MIDSIZE_FACTOR}x the limit):")
+        for (lang, config), d in midsize.items():
             a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
             began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
-            say(f"  {config:<8} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{began}")
+            say(f"  {lang:<7} {config:<8} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{began}")
     say("\nlargest size completed (x limit):")
     for lang in LANGS:
         for config in ("plain", "spill", "swap", "auto"):
@@ -604,12 +616,14 @@ def main():
                        f"threshold's (<= 1.1x)")
             else:
                 target(False, f"{lang}: auto at {f}x limit: {a.get('status', 'failed')} (plain completes: {not plain_dead})")
-    if midsize:
-        a = midsize.get("auto", {})
-        killed = [c for c in ("plain", "spill1g") if "alloc_s" not in midsize.get(c, {})]
-        best = min((midsize[c]["alloc_s"] for c in ("spill1m",) if "alloc_s" in midsize.get(c, {})), default=None)
+    for lang in MIDSIZE_LANGS:
+        if not any(l == lang for l, _ in midsize):
+            continue
+        a = midsize.get((lang, "auto"), {})
+        killed = [c for c in ("plain", "spill1g") if "alloc_s" not in midsize.get((lang, c), {})]
+        best = min((midsize[(lang, c)]["alloc_s"] for c in ("spill1m",) if "alloc_s" in midsize.get((lang, c), {})), default=None)
         vs = f", allocation {a['alloc_s'] / best:.2f}x the 1M threshold's" if best and "alloc_s" in a else ""
-        target("alloc_s" in a and len(killed) == 2, f"mid-size blocks at {MIDSIZE_FACTOR}x limit: auto "
+        target("alloc_s" in a and len(killed) == 2, f"{lang}: mid-size blocks at {MIDSIZE_FACTOR}x limit: auto "
                f"{'completes' if 'alloc_s' in a else a.get('status', 'not run')}; killed: {', '.join(killed) or 'none'}{vs}")
     idle = probe_res.get("idle", {})
     for config in ("spill", "swap", "auto"):
