@@ -137,7 +137,9 @@ static void writeback_all(void) {
   writeback_pass();
   atomic_store_explicit(&bud.busy, 0, memory_order_release);
 }
-bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0; }
+static _Atomic int wb_busy; /* a write-behind is using the descriptor (see msi_sp_write_behind) */
+/* a pass or a write-behind is running: msi_sp_empty keeps the file open */
+bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0 || atomic_load(&wb_busy) != 0; }
 
 static void writeback_pass(void) {
   uint64_t dirty, anon;
@@ -202,10 +204,12 @@ void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
   if (!msi_trylock(&wb.lock)) return;
   wb_block_t prev = wb.last;
   wb.last = (wb_block_t){addr, off, beyond && len <= wb_window() ? len : 0};
+  atomic_store(&wb_busy, 1); /* seq_cst with msi_sp_empty's store of -1: it sees the flag or this sees -1 */
   int fd = atomic_load(&sp.fd);
   if (!beyond || fd < 0 || !msi_sp_file_is_ours(fd)) { /* fits (or no file of ours): nothing to write */
     wb.head = wb.n = 0;
     wb.pending = 0;
+    atomic_store_explicit(&wb_busy, 0, memory_order_release);
     msi_unlock(&wb.lock);
     return;
   }
@@ -230,18 +234,20 @@ void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
     atomic_fetch_add_explicit(&wb.waits, 1, memory_order_relaxed);
   }
+  atomic_store_explicit(&wb_busy, 0, memory_order_release);
   msi_unlock(&wb.lock);
 }
 uint64_t msi_sp_write_behind_blocks(void) { return atomic_load_explicit(&wb.blocks, memory_order_relaxed); }
+uint64_t msi_sp_write_behind_waits(void) { return atomic_load_explicit(&wb.waits, memory_order_relaxed); }
 /* a pass running in the parent's maintenance thread at fork did not come along: the child's passes must run */
 void msi_sp_writeback_reset_child(void) {
   atomic_store(&bud.busy, 0);
   msi_lock_reset(&wb.lock); /* the parent's blocks are not the child's to write back */
+  atomic_store(&wb_busy, 0);
   wb.last.len = 0;
   wb.head = wb.n = 0;
   wb.pending = 0;
 }
-uint64_t msi_sp_write_behind_waits(void) { return atomic_load_explicit(&wb.waits, memory_order_relaxed); }
 
 void msi_sp_sync_pace(void) {
   uint64_t now = msi_now_ns();
