@@ -145,6 +145,21 @@ def spill_began(err):
     return 0 if "memspace: " in err else None
 
 
+REASONS = {"budget": 1, "machine": 2, "pressure": 3}  # spill_began_reason's values (docs/spill.md, auto)
+
+
+def began_reason(err):
+    """auto: why spilling first began, from MEMSPACE_VERBOSE: 1 budget, 2 machine, 3 pressure (0: never)"""
+    for line in err.splitlines():
+        if "spill: auto: spilling begins (" in line:
+            return REASONS.get(line.split("spilling begins (", 1)[1].split(")", 1)[0], 0)
+    return 0
+
+
+def reason_name(d):
+    return {v: k for k, v in REASONS.items()}.get(d.get("why"), "?")
+
+
 def run_in(group, argv, env):
     if LOG_DIR:
         with open(os.path.join(LOG_DIR, "phases.log"), "a") as f:
@@ -249,7 +264,8 @@ def sweep(lang, config, parent):
         case = config
         if config == "auto" and spill_began(err) is not None:
             row(case, lang, size, "spill_began_bytes", spill_began(err))
-            d = dict(d, began=spill_began(err)) if rc == 0 else d
+            row(case, lang, size, "spill_began_reason", began_reason(err))
+            d = dict(d, began=spill_began(err), why=began_reason(err)) if rc == 0 else d
         if rc == 0 and "alloc_s" in d:
             largest = size
             results[(lang, config, size)] = d
@@ -465,7 +481,8 @@ def main():
                     rc, d, err = run_repeated(parent, f"midsize-{lang}-{config}", argv, config_env(config), 1)
                     if config == "auto" and spill_began(err) is not None:
                         row("midsize-auto", lang, size, "spill_began_bytes", spill_began(err))
-                        d = dict(d, began=spill_began(err))
+                        row("midsize-auto", lang, size, "spill_began_reason", began_reason(err))
+                        d = dict(d, began=spill_began(err), why=began_reason(err))
                     if rc == 0 and "alloc_s" in d:
                         midsize[(lang, config)] = d
                         rows(f"midsize-{config}", lang, size, d)
@@ -523,7 +540,7 @@ def main():
                 if "read_ops_per_s" in d and "read_ops_per_s" in fm and config != "file_mmap":
                     lim = f"{d['read_ops_per_s'] / fm['read_ops_per_s']:.2f}, {d['write_ops_per_s'] / fm['write_ops_per_s']:.2f}"
                 a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
-                began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
+                began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted ({reason_name(d)})" if d.get("began") else ""
                 say(f"  {size / MiB:>7.0f} MiB  {config:<10} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}   {ratio:>8}   {lim}{began}")
     if disk_rate:
         say(f"\ndisk random 4 KiB reads (O_DIRECT): {disk_rate:.0f}/s")
@@ -537,7 +554,7 @@ def main():
         say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, R list of 1 MiB vectors, {MIDSIZE_FACTOR}x the limit):")
         for (lang, config), d in midsize.items():
             a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
-            began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
+            began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted ({reason_name(d)})" if d.get("began") else ""
             say(f"  {lang:<7} {config:<8} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{began}")
     say("\nlargest size completed (x limit):")
     for lang in LANGS:
