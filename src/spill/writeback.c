@@ -146,7 +146,10 @@ static void writeback_pass(void) {
   msi_sp_sample(&dirty, &anon);
   bud.recheck_ns = msi_now_ns();
   bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= msi_sp_fit_bytes();
-  bool all = fits ? msi_sp_headroom_low(dirty, anon) : dirty >= bud.dirty_cap;
+  /* beyond memory: every region once dirty pages pass the cap, or a quarter of the page cache the anonymous
+     memory leaves (under auto the program's RAM blocks hold 3/4 of the budget: the cap alone is half of it) */
+  uint64_t cache = bud.cg.limit > anon ? bud.cg.limit - anon : 0;
+  bool all = fits ? msi_sp_headroom_low(dirty, anon) : dirty >= bud.dirty_cap || dirty >= cache / 4;
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
   else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
   /* Writing back a mapped page write-protects it with a TLB flush on the program's CPU (an IPI per page): beyond
@@ -180,13 +183,15 @@ static void writeback_pass(void) {
    fills each one right after its malloc, faster than the maintenance task's passes reach the new blocks (they
    walk every region, at idle priority, every 50 ms). With cgroup v1 reclaim cannot write dirty file pages
    itself, and a cgroup whose page cache is all dirty is OOM-killed. So the allocating thread writes back each
-   block of at most the write-behind window (budget/16, at least 4 MiB) at its next spilled malloc (by then the
-   program has filled it): unmapped first (MADV_DONTNEED: one TLB flush, see writeback_range), then
-   sync_file_range(SYNC_FILE_RANGE_WRITE). Once the blocks submitted and not yet waited for pass the window, it
-   waits for the oldest one's write-back to complete, as the kernel's own dirty throttling (balance_dirty_pages)
-   would do were the cgroup's dirty pages counted against a limit of their own (v1 has none): the program fills
-   new blocks no faster than the disk takes them, and the cgroup's dirty and in-flight spilled pages stay under a
-   block plus the window. While the data fits nothing of this runs. */
+   block of at most twice the write-behind window (the window: budget/16, at least 4 MiB) at its next spilled
+   malloc (by then the program has filled it): unmapped first (MADV_DONTNEED: one TLB flush, see
+   writeback_range), then sync_file_range(SYNC_FILE_RANGE_WRITE). Once the blocks submitted and not yet waited
+   for pass the window, it waits for the oldest one's write-back to complete, as the kernel's own dirty
+   throttling (balance_dirty_pages) would do were the cgroup's dirty pages counted against a limit of their own
+   (v1 has none): the program fills new blocks no faster than the disk takes them, and the cgroup's dirty and
+   in-flight spilled pages stay under a block plus the window (3/16 of the budget: under auto the page cache has
+   a quarter). Larger blocks are left to the passes, whose full write-back starts earlier when the anonymous
+   memory leaves little page cache (writeback_pass). While the data fits nothing of this runs. */
 #define WB_QUEUE 64
 typedef struct { uintptr_t addr; size_t off, len; } wb_block_t;
 static struct {
@@ -203,7 +208,7 @@ static size_t wb_window(void) { return bud.cg.limit / 16 > (4ull << 20) ? bud.cg
 void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
   if (!msi_trylock(&wb.lock)) return;
   wb_block_t prev = wb.last;
-  wb.last = (wb_block_t){addr, off, beyond && len <= wb_window() ? len : 0};
+  wb.last = (wb_block_t){addr, off, beyond && len <= 2 * wb_window() ? len : 0};
   atomic_store(&wb_busy, 1); /* seq_cst with msi_sp_empty's store of -1: it sees the flag or this sees -1 */
   int fd = atomic_load(&sp.fd);
   if (!beyond || fd < 0 || !msi_sp_file_is_ours(fd)) { /* fits (or no file of ours): nothing to write */
