@@ -43,8 +43,9 @@ FACTORS = [0.5, 1, 2, 3] if MODE == "full" else [0.5, 1, 3]  # the default fits 
 LANGS = ["python", "r"] if shutil.which("Rscript") else ["python"]
 if MODE == "quick":
     LANGS = ["python"]
-# short runs of a part (for measuring one change): MSB_SPILL_FACTORS=0.5,3 MSB_SPILL_LANGS=r
-# MSB_SPILL_CONFIGS=plain,spill (the file-mmap limit, the disk's rate and the idle probes always run)
+# short runs of a part (for measuring one change): MSB_SPILL_FACTORS=0.5,3 MSB_SPILL_LANGS=r (none: no sweeps
+# or pairs) MSB_SPILL_CONFIGS=plain,spill; MSB_SPILL_SKIP=busy,midsize,file,idle leaves out the busy reference,
+# the mid-size program, the file-mmap limit (and the disk's rate) and the idle machine's probes
 if os.environ.get("MSB_SPILL_FACTORS"):
     FACTORS = [float(f) for f in os.environ["MSB_SPILL_FACTORS"].split(",")]
 if os.environ.get("MSB_SPILL_LANGS"):
@@ -58,6 +59,9 @@ MIDSIZE_FACTOR = 3
 MIDSIZE_CONFIGS = [c for c in (("plain", "spill", "spill1g", "spill1m", "auto") if MODE == "full" else ("plain", "spill1g", "auto"))
                    if c in CONFIGS or c.startswith("spill1")]
 MIDSIZE_ACCESSES = {"quick": 500, "default": 2000, "full": 20000}[MODE]
+MIDSIZE_LANGS = ["python", "r"] if shutil.which("Rscript") and MODE != "quick" else ["python"]
+if os.environ.get("MSB_SPILL_MIDSIZE_LANGS"):  # the mid-size programs alone: python, r or both
+    MIDSIZE_LANGS = [l for l in os.environ["MSB_SPILL_MIDSIZE_LANGS"].split(",") if l in ("python", "r")]
 # MSB_PROBE_LOG_DIR=DIR: each probe writes its rounds (start, latency; CLOCK_MONOTONIC ns) to DIR/CONFIG-PROBE.log
 # and each benchmark run its start and end to DIR/phases.log, to see when the probes were delayed
 LOG_DIR = os.environ.get("MSB_PROBE_LOG_DIR")
@@ -122,18 +126,38 @@ def config_env(config):
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, SHIM_THRESHOLD=str(64 * MiB), MEMSPACE_SPILL_THRESHOLD="64M", MEMSPACE_SPILL_DIR=SPILL_DIR)
     if config in ("spill1g", "spill1m"):
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, MEMSPACE_SPILL_THRESHOLD=config[5:].upper(), MEMSPACE_SPILL_DIR=SPILL_DIR)
-    if config == "auto":  # the statistics at exit say when spilling began (spill_began)
+    if config == "auto":  # MEMSPACE_VERBOSE says when spilling began (spill_began); not the exit statistics, whose
+        # resident-bytes line scans every spill mapping with mincore at exit, beside the probes (the spill
+        # configuration does not pay it)
         return clean_env(LD_PRELOAD=SPILL_PRELOAD, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR,
-                         MEMSPACE_SHOW_STATS=1)
+                         MEMSPACE_VERBOSE=1)
     return clean_env()
 
 
 def spill_began(err):
-    """auto: the bytes counted against the budget when spilling first began (0: never), from the exit statistics
-    (the largest: every process prints its own, and Rscript's wrappers never spill)"""
-    vals = [int(f[1]) for f in (line.split() for line in err.splitlines())
-            if len(f) >= 2 and f[0] == "spill_auto_began_used"]
-    return max(vals) if vals else None
+    """auto: the bytes counted against the budget when spilling first began (0: never; MiB resolution), from
+    MEMSPACE_VERBOSE's "spilling begins (...) ... (counted N MiB of a budget ..." (the largest: every process
+    prints its own, and Rscript's wrappers never spill); None without the library's verbose lines"""
+    vals = [int(line.split("(counted ", 1)[1].split()[0]) * MiB for line in err.splitlines()
+            if "spill: auto: spilling begins" in line and "(counted " in line]
+    if vals:
+        return max(vals)
+    return 0 if "memspace: " in err else None
+
+
+REASONS = {"budget": 1, "machine": 2, "pressure": 3}  # spill_began_reason's values (docs/spill.md, auto)
+
+
+def began_reason(err):
+    """auto: why spilling first began, from MEMSPACE_VERBOSE: 1 budget, 2 machine, 3 pressure (0: never)"""
+    for line in err.splitlines():
+        if "spill: auto: spilling begins (" in line:
+            return REASONS.get(line.split("spilling begins (", 1)[1].split(")", 1)[0], 0)
+    return 0
+
+
+def reason_name(d):
+    return {v: k for k, v in REASONS.items()}.get(d.get("why"), "?")
 
 
 def run_in(group, argv, env):
@@ -240,7 +264,8 @@ def sweep(lang, config, parent):
         case = config
         if config == "auto" and spill_began(err) is not None:
             row(case, lang, size, "spill_began_bytes", spill_began(err))
-            d = dict(d, began=spill_began(err)) if rc == 0 else d
+            row(case, lang, size, "spill_began_reason", began_reason(err))
+            d = dict(d, began=spill_began(err), why=began_reason(err)) if rc == 0 else d
         if rc == 0 and "alloc_s" in d:
             largest = size
             results[(lang, config, size)] = d
@@ -368,7 +393,7 @@ def main():
     total0 = time.time()
     probe_res = {}
     # idle machine: the probes alone, first (after the bench's own I/O the disk and the kernel's workers stay busy)
-    if not why:
+    if not why and "idle" not in os.environ.get("MSB_SPILL_SKIP", ""):
         os.sync()
         time.sleep(1)
         parent = mscgroup.Group("bench-idle", LIMIT)
@@ -441,32 +466,40 @@ def main():
         finally:
             if parent:
                 parent.remove()
-    # many mid-size blocks (1 MiB each, 3x the limit): fixed thresholds above 1 MiB keep them all in RAM
-    midsize = {}
+    # many mid-size blocks (1 MiB each, 3x the limit): fixed thresholds above 1 MiB keep them all in RAM. Python
+    # (a dict of bytearrays) and R (a list of numeric vectors); rows midsize-CONFIG with the language as impl
+    midsize = {}  # (lang, config) -> figures
     if "midsize" not in os.environ.get("MSB_SPILL_SKIP", "") and os.path.exists(LIB):
         size = int(LIMIT * MIDSIZE_FACTOR)
-        argv = [PY, os.path.join(HERE, "midsize.py"), str(size // MiB), str(MIDSIZE_ACCESSES)]
+        progs = {"python": [PY, os.path.join(HERE, "midsize.py")],
+                 "r": ["Rscript", "--vanilla", os.path.join(HERE, "midsize.R")]}
         try:
             parent = None if why else mscgroup.Group("bench-midsize", LIMIT)
-            for config in MIDSIZE_CONFIGS:
-                rc, d, err = run_repeated(parent, f"midsize-{config}", argv, config_env(config), 1)
-                if config == "auto" and spill_began(err) is not None:
-                    row("midsize-auto", "python", size, "spill_began_bytes", spill_began(err))
-                    d = dict(d, began=spill_began(err))
-                if rc == 0 and "alloc_s" in d:
-                    midsize[config] = d
-                    rows(f"midsize-{config}", "python", size, d)
-                else:
-                    why_m = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
-                    midsize[config] = {"status": why_m}
-                    row(f"midsize-{config}", "python", size, "failed", 1)
+            for lang in MIDSIZE_LANGS:
+                argv = progs[lang] + [str(size // MiB), str(MIDSIZE_ACCESSES)]
+                for config in MIDSIZE_CONFIGS:
+                    rc, d, err = run_repeated(parent, f"midsize-{lang}-{config}", argv, config_env(config), 1)
+                    if config == "auto" and spill_began(err) is not None:
+                        row("midsize-auto", lang, size, "spill_began_bytes", spill_began(err))
+                        row("midsize-auto", lang, size, "spill_began_reason", began_reason(err))
+                        d = dict(d, began=spill_began(err), why=began_reason(err))
+                    if rc == 0 and "alloc_s" in d:
+                        midsize[(lang, config)] = d
+                        rows(f"midsize-{config}", lang, size, d)
+                    else:
+                        why_m = "killed (OOM)" if rc in (-9, 137) else f"failed (exit {rc})"
+                        midsize[(lang, config)] = {"status": why_m}
+                        row(f"midsize-{config}", lang, size, "failed", 1)
         finally:
             if parent:
                 parent.remove()
     # the limit: plain mmap of a file, and the disk itself
     lim_file = os.path.join(SPILL_DIR, f"memspace-bench-file-{os.getpid()}")
     disk_rate = None
+    parent = None
     try:
+        if "file" in os.environ.get("MSB_SPILL_SKIP", ""):
+            raise StopIteration
         parent = None if why else mscgroup.Group("bench-file", LIMIT)
         for f in FACTORS:
             size = int(LIMIT * f)
@@ -481,6 +514,8 @@ def main():
             disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "quick" else 4)
             if disk_rate:
                 row("disk", "o-direct", 4096, "read_ops_per_s", disk_rate)
+    except StopIteration:
+        pass
     finally:
         if parent:
             parent.remove()
@@ -505,7 +540,7 @@ def main():
                 if "read_ops_per_s" in d and "read_ops_per_s" in fm and config != "file_mmap":
                     lim = f"{d['read_ops_per_s'] / fm['read_ops_per_s']:.2f}, {d['write_ops_per_s'] / fm['write_ops_per_s']:.2f}"
                 a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
-                began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
+                began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted ({reason_name(d)})" if d.get("began") else ""
                 say(f"  {size / MiB:>7.0f} MiB  {config:<10} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}   {ratio:>8}   {lim}{began}")
     if disk_rate:
         say(f"\ndisk random 4 KiB reads (O_DIRECT): {disk_rate:.0f}/s")
@@ -516,11 +551,11 @@ def main():
                 say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
                     f"{fmt_rate(d, 'write_ops_per_s')}")
     if midsize:
-        say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, {MIDSIZE_FACTOR}x the limit):")
-        for config, d in midsize.items():
+        say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, R list of 1 MiB vectors, {MIDSIZE_FACTOR}x the limit):")
+        for (lang, config), d in midsize.items():
             a = f"{d['alloc_s']:>9.3f}" if "alloc_s" in d else f"{'-':>9}"
-            began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted" if d.get("began") else ""
-            say(f"  {config:<8} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{began}")
+            began = f"  spilling began at {d['began'] / MiB:.0f} MiB counted ({reason_name(d)})" if d.get("began") else ""
+            say(f"  {lang:<7} {config:<8} {a} {fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{began}")
     say("\nlargest size completed (x limit):")
     for lang in LANGS:
         for config in ("plain", "spill", "swap", "auto"):
@@ -598,12 +633,14 @@ def main():
                        f"threshold's (<= 1.1x)")
             else:
                 target(False, f"{lang}: auto at {f}x limit: {a.get('status', 'failed')} (plain completes: {not plain_dead})")
-    if midsize:
-        a = midsize.get("auto", {})
-        killed = [c for c in ("plain", "spill1g") if "alloc_s" not in midsize.get(c, {})]
-        best = min((midsize[c]["alloc_s"] for c in ("spill1m",) if "alloc_s" in midsize.get(c, {})), default=None)
+    for lang in MIDSIZE_LANGS:
+        if not any(l == lang for l, _ in midsize):
+            continue
+        a = midsize.get((lang, "auto"), {})
+        killed = [c for c in ("plain", "spill1g") if "alloc_s" not in midsize.get((lang, c), {})]
+        best = min((midsize[(lang, c)]["alloc_s"] for c in ("spill1m",) if "alloc_s" in midsize.get((lang, c), {})), default=None)
         vs = f", allocation {a['alloc_s'] / best:.2f}x the 1M threshold's" if best and "alloc_s" in a else ""
-        target("alloc_s" in a and len(killed) == 2, f"mid-size blocks at {MIDSIZE_FACTOR}x limit: auto "
+        target("alloc_s" in a and len(killed) == 2, f"{lang}: mid-size blocks at {MIDSIZE_FACTOR}x limit: auto "
                f"{'completes' if 'alloc_s' in a else a.get('status', 'not run')}; killed: {', '.join(killed) or 'none'}{vs}")
     idle = probe_res.get("idle", {})
     for config in ("spill", "swap", "auto"):

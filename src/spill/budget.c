@@ -40,8 +40,15 @@ void msi_sp_sample(uint64_t *dirty, uint64_t *anon) {
   *anon = atomic_load_explicit(&bud.anon, memory_order_relaxed);
 }
 
-/* the cgroup's headroom runs out: dirty and anonymous bytes, which reclaim cannot free at once, past 3/4 */
-bool msi_sp_headroom_low(uint64_t dirty, uint64_t anon) { return dirty + anon >= msi_sp_fit_bytes(); }
+/* the cgroup's headroom runs out: dirty and anonymous bytes, which reclaim cannot free at once, past 3/4, and
+   the dirty bytes a quarter of what the anonymous ones leave for the page cache. (Auto keeps the program's RAM
+   blocks at 3/4 of the budget by design: anonymous bytes alone would make every pass urgent, at normal priority
+   beside interactive processes, while write-behind keeps the dirty bytes at a few blocks. Below 2/3 of the
+   budget in anonymous bytes the second condition follows from the first.) */
+bool msi_sp_headroom_low(uint64_t dirty, uint64_t anon) {
+  uint64_t cache = bud.cg.limit > anon ? bud.cg.limit - anon : 0;
+  return dirty + anon >= msi_sp_fit_bytes() && dirty >= cache / 4;
+}
 
 /* the budget's cgroup and limit, found once (auto needs it before spill starts; the two share it) */
 void msi_sp_budget_find(void) {
@@ -77,16 +84,18 @@ uint64_t msi_sp_snapshot_cap(void) { return bud.cg.limit / 16; }
    once it would take the process past the budget (route.c's spill predicate asks msi_spill_auto_wants).
    - What counts: the memory reclaim cannot take at once. Under a cgroup limit: the limiting cgroup's anonymous,
      shmem, dirty and writeback bytes (memory.stat: every member of that cgroup, our own blocks included; clean
-     page cache, spilled pages too, is reclaimable and not counted). Its room is the limit minus those. The
-     machine's room is MemAvailable + SwapFree, and bounds the cgroup's (a neighbour filling RAM counts).
-   - The headroom kept: a quarter of the budget (the same 3/4 mark as write-back, so spilled data keeps the last
-     quarter for its dirty pages and page cache), plus budget * (pressure - 10)% (the machine's
-     /proc/pressure/memory `some avg10` past the few percent a busy machine shows anyway, at most 50%): a
-     machine short of memory stalls, and we spill sooner. A block goes to RAM when room - block >= that
-     headroom.
+     page cache, spilled pages too, is reclaimable and not counted), or its page counter less the clean page
+     cache when that is more (msi_sp_auto_read). Its room is the limit minus those. The machine's room is
+     MemAvailable + SwapFree (a neighbour filling RAM counts).
+   - The headroom kept: both rooms keep a quarter of the budget after the block (the same 3/4 mark as
+     write-back, so spilled data keeps the last quarter for its dirty pages and page cache), each plus
+     budget * (pressure - 10)% of its own scope's pressure (`some avg10` past the few percent a busy machine
+     shows anyway, at most 50%): /proc/pressure/memory against the machine's room, the cgroup's own (v2
+     memory.pressure) against the cgroup's (msi_sp_auto_decide).
    - Hysteresis: once spilling, a block comes back to RAM only when room - block >= headroom + budget/8, so a
      program near the mark does not flap between the two.
-   - When it is read: never per malloc. The sample (memory.stat, meminfo, pressure: 2-3 small files) is taken at
+   - When it is read: never per malloc. The sample (memory.stat, the page counter, meminfo, the pressure files: 3-5
+     small files) is taken at
      a candidate block when the last one is older than AUTO_PERIOD_NS or when the bytes sent to RAM since passed
      AUTO_STEP (budget/64, at least 4 MiB), on the maintenance tick once spill runs, and once more to confirm
      before spilling begins. Between samples the bytes sent to RAM since the last sample count as used (frees
@@ -97,16 +106,15 @@ uint64_t msi_sp_snapshot_cap(void) { return bud.cg.limit / 16; }
 typedef struct {
   _Atomic int state;              /* 0 not set up, 1 ready */
   _Atomic int spilling;           /* 1: new candidate blocks go to spill */
-  _Atomic uint64_t room;          /* the room at the last sample (bytes) */
+  _Atomic uint64_t room, m_room;  /* the cgroup's and the machine's room at the last sample (bytes) */
   _Atomic uint64_t since;         /* bytes sent to RAM since that sample */
   _Atomic uint64_t sample_ns;     /* when it was taken (0: take one at the next candidate) */
-  _Atomic unsigned pressure;      /* some avg10 at the last sample, percent */
+  _Atomic unsigned pressure, cg_pressure; /* the machine's and the cgroup's some avg10 at the last sample, % */
   _Atomic uint64_t samples, to_spill, to_ram;
   _Atomic uint64_t asked;         /* candidate blocks so far (the maintenance tick samples only after new ones) */
   _Atomic uint64_t began_used, began_room, began_block; /* the first switch to spill: counted bytes, room, the block */
   _Atomic int reason;             /* of the last switch to spill: MSI_SP_AUTO_* */
   _Atomic uint64_t last_used;     /* counted bytes at the last sample */
-  _Atomic bool machine_bound;     /* the machine's room was the smaller at the last sample */
   uint64_t step;
   bool has_pressure;              /* /proc/pressure/memory was readable at set-up */
   msi_lock_t lock;                /* one sample at a time (trylock: a busy sampler's values serve) */
@@ -116,24 +124,71 @@ static sp_auto_t aut;
 static const char *const reason_names[] = {"", "budget", "machine", "pressure"};
 const char *msi_sp_auto_reason_name(int r) { return r >= 0 && r < 4 ? reason_names[r] : ""; }
 
+/* "some avg10=1.23 ...": the whole percent (0 when unreadable) */
+static unsigned read_pressure(const char *path, char *buf, size_t size) {
+  if (!path || msi_os_read_file(path, buf, size) <= 0) return 0;
+  const char *p = strstr(buf, "some avg10=");
+  if (!p) return 0;
+  unsigned v = 0;
+  for (p += 11; *p >= '0' && *p <= '9' && v <= 100; p++) v = v * 10 + (unsigned)(*p - '0');
+  return v > 100 ? 100 : v;
+}
+
+/* a file holding one number (memory.current, memory.usage_in_bytes) */
+static bool read_number(const char *p, uint64_t *v) {
+  if (*p < '0' || *p > '9') return false;
+  for (*v = 0; *p >= '0' && *p <= '9'; p++) *v = *v * 10 + (uint64_t)(*p - '0');
+  return true;
+}
+
+/* the file `name` beside the cgroup's memory.stat (out: "" when the path does not fit) */
+static void beside_stat(const msi_os_cgroup_t *cg, const char *name, char *out, size_t size) {
+  size_t n = strlen(cg->stat_path), m = strlen("memory.stat");
+  out[0] = 0;
+  if (n >= m && n - m + strlen(name) < size) {
+    memcpy(out, cg->stat_path, n - m);
+    strcpy(out + n - m, name);
+  }
+}
+
 /* Reads one sample from the named files (meminfo and pressure may be NULL or unreadable): the cgroup's counted
-   bytes (stat_path of cg, "" for none), MemAvailable + SwapFree and the pressure. Separate for tests. */
+   bytes (stat_path of cg, "" for none), MemAvailable + SwapFree, the machine's pressure and the cgroup's own (v2
+   memory.pressure beside its memory.stat, when present). Separate for tests.
+   The counted bytes are the larger of two readings of the same thing: memory.stat's anonymous, shmem, dirty and
+   writeback bytes, and the cgroup's usage counter (v1 memory.usage_in_bytes, v2 memory.current) less
+   memory.stat's clean page cache. memory.stat is the kernel's per-CPU statistics, which it folds in lazily: a
+   program filling memory fast was seen counted hundreds of MiB low for a moment (the page counter, exact, ahead
+   of it), and auto then kept sending blocks to RAM until the cgroup had almost no page cache left for spilled
+   data. The page counter also holds the kernel's own memory charged to the cgroup, which reclaim does not free
+   at once either. */
 void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
   static char buf[8192];
   s->limit = cg->limit;
   s->used = 0;
   s->avail = UINT64_MAX;
   s->pressure = 0;
+  s->cg_pressure = 0;
   s->ok = true;
   if (cg->stat_path[0]) {
-    static const char *const v1[] = {"total_rss", "total_shmem", "total_dirty", "total_writeback"};
-    static const char *const v2[] = {"anon", "shmem", "file_dirty", "file_writeback"};
+    static const char *const v1[] = {"total_rss", "total_shmem", "total_dirty", "total_writeback", "total_cache"};
+    static const char *const v2[] = {"anon", "shmem", "file_dirty", "file_writeback", "file"};
     const char *const *keys = cg->version == 1 ? v1 : v2;
+    uint64_t v[5] = {0};
     s->ok = msi_os_read_file(cg->stat_path, buf, sizeof buf) > 0;
-    for (unsigned i = 0; s->ok && i < 4; i++) {
-      uint64_t v;
-      if (msi_os_text_value(buf, keys[i], &v)) s->used += v;
-      else if (i == 0) s->ok = false; /* not a memory.stat */
+    for (unsigned i = 0; s->ok && i < 5; i++) {
+      if (!msi_os_text_value(buf, keys[i], &v[i]) && i == 0) s->ok = false; /* not a memory.stat */
+      if (i < 4) s->used += v[i];
+    }
+    char path[sizeof cg->stat_path];
+    uint64_t usage;
+    beside_stat(cg, cg->version == 1 ? "memory.usage_in_bytes" : "memory.current", path, sizeof path);
+    if (s->ok && path[0] && msi_os_read_file(path, buf, sizeof buf) > 0 && read_number(buf, &usage)) {
+      uint64_t clean = v[4] > v[1] + v[2] + v[3] ? v[4] - v[1] - v[2] - v[3] : 0; /* (the cache holds shmem) */
+      if (usage > clean && usage - clean > s->used) s->used = usage - clean;
+    }
+    if (cg->version == 2) {
+      beside_stat(cg, "memory.pressure", path, sizeof path);
+      if (path[0]) s->cg_pressure = read_pressure(path, buf, sizeof buf);
     }
   }
   uint64_t avail, swap;
@@ -144,35 +199,45 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
   } else if (!cg->stat_path[0]) {
     s->ok = false;
   }
-  /* "some avg10=1.23 ...": the whole percent */
-  if (pressure && msi_os_read_file(pressure, buf, sizeof buf) > 0) {
-    const char *p = strstr(buf, "some avg10=");
-    if (p) {
-      unsigned v = 0;
-      for (p += 11; *p >= '0' && *p <= '9'; p++) v = v * 10 + (unsigned)(*p - '0');
-      s->pressure = v > 100 ? 100 : v;
-    }
-  }
+  s->pressure = read_pressure(pressure, buf, sizeof buf);
 }
 
-/* The room a sample leaves: the cgroup's limit minus its counted bytes, bounded by the machine's */
+/* The room a sample leaves: the cgroup's limit minus its counted bytes (UINT64_MAX without a cgroup limit) */
+uint64_t msi_sp_auto_cg_room(const msi_sp_auto_sample_t *s) {
+  if (!s->limit || s->limit == UINT64_MAX) return UINT64_MAX;
+  return s->limit > s->used ? s->limit - s->used : 0;
+}
+/* the smaller of the cgroup's and the machine's */
 uint64_t msi_sp_auto_room(const msi_sp_auto_sample_t *s) {
-  uint64_t room = s->limit > s->used ? s->limit - s->used : 0;
-  if (!s->limit || s->limit == UINT64_MAX) room = UINT64_MAX;
+  uint64_t room = msi_sp_auto_cg_room(s);
   return room < s->avail ? room : s->avail;
 }
 
-/* The decision, pure (for tests): whether a block of `block` bytes goes to spill, given the room left, the
-   budget, the pressure and whether spilling already; *reason says why when it does (msi_sp_auto_reason_t). */
-bool msi_sp_auto_decide(uint64_t room, uint64_t budget, unsigned pressure, bool spilling, uint64_t block,
-                        bool machine_bound, int *reason) {
+/* budget * (pressure - 10)%, at most half the budget: the headroom a scope under memory pressure keeps beyond a
+   quarter of the budget */
+static uint64_t pressure_extra(uint64_t budget, unsigned pressure) {
   unsigned over = pressure > AUTO_PRESSURE_FLOOR ? pressure - AUTO_PRESSURE_FLOOR : 0;
-  uint64_t keep = budget / 4, extra = budget / 100 * (over < 50 ? over : 50);
-  if (spilling) keep += budget / 8;
-  if (room >= block && room - block >= keep + extra) return false;
-  *reason = room >= block && room - block >= keep ? MSI_SP_AUTO_PRESSURE
-            : machine_bound                      ? MSI_SP_AUTO_MACHINE
-                                                 : MSI_SP_AUTO_BUDGET;
+  return budget / 100 * (over < 50 ? over : 50);
+}
+
+/* The decision, pure (for tests): whether a block of `block` bytes goes to spill, given the cgroup's room and
+   pressure (its own: v2 memory.pressure; UINT64_MAX and 0 without a cgroup limit), the machine's room
+   (MemAvailable + SwapFree) and pressure (/proc/pressure/memory), the budget and whether spilling already;
+   *reason says why when it does (msi_sp_auto_reason_t). Each room must keep a quarter of the budget after the
+   block (three eighths once spilling: hysteresis), plus what its own scope's pressure asks: the machine's
+   pressure counts against the machine's room only. It is the whole machine's stall time, and another cgroup
+   stalling at its own limit (or this cgroup's last program, for ten seconds after it ended) raises it while the
+   machine has gigabytes free: counting it against the cgroup's room spilled a numpy array that fit. */
+bool msi_sp_auto_decide(const msi_sp_auto_view_t *v, uint64_t block, int *reason) {
+  uint64_t keep = v->budget / 4 + (v->spilling ? v->budget / 8 : 0);
+  uint64_t cg_keep = keep + pressure_extra(v->budget, v->cg_pressure);
+  uint64_t m_keep = keep + pressure_extra(v->budget, v->pressure);
+  bool cg_ok = v->cg_room >= block && v->cg_room - block >= cg_keep;
+  bool m_ok = v->machine_room >= block && v->machine_room - block >= m_keep;
+  if (cg_ok && m_ok) return false;
+  bool cg_plain = v->cg_room >= block && v->cg_room - block >= keep;
+  bool m_plain = v->machine_room >= block && v->machine_room - block >= keep;
+  *reason = cg_plain && m_plain ? MSI_SP_AUTO_PRESSURE : !m_plain ? MSI_SP_AUTO_MACHINE : MSI_SP_AUTO_BUDGET;
   return true;
 }
 
@@ -204,11 +269,12 @@ static void auto_refresh(uint64_t now) {
   msi_sp_auto_sample_t s;
   msi_sp_auto_read(&bud.cg, "/proc/meminfo", aut.has_pressure ? pressure_file : NULL, &s);
   if (s.ok) {
-    atomic_store_explicit(&aut.room, msi_sp_auto_room(&s), memory_order_relaxed);
+    atomic_store_explicit(&aut.room, msi_sp_auto_cg_room(&s), memory_order_relaxed);
+    atomic_store_explicit(&aut.m_room, s.avail, memory_order_relaxed);
     atomic_store_explicit(&aut.pressure, s.pressure, memory_order_relaxed);
+    atomic_store_explicit(&aut.cg_pressure, s.cg_pressure, memory_order_relaxed);
     atomic_store_explicit(&aut.since, 0, memory_order_relaxed);
     aut.last_used = s.used;
-    aut.machine_bound = s.avail < (s.limit > s.used ? s.limit - s.used : 0);
   }
   atomic_store_explicit(&aut.sample_ns, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&aut.samples, 1, memory_order_relaxed);
@@ -239,17 +305,31 @@ void msi_sp_auto_freed(void) {
     atomic_store_explicit(&aut.sample_ns, 0, memory_order_relaxed);
 }
 
-static uint64_t room_now(void) {
-  uint64_t room = atomic_load_explicit(&aut.room, memory_order_relaxed);
+/* a room at the last sample less the bytes sent to RAM since */
+static uint64_t less_since(uint64_t room) {
   uint64_t since = atomic_load_explicit(&aut.since, memory_order_relaxed);
-  return room > since ? room - since : 0;
+  return room == UINT64_MAX ? room : room > since ? room - since : 0;
+}
+static uint64_t room_now(void) {
+  uint64_t a = less_since(atomic_load_explicit(&aut.room, memory_order_relaxed));
+  uint64_t b = less_since(atomic_load_explicit(&aut.m_room, memory_order_relaxed));
+  return a < b ? a : b;
+}
+static msi_sp_auto_view_t view_now(bool spilling) {
+  return (msi_sp_auto_view_t){.budget = bud.cg.limit,
+                              .cg_room = less_since(atomic_load_explicit(&aut.room, memory_order_relaxed)),
+                              .machine_room = less_since(atomic_load_explicit(&aut.m_room, memory_order_relaxed)),
+                              .pressure = atomic_load_explicit(&aut.pressure, memory_order_relaxed),
+                              .cg_pressure = atomic_load_explicit(&aut.cg_pressure, memory_order_relaxed),
+                              .spilling = spilling};
 }
 
 static MSI_COLD MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int reason) {
   int expected = !spill;
   if (!atomic_compare_exchange_strong(&aut.spilling, &expected, spill)) return;
   uint64_t room = room_now();
-  unsigned pr = atomic_load(&aut.pressure);
+  unsigned pr = atomic_load(&aut.pressure), cpr = atomic_load(&aut.cg_pressure);
+  bool short_ = less_since(atomic_load(&aut.m_room)) < less_since(atomic_load(&aut.room));
   if (spill) {
     atomic_store(&aut.reason, reason);
     if (atomic_fetch_add(&aut.to_spill, 1) == 0) {
@@ -258,10 +338,10 @@ static MSI_COLD MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int re
       atomic_store(&aut.began_block, block);
     }
     msi_verbose("spill: auto: spilling begins (%s): a block of %llu MiB with %llu MiB of room left (counted %llu "
-                "MiB of a budget of %llu MiB, machine %s, pressure %u%%)", msi_sp_auto_reason_name(reason),
+                "MiB of a budget of %llu MiB, machine %s, pressure %u%%, the cgroup's %u%%)", msi_sp_auto_reason_name(reason),
                 (unsigned long long)(block >> 20), (unsigned long long)(room >> 20),
                 (unsigned long long)(aut.last_used >> 20), (unsigned long long)(bud.cg.limit >> 20),
-                aut.machine_bound ? "short" : "fine", pr);
+                short_ ? "short" : "fine", pr, cpr);
   } else {
     atomic_fetch_add(&aut.to_ram, 1);
     msi_verbose("spill: auto: back to RAM: %llu MiB of room (counted %llu MiB of a budget of %llu MiB, pressure "
@@ -279,12 +359,12 @@ bool msi_spill_auto_wants(size_t grow) {
     auto_refresh(now);
   bool spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);
   int reason = 0;
-  bool spill = msi_sp_auto_decide(room_now(), bud.cg.limit, atomic_load_explicit(&aut.pressure, memory_order_relaxed),
-                                  spilling, grow, aut.machine_bound, &reason);
+  msi_sp_auto_view_t v = view_now(spilling);
+  bool spill = msi_sp_auto_decide(&v, grow, &reason);
   if (spill && !spilling && atomic_load_explicit(&aut.sample_ns, memory_order_relaxed) != now) {
     auto_refresh(now); /* confirm with a fresh sample before spilling begins (frees since the last one count) */
-    spill = msi_sp_auto_decide(room_now(), bud.cg.limit, atomic_load_explicit(&aut.pressure, memory_order_relaxed),
-                               false, grow, aut.machine_bound, &reason);
+    v = view_now(false);
+    spill = msi_sp_auto_decide(&v, grow, &reason);
   }
   if (spill != spilling) auto_switch(spill, grow, reason);
   if (!spill) atomic_fetch_add_explicit(&aut.since, grow, memory_order_relaxed);

@@ -180,7 +180,10 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   uintptr_t p = msi_sp_slot_alloc(c, need, zero);
   int e = errno;
   const char *op = sp.fail_op;
+  size_t off = p ? file_off(&sp.cls[c], p - sp.cls[c].start) : 0;
+  bool beyond = sp.random_adv;
   msi_unlock(&sp_lock);
+  if (p) msi_sp_write_behind(p, off, need, beyond);
   msi_sp_sync_pace();
   if (!p && e != ENOMEM) { /* not a full disk: RAM (a limit, a sandbox forbidding open, a lost directory...) */
     if (e == EFBIG) msi_verbose("spill: %s: %s: such allocations stay in RAM", op, msi_strerror(e));
@@ -398,4 +401,6 @@ static void stats_print(msi_stats_writer_t *w) {
     msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");
   }
   msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
+  msi_stats_field(w, "spill_write_behind", msi_sp_write_behind_blocks(), "");
+  msi_stats_field(w, "spill_write_behind_waits", msi_sp_write_behind_waits(), "");
 }

@@ -173,6 +173,9 @@ void msi_sp_advise_update(void);
 bool msi_sp_writeback_running(void);
 void msi_sp_writeback_reset_child(void);
 void msi_sp_sync_pace(void);
+void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond);
+uint64_t msi_sp_write_behind_blocks(void);
+uint64_t msi_sp_write_behind_waits(void);
 /* budget.c */
 uint64_t msi_sp_fit_bytes(void);
 void msi_sp_sample(uint64_t *dirty, uint64_t *anon);
@@ -186,13 +189,20 @@ typedef struct {
   uint64_t used;       /* the cgroup's anonymous + shmem + dirty + writeback bytes (no cgroup: limit - avail) */
   uint64_t avail;      /* the machine's MemAvailable + SwapFree (UINT64_MAX: unreadable) */
   unsigned pressure;   /* /proc/pressure/memory some avg10, whole percent */
+  unsigned cg_pressure; /* the cgroup's own (v2 memory.pressure some avg10; 0 when absent) */
   bool ok;             /* the counted bytes were readable */
 } msi_sp_auto_sample_t;
 enum { MSI_SP_AUTO_BUDGET = 1, MSI_SP_AUTO_MACHINE, MSI_SP_AUTO_PRESSURE }; /* why spilling began */
 void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s);
 uint64_t msi_sp_auto_room(const msi_sp_auto_sample_t *s);
-bool msi_sp_auto_decide(uint64_t room, uint64_t budget, unsigned pressure, bool spilling, uint64_t block,
-                        bool machine_bound, int *reason);
+uint64_t msi_sp_auto_cg_room(const msi_sp_auto_sample_t *s);
+/* what a decision looks at: rooms in bytes (UINT64_MAX: no limit), pressures in percent */
+typedef struct {
+  uint64_t budget, cg_room, machine_room;
+  unsigned pressure, cg_pressure; /* the machine's, the cgroup's own */
+  bool spilling;
+} msi_sp_auto_view_t;
+bool msi_sp_auto_decide(const msi_sp_auto_view_t *v, uint64_t block, int *reason);
 const char *msi_sp_auto_reason_name(int r);
 void msi_sp_auto_init(void);
 void msi_sp_auto_tick(uint64_t now);

@@ -137,16 +137,19 @@ static void writeback_all(void) {
   writeback_pass();
   atomic_store_explicit(&bud.busy, 0, memory_order_release);
 }
-bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0; }
-/* a pass running in the parent's maintenance thread at fork did not come along: the child's passes must run */
-void msi_sp_writeback_reset_child(void) { atomic_store(&bud.busy, 0); }
+static _Atomic int wb_busy; /* a write-behind is using the descriptor (see msi_sp_write_behind) */
+/* a pass or a write-behind is running: msi_sp_empty keeps the file open */
+bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0 || atomic_load(&wb_busy) != 0; }
 
 static void writeback_pass(void) {
   uint64_t dirty, anon;
   msi_sp_sample(&dirty, &anon);
   bud.recheck_ns = msi_now_ns();
   bool fits = atomic_load_explicit(&sp.bytes, memory_order_relaxed) + anon <= msi_sp_fit_bytes();
-  bool all = fits ? msi_sp_headroom_low(dirty, anon) : dirty >= bud.dirty_cap;
+  /* beyond memory: every region once dirty pages pass the cap, or a quarter of the page cache the anonymous
+     memory leaves (under auto the program's RAM blocks hold 3/4 of the budget: the cap alone is half of it) */
+  uint64_t cache = bud.cg.limit > anon ? bud.cg.limit - anon : 0;
+  bool all = fits ? msi_sp_headroom_low(dirty, anon) : dirty >= bud.dirty_cap || dirty >= cache / 4;
   if (all) atomic_fetch_add_explicit(&bud.full_syncs, 1, memory_order_relaxed);
   else if (fits) return; /* rewritten pages stay dirty: no write fault after each write-back, no disk write */
   /* Writing back a mapped page write-protects it with a TLB flush on the program's CPU (an IPI per page): beyond
@@ -173,6 +176,82 @@ static void writeback_pass(void) {
   }
   msi_maint_idle(false);
   atomic_fetch_add_explicit(&sp.syncs, 1, memory_order_relaxed);
+}
+
+/* ---- write-behind: the allocating thread writes back the blocks it filled ----
+   Beyond memory, a program of many mid-size blocks (a Python dict of 1 MiB bytearrays, an R list of vectors)
+   fills each one right after its malloc, faster than the maintenance task's passes reach the new blocks (they
+   walk every region, at idle priority, every 50 ms). With cgroup v1 reclaim cannot write dirty file pages
+   itself, and a cgroup whose page cache is all dirty is OOM-killed. So the allocating thread writes back each
+   block of at most twice the write-behind window (the window: budget/16, at least 4 MiB) at its next spilled
+   malloc (by then the program has filled it): unmapped first (MADV_DONTNEED: one TLB flush, see
+   writeback_range), then sync_file_range(SYNC_FILE_RANGE_WRITE). Once the blocks submitted and not yet waited
+   for pass the window, it waits for the oldest one's write-back to complete, as the kernel's own dirty
+   throttling (balance_dirty_pages) would do were the cgroup's dirty pages counted against a limit of their own
+   (v1 has none): the program fills new blocks no faster than the disk takes them, and the cgroup's dirty and
+   in-flight spilled pages stay under a block plus the window (3/16 of the budget: under auto the page cache has
+   a quarter). Larger blocks are left to the passes, whose full write-back starts earlier when the anonymous
+   memory leaves little page cache (writeback_pass). While the data fits nothing of this runs. */
+#define WB_QUEUE 64
+typedef struct { uintptr_t addr; size_t off, len; } wb_block_t;
+static struct {
+  msi_lock_t lock;           /* trylock: a thread that finds it busy leaves its block to the passes */
+  wb_block_t last;           /* the newest block (len 0: none), not yet submitted: the program fills it now */
+  wb_block_t q[WB_QUEUE];    /* submitted, not yet waited for (oldest first from head) */
+  unsigned head, n;
+  size_t pending;            /* bytes in q */
+  _Atomic uint64_t blocks, waits; /* blocks written behind; waits for a block's write-back (throttling) */
+} wb = {.lock = MSI_LOCK_INIT};
+
+static size_t wb_window(void) { return bud.cg.limit / 16 > (4ull << 20) ? bud.cg.limit / 16 : (4ull << 20); }
+
+void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
+  if (!msi_trylock(&wb.lock)) return;
+  wb_block_t prev = wb.last;
+  wb.last = (wb_block_t){addr, off, beyond && len <= 2 * wb_window() ? len : 0};
+  atomic_store(&wb_busy, 1); /* seq_cst with msi_sp_empty's store of -1: it sees the flag or this sees -1 */
+  int fd = atomic_load(&sp.fd);
+  if (!beyond || fd < 0 || !msi_sp_file_is_ours(fd)) { /* fits (or no file of ours): nothing to write */
+    wb.head = wb.n = 0;
+    wb.pending = 0;
+    atomic_store_explicit(&wb_busy, 0, memory_order_release);
+    msi_unlock(&wb.lock);
+    return;
+  }
+  if (prev.len) {
+    msi_os_madvise((void *)prev.addr, prev.len, MADV_DONTNEED);
+    msi_os_sync_file_range(fd, (off_t)prev.off, (off_t)prev.len, SYNC_FILE_RANGE_WRITE);
+    if (wb.n == WB_QUEUE) { /* (blocks far below the window: the oldest is forgotten, not waited for) */
+      wb.pending -= wb.q[wb.head].len;
+      wb.head = (wb.head + 1) % WB_QUEUE;
+      wb.n--;
+    }
+    wb.q[(wb.head + wb.n++) % WB_QUEUE] = prev;
+    wb.pending += prev.len;
+    atomic_fetch_add_explicit(&wb.blocks, 1, memory_order_relaxed);
+  }
+  while (wb.n && wb.pending > wb_window()) {
+    wb_block_t o = wb.q[wb.head];
+    wb.head = (wb.head + 1) % WB_QUEUE;
+    wb.n--;
+    wb.pending -= o.len;
+    msi_os_sync_file_range(fd, (off_t)o.off, (off_t)o.len,
+                           SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    atomic_fetch_add_explicit(&wb.waits, 1, memory_order_relaxed);
+  }
+  atomic_store_explicit(&wb_busy, 0, memory_order_release);
+  msi_unlock(&wb.lock);
+}
+uint64_t msi_sp_write_behind_blocks(void) { return atomic_load_explicit(&wb.blocks, memory_order_relaxed); }
+uint64_t msi_sp_write_behind_waits(void) { return atomic_load_explicit(&wb.waits, memory_order_relaxed); }
+/* a pass running in the parent's maintenance thread at fork did not come along: the child's passes must run */
+void msi_sp_writeback_reset_child(void) {
+  atomic_store(&bud.busy, 0);
+  msi_lock_reset(&wb.lock); /* the parent's blocks are not the child's to write back */
+  atomic_store(&wb_busy, 0);
+  wb.last.len = 0;
+  wb.head = wb.n = 0;
+  wb.pending = 0;
 }
 
 void msi_sp_sync_pace(void) {

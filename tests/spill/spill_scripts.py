@@ -300,6 +300,26 @@ def cgroup_autofork():
     return 0 if rc == 0 and "ok autofork" in out else 1
 
 
+def cgroup_automid():
+    """auto with many 1 MiB blocks at 3x a 128 MiB cgroup (spill_helper automid): the blocks written behind keep
+    the cgroup's dirty and write-back bytes under a window, every block keeps its values, no OOM kill; the
+    write-back passes stay at idle priority (the program's RAM blocks at 3/4 of the limit do not make them
+    urgent: docs/spill.md, write-back)"""
+    need_routing()
+    limit = 128 << 20
+    ok = True
+    for mib, factor in ((1, 3), (16, 2)):  # 16: blocks of budget/8, twice the write-behind window
+        rc, out, _ = cgroup_run("automid", limit, [HELPER_SHARED, "automid", str(limit >> 20),
+                                                   str(factor * limit // (mib << 20)), str(mib)],
+                                env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR))
+        ok = rc == 0 and "ok automid" in out and ok
+        checks = [("beyond", "spill_write_behind", lambda v: v > 0), ("beyond", "spill_writebacks", lambda v: v > 0)]
+        if mib == 1:  # (a 16 MiB block's own fill may make a pass urgent: 16 MiB dirty of ~40 of page cache)
+            checks.append(("beyond", "spill_writebacks_urgent", lambda v: v <= 2))
+        ok = stats_hold(out, checks) and ok
+    return 0 if ok else 1
+
+
 def run_spill():
     """`memspace run --spill [--spill-dir DIR]` sets MEMSPACE_SPILL_THRESHOLD=auto (a size given with
     --spill-threshold wins); the program's stats then show auto"""
@@ -380,6 +400,8 @@ def main():
         return cgroup_auto()
     if t == "cgroup_autofork":
         return cgroup_autofork()
+    if t == "cgroup_automid":
+        return cgroup_automid()
     if t == "run_spill":
         return run_spill()
     if t == "maint_unprivileged":

@@ -68,7 +68,21 @@ static void test_read_v2(void **state) {
   assert_int_equal(s.used, 314572800ull + 10485760 + 20971520 + 1048576);
   assert_int_equal(s.avail, (4194304ull + 1048576) * 1024);
   assert_int_equal(s.pressure, 23);
+  assert_int_equal(s.cg_pressure, 0); /* no memory.pressure of its own */
   assert_int_equal(msi_sp_auto_room(&s), 1024 * MiB - s.used); /* the cgroup is the smaller */
+  /* the page counter ahead of memory.stat (its per-CPU statistics not folded in yet): memory.current less the
+     clean page cache counts; one behind it does not lower the count */
+  put("app/memory.current", "1500000000\n");
+  msi_sp_auto_read(&cg, at("meminfo"), at("pressure"), &s);
+  assert_int_equal(s.used, 1500000000ull - (900000000ull - 10485760 - 20971520 - 1048576));
+  put("app/memory.current", "100\n");
+  msi_sp_auto_read(&cg, at("meminfo"), at("pressure"), &s);
+  assert_int_equal(s.used, 314572800ull + 10485760 + 20971520 + 1048576);
+  /* the cgroup's own memory.pressure (v2) */
+  put("app/memory.pressure", "some avg10=41.07 avg60=2.00 avg300=0.00 total=9\nfull avg10=3.00 avg60=0 avg300=0 total=1\n");
+  msi_sp_auto_read(&cg, at("meminfo"), at("pressure"), &s);
+  assert_int_equal(s.cg_pressure, 41);
+  assert_int_equal(s.pressure, 23);
   /* a neighbour took the machine's memory: its room bounds ours */
   put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 102400 kB\nSwapFree: 0 kB\n");
   msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
@@ -96,6 +110,14 @@ static void test_read_v1_and_none(void **state) {
   assert_true(s.ok);
   assert_int_equal(s.used, 209715200ull + 4194304);
   assert_int_equal(s.avail, 4096 * MiB);
+  assert_int_equal(s.cg_pressure, 0); /* v1 has no memory.pressure */
+  /* v1's page counter ahead of memory.stat: usage less the clean page cache (total_cache - dirty - writeback) */
+  put("memory/job/memory.usage_in_bytes", "700000000\n");
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_int_equal(s.used, 700000000ull - (400000000ull - 4194304));
+  put("memory/job/memory.usage_in_bytes", "garbage\n");
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_int_equal(s.used, 209715200ull + 4194304);
   assert_int_equal(msi_sp_auto_room(&s), 512 * MiB - s.used);
   /* no cgroup limit: the room is MemAvailable + SwapFree */
   msi_os_cgroup_find(root, "0::/\n", ram, &cg);
@@ -109,27 +131,40 @@ static void test_read_v1_and_none(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+static bool decide(uint64_t cg_room, uint64_t machine_room, unsigned pressure, unsigned cg_pressure, bool spilling,
+                   uint64_t block, int *why) {
+  msi_sp_auto_view_t v = {.budget = 1024 * MiB, .cg_room = cg_room, .machine_room = machine_room,
+                          .pressure = pressure, .cg_pressure = cg_pressure, .spilling = spilling};
+  return msi_sp_auto_decide(&v, block, why);
+}
+
 /* RAM while room - block keeps a quarter of the budget; spilling until it keeps a quarter plus an eighth (no
-   flapping around the mark); pressure past 10% raises the mark */
+   flapping around the mark); pressure past 10% raises the mark of its own scope */
 static void test_decide(void **state) {
   (void)state;
-  const uint64_t B = 1024 * MiB;
+  const uint64_t lots = 20000 * MiB;
   int why = 0;
-  assert_false(msi_sp_auto_decide(300 * MiB, B, 0, false, 40 * MiB, false, &why));
-  assert_true(msi_sp_auto_decide(300 * MiB, B, 0, false, 50 * MiB, false, &why));
+  assert_false(decide(300 * MiB, lots, 0, 0, false, 40 * MiB, &why));
+  assert_true(decide(300 * MiB, lots, 0, 0, false, 50 * MiB, &why));
   assert_int_equal(why, MSI_SP_AUTO_BUDGET);
-  assert_true(msi_sp_auto_decide(300 * MiB, B, 0, false, 50 * MiB, true, &why));
+  assert_true(decide(lots, 300 * MiB, 0, 0, false, 50 * MiB, &why));
   assert_int_equal(why, MSI_SP_AUTO_MACHINE);
-  assert_true(msi_sp_auto_decide(10 * MiB, B, 0, false, 20 * MiB, false, &why)); /* larger than the room */
+  assert_true(decide(10 * MiB, lots, 0, 0, false, 20 * MiB, &why)); /* larger than the room */
   /* hysteresis: spilling, the same room and block stay in spill until room - block >= 3/8 of the budget */
-  assert_true(msi_sp_auto_decide(300 * MiB, B, 0, true, 40 * MiB, false, &why));
-  assert_true(msi_sp_auto_decide(400 * MiB, B, 0, true, 40 * MiB, false, &why));
-  assert_false(msi_sp_auto_decide(430 * MiB, B, 0, true, 40 * MiB, false, &why));
-  /* pressure: 5% is a busy machine's noise; 30% raises the headroom by 20% of the budget */
-  assert_false(msi_sp_auto_decide(300 * MiB, B, 5, false, 40 * MiB, false, &why));
-  assert_true(msi_sp_auto_decide(300 * MiB, B, 30, false, 40 * MiB, false, &why));
+  assert_true(decide(300 * MiB, lots, 0, 0, true, 40 * MiB, &why));
+  assert_true(decide(400 * MiB, lots, 0, 0, true, 40 * MiB, &why));
+  assert_false(decide(430 * MiB, lots, 0, 0, true, 40 * MiB, &why));
+  /* the machine's pressure: 5% is a busy machine's noise; 30% raises the machine room's mark by 20% of the
+     budget, and only the machine's: with gigabytes free a block that fits the cgroup stays in RAM */
+  assert_false(decide(300 * MiB, 300 * MiB, 5, 0, false, 40 * MiB, &why));
+  assert_true(decide(300 * MiB, 300 * MiB, 30, 0, false, 40 * MiB, &why));
   assert_int_equal(why, MSI_SP_AUTO_PRESSURE);
-  assert_false(msi_sp_auto_decide(520 * MiB, B, 30, false, 40 * MiB, false, &why));
+  assert_false(decide(300 * MiB, 520 * MiB, 30, 0, false, 40 * MiB, &why));
+  assert_false(decide(878 * MiB, lots, 60, 0, false, 512 * MiB, &why)); /* numpy at 0.5x: 146 MiB counted */
+  /* the cgroup's own pressure (v2 memory.pressure) raises the cgroup room's mark */
+  assert_true(decide(300 * MiB, lots, 0, 30, false, 40 * MiB, &why));
+  assert_int_equal(why, MSI_SP_AUTO_PRESSURE);
+  assert_false(decide(520 * MiB, lots, 0, 30, false, 40 * MiB, &why));
   assert_string_equal(msi_sp_auto_reason_name(MSI_SP_AUTO_PRESSURE), "pressure");
 }
 
