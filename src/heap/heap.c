@@ -71,7 +71,7 @@ static void classes_init(void) {
     }
     msi_heap_class_chunks[c] = (uint8_t)best;
     class_capacity[c] = (uint32_t)((best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs); /* secure: guard page at the end */
-    class_recip[c] = (((uint64_t)1 << 40) + bs - 1) / bs;
+    class_recip[c] = UINT64_MAX / bs + 1; /* ceil(2^64 / bs): heap.h msi_span_block_start */
   }
   /* units of 16 bytes above the previous class's size, up to this class's, map to it: one memset per class (a
      store per entry took half of a short-lived program's time in the library) */
