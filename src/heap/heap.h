@@ -85,6 +85,8 @@ typedef struct msi_span_s {
   uint32_t rfree_n;            /* blocks on it */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
+  uint32_t touched;            /* bytes from base the span has carved since its chunks became its own: pages that
+                                  are resident (heap.c span_carve); 0 once they go back to their segment */
 } msi_span_t;
 _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
 _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");
@@ -336,15 +338,20 @@ static inline uintptr_t msi_block_word(const void *p, int i) {
   return ((const uintptr_t *)p)[i];
 #endif
 }
-/* writes a free block's header: its link to next; carved: MSI_COOKIE_CARVED (never handed out yet) or 0 */
-static inline void msi_block_set(const msi_span_t *s, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
+/* writes a free block's header: its link to next under the span's key; carved: MSI_COOKIE_CARVED (never handed
+   out yet) or 0. (The key is passed by value: a loop writing many headers keeps it in a register, where a load
+   through the span would be repeated after every store) */
+static inline void msi_block_set_key(uintptr_t key, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
 #if MSI_HEAP_LIST_CHECKS
-  b->next = (msi_block_t *)((uintptr_t)next ^ s->key);
+  b->next = (msi_block_t *)((uintptr_t)next ^ key);
   b->cookie = (uintptr_t)next ^ carved;
 #else
   b->next = next;
-  b->cookie = (uintptr_t)b ^ s->key ^ carved;
+  b->cookie = (uintptr_t)b ^ key ^ carved;
 #endif
+}
+static inline void msi_block_set(const msi_span_t *s, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
+  msi_block_set_key(s->key, b, next, carved);
 }
 /* 0: a freed block; MSI_COOKIE_CARVED: carved and never handed out; else live (or overwritten). Two loads of
    the line a free writes anyway */
