@@ -804,6 +804,12 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   }
 }
 
+/* a full span leaves the current slot (owner context, nothing parked: span_collect just ran): the owner's first
+   local free takes the slow path (used_floor, heap.h), which puts the span on the partial list. Remote frees
+   reach the partial list through the owner's remote-span stack (heap_remote_process), which collects the span
+   and so clears the mark */
+static void span_detach_full(msi_span_t *s) { s->used_floor = s->used - 1; }
+
 /* `free` is empty: the collected remote frees become it */
 static bool span_take_rfree(msi_span_t *s) {
   if (!s->rfree) return false;
@@ -970,6 +976,7 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
     else if (!span_has_free(s) && s->bump < msi_span_end(s) && !s->in_partial) { span_carve(s); partial_push(h, s); }
+    else if (!span_has_free(s)) span_detach_full(s); /* the adopter's first free files it */
   }
   if (orphaning) heap_cache_drain(h, false);
 }
@@ -1171,7 +1178,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
     if (s->bump < msi_span_end(s)) { span_carve(s); return alloc_from(s); }
     span_collect(s, true, false);
     if (!span_free_empty(s)) return alloc_from(s);
-    /* full: it leaves the current slot; a free will put it on the partial list */
+    span_detach_full(s); /* full: it leaves the current slot; a free will put it on the partial list */
   }
   if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
     heap_remote_process(h, true, true);
@@ -1208,7 +1215,10 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (s->owner == h) {
     /* local free already linked by the fast path: file the span */
-    if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) span_collect(s, true, false); /* maybe empty now */
+    if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) { /* a parked list (maybe empty now), or full */
+      s->used_floor = 0;
+      span_collect(s, true, false);
+    }
     if (s == h->current[s->cls]) {
       if (s->used == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {

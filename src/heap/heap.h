@@ -72,8 +72,10 @@ typedef struct msi_span_s {
                                   the owner, read by others relaxed) */
   uintptr_t key;               /* free blocks' cookies and links (msi_block_next) */
   uint8_t cls, nchunks, state, in_partial;
-  uint32_t used_floor;         /* blocks on a parked remote list (heap.c span_collect): a local free reaching it
-                                  takes the slow path, which collects them (the span may be empty) */
+  uint32_t used_floor;         /* a local free bringing `used` to it takes the slow path (entry.h msi_heap_free_local):
+                                  the blocks on a parked remote list (heap.c span_collect: the span may be empty
+                                  then), or used - 1 in a full span out of the current slot (heap.c
+                                  span_detach_full: its first free puts it on the partial list), else 0 */
   /* second line: what other threads touch, and the owner's cold fields */
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
