@@ -281,14 +281,15 @@ static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
 }
 /* the end of the span's blocks */
 static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (uintptr_t)s->capacity * s->block_size; }
-/* the descriptor of the span holding p's chunk. The address is made once, in a register that every field access
-   then uses (left to itself the compiler folds part of it into each access and computes it a second time for
-   the callers that need the pointer itself) */
+/* the descriptor of the span holding p's chunk. The descriptor's offset is opaque to the compiler, so the address
+   is made once (shift, lea) in a register that every field access then uses (left to itself the compiler folds
+   part of it into each access's displacement and computes it a second time for the callers that need the
+   pointer itself) */
 static inline msi_span_t *msi_heap_span_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
-  msi_span_t *s = &seg->spans[seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)]];
-  __asm__("" : "+r"(s));
-  return s;
+  uintptr_t at = (uintptr_t)seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)] * sizeof(msi_span_t);
+  __asm__("" : "+r"(at));
+  return (msi_span_t *)((uintptr_t)seg->spans + at);
 }
 
 /* valgrind build only: the heap reads and writes the header (link, cookie) of blocks it marked free */
