@@ -376,6 +376,13 @@ void *ms_calloc(size_t count, size_t size) __attribute__((alias("msi_calloc")));
 void *ms_realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
 void *ms_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("msi_aligned_alloc")));
 size_t ms_usable_size(const void *p) __attribute__((alias("msi_usable_size")));
+#if MEMSPACE_OVERRIDE
+/* the replacement's malloc and free (src/override/override.c defines the rest of the family): the fast paths
+   themselves, not a jump to them */
+#include <stdlib.h>
+__attribute__((visibility("default"))) void *malloc(size_t size) __attribute__((alias("msi_malloc")));
+__attribute__((visibility("default"))) void free(void *p) __attribute__((alias("msi_free")));
+#endif
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* foreign pointers when the override layer is not built: the C library's own functions                       */

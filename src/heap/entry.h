@@ -38,16 +38,17 @@ static inline void *msi_heap_malloc_small(size_t size) {
   return p;
 }
 
-/* pushes a block freed by its owner; the span's bookkeeping runs when it was full or becomes empty. valgrind builds:
-   the block is marked free, and its header opened for the heap's own writes only */
+/* pushes a block freed by its owner; the span's bookkeeping runs when `used` reaches its floor (heap.h: the span
+   becomes empty, or was full out of the current slot, or has remote frees parked). valgrind builds: the block is
+   marked free, and its header opened for the heap's own writes only */
 static inline void msi_heap_free_local(void *p, msi_span_t *s) {
-  msi_block_t *b = p, *head = s->free;
+  msi_block_t *b = p;
   MSI_TRACK_FREE(p);
   MSI_HEAP_VG_OPEN(b);
-  msi_block_set(s, b, head, 0);
+  msi_block_set(s, b, s->free, 0);
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
-  if (MSI_UNLIKELY(--s->used == s->used_floor || head == msi_span_list_end(s))) msi_heap_small_free_slow(p, s);
+  if (MSI_UNLIKELY(--s->used == s->used_floor)) msi_heap_small_free_slow(p, s);
 }
 
 /* the local free's cold ends (api.c): with the extra checks (msi_heap_checks), and the report of a failed check

@@ -71,7 +71,7 @@ static void classes_init(void) {
     }
     msi_heap_class_chunks[c] = (uint8_t)best;
     class_capacity[c] = (uint32_t)((best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs); /* secure: guard page at the end */
-    class_recip[c] = (((uint64_t)1 << 40) + bs - 1) / bs;
+    class_recip[c] = UINT64_MAX / bs + 1; /* ceil(2^64 / bs): heap.h msi_span_block_start */
   }
   /* units of 16 bytes above the previous class's size, up to this class's, map to it: one memset per class (a
      store per entry took half of a short-lived program's time in the library) */
@@ -464,6 +464,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
     chunks_purged(bytes);
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
+  s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
   msi_lock(&seg_lock);
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
   s->state = MSI_SPAN_FREE;
@@ -803,6 +804,12 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   }
 }
 
+/* a full span leaves the current slot (owner context, nothing parked: span_collect just ran): the owner's first
+   local free takes the slow path (used_floor, heap.h), which puts the span on the partial list. Remote frees
+   reach the partial list through the owner's remote-span stack (heap_remote_process), which collects the span
+   and so clears the mark */
+static void span_detach_full(msi_span_t *s) { s->used_floor = s->used - 1; }
+
 /* `free` is empty: the collected remote frees become it */
 static bool span_take_rfree(msi_span_t *s) {
   if (!s->rfree) return false;
@@ -849,18 +856,23 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   msi_heap_note_active((int64_t)s->nchunks * MSI_HEAP_CHUNK);
 }
 
-/* carves a batch of never-used blocks into the free list, each with the cookie of a carved block (the secure build
-   links them in a random order, so the addresses of consecutive allocations cannot be predicted) */
+/* Carving: never-used blocks from bump go on the free list, each with the cookie of a carved block. Blocks are
+   carved where their pages are needed, never ahead: a batch holds the blocks whose headers lie in one 4 KiB
+   window from bump (within one page of any size the kernel uses: the page of the block handed out next, which the
+   program touches anyway), at least one block. So a fresh span's pages are faulted in one at a time as its blocks
+   are used, and a class with a few blocks in use leaves the rest of its span untouched. Below `touched` (pages a
+   former use of the same chunks carved: resident) batches take 16 KiB, fewer trips through the slow path. The
+   secure build links a batch in a random order, so the addresses of consecutive allocations cannot be
+   predicted. */
+#define CARVE_WINDOW ((uintptr_t)4096)
+#define CARVE_RESIDENT ((uintptr_t)16384)
 static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
-  /* a fresh span's first batch fills one page: a short-lived program touches one page per size class it uses
-     (16 KiB batches cost `ls` about 110 page faults more than glibc); later batches take 16 KiB */
-  size_t avail = (msi_span_end(s) - s->bump) / bs, n = (s->bump == s->base ? 4096 : 16384) / bs;
-  if (n < 2) n = 2;
-  if (n > avail) n = avail;
-  uintptr_t p = s->bump;
+  uintptr_t p = s->bump, end = msi_span_end(s), key = s->key;
+  uintptr_t lim = p - s->base < s->touched ? p + CARVE_RESIDENT : (p | (CARVE_WINDOW - 1)) + 1;
+  size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
-  uint16_t order[16384 / 16];
+  uint16_t order[CARVE_RESIDENT / 16];
   for (size_t i = 0; i < n; i++) order[i] = (uint16_t)i;
   for (size_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
     uint32_t j = carve_random((uint32_t)i + 1);
@@ -870,23 +882,26 @@ static void span_carve(msi_span_t *s) {
   for (size_t i = 0; i < n; i++) {
     msi_block_t *b = (msi_block_t *)(p + (uintptr_t)order[i] * bs);
     MSI_HEAP_VG_OPEN(b);
-    msi_block_set(s, b, head, MSI_COOKIE_CARVED);
+    msi_block_set_key(key, b, head, MSI_COOKIE_CARVED);
     MSI_HEAP_VG_CLOSE(b);
     head = b;
   }
   s->free = head;
-  __atomic_store_n(&s->bump, p + n * bs, __ATOMIC_RELAXED);
 #else
-  msi_block_t *head = (msi_block_t *)p;
-  for (size_t i = 1; i <= n; i++, p += bs) {
-    msi_block_t *b = (msi_block_t *)p;
-    MSI_HEAP_VG_OPEN(b);
-    msi_block_set(s, b, i < n ? (msi_block_t *)(p + bs) : s->free, MSI_COOKIE_CARVED);
-    MSI_HEAP_VG_CLOSE(b);
+  uintptr_t last = p + (n - 1) * bs;
+  for (uintptr_t b = p; b < last; b += bs) {
+    MSI_HEAP_VG_OPEN((msi_block_t *)b);
+    msi_block_set_key(key, (msi_block_t *)b, (msi_block_t *)(b + bs), MSI_COOKIE_CARVED);
+    MSI_HEAP_VG_CLOSE((msi_block_t *)b);
   }
-  s->free = head;
-  __atomic_store_n(&s->bump, p, __ATOMIC_RELAXED);
+  MSI_HEAP_VG_OPEN((msi_block_t *)last);
+  msi_block_set_key(key, (msi_block_t *)last, s->free, MSI_COOKIE_CARVED);
+  MSI_HEAP_VG_CLOSE((msi_block_t *)last);
+  s->free = (msi_block_t *)p;
 #endif
+  p += n * bs;
+  __atomic_store_n(&s->bump, p, __ATOMIC_RELAXED);
+  if (p - s->base > s->touched) s->touched = (uint32_t)(p - s->base);
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -961,6 +976,7 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
     else if (!span_has_free(s) && s->bump < msi_span_end(s) && !s->in_partial) { span_carve(s); partial_push(h, s); }
+    else if (!span_has_free(s)) span_detach_full(s); /* the adopter's first free files it */
   }
   if (orphaning) heap_cache_drain(h, false);
 }
@@ -1162,7 +1178,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
     if (s->bump < msi_span_end(s)) { span_carve(s); return alloc_from(s); }
     span_collect(s, true, false);
     if (!span_free_empty(s)) return alloc_from(s);
-    /* full: it leaves the current slot; a free will put it on the partial list */
+    span_detach_full(s); /* full: it leaves the current slot; a free will put it on the partial list */
   }
   if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
     heap_remote_process(h, true, true);
@@ -1199,7 +1215,10 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (s->owner == h) {
     /* local free already linked by the fast path: file the span */
-    if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) span_collect(s, true, false); /* maybe empty now */
+    if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) { /* a parked list (maybe empty now), or full */
+      s->used_floor = 0;
+      span_collect(s, true, false);
+    }
     if (s == h->current[s->cls]) {
       if (s->used == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {

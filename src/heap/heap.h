@@ -17,6 +17,9 @@
 #ifndef MSI_HEAP_H
 #define MSI_HEAP_H
 #include "internal.h"
+/* every name declared here is the library's own: the fast paths reach the globals by a direct rip-relative access
+   (a declaration without it is read through the GOT: one load more per global on every free) */
+#pragma GCC visibility push(hidden)
 
 #define MSI_HEAP_CHUNK_SHIFT 16
 #define MSI_HEAP_CHUNK ((size_t)1 << MSI_HEAP_CHUNK_SHIFT)
@@ -63,14 +66,16 @@ typedef struct msi_span_s {
   msi_block_t *free;           /* local free list (its end: msi_span_list_end) */
   uint32_t used;               /* blocks handed out and not yet seen free by the owner */
   uint32_t block_size;
-  uint64_t recip;              /* ceil(2^40 / block_size): O(1) block-start check */
+  uint64_t recip;              /* ceil(2^64 / block_size): O(1) block-start check (msi_span_block_start) */
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
   uintptr_t base, bump;        /* blocks [base, msi_span_end); [bump, end) never handed out yet (bump: written by
                                   the owner, read by others relaxed) */
   uintptr_t key;               /* free blocks' cookies and links (msi_block_next) */
   uint8_t cls, nchunks, state, in_partial;
-  uint32_t used_floor;         /* blocks on a parked remote list (heap.c span_collect): a local free reaching it
-                                  takes the slow path, which collects them (the span may be empty) */
+  uint32_t used_floor;         /* a local free bringing `used` to it takes the slow path (entry.h msi_heap_free_local):
+                                  the blocks on a parked remote list (heap.c span_collect: the span may be empty
+                                  then), or used - 1 in a full span out of the current slot (heap.c
+                                  span_detach_full: its first free puts it on the partial list), else 0 */
   /* second line: what other threads touch, and the owner's cold fields */
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
@@ -82,6 +87,8 @@ typedef struct msi_span_s {
   uint32_t rfree_n;            /* blocks on it */
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
+  uint32_t touched;            /* bytes from base the span has carved since its chunks became its own: pages that
+                                  are resident (heap.c span_carve); 0 once they go back to their segment */
 } msi_span_t;
 _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
 _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");
@@ -263,18 +270,26 @@ static inline bool msi_heap_in_reserved_small(const void *p) {
 static inline bool msi_heap_region_has(const void *p) {
   return msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p);
 }
-/* p is the start of one of the span's blocks carved so far (below its never-used area [bump, end): a block there
-   was never handed out): O(1), by the span's reciprocal (no division). bump is read relaxed: other threads check
-   blocks the owner handed out, below any value they can see */
+/* p (at or above the span's base) is the start of one of the span's blocks carved so far (below its never-used
+   area [bump, end): a block there was never handed out): O(1), one multiplication. The offset below bump is under
+   2^19, and for such an n, n * ceil(2^64 / d) mod 2^64 is below the constant exactly when d divides n (Lemire,
+   Kaser and Kurz, "Faster remainder by direct computation"). bump is read relaxed: other threads check blocks the
+   owner handed out, below any value they can see */
 static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
   uintptr_t off = (uintptr_t)p - s->base;
-  return (uintptr_t)p < __atomic_load_n(&s->bump, __ATOMIC_RELAXED) && ((off * s->recip) >> 40) * s->block_size == off;
+  return (uintptr_t)p < __atomic_load_n(&s->bump, __ATOMIC_RELAXED) && off * s->recip < s->recip;
 }
 /* the end of the span's blocks */
 static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (uintptr_t)s->capacity * s->block_size; }
+/* the descriptor of the span holding p's chunk. The descriptor's offset is opaque to the compiler, so the address
+   is made once (shift, lea) in a register that every field access then uses (left to itself the compiler folds
+   part of it into each access's displacement and computes it a second time for the callers that need the
+   pointer itself) */
 static inline msi_span_t *msi_heap_span_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
-  return &seg->spans[seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)]];
+  uintptr_t at = (uintptr_t)seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)] * sizeof(msi_span_t);
+  __asm__("" : "+r"(at));
+  return (msi_span_t *)((uintptr_t)seg->spans + at);
 }
 
 /* valgrind build only: the heap reads and writes the header (link, cookie) of blocks it marked free */
@@ -326,15 +341,20 @@ static inline uintptr_t msi_block_word(const void *p, int i) {
   return ((const uintptr_t *)p)[i];
 #endif
 }
-/* writes a free block's header: its link to next; carved: MSI_COOKIE_CARVED (never handed out yet) or 0 */
-static inline void msi_block_set(const msi_span_t *s, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
+/* writes a free block's header: its link to next under the span's key; carved: MSI_COOKIE_CARVED (never handed
+   out yet) or 0. (The key is passed by value: a loop writing many headers keeps it in a register, where a load
+   through the span would be repeated after every store) */
+static inline void msi_block_set_key(uintptr_t key, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
 #if MSI_HEAP_LIST_CHECKS
-  b->next = (msi_block_t *)((uintptr_t)next ^ s->key);
+  b->next = (msi_block_t *)((uintptr_t)next ^ key);
   b->cookie = (uintptr_t)next ^ carved;
 #else
   b->next = next;
-  b->cookie = (uintptr_t)b ^ s->key ^ carved;
+  b->cookie = (uintptr_t)b ^ key ^ carved;
 #endif
+}
+static inline void msi_block_set(const msi_span_t *s, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
+  msi_block_set_key(s->key, b, next, carved);
 }
 /* 0: a freed block; MSI_COOKIE_CARVED: carved and never handed out; else live (or overwritten). Two loads of
    the line a free writes anyway */
@@ -393,4 +413,5 @@ static inline bool msi_block_canary_ok(const msi_span_t *s, const void *p) {
   return true;
 #endif
 }
+#pragma GCC visibility pop
 #endif
