@@ -46,7 +46,8 @@ struct msi_stats_writer_s {
   ms_output_fn *out;
   void *arg;
   bool json;
-  int fields; /* fields written in the current section */
+  int fields;          /* fields written in the current section */
+  const char *section; /* the current section's name */
 };
 
 static void stderr_out(const char *text, void *arg) {
@@ -140,6 +141,20 @@ static const line_t lines[] = {
 #undef F
 #undef NOFIELD
 
+void msi_stats_run(msi_stats_writer_t *w, const char *first, unsigned n, const unsigned long long values[]) {
+  size_t l = 0;
+  while (l < MSI_ARRAY_LEN(lines) && (strcmp(lines[l].section, w->section) != 0 || strcmp(lines[l].name, first) != 0)) l++;
+  for (unsigned i = 0; i < n; i++, l++) {
+    bool bytes = l < MSI_ARRAY_LEN(lines) && strcmp(lines[l].unit, "bytes") == 0;
+    if (l >= MSI_ARRAY_LEN(lines) || strcmp(lines[l].section, w->section) != 0 || lines[l].offset != NO_FIELD ||
+        (!bytes && strcmp(lines[l].unit, "count") != 0)) {
+      msi_error("stats: [%s] %s: %u numbers past its run in stats.def", w->section, first, n - i);
+      return;
+    }
+    msi_stats_field(w, lines[l].name, values[i], bytes ? "bytes" : "");
+  }
+}
+
 void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],
                        const unsigned long long values[]) {
   char buf[512];
@@ -165,7 +180,7 @@ __attribute__((constructor(101))) static void process_register(void) {
 }
 
 void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
-  msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0};
+  msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0, ""};
   ms_stats_t s;
   ms_stats_get(&s, sizeof s);
   int n = atomic_load(&source_count);
@@ -185,6 +200,7 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
     const msi_stats_source_t *src = sources[i];
     if (src->used && !src->used()) continue;
     w.fields = 0;
+    w.section = src->name;
     if (w.json) wprintf_(&w, ",\n  \"%s\": {", src->name);
     else wprintf_(&w, "[%s]\n", src->name);
     for (size_t l = 0; l < MSI_ARRAY_LEN(lines); l++)
