@@ -182,8 +182,7 @@ static void *maint_main(void *arg) {
     unsigned period = min_period();
     if (pressure.limit && period > PRESSURE_CGROUP_MS) period = PRESSURE_CGROUP_MS;
     else if (pressure.psi[0] && period > PRESSURE_PSI_MS) period = PRESSURE_PSI_MS;
-    struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    msi_os_sleep_ms(period);
     uint64_t t = msi_now_ns();
     if (t >= next_alone_check) {
       next_alone_check = t + 100000000ull;

@@ -171,7 +171,7 @@ void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, cons
 /* [process]: the core's own section */
 static void process_get(ms_stats_t *s) {
   struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
+  if (msi_os_getrusage(&ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
 }
 static const msi_stats_source_t process_source = {"process", process_get, NULL, NULL};
 __attribute__((constructor(101))) static void process_register(void) {
@@ -187,12 +187,12 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
   const char *program = program_invocation_short_name ? program_invocation_short_name : "";
   if (w.json) {
     wprintf_(&w, "{\n  \"version\": \"%d.%d.%d\",\n  \"stats_version\": %d,\n  \"pid\": %d,\n  \"program\": \"",
-             MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR, MEMSPACE_VERSION_PATCH, MS_STATS_VERSION, (int)getpid());
+             MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR, MEMSPACE_VERSION_PATCH, MS_STATS_VERSION, msi_os_getpid());
     json_string(&w, program);
     w.out("\"", w.arg);
   } else {
     wprintf_(&w, "memspace %d.%d.%d statistics of pid %d (", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
-             MEMSPACE_VERSION_PATCH, (int)getpid());
+             MEMSPACE_VERSION_PATCH, msi_os_getpid());
     w.out(program, w.arg);
     w.out(")\n", w.arg);
   }
@@ -227,9 +227,7 @@ static void exit_flush(void) {
      one buffer) a record lock on the descriptor keeps processes sharing it from interleaving (per process, so
      it holds between processes that inherited the same open file; refused on a terminal: written unlocked) */
   if (!exit_locked && exit_len > 4096) {
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    int r;
-    do r = fcntl(exit_fd, F_SETLKW, &fl); while (r != 0 && errno == EINTR);
+    msi_os_lock_file(exit_fd, true);
     exit_locked = true;
   }
   msi_write_fd(exit_fd, exit_buf, exit_len);
@@ -251,7 +249,7 @@ static bool stats_file_name(const char *pattern, char *name, size_t cap) {
   size_t n = 0;
   bool pid_seen = false;
   char pid[24];
-  msi_snprintf(pid, sizeof pid, "%d", (int)getpid());
+  msi_snprintf(pid, sizeof pid, "%d", msi_os_getpid());
   for (const char *p = pattern; *p; p++) {
     const char *piece = p;
     size_t len = 1;
@@ -281,10 +279,7 @@ void msi_stats_exit_print(int fd) {
   exit_locked = false;
   ms_stats_print(exit_out, NULL, msi_opt(MS_OPTION_STATS_FORMAT) == 1 ? MS_STATS_JSON : 0);
   exit_flush();
-  if (exit_locked) {
-    struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
-    fcntl(exit_fd, F_SETLK, &fl);
-  }
+  if (exit_locked) msi_os_lock_file(exit_fd, false);
   if (file >= 0) msi_os_close(file);
   msi_unlock(&lock);
 }

@@ -127,7 +127,7 @@ static const char *parse_u64(const char *s, uint64_t *v, int base) {
 
 static unsigned long long memlock_limit(void) {
   struct rlimit rl = {0, 0};
-  getrlimit(RLIMIT_MEMLOCK, &rl);
+  msi_os_getrlimit(RLIMIT_MEMLOCK, &rl);
   return rl.rlim_cur == RLIM_INFINITY ? ~0ull : (unsigned long long)rl.rlim_cur;
 }
 
