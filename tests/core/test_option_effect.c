@@ -16,6 +16,7 @@
 #include "memspace.h"
 #include "internal.h"
 #include "os.h"
+#include "ms_test.h"
 
 
 static ms_stats_t stats(void) {
@@ -90,21 +91,8 @@ static void cache_preset_applies_at_once(void **state) {
   assert_int_equal(ms_option_set(MS_OPTION_CACHE, 1), 0);
 }
 
-/* Runs fn in a forked child (one thread; PURGE_DELAY -1: no maintenance thread, so only the test's clock
-   counts); fn's result is the child's exit status, 0 for success */
-static void in_child(int (*fn)(void)) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
-    _exit(fn());
-  }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-}
+/* fn in a forked child without a maintenance thread (ms_test.h): only the test's clock counts */
+static void in_child(int (*fn)(void)) { assert_int_equal(ms_test_in_child(fn), 0); }
 
 /* a frame allocator made after FRAME_IDLE is set uses it (its config's idle_ms 0: the option): one made under
    50 ms gives its pages back after 200 ms without a flip or an alloc (the flip's check, clock driven by the test),
