@@ -210,8 +210,7 @@ static inline void msi_lock_reset(msi_lock_t *l) {
 /* The locks that the heap's and the maintenance thread's fork handlers take, and the flag a forked child sets, in
    one block that never straddles a page (src/core/lock.c). After fork() every page a handler writes is a
    copy-on-write fault, in the parent (its unlocks) and in the child (its resets): spread over the parts' own
-   variables they cost 18 faults a fork (about 50 us on this project's KVM guest, where glibc's whole fork and
-   exit take 19 faults); here one in each. The locks taken often (the heap's span paths, each large slot size's)
+   variables they would cost about as many faults a fork as glibc's whole fork and exit; here one in each. The locks taken often (the heap's span paths, each large slot size's)
    sit in cache lines of their own. */
 #define MSI_FORK_LARGE_LOCKS 24
 typedef struct { _Alignas(64) msi_lock_t lock; } msi_lone_lock_t; /* a lock alone in its cache line */
