@@ -141,18 +141,22 @@ static const line_t lines[] = {
 #undef F
 #undef NOFIELD
 
-void msi_stats_run(msi_stats_writer_t *w, const char *first, unsigned n, const unsigned long long values[]) {
+static bool run_row(size_t l, const char *section) {
+  return l < MSI_ARRAY_LEN(lines) && strcmp(lines[l].section, section) == 0 && lines[l].offset == NO_FIELD &&
+         (strcmp(lines[l].unit, "bytes") == 0 || strcmp(lines[l].unit, "count") == 0);
+}
+
+void msi_stats_run(msi_stats_writer_t *w, const char *first, const char *last, unsigned n,
+                   const unsigned long long values[]) {
   size_t l = 0;
   while (l < MSI_ARRAY_LEN(lines) && (strcmp(lines[l].section, w->section) != 0 || strcmp(lines[l].name, first) != 0)) l++;
-  for (unsigned i = 0; i < n; i++, l++) {
-    bool bytes = l < MSI_ARRAY_LEN(lines) && strcmp(lines[l].unit, "bytes") == 0;
-    if (l >= MSI_ARRAY_LEN(lines) || strcmp(lines[l].section, w->section) != 0 || lines[l].offset != NO_FIELD ||
-        (!bytes && strcmp(lines[l].unit, "count") != 0)) {
-      msi_error("stats: [%s] %s: %u numbers past its run in stats.def", w->section, first, n - i);
+  for (unsigned i = 0; i < n; i++) /* the n rows from first on are numbers without a field, the last one `last` */
+    if (!run_row(l + i, w->section) || (i + 1 == n && strcmp(lines[l + i].name, last) != 0)) {
+      msi_error("stats: [%s] %s..%s is not a run of %u numbers in stats.def", w->section, first, last, n);
       return;
     }
-    msi_stats_field(w, lines[l].name, values[i], bytes ? "bytes" : "");
-  }
+  for (unsigned i = 0; i < n; i++, l++)
+    msi_stats_field(w, lines[l].name, values[i], strcmp(lines[l].unit, "bytes") == 0 ? "bytes" : "");
 }
 
 void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],

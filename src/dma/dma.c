@@ -889,7 +889,7 @@ static void dma_print(msi_stats_writer_t *w) {
   const unsigned long long run[] = {atomic_load(&ctr.g1_bytes),  atomic_load(&ctr.m2_bytes), atomic_load(&ctr.base_bytes),
                                     atomic_load(&ctr.registered), atomic_load(&ctr.allocs),  atomic_load(&ctr.frees),
                                     atomic_load(&ctr.fallbacks), atomic_load(&ctr.translations), atomic_load(&ctr.moved)};
-  msi_stats_run(w, "pinned_1g_pages", MSI_ARRAY_LEN(run), run);
+  msi_stats_run(w, "pinned_1g_pages", "moves_detected", MSI_ARRAY_LEN(run), run);
   int st = atomic_load(&ctr.phys_state);
   msi_stats_text(w, "physical_addresses", st == 1 ? "readable" : st == 2 ? "not readable (no CAP_SYS_ADMIN)"
                                                                           : "not read yet");

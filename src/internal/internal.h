@@ -85,9 +85,11 @@ void msi_stats_register(const msi_stats_source_t *source); /* idempotent; at mos
 /* print helpers usable from a source's print callback: a named integer field */
 void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long value, const char *unit);
 void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value);
-/* n numeric lines of the current section, stats.def's rows from `first` on in table order (names and units from
-   the table), valued values[0..n-1]: a part's counters without an ms_stats_t field print as one run */
-void msi_stats_run(msi_stats_writer_t *w, const char *first, unsigned n, const unsigned long long values[]);
+/* n numeric lines of the current section, stats.def's rows `first` to `last` in table order (names and units from
+   the table), valued values[0..n-1]: a part's counters without an ms_stats_t field print as one run. Rows that
+   are not such a run (a row added between them) print nothing and one error. */
+void msi_stats_run(msi_stats_writer_t *w, const char *first, const char *last, unsigned n,
+                   const unsigned long long values[]);
 /* several named numbers on one line: `name  k1 v1 k2 v2 ...` in text, {"k1": v1, ...} in JSON */
 void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],
                        const unsigned long long values[]);

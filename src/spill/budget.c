@@ -301,6 +301,6 @@ void msi_sp_auto_stats(msi_stats_writer_t *w) {
   const unsigned long long run[] = {room_now(), atomic_load(&aut.pressure), atomic_load(&aut.samples),
                                     atomic_load(&aut.to_spill), atomic_load(&aut.to_ram), atomic_load(&aut.began_used),
                                     atomic_load(&aut.began_room), atomic_load(&aut.began_block)};
-  msi_stats_run(w, "spill_auto_room", MSI_ARRAY_LEN(run), run);
+  msi_stats_run(w, "spill_auto_room", "spill_auto_began_block", MSI_ARRAY_LEN(run), run);
   msi_stats_text(w, "spill_auto_reason", msi_sp_auto_reason_name(atomic_load(&aut.reason)));
 }

@@ -391,6 +391,7 @@ static void stats_print(msi_stats_writer_t *w) {
   const unsigned long long run[] = {atomic_load(&sp.moves), atomic_load(&sp.syncs), atomic_load(&bud.full_syncs),
                                     atomic_load(&bud.urgent_syncs), atomic_load(&sp.advice_switches),
                                     atomic_load(&sp.maint_passes), bud.cg.limit, bud.dirty_cap};
-  msi_stats_run(w, "spill_moves", MSI_ARRAY_LEN(run) - (st == 1 ? 0 : 2), run);
+  if (st == 1) msi_stats_run(w, "spill_moves", "spill_dirty_cap", MSI_ARRAY_LEN(run), run);
+  else msi_stats_run(w, "spill_moves", "spill_maint_passes", MSI_ARRAY_LEN(run) - 2, run);
   msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
 }
