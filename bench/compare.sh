@@ -13,8 +13,8 @@
 # revision, the instructions the heap workload executes at a small size (valgrind --tool=cachegrind, I refs: no
 # noise from the machine's load): rptest 1 thread, 10 loops of 20000 slots and 20000 operations.
 # Writes bench/results/compare.csv (part,case,impl,threads,size_bytes,metric,value; impl is A or B, the n-th row
-# of a case/impl/threads/metric is round n) and compare.cmd (the revisions and the exact commands), then prints
-# per figure the medians of A and B, B/A of the medians and the range of B/A over the rounds, and A's own spread
+# of a case/impl/threads/metric is round n) and compare.cmd (the revisions and the exact commands, then the
+# summary), then prints per figure the medians of A and B, B/A of the medians and the range of B/A over the rounds, and A's own spread
 # (max/min of its rounds: the noise). Each run takes the machine lock (flock /tmp/memspace-bench.lock).
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -125,9 +125,10 @@ if command -v valgrind >/dev/null; then
   done
 fi
 
-"$py" - "$csv" <<'EOF'
+"$py" - "$csv" <<'EOF' | tee -a "$cmdf"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
+print("summary (B/A of the medians; the range of B/A over the rounds; A's spread: max/min of its rounds):")
 keys = []
 series = {}
 for r in rows:
