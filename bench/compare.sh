@@ -14,10 +14,10 @@
 # noise from the machine's load): rptest 1 thread, 10 loops of 20000 slots and 20000 operations.
 # Writes bench/results/compare.csv (part,case,impl,threads,size_bytes,metric,value; impl is A or B, the n-th row
 # of a case/impl/threads/metric is round n) and compare.cmd (the revisions and the exact commands, then the
-# summary), then prints per figure the medians of A and B, B/A of the medians and the range of B/A over the rounds, and A's own spread
-# (max/min of its rounds: the noise). Each run takes the machine lock (flock /tmp/memspace-bench.lock).
+# summary), then prints per figure the medians of A and B, B/A of the medians and the range of B/A over the
+# rounds, and A's own spread (max/min of its rounds: the noise). Each run takes the machine lock (flock /tmp/memspace-bench.lock).
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${3:-5}
 [ "$ROUNDS" -ge 5 ] 2>/dev/null || { echo "compare.sh: ROUNDS must be a number, at least 5" >&2; exit 2; }
