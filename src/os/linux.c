@@ -309,9 +309,8 @@ int msi_os_getpid(void) {
   COUNT_CALL();
   return (int)getpid();
 }
-int msi_os_fd_open(int fd) {
+int msi_os_fd_open(int fd) { /* a question: a closed fd is an answer, not a failure */
   COUNT_CALL();
-  atomic_fetch_add_explicit(&msi_os_counters.probes, 1, memory_order_relaxed);
   return fcntl(fd, F_GETFD) != -1;
 }
 int msi_os_lock_file(int fd, bool lock) {
