@@ -893,7 +893,7 @@ static void target_line(int style, bool known, bool pass, const char *fmt, ...) 
 #define met(...) target_line(1, __VA_ARGS__)
 
 static void print_targets(const hb_params_t *p, const progs_t *pg) {
-  msb_printf("\n-- targets (issue [heap]; from this one run)\n");
+  msb_printf("\n-- targets (heap; from this one run)\n");
   int perf = find_impl(synth, n_synth, "memspace-performance"), none = find_impl(synth, n_synth, "memspace-none");
   int g = find_impl(synth, n_synth, "glibc");
   for (int t = 0; t < 2; t++) { /* 1 and 2 threads */
@@ -974,7 +974,7 @@ static double prog_geomean(int k, int g, const bool want[N_PROGS], int *n) {
 }
 
 static void print_targets26(const hb_params_t *p) {
-  msb_printf("\n-- targets (issue #26; from this one run: medians of the interleaved rounds, [range of the rounds' "
+  msb_printf("\n-- targets (steady state; from this one run: medians of the interleaved rounds, [range of the rounds' "
              "ratios])\n");
   int perf = find_impl(synth, n_synth, "memspace-performance");
   for (int t = 0; t < 2; t++) { /* 1 and 2 threads */

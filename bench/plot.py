@@ -36,6 +36,14 @@ def pyplot():
     return plt
 
 
+def save(fig, path, rect=None):
+    """lays the figure out (within rect, when given: room kept for a figure-level legend), writes it, frees it"""
+    import matplotlib.pyplot as plt
+    fig.tight_layout(**({"rect": rect} if rect else {}))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     try:
         import matplotlib  # noqa: F401

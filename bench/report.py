@@ -411,9 +411,9 @@ def heap_long(run):
                    "and peak RSS against glibc and the best peer")
         out.append(table(("workload", "threads", "seconds", "x glibc", "x fastest peer", "peak RSS", "x glibc",
                           "x smallest peer"), rows))
-    out.append("#### Targets (issue [heap])")
+    out.append("#### Targets (heap)")
     out += heap_targets(run)
-    out.append("#### Targets (issue #26: the long window, the real programs, the workloads; the range of the "
+    out.append("#### Targets (steady state: the long window, the real programs, the workloads; the range of the "
                "rounds' ratios in brackets)")
     out += heap_targets26(run)
     return out
@@ -674,7 +674,7 @@ def spaces_long(run):
     if fl[0] is not None:
         out.append(f"Platform floor: an empty timed call costs {num(fl[0], 1)} ns mean, p99.9 {num(fl[1], 0)} ns, "
                    f"max {num(fl[2], 0)} ns (net of the timer).")
-    out.append("#### Targets (issue [spaces]; the memspace space, worst over sizes and both orders)")
+    out.append("#### Targets (the memspace space, worst over sizes and both orders)")
     for label, f, bound in SPACES_FIGS:
         v = f(run, "memspace")
         out.append(verdict(None if v is None else v <= bound, f"{label} <= {bound}: {num(v, 1)}"))
@@ -862,7 +862,7 @@ def spill_long(run):
     d = run.first("disk", "o-direct", "read_ops_per_s")
     if d is not None:
         out.append(f"The disk: {d:.0f} random 4 KiB reads per second (O_DIRECT).")
-    out.append("#### Targets (issue [spill])")
+    out.append("#### Targets (spill)")
     out += spill_targets(run, lim)
     return out
 
@@ -997,7 +997,7 @@ def dma_long(run):
         out.append(table(("event",) + tuple(f"{p} {b}" for p, b, _ in cols), rows))
     bad = sum(v for (c, i, m), lst in run.index.items() if m == "events_bad" for _, _, v in lst)
     out.append(f"Consumer check: {bad:.0f} wrong events in all cells.")
-    out.append("#### Targets (issue [dma])")
+    out.append("#### Targets (DMA)")
     for method, name in (("ntbatch", "ms_dma_stream"),):
         csv_w = run.first(f"target-{method}-vs-memset", "memspace", "worst_ratio")
         w = dma_worst(run, method)

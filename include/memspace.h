@@ -71,7 +71,9 @@ MS_API const char *ms_option_get_string(ms_option_t option);
 /// once made, keeps the size and expand step it was made with); the cache preset applies its limits at once and
 /// the caches hand back what they hold (O(cached spans and slots) then); the secure checks, the purge delay,
 /// verbosity and exit statistics apply from the next call that reads them; the huge-page size and the frame idle
-/// time apply to spaces, frames and DMA buffers created afterwards. Thread-safe (atomic store).
+/// time apply to spaces, frames and DMA buffers created afterwards; whether children inherit the process space's
+/// settings (SPACE_INHERIT) is decided when that space is made, at start for the environment's settings, so setting
+/// it later changes nothing. Thread-safe (atomic store).
 /// Returns 0, or EINVAL (errno set too) for an unknown option, a string option or a value out of range.
 MS_API int ms_option_set(ms_option_t option, long long value);
 /// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL + EINVAL for an unknown option. O(1).

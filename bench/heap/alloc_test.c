@@ -53,9 +53,6 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   wl_args_t a = wl_parse(argc, argv, "alloc-test: random sizes 8..1024, 64K live blocks per thread");
   rounds = wl_scaled(150, a.scale, 2);
-  double t0 = wl_now(), c0 = wl_cpu();
-  wl_run_threads(a.threads, worker);
-  double secs = wl_now() - t0, cpu = wl_cpu() - c0;
-  wl_report(secs, cpu, (2.0 * SLOTS + (double)rounds * (8.0 * RUN + 2.0 * RUN)) * a.threads);
+  wl_timed(a.threads, worker, 0, (2.0 * SLOTS + (double)rounds * (8.0 * RUN + 2.0 * RUN)) * a.threads);
   return 0;
 }

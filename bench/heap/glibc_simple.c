@@ -30,10 +30,6 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   wl_args_t a = wl_parse(argc, argv, "glibc-simple: batches of 100 small blocks allocated and freed");
   iters = wl_scaled(150000, a.scale, 10);
-  double t0 = wl_now(), c0 = wl_cpu();
-  if (a.threads == 1) worker(NULL);
-  else wl_run_threads(a.threads, worker);
-  double secs = wl_now() - t0, cpu = wl_cpu() - c0;
-  wl_report(secs, cpu, 2.0 * BLOCKS * (double)iters * a.threads);
+  wl_timed(a.threads, worker, 1, 2.0 * BLOCKS * (double)iters * a.threads);
   return 0;
 }

@@ -36,9 +36,6 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   wl_args_t a = wl_parse(argc, argv, "glibc-thread: threads replace random blocks of their own");
   nops = wl_scaled(6000000, a.scale, 1000);
-  double t0 = wl_now(), c0 = wl_cpu();
-  wl_run_threads(a.threads, worker);
-  double secs = wl_now() - t0, cpu = wl_cpu() - c0;
-  wl_report(secs, cpu, 2.0 * (double)nops * a.threads);
+  wl_timed(a.threads, worker, 0, 2.0 * (double)nops * a.threads);
   return 0;
 }

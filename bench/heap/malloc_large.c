@@ -33,10 +33,6 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   wl_args_t a = wl_parse(argc, argv, "malloc-large: 20 live zero-filled buffers of 5-25 MiB replaced one at a time");
   iters = wl_scaled(500, a.scale, 40);
-  double t0 = wl_now(), c0 = wl_cpu();
-  if (a.threads == 1) worker(NULL);
-  else wl_run_threads(a.threads, worker);
-  double secs = wl_now() - t0, cpu = wl_cpu() - c0;
-  wl_report(secs, cpu, 2.0 * (double)iters * a.threads);
+  wl_timed(a.threads, worker, 1, 2.0 * (double)iters * a.threads);
   return 0;
 }

@@ -95,6 +95,16 @@ static inline void wl_run_threads(int n, void *(*fn)(void *)) {
   for (int t = 0; t < n; t++) pthread_join(th[t], NULL);
 }
 
+/* the timed part and its report: fn on n threads (on the calling thread, argument NULL, when n is 1 and
+   inline_one), then wl_report with `ops` */
+static inline void wl_timed(int n, void *(*fn)(void *), int inline_one, double ops) {
+  double t0 = wl_now(), c0 = wl_cpu();
+  if (n == 1 && inline_one) fn(NULL);
+  else wl_run_threads(n, fn);
+  double secs = wl_now() - t0, cpu = wl_cpu() - c0;
+  wl_report(secs, cpu, ops);
+}
+
 /* a block's first word holds its size ^ a tag, checked before it is freed */
 static inline void wl_stamp(void *p, size_t size, uint64_t tag) {
   if (size >= sizeof(uint64_t)) { uint64_t v = (uint64_t)size ^ tag; memcpy(p, &v, sizeof v); }

@@ -7,7 +7,7 @@ import os
 import statistics
 from collections import defaultdict
 
-from plot import numeric, pyplot
+from plot import numeric, pyplot, save
 
 METHODS = [("nt", "ms_dma_write (fence per event)"), ("ntbatch", "ms_dma_stream (fence per 64 KiB)"),
            ("memcpy", "memcpy (glibc)"), ("loopback", "loopback device (list only)")]
@@ -70,6 +70,4 @@ def plot(rows, outdir, part):
         row[0].set_ylabel("GB per CPU-second (1e9 B)")
     flat[len(methods) - 1].legend(fontsize=7, loc="lower right")
     fig.suptitle("DMA ring writes by event size (memspace bench dma)")
-    fig.tight_layout()
-    fig.savefig(os.path.join(outdir, f"{part}.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(outdir, f"{part}.png"))

@@ -10,7 +10,7 @@
   allocator (the highest thread count each workload ran at)."""
 import statistics
 
-from plot import numeric, pyplot
+from plot import numeric, pyplot, save
 
 STYLE = {  # memspace presets solid, glibc black, peers dashed
     "memspace-unlimited": ("tab:blue", "-", "o"), "memspace-performance": ("tab:green", "-", "o"),
@@ -107,9 +107,7 @@ def plot_rptest(rows, outdir, plt):
     low = 0.035 if len(cases) > 1 else 0.06  # the caption below the legend
     fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, low), ncol=min(len(labels), 5), fontsize=8)
     fig.text(0.5, 0.008, presets_note(rows, cases), ha="center", va="bottom", fontsize=9, style="italic")
-    fig.tight_layout(rect=(0, 0.11 if len(cases) > 1 else 0.2, 1, 1))
-    fig.savefig("%s/heap-rptest.png" % outdir, dpi=110)
-    plt.close(fig)
+    save(fig, "%s/heap-rptest.png" % outdir, (0, 0.11 if len(cases) > 1 else 0.2, 1, 1))
 
 
 def overhead_pcts(rows, case):
@@ -163,9 +161,7 @@ def plot_long(rows, outdir, plt):
         ax.set_ylim(bottom=0)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig("%s/heap-long.png" % outdir, dpi=110)
-    plt.close(fig)
+    save(fig, "%s/heap-long.png" % outdir, (0, 0.08, 1, 1))
 
 
 def plot_idle(rows, outdir, plt):
@@ -191,9 +187,7 @@ def plot_idle(rows, outdir, plt):
     ax.set_title("rptest: memory kept after freeing everything (threads alive, 1 s idle)")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig("%s/heap-idle.png" % outdir, dpi=110)
-    plt.close(fig)
+    save(fig, "%s/heap-idle.png" % outdir)
 
 
 def _ratio_formatter(minor=False):
@@ -258,9 +252,7 @@ def plot_programs(rows, outdir, plt):
     ax.set_title("one block grown with realloc to %d MiB" % (max(sizes) >> 20 if sizes else 0))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig("%s/heap-programs.png" % outdir, dpi=110)
-    plt.close(fig)
+    save(fig, "%s/heap-programs.png" % outdir)
 
 
 WORKLOADS = ("larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple", "glibc_thread",
@@ -290,9 +282,7 @@ def plot_workloads(rows, outdir, plt):
         ax.set_title("mimalloc-bench-style workloads: %s (median)" % title)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, ncol=len(impls))
-    fig.tight_layout()
-    fig.savefig("%s/heap-workloads.png" % outdir, dpi=110)
-    plt.close(fig)
+    save(fig, "%s/heap-workloads.png" % outdir)
 
 
 def plot(rows, outdir, part):

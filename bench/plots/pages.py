@@ -3,7 +3,7 @@ published Windows figures beside (impl gerstmann-published), and the frame alloc
 import os
 from collections import defaultdict
 
-from plot import numeric, pyplot
+from plot import numeric, pyplot, save
 
 
 def _median(values):
@@ -43,9 +43,7 @@ def _mapping(rows, outdir, part, plt):
         ax.set_xlabel("ms per round (median)")
         ax.set_title(f"{pattern}: map, write, release")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(outdir, f"{part}-map.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(outdir, f"{part}-map.png"))
 
 
 def _frame(rows, outdir, part, plt):
@@ -81,9 +79,7 @@ def _frame(rows, outdir, part, plt):
     a2.set_ylabel("MiB (RSS above start)")
     a2.set_title("RSS")
     a2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(outdir, f"{part}-frame.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(outdir, f"{part}-frame.png"))
 
 
 def plot(rows, outdir, part):

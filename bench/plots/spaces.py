@@ -2,7 +2,7 @@
 malloc and free, FIFO and random free order; the seed's RTX64 4.x published means on the mean panels."""
 import os
 
-from plot import numeric, pyplot
+from plot import numeric, pyplot, save
 
 IMPLS = ["memspace", "glibc", "glibc-rt", "jemalloc", "mimalloc", "tcmalloc"]
 
@@ -50,6 +50,4 @@ def plot(rows, outdir, part):
                 ax.grid(True, which="both", alpha=0.3)
         axes[0][0].legend(fontsize=8)
         fig.suptitle("memspace bench spaces: time per call against block size (median of runs)")
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, f"{part}-{order}.png"), dpi=110)
-        plt.close(fig)
+        save(fig, os.path.join(outdir, f"{part}-{order}.png"))

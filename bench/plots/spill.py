@@ -4,7 +4,7 @@ rates against the vector size, one line per configuration and language; the cgro
 the limit killed as an X where their line ends) and the probes' latencies."""
 import os
 
-from plot import numeric, pyplot
+from plot import numeric, pyplot, save
 
 CONFIGS = ("plain", "spill", "swap", "auto", "file_mmap")
 
@@ -43,9 +43,7 @@ def plot(rows, outdir, part):
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    fig.savefig(os.path.join(outdir, f"{part}.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(outdir, f"{part}.png"), (0, 0.12, 1, 1))
 
     probes = [r for r in numeric(rows) if r["impl"].startswith("probe-") and r["metric"] in ("p50_ns", "p99_ns", "max_ns")]
     if not probes:
@@ -66,6 +64,4 @@ def plot(rows, outdir, part):
         ax.set_ylabel("round latency, ms")
         ax.set_title(f"{probe} (touches its working set)")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(outdir, f"{part}-probes.png"), dpi=110)
-    plt.close(fig)
+    save(fig, os.path.join(outdir, f"{part}-probes.png"))

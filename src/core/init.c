@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* init.c: library start-up and exit. Safe before libc is fully up: reads options from environ only. */
 #include "internal.h"
+#include "os.h"
 #include "route.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -28,18 +29,18 @@ static void announce(void) {
   char opts[512];
   msi_options_describe(opts, sizeof opts);
   msi_verbose("%d.%d.%d active in %s (pid %d):%s", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
-              MEMSPACE_VERSION_PATCH, program_invocation_short_name, (int)getpid(), opts);
+              MEMSPACE_VERSION_PATCH, program_invocation_short_name, msi_os_getpid(), opts);
 }
 
 __attribute__((constructor(101))) static void msi_constructor(void) {
   msi_init();
   msi_fork_register(); /* fork.c */
-  if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+  if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = msi_os_dup_high(2, 100);
   announce();
 }
 
 __attribute__((destructor(101))) static void msi_destructor(void) {
   if (!msi_opt(MS_OPTION_SHOW_STATS)) return; /* never set in the tool (options.c) */
-  int fd = fcntl(2, F_GETFD) != -1 || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
+  int fd = msi_os_fd_open(2) || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
   msi_stats_exit_print(fd);
 }

@@ -45,8 +45,3 @@ bool msi_single_threaded(void) {
 #endif
 }
 
-uint64_t msi_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}

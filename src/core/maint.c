@@ -171,7 +171,7 @@ static void pressure_run(msi_pressure_t *p, uint64_t now, uint64_t *next_find, u
 static void *maint_main(void *arg) {
   (void)arg;
   /* SCHED_BATCH: background work never preempts the thread a wake-up interrupts (with a kernel without preemption
-     a write-back call then held an interactive process off its CPU for 2-5 ms); SCHED_IDLE only where reversible */
+     a write-back call would hold an interactive process off its CPU); SCHED_IDLE only where reversible */
   in_maint = true;
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
@@ -182,8 +182,7 @@ static void *maint_main(void *arg) {
     unsigned period = min_period();
     if (pressure.limit && period > PRESSURE_CGROUP_MS) period = PRESSURE_CGROUP_MS;
     else if (pressure.psi[0] && period > PRESSURE_PSI_MS) period = PRESSURE_PSI_MS;
-    struct timespec ts = {period / 1000, (long)(period % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    msi_os_sleep_ms(period);
     uint64_t t = msi_now_ns();
     if (t >= next_alone_check) {
       next_alone_check = t + 100000000ull;

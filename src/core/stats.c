@@ -46,7 +46,8 @@ struct msi_stats_writer_s {
   ms_output_fn *out;
   void *arg;
   bool json;
-  int fields; /* fields written in the current section */
+  int fields;          /* fields written in the current section */
+  const char *section; /* the current section's name */
 };
 
 static void stderr_out(const char *text, void *arg) {
@@ -140,6 +141,24 @@ static const line_t lines[] = {
 #undef F
 #undef NOFIELD
 
+static bool run_row(size_t l, const char *section) {
+  return l < MSI_ARRAY_LEN(lines) && strcmp(lines[l].section, section) == 0 && lines[l].offset == NO_FIELD &&
+         (strcmp(lines[l].unit, "bytes") == 0 || strcmp(lines[l].unit, "count") == 0);
+}
+
+void msi_stats_run(msi_stats_writer_t *w, const char *first, const char *last, unsigned n,
+                   const unsigned long long values[]) {
+  size_t l = 0;
+  while (l < MSI_ARRAY_LEN(lines) && (strcmp(lines[l].section, w->section) != 0 || strcmp(lines[l].name, first) != 0)) l++;
+  for (unsigned i = 0; i < n; i++) /* the n rows from first on are numbers without a field, the last one `last` */
+    if (!run_row(l + i, w->section) || (i + 1 == n && strcmp(lines[l + i].name, last) != 0)) {
+      msi_error("stats: [%s] %s..%s is not a run of %u numbers in stats.def", w->section, first, last, n);
+      return;
+    }
+  for (unsigned i = 0; i < n; i++, l++)
+    msi_stats_field(w, lines[l].name, values[i], strcmp(lines[l].unit, "bytes") == 0 ? "bytes" : "");
+}
+
 void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],
                        const unsigned long long values[]) {
   char buf[512];
@@ -156,7 +175,7 @@ void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, cons
 /* [process]: the core's own section */
 static void process_get(ms_stats_t *s) {
   struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
+  if (msi_os_getrusage(&ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
 }
 static const msi_stats_source_t process_source = {"process", process_get, NULL, NULL};
 __attribute__((constructor(101))) static void process_register(void) {
@@ -165,19 +184,19 @@ __attribute__((constructor(101))) static void process_register(void) {
 }
 
 void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
-  msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0};
+  msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0, ""};
   ms_stats_t s;
   ms_stats_get(&s, sizeof s);
   int n = atomic_load(&source_count);
   const char *program = program_invocation_short_name ? program_invocation_short_name : "";
   if (w.json) {
     wprintf_(&w, "{\n  \"version\": \"%d.%d.%d\",\n  \"stats_version\": %d,\n  \"pid\": %d,\n  \"program\": \"",
-             MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR, MEMSPACE_VERSION_PATCH, MS_STATS_VERSION, (int)getpid());
+             MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR, MEMSPACE_VERSION_PATCH, MS_STATS_VERSION, msi_os_getpid());
     json_string(&w, program);
     w.out("\"", w.arg);
   } else {
     wprintf_(&w, "memspace %d.%d.%d statistics of pid %d (", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
-             MEMSPACE_VERSION_PATCH, (int)getpid());
+             MEMSPACE_VERSION_PATCH, msi_os_getpid());
     w.out(program, w.arg);
     w.out(")\n", w.arg);
   }
@@ -185,6 +204,7 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
     const msi_stats_source_t *src = sources[i];
     if (src->used && !src->used()) continue;
     w.fields = 0;
+    w.section = src->name;
     if (w.json) wprintf_(&w, ",\n  \"%s\": {", src->name);
     else wprintf_(&w, "[%s]\n", src->name);
     for (size_t l = 0; l < MSI_ARRAY_LEN(lines); l++)
@@ -211,9 +231,7 @@ static void exit_flush(void) {
      one buffer) a record lock on the descriptor keeps processes sharing it from interleaving (per process, so
      it holds between processes that inherited the same open file; refused on a terminal: written unlocked) */
   if (!exit_locked && exit_len > 4096) {
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    int r;
-    do r = fcntl(exit_fd, F_SETLKW, &fl); while (r != 0 && errno == EINTR);
+    msi_os_lock_file(exit_fd, true);
     exit_locked = true;
   }
   msi_write_fd(exit_fd, exit_buf, exit_len);
@@ -235,7 +253,7 @@ static bool stats_file_name(const char *pattern, char *name, size_t cap) {
   size_t n = 0;
   bool pid_seen = false;
   char pid[24];
-  msi_snprintf(pid, sizeof pid, "%d", (int)getpid());
+  msi_snprintf(pid, sizeof pid, "%d", msi_os_getpid());
   for (const char *p = pattern; *p; p++) {
     const char *piece = p;
     size_t len = 1;
@@ -265,10 +283,7 @@ void msi_stats_exit_print(int fd) {
   exit_locked = false;
   ms_stats_print(exit_out, NULL, msi_opt(MS_OPTION_STATS_FORMAT) == 1 ? MS_STATS_JSON : 0);
   exit_flush();
-  if (exit_locked) {
-    struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
-    fcntl(exit_fd, F_SETLK, &fl);
-  }
+  if (exit_locked) msi_os_lock_file(exit_fd, false);
   if (file >= 0) msi_os_close(file);
   msi_unlock(&lock);
 }

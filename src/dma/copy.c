@@ -38,8 +38,8 @@ typedef void stream_fn(char *d, const char *s, size_t n);
 static stream_fn *_Atomic stream_impl;
 
 /* AVX2 in the CPU and its YMM state saved by the kernel. Not __builtin_cpu_supports: it links libgcc's
-   __cpu_indicator_init, a constructor that ran a dozen cpuid instructions in every process the library is loaded
-   into (about 90 us a process start on this project's KVM guest, where each cpuid exits to the hypervisor) */
+   __cpu_indicator_init, a constructor that runs a dozen cpuid instructions in every process the library is loaded
+   into (each an exit to the hypervisor in a virtual machine) */
 static bool cpu_has_avx2(void) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX)) return false;

@@ -127,7 +127,7 @@ static const char *parse_u64(const char *s, uint64_t *v, int base) {
 
 static unsigned long long memlock_limit(void) {
   struct rlimit rl = {0, 0};
-  getrlimit(RLIMIT_MEMLOCK, &rl);
+  msi_os_getrlimit(RLIMIT_MEMLOCK, &rl);
   return rl.rlim_cur == RLIM_INFINITY ? ~0ull : (unsigned long long)rl.rlim_cur;
 }
 
@@ -885,15 +885,11 @@ static void dma_get(ms_stats_t *s) {
 /* the lines without a field (stats.def; the core prints the others); the section once a buffer was made */
 static bool dma_used(void) { return atomic_load(&ctr.allocs) || atomic_load(&ctr.registered) || atomic_load(&ctr.buffers); }
 static void dma_print(msi_stats_writer_t *w) {
-  msi_stats_field(w, "pinned_1g_pages", atomic_load(&ctr.g1_bytes), "bytes");
-  msi_stats_field(w, "pinned_2m_pages", atomic_load(&ctr.m2_bytes), "bytes");
-  msi_stats_field(w, "pinned_base_pages", atomic_load(&ctr.base_bytes), "bytes");
-  msi_stats_field(w, "registered", atomic_load(&ctr.registered), "");
-  msi_stats_field(w, "allocations", atomic_load(&ctr.allocs), "");
-  msi_stats_field(w, "frees", atomic_load(&ctr.frees), "");
-  msi_stats_field(w, "page_fallbacks", atomic_load(&ctr.fallbacks), "");
-  msi_stats_field(w, "translations", atomic_load(&ctr.translations), "");
-  msi_stats_field(w, "moves_detected", atomic_load(&ctr.moved), "");
+  /* stats.def's rows pinned_1g_pages .. moves_detected, in its order */
+  const unsigned long long run[] = {atomic_load(&ctr.g1_bytes),  atomic_load(&ctr.m2_bytes), atomic_load(&ctr.base_bytes),
+                                    atomic_load(&ctr.registered), atomic_load(&ctr.allocs),  atomic_load(&ctr.frees),
+                                    atomic_load(&ctr.fallbacks), atomic_load(&ctr.translations), atomic_load(&ctr.moved)};
+  msi_stats_run(w, "pinned_1g_pages", "moves_detected", MSI_ARRAY_LEN(run), run);
   int st = atomic_load(&ctr.phys_state);
   msi_stats_text(w, "physical_addresses", st == 1 ? "readable" : st == 2 ? "not readable (no CAP_SYS_ADMIN)"
                                                                           : "not read yet");

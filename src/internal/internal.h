@@ -85,6 +85,11 @@ void msi_stats_register(const msi_stats_source_t *source); /* idempotent; at mos
 /* print helpers usable from a source's print callback: a named integer field */
 void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long value, const char *unit);
 void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value);
+/* n numeric lines of the current section, stats.def's rows `first` to `last` in table order (names and units from
+   the table), valued values[0..n-1]: a part's counters without an ms_stats_t field print as one run. Rows that
+   are not such a run (a row added between them) print nothing and one error. */
+void msi_stats_run(msi_stats_writer_t *w, const char *first, const char *last, unsigned n,
+                   const unsigned long long values[]);
 /* several named numbers on one line: `name  k1 v1 k2 v2 ...` in text, {"k1": v1, ...} in JSON */
 void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, const char *const keys[],
                        const unsigned long long values[]);
@@ -207,8 +212,7 @@ static inline void msi_lock_reset(msi_lock_t *l) {
 /* The locks that the heap's and the maintenance thread's fork handlers take, and the flag a forked child sets, in
    one block that never straddles a page (src/core/lock.c). After fork() every page a handler writes is a
    copy-on-write fault, in the parent (its unlocks) and in the child (its resets): spread over the parts' own
-   variables they cost 18 faults a fork (about 50 us on this project's KVM guest, where glibc's whole fork and
-   exit take 19 faults); here one in each. The locks taken often (the heap's span paths, each large slot size's)
+   variables they would cost about as many faults a fork as glibc's whole fork and exit; here one in each. The locks taken often (the heap's span paths, each large slot size's)
    sit in cache lines of their own. */
 #define MSI_FORK_LARGE_LOCKS 24
 typedef struct { _Alignas(64) msi_lock_t lock; } msi_lone_lock_t; /* a lock alone in its cache line */

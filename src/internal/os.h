@@ -59,6 +59,14 @@ void msi_os_yield(void);                                 /* sched_yield: a threa
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len);
 int msi_os_getrlimit(int resource, struct rlimit *rl);
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec);
+struct rusage;
+int msi_os_getrusage(struct rusage *ru);                /* RUSAGE_SELF; -1 + errno */
+int msi_os_getpid(void);
+int msi_os_fd_open(int fd);                             /* 1 when fd is an open descriptor (fcntl F_GETFD), else 0 */
+/* a write record lock over the whole file open as fd: lock waits for it (F_SETLKW, resumed after a signal),
+   !lock releases it (F_SETLK); -1 + errno */
+int msi_os_lock_file(int fd, bool lock);
+void msi_os_sleep_ms(unsigned ms);                      /* one nanosleep: returns early when a signal arrives */
 
 /* system files (/proc, /sys, cgroup files), read without stdio or allocation */
 /* the whole file (up to cap-1 bytes) into buf, NUL-terminated: its length, or -1 + errno (buf then "") */

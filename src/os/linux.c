@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 msi_os_counters_t msi_os_counters;
@@ -303,6 +304,30 @@ ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_ou
 }
 int msi_os_getrlimit(int resource, struct rlimit *rl) { RETRY_INT(MS_FAULT_OP_COUNT, getrlimit(resource, rl)); }
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_FAULT_OP_COUNT, mincore(addr, size, vec)); }
+int msi_os_getrusage(struct rusage *ru) { RETRY_INT(MS_FAULT_OP_COUNT, getrusage(RUSAGE_SELF, ru)); }
+int msi_os_getpid(void) {
+  COUNT_CALL();
+  return (int)getpid();
+}
+int msi_os_fd_open(int fd) { /* a question: a closed fd is an answer, not a failure */
+  COUNT_CALL();
+  return fcntl(fd, F_GETFD) != -1;
+}
+int msi_os_lock_file(int fd, bool lock) {
+  struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET};
+  RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, lock ? F_SETLKW : F_SETLK, &fl));
+}
+/* a wait, like the futex and yield wrappers: not counted (the maintenance thread's sleeps would swamp the count) */
+void msi_os_sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+/* the vDSO's clock: no system call, not counted */
+uint64_t msi_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 long msi_os_mbind(void *addr, size_t size, int node) {
   if (node < 0 || node >= 1024) { errno = EINVAL; return -1; }

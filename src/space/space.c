@@ -12,8 +12,8 @@
    malloc: order k = ceil(log2(size)); j = lowest order >= k with a free block (one ctz on the mask); take the
    lowest-address free block of order j (one ctz per bitmap level); split it down to k (j-k bit sets).
    free: read the map entry; merge with the buddy while the buddy is free (a bit test) and in the same region.
-   Neither call reads or writes a byte of the data area: on this kind of VM, touching memory just past a large
-   block the program has just walked costs ~1 us (nested page walks); a header or split remainder next to the
+   Neither call reads or writes a byte of the data area: in a virtual machine, touching memory just past a large
+   block the program has just walked can take a nested page walk; a header or split remainder next to the
    block would pay that on every call. A heap overflow cannot corrupt the allocator either.
    Worst case per call: (orders) splits or merges x (bitmap depth <= 6) word updates, no loops over blocks. */
 #include "space_internal.h"

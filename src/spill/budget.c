@@ -377,13 +377,10 @@ void msi_sp_auto_stats(msi_stats_writer_t *w) {
     return;
   }
   msi_stats_text(w, "spill_auto", !atomic_load(&aut.state) ? "unused" : atomic_load(&aut.spilling) ? "spilling" : "ram");
-  msi_stats_field(w, "spill_auto_room", room_now(), "bytes");
-  msi_stats_field(w, "spill_auto_pressure", atomic_load(&aut.pressure), "");
-  msi_stats_field(w, "spill_auto_samples", atomic_load(&aut.samples), "");
-  msi_stats_field(w, "spill_auto_to_spill", atomic_load(&aut.to_spill), "");
-  msi_stats_field(w, "spill_auto_to_ram", atomic_load(&aut.to_ram), "");
-  msi_stats_field(w, "spill_auto_began_used", atomic_load(&aut.began_used), "bytes");
-  msi_stats_field(w, "spill_auto_began_room", atomic_load(&aut.began_room), "bytes");
-  msi_stats_field(w, "spill_auto_began_block", atomic_load(&aut.began_block), "bytes");
+  /* stats.def's rows spill_auto_room .. spill_auto_began_block, in its order */
+  const unsigned long long run[] = {room_now(), atomic_load(&aut.pressure), atomic_load(&aut.samples),
+                                    atomic_load(&aut.to_spill), atomic_load(&aut.to_ram), atomic_load(&aut.began_used),
+                                    atomic_load(&aut.began_room), atomic_load(&aut.began_block)};
+  msi_stats_run(w, "spill_auto_room", "spill_auto_began_block", MSI_ARRAY_LEN(run), run);
   msi_stats_text(w, "spill_auto_reason", msi_sp_auto_reason_name(atomic_load(&aut.reason)));
 }

@@ -40,11 +40,10 @@ static int fd_high(int fd) {
 
 /* The descriptor table starts with 64 entries; the first descriptor numbered SP_FD_MARK grows it, and once the
    process has a second thread the kernel then waits for a whole RCU grace period (expand_fdtable's
-   synchronize_rcu): 7-19 ms on the project's VM, inside the first spilled malloc (numpy's first 512 MiB array took
-   0.057 s plain). The table never shrinks (but a forked child's starts from its highest open descriptor), so where
+   synchronize_rcu, milliseconds), inside the first spilled malloc. The table never shrinks (but a forked child's starts from its highest open descriptor), so where
    spill is configured the constructor and the fork child handler grow it while the process has one thread (a
-   copy of descriptor 0, 1 or 2 numbered at the mark, closed at once: ~10 us). Not in a library loaded by dlopen
-   into a threaded process: the constructor itself would wait the grace period (13-27 ms) whether or not it ever
+   copy of descriptor 0, 1 or 2 numbered at the mark, closed at once). Not in a library loaded by dlopen
+   into a threaded process: the constructor itself would wait the grace period whether or not it ever
    spills. With 0-2 all closed, the constructor opens "/" with O_PATH (no permission, security-module or fanotify
    check); the fork child never opens anything (a sandboxed program may forbid it). */
 void msi_sp_fd_table_grow(bool in_fork_child) {

@@ -390,16 +390,12 @@ static void stats_print(msi_stats_writer_t *w) {
     msi_stats_text(w, "spill_filesystem", msi_sp_fs_name(sp.fs_type));
     msi_stats_field(w, "spill_files", atomic_load(&sp.fd) >= 0, "");
   }
-  msi_stats_field(w, "spill_moves", atomic_load(&sp.moves), "");
-  msi_stats_field(w, "spill_writebacks", atomic_load(&sp.syncs), "");
-  msi_stats_field(w, "spill_writebacks_full", atomic_load(&bud.full_syncs), "");
-  msi_stats_field(w, "spill_writebacks_urgent", atomic_load(&bud.urgent_syncs), "");
-  msi_stats_field(w, "spill_advice_switches", atomic_load(&sp.advice_switches), "");
-  msi_stats_field(w, "spill_maint_passes", atomic_load(&sp.maint_passes), "");
-  if (st == 1) {
-    msi_stats_field(w, "spill_memory_budget", bud.cg.limit, "bytes");
-    msi_stats_field(w, "spill_dirty_cap", bud.dirty_cap, "bytes");
-  }
+  /* stats.def's rows spill_moves .. spill_maint_passes, then (ready) spill_memory_budget, spill_dirty_cap */
+  const unsigned long long run[] = {atomic_load(&sp.moves), atomic_load(&sp.syncs), atomic_load(&bud.full_syncs),
+                                    atomic_load(&bud.urgent_syncs), atomic_load(&sp.advice_switches),
+                                    atomic_load(&sp.maint_passes), bud.cg.limit, bud.dirty_cap};
+  if (st == 1) msi_stats_run(w, "spill_moves", "spill_dirty_cap", MSI_ARRAY_LEN(run), run);
+  else msi_stats_run(w, "spill_moves", "spill_maint_passes", MSI_ARRAY_LEN(run) - 2, run);
   msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
   msi_stats_field(w, "spill_write_behind", msi_sp_write_behind_blocks(), "");
   msi_stats_field(w, "spill_write_behind_waits", msi_sp_write_behind_waits(), "");

@@ -5,9 +5,9 @@
 /* Under the lock. Fault advice follows whether the spilled data fits (spilled + anonymous bytes <= 3/4 of the
    budget, as for write-back): while it does, a write fault on a fresh block gets a large page-cache folio (ext4
    with large folios, Linux 6.16+), so there are few faults (see advise_range). Once it does not, every mapping
-   is advised MADV_RANDOM and MADV_NOHUGEPAGE (a fault reads one page, not 2 MiB or the read-around window:
-   random reads beyond memory ran 2-7x faster than a plain file mapping); back under half the budget, the
-   advice of data that fits again. */
+   is advised MADV_RANDOM and MADV_NOHUGEPAGE (a fault reads one page, not 2 MiB or the read-around window, so
+   random reads beyond memory read only what they touch); back under half the budget, the advice of data that
+   fits again. */
 /* While the data fits, the classes of 2 MiB slots and up are advised MADV_HUGEPAGE and MADV_RANDOM: a fault reads
    exactly one 2 MiB folio (zeroed page cache, one fault per 2 MiB), where the default advice read around it the
    device's whole read-ahead window and a huge-page mapping two folios ahead: fills of data that fits are faster
@@ -58,8 +58,8 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
 }
 
 /* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
-   mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, ~5-15 us
-   each in a VM, which took most of a CPU beyond memory. So there (unmap: the data does not fit) each 2 MiB unit
+   mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, costly
+   in a VM (most of a CPU beyond memory). So there (unmap: the data does not fit) each 2 MiB unit
    is first unmapped from the program with MADV_DONTNEED, which on a shared file mapping drops only the page-table
    entries (dirty bits move to the page cache, nothing is lost or evicted) with one flush for the unit, and
    written back right after, before the program can map many of its pages again (with 32 MiB unmapped at once a
@@ -69,10 +69,9 @@ static void advise_refresh(void) { /* maintenance thread only: at the two ticks 
    MADV_DONTNEED would drop its data). The unmap runs at the pass's normal priority (it holds the address space's
    lock for reading); the write-back proper in pieces of SP_WB_PIECE: each call returns to user space, where a
    kernel without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive
-   process (a call over a clean piece costs ~0.8 us: 3 ms per GiB), and after a piece that wrote something, and
-   after each unmap, the thread yields (msi_maint_yield): a process that was already waiting for this CPU would
-   otherwise wait for the next tick (the 10-ms probe of `memspace bench spill` waited 1-2 ms behind a 32 MiB
-   unmap and the idle-priority calls after it). */
+   process (a call over a clean piece is cheap), and after a piece that wrote something, and after each unmap,
+   the thread yields (msi_maint_yield): a process that was already waiting for this CPU would otherwise wait for
+   the next tick behind a large unmap and the idle-priority calls after it. */
 #define SP_WB_PIECE ((size_t)256 << 10)
 #define SP_WB_UNIT ((size_t)2 << 20)
 #define SP_WB_CHECK ((size_t)32 << 20)

@@ -154,4 +154,20 @@ static inline int ms_test_temp_file(char *path, const char *text) {
   return r;
 }
 
+#ifdef MEMSPACE_H
+#include <sys/wait.h>
+/* fn run in a forked child with one thread and MEMSPACE_PURGE_DELAY -1, so no maintenance thread runs and
+   idleness happens only where the test says: the child's exit status (fn's result), -1 when it did not exit */
+static inline int ms_test_in_child(int (*fn)(void)) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
+    _exit(fn());
+  }
+  int st;
+  return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
 #endif

@@ -171,6 +171,11 @@ static void printed_lines_are_rows(void **state) {
   for (size_t i = 0; i < MSI_ARRAY_LEN(rows); i++)
     if (*rows[i].field && (b || strcmp(rows[i].section, "dma") != 0) && !printed(rows[i].section, rows[i].name))
       fail_msg("[%s] %s (%s) is not printed", rows[i].section, rows[i].name, rows[i].field);
+  /* and [dma]'s counters without a field (one run of rows, msi_stats_run) */
+  for (size_t i = 0; b && i < MSI_ARRAY_LEN(rows); i++)
+    if (strcmp(rows[i].section, "dma") == 0 && !*rows[i].field &&
+        (strcmp(rows[i].unit, "bytes") == 0 || strcmp(rows[i].unit, "count") == 0) && !printed("dma", rows[i].name))
+      fail_msg("[dma] %s is not printed", rows[i].name);
   /* JSON: counters are numbers, a size class an object of numbers, the header's version, pid and program */
   out[0] = 0;
   ms_stats_print(to_buf, NULL, MS_STATS_JSON);

@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Every system call goes through the os.h wrappers (msi_os_*), so fault injection and the syscall counters reach
 it: no file of src/ outside src/os/ calls one directly. Prints file:line of each direct call and fails on any.
-Comments and string literals are ignored; member calls (x->read(), x.read()) and the wrappers are not calls."""
+Comments and string literals are ignored; member calls (x->read(), x.read()) and the wrappers are not calls.
+POSIX thread functions (pthread_*) are the library's other dependency, not system calls here; sysconf and
+abort are libc's."""
 import os
 import re
 import sys
 
-CALLS = ("mmap", "mmap64", "munmap", "mremap", "mprotect", "madvise", "mlock", "munlock", "open", "open64",
-         "openat", "read", "pread", "pwrite", "write", "close", "fallocate", "ftruncate", "fstat", "fstatat",
-         "syscall")
+CALLS = ("mmap", "mmap64", "munmap", "mremap", "mprotect", "madvise", "mlock", "munlock", "mlockall", "open",
+         "open64", "openat", "read", "pread", "pwrite", "write", "close", "fallocate", "ftruncate", "fstat",
+         "fstatat", "stat", "lstat", "statfs", "fstatfs", "lseek", "fsync", "fdatasync", "sync_file_range",
+         "posix_fadvise", "posix_fallocate", "copy_file_range", "unlink", "mkdir", "rename", "readlink", "dup",
+         "dup2", "dup3", "pipe", "pipe2", "fcntl", "ioctl", "mincore", "mbind", "set_mempolicy", "get_mempolicy",
+         "membarrier", "memfd_create", "getrlimit", "setrlimit", "prlimit", "getrusage", "getpid", "gettid",
+         "getppid", "getpriority", "setpriority", "sched_setscheduler", "sched_getscheduler", "sched_setattr",
+         "sched_yield", "sched_getaffinity", "nanosleep", "clock_nanosleep", "clock_gettime", "usleep", "sleep",
+         "prctl", "kill", "tgkill", "fork", "vfork", "sysinfo", "uname", "syscall")
 CALL = re.compile(r"(?<![\w.>$])(" + "|".join(CALLS) + r")\s*\(")
 
 

@@ -216,19 +216,7 @@ static void idle_call_returns(void **state) {
 /* Runs fn in a forked child: one thread and MEMSPACE_PURGE_DELAY -1, so no maintenance thread runs and idleness
    happens only where the test says. fn returns 0, or 1 after printing the failed check. */
 #define EXPECT(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c); return 1; } } while (0)
-static void in_child(int (*fn)(void)) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
-    _exit(fn());
-  }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-}
+static void in_child(int (*fn)(void)) { assert_int_equal(ms_test_in_child(fn), 0); }
 #define MS_NS 1000000ull
 
 /* a frame lasting longer than idle_ms with allocations all along (60 allocations 10 ms apart, idle_ms 50) is
