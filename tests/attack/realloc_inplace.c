@@ -1,6 +1,6 @@
 /* realloc_inplace: a small block resized within its usable size (to that size, or shrunk by a quarter) stays where
-   it is, whatever mode routes the process's allocations (run by CTest under memspace run, heap and spill modes).
-   Exit 1 naming the first size whose block moved. */
+   it is, and a block grown by small steps moves only now and then, whatever mode routes the process's allocations
+   (realloc_modes.sh runs it under memspace run in heap and spill modes). Exit 1 saying which. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,18 @@ int main(void) {
       if (r[i] != 0x5a) { printf("FAIL: byte %zu changed\n", i); return 1; }
     free(r);
   }
-  puts("ok");
+  /* a block grown by 16-byte steps to 200000 bytes (a string appended to): moved at class changes only, with
+     room to grow (the heap's extra eighth); the count goes on stdout for realloc_modes.sh to compare the modes */
+  char *g = malloc(16);
+  size_t moves = 0;
+  for (size_t s = 32; s <= 200000; s += 16) {
+    char *n = realloc(g, s);
+    if (!n) return 2;
+    moves += n != g;
+    g = n;
+    g[s - 1] = 1;
+  }
+  free(g);
+  printf("moves %zu\n", moves);
   return 0;
 }
