@@ -252,8 +252,16 @@ void msi_options_init(void) {
      caller's, who must not choose the files the program writes (MEMSPACE_STATS_FILE, MEMSPACE_SPILL_DIR), make
      its allocations fail (a small fixed MEMSPACE_SPACE_INITIAL) or read its addresses (MEMSPACE_VERBOSE). As
      glibc ignores its own malloc settings there, no MEMSPACE_* variable is read: every option keeps its default
-     (ms_option_set still works). Reaches a program linked with libmemspace.a, or preloaded from ld.so.preload. */
+     (ms_option_set still works). Reaches a program linked with libmemspace.a, or preloaded from ld.so.preload.
+     One line says so when any is set (a real-time program given capabilities with setcap, run with them), with
+     nothing of the process in it. */
   bool secure_exec = getauxval(AT_SECURE) != 0;
+  for (int i = 0; i < MS_OPTION_COUNT && secure_exec && !MSI_TOOL_PROCESS; i++)
+    if (msi_getenv(opt_table[i].env)) {
+      msi_warning("MEMSPACE_* variables ignored: secure-execution mode (setuid, setgid or file capabilities); "
+                  "the program can set its options with ms_option_set");
+      break;
+    }
   for (int i = 0; i < MS_OPTION_COUNT && !secure_exec; i++) {
     const opt_desc_t *d = &opt_table[i];
     const char *s = msi_getenv(d->env);
