@@ -170,19 +170,14 @@ static bool live(const ms_space_t *s, const char *call) {
   return h != NULL;
 }
 
-/* the live space whose struct or metadata lies in [lo, hi), or NULL: ms_space_create_in over memory a space
-   still runs on would hand out that space's blocks a second time. Its data area is not checked: a space made
-   inside one of another space's blocks is legitimate. O(live spaces), under the registry's lock. */
-static const ms_space_t *live_overlap(uintptr_t lo, uintptr_t hi) {
-  const ms_space_t *found = NULL;
+/* true when a live space begins at `s` (hashed lookup, nothing reported): ms_space_create_in given the memory of a
+   space it made before, not destroyed, would hand out that space's blocks a second time */
+static bool live_at(const void *s) {
   msi_lock(&registry_lock);
-  for (const ms_space_t *s = registry; s && !found; s = s->next) {
-    uintptr_t a = s->in_caller ? (uintptr_t)s : (uintptr_t)s->meta_base;
-    uintptr_t b = s->in_caller ? (uintptr_t)s->data : a + s->meta_size;
-    if (lo < b && a < hi) found = s;
-  }
+  const ms_space_t *h = live_hash[live_bucket(s)];
+  while (h && h != s) h = h->hnext;
   msi_unlock(&registry_lock);
-  return found;
+  return h != NULL;
 }
 
 static void spaces_get(ms_stats_t *st) {
@@ -897,10 +892,9 @@ ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
   if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
   uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
   if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
-  const ms_space_t *other = live_overlap((uintptr_t)memory, hi);
-  if (other) {
-    msi_error("ms_space_create_in(%p, %zu): the memory holds live space %p (destroy it first)", memory, size,
-              (const void *)other);
+  if (live_at((const void *)lo)) {
+    msi_error("ms_space_create_in(%p, %zu): live space %p begins there (destroy it first)", memory, size,
+              (const void *)lo);
     errno = EINVAL;
     return NULL;
   }
