@@ -37,12 +37,18 @@ static int resolve(const char *prog, char *out, size_t cap) {
   return -1;
 }
 
-/* Why the dynamic loader would ignore LD_PRELOAD for this program, or NULL. */
+/* Why the dynamic loader would ignore LD_PRELOAD for this program, or NULL. Secure-execution mode (AT_SECURE) comes
+   with a change of user or group (a setuid file owned by another user than the caller, setgid to another group)
+   or with capabilities the file adds: none for root, which has them all (root running a setuid-root program or
+   one with file capabilities keeps LD_PRELOAD). */
 static const char *preload_ignored(const char *path) {
   struct stat st;
   if (stat(path, &st) != 0) return NULL;
-  if (st.st_mode & (S_ISUID | S_ISGID)) return "it is setuid/setgid (secure-execution mode ignores LD_PRELOAD)";
-  if (getxattr(path, "security.capability", NULL, 0) > 0) return "it has file capabilities (secure-execution mode)";
+  if (((st.st_mode & S_ISUID) && st.st_uid != getuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getgid()))
+    return "it is setuid/setgid (secure-execution mode ignores LD_PRELOAD)";
+  bool root = getuid() == 0 && geteuid() == 0;
+  if (!root && getxattr(path, "security.capability", NULL, 0) > 0)
+    return "it has file capabilities (secure-execution mode)";
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   Elf64_Ehdr eh;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 extern char **environ;
 
@@ -247,7 +248,21 @@ void msi_options_init(void) {
     while (atomic_load_explicit(&opt_state, memory_order_acquire) != 2) { /* another thread is reading */ }
     return;
   }
-  for (int i = 0; i < MS_OPTION_COUNT; i++) {
+  /* Secure-execution mode (setuid, setgid, file capabilities: AT_SECURE): the environment is the unprivileged
+     caller's, who must not choose the files the program writes (MEMSPACE_STATS_FILE, MEMSPACE_SPILL_DIR), make
+     its allocations fail (a small fixed MEMSPACE_SPACE_INITIAL) or read its addresses (MEMSPACE_VERBOSE). As
+     glibc ignores its own malloc settings there, no MEMSPACE_* variable is read: every option keeps its default
+     (ms_option_set still works). Reaches a program linked with libmemspace.a, or preloaded from ld.so.preload.
+     One line says so when any is set (a real-time program given capabilities with setcap, run with them), with
+     nothing of the process in it. */
+  bool secure_exec = getauxval(AT_SECURE) != 0;
+  for (int i = 0; i < MS_OPTION_COUNT && secure_exec && !MSI_TOOL_PROCESS; i++)
+    if (msi_getenv(opt_table[i].env)) {
+      msi_warning("MEMSPACE_* variables ignored: secure-execution mode (setuid, setgid or file capabilities); "
+                  "the program can set its options with ms_option_set");
+      break;
+    }
+  for (int i = 0; i < MS_OPTION_COUNT && !secure_exec; i++) {
     const opt_desc_t *d = &opt_table[i];
     const char *s = msi_getenv(d->env);
     if (!s) continue;
@@ -265,7 +280,7 @@ void msi_options_init(void) {
     atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);
     atomic_fetch_or_explicit(&opt_given, 1u << i, memory_order_relaxed);
   }
-  if (!MSI_TOOL_PROCESS) report_unknown();
+  if (!MSI_TOOL_PROCESS && !secure_exec) report_unknown();
   atomic_store_explicit(&opt_state, 2, memory_order_release);
 }
 

@@ -315,12 +315,15 @@ static inline void *realloc_in(void *p, size_t size, unsigned mask) {
   if (o == OWNER_SPACE) return msi_proc_space_realloc(p, size);
   /* the heap's check aborts naming p when it is the heap's but no live block; 0: a direct block it is not */
   if (o == OWNER_OTHER && !msi_heap_realloc_check(p)) return msi_foreign_realloc(p, size);
+  bool exact = false;
   if (MSI_UNLIKELY(mask)) { /* to spill (counting only the growth), or into the process space */
     size_t t = spill_threshold(mask), old = t && size >= t ? msi_heap_realloc_check(p) : 0;
     if (spill_wants(size, old < size ? size - old : 0, mask) || (mask & MSI_ROUTE_SPACE))
       return route_move(p, old ? old : msi_heap_realloc_check(p), size, OWNER_HEAP, false, mask);
+    /* the exact size only where the heap's extra eighth for a growing block could reach the threshold */
+    exact = t && size + size / 8 >= t;
   }
-  return msi_heap_realloc(p, size, mask != 0); /* (checks p) */
+  return msi_heap_realloc(p, size, exact); /* (checks p) */
 }
 
 static MSI_NOINLINE MSI_COLD void *realloc_routed(void *p, size_t size, unsigned mask) {

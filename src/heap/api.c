@@ -124,7 +124,7 @@ void *msi_heap_realloc(void *p, size_t size, bool exact) {
   size_t old = msi_heap_realloc_check(p);
   if (msi_heap_in_small(p)) {
     size_t bs = old;
-    if (size <= bs && (size >= bs / 2 || bs <= 64) && !exact) {
+    if (size <= bs && (size >= bs / 2 || bs <= 64)) { /* (exact too: the block is the heap's either way) */
       MSI_TRACK_RESIZE(p, bs, size);
       return p;
     }

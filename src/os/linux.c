@@ -215,35 +215,42 @@ int msi_os_munlock(const void *addr, size_t size) {
   COUNT_CALL();
   return munlock(addr, size);
 }
+/* The calls that are POSIX cancellation points (open, close, read, pread, write, fallocate, sync_file_range) go
+   to the kernel through syscall(), which is none: a thread with a pending pthread_cancel request must not be
+   cancelled inside malloc or free, holding a lock (spill's, taken around its file calls) that the other threads
+   then wait for forever. glibc's own malloc uses its non-cancelling calls for the same reason. */
+#define NOCANCEL(...) ((int)syscall(__VA_ARGS__))
 int msi_os_fallocate(int fd, int mode, off_t offset, off_t len) {
-  RETRY_INT(MS_FAULT_FALLOCATE, fallocate(fd, mode, offset, len));
+  RETRY_INT(MS_FAULT_FALLOCATE, NOCANCEL(SYS_fallocate, fd, mode, offset, len));
 }
 
-int msi_os_open(const char *path, int flags, unsigned mode) { RETRY_INT(MS_FAULT_OP_COUNT, open(path, flags, mode)); }
+int msi_os_open(const char *path, int flags, unsigned mode) {
+  RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_openat, AT_FDCWD, path, flags, mode));
+}
 int msi_os_close(int fd) {
   COUNT_CALL();
-  return close(fd); /* never retried: the descriptor is gone even on EINTR */
+  return NOCANCEL(SYS_close, fd); /* never retried: the descriptor is gone even on EINTR */
 }
 int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
 int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, pipe2(fds, O_CLOEXEC)); }
 ssize_t msi_os_read(int fd, void *buf, size_t len) {
   COUNT_CALL();
   ssize_t r;
-  do r = read(fd, buf, len); while (r < 0 && errno == EINTR);
+  do r = syscall(SYS_read, fd, buf, len); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r;
 }
 ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset) {
   COUNT_CALL();
   ssize_t r;
-  do r = pread(fd, buf, len, offset); while (r < 0 && errno == EINTR);
+  do r = syscall(SYS_pread64, fd, buf, len, offset); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r;
 }
 ssize_t msi_os_write(int fd, const void *buf, size_t len) {
   COUNT_CALL();
   ssize_t r;
-  do r = write(fd, buf, len); while (r < 0 && errno == EINTR);
+  do r = syscall(SYS_write, fd, buf, len); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r;
 }
@@ -266,7 +273,7 @@ int msi_os_fstat_id(int fd, unsigned long long *dev, unsigned long long *ino, lo
   return 0;
 }
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags) {
-  RETRY_INT(MS_FAULT_OP_COUNT, sync_file_range(fd, offset, len, flags));
+  RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_sync_file_range, fd, offset, len, flags));
 }
 /* The maintenance thread's policies: SCHED_BATCH (a fair share of the CPU, but its wake-ups never preempt a running
    thread, so an interactive process keeps the CPU it woke up for) and SCHED_IDLE around write-back. */

@@ -181,8 +181,10 @@ EXPORT struct mallinfo2 mallinfo2(void) {
   ms_stats_get(&st, sizeof st);
   struct mallinfo2 mi;
   memset(&mi, 0, sizeof mi);
-  mi.arena = st.heap_mapped_bytes - st.heap_large_bytes;
-  mi.hblkhd = st.heap_large_bytes;
+  /* (the large blocks' share of the mapped bytes is not all counted there: never a wrapped difference) */
+  mi.arena = st.heap_mapped_bytes > st.heap_large_bytes ? st.heap_mapped_bytes - st.heap_large_bytes : 0;
+  mi.hblkhd = st.heap_large_bytes + st.spill_bytes; /* spilled blocks are mapped regions too (file-backed) */
+  mi.hblks = st.spill_blocks;
   mi.uordblks = st.heap_allocated_bytes - st.heap_large_bytes;
   mi.fordblks = st.heap_cached_bytes;
   mi.usmblks = 0;

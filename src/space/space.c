@@ -170,6 +170,16 @@ static bool live(const ms_space_t *s, const char *call) {
   return h != NULL;
 }
 
+/* true when a live space begins at `s` (hashed lookup, nothing reported): ms_space_create_in given the memory of a
+   space it made before, not destroyed, would hand out that space's blocks a second time */
+static bool live_at(const void *s) {
+  msi_lock(&registry_lock);
+  const ms_space_t *h = live_hash[live_bucket(s)];
+  while (h && h != s) h = h->hnext;
+  msi_unlock(&registry_lock);
+  return h != NULL;
+}
+
 static void spaces_get(ms_stats_t *st) {
   msi_lock(&registry_lock);
   uint64_t count = 0, bytes = 0, used = 0, ooms = dead_ooms, expands = dead_expands;
@@ -882,6 +892,12 @@ ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
   if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
   uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
   if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
+  if (live_at((const void *)lo)) {
+    msi_error("ms_space_create_in(%p, %zu): live space %p begins there (destroy it first)", memory, size,
+              (const void *)lo);
+    errno = EINVAL;
+    return NULL;
+  }
   /* data = the largest multiple of 16 that fits beside its metadata; align it to 4 KiB when that costs little */
   size_t avail = hi - lo;
   size_t data = avail;

@@ -86,10 +86,16 @@ static int probe_dir(const char *dir, bool report) {
   int fd = open_unlinked(dir);
   if (fd < 0) {
     int e = errno;
+    bool exists = false; /* ENOENT also when the directory is there but takes no files (/proc) */
+    if (e == ENOENT && report) {
+      int d = msi_os_open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+      if ((exists = d >= 0)) msi_os_close(d);
+    }
     if (report)
       msi_warning("spill directory %s (MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp) is not usable (%s): "
                   "spilled allocations stay in RAM", dir,
-                  e == ENOENT ? "missing" : e == ENOTDIR ? "not a directory" :
+                  e == ENOENT ? (exists ? "no file can be created there" : "missing") :
+                  e == ENOTDIR ? "not a directory" :
                   e == EACCES || e == EROFS ? "not writable" :
                   e == EPERM ? "creating a file not permitted (a sandbox?)" : msi_strerror(e));
     return e ? e : EIO;

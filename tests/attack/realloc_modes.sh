@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# realloc_modes.sh TOOL PROG DIR MODE: realloc_inplace under `memspace run` in heap mode and in MODE (spill: a
+# fixed threshold of 1 MiB, spill_auto: --spill; spill files in DIR). Its in-place checks pass in both, and a block
+# grown by small steps moves about as often in MODE as in heap mode (spill's front door asked the heap for exact
+# sizes: every realloc of a small block moved, 2050 moves against 45, then every class change, 98 against 45).
+set -u
+tool=$1 prog=$2 dir=$3 mode=$4
+case $mode in
+  spill) opts=(--spill-threshold 1M --spill-dir "$dir") ;;
+  spill_auto) opts=(--spill --spill-dir "$dir") ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+heap=$("$tool" run -- "$prog") || { echo "heap mode: $heap"; exit 1; }
+out=$("$tool" run "${opts[@]}" -- "$prog") || { echo "$mode: $out"; exit 1; }
+h=${heap#moves } m=${out#moves }
+echo "moves growing a block by 16-byte steps: heap mode $h, $mode $m"
+[ "$m" -le $((h + h / 4)) ] || { echo "FAIL: $mode moves the block more than heap mode does"; exit 1; }

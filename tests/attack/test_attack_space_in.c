@@ -1,0 +1,67 @@
+/* ms_space_create_in given the memory of a live space again (the same buffer twice without a destroy) fails with
+   EINVAL and leaves that space as it was; a space made inside another space's block, and a buffer reused after its
+   space is destroyed, still work. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include "memspace.h"
+#include "ms_test.h"
+
+static _Alignas(4096) char buf[1 << 16];
+
+static void same_buffer_twice(void **state) {
+  (void)state;
+  ms_space_t *a = ms_space_create_in(buf, sizeof buf, 0);
+  assert_non_null(a);
+  char *p = ms_space_malloc(a, 1000);
+  assert_non_null(p);
+  strcpy(p, "precious");
+  errno = 0;
+  assert_null(ms_space_create_in(buf, sizeof buf, 0));
+  assert_int_equal(errno, EINVAL);
+  errno = 0; /* the same start with another size */
+  assert_null(ms_space_create_in(buf, sizeof buf / 2, 0));
+  assert_int_equal(errno, EINVAL);
+  assert_int_equal(ms_space_check(a), 0);
+  char *q = ms_space_malloc(a, 1000);
+  assert_non_null(q);
+  assert_ptr_not_equal(q, p);
+  assert_string_equal(p, "precious");
+  ms_space_destroy(a);
+  ms_space_t *b = ms_space_create_in(buf, sizeof buf, 0); /* destroyed: the buffer is free again */
+  assert_non_null(b);
+  ms_space_destroy(b);
+}
+
+static void space_inside_a_block(void **state) {
+  (void)state;
+  ms_space_config_t cfg = {.initial_size = 1 << 20, .at = MS_SPACE_AT_START, .numa_node = -1};
+  ms_space_t *outer = ms_space_create(&cfg);
+  assert_non_null(outer);
+  void *block = ms_space_aligned_alloc(outer, 4096, 1 << 16);
+  assert_non_null(block);
+  ms_space_t *inner = ms_space_create_in(block, 1 << 16, 0);
+  assert_non_null(inner);
+  void *blk2 = ms_space_malloc(inner, 1 << 14); /* and one level further down */
+  assert_non_null(blk2);
+  ms_space_t *innermost = ms_space_create_in(blk2, 1 << 14, 0);
+  assert_non_null(innermost);
+  assert_non_null(ms_space_malloc(innermost, 16));
+  assert_int_equal(ms_space_check(inner), 0);
+  assert_int_equal(ms_space_check(outer), 0);
+  ms_space_destroy(innermost);
+  ms_space_destroy(inner);
+  ms_space_destroy(outer);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(same_buffer_twice),
+      cmocka_unit_test(space_inside_a_block),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
