@@ -699,10 +699,28 @@ static void st_large_budget(bool force) {
    malloc-large: 20 live of 5-25 MiB) would be purged every few frees and fault each new block in afresh. A budget
    that follows what the rest of the heap holds keeps the slots a program reuses, and lets one that holds little
    keep little. */
+/* Without the maintenance thread nothing else watches the cgroup: the slow paths look (maint.c
+   msi_maint_pressure_poll, at most every 25 ms) while the heap holds ST_PRESSURE_MIN or more (its spans and large
+   blocks, cached or not): less is not worth a look, and a small or short-lived program (a shell's commands, a
+   sandbox forbidding open()) never opens a file from malloc. Pressure found: every cache went back (the release
+   task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
+   for the next look that finds pressure, or the purge delay). */
+#define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
+static void st_pressure(void) {
+  int64_t spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) +
+                  atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
+  uint64_t held = spans > 0 ? (uint64_t)spans : 0;
+  if (held < ST_PRESSURE_MIN) held += msi_large_live_bytes() + msi_large_dirty_bytes();
+  if (held < ST_PRESSURE_MIN || !msi_maint_pressure_poll()) return;
+  pressure_check();
+  msi_heap_purge(msi_heap_now_ms(), true);
+}
+
 void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
+  st_pressure();
   uint32_t now = msi_heap_now_ms();
   bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
