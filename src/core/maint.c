@@ -176,8 +176,7 @@ static msi_os_cgroup_t poll_cg;
 static uint64_t poll_next_find, poll_next_psi = UINT64_MAX;
 static _Atomic uint64_t poll_next;
 static _Atomic int poll_busy;
-bool msi_maint_pressure_poll(void) {
-  uint64_t now = msi_now_ns();
+bool msi_maint_pressure_poll(uint64_t now) {
   if (now < atomic_load_explicit(&poll_next, memory_order_relaxed) || msi_maint_running()) return false;
   if (atomic_exchange_explicit(&poll_busy, 1, memory_order_acquire)) return false;
   bool sandboxed = msi_os_seccomp_filtered();

@@ -706,22 +706,26 @@ static void st_large_budget(bool force) {
    task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
    for the next look that finds pressure, or the purge delay). */
 #define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
-static void st_pressure(void) {
+static uint64_t st_pressure_next; /* (a single-threaded process: no race that matters, the poll has its own) */
+static void st_pressure(uint64_t now_ns) {
+  if (now_ns < st_pressure_next) return;
+  st_pressure_next = now_ns + 25000000u;
   int64_t spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) +
                   atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
   uint64_t held = spans > 0 ? (uint64_t)spans : 0;
   if (held < ST_PRESSURE_MIN) held += msi_large_live_bytes() + msi_large_dirty_bytes();
-  if (held < ST_PRESSURE_MIN || !msi_maint_pressure_poll()) return;
+  if (held < ST_PRESSURE_MIN || !msi_maint_pressure_poll(now_ns)) return;
   pressure_check();
-  msi_heap_purge(msi_heap_now_ms(), true);
+  msi_heap_purge(now_ns / 1000000u, true);
 }
 
 void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
-  st_pressure();
-  uint32_t now = msi_heap_now_ms();
+  uint64_t now_ns = msi_now_ns();
+  st_pressure(now_ns);
+  uint32_t now = (uint32_t)(now_ns / 1000000u);
   bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
   if (!spans && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
@@ -1151,6 +1155,32 @@ static void *alloc_from(msi_span_t *s) {
   return b;
 }
 
+/* A class's current span stays when its last block is freed (keep_empty_current: a loop taking and freeing one
+   block pays no slow path), so a thread that used many classes once (blocks of 4-32 KiB now and then) would hold
+   one span per class, each with the pages its blocks touched, though none holds a block. Before a new span is
+   taken, an empty current span of the same length is taken from its class instead: resident pages are reused, and
+   a thread holds at most one empty span per length beyond its classes in use. The span must have no remote free
+   pending (xfree 0: nor is it queued on the remote stack). The candidates: the classes whose current span a local
+   free emptied (empty_current, a hint checked here: a bit stays until its span is found in use or gone). */
+static __thread uint64_t empty_current[(MSI_HEAP_CLASSES + 63) / 64];
+static msi_span_t *span_take_empty_current(msi_heap_t *h, unsigned n) {
+  for (unsigned w = 0; w < (MSI_HEAP_CLASSES + 63) / 64; w++)
+    for (uint64_t m = empty_current[w]; m; m &= m - 1) {
+      unsigned c = w * 64 + (unsigned)__builtin_ctzll(m);
+      msi_span_t *s = h->current[c];
+      if (s->used != 0 || s == &msi_empty_span) { empty_current[w] &= ~(1ull << (c % 64)); continue; }
+      if (s->nchunks != n || s->in_partial) continue;
+      span_collect(s, true, false); /* a list parked by the allocation path */
+      if (s->used != 0 || atomic_load_explicit(&s->xfree, memory_order_acquire) != 0) continue;
+      empty_current[w] &= ~(1ull << (c % 64));
+      h->current[c] = &msi_empty_span;
+      s->last_cls = s->cls;
+      msi_heap_note_active(-(int64_t)n * MSI_HEAP_CHUNK); /* span_init counts it again */
+      return s;
+    }
+  return NULL;
+}
+
 /* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
    served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
    the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
@@ -1194,8 +1224,8 @@ void *msi_heap_small_alloc_slow(size_t size) {
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
-  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
-  if (!n) { errno = ENOMEM; return NULL; }
+  msi_span_t *n = span_take_empty_current(h, msi_heap_class_chunks[cls]);
+  if (!n && !(n = span_cache_get(h, msi_heap_class_chunks[cls]))) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   h->current[cls] = n;
   span_carve(n);
@@ -1224,6 +1254,8 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
+      } else if (s->used == 0) {
+        empty_current[s->cls / 64] |= 1ull << (s->cls % 64); /* kept: span_take_empty_current may reuse it */
       }
       return;
     }

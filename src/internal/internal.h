@@ -145,7 +145,7 @@ typedef struct {
 } msi_pressure_t;
 void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path);
 bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due);
-bool msi_maint_pressure_poll(void);
+bool msi_maint_pressure_poll(uint64_t now_ns); /* (msi_now_ns) */
 
 /* ---- time ---- */
 uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */
