@@ -596,7 +596,25 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static void orphans_collect(void);
+static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active);
 static void purge_task_run(uint64_t now_ns);
+
+/* The global cache beyond a quarter of the spans serving a class (at least GLOBAL_KEEP_MIN) goes back at each
+   purge pass, oldest first, without waiting out the purge delay: dead threads' spans arrive there in bulk (a
+   thread's empty spans at its exit, its heap's once other threads freed their blocks), and a program that
+   replaces its threads (a server's pool, larson, mstress) had a second generation of spans cached beside the one
+   in use. The newest are kept (the cache is newest first): the spans a new thread takes next. */
+#define GLOBAL_KEEP_MIN (16 * MSI_HEAP_CHUNK)
+static msi_span_t *list_cut_excess(msi_span_list_t *l, size_t keep) {
+  msi_span_t *s = l->head, *prev = NULL;
+  size_t kept = 0;
+  while (s && kept < keep) { prev = s; s = s->next; kept++; }
+  if (!s) return NULL;
+  if (prev) prev->next = NULL;
+  else l->head = NULL;
+  l->count = kept;
+  return s;
+}
 static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
@@ -617,11 +635,28 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     msi_unlock(&h->cache_lock);
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   }
-  msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+  msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1], *excess[MSI_HEAP_MAX_SPAN_CHUNKS + 1] = {NULL};
+  size_t cached = 0, keep = SIZE_MAX;
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) /* (a racy read: only whether to look further) */
+    cached += global_cache[n].count * n * MSI_HEAP_CHUNK;
+  if (cached > GLOBAL_KEEP_MIN) { /* the spans in use: counted without the maintenance thread, else tallied */
+    uint64_t idle, active = (uint64_t)atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
+    if (msi_maint_running()) spans_tally(NULL, &idle, &active);
+    keep = active / 4 > GLOBAL_KEEP_MIN ? (size_t)(active / 4) : GLOBAL_KEEP_MIN;
+  }
   msi_lock(&global_lock);
-  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&global_cache[n], now, delay, force);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+    old[n] = list_cut_old(&global_cache[n], now, delay, force);
+    excess[n] = list_cut_excess(&global_cache[n], keep / ((size_t)n * MSI_HEAP_CHUNK));
+  }
   msi_unlock(&global_lock);
-  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+    release_chain(old[n]);
+    for (msi_span_t *s = excess[n], *next; s; s = next) { /* idle since the delay ago: segments_purge takes them */
+      next = s->next;
+      segment_release_span(s, false, now - delay);
+    }
+  }
   segments_purge(now, delay, force);
   msi_large_purge(now, delay, force_large);
 }
