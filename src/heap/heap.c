@@ -723,6 +723,26 @@ static void st_large_budget(bool force) {
   atomic_store_explicit(&st_large_check, msi_large_dirty_bytes() + ST_LARGE_STEP, memory_order_relaxed);
 }
 
+/* Without the maintenance thread nothing else watches the cgroup: the slow paths look (maint.c
+   msi_maint_pressure_poll, at most every 25 ms) while the heap holds ST_PRESSURE_MIN or more (its spans and large
+   blocks, cached or not): less is not worth a look, and a small or short-lived program (a shell's commands, a
+   sandbox forbidding open()) never opens a file from malloc. Pressure found: every cache went back (the release
+   task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
+   for the next look that finds pressure, or the purge delay). */
+#define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
+static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
+static void st_pressure(uint64_t now_ns) {
+  if (now_ns < atomic_load_explicit(&st_pressure_next, memory_order_relaxed)) return;
+  atomic_store_explicit(&st_pressure_next, now_ns + 25000000u, memory_order_relaxed);
+  int64_t spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) +
+                  atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
+  uint64_t held = spans > 0 ? (uint64_t)spans : 0;
+  if (held < ST_PRESSURE_MIN) held += msi_large_live_bytes() + msi_large_dirty_bytes();
+  if (held < ST_PRESSURE_MIN || !msi_maint_pressure_poll(now_ns)) return;
+  pressure_check();
+  msi_heap_purge(now_ns / 1000000u, true);
+}
+
 /* From the malloc/free slow paths: a single-threaded program has no maintenance thread (one would make
    unshare(CLONE_NEWUSER) fail), so nothing would purge while it sleeps. It purges here once the delay has passed
    since the last purge, and at once, as glibc returns big frees:
@@ -734,26 +754,6 @@ static void st_large_budget(bool force) {
    malloc-large: 20 live of 5-25 MiB) would be purged every few frees and fault each new block in afresh. A budget
    that follows what the rest of the heap holds keeps the slots a program reuses, and lets one that holds little
    keep little. */
-/* Without the maintenance thread nothing else watches the cgroup: the slow paths look (maint.c
-   msi_maint_pressure_poll, at most every 25 ms) while the heap holds ST_PRESSURE_MIN or more (its spans and large
-   blocks, cached or not): less is not worth a look, and a small or short-lived program (a shell's commands, a
-   sandbox forbidding open()) never opens a file from malloc. Pressure found: every cache went back (the release
-   task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
-   for the next look that finds pressure, or the purge delay). */
-#define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
-static uint64_t st_pressure_next; /* (a single-threaded process: no race that matters, the poll has its own) */
-static void st_pressure(uint64_t now_ns) {
-  if (now_ns < st_pressure_next) return;
-  st_pressure_next = now_ns + 25000000u;
-  int64_t spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) +
-                  atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
-  uint64_t held = spans > 0 ? (uint64_t)spans : 0;
-  if (held < ST_PRESSURE_MIN) held += msi_large_live_bytes() + msi_large_dirty_bytes();
-  if (held < ST_PRESSURE_MIN || !msi_maint_pressure_poll(now_ns)) return;
-  pressure_check();
-  msi_heap_purge(now_ns / 1000000u, true);
-}
-
 void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
