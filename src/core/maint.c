@@ -130,25 +130,26 @@ bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
   return under;
 }
 
-/* the limit of the cgroup that limits this process and that cgroup's usage file (none: limit 0) */
-static void pressure_find(msi_pressure_t *p) {
-  static msi_os_cgroup_t cg; /* the maintenance thread's (4 KiB paths: not on its small stack) */
-  msi_os_cgroup_budget(UINT64_MAX, &cg);
+/* the limit of the cgroup that limits this process and that cgroup's usage file (none: limit 0); cg: the caller's
+   scratch (4 KiB paths: static, not on a small stack) */
+static void pressure_find(msi_pressure_t *p, msi_os_cgroup_t *cg_out) {
+  msi_os_cgroup_t *const cg = cg_out;
+  msi_os_cgroup_budget(UINT64_MAX, cg);
   p->limit = 0;
   p->usage[0] = 0;
-  char *slash = strrchr(cg.stat_path, '/');
-  if (cg.limit == UINT64_MAX || !slash) return;
+  char *slash = strrchr(cg->stat_path, '/');
+  if (cg->limit == UINT64_MAX || !slash) return;
   *slash = 0; /* stat_path: the limiting cgroup's memory.stat */
-  msi_snprintf(p->usage, sizeof p->usage, "%s/%s", cg.stat_path,
-               cg.version == 1 ? "memory.usage_in_bytes" : "memory.current");
-  p->limit = cg.limit;
+  msi_snprintf(p->usage, sizeof p->usage, "%s/%s", cg->stat_path,
+               cg->version == 1 ? "memory.usage_in_bytes" : "memory.current");
+  p->limit = cg->limit;
 }
 
-/* one look (the maintenance thread): under pressure, every release task runs now */
-static void pressure_run(msi_pressure_t *p, uint64_t now, uint64_t *next_find, uint64_t *next_psi) {
+/* one look: under pressure, every release task runs now */
+static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, uint64_t *next_find, uint64_t *next_psi) {
   if (now >= *next_find) {
     *next_find = now + PRESSURE_FIND_MS * 1000000ull;
-    pressure_find(p);
+    pressure_find(p, cg);
   }
   bool psi_due = now >= *next_psi;
   if (psi_due) *next_psi = now + PRESSURE_PSI_MS * 1000000ull;
@@ -165,6 +166,32 @@ static void pressure_run(msi_pressure_t *p, uint64_t now, uint64_t *next_find, u
   for (int i = 0; i < n; i++) hooks[i]->run(now);
 }
 
+/* A process without the maintenance thread (single-threaded, or a forked child before its thread starts) looks
+   from the heap's slow paths instead (msi_maint_pressure_poll): at most every PRESSURE_CGROUP_MS, one caller at a
+   time, the cgroup only (the machine's stall is left to the maintenance thread: a look that found some other
+   program's stall would make this one purge on every look, in its own thread). Never under a seccomp filter: a
+   sandbox that forbids open() may kill the process for it (it cannot be lifted: the looks end for good). */
+static msi_pressure_t poll_state;
+static msi_os_cgroup_t poll_cg;
+static uint64_t poll_next_find, poll_next_psi = UINT64_MAX;
+static _Atomic uint64_t poll_next;
+static _Atomic int poll_busy;
+bool msi_maint_pressure_poll(uint64_t now) {
+  if (now < atomic_load_explicit(&poll_next, memory_order_relaxed) || msi_maint_running()) return false;
+  if (atomic_exchange_explicit(&poll_busy, 1, memory_order_acquire)) return false;
+  bool sandboxed = msi_os_seccomp_filtered();
+  atomic_store_explicit(&poll_next, sandboxed ? UINT64_MAX : now + PRESSURE_CGROUP_MS * 1000000ull, memory_order_relaxed);
+  if (sandboxed) {
+    msi_verbose("memory pressure: no looks at the cgroup from this single-threaded process (a seccomp filter)");
+    atomic_store_explicit(&poll_busy, 0, memory_order_release);
+    return false;
+  }
+  uint32_t epoch = atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed);
+  pressure_run(&poll_state, &poll_cg, now, &poll_next_find, &poll_next_psi);
+  atomic_store_explicit(&poll_busy, 0, memory_order_release);
+  return atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed) != epoch;
+}
+
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
    without memspace. Checked at most every 100 ms. */
@@ -177,6 +204,7 @@ static void *maint_main(void *arg) {
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
   msi_pressure_t pressure;
+  static msi_os_cgroup_t cg; /* the maintenance thread's */
   msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory");
   for (;;) {
     unsigned period = min_period();
@@ -190,7 +218,7 @@ static void *maint_main(void *arg) {
     }
     if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
     uint64_t now = msi_now_ns();
-    pressure_run(&pressure, now, &next_find, &next_psi);
+    pressure_run(&pressure, &cg, now, &next_find, &next_psi);
     int n = atomic_load(&task_count);
     for (int i = 0; i < n; i++) {
       if (now - last[i] < (uint64_t)tasks[i]->period_ms * 1000000ull) continue;
@@ -216,6 +244,7 @@ MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
     if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
     if (atomic_load(&next_check)) atomic_store(&next_check, 0);
     if (atomic_load(&msi_maint_pressure)) atomic_store(&msi_maint_pressure, 0); /* until the child's own look */
+    if (atomic_load(&poll_busy)) atomic_store(&poll_busy, 0); /* a look another thread of the parent was taking */
     msi_lock_reset(&task_lock);
   }
 }

@@ -597,7 +597,25 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static void orphans_collect(void);
+static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active);
 static void purge_task_run(uint64_t now_ns);
+
+/* The global cache beyond a quarter of the spans serving a class (at least GLOBAL_KEEP_MIN) goes back at each
+   purge pass, oldest first, without waiting out the purge delay: dead threads' spans arrive there in bulk (a
+   thread's empty spans at its exit, its heap's once other threads freed their blocks), and a program that
+   replaces its threads (a server's pool, larson, mstress) had a second generation of spans cached beside the one
+   in use. The newest are kept (the cache is newest first): the spans a new thread takes next. */
+#define GLOBAL_KEEP_MIN (16 * MSI_HEAP_CHUNK)
+static msi_span_t *list_cut_excess(msi_span_list_t *l, size_t keep) {
+  msi_span_t *s = l->head, *prev = NULL;
+  size_t kept = 0;
+  while (s && kept < keep) { prev = s; s = s->next; kept++; }
+  if (!s) return NULL;
+  if (prev) prev->next = NULL;
+  else l->head = NULL;
+  l->count = kept;
+  return s;
+}
 static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
@@ -618,11 +636,28 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     msi_unlock(&h->cache_lock);
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   }
-  msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+  msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1], *excess[MSI_HEAP_MAX_SPAN_CHUNKS + 1] = {NULL};
+  size_t cached = 0, keep = SIZE_MAX;
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) /* (a racy read: only whether to look further) */
+    cached += global_cache[n].count * n * MSI_HEAP_CHUNK;
+  if (cached > GLOBAL_KEEP_MIN) { /* the spans in use: counted without the maintenance thread, else tallied */
+    uint64_t idle, active = (uint64_t)atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
+    if (msi_maint_running()) spans_tally(NULL, &idle, &active);
+    keep = active / 4 > GLOBAL_KEEP_MIN ? (size_t)(active / 4) : GLOBAL_KEEP_MIN;
+  }
   msi_lock(&global_lock);
-  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&global_cache[n], now, delay, force);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+    old[n] = list_cut_old(&global_cache[n], now, delay, force);
+    excess[n] = list_cut_excess(&global_cache[n], keep / ((size_t)n * MSI_HEAP_CHUNK));
+  }
   msi_unlock(&global_lock);
-  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+    release_chain(old[n]);
+    for (msi_span_t *s = excess[n], *next; s; s = next) { /* idle since the delay ago: segments_purge takes them */
+      next = s->next;
+      segment_release_span(s, false, now - delay);
+    }
+  }
   segments_purge(now, delay, force);
   msi_large_purge(now, delay, force_large);
 }
@@ -689,6 +724,26 @@ static void st_large_budget(bool force) {
   atomic_store_explicit(&st_large_check, msi_large_dirty_bytes() + ST_LARGE_STEP, memory_order_relaxed);
 }
 
+/* Without the maintenance thread nothing else watches the cgroup: the slow paths look (maint.c
+   msi_maint_pressure_poll, at most every 25 ms) while the heap holds ST_PRESSURE_MIN or more (its spans and large
+   blocks, cached or not): less is not worth a look, and a small or short-lived program (a shell's commands, a
+   sandbox forbidding open()) never opens a file from malloc. Pressure found: every cache went back (the release
+   task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
+   for the next look that finds pressure, or the purge delay). */
+#define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
+static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
+static void st_pressure(uint64_t now_ns) {
+  if (now_ns < atomic_load_explicit(&st_pressure_next, memory_order_relaxed)) return;
+  atomic_store_explicit(&st_pressure_next, now_ns + 25000000u, memory_order_relaxed);
+  int64_t spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) +
+                  atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
+  uint64_t held = spans > 0 ? (uint64_t)spans : 0;
+  if (held < ST_PRESSURE_MIN) held += msi_large_live_bytes() + msi_large_dirty_bytes();
+  if (held < ST_PRESSURE_MIN || !msi_maint_pressure_poll(now_ns)) return;
+  pressure_check();
+  msi_heap_purge(now_ns / 1000000u, true);
+}
+
 /* From the malloc/free slow paths: a single-threaded program has no maintenance thread (one would make
    unshare(CLONE_NEWUSER) fail), so nothing would purge while it sleeps. It purges here once the delay has passed
    since the last purge, and at once, as glibc returns big frees:
@@ -704,7 +759,9 @@ void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
-  uint32_t now = msi_heap_now_ms();
+  uint64_t now_ns = msi_now_ns();
+  st_pressure(now_ns);
+  uint32_t now = (uint32_t)(now_ns / 1000000u);
   bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
   if (!spans && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
@@ -1149,6 +1206,32 @@ static void *alloc_from(msi_span_t *s) {
   return b;
 }
 
+/* A class's current span stays when its last block is freed (keep_empty_current: a loop taking and freeing one
+   block pays no slow path), so a thread that used many classes once (blocks of 4-32 KiB now and then) would hold
+   one span per class, each with the pages its blocks touched, though none holds a block. Before a new span is
+   taken, an empty current span of the same length is taken from its class instead: resident pages are reused, and
+   a thread holds at most one empty span per length beyond its classes in use. The span must have no remote free
+   pending (xfree 0: nor is it queued on the remote stack). The candidates: the classes whose current span a local
+   free emptied (empty_current, a hint checked here: a bit stays until its span is found in use or gone). */
+static __thread uint64_t empty_current[(MSI_HEAP_CLASSES + 63) / 64];
+static msi_span_t *span_take_empty_current(msi_heap_t *h, unsigned n) {
+  for (unsigned w = 0; w < (MSI_HEAP_CLASSES + 63) / 64; w++)
+    for (uint64_t m = empty_current[w]; m; m &= m - 1) {
+      unsigned c = w * 64 + (unsigned)__builtin_ctzll(m);
+      msi_span_t *s = h->current[c];
+      if (s->used != 0 || s == &msi_empty_span) { empty_current[w] &= ~(1ull << (c % 64)); continue; }
+      if (s->nchunks != n || s->in_partial) continue;
+      span_collect(s, true, false); /* a list parked by the allocation path */
+      if (s->used != 0 || atomic_load_explicit(&s->xfree, memory_order_acquire) != 0) continue;
+      empty_current[w] &= ~(1ull << (c % 64));
+      h->current[c] = &msi_empty_span;
+      s->last_cls = s->cls;
+      msi_heap_note_active(-(int64_t)n * MSI_HEAP_CHUNK); /* span_init counts it again */
+      return s;
+    }
+  return NULL;
+}
+
 /* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
    served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
    the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
@@ -1192,8 +1275,8 @@ void *msi_heap_small_alloc_slow(size_t size) {
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
-  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
-  if (!n) { errno = ENOMEM; return NULL; }
+  msi_span_t *n = span_take_empty_current(h, msi_heap_class_chunks[cls]);
+  if (!n && !(n = span_cache_get(h, msi_heap_class_chunks[cls]))) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   h->current[cls] = n;
   span_carve(n);
@@ -1225,6 +1308,8 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
+      } else if (s->used == 0) {
+        empty_current[s->cls / 64] |= 1ull << (s->cls % 64); /* kept: span_take_empty_current may reuse it */
       }
       return;
     }

@@ -133,8 +133,12 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    memory for at least 1% of the time since the last look. Each look that finds pressure runs every release task
    (msi_maint_on_pressure: every cache of a part back to the OS, whatever its age; at most 4, idempotent)
    at once (not after the purge delay) and counts in msi_maint_pressure_epoch; msi_maint_pressure is 1 while it
-   lasts. The allocation slow paths read both with one relaxed load; no allocation path reads a file.
-   msi_pressure_look is one look from the files named (tests pass their own). */
+   lasts. The allocation slow paths read both with one relaxed load. msi_pressure_look is one look from the files
+   named (tests pass their own).
+   Without the maintenance thread (a single-threaded program) the heap's slow paths look instead, through
+   msi_maint_pressure_poll: the cgroup only, at most every 25 ms, and only while the heap holds enough to matter
+   (heap.c msi_heap_maybe_purge), so a small or short-lived program never opens a file from malloc. True when
+   that look found pressure (the release tasks have run). */
 extern _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
 void msi_maint_on_pressure(const msi_maint_task_t *release); /* its run(); its period is not used */
 typedef struct {
@@ -146,6 +150,7 @@ typedef struct {
 } msi_pressure_t;
 void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path);
 bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due);
+bool msi_maint_pressure_poll(uint64_t now_ns); /* (msi_now_ns) */
 
 /* ---- time ---- */
 uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */

@@ -53,6 +53,7 @@ long long msi_os_fstat_blocks(int fd);                  /* bytes allocated on di
 int msi_os_fstat_id(int fd, unsigned long long *dev, unsigned long long *ino, long long *bytes);
 int msi_os_sync_file_range(int fd, off_t offset, off_t len, unsigned flags);
 int msi_os_sched_idle(bool idle);                       /* the calling thread: SCHED_IDLE or SCHED_BATCH; -1 + errno */
+bool msi_os_seccomp_filtered(void);                     /* prctl(PR_GET_SECCOMP) is not 0: a seccomp sandbox (or refused) */
 bool msi_os_sched_batch(void);                          /* the calling thread: SCHED_OTHER becomes SCHED_BATCH; true if it runs that */
 bool msi_os_sched_idle_reversible(void);                /* the calling thread may return from SCHED_IDLE (CAP_SYS_NICE, RLIMIT_NICE) */
 void msi_os_yield(void);                                 /* sched_yield: a thread waiting for this CPU runs first */

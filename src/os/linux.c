@@ -10,6 +10,7 @@
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -301,6 +302,8 @@ bool msi_os_sched_idle_reversible(void) {
   return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_SYS_NICE) & 1;
 }
 void msi_os_yield(void) { sched_yield(); }
+/* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included */
+bool msi_os_seccomp_filtered(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);
   COUNT_CALL();
