@@ -383,8 +383,8 @@ size_t ms_usable_size(const void *p) __attribute__((alias("msi_usable_size")));
 /* the replacement's malloc and free (src/override/override.c defines the rest of the family): the fast paths
    themselves, not a jump to them */
 #include <stdlib.h>
-__attribute__((visibility("default"))) void *malloc(size_t size) __attribute__((alias("msi_malloc")));
-__attribute__((visibility("default"))) void free(void *p) __attribute__((alias("msi_free")));
+MS_API void *malloc(size_t size) __attribute__((alias("msi_malloc")));
+MS_API void free(void *p) __attribute__((alias("msi_free")));
 #endif
 
 /* ------------------------------------------------------------------------------------------------------------ */

@@ -3,6 +3,7 @@
    forms, and a std::bad_alloc thrown by the handler must come back as NULL, which takes a catch clause. The C++
    runtime symbols the catch needs are weak references: a C program never loads libstdc++, never throws, and never
    reaches them. */
+#include "memspace.h"
 #include <cstddef>
 #include <new>
 
@@ -26,12 +27,11 @@ static inline void *nothrow_new(std::size_t size, std::size_t alignment) noexcep
   return p ? p : nothrow_slow(size, alignment);
 }
 
-#define MS_OP __attribute__((visibility("default")))
-MS_OP void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }
-MS_OP void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }
-MS_OP void *operator new(std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
+MS_API void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }
+MS_API void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }
+MS_API void *operator new(std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
   return nothrow_new(n, static_cast<std::size_t>(al));
 }
-MS_OP void *operator new[](std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
+MS_API void *operator new[](std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
   return nothrow_new(n, static_cast<std::size_t>(al));
 }

@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* ------------------------------------------------------------------------------------------------------------ */
 /* the C library's functions, for foreign pointers                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -108,24 +106,24 @@ void *msi_foreign_realloc(void *p, size_t size) {
 
 /* malloc and free are the front door's own functions under a second name (src/core/route.c, the end): no jump
    between the exported name and the fast path */
-EXPORT void cfree(void *p);
-EXPORT void cfree(void *p) { msi_free(p); }
-EXPORT void *calloc(size_t count, size_t size) { return msi_calloc(count, size); }
-EXPORT void *realloc(void *p, size_t size) { return msi_realloc(p, size); }
-EXPORT size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
+MS_API void cfree(void *p);
+MS_API void cfree(void *p) { msi_free(p); }
+MS_API void *calloc(size_t count, size_t size) { return msi_calloc(count, size); }
+MS_API void *realloc(void *p, size_t size) { return msi_realloc(p, size); }
+MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
 
-EXPORT void *reallocarray(void *p, size_t count, size_t size) {
+MS_API void *reallocarray(void *p, size_t count, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
   return msi_realloc(p, total);
 }
 
-EXPORT void *aligned_alloc(size_t alignment, size_t size) {
+MS_API void *aligned_alloc(size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   return msi_aligned_alloc(alignment, size);
 }
 
-EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+MS_API int posix_memalign(void **out, size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
   void *p = msi_aligned_alloc(alignment, size);
@@ -136,16 +134,16 @@ EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 /* glibc: an alignment that is not a power of two is rounded up to one; absurd ones fail with EINVAL */
-EXPORT void *memalign(size_t alignment, size_t size) {
+MS_API void *memalign(size_t alignment, size_t size) {
   if (alignment <= 16) return msi_malloc(size);
   if (alignment > SIZE_MAX / 2 + 1) { errno = EINVAL; return NULL; }
   if (!msi_is_pow2(alignment)) alignment = (size_t)1 << (64 - __builtin_clzll(alignment));
   return msi_aligned_alloc(alignment, size);
 }
 
-EXPORT void *valloc(size_t size) { return msi_aligned_alloc((size_t)sysconf(_SC_PAGESIZE), size); }
+MS_API void *valloc(size_t size) { return msi_aligned_alloc((size_t)sysconf(_SC_PAGESIZE), size); }
 
-EXPORT void *pvalloc(size_t size) {
+MS_API void *pvalloc(size_t size) {
   size_t ps = (size_t)sysconf(_SC_PAGESIZE), rounded;
   if (__builtin_add_overflow(size, ps - 1, &rounded)) { errno = ENOMEM; return NULL; }
   rounded &= ~(ps - 1);
@@ -153,30 +151,30 @@ EXPORT void *pvalloc(size_t size) {
 }
 
 /* glibc's internal names, which some programs and libraries call directly */
-EXPORT void *__libc_malloc(size_t size) { return msi_malloc(size); }
-EXPORT void __libc_free(void *p) { msi_free(p); }
-EXPORT void *__libc_calloc(size_t count, size_t size) { return msi_calloc(count, size); }
-EXPORT void *__libc_realloc(void *p, size_t size) { return msi_realloc(p, size); }
-EXPORT void *__libc_memalign(size_t alignment, size_t size) { return memalign(alignment, size); }
-EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
-EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+MS_API void *__libc_malloc(size_t size) { return msi_malloc(size); }
+MS_API void __libc_free(void *p) { msi_free(p); }
+MS_API void *__libc_calloc(size_t count, size_t size) { return msi_calloc(count, size); }
+MS_API void *__libc_realloc(void *p, size_t size) { return msi_realloc(p, size); }
+MS_API void *__libc_memalign(size_t alignment, size_t size) { return memalign(alignment, size); }
+MS_API void *__libc_valloc(size_t size) { return valloc(size); }
+MS_API void *__libc_pvalloc(size_t size) { return pvalloc(size); }
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* glibc's control calls                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-EXPORT int malloc_trim(size_t pad) {
+MS_API int malloc_trim(size_t pad) {
   (void)pad;
   ms_heap_collect(1);
   return 1;
 }
 
-EXPORT int mallopt(int param, int value) {
+MS_API int mallopt(int param, int value) {
   (void)param, (void)value;
   return 1; /* accepted; memspace tunes itself through MEMSPACE_* */
 }
 
-EXPORT struct mallinfo2 mallinfo2(void) {
+MS_API struct mallinfo2 mallinfo2(void) {
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
   struct mallinfo2 mi;
@@ -194,7 +192,7 @@ EXPORT struct mallinfo2 mallinfo2(void) {
 
 static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
 
-EXPORT struct mallinfo mallinfo(void) {
+MS_API struct mallinfo mallinfo(void) {
   struct mallinfo2 m2 = mallinfo2();
   struct mallinfo mi;
   memset(&mi, 0, sizeof mi);
@@ -205,10 +203,10 @@ EXPORT struct mallinfo mallinfo(void) {
   return mi;
 }
 
-EXPORT void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
+MS_API void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
 
 /* malloc_info writes into the caller's FILE: the one place the library touches stdio (it is the interface) */
-EXPORT int malloc_info(int options, FILE *fp) {
+MS_API int malloc_info(int options, FILE *fp) {
   if (options != 0 || !fp) { errno = EINVAL; return -1; }
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
@@ -274,7 +272,7 @@ static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
   return MSI_LIKELY(p != NULL) ? p : new_slow(size, alignment, nothrow);
 }
 
-#define OP(name, sym) EXPORT name __asm__(sym); name
+#define OP(name, sym) MS_API name __asm__(sym); name
 OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0, false); }
 OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0, false); }
 /* an alignment that is not a power of two is undefined behaviour in C++; libstdc++ throws std::bad_alloc at once
