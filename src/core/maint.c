@@ -132,7 +132,7 @@ bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
 
 /* the limit of the cgroup that limits this process and that cgroup's usage file (none: limit 0) */
 static void pressure_find(msi_pressure_t *p) {
-  static msi_os_cgroup_t cg; /* the maintenance thread's (4 KiB paths: not on its small stack) */
+  MSI_COLD_BSS static msi_os_cgroup_t cg; /* the maintenance thread's (4 KiB paths: not on its small stack) */
   msi_os_cgroup_budget(UINT64_MAX, &cg);
   p->limit = 0;
   p->usage[0] = 0;

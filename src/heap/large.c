@@ -57,7 +57,7 @@ static bool dense_on; /* see dense() */
 /* the classes' cached[] and cached_ms[] (BSS: a page of it is touched only by a cache that reaches it) */
 #define CACHE_STORE ((LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1) * CACHE_MAX_DENSE + \
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
-static uint32_t cache_store[2][CACHE_STORE];
+MSI_COLD_BSS static uint32_t cache_store[2][CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
 static bool strict;   /* strict overcommit (mode 2): every committed page is charged */
 static bool strict_overcommit(void);

@@ -517,7 +517,7 @@ static bool thp_never(void) {
 }
 
 size_t msi_os_page_size(void) {
-  static _Atomic size_t cached;
+  MSI_START_DATA static _Atomic size_t cached; /* read, then written, by every allocating process */
   size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
   if (MSI_UNLIKELY(p == 0)) {
     long v = sysconf(_SC_PAGESIZE);

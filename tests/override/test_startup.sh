@@ -5,6 +5,8 @@
 #   - a program that allocates nothing: none (no reservation, no /proc read, no thread, nothing at exit);
 #   - one malloc and one free: at most 5 (the heap's reservation, the overcommit mode from /proc in 3 calls, its
 #     first segment; no read of vm.max_map_count, no mapping for the first thread's cache).
+# The first malloc and free take at most 16 minor page faults (the heap's start-up: its variables packed on a few
+# pages of .bss, large cold arrays after them; one page of the first segment's span descriptors, not three).
 # No maintenance thread starts in a single-threaded program (nothing in /proc/PID/task but the program).
 # The library's constructor reads the options in one pass over the environment: counted with valgrind (callgrind,
 # instructions inside msi_constructor), 200 more environment variables cost at most 20 instructions each (a
@@ -20,6 +22,9 @@ none=$(calls none); one=$(calls one)
 echo "system calls by memspace: allocating nothing $none, one malloc and free $one"
 check "allocating nothing: no system call" '[ "$none" = 0 ]'
 check "one malloc and free: at most 5 system calls" '[ -n "$one" ] && [ "$one" -le 5 ]'
+faults=$(LD_PRELOAD=$lib "$prog" faults)
+echo "minor page faults of the first malloc and free: $faults"
+check "first malloc and free: at most 16 page faults" '[ -n "$faults" ] && [ "$faults" -le 16 ]'
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
 ctor_ir() { # instructions in the constructor with an environment of PATH and the given variables
