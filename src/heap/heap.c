@@ -403,7 +403,7 @@ static int find_run(uint64_t mask, unsigned n) {
 
 static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
 /* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
-MSI_COLD_BSS static uint64_t seg_avail[MAX_SEGMENTS / 64]; /* 32 KiB: one page in use per 256 GiB */
+MSI_COLD_BSS static uint64_t seg_avail[MAX_SEGMENTS / 64]; /* 32 KiB: a page per 128 GiB of segments */
 static void seg_avail_update(msi_segment_t *seg) {
   size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
   if (seg->free_mask) seg_avail[i / 64] |= 1ull << (i % 64);
