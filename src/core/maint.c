@@ -172,7 +172,7 @@ static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, u
    program's stall would make this one purge on every look, in its own thread). Never under a seccomp filter: a
    sandbox that forbids open() may kill the process for it (it cannot be lifted: the looks end for good). */
 static msi_pressure_t poll_state;
-static msi_os_cgroup_t poll_cg;
+MSI_COLD_BSS static msi_os_cgroup_t poll_cg;
 static uint64_t poll_next_find, poll_next_psi = UINT64_MAX;
 static _Atomic uint64_t poll_next;
 static _Atomic int poll_busy;
@@ -204,7 +204,7 @@ static void *maint_main(void *arg) {
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
   msi_pressure_t pressure;
-  static msi_os_cgroup_t cg; /* the maintenance thread's */
+  MSI_COLD_BSS static msi_os_cgroup_t cg; /* the maintenance thread's */
   msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory");
   for (;;) {
     unsigned period = min_period();

@@ -12,13 +12,14 @@ extern char **environ;
 typedef enum { KIND_BOOL, KIND_INT, KIND_SIZE, KIND_ENUM, KIND_STR } opt_kind_t;
 typedef struct {
   const char *env;
+  unsigned char len; /* strlen(env) */
   opt_kind_t kind;
   long long def, min, max;
   const char *doc;
 } opt_desc_t;
 
 static const opt_desc_t opt_table[MS_OPTION_COUNT] = {
-#define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = {"MEMSPACE_" env, KIND_##kind, def, min, max, doc},
+#define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = {"MEMSPACE_" env, sizeof("MEMSPACE_" env) - 1, KIND_##kind, def, min, max, doc},
 #include "options.def"
 #undef X
 };
@@ -241,6 +242,33 @@ static void report_unknown(void) {
   }
 }
 
+/* s starts with the n bytes of prefix (no libc call: this runs in every process, before its first lazy binding) */
+static bool has_prefix(const char *s, const char *prefix, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != prefix[i]) return false;
+  return true;
+}
+
+/* Every process reads its options at start-up, and most have no MEMSPACE_* variable: one pass over environ finds
+   each option's value (the first entry of its name, as msi_getenv) and tells whether a MEMSPACE_* variable names no
+   option (then report_unknown looks closer), where a search of environ per option made reading the options the
+   largest part of the library's start-up. */
+static bool environ_options(const char *vals[MS_OPTION_COUNT]) {
+  bool stray = false;
+  for (char **e = environ; e && *e; e++) {
+    const char *s = *e;
+    if (s[0] != 'M' || !has_prefix(s, "MEMSPACE_", 9)) continue;
+    int i = 0;
+    for (; i < MS_OPTION_COUNT; i++) {
+      const opt_desc_t *d = &opt_table[i];
+      if (has_prefix(s + 9, d->env + 9, d->len - 9u) && s[d->len] == '=') break;
+    }
+    if (i == MS_OPTION_COUNT) stray = true;
+    else if (!vals[i]) vals[i] = s + opt_table[i].len + 1;
+  }
+  return stray;
+}
+
 void msi_options_init(void) {
   int expected = 0;
   if (atomic_load_explicit(&opt_state, memory_order_acquire) == 2) return;
@@ -256,15 +284,17 @@ void msi_options_init(void) {
      One line says so when any is set (a real-time program given capabilities with setcap, run with them), with
      nothing of the process in it. */
   bool secure_exec = getauxval(AT_SECURE) != 0;
+  const char *vals[MS_OPTION_COUNT] = {0};
+  bool stray = environ_options(vals);
   for (int i = 0; i < MS_OPTION_COUNT && secure_exec && !MSI_TOOL_PROCESS; i++)
-    if (msi_getenv(opt_table[i].env)) {
+    if (vals[i]) {
       msi_warning("MEMSPACE_* variables ignored: secure-execution mode (setuid, setgid or file capabilities); "
                   "the program can set its options with ms_option_set");
       break;
     }
   for (int i = 0; i < MS_OPTION_COUNT && !secure_exec; i++) {
     const opt_desc_t *d = &opt_table[i];
-    const char *s = msi_getenv(d->env);
+    const char *s = vals[i];
     if (!s) continue;
     if (d->kind == KIND_STR) { opt_strings[i] = *s ? s : NULL; continue; }
     long long v;
@@ -280,7 +310,7 @@ void msi_options_init(void) {
     atomic_store_explicit(&msi_option_values[i], v, memory_order_relaxed);
     atomic_fetch_or_explicit(&opt_given, 1u << i, memory_order_relaxed);
   }
-  if (!MSI_TOOL_PROCESS && !secure_exec) report_unknown();
+  if (stray && !MSI_TOOL_PROCESS && !secure_exec) report_unknown();
   atomic_store_explicit(&opt_state, 2, memory_order_release);
 }
 

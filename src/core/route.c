@@ -87,7 +87,7 @@ static inline owner_t owner_of(const void *p) {
    the threads past the others); a slot outlives its thread, so the sums at exit include every thread's calls */
 typedef struct { _Alignas(MSI_CACHE_LINE) _Atomic uint64_t allocs, callocs, reallocs, frees; } tally_t;
 #define TALLIES 128
-static tally_t tallies[TALLIES];
+MSI_COLD_BSS static tally_t tallies[TALLIES];
 static _Atomic unsigned tallies_taken;
 static _Thread_local tally_t *my_tally;
 /* the usable bytes of the live blocks counted, and the most there were: one counter in a single order of

@@ -220,7 +220,7 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
 }
 
 /* ---- at exit ---- */
-static char exit_buf[64 * 1024]; /* .bss: touched only by the process that prints */
+MSI_COLD_BSS static char exit_buf[64 * 1024]; /* touched only by the process that prints */
 static size_t exit_len;
 static int exit_fd;
 static bool exit_locked;

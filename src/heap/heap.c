@@ -47,6 +47,10 @@ static msi_heap_t *_Atomic orphans;
 static uint32_t heap_count;
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
+/* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
+   one system call and one kernel mapping less at its first allocation. */
+static _Alignas(MSI_CACHE_LINE) msi_heap_t first_heap;
+static bool first_heap_taken;
 static _Atomic uint32_t last_purge_ms;
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -239,7 +243,7 @@ static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t la
 
 /* the reservations' alignment slack, before and after each region (given back by fit_limit_locked) */
 static struct { uintptr_t addr; size_t len; } slack[4];
-static unsigned nslack;
+MSI_START_DATA static unsigned nslack; /* read, then written, at start-up */
 
 /* reserves r with its alignment slack kept (one system call at start-up), recorded for fit_limit_locked; the
    reservation ends below 2^48 (span xfree words hold 48-bit addresses). false when refused */
@@ -379,11 +383,10 @@ static msi_segment_t *segment_map(void) {
   guard_install((uintptr_t)seg + MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* between the header and chunk 1 */
 #endif
   seg->free_mask = ~(uint64_t)1; /* chunk 0 is the header */
-  for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS; i++) {
-    msi_span_t *s = &seg->spans[i];
-    s->base = (uintptr_t)seg + i * MSI_HEAP_CHUNK;
-    s->state = MSI_SPAN_FREE;
-  }
+  /* the descriptors are fresh zeros (MSI_SPAN_FREE); each one's base is set when its chunk first starts a span
+     (segment_alloc_span: only map[] leads to a descriptor), so a new segment touches one page of its 8 KiB of
+     descriptors, not three. spans[0], where map[] sends every chunk outside a span, is set here. */
+  seg->spans[0].base = (uintptr_t)seg;
   atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
   msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
   msi_heap_mapped_peak_note();
@@ -400,7 +403,7 @@ static int find_run(uint64_t mask, unsigned n) {
 
 static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
 /* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
-static uint64_t seg_avail[MAX_SEGMENTS / 64];
+MSI_COLD_BSS static uint64_t seg_avail[MAX_SEGMENTS / 64]; /* 32 KiB: a page per 128 GiB of segments */
 static void seg_avail_update(msi_segment_t *seg) {
   size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
   if (seg->free_mask) seg_avail[i / 64] |= 1ull << (i % 64);
@@ -433,6 +436,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   if (dirty < n) msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK); /* fresh or purged chunks */
   seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
+  s->base = (uintptr_t)seg + (uintptr_t)at * MSI_HEAP_CHUNK; /* (segment_map leaves it to the first use) */
   s->nchunks = (uint8_t)n;
   s->state = MSI_SPAN_CACHED;
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = (uint8_t)at;
@@ -979,20 +983,25 @@ static msi_heap_t *heap_new(void) {
     return h;
   }
   size_t sz = msi_align_up(sizeof(msi_heap_t), MSI_CACHE_LINE);
-  if (heap_pool_left < sz) {
-    int saved = errno;
-    void *p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (fit_limit_locked) */
-      p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p != MAP_FAILED) errno = saved;
+  if (!first_heap_taken) {
+    first_heap_taken = true;
+    h = &first_heap;
+  } else {
+    if (heap_pool_left < sz) {
+      int saved = errno;
+      void *p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (fit_limit_locked) */
+        p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) errno = saved;
+      }
+      if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }
+      heap_pool = p;
+      heap_pool_left = 256 * MSI_KiB;
     }
-    if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }
-    heap_pool = p;
-    heap_pool_left = 256 * MSI_KiB;
+    h = (msi_heap_t *)heap_pool;
+    heap_pool += sz;
+    heap_pool_left -= sz;
   }
-  h = (msi_heap_t *)heap_pool;
-  heap_pool += sz;
-  heap_pool_left -= sz;
   memset(h, 0, sizeof *h);
   heap_reset_current(h);
   h->id = ++heap_count;

@@ -219,7 +219,7 @@ bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's
    use go back (heap.c); true: some did, worth a second try. msi_large_release_unused: the slot area's part */
 bool msi_heap_fit_limit(void);
 size_t msi_large_release_unused(void);
-/* vm.max_map_count as the heap assumes it (read at start-up; tests set another): slot sizes whose blocks take two
+/* vm.max_map_count as the heap assumes it (the kernel's default; tests set another): slot sizes whose blocks take two
    mappings each take at most a quarter of it */
 void msi_large_set_map_limit(unsigned long max_map_count);
 void msi_large_lock_all(void);

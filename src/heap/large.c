@@ -57,10 +57,11 @@ static bool dense_on; /* see dense() */
 /* the classes' cached[] and cached_ms[] (BSS: a page of it is touched only by a cache that reaches it) */
 #define CACHE_STORE ((LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1) * CACHE_MAX_DENSE + \
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
-static uint32_t cache_store[2][CACHE_STORE];
+MSI_COLD_BSS static uint32_t cache_store[2][CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
 static bool strict;   /* strict overcommit (mode 2): every committed page is charged */
 static bool strict_overcommit(void);
+#define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
    that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
@@ -76,7 +77,7 @@ void msi_large_init(void) {
   int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
   strict = strict_overcommit();
   dense_on = !strict && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
-  msi_large_set_map_limit(msi_os_max_map_count());
+  msi_large_set_map_limit(MAP_COUNT_ASSUMED);
   errno = saved;
   size_t total = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
@@ -162,10 +163,13 @@ static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
    slot). The kernel's limit (vm.max_map_count, 65,530 by default) stopped a program at ~32,750 such blocks,
    where glibc, jemalloc and mimalloc hold 40,000 blocks of 1.5 MB in a few dozen mappings; and once a split took
    the count past the limit, every mmap failed, also the reservations that give freed blocks back and the
-   segments of small blocks. Past a quarter of the limit (read at start-up: 16,382 live blocks by default, 250
-   under a limit of 1,000) a new block is mapped on its own (direct.c) where the kernel chooses: neighbouring
-   blocks merge into one mapping, as with the peers, and half the limit at least stays for the program's other
-   mappings and the heap's small blocks. (Cached slots add at most CACHE_MAX per size.) */
+   segments of small blocks. Past a quarter of the limit (16,382 live blocks) a new block is mapped on its own
+   (direct.c) where the kernel chooses: neighbouring blocks merge into one mapping, as with the peers, and half the
+   limit at least stays for the program's other mappings and the heap's small blocks. (Cached slots add at most
+   CACHE_MAX per size.) The limit is the kernel's default, not read from /proc/sys/vm/max_map_count: a read at
+   start-up costs every process three system calls, and a read on the allocation path could kill a sandboxed
+   program (see strict_overcommit). A higher limit leaves more room than assumed; a lower one is met when the
+   kernel refuses a slot's pages (direct_after_refusal), as with an unreadable /proc. */
 static _Atomic uint32_t split_live, split_max;
 void msi_large_set_map_limit(unsigned long max_map_count) {
   unsigned long q = max_map_count / 4;

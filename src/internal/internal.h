@@ -266,6 +266,14 @@ MSI_FORK_PARTS(MSI_FORK_DECLARE)
    .bss page that a read and a write fault in (the zero page first, then its copy). Keep the total small: .data
    past that page would be a page more to copy. */
 #define MSI_START_DATA __attribute__((section(".data")))
+/* On a large zero-initialised array that a short-lived process never touches (buffers for exit statistics, caches
+   filled later): placed after .bss (x86-64's .lbss, in the same writable segment), so that the small variables the
+   start-up does touch share a few pages instead of being spread across .bss between such arrays. */
+#if defined(__x86_64__)
+#define MSI_COLD_BSS __attribute__((section(".lbss")))
+#else
+#define MSI_COLD_BSS
+#endif
 void msi_init(void);          /* idempotent; safe before libc is fully up */
 extern _Atomic int msi_initialized; /* MSI_START_DATA */
 

@@ -113,7 +113,6 @@ int msi_os_numa_nodes(void);                    /* >= 1 */
 bool msi_os_has_madv_free(void);
 bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
 size_t msi_os_vm_size(void);             /* bytes of address space mapped now (VmSize); 0: unknown. Reads /proc */
-unsigned long msi_os_max_map_count(void); /* vm.max_map_count (65530 when unreadable). Reads /proc */
 size_t msi_os_as_limit(void);            /* RLIMIT_AS now, SIZE_MAX when unlimited. One system call */
 /* the address space one part may reserve under RLIMIT_AS: the limit divided by `share` (spill and each space take
    a quarter), SIZE_MAX when unlimited. One system call */

@@ -532,12 +532,6 @@ size_t msi_os_vm_size(void) {
   return msi_os_read_ull("/proc/self/statm", &pages) ? (size_t)pages * msi_os_page_size() : 0;
 }
 
-/* the kernel's limit on a process's mappings (vm.max_map_count); the kernel's default when unreadable */
-unsigned long msi_os_max_map_count(void) {
-  unsigned long long v;
-  return msi_os_read_ull("/proc/sys/vm/max_map_count", &v) && v > 0 ? (unsigned long)v : 65530;
-}
-
 /* RLIMIT_AS's soft limit in bytes, SIZE_MAX when unlimited (or unreadable) */
 size_t msi_os_as_limit(void) {
   struct rlimit rl;
@@ -558,7 +552,7 @@ static bool thp_never(void) {
 }
 
 size_t msi_os_page_size(void) {
-  static _Atomic size_t cached;
+  MSI_START_DATA static _Atomic size_t cached; /* read, then written, by every allocating process */
   size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
   if (MSI_UNLIKELY(p == 0)) {
     long v = sysconf(_SC_PAGESIZE);

@@ -386,7 +386,7 @@ static void machine_read(void) {
     while (atomic_load_explicit(&machine.state, memory_order_acquire) != 2) msi_os_yield();
     return;
   }
-  static msi_os_cgroup_t cg; /* under machine.state's claim */
+  MSI_COLD_BSS static msi_os_cgroup_t cg; /* under machine.state's claim */
   uint64_t ram, swap;
   machine.ram = machine.swap = machine.cgroup = UINT64_MAX;
   if (msi_os_meminfo("MemTotal", &ram) && ram) machine.ram = ram, machine.swap = msi_os_meminfo("SwapTotal", &swap) ? swap : 0;

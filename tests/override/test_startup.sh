@@ -3,11 +3,17 @@
 # calls memspace makes itself (the [pages] `syscalls` line: every call through its OS layer, /proc reads
 # included) in a whole run, start to exit:
 #   - a program that allocates nothing: none (no reservation, no /proc read, no thread, nothing at exit);
-#   - one malloc and one free: at most 9 (the heap's reservation, two /proc numbers of 3 calls each, its
-#     thread-cache mapping and first segment).
+#   - one malloc and one free: at most 5 (the heap's reservation, the overcommit mode from /proc in 3 calls, its
+#     first segment; no read of vm.max_map_count, no mapping for the first thread's cache); the secure build
+#     (third argument "secure") 5 more: its guard-marker probe (3) and the markers of the header and first span.
+# The first malloc and free take at most 16 minor page faults (the heap's start-up: its variables packed on a few
+# pages of .bss, large cold arrays after them; one page of the first segment's span descriptors, not three).
 # No maintenance thread starts in a single-threaded program (nothing in /proc/PID/task but the program).
+# The library's constructor reads the options in one pass over the environment: counted with valgrind (callgrind,
+# instructions inside msi_constructor), 200 more environment variables cost at most 20 instructions each (a
+# search of the environment per option cost about 600 each).
 set -u
-lib=$1 prog=$2
+lib=$1 prog=$2 build=${3:-default}
 . "$(dirname "$0")/../common/ms_test.sh"
 fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
@@ -16,8 +22,24 @@ calls() { LD_PRELOAD=$lib MEMSPACE_SHOW_STATS=1 "$prog" "$1" 2>&1 | awk '/^\[pag
 none=$(calls none); one=$(calls one)
 echo "system calls by memspace: allocating nothing $none, one malloc and free $one"
 check "allocating nothing: no system call" '[ "$none" = 0 ]'
-check "one malloc and free: at most 9 system calls" '[ -n "$one" ] && [ "$one" -le 9 ]'
+most=5; [ "$build" = secure ] && most=10
+check "one malloc and free: at most $most system calls" '[ -n "$one" ] && [ "$one" -le $most ]'
+faults=$(LD_PRELOAD=$lib "$prog" faults)
+echo "minor page faults of the first malloc and free: $faults"
+check "first malloc and free: at most 16 page faults" '[ -n "$faults" ] && [ "$faults" -le 16 ]'
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
+ctor_ir() { # instructions in the constructor with an environment of PATH and the given variables
+  local out; out=$(mktemp)
+  env -i PATH="$PATH" "$@" LD_PRELOAD="$lib" valgrind -q --tool=callgrind --callgrind-out-file="$out" \
+    --toggle-collect=msi_constructor "$prog" none >/dev/null 2>&1
+  awk '$1 == "summary:" {print $2}' "$out"; rm -f "$out"
+}
+if ms_need_cmd valgrind; then
+  base=$(ctor_ir); more=$(ctor_ir $(for i in $(seq 200); do printf 'V%03d=x ' "$i"; done))
+  echo "constructor: $base instructions, $more with 200 more environment variables"
+  check "options: one pass over the environment (at most 20 instructions a variable)" \
+    '[ -n "$base" ] && [ -n "$more" ] && [ $((more - base)) -le 4000 ]'
+fi
 echo "$pass passed, $fail failed"
 ms_finish $fail
