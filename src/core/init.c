@@ -35,7 +35,7 @@ static void announce(void) {
 __attribute__((constructor(101))) static void msi_constructor(void) {
   msi_init();
   msi_fork_register(); /* fork.c */
-  if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = msi_os_dup_high(2, 100);
+  if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = msi_os_stderr_copy();
   announce();
 }
 

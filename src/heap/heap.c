@@ -642,8 +642,9 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   }
   msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1], *excess[MSI_HEAP_MAX_SPAN_CHUNKS + 1] = {NULL};
   size_t cached = 0, keep = SIZE_MAX;
-  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) /* (a racy read: only whether to look further) */
-    cached += global_cache[n].count * n * MSI_HEAP_CHUNK;
+  msi_lock(&global_lock); /* (the counts only say whether to look further: the tally below takes other locks) */
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) cached += global_cache[n].count * n * MSI_HEAP_CHUNK;
+  msi_unlock(&global_lock);
   if (cached > GLOBAL_KEEP_MIN) { /* the spans in use: counted without the maintenance thread, else tallied */
     uint64_t idle, active = (uint64_t)atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
     if (msi_maint_running()) spans_tally(NULL, &idle, &active);
