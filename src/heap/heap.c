@@ -108,7 +108,7 @@ bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
 void msi_heap_check_free(msi_span_t *s, msi_block_t *b) { /* the caller has checked the cookie */
   /* the cookie catches a double free unless the program wrote over the freed block; the walk also catches the
-     most recent frees then. Only the debug build walks the whole list (up to 4096: 10-40x slower programs) */
+     most recent frees then. Only the debug build walks the whole list (up to 4096 blocks: too slow for a default build) */
   const unsigned walk = MEMSPACE_DEBUG ? 4096 : 8;
   unsigned n = 0;
   for (msi_block_t *f = s->free; f != msi_span_list_end(s) && n < walk; f = msi_block_next(s, f), n++) /* checked */
@@ -787,7 +787,7 @@ void msi_heap_maybe_purge(void) {
 
 /* A span joins its class's partial list at the tail, and the allocation path takes the head: the span that had
    longest to gather free blocks. Taking the newest (a span that had just got its first block back) switched
-   spans after a block or two, scattering consecutive allocations over many spans: alloc-test ran 16% slower. */
+   spans after a block or two, scattering consecutive allocations over many spans and their cache lines. */
 static void partial_push(msi_heap_t *h, msi_span_t *s) {
   msi_span_t *tail = h->partial_tail[s->cls];
   s->next = NULL;
@@ -832,10 +832,9 @@ static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tai
 /* moves remote-freed blocks to the owner's lists; keep_flag leaves the "queued" bit alone.
    The word holds the list's length (XF_ONE units). The list becomes `free` when that is empty, else `rfree` (taken
    when `free` runs out), so collecting walks no list: the remote blocks were last written by another core, and
-   walking them to a tail is a chain of cache misses (17% of a cross-thread benchmark's time when every collect
-   appended). With both lists in use, may_park leaves the list in the word and only clears the queued bit (the
-   span is collected when it runs out of blocks, or queued again by the next remote free); a span the list would
-   empty is taken whole, walking the shorter of the two lists. */
+   walking them to a tail is a chain of cache misses. With both lists in use, may_park leaves the list in the word
+   and only clears the queued bit (the span is collected when it runs out of blocks, or queued again by the next
+   remote free); a span the list would empty is taken whole, walking the shorter of the two lists. */
 static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
   bool park;
