@@ -820,9 +820,9 @@ def spill_long(run):
         return [NM]
     rows = []
     for lang in ("python", "r"):
-        sizes = sorted({s for c in ("plain", "spill", "swap") for s in run.sizes(c, lang, "alloc_s")})
+        sizes = sorted({s for c in ("plain", "spill", "swap", "auto") for s in run.sizes(c, lang, "alloc_s")})
         for s in sizes:
-            for cfg in ("plain", "spill", "swap", "file_mmap"):
+            for cfg in ("plain", "spill", "swap", "auto", "file_mmap"):
                 impl = "python" if cfg == "file_mmap" else lang
                 a = run.first(cfg, impl, "alloc_s", size=s)
                 if a is None:
@@ -849,8 +849,28 @@ def spill_long(run):
         out.append("#### Data that fits: plain and spill alternately, median of the pairs; spill's time over plain's "
                    "(rates inverted: below 1 is faster)")
         out.append(table(("language", "size", "plain alloc s", "spill alloc s", "allocation", "reads", "writes"), rows))
+    rows = [(lang, size_tag(s), num(run.first("pair-plain", lang, "alloc_s", size=s), 3),
+             num(run.first("pair-auto", lang, "alloc_s", size=s), 3)) +
+            tuple(x(v) for v in spill_pair_ratios(run, lang, s, "pair-auto"))
+            for lang in ("python", "r") for s in run.sizes("pair-auto", lang, "alloc_s")]
+    if rows:
+        out.append("#### Data that fits under `auto` (no threshold): plain and auto alternately, median of the pairs; "
+                   "auto's time over plain's (rates inverted)")
+        out.append(table(("language", "size", "plain alloc s", "auto alloc s", "allocation", "reads", "writes"), rows))
     rows = []
-    for cfg in ("idle", "busy", "plain", "spill", "swap"):
+    for lang in ("python", "r"):
+        for cfg in ("plain", "spill1g", "auto"):
+            a = run.first(f"midsize-{cfg}", lang, "alloc_s")
+            failed = run.first(f"midsize-{cfg}", lang, "failed") is not None
+            began = run.first(f"midsize-{cfg}", lang, "spill_began_bytes")
+            if a is not None or failed:
+                rows.append((lang, cfg, "killed or failed" if a is None else num(a, 2),
+                             size_tag(int(began)) if began else ""))
+    if rows:
+        out.append("#### Mid-size blocks (1 MiB each) to 3x the limit: plain, a 1 GiB threshold and auto")
+        out.append(table(("language", "configuration", "allocation s", "auto: spilling began at (counted)"), rows))
+    rows = []
+    for cfg in ("idle", "busy", "plain", "spill", "swap", "auto"):
         vals = [run.first(cfg, "probe-idle", "max_ns"), run.first(cfg, "probe-10ms", "p50_ns"),
                 run.first(cfg, "probe-10ms", "p99_ns"), run.first(cfg, "probe-10ms", "max_ns")]
         if any(v is not None for v in vals):
@@ -864,11 +884,42 @@ def spill_long(run):
         out.append(f"The disk: {d:.0f} random 4 KiB reads per second (O_DIRECT).")
     out.append("#### Targets (spill)")
     out += spill_targets(run, lim)
+    if run.sizes("auto", "python", "alloc_s") or run.sizes("auto", "r", "alloc_s"):
+        out.append("#### Targets (spill without a threshold: auto)")
+        out += spill_auto_targets(run, lim)
     return out
 
 
-def spill_pair_ratios(run, lang, s):
-    sp = [run.first("pair-spill", lang, m, size=s) for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s")]
+def spill_auto_targets(run, lim):
+    out = []
+    for lang in ("python", "r"):
+        r = spill_pair_ratios(run, lang, int(lim * 0.5), "pair-auto")
+        out.append(verdict(None if r[0] is None else max(r) <= 1.02,
+                           f"{lang}: auto at 0.5x the limit (fits) within 1.02x of plain (alternated pairs): "
+                           f"allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"))
+        for f in (1.5, 3):
+            a, t = (run.first(c, lang, "alloc_s", size=int(lim * f)) for c in ("auto", "spill"))
+            out.append(verdict(None if t is None else a is not None and a <= 1.1 * t,
+                               f"{lang}: auto at {f}x the limit completes, allocation within 1.1x the 64M "
+                               f"threshold's: {x(ratio(a, t))}"))
+        ok = run.first("midsize-auto", lang, "alloc_s") is not None
+        dead = [c for c in ("plain", "spill1g") if run.first(f"midsize-{c}", lang, "alloc_s") is None]
+        if ok or run.first("midsize-auto", lang, "failed") is not None:
+            out.append(verdict(ok and len(dead) == 2, f"{lang}: mid-size blocks at 3x the limit complete under auto "
+                                                      f"({'completes' if ok else 'failed'}; killed: "
+                                                      f"{', '.join(dead) or 'none'})"))
+    a, b = run.first("auto", "probe-10ms", "p99_ns"), run.first("idle", "probe-10ms", "p99_ns")
+    out.append(verdict(None if a is None or b is None else a <= 2 * b,
+                       f"auto: the 10-ms probe's p99 {ms(a)} against the idle machine's {ms(b)} (<= 2x: {x(ratio(a, b))})"))
+    a, b = run.first("auto", "probe-idle", "max_ns"), run.first("idle", "probe-idle", "max_ns")
+    out.append(verdict(None if a is None or b is None else a <= 2 * b,
+                       f"auto: the 2-s probe's worst round {ms(a)} against the idle machine's {ms(b)} "
+                       f"(<= 2x: {x(ratio(a, b))})"))
+    return out
+
+
+def spill_pair_ratios(run, lang, s, cfg="pair-spill"):
+    sp = [run.first(cfg, lang, m, size=s) for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s")]
     pl = [run.first("pair-plain", lang, m, size=s) for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s")]
     return (ratio(sp[0], pl[0]), ratio(pl[1], sp[1]), ratio(pl[2], sp[2]))
 
