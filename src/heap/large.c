@@ -124,6 +124,18 @@ static void reserve(uintptr_t addr, size_t bytes) {
     msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
 }
 
+/* every commit and decommit of a block's pages, dense slots' included, counts in the heap's mapped bytes and
+   the OS layer's committed bytes, once each way */
+static void count_commit(size_t bytes) {
+  atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  msi_os_count_commit(bytes);
+  msi_heap_mapped_peak_note();
+}
+static void count_decommit(size_t bytes) {
+  atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);
+  msi_os_count_decommit(bytes);
+}
+
 static void *commit(uintptr_t addr, size_t bytes) {
   void *p = msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) {
@@ -131,17 +143,14 @@ static void *commit(uintptr_t addr, size_t bytes) {
     errno = ENOMEM;
     return NULL;
   }
-  atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
-  msi_os_count_commit(bytes);
-  msi_heap_mapped_peak_note();
+  count_commit(bytes);
   return p;
 }
 
 static void decommit(uintptr_t addr, size_t bytes) {
   if (!bytes) return;
   reserve(addr, bytes);
-  atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);
-  msi_os_count_decommit(bytes);
+  count_decommit(bytes);
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
 
@@ -226,7 +235,7 @@ static bool dense_map(uintptr_t addr, size_t bytes) {
 static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
   if (!dense(k)) return commit(addr, bytes);
   if (dense_guard(addr, bytes, false)) { /* (refused: the slot stays as it was, mapped) */
-    msi_os_count_commit(bytes); /* a dense slot's pages count from their block's commit to its decommit */
+    count_commit(bytes); /* a dense slot's pages count from their block's commit to its decommit */
     return (void *)addr;
   }
   errno = ENOMEM;
@@ -234,7 +243,7 @@ static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
 }
 /* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
-  if (dense(k)) msi_os_count_decommit(bytes); /* (decommit counts the others) */
+  if (dense(k)) count_decommit(bytes); /* (decommit counts the others) */
   if (!dense(k)) {
     decommit(addr, bytes);
   } else if (bytes && ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true)
@@ -252,7 +261,7 @@ static bool slot_commit_fresh(unsigned k, uintptr_t addr, size_t need, bool bump
   if (!bumped) return slot_commit(k, addr, need) != NULL;
   if (dense_map(addr, (size_t)1 << k)) {
     dense_guard(addr + need, ((size_t)1 << k) - need, true); /* refused (mlockall): no guard */
-    msi_os_count_commit(need);
+    count_commit(need);
     return true;
   }
   reserve(addr, (size_t)1 << k); /* a failed MAP_FIXED may have unmapped it */
@@ -791,8 +800,7 @@ static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
 /* a live block's slot after its pages moved out (its range reserved again by the move) */
 static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
   atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&committed_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
-  msi_os_count_decommit((size_t)have << page_shift);
+  count_decommit((size_t)have << page_shift);
   split_count(k, -1);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);

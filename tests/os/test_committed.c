@@ -45,6 +45,32 @@ static void heap_blocks(void **state) {
   assert_true(after <= before + (256 << 10)); /* (a segment header or a thread cache's block may stay) */
 }
 
+static uint64_t heap_mapped(void) {
+  ms_stats_t st;
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  return st.heap_mapped_bytes;
+}
+
+/* blocks in dense slots (64 KiB - 1 MiB) count in heap_mapped_bytes from their commit to their decommit, also when
+   realloc moves their pages out to a larger slot: the count neither misses them nor wraps below zero */
+static void heap_mapped_dense(void **state) {
+  (void)state;
+  ms_free(ms_malloc(100));
+  ms_heap_collect(1);
+  uint64_t before = heap_mapped();
+  static void *mid[NLARGE * 2];
+  for (int i = 0; i < NLARGE * 2; i++) assert_non_null(mid[i] = ms_malloc(300000));
+  uint64_t during = heap_mapped();
+  for (int i = 0; i < NLARGE * 2; i++) assert_non_null(mid[i] = ms_realloc(mid[i], 5 << 20));
+  for (int i = 0; i < NLARGE * 2; i++) ms_free(mid[i]);
+  ms_heap_collect(1);
+  uint64_t after = heap_mapped();
+  print_message("heap_mapped_bytes: %llu before, %llu with %d blocks of 300000 bytes, %llu after\n",
+                (unsigned long long)before, (unsigned long long)during, NLARGE * 2, (unsigned long long)after);
+  assert_true(during >= before + (uint64_t)NLARGE * 2 * 300000);
+  assert_true(after <= before + (1 << 20));
+}
+
 /* spill's file chunks (fixed mappings in its reservation) count while mapped */
 static void spill_chunks(void **state) {
   (void)state;
@@ -119,7 +145,8 @@ static void reserve_refusals(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(heap_blocks),       cmocka_unit_test(spill_chunks),
+      cmocka_unit_test(heap_blocks),
+      cmocka_unit_test(heap_mapped_dense), cmocka_unit_test(spill_chunks),
       cmocka_unit_test(reserve_drop_unit), cmocka_unit_test(reserve_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
