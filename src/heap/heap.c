@@ -1215,32 +1215,6 @@ static void *alloc_from(msi_span_t *s) {
   return b;
 }
 
-/* A class's current span stays when its last block is freed (keep_empty_current: a loop taking and freeing one
-   block pays no slow path), so a thread that used many classes once (blocks of 4-32 KiB now and then) would hold
-   one span per class, each with the pages its blocks touched, though none holds a block. Before a new span is
-   taken, an empty current span of the same length is taken from its class instead: resident pages are reused, and
-   a thread holds at most one empty span per length beyond its classes in use. The span must have no remote free
-   pending (xfree 0: nor is it queued on the remote stack). The candidates: the classes whose current span a local
-   free emptied (empty_current, a hint checked here: a bit stays until its span is found in use or gone). */
-static __thread uint64_t empty_current[(MSI_HEAP_CLASSES + 63) / 64];
-static msi_span_t *span_take_empty_current(msi_heap_t *h, unsigned n) {
-  for (unsigned w = 0; w < (MSI_HEAP_CLASSES + 63) / 64; w++)
-    for (uint64_t m = empty_current[w]; m; m &= m - 1) {
-      unsigned c = w * 64 + (unsigned)__builtin_ctzll(m);
-      msi_span_t *s = h->current[c];
-      if (s->used != 0 || s == &msi_empty_span) { empty_current[w] &= ~(1ull << (c % 64)); continue; }
-      if (s->nchunks != n || s->in_partial) continue;
-      span_collect(s, true, false); /* a list parked by the allocation path */
-      if (s->used != 0 || atomic_load_explicit(&s->xfree, memory_order_acquire) != 0) continue;
-      empty_current[w] &= ~(1ull << (c % 64));
-      h->current[c] = &msi_empty_span;
-      s->last_cls = s->cls;
-      msi_heap_note_active(-(int64_t)n * MSI_HEAP_CHUNK); /* span_init counts it again */
-      return s;
-    }
-  return NULL;
-}
-
 /* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
    served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
    the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
@@ -1284,8 +1258,8 @@ void *msi_heap_small_alloc_slow(size_t size) {
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
-  msi_span_t *n = span_take_empty_current(h, msi_heap_class_chunks[cls]);
-  if (!n && !(n = span_cache_get(h, msi_heap_class_chunks[cls]))) { errno = ENOMEM; return NULL; }
+  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
+  if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   h->current[cls] = n;
   span_carve(n);
@@ -1317,8 +1291,6 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
-      } else if (s->used == 0) {
-        empty_current[s->cls / 64] |= 1ull << (s->cls % 64); /* kept: span_take_empty_current may reuse it */
       }
       return;
     }

@@ -493,37 +493,6 @@ static void fresh_span_pages_faulted_as_used(void **state) {
   }
 }
 
-/* A thread that allocates and frees one block of every class keeps no empty span per class: the next class's
-   first block takes the empty current span of another class of its span length (heap.c
-   span_take_empty_current), so at most one empty current span per length is left, not 96 spans (up to 8 MiB,
-   each with the pages its block touched). Run in a thread of its own: a fresh heap. */
-static void *one_block_per_class(void *arg) {
-  unsigned *held = arg;
-  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    void *p = ms_malloc(msi_heap_class_size[c]);
-    if (!p) return NULL;
-    memset(p, 1, msi_heap_class_size[c]);
-    ms_free(p);
-  }
-  msi_heap_t *h = msi_tls_heap;
-  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) *held += h->current[c] != &msi_empty_span;
-  return arg;
-}
-static void empty_current_spans_are_reused(void **state) {
-  (void)state;
-  unsigned held = 0;
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, one_block_per_class, &held), 0);
-  void *r;
-  assert_int_equal(pthread_join(t, &r), 0);
-  assert_ptr_equal(r, &held);
-  bool length_used[MSI_HEAP_MAX_SPAN_CHUNKS + 1] = {false};
-  unsigned lengths = 0;
-  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
-    if (!length_used[msi_heap_class_chunks[c]]) { length_used[msi_heap_class_chunks[c]] = true; lengths++; }
-  assert_true(held >= 1 && held <= lengths);
-}
-
 /* classes from 64 on are reported in heap_class_more; a version-1 caller (its struct ends before that array)
    still gets its prefix, the same figures */
 static void stats_classes_past_64(void **state) {
@@ -621,7 +590,6 @@ int main(void) {
       cmocka_unit_test(large_pages_move_between_sizes),
       cmocka_unit_test(span_bookkeeping),
       cmocka_unit_test(fresh_span_pages_faulted_as_used),
-      cmocka_unit_test(empty_current_spans_are_reused),
       cmocka_unit_test(stats_classes_past_64),
       cmocka_unit_test(caches_and_presets),
       cmocka_unit_test(stats_print),
