@@ -75,8 +75,12 @@ void msi_os_sleep_ms(unsigned ms);                      /* one nanosleep: return
 ssize_t msi_os_read_file(const char *path, char *buf, size_t cap);
 /* the decimal number after `key` at a line start of text ("key value" or "key: value"); false when absent */
 bool msi_os_text_value(const char *text, const char *key, uint64_t *v);
-/* a /proc/meminfo field in bytes (its kB times 1024); false when absent or unreadable */
+/* a /proc/meminfo field in bytes (its kB times 1024); without a readable /proc/meminfo, sysinfo(2)'s figure
+   (msi_os_sysinfo_value); false when absent */
 bool msi_os_meminfo(const char *key, uint64_t *bytes);
+/* MemTotal, MemFree, MemAvailable (free + buffers: sysinfo has no page-cache figure), SwapTotal or SwapFree in
+   bytes from sysinfo(2); false for another key or when the call fails */
+bool msi_os_sysinfo_value(const char *key, uint64_t *bytes);
 /* a larger file (smaps) line by line through a caller-owned buffer: open, next (the line, truncated to fit,
    without its newline, in r->line; false at the end), close */
 typedef struct {

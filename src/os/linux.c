@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -388,8 +389,25 @@ bool msi_os_text_value(const char *text, const char *key, uint64_t *v) {
 bool msi_os_meminfo(const char *key, uint64_t *bytes) {
   char buf[8192];
   uint64_t kb;
-  if (msi_os_read_file("/proc/meminfo", buf, sizeof buf) <= 0 || !msi_os_text_value(buf, key, &kb)) return false;
+  if (msi_os_read_file("/proc/meminfo", buf, sizeof buf) <= 0) return msi_os_sysinfo_value(key, bytes);
+  if (!msi_os_text_value(buf, key, &kb)) return false;
   *bytes = kb * 1024;
+  return true;
+}
+
+/* sysinfo(2) needs no /proc (a chroot, a container without it). It has no page-cache figure, so MemAvailable
+   is its lower bound: free and buffer memory, the page cache left out. */
+bool msi_os_sysinfo_value(const char *key, uint64_t *bytes) {
+  struct sysinfo si;
+  if (syscall(SYS_sysinfo, &si) != 0) return false;
+  uint64_t unit = si.mem_unit ? si.mem_unit : 1, v;
+  if (!strcmp(key, "MemTotal")) v = si.totalram;
+  else if (!strcmp(key, "MemFree")) v = si.freeram;
+  else if (!strcmp(key, "MemAvailable")) v = (uint64_t)si.freeram + si.bufferram;
+  else if (!strcmp(key, "SwapTotal")) v = si.totalswap;
+  else if (!strcmp(key, "SwapFree")) v = si.freeswap;
+  else return false;
+  *bytes = v * unit;
   return true;
 }
 

@@ -195,10 +195,12 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
   if (meminfo && msi_os_read_file(meminfo, buf, sizeof buf) > 0 && msi_os_text_value(buf, "MemAvailable:", &avail)) {
     if (!msi_os_text_value(buf, "SwapFree:", &swap)) swap = 0;
     s->avail = (avail + swap) * 1024;
-    if (!cg->stat_path[0]) s->used = cg->limit > s->avail ? cg->limit - s->avail : 0; /* (for the statistics) */
+  } else if (msi_os_sysinfo_value("MemAvailable", &avail)) { /* no /proc: sysinfo's lower bound (no page cache) */
+    s->avail = avail + (msi_os_sysinfo_value("SwapFree", &swap) ? swap : 0);
   } else if (!cg->stat_path[0]) {
     s->ok = false;
   }
+  if (!cg->stat_path[0] && s->avail != UINT64_MAX) s->used = cg->limit > s->avail ? cg->limit - s->avail : 0; /* (for the statistics) */
   s->pressure = read_pressure(pressure, buf, sizeof buf);
 }
 

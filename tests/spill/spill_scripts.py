@@ -320,6 +320,33 @@ def cgroup_automid():
     return 0 if ok else 1
 
 
+def auto_no_meminfo():
+    """auto without a readable /proc/meminfo (bind-mounted over by an empty file in a private mount namespace, as
+    in a chroot or a container without /proc): the budget and the machine's room come from sysinfo(2), so blocks
+    that fit stay in RAM (not: no budget read, every block spilled)"""
+    need_routing()
+    need_root()
+    empty = os.path.join(SPILL_DIR, f"memspace-empty-meminfo-{os.getpid()}")
+    open(empty, "w").close()
+    code = "b = [bytearray(8 << 20) for _ in range(4)]; print('ok auto_no_meminfo', sum(len(x) for x in b))"
+    script = f"mount --bind {empty} /proc/meminfo && exec {sys.executable} -c \"{code}\""
+    try:
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], capture_output=True, text=True,
+                           env=env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="auto", MEMSPACE_SPILL_DIR=SPILL_DIR,
+                                   MEMSPACE_VERBOSE=1))
+    finally:
+        os.unlink(empty)
+    sys.stdout.write(p.stdout + p.stderr)
+    if p.returncode and "ok auto_no_meminfo" not in p.stdout and ("unshare" in p.stderr or "mount" in p.stderr):
+        skip("a private mount namespace was refused: " + p.stderr.strip().splitlines()[-1])
+    budget = [int(l.split("the budget of ", 1)[1].split()[0]) for l in p.stderr.splitlines() if "the budget of " in l]
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    ok = p.returncode == 0 and "ok auto_no_meminfo" in p.stdout and "spilling begins" not in p.stderr
+    ok = ok and budget and max(budget) <= ram
+    print(f"budgets said: {budget} MiB (RAM {ram} MiB): {'ok' if ok else 'WRONG'}")
+    return 0 if ok else 1
+
+
 def run_spill():
     """`memspace run --spill [--spill-dir DIR]` sets MEMSPACE_SPILL_THRESHOLD=auto (a size given with
     --spill-threshold wins); the program's stats then show auto"""
@@ -359,6 +386,8 @@ def main():
         return preload("many", "100000", threshold="4K")
     if t == "preload_fork":
         return preload("fork")
+    if t == "auto_no_meminfo":
+        return auto_no_meminfo()
     if t == "preload_aslimit":  # ulimit -v 4 GB: the reservation shrank to a quarter of it (spill was off below 19 GiB)
         need_routing()
         import resource

@@ -126,6 +126,15 @@ static void test_read_v1_and_none(void **state) {
   msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
   assert_true(s.ok);
   assert_int_equal(msi_sp_auto_room(&s), 3072 * MiB);
+  /* no readable meminfo (a chroot or a container without /proc): sysinfo's free memory and swap, not no room */
+  msi_sp_auto_read(&cg, at("missing-meminfo"), NULL, &s);
+  assert_true(s.ok);
+  uint64_t free_ram, total;
+  assert_true(msi_os_sysinfo_value("MemAvailable", &free_ram));
+  assert_true(msi_os_sysinfo_value("MemTotal", &total));
+  assert_true(s.avail >= free_ram / 2 && s.avail != UINT64_MAX);
+  assert_true(free_ram > 0 && free_ram <= total);
+  assert_false(msi_os_sysinfo_value("Cached", &total));
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   assert_int_equal(system(cmd), 0);
