@@ -803,8 +803,9 @@ def spill_summary(run):
                         + cells)
         half = int(lim * 0.5)
         sp, pl = run.first("pair-spill", lang, "alloc_s", size=half), run.first("pair-plain", lang, "alloc_s", size=half)
-        rows.append((f"{name}: data that fits (0.5x the limit), allocation, alternated pairs (lower is better)",
-                     num(sp, 3, " s"), f"{x(ratio(sp, pl))} ({num(pl, 3, ' s')})" if ratio(sp, pl) else NM, "-"))
+        rows.append((f"{name}: data that fits (0.5x the limit), allocation, rounds in turn (lower is better)",
+                     num(sp, 3, " s"), f"{x(spill_pair_ratios(run, lang, half)[0])} ({num(pl, 3, ' s')})"
+                     if spill_pair_ratios(run, lang, half)[0] else NM, "-"))
     for probe, metric, what in (("probe-10ms", "p99_ns", "a probe every 10 ms beside the spilling program: p99"),
                                 ("probe-idle", "max_ns", "a probe woken every 2 s beside it: worst round")):
         p, idle, sw = (run.first(c, probe, metric) for c in ("spill", "idle", "swap"))
@@ -846,7 +847,7 @@ def spill_long(run):
             rows.append((lang, size_tag(s), num(run.first("pair-plain", lang, "alloc_s", size=s), 3),
                          num(run.first("pair-spill", lang, "alloc_s", size=s), 3)) + tuple(x(v) for v in r))
     if rows:
-        out.append("#### Data that fits: plain and spill alternately, median of the pairs; spill's time over plain's "
+        out.append("#### Data that fits: plain and spill in turn, median of the rounds' own ratios; spill's time over plain's "
                    "(rates inverted: below 1 is faster)")
         out.append(table(("language", "size", "plain alloc s", "spill alloc s", "allocation", "reads", "writes"), rows))
     rows = [(lang, size_tag(s), num(run.first("pair-plain", lang, "alloc_s", size=s), 3),
@@ -854,7 +855,7 @@ def spill_long(run):
             tuple(x(v) for v in spill_pair_ratios(run, lang, s, "pair-auto"))
             for lang in ("python", "r") for s in run.sizes("pair-auto", lang, "alloc_s")]
     if rows:
-        out.append("#### Data that fits under `auto` (no threshold): plain and auto alternately, median of the pairs; "
+        out.append("#### Data that fits under `auto` (no threshold): plain and auto in turn, median of the rounds' own ratios; "
                    "auto's time over plain's (rates inverted)")
         out.append(table(("language", "size", "plain alloc s", "auto alloc s", "allocation", "reads", "writes"), rows))
     rows = []
@@ -895,8 +896,9 @@ def spill_auto_targets(run, lim):
     for lang in ("python", "r"):
         r = spill_pair_ratios(run, lang, int(lim * 0.5), "pair-auto")
         out.append(verdict(None if r[0] is None else max(r) <= 1.02,
-                           f"{lang}: auto at 0.5x the limit (fits) within 1.02x of plain (alternated pairs): "
-                           f"allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"))
+                           f"{lang}: auto at 0.5x the limit (fits) within 1.02x of plain "
+                           f"({pair_how(run, lang, int(lim * 0.5), 'pair-auto')}): allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"
+                           f"{spill_pair_ranges(run, lang, int(lim * 0.5), 'pair-auto')}"))
         for f in (1.5, 3):
             a, t = (run.first(c, lang, "alloc_s", size=int(lim * f)) for c in ("auto", "spill"))
             out.append(verdict(None if t is None else a is not None and a <= 1.1 * t,
@@ -919,9 +921,29 @@ def spill_auto_targets(run, lim):
 
 
 def spill_pair_ratios(run, lang, s, cfg="pair-spill"):
+    """cfg's time over plain's (allocation, reads, writes; rates inverted): the median of the rounds' own ratios
+    (rows pair-ratio-CONFIG), or the ratio of the medians in a run without them"""
+    own = [run.first(cfg.replace("pair-", "pair-ratio-"), lang, f"{m}_x", size=s) for m in ("alloc", "reads", "writes")]
+    if None not in own:
+        return tuple(own)
     sp = [run.first(cfg, lang, m, size=s) for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s")]
     pl = [run.first("pair-plain", lang, m, size=s) for m in ("alloc_s", "read_ops_per_s", "write_ops_per_s")]
     return (ratio(sp[0], pl[0]), ratio(pl[1], sp[1]), ratio(pl[2], sp[2]))
+
+
+def pair_how(run, lang, s, cfg="pair-spill"):
+    """how the pairs' ratio was taken"""
+    own = run.first(cfg.replace("pair-", "pair-ratio-"), lang, "alloc_x", size=s) is not None
+    return "in turn, median of the rounds' ratios" if own else "alternated pairs, ratio of the medians"
+
+
+def spill_pair_ranges(run, lang, s, cfg="pair-spill"):
+    """the rounds' ranges of the three ratios as text ("" in a run without them)"""
+    c = cfg.replace("pair-", "pair-ratio-")
+    r = [(run.first(c, lang, f"{m}_x_min", size=s), run.first(c, lang, f"{m}_x_max", size=s)) for m in ("alloc", "reads", "writes")]
+    if any(None in p for p in r):
+        return ""
+    return " (ranges of the rounds: " + ", ".join(f"{lo:.2f}-{hi:.2f}" for lo, hi in r) + ")"
 
 
 def spill_targets(run, lim):
@@ -939,8 +961,9 @@ def spill_targets(run, lim):
             if r[0] is None:
                 out.append(verdict(None, f"{lang}: {what} within {bound}x of plain"))
                 continue
-            out.append(verdict(max(r) <= bound, f"{lang}: {what} within {bound}x of plain (alternated pairs): "
-                                                f"allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"))
+            out.append(verdict(max(r) <= bound, f"{lang}: {what} within {bound}x of plain "
+                                                f"({pair_how(run, lang, s)}): allocation {x(r[0])}, reads {x(r[1])}, writes "
+                                                f"{x(r[2])}{spill_pair_ranges(run, lang, s)}"))
         for f in (2, 3):
             s = lim * f
             r, w = (ratio(run.first("spill", lang, m, size=s), run.first("file_mmap", "python", m, size=s))

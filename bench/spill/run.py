@@ -30,10 +30,10 @@ ACCESSES = {"quick": 500, "default": 2000, "full": 0}[MODE]  # 0: the seed's 10%
 # to 20x between consecutive runs on the project's VM: plain 0.08-1.48 s for the same 512 MiB)
 ACCESSES_FIT = {"quick": 20000, "default": 200000, "full": 0}[MODE]
 REPEATS_FIT = {"quick": 1, "default": 3, "full": 5}[MODE]
-# the alternated pairs the data-fits targets are judged on: this VM's host makes a run's fresh memory 2x slower
-# in a third of the runs (it backs memory the guest returned again first: 25 or 50 ms for the same 16 MB gather,
-# in either configuration), which 5 pairs' medians did not outvote
-REPEATS_PAIRS = {"quick": 1, "default": 5, "full": 9}[MODE]
+# the rounds (plain, spill and auto in turn) the data-fits targets are judged on, by the median of each round's
+# own ratio: this VM's host makes a run's fresh memory 2x slower in a third of the runs (it backs memory the guest
+# returned again first: 25 or 50 ms for the same 16 MB gather, in either configuration)
+REPEATS_PAIRS = {"quick": 1, "default": 7, "full": 9}[MODE]
 # below the threshold the target is 1.02x: 200,000 accesses of a 48 MiB vector took 2-4 ms, under this VM's
 # resolution (R's writes 0.94-1.10x between runs); 2,000,000 take 15-50 ms (more would time the 32 MB
 # temporaries of numpy's and R's gathers: fresh pages, which this VM's host makes 1-10x slower after a pause)
@@ -283,18 +283,31 @@ def sweep(lang, config, parent):
 
 
 def paired(lang, size, parent):
-    """plain and spill alternately, REPEATS_PAIRS times each, in leaves of parent: per configuration the median of
-    each figure. Each configuration's own sequence runs minutes apart from the other's, and this VM's host state
-    drifts in between (the same 512 MiB allocation took 0.06-1.06 s); alternating runs compare the two under the
-    same conditions. Returns {config: figures} or None when a run failed."""
-    runs = {c: [] for c in ("plain", "spill", "auto") if c in CONFIGS}
-    for _ in range(REPEATS_PAIRS):
-        for config in runs:
+    """plain, spill and auto in turn, REPEATS_PAIRS rounds, in leaves of parent. Each configuration's own
+    sequence runs minutes apart from the other's, and this VM's host state drifts in between (the same 512 MiB
+    allocation took 0.06-1.06 s); runs next to each other compare the configurations under the same conditions.
+    The order rotates every round, so that no configuration always runs first after a pause (the host backs
+    memory the guest returned a moment ago again first). Returns {config: (median figures, [each round's])} or
+    None when a run failed."""
+    configs = [c for c in ("plain", "spill", "auto") if c in CONFIGS]
+    runs = {c: [] for c in configs}
+    for i in range(REPEATS_PAIRS):
+        for config in configs[i % len(configs):] + configs[:i % len(configs)]:
             rc, d, _ = run_repeated(parent, f"pair-{lang}-{config}", workload(lang, size), config_env(config), 1)
             if rc != 0:
                 return None
             runs[config].append(d)
-    return {config: median_of(r) for config, r in runs.items()}
+    return {config: (median_of(r), r) for config, r in runs.items()}
+
+
+def pair_ratios(pr, config):
+    """config's time over plain's in each round (allocation, reads, writes; rates inverted): per figure the
+    median over the rounds and the range, [(median, low, high)] * 3"""
+    out = []
+    for m, inverted in (("alloc_s", False), ("read_ops_per_s", True), ("write_ops_per_s", True)):
+        r = sorted((p[m] / c[m]) if inverted else (c[m] / p[m]) for c, p in zip(pr[config][1], pr["plain"][1]))
+        out.append((r[len(r) // 2], r[0], r[-1]))
+    return out
 
 
 def make_swap(size):
@@ -451,7 +464,7 @@ def main():
             if swap_path:
                 remove_swap(swap_path)
                 swap_path = None
-    # data that fits (below the threshold, 0.5x): plain and spill alternately, for the targets
+    # data that fits (below the threshold, 0.5x): plain, spill and auto in turn, for the targets
     pairs = {}
     if "plain" in configs and "spill" in configs and os.path.exists(LIB):
         try:
@@ -461,8 +474,15 @@ def main():
                     pr = paired(lang, size, parent)
                     if pr:
                         pairs[(lang, size)] = pr
-                        for config, d in pr.items():
+                        for config, (d, each) in pr.items():
                             rows(f"pair-{config}", lang, size, d)
+                            for e in each:
+                                rows(f"pair-run-{config}", lang, size, e)
+                            if config != "plain":  # the judged figures: medians of the rounds' own ratios
+                                for m, (med, lo, hi) in zip(("alloc", "reads", "writes"), pair_ratios(pr, config)):
+                                    row(f"pair-ratio-{config}", lang, size, f"{m}_x", med)
+                                    row(f"pair-ratio-{config}", lang, size, f"{m}_x_min", lo)
+                                    row(f"pair-ratio-{config}", lang, size, f"{m}_x_max", hi)
         finally:
             if parent:
                 parent.remove()
@@ -545,9 +565,9 @@ def main():
     if disk_rate:
         say(f"\ndisk random 4 KiB reads (O_DIRECT): {disk_rate:.0f}/s")
     if pairs:
-        say(f"\ndata that fits, plain and spill alternately (median of {REPEATS_PAIRS} each):")
+        say(f"\ndata that fits, plain, spill and auto in turn (median of {REPEATS_PAIRS} each):")
         for (lang, size), pr in pairs.items():
-            for config, d in pr.items():
+            for config, (d, _) in pr.items():
                 say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
                     f"{fmt_rate(d, 'write_ops_per_s')}")
     if midsize:
@@ -587,6 +607,10 @@ def main():
         return [s["alloc_s"] / p["alloc_s"], p["read_ops_per_s"] / s["read_ops_per_s"],
                 p["write_ops_per_s"] / s["write_ops_per_s"]]
 
+    def spread(pr, config):
+        """the rounds' ranges of the three ratios"""
+        return ", ranges " + ", ".join(f"{lo:.2f}-{hi:.2f}" for _, lo, hi in pair_ratios(pr, config))
+
     def target(ok, text):
         say(f"  {'PASS' if ok else 'MISS'}  {text}")
     for lang in LANGS:
@@ -596,10 +620,10 @@ def main():
                                   (int(LIMIT * 0.5), 1.25, "at 0.5x limit (fits)")):
             seq = ratios(results.get((lang, "spill", size), {}), results.get((lang, "plain", size), {}))
             pr = pairs.get((lang, size))
-            r = ratios(pr["spill"], pr["plain"]) if pr else seq
+            r = [m for m, _, _ in pair_ratios(pr, "spill")] if pr else seq
             if not r:
                 continue
-            how = f"alternated, median of {REPEATS_PAIRS} pairs" if pr else f"median of {REPEATS_FIT}"
+            how = f"in turn, median of {REPEATS_PAIRS} rounds' ratios{spread(pr, 'spill')}" if pr else f"median of {REPEATS_FIT}"
             if pr and seq:
                 how += "; in the sequences: " + ", ".join(f"{x:.2f}x" for x in seq)
             target(max(r) <= bound, f"{lang}: {what} within {bound}x of plain (allocation {r[0]:.2f}x, reads "
@@ -611,15 +635,15 @@ def main():
                 r = s["read_ops_per_s"] / fm["read_ops_per_s"]
                 w = s["write_ops_per_s"] / fm["write_ops_per_s"]
                 target(min(r, w) >= 0.9, f"{lang}: {f}x limit: reads {r:.2f}x, writes {w:.2f}x the file-mmap limit (>= 0.9)")
-    # auto: data that fits within 1.02x of plain (alternated pairs at 0.5x); past the limit it completes where plain
+    # auto: data that fits within 1.02x of plain (the rounds at 0.5x); past the limit it completes where plain
     # is killed, allocation within 1.1x of the fixed threshold's; the mid-size program completes
     for lang in LANGS:
         pr = pairs.get((lang, int(LIMIT * 0.5)))
         if pr and "auto" in pr:
-            r = ratios(pr["auto"], pr["plain"])
-            if r:
-                target(max(r) <= 1.02, f"{lang}: auto at 0.5x limit (fits) within 1.02x of plain (allocation {r[0]:.2f}x, "
-                       f"reads {r[1]:.2f}x, writes {r[2]:.2f}x; alternated, median of {REPEATS_PAIRS} pairs)")
+            r = [m for m, _, _ in pair_ratios(pr, "auto")]
+            target(max(r) <= 1.02, f"{lang}: auto at 0.5x limit (fits) within 1.02x of plain (allocation {r[0]:.2f}x, "
+                   f"reads {r[1]:.2f}x, writes {r[2]:.2f}x; in turn, median of {REPEATS_PAIRS} rounds' ratios"
+                   f"{spread(pr, 'auto')})")
         for f in (1.5, 3):
             size = int(LIMIT * f)
             a, s = results.get((lang, "auto", size), {}), results.get((lang, "spill", size), {})
