@@ -416,7 +416,31 @@ def heap_long(run):
     out.append("#### Targets (steady state: the long window, the real programs, the workloads; the range of the "
                "rounds' ratios in brackets)")
     out += heap_targets26(run)
+    out += heap_cgroup(run)
     return out
+
+
+def heap_cgroup_reached(run, impl):
+    """seconds until RSS fell to within 1.1x of the live bytes (None: not within the 2 s watched)"""
+    live, end, t = (run.first("cgroup_purge", impl, m) for m in ("live_bytes", "rss_end_bytes", "purge_s"))
+    return t if None not in (live, end, t) and end <= 1.1 * live else None
+
+
+def heap_cgroup(run):
+    """the purge that follows the container: each allocator's RSS after a burst under a cgroup at 90% of its limit"""
+    impls = [i for i in ("memspace", "glibc") + tuple(PEERS) if run.first("cgroup_purge", i, "purge_s") is not None]
+    if "memspace" not in impls:
+        return []
+    rows = [(i, mib(run.first("cgroup_purge", i, "live_bytes")), mib(run.first("cgroup_purge", i, "rss_peak_bytes")),
+             mib(run.first("cgroup_purge", i, "rss_end_bytes")),
+             f"{heap_cgroup_reached(run, i) * 1e3:.0f} ms" if heap_cgroup_reached(run, i) is not None else "not in 2 s")
+            for i in impls]
+    t = heap_cgroup_reached(run, "memspace")
+    return ["#### Purge under a memory cgroup at 90% of its limit (64 MiB live, a 192 MiB burst freed by a pool "
+            "thread that then idles; RSS read every ms for 2 s; one run each)",
+            table(("allocator", "live", "peak RSS", "RSS at the end", "RSS within 1.1x live after"), rows),
+            verdict(t is not None and t < 0.1, "under a memory cgroup at 90% of its limit, RSS after a burst falls to "
+                    f"within 10% of the live bytes in under 100 ms: {f'{t * 1e3:.0f} ms' if t is not None else 'not in 2 s'}")]
 
 
 def heap_best_by(run, case, metric, t, higher=True):
