@@ -469,6 +469,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
+  s->kept = 0;    /* (and its free lists with them) */
   msi_lock(&seg_lock);
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
   s->state = MSI_SPAN_FREE;
@@ -579,16 +580,33 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
 }
 
-static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
+/* a cached span for class cls: among the newest CACHE_LOOK, one that served cls and kept its blocks linked (no
+   carving: span_init), else the newest. A program allocating batches that outgrow a class's current span retires
+   the class's other span at every batch's end and takes one at the next: with the newest of any class, every
+   batch carved each such span afresh (a store of both header words per block) */
+#define CACHE_LOOK 8
+static msi_span_t *list_take(msi_span_list_t *l, unsigned cls) {
+  msi_span_t *prev = NULL, *s = l->head;
+  for (unsigned i = 0; s && i < CACHE_LOOK; i++, prev = s, s = s->next)
+    if (s->kept && s->last_cls == cls) {
+      if (prev) prev->next = s->next;
+      else l->head = s->next;
+      l->count--;
+      return s;
+    }
+  return list_pop(l);
+}
+
+static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
   msi_span_t *s = NULL;
   if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) {
     msi_lock(&h->cache_lock);
-    s = list_pop(&h->cache[n]);
+    s = list_take(&h->cache[n], cls);
     msi_unlock(&h->cache_lock);
   }
   if (!s && atomic_load_explicit(&global_cache[n].head, memory_order_relaxed)) {
     msi_lock(&global_lock);
-    s = list_pop(&global_cache[n]);
+    s = list_take(&global_cache[n], cls);
     msi_unlock(&global_lock);
   }
   if (!s) return segment_alloc_span(n);
@@ -806,13 +824,14 @@ static void partial_remove(msi_heap_t *h, msi_span_t *s) {
   s->next = s->prev = NULL;
 }
 
-/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0) */
+/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0). Every block it
+   carved is on its free lists then: they stay linked while it is cached (kept), for span_init to take back if the
+   same class takes the span again; its segment drops them (segment_release_span) */
 static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   if (s->in_partial) partial_remove(h, s);
-  s->free = msi_span_list_end(s);
-  s->rfree = NULL;
-  s->rfree_n = s->used_floor = 0;
+  s->used_floor = 0;
   s->last_cls = s->cls;
+  s->kept = 1;
   span_cache_put(to_thread_cache ? h : NULL, s);
 }
 
@@ -898,19 +917,25 @@ static void heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) 
   }
 }
 
+/* a span taken from a cache or its segment serves class cls: with no block handed out, or, kept by cls (span_retire),
+   with the blocks it carved for cls still linked (its free lists then hold them all: used is 0) */
 static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   uint32_t bs = msi_heap_class_size[cls];
   s->owner = h;
-  s->cls = (uint8_t)cls;
-  s->block_size = bs;
-  s->recip = class_recip[cls];
-  s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
-  s->capacity = class_capacity[cls];
-  s->free = msi_span_list_end(s);
-  s->rfree = NULL;
-  s->rfree_n = s->used_floor = 0;
+  if (!s->kept || s->last_cls != cls) {
+    s->cls = (uint8_t)cls;
+    s->block_size = bs;
+    s->recip = class_recip[cls];
+    s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
+    s->capacity = class_capacity[cls];
+    s->free = msi_span_list_end(s);
+    s->rfree = NULL;
+    s->rfree_n = 0;
+    __atomic_store_n(&s->bump, s->base, __ATOMIC_RELAXED);
+  }
+  s->kept = 0;
+  s->used_floor = 0;
   s->used = 0;
-  __atomic_store_n(&s->bump, s->base, __ATOMIC_RELAXED);
   s->in_partial = 0;
   s->next = s->prev = NULL;
   s->state = MSI_SPAN_ACTIVE;
@@ -1258,11 +1283,11 @@ void *msi_heap_small_alloc_slow(size_t size) {
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
-  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
+  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   h->current[cls] = n;
-  span_carve(n);
+  if (span_free_empty(n) && !span_take_rfree(n)) span_carve(n);
   return alloc_from(n);
 }
 

@@ -80,6 +80,8 @@ typedef struct msi_span_s {
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
   uint8_t guarded;             /* secure build: its last page carries a guard marker */
+  uint8_t kept;                /* cached with its blocks of class last_cls still linked on free/rfree (heap.c
+                                  span_retire): taken again for that class, it needs no carving (span_init) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out

@@ -4,9 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "memspace.h"
 #include "ms_test.h"
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -574,6 +576,136 @@ static void stats_print(void **state) {
   ms_free(p);
 }
 
+/* A span that leaves its class empty (retired to a cache) keeps its blocks linked; taken again by the same class
+   (span_cache_get prefers such a span among the newest cached) it hands them out as they were freed, carving none.
+   A batch program (sh6bench: each class's batch outgrows its current span) paid a carving of a whole span per
+   class per batch. Another class taking the span starts it afresh. The checks hold on a kept span: a block freed
+   before the span was cached is a double free, a block carved and never handed out is one never allocated (both
+   abort naming the pointer), also after the span went from an exited thread's heap to another thread. Each part
+   runs in a child (ms_test_in_child: no maintenance thread, no purge, so the caches hold what this test put
+   there): status 0, or the number of the check that failed. */
+#define KEPT_SIZE 1000
+static void *kept_v[4 * 64];
+static int kept_reuse(void) {
+  ms_heap_collect(1); /* every cache empty: the spans below are the only ones cached */
+  void *first = ms_malloc(KEPT_SIZE);
+  msi_span_t *s0 = msi_heap_span_of(first);
+  unsigned cap = s0->capacity, cls = s0->cls;
+  if (cap > 64) return 1;
+  kept_v[0] = first;
+  for (unsigned i = 1; i < 3 * cap; i++) kept_v[i] = ms_malloc(KEPT_SIZE);
+  msi_span_t *s1 = msi_heap_span_of(kept_v[cap]), *s2 = msi_heap_span_of(kept_v[2 * cap]);
+  if (s0 == s1 || s1 == s2 || msi_heap_span_of(kept_v[2 * cap - 1]) != s1) return 2;
+  uintptr_t bump1 = s1->bump;
+  for (unsigned i = 0; i < 3 * cap; i++) ms_free(kept_v[i]); /* s0 then s1 retire; s2 stays current */
+  if (s0->state != MSI_SPAN_CACHED || s1->state != MSI_SPAN_CACHED || !s0->kept || !s1->kept) return 3;
+  if (s2->state != MSI_SPAN_ACTIVE) return 4;
+  for (unsigned i = 0; i < cap; i++)
+    if (msi_heap_span_of(ms_malloc(KEPT_SIZE)) != s2) return 14; /* s2's blocks */
+  void *p = ms_malloc(KEPT_SIZE); /* s2 is full: the newest kept span of the class, s1 */
+  if (msi_heap_span_of(p) != s1 || s1->state != MSI_SPAN_ACTIVE || s1->kept) return 5;
+  if (p != kept_v[2 * cap - 1]) return 6; /* its last freed block first: no carving (carving starts at the base) */
+  if (s1->bump != bump1 || s1->used != 1 || s1->cls != cls) return 7;
+  for (unsigned i = 1; i < cap; i++) /* the rest in the order they were freed, the newest first */
+    if (ms_malloc(KEPT_SIZE) != kept_v[2 * cap - 1 - i]) return 8;
+  if (s1->used != cap) return 9;
+  /* another class of the same span length takes s0 (the only span cached) and starts it afresh */
+  unsigned other = msi_heap_class_of(900);
+  if (other == cls || msi_heap_class_chunks[other] != msi_heap_class_chunks[cls]) return 10;
+  void *q = ms_malloc(900);
+  msi_span_t *sq = msi_heap_span_of(q);
+  if (sq == s0) {
+    if (sq->cls != other || sq->block_size != msi_heap_class_size[other] || sq->kept) return 11;
+    /* carved from its base: one batch (16 KiB and the block that starts below its end: heap.c span_carve) */
+    if ((uintptr_t)q >= sq->bump || sq->bump - sq->base > 16384 + sq->block_size) return 12;
+  } else if (sq->state != MSI_SPAN_ACTIVE) {
+    return 13;
+  }
+  ms_free(q);
+  return 0;
+}
+/* a free of a block of a kept span, retired and taken again, that is still on its free list */
+static int kept_double_free(void) {
+  ms_heap_collect(1);
+  void *first = ms_malloc(KEPT_SIZE);
+  unsigned cap = msi_heap_span_of(first)->capacity;
+  kept_v[0] = first;
+  for (unsigned i = 1; i < 2 * cap; i++) kept_v[i] = ms_malloc(KEPT_SIZE);
+  for (unsigned i = 0; i < 2 * cap; i++) ms_free(kept_v[i]); /* the first span retires, kept */
+  for (unsigned i = 0; i < cap + 1; i++) ms_malloc(KEPT_SIZE); /* the current one's blocks, then the kept span's last */
+  fprintf(stderr, "pointer %p\n", kept_v[cap - 2]);
+  ms_free(kept_v[cap - 2]); /* freed before the span was cached, not handed out since */
+  return 1;
+}
+/* a thread allocates one block (its span carves a first batch), frees it and exits: its empty current span goes
+   to the global cache, kept; this thread takes it for the same class and frees a block carved but never handed out */
+static void *kept_thread(void *arg) {
+  void *p = ms_malloc(48);
+  *(void **)arg = p;
+  ms_free(p);
+  return NULL;
+}
+static int kept_never_allocated(void) {
+  ms_heap_collect(1);
+  void *theirs = NULL;
+  pthread_t t;
+  if (pthread_create(&t, NULL, kept_thread, &theirs) != 0 || pthread_join(t, NULL) != 0) return 2;
+  msi_span_t *s = msi_heap_span_of(theirs);
+  if (s->state != MSI_SPAN_CACHED || !s->kept) return 3;
+  msi_heap_t *h = msi_tls_heap;
+  unsigned cls = msi_heap_class_of(48);
+  if (h != &msi_empty_heap && h->current[cls] != &msi_empty_span) { /* this thread's own span of the class: used up */
+    for (int i = 0; i < 100000 && msi_heap_span_of(ms_malloc(48)) != s; i++) {
+    }
+  } else if (msi_heap_span_of(ms_malloc(48)) != s) {
+    return 4;
+  }
+  if (s->state != MSI_SPAN_ACTIVE || s->owner != msi_tls_heap || s->bump - s->base < 2 * s->block_size) return 5;
+  /* a carved block that no thread had: its cookie still says carved */
+  uintptr_t never = s->bump - s->block_size;
+  if (never == (uintptr_t)theirs) never -= s->block_size;
+  fprintf(stderr, "pointer %p\n", (void *)never);
+  ms_free((void *)never);
+  return 1;
+}
+/* runs fn in a child with stderr captured: it must die of SIGABRT with a message holding `what` and the pointer it
+   printed */
+static void kept_expect_abort(int (*fn)(void), const char *what) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
+    _exit(fn());
+  }
+  close(fds[1]);
+  char buf[4096];
+  FILE *in = fdopen(fds[0], "r");
+  assert_non_null(in);
+  buf[fread(buf, 1, sizeof buf - 1, in)] = 0; /* (to the child's end: it writes two lines) */
+  fclose(in);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  fprintf(stderr, "%s", buf);
+  char ptr[40] = "";
+  const char *tag = strstr(buf, "pointer 0x");
+  if (tag) snprintf(ptr, sizeof ptr, "%.*s", (int)strcspn(tag + 8, "\n"), tag + 8);
+  if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)) fail_msg("%s: the child did not abort (status 0x%x)", what, st);
+  assert_true(ptr[0]);
+  const char *msg = strstr(buf, what);
+  if (!msg || !strstr(msg, ptr)) fail_msg("no '%s' naming %s in: %s", what, ptr, buf);
+}
+static void kept_spans_need_no_carving(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(kept_reuse), 0);
+  kept_expect_abort(kept_double_free, "free(): double free");
+  kept_expect_abort(kept_never_allocated, "a block never allocated");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(large_blocks_in_a_sandbox),
@@ -593,6 +725,7 @@ int main(void) {
       cmocka_unit_test(stats_classes_past_64),
       cmocka_unit_test(caches_and_presets),
       cmocka_unit_test(stats_print),
+      cmocka_unit_test(kept_spans_need_no_carving),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
