@@ -34,12 +34,16 @@ void msi_route_init(void) {
   if (mask != old) atomic_store_explicit(&msi_route_mask, mask, memory_order_relaxed);
 }
 
+static void free_base_reset(void);
 void msi_option_changed(ms_option_t o) {
   switch (o) {
   case MS_OPTION_SPILL_THRESHOLD:
   case MS_OPTION_SPACE_INITIAL: msi_route_init(); break;
-  case MS_OPTION_CACHE:
-  case MS_OPTION_SECURE: msi_heap_options_changed(); break;
+  case MS_OPTION_CACHE: msi_heap_options_changed(); break;
+  case MS_OPTION_SECURE:
+    msi_heap_options_changed();
+    free_base_reset(); /* free's fast test never passes while the heap's extra checks are on */
+    break;
   default: break; /* read where they are used: on each call, or when a space, frame or buffer is created */
   }
 }
@@ -133,7 +137,8 @@ static size_t usable_ours(const void *p);
 
 /* The start of the heap's small area as free's fast test sees it: the heap's (msi_heap_g.base), copied at the
    first allocation (first_alloc) or by the first free of a small block that finds it not yet copied; FREE_NEVER
-   while calls are counted, so that every free takes the slow path, which counts it. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
+   while calls are counted, so that every free takes the slow path, which counts it, and while the heap's extra
+   checks are on (msi_heap_checks: MEMSPACE_SECURE=1, debug builds), so that the fast path needs no test of them. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
    The fast test reads it as a plain word, so that it stays one subtraction from memory as the heap's own test is;
    it changes once, from FREE_NEVER to the base, and either value gives a right answer (ThreadSanitizer builds read
    it atomically). */
@@ -152,7 +157,8 @@ static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
   if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     msi_heap_global_init();
-    if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT)) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+    if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT) && !msi_heap_checks)
+      __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
   atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_release);
   return mask & ~MSI_ROUTE_START;
@@ -207,8 +213,8 @@ static MSI_NOINLINE MSI_COLD void free_counted(void *p) {
 static MSI_NOINLINE void free_slow(void *p) {
   if (!p) return;
   if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT)) return free_counted(p);
-  if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good */
-    __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+  if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good (extra checks off) */
+    if (!msi_heap_checks) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
     return msi_heap_free_small(p);
   }
   route_free(p);
@@ -223,9 +229,12 @@ void *msi_malloc(size_t size) {
 
 void msi_free(void *p) {
   if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)))
-    return msi_heap_free_small(p);
+    return msi_heap_free_small_unchecked(p);
   return free_slow(p);
 }
+
+/* the extra checks switched (ms_option_set): free's fast test fails until a free finds them off (free_slow) */
+static void free_base_reset(void) { __atomic_store_n(&free_base, FREE_NEVER, __ATOMIC_RELAXED); }
 
 void *msi_calloc(size_t count, size_t size) {
   size_t total;

@@ -829,7 +829,7 @@ static void partial_remove(msi_heap_t *h, msi_span_t *s) {
    same class takes the span again; its segment drops them (segment_release_span) */
 static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   if (s->in_partial) partial_remove(h, s);
-  s->used_floor = 0;
+  msi_span_set_floor(s, 0); /* (no block used) */
   s->last_cls = s->cls;
   s->kept = 1;
   span_cache_put(to_thread_cache ? h : NULL, s);
@@ -859,16 +859,16 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   bool park;
   for (;;) {
     if ((x & ~(uintptr_t)1) == 0 && (keep_flag || x == 0)) return;
-    park = may_park && s->free != msi_span_list_end(s) && s->rfree && (uint32_t)(x >> XF_SHIFT) != s->used;
+    park = may_park && s->free != msi_span_list_end(s) && s->rfree && (uint32_t)(x >> XF_SHIFT) != msi_span_used(s);
     uintptr_t want = park ? (x & ~(uintptr_t)1) : keep_flag ? (x & 1) : 0;
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &x, want, memory_order_acquire, memory_order_relaxed)) break;
   }
   msi_block_t *b = (msi_block_t *)(x & XF_PTR);
   uint32_t n = (uint32_t)(x >> XF_SHIFT);
-  if (park) { s->used_floor = n; return; }
-  s->used_floor = 0;
+  if (park) { msi_span_set_floor(s, n); return; }
+  msi_span_set_floor(s, 0);
   if (!b) return;
-  s->used -= n;
+  s->held -= n;
   if (s->free == msi_span_list_end(s)) {
     s->free = b;
   } else if (!s->rfree) {
@@ -888,7 +888,7 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
    local free takes the slow path (used_floor, heap.h), which puts the span on the partial list. Remote frees
    reach the partial list through the owner's remote-span stack (heap_remote_process), which collects the span
    and so clears the mark */
-static void span_detach_full(msi_span_t *s) { s->used_floor = s->used - 1; }
+static void span_detach_full(msi_span_t *s) { msi_span_set_floor(s, msi_span_used(s) - 1); }
 
 /* `free` is empty: the collected remote frees become it */
 static bool span_take_rfree(msi_span_t *s) {
@@ -910,7 +910,7 @@ static void heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) 
     msi_span_t *next = atomic_load_explicit(&s->rnext, memory_order_relaxed);
     span_collect(s, false, park);
     if (s != h->current[s->cls]) {
-      if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
+      if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
       else if (!s->in_partial && span_has_free(s)) partial_push(h, s);
     }
     s = next;
@@ -935,7 +935,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   }
   s->kept = 0;
   s->used_floor = 0;
-  s->used = 0;
+  s->held = 0;
   s->in_partial = 0;
   s->next = s->prev = NULL;
   s->state = MSI_SPAN_ACTIVE;
@@ -1064,7 +1064,7 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     if (s == &msi_empty_span) continue;
     h->current[c] = &msi_empty_span;
     span_collect(s, true, false); /* a list parked by the allocation path */
-    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
+    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
     else if (!span_has_free(s) && s->bump < msi_span_end(s) && !s->in_partial) { span_carve(s); partial_push(h, s); }
     else if (!span_has_free(s)) span_detach_full(s); /* the adopter's first free files it */
@@ -1105,7 +1105,7 @@ static void orphans_collect(void) {
       for (msi_span_t *s = h->partial[c], *next; s; s = next) {
         next = s->next;
         span_collect(s, true, false); /* parked lists */
-        if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
+        if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
       }
     last = h;
   }
@@ -1234,7 +1234,7 @@ static void *alloc_from(msi_span_t *s) {
   msi_block_t *b = s->free;
   MSI_HEAP_VG_OPEN(b); /* a freed block: its link is ours to read */
   s->free = msi_block_next(s, b);
-  s->used++;
+  s->held++;
   msi_block_arm(s, b);
   MSI_HEAP_VG_CLOSE(b); /* until the caller marks the block allocated */
   return b;
@@ -1306,12 +1306,12 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (s->owner == h) {
     /* local free already linked by the fast path: file the span */
-    if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) { /* a parked list (maybe empty now), or full */
-      s->used_floor = 0;
+    if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
+      msi_span_set_floor(s, 0);
       span_collect(s, true, false);
     }
     if (s == h->current[s->cls]) {
-      if (s->used == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
+      if (msi_span_used(s) == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
@@ -1319,7 +1319,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
       }
       return;
     }
-    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       span_retire(h, s, true);
       msi_maint_kick();
       msi_heap_maybe_purge();
@@ -1355,9 +1355,9 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
 static void heap_release_current(msi_heap_t *h) {
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_span_t *s = h->current[c];
-    if (s == &msi_empty_span || s->used != 0) continue;
+    if (s == &msi_empty_span || msi_span_used(s) != 0) continue;
     span_collect(s, true, false); /* a list parked by the allocation path */
-    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       h->current[c] = &msi_empty_span;
       span_retire(h, s, false);
     }
@@ -1373,11 +1373,11 @@ void msi_heap_thread_collect(bool force) {
     for (msi_span_t *s = h->partial[c], *next; s; s = next) {
       next = s->next;
       span_collect(s, true, false); /* parked lists */
-      if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
+      if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
     }
     msi_span_t *s = h->current[c];
     if (s != &msi_empty_span) span_collect(s, true, false);
-    if (force && s != &msi_empty_span && s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    if (force && s != &msi_empty_span && msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       h->current[c] = &msi_empty_span;
       span_retire(h, s, false);
     }
@@ -1405,7 +1405,7 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
       *active += (uint64_t)s->nchunks * MSI_HEAP_CHUNK;
       if (!st) continue;
       ms_stats_class_t *c = msi_stats_class(st, s->cls);
-      uint32_t used = s->used, cap = s->capacity;
+      uint32_t used = msi_span_used(s), cap = s->capacity;
       if (used > cap) used = cap;
       c->allocated += used;
       c->cached += cap - used;

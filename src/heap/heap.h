@@ -64,7 +64,9 @@ enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
 typedef struct msi_span_s {
   /* the owner's hot fields: one cache line */
   msi_block_t *free;           /* local free list (its end: msi_span_list_end) */
-  uint32_t used;               /* blocks handed out and not yet seen free by the owner */
+  uint32_t held;               /* blocks handed out and not yet seen free by the owner (msi_span_used), less
+                                  used_floor: the local free that takes it to 0 takes the slow path, so the fast
+                                  path's test is the flag its decrement sets */
   uint32_t block_size;
   uint64_t recip;              /* ceil(2^64 / block_size): O(1) block-start check (msi_span_block_start) */
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
@@ -72,10 +74,11 @@ typedef struct msi_span_s {
                                   the owner, read by others relaxed) */
   uintptr_t key;               /* free blocks' cookies and links (msi_block_next) */
   uint8_t cls, nchunks, state, in_partial;
-  uint32_t used_floor;         /* a local free bringing `used` to it takes the slow path (entry.h msi_heap_free_local):
-                                  the blocks on a parked remote list (heap.c span_collect: the span may be empty
-                                  then), or used - 1 in a full span out of the current slot (heap.c
-                                  span_detach_full: its first free puts it on the partial list), else 0 */
+  uint32_t used_floor;         /* a local free bringing the blocks used to it takes the slow path (entry.h
+                                  msi_heap_free_local): the blocks on a parked remote list (heap.c span_collect: the
+                                  span may be empty then), or used - 1 in a full span out of the current slot (heap.c
+                                  span_detach_full: its first free puts it on the partial list), else 0. Changed
+                                  only through msi_span_set_floor */
   /* second line: what other threads touch, and the owner's cold fields */
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
@@ -280,6 +283,13 @@ static inline bool msi_heap_region_has(const void *p) {
 static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
   uintptr_t off = (uintptr_t)p - s->base;
   return (uintptr_t)p < __atomic_load_n(&s->bump, __ATOMIC_RELAXED) && off * s->recip < s->recip;
+}
+/* the blocks handed out and not yet seen free by the owner */
+static inline uint32_t msi_span_used(const msi_span_t *s) { return s->held + s->used_floor; }
+/* a new floor, the blocks used unchanged (floor <= msi_span_used) */
+static inline void msi_span_set_floor(msi_span_t *s, uint32_t floor) {
+  s->held = s->held + s->used_floor - floor;
+  s->used_floor = floor;
 }
 /* the end of the span's blocks */
 static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (uintptr_t)s->capacity * s->block_size; }
