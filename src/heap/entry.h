@@ -61,9 +61,9 @@ MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s);
 static inline void msi_heap_free_small_as(void *p, bool checks) {
   msi_span_t *s = msi_heap_span_of(p);
   if (MSI_LIKELY(s->owner == msi_tls_heap)) {
-    /* a live block start (O(1): the span's reciprocal) whose cookie (second word: the line the link store below
+    /* a live block start (O(1): heap.h msi_span_block_start) whose cookie (second word: the line the link store below
        writes anyway) does not say "free"; the secure build also checks the canary after the block */
-    if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
+    if (MSI_UNLIKELY(!msi_span_block_start_in(s, p, s->carved) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
       return msi_heap_free_error(p, s);
     if (checks && MSI_UNLIKELY(msi_heap_checks)) return msi_heap_free_checked(p, s);
     return msi_heap_free_local(p, s);

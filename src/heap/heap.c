@@ -20,7 +20,8 @@ msi_heap_limits_t msi_heap_limits;
 uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
 uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
 uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
-static uint64_t class_recip[MSI_HEAP_CLASSES];
+static uint64_t class_inv[MSI_HEAP_CLASSES];
+static uint8_t class_shift[MSI_HEAP_CLASSES];
 _Static_assert(MSI_HEAP_CLASSES <= MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE, "every class has its statistics entry");
 static uint32_t class_capacity[MSI_HEAP_CLASSES];
 
@@ -75,7 +76,12 @@ static void classes_init(void) {
     }
     msi_heap_class_chunks[c] = (uint8_t)best;
     class_capacity[c] = (uint32_t)((best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs); /* secure: guard page at the end */
-    class_recip[c] = UINT64_MAX / bs + 1; /* ceil(2^64 / bs): heap.h msi_span_block_start */
+    /* heap.h msi_span_block_start: bs's power-of-two factor and the inverse of its odd part mod 2^64 (Newton's
+       iteration from d0 itself, right to 3 bits: each step doubles them) */
+    uint64_t d0 = bs >> __builtin_ctz(bs), inv = d0;
+    for (int i = 0; i < 5; i++) inv *= 2 - d0 * inv;
+    class_inv[c] = inv;
+    class_shift[c] = (uint8_t)__builtin_ctz(bs);
   }
   /* units of 16 bytes above the previous class's size, up to this class's, map to it: one memset per class (a
      store per entry took half of a short-lived program's time in the library) */
@@ -925,13 +931,14 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   if (!s->kept || s->last_cls != cls) {
     s->cls = (uint8_t)cls;
     s->block_size = bs;
-    s->recip = class_recip[cls];
+    s->inv = class_inv[cls];
+    s->shift = class_shift[cls];
     s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
     s->capacity = class_capacity[cls];
     s->free = msi_span_list_end(s);
     s->rfree = NULL;
     s->rfree_n = 0;
-    __atomic_store_n(&s->bump, s->base, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
   }
   s->kept = 0;
   s->used_floor = 0;
@@ -954,7 +961,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
 #define CARVE_RESIDENT ((uintptr_t)16384)
 static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
-  uintptr_t p = s->bump, end = msi_span_end(s), key = s->key;
+  uintptr_t p = msi_span_bump(s), end = msi_span_end(s), key = s->key;
   uintptr_t lim = p - s->base < s->touched ? p + CARVE_RESIDENT : (p | (CARVE_WINDOW - 1)) + 1;
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
@@ -986,7 +993,7 @@ static void span_carve(msi_span_t *s) {
   s->free = (msi_block_t *)p;
 #endif
   p += n * bs;
-  __atomic_store_n(&s->bump, p, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->carved, s->carved + n, __ATOMIC_RELAXED);
   if (p - s->base > s->touched) s->touched = (uint32_t)(p - s->base);
 }
 
@@ -1066,7 +1073,7 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
-    else if (!span_has_free(s) && s->bump < msi_span_end(s) && !s->in_partial) { span_carve(s); partial_push(h, s); }
+    else if (!span_has_free(s) && s->carved < s->capacity && !s->in_partial) { span_carve(s); partial_push(h, s); }
     else if (!span_has_free(s)) span_detach_full(s); /* the adopter's first free files it */
   }
   if (orphaning) heap_cache_drain(h, false);
@@ -1266,7 +1273,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *s = h->current[cls];
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
   if (s != &msi_empty_span) {
-    if (s->bump < msi_span_end(s)) { span_carve(s); return alloc_from(s); }
+    if (s->carved < s->capacity) { span_carve(s); return alloc_from(s); }
     span_collect(s, true, false);
     if (!span_free_empty(s)) return alloc_from(s);
     span_detach_full(s); /* full: it leaves the current slot; a free will put it on the partial list */

@@ -596,7 +596,7 @@ static int kept_reuse(void) {
   for (unsigned i = 1; i < 3 * cap; i++) kept_v[i] = ms_malloc(KEPT_SIZE);
   msi_span_t *s1 = msi_heap_span_of(kept_v[cap]), *s2 = msi_heap_span_of(kept_v[2 * cap]);
   if (s0 == s1 || s1 == s2 || msi_heap_span_of(kept_v[2 * cap - 1]) != s1) return 2;
-  uintptr_t bump1 = s1->bump;
+  uintptr_t bump1 = msi_span_bump(s1);
   for (unsigned i = 0; i < 3 * cap; i++) ms_free(kept_v[i]); /* s0 then s1 retire; s2 stays current */
   if (s0->state != MSI_SPAN_CACHED || s1->state != MSI_SPAN_CACHED || !s0->kept || !s1->kept) return 3;
   if (s2->state != MSI_SPAN_ACTIVE) return 4;
@@ -605,7 +605,7 @@ static int kept_reuse(void) {
   void *p = ms_malloc(KEPT_SIZE); /* s2 is full: the newest kept span of the class, s1 */
   if (msi_heap_span_of(p) != s1 || s1->state != MSI_SPAN_ACTIVE || s1->kept) return 5;
   if (p != kept_v[2 * cap - 1]) return 6; /* its last freed block first: no carving (carving starts at the base) */
-  if (s1->bump != bump1 || msi_span_used(s1) != 1 || s1->cls != cls) return 7;
+  if (msi_span_bump(s1) != bump1 || msi_span_used(s1) != 1 || s1->cls != cls) return 7;
   for (unsigned i = 1; i < cap; i++) /* the rest in the order they were freed, the newest first */
     if (ms_malloc(KEPT_SIZE) != kept_v[2 * cap - 1 - i]) return 8;
   if (msi_span_used(s1) != cap) return 9;
@@ -617,7 +617,7 @@ static int kept_reuse(void) {
   if (sq == s0) {
     if (sq->cls != other || sq->block_size != msi_heap_class_size[other] || sq->kept) return 11;
     /* carved from its base: one batch (16 KiB and the block that starts below its end: heap.c span_carve) */
-    if ((uintptr_t)q >= sq->bump || sq->bump - sq->base > 16384 + sq->block_size) return 12;
+    if ((uintptr_t)q >= msi_span_bump(sq) || msi_span_bump(sq) - sq->base > 16384 + sq->block_size) return 12;
   } else if (sq->state != MSI_SPAN_ACTIVE) {
     return 13;
   }
@@ -660,9 +660,9 @@ static int kept_never_allocated(void) {
   } else if (msi_heap_span_of(ms_malloc(48)) != s) {
     return 4;
   }
-  if (s->state != MSI_SPAN_ACTIVE || s->owner != msi_tls_heap || s->bump - s->base < 2 * s->block_size) return 5;
+  if (s->state != MSI_SPAN_ACTIVE || s->owner != msi_tls_heap || msi_span_bump(s) - s->base < 2 * s->block_size) return 5;
   /* a carved block that no thread had: its cookie still says carved */
-  uintptr_t never = s->bump - s->block_size;
+  uintptr_t never = msi_span_bump(s) - s->block_size;
   if (never == (uintptr_t)theirs) never -= s->block_size;
   fprintf(stderr, "pointer %p\n", (void *)never);
   ms_free((void *)never);
@@ -724,6 +724,37 @@ static void extra_checks_switched_at_run_time(void **state) {
   child_aborts(checks_switched_on, "free(): double free");
 }
 
+/* The block-start check (heap.h msi_span_block_start: the exact-division test by the block size's odd part and
+   power of two) against the plain arithmetic, for every class: every byte offset of a span and around it, a few
+   counts of carved blocks, and pointers far from the span (below its base, across the address space) */
+static void block_start_check_is_exact(void **state) {
+  (void)state;
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    size_t bs = msi_heap_class_size[c];
+    void *p = ms_malloc(bs - MSI_HEAP_CANARY);
+    assert_non_null(p);
+    const msi_span_t *s = msi_heap_span_of(p);
+    assert_int_equal(s->block_size, bs);
+    uint64_t cap = s->capacity, counts[] = {0, 1, cap / 2 + 1, cap};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+      uint64_t carved = counts[k];
+      size_t step = carved == cap ? 1 : 7; /* every byte for the full span, a sample for the others */
+      for (int64_t off = -8192; off < (int64_t)(cap * bs) + 8192; off += (int64_t)step) {
+        bool want = off >= 0 && (uint64_t)off % bs == 0 && (uint64_t)off / bs < carved;
+        if (msi_span_block_start_in(s, (const void *)(s->base + (uintptr_t)off), carved) != want)
+          fail_msg("class %u (%zu bytes), %llu carved: offset %lld taken for %s", c, bs, (unsigned long long)carved,
+                   (long long)off, want ? "no block start" : "a block start");
+      }
+      for (int sh = 20; sh < 64; sh++)
+        for (int sign = 0; sign < 2; sign++) {
+          uintptr_t far = sign ? s->base - ((uintptr_t)1 << sh) : s->base + ((uintptr_t)1 << sh);
+          if (msi_span_block_start_in(s, (const void *)far, carved)) fail_msg("class %u: %p taken", c, (void *)far);
+        }
+    }
+    ms_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(large_blocks_in_a_sandbox),
@@ -745,6 +776,7 @@ int main(void) {
       cmocka_unit_test(stats_print),
       cmocka_unit_test(kept_spans_need_no_carving),
       cmocka_unit_test(extra_checks_switched_at_run_time),
+      cmocka_unit_test(block_start_check_is_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
