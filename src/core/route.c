@@ -138,16 +138,20 @@ static size_t usable_ours(const void *p);
 /* The start of the heap's small area as free's fast test sees it: the heap's (msi_heap_g.base), copied at the
    first allocation (first_alloc) or by the first free of a small block that finds it not yet copied; FREE_NEVER
    while calls are counted, so that every free takes the slow path, which counts it, and while the heap's extra
-   checks are on (msi_heap_checks: MEMSPACE_SECURE=1, debug builds), so that the fast path needs no test of them. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
+   checks are on (msi_heap_checks: MEMSPACE_SECURE=1, debug builds), so that the fast path needs no test of them.
+   p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
    The fast test reads it as a plain word, so that it stays one subtraction from memory as the heap's own test is;
-   it changes once, from FREE_NEVER to the base, and either value gives a right answer (ThreadSanitizer builds read
-   it atomically). */
+   it changes from FREE_NEVER to the base (and back while the checks are switched on), and either value gives a
+   right answer. The heap's small top likewise, a compare with memory: it only grows, and a stale value sends a
+   block of a new segment to free_slow, which is right too (ThreadSanitizer builds read both atomically). */
 #define FREE_NEVER ((uintptr_t)0xf << 60)
 static uintptr_t free_base = FREE_NEVER;
 #if defined(__SANITIZE_THREAD__)
 #define FREE_BASE() __atomic_load_n(&free_base, __ATOMIC_RELAXED)
+#define FREE_TOP() atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)
 #else
 #define FREE_BASE() free_base
+#define FREE_TOP() (*(const uintptr_t *)&msi_heap_g.small_top)
 #endif
 
 /* the first allocation: the options read, the heap initialised when it serves (route_of), free's fast test
@@ -228,7 +232,7 @@ void *msi_malloc(size_t size) {
 }
 
 void msi_free(void *p) {
-  if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)))
+  if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < FREE_TOP()))
     return msi_heap_free_small_unchecked(p);
   return free_slow(p);
 }
