@@ -25,6 +25,21 @@
    acquire (free on x86): a thread that sees it clear also sees the tables another thread wrote */
 _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
+/* malloc's and calloc's fast test in one compare: requests below it are small blocks of the heap with nothing
+   routed. MSI_HEAP_SMALL_REQ + 1 while the mask is 0, else 0 (every request takes the slow path). Set after each
+   change of the mask (small_below_sync), with the same release/acquire pairing as the mask */
+static _Atomic size_t small_below;
+
+/* small_below from the mask: stored again until the mask is the one it was computed from (a writer racing another
+   sees the other's mask on its check and stores again: the last store follows the last mask) */
+static void small_below_sync(void) {
+  unsigned m;
+  do {
+    m = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
+    atomic_store_explicit(&small_below, m ? 0 : (size_t)MSI_HEAP_SMALL_REQ + 1, memory_order_release);
+  } while (atomic_load_explicit(&msi_route_mask, memory_order_acquire) != m);
+}
+
 void msi_route_init(void) {
   unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_acquire), mask = old & MSI_ROUTE_START;
   if (msi_opt(MS_OPTION_SPILL_THRESHOLD) != 0) mask |= MSI_ROUTE_SPILL; /* a size, or auto */
@@ -32,6 +47,7 @@ void msi_route_init(void) {
   /* counting is decided before the first allocation: counts begun later would miss the blocks already live */
   if (old & MSI_ROUTE_START ? msi_opt(MS_OPTION_SHOW_STATS) != 0 : (old & MSI_ROUTE_COUNT) != 0) mask |= MSI_ROUTE_COUNT;
   if (mask != old) atomic_store_explicit(&msi_route_mask, mask, memory_order_relaxed);
+  small_below_sync();
 }
 
 static void free_base_reset(void);
@@ -165,6 +181,7 @@ static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
       __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
   atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_release);
+  small_below_sync();
   return mask & ~MSI_ROUTE_START;
 }
 
@@ -224,10 +241,9 @@ static MSI_NOINLINE void free_slow(void *p) {
   route_free(p);
 }
 
-/* the fast paths: one relaxed load of the route mask on malloc; on free the small-block test first */
+/* the fast paths: one compare with small_below on malloc; on free the small-block test first */
 void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_acquire)))
-    return msi_heap_malloc_small(size);
+  if (MSI_LIKELY(size < atomic_load_explicit(&small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
   return route_alloc(size, 0, false);
 }
 
@@ -243,7 +259,7 @@ static void free_base_reset(void) { __atomic_store_n(&free_base, FREE_NEVER, __A
 void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
-  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_acquire))) {
+  if (MSI_LIKELY(total < atomic_load_explicit(&small_below, memory_order_acquire))) {
     void *p = msi_heap_malloc_small(total);
     if (p) memset(p, 0, total);
     return p;

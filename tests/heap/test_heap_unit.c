@@ -755,6 +755,28 @@ static void block_start_check_is_exact(void **state) {
   }
 }
 
+/* malloc's and calloc's fast test is one compare with a limit the front door sets from its routing mask (route.c
+   small_below): a routing option set at run time sends small requests to their part at once, and back to the heap
+   when it is unset (the process space here: it needs no directory). In a child: the process space stays. */
+static int small_requests_follow_routing(void) {
+  void *h1 = ms_malloc(100), *h2 = ms_calloc(1, 100);
+  if (!msi_heap_in_small(h1) || !msi_heap_in_small(h2)) return 2;
+  if (ms_option_set(MS_OPTION_SPACE_AT, 1) != 0 || ms_option_set(MS_OPTION_SPACE_INITIAL, 16 << 20) != 0) return 3;
+  unsigned char *s1 = ms_malloc(100), *s2 = ms_calloc(1, 100);
+  if (!s1 || !s2 || msi_heap_in_small(s1) || msi_heap_in_small(s2) || !ms_is_ours(s1) || s2[99] != 0) return 4;
+  ms_free(s1);
+  ms_free(s2);
+  if (ms_option_set(MS_OPTION_SPACE_INITIAL, 0) != 0) return 5;
+  void *b1 = ms_malloc(100), *b2 = ms_calloc(1, 100);
+  if (!msi_heap_in_small(b1) || !msi_heap_in_small(b2)) return 6;
+  ms_free(b1), ms_free(b2), ms_free(h1), ms_free(h2);
+  return 0;
+}
+static void small_requests_follow_routing_changes(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(small_requests_follow_routing), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(large_blocks_in_a_sandbox),
@@ -782,6 +804,7 @@ int main(void) {
       cmocka_unit_test(kept_spans_need_no_carving),
       cmocka_unit_test(extra_checks_switched_at_run_time),
       cmocka_unit_test(block_start_check_is_exact),
+      cmocka_unit_test(small_requests_follow_routing_changes),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   return failed + cmocka_run_group_tests(more, NULL, NULL);
