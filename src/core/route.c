@@ -25,6 +25,21 @@
    acquire (free on x86): a thread that sees it clear also sees the tables another thread wrote */
 _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
+/* malloc's and calloc's fast test in one compare: requests below it are small blocks of the heap with nothing
+   routed. MSI_HEAP_SMALL_REQ + 1 while the mask is 0, else 0 (every request takes the slow path). Set after each
+   change of the mask (small_below_sync), with the same release/acquire pairing as the mask */
+static _Atomic size_t small_below;
+
+/* small_below from the mask: stored again until the mask is the one it was computed from (a writer racing another
+   sees the other's mask on its check and stores again: the last store follows the last mask) */
+static void small_below_sync(void) {
+  unsigned m;
+  do {
+    m = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
+    atomic_store_explicit(&small_below, m ? 0 : (size_t)MSI_HEAP_SMALL_REQ + 1, memory_order_release);
+  } while (atomic_load_explicit(&msi_route_mask, memory_order_acquire) != m);
+}
+
 void msi_route_init(void) {
   unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_acquire), mask = old & MSI_ROUTE_START;
   if (msi_opt(MS_OPTION_SPILL_THRESHOLD) != 0) mask |= MSI_ROUTE_SPILL; /* a size, or auto */
@@ -32,14 +47,19 @@ void msi_route_init(void) {
   /* counting is decided before the first allocation: counts begun later would miss the blocks already live */
   if (old & MSI_ROUTE_START ? msi_opt(MS_OPTION_SHOW_STATS) != 0 : (old & MSI_ROUTE_COUNT) != 0) mask |= MSI_ROUTE_COUNT;
   if (mask != old) atomic_store_explicit(&msi_route_mask, mask, memory_order_relaxed);
+  small_below_sync();
 }
 
+static void free_base_reset(void);
 void msi_option_changed(ms_option_t o) {
   switch (o) {
   case MS_OPTION_SPILL_THRESHOLD:
   case MS_OPTION_SPACE_INITIAL: msi_route_init(); break;
-  case MS_OPTION_CACHE:
-  case MS_OPTION_SECURE: msi_heap_options_changed(); break;
+  case MS_OPTION_CACHE: msi_heap_options_changed(); break;
+  case MS_OPTION_SECURE:
+    msi_heap_options_changed();
+    free_base_reset(); /* free's fast test never passes while the heap's extra checks are on */
+    break;
   default: break; /* read where they are used: on each call, or when a space, frame or buffer is created */
   }
 }
@@ -133,16 +153,21 @@ static size_t usable_ours(const void *p);
 
 /* The start of the heap's small area as free's fast test sees it: the heap's (msi_heap_g.base), copied at the
    first allocation (first_alloc) or by the first free of a small block that finds it not yet copied; FREE_NEVER
-   while calls are counted, so that every free takes the slow path, which counts it. p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
+   while calls are counted, so that every free takes the slow path, which counts it, and while the heap's extra
+   checks are on (msi_heap_checks: MEMSPACE_SECURE=1, debug builds), so that the fast path needs no test of them.
+   p - FREE_NEVER is at least 2^60 for any user-space address, past any small top.
    The fast test reads it as a plain word, so that it stays one subtraction from memory as the heap's own test is;
-   it changes once, from FREE_NEVER to the base, and either value gives a right answer (ThreadSanitizer builds read
-   it atomically). */
+   it changes from FREE_NEVER to the base (and back while the checks are switched on), and either value gives a
+   right answer. The heap's small top likewise, a compare with memory: it only grows, and a stale value sends a
+   block of a new segment to free_slow, which is right too (ThreadSanitizer builds read both atomically). */
 #define FREE_NEVER ((uintptr_t)0xf << 60)
 static uintptr_t free_base = FREE_NEVER;
 #if defined(__SANITIZE_THREAD__)
 #define FREE_BASE() __atomic_load_n(&free_base, __ATOMIC_RELAXED)
+#define FREE_TOP() atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)
 #else
 #define FREE_BASE() free_base
+#define FREE_TOP() (*(const uintptr_t *)&msi_heap_g.small_top)
 #endif
 
 /* the first allocation: the options read, the heap initialised when it serves (route_of), free's fast test
@@ -152,9 +177,11 @@ static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
   if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     msi_heap_global_init();
-    if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT)) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+    if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT) && !msi_heap_checks)
+      __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
   atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_release);
+  small_below_sync();
   return mask & ~MSI_ROUTE_START;
 }
 
@@ -207,30 +234,32 @@ static MSI_NOINLINE MSI_COLD void free_counted(void *p) {
 static MSI_NOINLINE void free_slow(void *p) {
   if (!p) return;
   if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT)) return free_counted(p);
-  if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good */
-    __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+  if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good (extra checks off) */
+    if (!msi_heap_checks) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
     return msi_heap_free_small(p);
   }
   route_free(p);
 }
 
-/* the fast paths: one relaxed load of the route mask on malloc; on free the small-block test first */
+/* the fast paths: one compare with small_below on malloc; on free the small-block test first */
 void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_acquire)))
-    return msi_heap_malloc_small(size);
+  if (MSI_LIKELY(size < atomic_load_explicit(&small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
   return route_alloc(size, 0, false);
 }
 
 void msi_free(void *p) {
-  if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)))
-    return msi_heap_free_small(p);
+  if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < FREE_TOP()))
+    return msi_heap_free_small_unchecked(p);
   return free_slow(p);
 }
+
+/* the extra checks switched (ms_option_set): free's fast test fails until a free finds them off (free_slow) */
+static void free_base_reset(void) { __atomic_store_n(&free_base, FREE_NEVER, __ATOMIC_RELAXED); }
 
 void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
-  if (MSI_LIKELY(total <= MSI_HEAP_SMALL_REQ && !atomic_load_explicit(&msi_route_mask, memory_order_acquire))) {
+  if (MSI_LIKELY(total < atomic_load_explicit(&small_below, memory_order_acquire))) {
     void *p = msi_heap_malloc_small(total);
     if (p) memset(p, 0, total);
     return p;

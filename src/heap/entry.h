@@ -19,7 +19,7 @@ static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
     msi_heap_corrupt_link(s, b);
   }
   s->free = (msi_block_t *)next;
-  s->used++;
+  s->held++;
   msi_block_arm(s, b);
   MSI_HEAP_VG_CLOSE(b);
   return b;
@@ -38,8 +38,8 @@ static inline void *msi_heap_malloc_small(size_t size) {
   return p;
 }
 
-/* pushes a block freed by its owner; the span's bookkeeping runs when `used` reaches its floor (heap.h: the span
-   becomes empty, or was full out of the current slot, or has remote frees parked). valgrind builds: the block is
+/* pushes a block freed by its owner; the span's bookkeeping runs when the blocks used reach their floor, `held`
+   reaching 0 (heap.h: the span becomes empty, or was full out of the current slot, or has remote frees parked). valgrind builds: the block is
    marked free, and its header opened for the heap's own writes only */
 static inline void msi_heap_free_local(void *p, msi_span_t *s) {
   msi_block_t *b = p;
@@ -48,7 +48,7 @@ static inline void msi_heap_free_local(void *p, msi_span_t *s) {
   msi_block_set(s, b, s->free, 0);
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
-  if (MSI_UNLIKELY(--s->used == s->used_floor)) msi_heap_small_free_slow(p, s);
+  if (MSI_UNLIKELY(--s->held == 0)) msi_heap_small_free_slow(p, s);
 }
 
 /* the local free's cold ends (api.c): with the extra checks (msi_heap_checks), and the report of a failed check
@@ -56,19 +56,24 @@ static inline void msi_heap_free_local(void *p, msi_span_t *s) {
 MSI_COLD void msi_heap_free_checked(void *p, msi_span_t *s);
 MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s);
 
-/* p in the small area (msi_heap_in_small). Every call is a tail call: the fast path saves no register */
-static inline void msi_heap_free_small(void *p) {
+/* p in the small area (msi_heap_in_small); `checks`: msi_heap_checks may be set (the extra checks run when it
+   is). Every call is a tail call: the fast path saves no register */
+static inline void msi_heap_free_small_as(void *p, bool checks) {
   msi_span_t *s = msi_heap_span_of(p);
   if (MSI_LIKELY(s->owner == msi_tls_heap)) {
-    /* a live block start (O(1): the span's reciprocal) whose cookie (second word: the line the link store below
+    /* a live block start (O(1): heap.h msi_span_block_start) whose cookie (second word: the line the link store below
        writes anyway) does not say "free"; the secure build also checks the canary after the block */
-    if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
+    if (MSI_UNLIKELY(!msi_span_block_start_in(s, p, s->carved) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
       return msi_heap_free_error(p, s);
-    if (MSI_UNLIKELY(msi_heap_checks)) return msi_heap_free_checked(p, s);
+    if (checks && MSI_UNLIKELY(msi_heap_checks)) return msi_heap_free_checked(p, s);
     return msi_heap_free_local(p, s);
   }
   return msi_heap_small_free_slow(p, s);
 }
+static inline void msi_heap_free_small(void *p) { msi_heap_free_small_as(p, true); }
+/* the front door's fast free, which never runs while msi_heap_checks is set (src/core/route.c free_base): no test
+   of the flag */
+static inline void msi_heap_free_small_unchecked(void *p) { msi_heap_free_small_as(p, false); }
 
 /* any request (small, small aligned, large, direct); alignment 0 or a power of two. NULL + ENOMEM */
 void *msi_heap_alloc(size_t size, size_t alignment, bool zero);

@@ -20,7 +20,8 @@ msi_heap_limits_t msi_heap_limits;
 uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
 uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
 uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
-static uint64_t class_recip[MSI_HEAP_CLASSES];
+static uint64_t class_inv[MSI_HEAP_CLASSES];
+static uint8_t class_shift[MSI_HEAP_CLASSES];
 _Static_assert(MSI_HEAP_CLASSES <= MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE, "every class has its statistics entry");
 static uint32_t class_capacity[MSI_HEAP_CLASSES];
 
@@ -75,7 +76,12 @@ static void classes_init(void) {
     }
     msi_heap_class_chunks[c] = (uint8_t)best;
     class_capacity[c] = (uint32_t)((best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs); /* secure: guard page at the end */
-    class_recip[c] = UINT64_MAX / bs + 1; /* ceil(2^64 / bs): heap.h msi_span_block_start */
+    /* heap.h msi_span_block_start: bs's power-of-two factor and the inverse of its odd part mod 2^64 (Newton's
+       iteration from d0 itself, right to 3 bits: each step doubles them) */
+    uint64_t d0 = bs >> __builtin_ctz(bs), inv = d0;
+    for (int i = 0; i < 5; i++) inv *= 2 - d0 * inv;
+    class_inv[c] = inv;
+    class_shift[c] = (uint8_t)__builtin_ctz(bs);
   }
   /* units of 16 bytes above the previous class's size, up to this class's, map to it: one memset per class (a
      store per entry took half of a short-lived program's time in the library) */
@@ -469,6 +475,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
+  s->kept = 0;    /* (and its free lists with them) */
   msi_lock(&seg_lock);
   for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
   s->state = MSI_SPAN_FREE;
@@ -579,16 +586,33 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
 }
 
-static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n) {
+/* a cached span for class cls: among the newest CACHE_LOOK, one that served cls and kept its blocks linked (no
+   carving: span_init), else the newest. A program allocating batches that outgrow a class's current span retires
+   the class's other span at every batch's end and takes one at the next: with the newest of any class, every
+   batch carved each such span afresh (a store of both header words per block) */
+#define CACHE_LOOK 8
+static msi_span_t *list_take(msi_span_list_t *l, unsigned cls) {
+  msi_span_t *prev = NULL, *s = l->head;
+  for (unsigned i = 0; s && i < CACHE_LOOK; i++, prev = s, s = s->next)
+    if (s->kept && s->last_cls == cls) {
+      if (prev) prev->next = s->next;
+      else l->head = s->next;
+      l->count--;
+      return s;
+    }
+  return list_pop(l);
+}
+
+static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
   msi_span_t *s = NULL;
   if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) {
     msi_lock(&h->cache_lock);
-    s = list_pop(&h->cache[n]);
+    s = list_take(&h->cache[n], cls);
     msi_unlock(&h->cache_lock);
   }
   if (!s && atomic_load_explicit(&global_cache[n].head, memory_order_relaxed)) {
     msi_lock(&global_lock);
-    s = list_pop(&global_cache[n]);
+    s = list_take(&global_cache[n], cls);
     msi_unlock(&global_lock);
   }
   if (!s) return segment_alloc_span(n);
@@ -806,13 +830,14 @@ static void partial_remove(msi_heap_t *h, msi_span_t *s) {
   s->next = s->prev = NULL;
 }
 
-/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0) */
+/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0). Every block it
+   carved is on its free lists then: they stay linked while it is cached (kept), for span_init to take back if the
+   same class takes the span again; its segment drops them (segment_release_span) */
 static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   if (s->in_partial) partial_remove(h, s);
-  s->free = msi_span_list_end(s);
-  s->rfree = NULL;
-  s->rfree_n = s->used_floor = 0;
+  msi_span_set_floor(s, 0); /* (no block used) */
   s->last_cls = s->cls;
+  s->kept = 1;
   span_cache_put(to_thread_cache ? h : NULL, s);
 }
 
@@ -840,16 +865,16 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   bool park;
   for (;;) {
     if ((x & ~(uintptr_t)1) == 0 && (keep_flag || x == 0)) return;
-    park = may_park && s->free != msi_span_list_end(s) && s->rfree && (uint32_t)(x >> XF_SHIFT) != s->used;
+    park = may_park && s->free != msi_span_list_end(s) && s->rfree && (uint32_t)(x >> XF_SHIFT) != msi_span_used(s);
     uintptr_t want = park ? (x & ~(uintptr_t)1) : keep_flag ? (x & 1) : 0;
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &x, want, memory_order_acquire, memory_order_relaxed)) break;
   }
   msi_block_t *b = (msi_block_t *)(x & XF_PTR);
   uint32_t n = (uint32_t)(x >> XF_SHIFT);
-  if (park) { s->used_floor = n; return; }
-  s->used_floor = 0;
+  if (park) { msi_span_set_floor(s, n); return; }
+  msi_span_set_floor(s, 0);
   if (!b) return;
-  s->used -= n;
+  s->held -= n;
   if (s->free == msi_span_list_end(s)) {
     s->free = b;
   } else if (!s->rfree) {
@@ -869,7 +894,7 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
    local free takes the slow path (used_floor, heap.h), which puts the span on the partial list. Remote frees
    reach the partial list through the owner's remote-span stack (heap_remote_process), which collects the span
    and so clears the mark */
-static void span_detach_full(msi_span_t *s) { s->used_floor = s->used - 1; }
+static void span_detach_full(msi_span_t *s) { msi_span_set_floor(s, msi_span_used(s) - 1); }
 
 /* `free` is empty: the collected remote frees become it */
 static bool span_take_rfree(msi_span_t *s) {
@@ -891,26 +916,33 @@ static void heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) 
     msi_span_t *next = atomic_load_explicit(&s->rnext, memory_order_relaxed);
     span_collect(s, false, park);
     if (s != h->current[s->cls]) {
-      if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
+      if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
       else if (!s->in_partial && span_has_free(s)) partial_push(h, s);
     }
     s = next;
   }
 }
 
+/* a span taken from a cache or its segment serves class cls: with no block handed out, or, kept by cls (span_retire),
+   with the blocks it carved for cls still linked (its free lists then hold them all: used is 0) */
 static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   uint32_t bs = msi_heap_class_size[cls];
   s->owner = h;
-  s->cls = (uint8_t)cls;
-  s->block_size = bs;
-  s->recip = class_recip[cls];
-  s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
-  s->capacity = class_capacity[cls];
-  s->free = msi_span_list_end(s);
-  s->rfree = NULL;
-  s->rfree_n = s->used_floor = 0;
-  s->used = 0;
-  __atomic_store_n(&s->bump, s->base, __ATOMIC_RELAXED);
+  if (!s->kept || s->last_cls != cls) {
+    s->cls = (uint8_t)cls;
+    s->block_size = bs;
+    s->inv = class_inv[cls];
+    s->shift = class_shift[cls];
+    s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
+    s->capacity = class_capacity[cls];
+    s->free = msi_span_list_end(s);
+    s->rfree = NULL;
+    s->rfree_n = 0;
+    __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
+  }
+  s->kept = 0;
+  s->used_floor = 0;
+  s->held = 0;
   s->in_partial = 0;
   s->next = s->prev = NULL;
   s->state = MSI_SPAN_ACTIVE;
@@ -929,7 +961,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
 #define CARVE_RESIDENT ((uintptr_t)16384)
 static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
-  uintptr_t p = s->bump, end = msi_span_end(s), key = s->key;
+  uintptr_t p = msi_span_bump(s), end = msi_span_end(s), key = s->key;
   uintptr_t lim = p - s->base < s->touched ? p + CARVE_RESIDENT : (p | (CARVE_WINDOW - 1)) + 1;
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
@@ -961,7 +993,7 @@ static void span_carve(msi_span_t *s) {
   s->free = (msi_block_t *)p;
 #endif
   p += n * bs;
-  __atomic_store_n(&s->bump, p, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->carved, s->carved + n, __ATOMIC_RELAXED);
   if (p - s->base > s->touched) s->touched = (uint32_t)(p - s->base);
 }
 
@@ -1039,9 +1071,9 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     if (s == &msi_empty_span) continue;
     h->current[c] = &msi_empty_span;
     span_collect(s, true, false); /* a list parked by the allocation path */
-    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
+    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
-    else if (!span_has_free(s) && s->bump < msi_span_end(s) && !s->in_partial) { span_carve(s); partial_push(h, s); }
+    else if (!span_has_free(s) && s->carved < s->capacity && !s->in_partial) { span_carve(s); partial_push(h, s); }
     else if (!span_has_free(s)) span_detach_full(s); /* the adopter's first free files it */
   }
   if (orphaning) heap_cache_drain(h, false);
@@ -1080,7 +1112,7 @@ static void orphans_collect(void) {
       for (msi_span_t *s = h->partial[c], *next; s; s = next) {
         next = s->next;
         span_collect(s, true, false); /* parked lists */
-        if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
+        if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
       }
     last = h;
   }
@@ -1209,7 +1241,7 @@ static void *alloc_from(msi_span_t *s) {
   msi_block_t *b = s->free;
   MSI_HEAP_VG_OPEN(b); /* a freed block: its link is ours to read */
   s->free = msi_block_next(s, b);
-  s->used++;
+  s->held++;
   msi_block_arm(s, b);
   MSI_HEAP_VG_CLOSE(b); /* until the caller marks the block allocated */
   return b;
@@ -1241,7 +1273,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *s = h->current[cls];
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
   if (s != &msi_empty_span) {
-    if (s->bump < msi_span_end(s)) { span_carve(s); return alloc_from(s); }
+    if (s->carved < s->capacity) { span_carve(s); return alloc_from(s); }
     span_collect(s, true, false);
     if (!span_free_empty(s)) return alloc_from(s);
     span_detach_full(s); /* full: it leaves the current slot; a free will put it on the partial list */
@@ -1258,11 +1290,11 @@ void *msi_heap_small_alloc_slow(size_t size) {
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
-  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls]);
+  msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   h->current[cls] = n;
-  span_carve(n);
+  if (span_free_empty(n) && !span_take_rfree(n)) span_carve(n);
   return alloc_from(n);
 }
 
@@ -1281,12 +1313,12 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (s->owner == h) {
     /* local free already linked by the fast path: file the span */
-    if (MSI_UNLIKELY(s->used_floor) && s->used == s->used_floor) { /* a parked list (maybe empty now), or full */
-      s->used_floor = 0;
+    if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
+      msi_span_set_floor(s, 0);
       span_collect(s, true, false);
     }
     if (s == h->current[s->cls]) {
-      if (s->used == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
+      if (msi_span_used(s) == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
@@ -1294,7 +1326,7 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
       }
       return;
     }
-    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       span_retire(h, s, true);
       msi_maint_kick();
       msi_heap_maybe_purge();
@@ -1330,9 +1362,9 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
 static void heap_release_current(msi_heap_t *h) {
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_span_t *s = h->current[c];
-    if (s == &msi_empty_span || s->used != 0) continue;
+    if (s == &msi_empty_span || msi_span_used(s) != 0) continue;
     span_collect(s, true, false); /* a list parked by the allocation path */
-    if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       h->current[c] = &msi_empty_span;
       span_retire(h, s, false);
     }
@@ -1348,11 +1380,11 @@ void msi_heap_thread_collect(bool force) {
     for (msi_span_t *s = h->partial[c], *next; s; s = next) {
       next = s->next;
       span_collect(s, true, false); /* parked lists */
-      if (s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
+      if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
     }
     msi_span_t *s = h->current[c];
     if (s != &msi_empty_span) span_collect(s, true, false);
-    if (force && s != &msi_empty_span && s->used == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    if (force && s != &msi_empty_span && msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       h->current[c] = &msi_empty_span;
       span_retire(h, s, false);
     }
@@ -1380,7 +1412,7 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
       *active += (uint64_t)s->nchunks * MSI_HEAP_CHUNK;
       if (!st) continue;
       ms_stats_class_t *c = msi_stats_class(st, s->cls);
-      uint32_t used = s->used, cap = s->capacity;
+      uint32_t used = msi_span_used(s), cap = s->capacity;
       if (used > cap) used = cap;
       c->allocated += used;
       c->cached += cap - used;

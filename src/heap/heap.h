@@ -64,22 +64,31 @@ enum { MSI_SPAN_FREE = 0, MSI_SPAN_CACHED = 1, MSI_SPAN_ACTIVE = 2 };
 typedef struct msi_span_s {
   /* the owner's hot fields: one cache line */
   msi_block_t *free;           /* local free list (its end: msi_span_list_end) */
-  uint32_t used;               /* blocks handed out and not yet seen free by the owner */
+  uint32_t held;               /* blocks handed out and not yet seen free by the owner (msi_span_used), less
+                                  used_floor: the local free that takes it to 0 takes the slow path, so the fast
+                                  path's test is the flag its decrement sets */
   uint32_t block_size;
-  uint64_t recip;              /* ceil(2^64 / block_size): O(1) block-start check (msi_span_block_start) */
+  uint64_t inv;                /* the inverse of block_size's odd part mod 2^64: O(1) block-start check with `shift`
+                                  (msi_span_block_start) */
   struct msi_heap_s *owner;    /* NULL unless ACTIVE */
-  uintptr_t base, bump;        /* blocks [base, msi_span_end); [bump, end) never handed out yet (bump: written by
-                                  the owner, read by others relaxed) */
+  uintptr_t base;              /* blocks [base, msi_span_end) */
+  uint64_t carved;             /* blocks carved from base (msi_span_bump); the rest were never handed out (written
+                                  by the owner, read by others relaxed) */
   uintptr_t key;               /* free blocks' cookies and links (msi_block_next) */
-  uint8_t cls, nchunks, state, in_partial;
-  uint32_t used_floor;         /* a local free bringing `used` to it takes the slow path (entry.h msi_heap_free_local):
-                                  the blocks on a parked remote list (heap.c span_collect: the span may be empty
-                                  then), or used - 1 in a full span out of the current slot (heap.c
-                                  span_detach_full: its first free puts it on the partial list), else 0 */
+  uint8_t cls, nchunks, state;
+  uint8_t shift;               /* log2 of block_size's power-of-two factor */
+  uint32_t used_floor;         /* a local free bringing the blocks used to it takes the slow path (entry.h
+                                  msi_heap_free_local): the blocks on a parked remote list (heap.c span_collect: the
+                                  span may be empty then), or used - 1 in a full span out of the current slot (heap.c
+                                  span_detach_full: its first free puts it on the partial list), else 0. Changed
+                                  only through msi_span_set_floor */
   /* second line: what other threads touch, and the owner's cold fields */
   _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
   uint8_t guarded;             /* secure build: its last page carries a guard marker */
+  uint8_t in_partial;
+  uint8_t kept;                /* cached with its blocks of class last_cls still linked on free/rfree (heap.c
+                                  span_retire): taken again for that class, it needs no carving (span_init) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out
@@ -270,14 +279,33 @@ static inline bool msi_heap_in_reserved_small(const void *p) {
 static inline bool msi_heap_region_has(const void *p) {
   return msi_heap_in_small(p) || msi_heap_in_large(p) || msi_heap_in_reserved_small(p);
 }
-/* p (at or above the span's base) is the start of one of the span's blocks carved so far (below its never-used
-   area [bump, end): a block there was never handed out): O(1), one multiplication. The offset below bump is under
-   2^19, and for such an n, n * ceil(2^64 / d) mod 2^64 is below the constant exactly when d divides n (Lemire,
-   Kaser and Kurz, "Faster remainder by direct computation"). bump is read relaxed: other threads check blocks the
-   owner handed out, below any value they can see */
+/* p is the start of one of the span's blocks carved so far (below its never-used area: a block there was never
+   handed out): O(1), a multiplication, a rotation and one compare. For a block size d = d0 * 2^shift (d0 odd) and
+   inv the inverse of d0 mod 2^64, the offset n = p - base (mod 2^64) rotated, ror(n * inv, shift), is n / d when d
+   divides n, and above (2^64 - 1) / d otherwise (Granlund and Montgomery's exact division test): below the blocks
+   carved exactly when p is one of their starts, whatever p (below base too). `carved`: the span's, as the caller
+   reads it */
+static inline bool msi_span_block_start_in(const msi_span_t *s, const void *p, uint64_t carved) {
+  uint64_t q = ((uintptr_t)p - s->base) * s->inv;
+  unsigned r = s->shift;
+  q = q >> r | q << ((64 - r) & 63);
+  return q < carved;
+}
+/* any thread: carved read relaxed (other threads check blocks the owner handed out, below any value they can see).
+   The owner reads it plainly (msi_span_block_start_in): a compare with memory, no load of its own */
 static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
-  uintptr_t off = (uintptr_t)p - s->base;
-  return (uintptr_t)p < __atomic_load_n(&s->bump, __ATOMIC_RELAXED) && off * s->recip < s->recip;
+  return msi_span_block_start_in(s, p, __atomic_load_n(&s->carved, __ATOMIC_RELAXED));
+}
+/* the start of the span's never-used area */
+static inline uintptr_t msi_span_bump(const msi_span_t *s) {
+  return s->base + (uintptr_t)__atomic_load_n(&s->carved, __ATOMIC_RELAXED) * s->block_size;
+}
+/* the blocks handed out and not yet seen free by the owner */
+static inline uint32_t msi_span_used(const msi_span_t *s) { return s->held + s->used_floor; }
+/* a new floor, the blocks used unchanged (floor <= msi_span_used) */
+static inline void msi_span_set_floor(msi_span_t *s, uint32_t floor) {
+  s->held = s->held + s->used_floor - floor;
+  s->used_floor = floor;
 }
 /* the end of the span's blocks */
 static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (uintptr_t)s->capacity * s->block_size; }

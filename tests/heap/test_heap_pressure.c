@@ -87,7 +87,7 @@ static void empty_current_spans_leave_under_pressure(void **state) {
   ms_free(a);
   msi_span_t *sa = h->current[ca];
   assert_ptr_not_equal(sa, &msi_empty_span); /* kept, empty */
-  assert_int_equal(sa->used, 0);
+  assert_int_equal(msi_span_used(sa), 0);
   atomic_fetch_add(&msi_maint_pressure_epoch, 1);
   void *b = ms_malloc(5000); /* a class's first block: the slow path */
   assert_non_null(b);

@@ -114,7 +114,7 @@ static void parked_list_then_local_frees(void **state) {
   size_t idx[4096], m = 0;
   for (size_t i = 0; i < n; i++)
     if (msi_heap_span_of(v[i]) == s) idx[m++] = i;
-  assert_true(m >= 16 && s->used == m);
+  assert_true(m >= 16 && msi_span_used(s) == m);
   void **mine = ms_malloc(m * sizeof *mine);
   assert_non_null(mine);
   for (size_t k = 0; k < m; k++) mine[k] = v[idx[k]];
