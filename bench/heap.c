@@ -201,10 +201,12 @@ static const int thread_counts[] = {1, 2, 4};
    window, every loop from an empty heap measured (the steady state a long-running program lives in) */
 enum { C_SCATTER, C_CROSS, C_LONG, N_CASES };
 static const char *const case_names[N_CASES] = {"rptest", "rptest_cross", "rptest_long"};
-enum { M_OPS, M_PEAK, M_LIVE, M_OVER, M_AFTER, M_IDLE, M_LAZY, M_EXIT, M_WOPS, N_METRICS };
+enum { M_OPS, M_PEAK, M_LIVE, M_OVER, M_AFTER, M_IDLE, M_LAZY, M_EXIT, M_WOPS, M_NOPS, M_USER, M_SYS, M_FAULTS,
+       N_METRICS };
 static const char *const metric_names[N_METRICS] = {
     "ops_per_cpu_s", "peak_rss_bytes", "peak_live_bytes", "overhead_bytes",
-    "rss_after_free_bytes", "idle_rss_bytes", "idle_lazyfree_bytes", "rss_after_exit_bytes", "ops_per_s"};
+    "rss_after_free_bytes", "idle_rss_bytes", "idle_lazyfree_bytes", "rss_after_exit_bytes", "ops_per_s",
+    "ops", "user_s", "sys_s", "page_faults"};
 static series_t res[N_CASES][N_THR][MAX_IMPL][N_METRICS];
 static double long_seconds;
 static bool failed[N_CASES][N_THR][MAX_IMPL];
@@ -246,7 +248,7 @@ static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, i
     failed[c][t][k] = true;
     return;
   }
-  static const char *const extra[] = {"ops", "cpu_s", "wall_s"};
+  static const char *const extra[] = {"cpu_s", "wall_s"};
   double v;
   for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
     if (msb_kv(out, extra[i], &v)) msb_row(ctx, case_names[c], im->impl, threads, 0, extra[i], v);
@@ -327,6 +329,35 @@ static void print_rptest(const hb_params_t *p, int c) {
   }
 }
 
+/* per million operations, round by round: metric m of the run over its operations */
+static series_t per_mops(int t, int k, int m) {
+  series_t o = {.n = 0};
+  const series_t *v = &res[C_LONG][t][k][m], *n = &res[C_LONG][t][k][M_NOPS];
+  for (int i = 0; i < v->n && i < n->n; i++) add(&o, 1e6 * ratio(v->v[i], n->v[i]));
+  return o;
+}
+
+/* where the long window's CPU time went: user and system seconds and page faults per million operations (the
+   system time is mostly page faults; the user time holds the allocator's code and the workload's own page
+   writes and checks, the same for every allocator) */
+static void print_long_cpu(void) {
+  msb_printf("\n   where the CPU time went: per million operations, median [min-max] of the rounds\n");
+  msb_printf("%-22s %3s %22s %22s %26s\n", "impl", "thr", "user ms [min-max]", "system ms [min-max]",
+             "page faults [min-max]");
+  for (int t = 0; t < N_THR; t++) {
+    if (!case_has_threads(C_LONG, t)) continue;
+    for (int k = 0; k < n_synth; k++) {
+      if (!in_long(k) || !synth[k].installed || !res[C_LONG][t][k][M_USER].n) continue;
+      series_t u = per_mops(t, k, M_USER), y = per_mops(t, k, M_SYS), f = per_mops(t, k, M_FAULTS);
+      char c1[48], c2[48], c3[48];
+      snprintf(c1, sizeof c1, "%.0f [%.0f-%.0f]", 1e3 * med(&u), 1e3 * smin(&u), 1e3 * smax(&u));
+      snprintf(c2, sizeof c2, "%.0f [%.0f-%.0f]", 1e3 * med(&y), 1e3 * smin(&y), 1e3 * smax(&y));
+      snprintf(c3, sizeof c3, "%.0f [%.0f-%.0f]", med(&f), smin(&f), smax(&f));
+      msb_printf("%-22s %3d %22s %22s %26s\n", synth[k].impl, thread_counts[t], c1, c2, c3);
+    }
+  }
+}
+
 /* the long window: median [min-max] of the rounds, and memspace's ratio to the best peer with its range */
 static void print_long(const hb_params_t *p) {
   msb_printf("\n-- rptest_long: the steady state, %d loops from an empty heap, every loop measured (per thread %zu "
@@ -365,6 +396,7 @@ static void print_long(const hb_params_t *p) {
       msb_printf("%-22s %3d (best peer: %s per CPU-second, %s per wall-second)\n", "", thread_counts[t],
                  synth[bc].impl, bw >= 0 ? synth[bw].impl : "-");
   }
+  print_long_cpu();
 }
 
 static void print_idle(const hb_params_t *p) {

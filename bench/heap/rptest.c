@@ -19,6 +19,9 @@
    after --idle-ms of idling (Rss and LazyFree of /proc/self/smaps_rollup), then lets the threads exit and
    samples Rss once more.
 
+   The measured loops' CPU time is also printed split into user and system time, with the page faults taken
+   meanwhile (minor + major), so a table can tell the allocator's own work from the kernel's.
+
    Output: one "metric value" line per figure (names are the CSV metrics of docs/bench-heap.md). Exit 0, or
    1 usage, 2 out of memory, 3 a block's contents changed (allocator corruption). */
 #include <errno.h>
@@ -69,11 +72,14 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double cpu_s(void) {
+/* the process's CPU time (user, system) and page faults (minor + major) so far */
+typedef struct { double user, sys, faults; } usage_t;
+static usage_t usage_now(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-         (double)ru.ru_stime.tv_usec * 1e-6;
+  return (usage_t){(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
+                   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6,
+                   (double)ru.ru_minflt + (double)ru.ru_majflt};
 }
 
 /* "Field:   123 kB" from a /proc file, read without stdio (no allocation while we measure idle memory) */
@@ -266,9 +272,11 @@ int main(int argc, char **argv) {
     if (pthread_create(&g.w[t].tid, NULL, worker, &g.w[t]) != 0) { fprintf(stderr, "rptest: pthread_create failed\n"); return 2; }
   }
   pthread_barrier_wait(&g.warm);
-  double c0 = cpu_s(), t0 = now_s();
+  usage_t u0 = usage_now();
+  double t0 = now_s();
   pthread_barrier_wait(&g.done_loops);
-  double cpu = cpu_s() - c0, wall = now_s() - t0;
+  usage_t u1 = usage_now();
+  double wall = now_s() - t0, user = u1.user - u0.user, sys = u1.sys - u0.sys, cpu = user + sys;
   pthread_barrier_wait(&g.freed);
   uint64_t hwm = proc_kb("/proc/self/status", "VmHWM");
   uint64_t rss_after = proc_kb("/proc/self/smaps_rollup", "Rss");
@@ -294,6 +302,7 @@ int main(int argc, char **argv) {
   int64_t peak_live = atomic_load(&g.peak_live);
   printf("ops %llu\n", (unsigned long long)ops);
   printf("cpu_s %.6f\nwall_s %.6f\n", cpu, wall);
+  printf("user_s %.6f\nsys_s %.6f\npage_faults %.0f\n", user, sys, u1.faults - u0.faults);
   printf("ops_per_cpu_s %.1f\n", cpu > 0 ? (double)ops / cpu : 0.0);
   printf("ops_per_s %.1f\n", wall > 0 ? (double)ops / wall : 0.0);
   printf("peak_rss_bytes %llu\n", (unsigned long long)hwm);

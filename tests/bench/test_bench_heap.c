@@ -120,7 +120,7 @@ static void exit_status_and_header(void **state) {
 static void columns_names_units(void **state) {
   (void)state;
   static const char *units[] = {"_ns", "_s", "seconds", "_bytes", "ops_per_s", "ops_per_cpu_s", "gb_per_s"};
-  static const char *counts[] = {"ops", "moves", "reallocs"};
+  static const char *counts[] = {"ops", "moves", "reallocs", "page_faults"};
   for (int i = 0; i < B.n; i++) {
     const row_t *r = &B.rows[i];
     assert_string_equal(r->part, "heap");
@@ -151,6 +151,17 @@ static bool has(const char *case_name, const char *impl, long threads, const cha
         strcmp(r->metric, metric))
       continue;
     if (want_number ? numeric(r->value) && strtod(r->value, NULL) > 0 : strcmp(r->value, "not_installed") == 0)
+      return true;
+  }
+  return false;
+}
+
+/* a row with a number, 0 included */
+static bool has_number(const char *case_name, const char *impl, long threads, const char *metric) {
+  for (int i = 0; i < B.n; i++) {
+    const row_t *r = &B.rows[i];
+    if (!strcmp(r->case_name, case_name) && !strcmp(r->impl, impl) && r->threads == threads &&
+        !strcmp(r->metric, metric) && numeric(r->value) && strtod(r->value, NULL) >= 0)
       return true;
   }
   return false;
@@ -194,12 +205,18 @@ static void cases_and_allocators_present(void **state) {
      wall-second, with the figures of the overhead; the other presets are left out of it */
   static const char *long_impls[] = {"glibc", "memspace-performance"};
   static const char *long_metrics[] = {"ops_per_cpu_s", "ops_per_s", "peak_rss_bytes", "peak_live_bytes",
-                                       "overhead_bytes", "wall_s"};
+                                       "overhead_bytes", "wall_s", "page_faults"};
   for (size_t i = 0; i < 2; i++)
     for (size_t t = 0; t < 2; t++)
       for (size_t m = 0; m < sizeof long_metrics / sizeof long_metrics[0]; m++)
         if (!has("rptest_long", long_impls[i], thr[t], long_metrics[m], true))
           fail_msg("no rptest_long %s for %s at %ld threads", long_metrics[m], long_impls[i], thr[t]);
+  /* the CPU time split into user and system time (either may round to 0 in a quick run's few milliseconds) */
+  for (size_t i = 0; i < 2; i++)
+    for (size_t t = 0; t < 2; t++)
+      for (int m = 0; m < 2; m++)
+        if (!has_number("rptest_long", long_impls[i], thr[t], m ? "sys_s" : "user_s"))
+          fail_msg("no rptest_long %s for %s at %ld threads", m ? "sys_s" : "user_s", long_impls[i], thr[t]);
   assert_false(has("rptest_long", "memspace-size", 0, "ops_per_cpu_s", false));
   assert_false(has("rptest_long", "glibc", 4, "ops_per_cpu_s", true));
   /* a peer: numbers or not_installed, never neither */
@@ -243,6 +260,7 @@ static void cmd_file_and_tables(void **state) {
   assert_true(strstr(B.stdout_text, "PASS ") || strstr(B.stdout_text, "MISS "));
   /* issue #26: the long window's table and its target lines, each met or MISSED with its figure */
   assert_non_null(strstr(B.stdout_text, "-- rptest_long"));
+  assert_non_null(strstr(B.stdout_text, "where the CPU time went: per million operations"));
   const char *t26 = strstr(B.stdout_text, "-- targets (steady state");
   assert_non_null(t26);
   static const char *targets[] = {"operations per CPU-second", "operations per wall-second",
