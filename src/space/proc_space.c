@@ -153,5 +153,10 @@ void *msi_proc_space_realloc(void *p, size_t size) {
   return q;
 }
 
+bool msi_proc_space_info(ms_space_info_t *info) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  return s && ms_space_info(s, info) == 0;
+}
+
 /* for tests and stats: the process space, or NULL */
 ms_space_t *msi_proc_space_get(void) { return atomic_load_explicit(&proc_space, memory_order_acquire); }
