@@ -225,15 +225,18 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
 /// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
-/// wrapping), ENOMEM (a hole: outside or beyond a reservation). One mprotect; no page is touched.
+/// wrapping), ENOMEM (a hole: outside or beyond a reservation, also when other memory is mapped there: only
+/// ms_pages_reserve ranges are changed). One mprotect; no page is touched.
 MS_API int ms_pages_commit(void *addr, size_t size);
 /// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE; hugetlb ranges stay
 /// accessible). Contents are lost: committed again, the range reads as zero. Returns 0 or an errno value
-/// (EINVAL, ENOMEM for a hole). Two system calls; about 0.3 us per resident 4 KiB page. Thread-safe.
+/// (EINVAL, ENOMEM for a range not inside reservations: a hole or other memory, left untouched). Two system
+/// calls; about 0.3 us per resident 4 KiB page. Thread-safe.
 MS_API int ms_pages_decommit(void *addr, size_t size);
 /// Lazy reset: the kernel may take the pages back when it needs memory (MADV_FREE, else MADV_DONTNEED).
 /// The range stays accessible and is NOT promised to read as zero afterwards; until the kernel takes them the
-/// pages still count in RSS (as LazyFree). Returns 0 or an errno value (EINVAL, ENOMEM for a hole). Thread-safe.
+/// pages still count in RSS (as LazyFree). Returns 0 or an errno value (EINVAL, ENOMEM for a range not inside
+/// reservations, as for ms_pages_decommit). Thread-safe.
 MS_API int ms_pages_reset(void *addr, size_t size);
 /// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
 /// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Thread-safe.
@@ -250,7 +253,8 @@ MS_API int ms_pages_bind(void *addr, size_t size, int node);
 /// Releases a reservation (or a whole-page part of one: hugetlb parts are whole huge pages, size rounded up)
 /// back to the OS (hugetlb pages go back to the pool); the statistics lose what the part held (committed,
 /// locked). Returns 0 or an errno value: EINVAL bad range (or not at a huge page's start in a hugetlb range),
-/// ENOMEM when part of the range is not mapped (released twice, foreign). Thread-safe; two system calls.
+/// ENOMEM when part of the range is not a live reservation (released twice, foreign memory: left mapped).
+/// Thread-safe; two system calls.
 MS_API int ms_pages_release(void *addr, size_t size);
 
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.

@@ -150,7 +150,11 @@ int tool_bench(int argc, char **argv) {
     }
     if (asked != MSB_DEFAULT) mode = asked;
     else if (strncmp(argv[i], "--out=", 6) == 0 && argv[i][6]) out = argv[i] + 6;
-    else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+    else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc && argv[i + 1][0]) out = argv[++i];
+    else if (strncmp(argv[i], "--out", 5) == 0 && (argv[i][5] == 0 || argv[i][5] == '=')) {
+      fprintf(stderr, "memspace bench: --out needs a directory\n"); /* "--out" last, "--out=", or an empty name */
+      return 2;
+    }
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       printf("usage: memspace bench PART [--out DIR] [--quick | --full]\n"
              "  PART: pages spaces heap spill dma all; results in DIR (default bench/results from build/, ./memspace-results installed): PART.csv, PART.cmd, plots\n");

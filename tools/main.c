@@ -2,6 +2,7 @@
 /* main.c: `memspace info | run | bench | version`. */
 #include "tool.h"
 #include "internal.h"
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ static void usage(FILE *f) {
           "       memspace version\n");
 }
 
-int main(int argc, char **argv) {
+static int command(int argc, char **argv) {
   if (argc < 2) { usage(stderr); return 2; }
   const char *cmd = argv[1];
   if (strcmp(cmd, "info") == 0) return tool_info(argc - 1, argv + 1);
@@ -34,4 +35,15 @@ int main(int argc, char **argv) {
   fprintf(stderr, "memspace: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;
+}
+
+/* A report that could not be written (a full disk, a closed standard output) is an error, not a success with a
+   truncated file: exit status 1 and the reason on stderr. */
+int main(int argc, char **argv) {
+  int status = command(argc, argv);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "memspace: cannot write the output: %s\n", strerror(errno));
+    return status ? status : 1;
+  }
+  return status;
 }

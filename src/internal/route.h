@@ -57,6 +57,7 @@ void *msi_proc_space_malloc(size_t size, size_t alignment, bool zero);  /* NULL 
 void msi_proc_space_free(void *p);
 size_t msi_proc_space_usable_size(const void *p);
 void *msi_proc_space_realloc(void *p, size_t size);  /* NULL + ENOMEM, block unchanged */
+bool msi_proc_space_info(ms_space_info_t *info);     /* false when there is no process space (mallinfo2) */
 
 /* ---- foreign pointers (not ours): the override layer hands them to the C library (src/override/override.c;
    without it, the C library's functions in route.c) ---- */

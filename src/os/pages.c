@@ -100,6 +100,17 @@ static size_t range_page(const void *addr) {
 }
 static bool is_hugetlb(const void *addr) { return range_page(addr) > msi_os_page_size(); }
 
+/* true when reservations of this layer cover [a, a+size) without a gap: commit, decommit, reset and release
+   change only such memory (the kernel would apply them to any mapping: a neighbour's data or the caller's own
+   mmap, zeroed or unmapped); ENOMEM otherwise, as for a hole */
+static bool reserved_here(const void *addr, size_t size) {
+  uintptr_t cur = (uintptr_t)addr, end = cur + size;
+  msi_lock(&range_lock);
+  for (size_t i = ranges_after(cur); cur < end && i < nranges && ranges[i].start <= cur; i++) cur = ranges[i].end;
+  msi_unlock(&range_lock);
+  return cur >= end;
+}
+
 /* Counts [a, a+size) as committed (field COMMITTED) or locked (LOCKED) when add, else as no longer so. Inside a
    reservation a count stays between 0 and the reservation's size; memory that is not a reservation of this
    layer (ms_pages_lock on the caller's memory) counts as asked. The global counter changes by the same. */
@@ -366,9 +377,15 @@ static int check_range(void *addr, size_t size) {
 }
 #define CHECK(addr, size) do { int c_ = check_range(addr, size); if (c_) FAIL(c_); } while (0)
 static size_t page_round(size_t size) { return msi_round_up(size, msi_os_page_size()); }
+/* CHECK, then the rounded range must lie in this layer's reservations */
+#define CHECK_OURS(addr, size)                                                                                    \
+  do {                                                                                                            \
+    CHECK(addr, size);                                                                                            \
+    if (!reserved_here(addr, page_round(size))) FAIL(ENOMEM);                                                     \
+  } while (0)
 
 int ms_pages_commit(void *addr, size_t size) {
-  CHECK(addr, size);
+  CHECK_OURS(addr, size);
   size = page_round(size);
   if (msi_os_mprotect(addr, size, PROT_READ | PROT_WRITE)) return errno;
   count_range((uintptr_t)addr, size, COMMITTED, true);
@@ -376,7 +393,7 @@ int ms_pages_commit(void *addr, size_t size) {
 }
 
 int ms_pages_decommit(void *addr, size_t size) {
-  CHECK(addr, size);
+  CHECK_OURS(addr, size);
   size = page_round(size);
   if (msi_os_madvise(addr, size, MADV_DONTNEED)) return errno;
   if (!is_hugetlb(addr) && msi_os_mprotect(addr, size, PROT_NONE)) return errno;
@@ -385,7 +402,7 @@ int ms_pages_decommit(void *addr, size_t size) {
 }
 
 int ms_pages_reset(void *addr, size_t size) {
-  CHECK(addr, size);
+  CHECK_OURS(addr, size);
   size = page_round(size);
   if (is_hugetlb(addr) || !msi_os_has_madv_free()) {
     if (msi_os_madvise(addr, size, MADV_DONTNEED)) return errno;
@@ -460,6 +477,7 @@ int ms_pages_release(void *addr, size_t size) {
   if (hp > msi_os_page_size() && ((uintptr_t)addr & (hp - 1))) FAIL(EINVAL); /* inside a huge page */
   size = msi_round_up(size, hp > msi_os_page_size() ? hp : msi_os_page_size());
   if (!size) FAIL(EINVAL);
+  if (!reserved_here(addr, size)) FAIL(ENOMEM); /* foreign memory: not unmapped */
   /* munmap succeeds on a hole: a range that is not (entirely) mapped is a caller error, reported */
   if (msi_os_mapped(addr, size) != 0) return errno;
   /* forgotten first: until the munmap below nobody else can be given these addresses */

@@ -187,6 +187,8 @@ MS_API struct mallinfo2 mallinfo2(void) {
   mi.fordblks = st.heap_cached_bytes;
   mi.usmblks = 0;
   mi.keepcost = 0;
+  ms_space_info_t ps; /* MEMSPACE_SPACE_INITIAL: the process space serves malloc, its blocks are the program's */
+  if (msi_proc_space_info(&ps)) mi.arena += ps.size, mi.uordblks += ps.used, mi.fordblks += ps.free;
   return mi;
 }
 

@@ -96,6 +96,11 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
     atomic_store_explicit(&proc_span, span, memory_order_release);
     atomic_store_explicit(&proc_space, s, memory_order_release);
     atomic_store(&proc_state, 1);
+    ms_space_info_t info;
+    if (huge && c.expand_size && ms_space_info(s, &info) == 0) /* ms_space_create: a huge-page space is fixed */
+      msi_warning("process space: MEMSPACE_SPACE_EXPAND=%zu has no effect with MEMSPACE_HUGE_PAGES: a space on huge "
+                  "pages keeps its size (%zu bytes) and malloc fails with ENOMEM when it is full", c.expand_size,
+                  info.size);
     msi_verbose("process space: %zu bytes%s, expand %zu, at %s", c.initial_size,
                 (c.flags & MS_SPACE_LOCKED) ? " locked" : "", c.expand_size,
                 c.at == MS_SPACE_AT_START ? "start" : "firstalloc");
@@ -151,6 +156,11 @@ void *msi_proc_space_realloc(void *p, size_t size) {
   void *q = ms_space_realloc(s, p, size);
   if (!q && errno != EINVAL) errno = ENOMEM;
   return q;
+}
+
+bool msi_proc_space_info(ms_space_info_t *info) {
+  ms_space_t *s = atomic_load_explicit(&proc_space, memory_order_acquire);
+  return s && ms_space_info(s, info) == 0;
 }
 
 /* for tests and stats: the process space, or NULL */

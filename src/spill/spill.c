@@ -186,8 +186,17 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   if (p) msi_sp_write_behind(p, off, need, beyond);
   msi_sp_sync_pace();
   if (!p && e != ENOMEM) { /* not a full disk: RAM (a limit, a sandbox forbidding open, a lost directory...) */
-    if (e == EFBIG) msi_verbose("spill: %s: %s: such allocations stay in RAM", op, msi_strerror(e));
-    else if (e) MSI_WARN_ONCE("spill: %s in %s failed (%s): such allocations stay in RAM", op, sp.dir, msi_strerror(e));
+    if (e == EFBIG || e == 0) { /* the file-size limit (or the filesystem's largest file): said once (the header) */
+      struct rlimit rl;
+      if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        MSI_WARN_ONCE("spill: no room in the spill file for a block of %zu bytes (RLIMIT_FSIZE is %llu bytes): such "
+                      "allocations stay in RAM", need, (unsigned long long)rl.rlim_cur);
+      else
+        MSI_WARN_ONCE("spill: no room in the spill file for a block of %zu bytes (%s): such allocations stay in RAM",
+                      need, e ? op : "the filesystem's largest file");
+    } else {
+      MSI_WARN_ONCE("spill: %s in %s failed (%s): such allocations stay in RAM", op, sp.dir, msi_strerror(e));
+    }
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     e = 0;
   }
