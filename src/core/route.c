@@ -28,7 +28,13 @@ _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 /* malloc's and calloc's fast test in one compare: requests below it are small blocks of the heap with nothing
    routed. MSI_HEAP_SMALL_REQ + 1 while the mask is 0, else 0 (every request takes the slow path). Set after each
    change of the mask (small_below_sync), with the same release/acquire pairing as the mask */
-static _Atomic size_t small_below;
+/* (with free_base: the words malloc's and free's fast tests read, in one cache line, never written after the first
+   allocation unless an option changes) */
+#define FREE_NEVER ((uintptr_t)0xf << 60)
+static struct {
+  _Alignas(16) _Atomic size_t small_below;
+  uintptr_t free_base; /* below (msi_free) */
+} fast = {0, FREE_NEVER};
 
 /* small_below from the mask: stored again until the mask is the one it was computed from (a writer racing another
    sees the other's mask on its check and stores again: the last store follows the last mask) */
@@ -36,7 +42,7 @@ static void small_below_sync(void) {
   unsigned m;
   do {
     m = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
-    atomic_store_explicit(&small_below, m ? 0 : (size_t)MSI_HEAP_SMALL_REQ + 1, memory_order_release);
+    atomic_store_explicit(&fast.small_below, m ? 0 : (size_t)MSI_HEAP_SMALL_REQ + 1, memory_order_release);
   } while (atomic_load_explicit(&msi_route_mask, memory_order_acquire) != m);
 }
 
@@ -160,13 +166,11 @@ static size_t usable_ours(const void *p);
    it changes from FREE_NEVER to the base (and back while the checks are switched on), and either value gives a
    right answer. The heap's small top likewise, a compare with memory: it only grows, and a stale value sends a
    block of a new segment to free_slow, which is right too (ThreadSanitizer builds read both atomically). */
-#define FREE_NEVER ((uintptr_t)0xf << 60)
-static uintptr_t free_base = FREE_NEVER;
 #if defined(__SANITIZE_THREAD__)
-#define FREE_BASE() __atomic_load_n(&free_base, __ATOMIC_RELAXED)
+#define FREE_BASE() __atomic_load_n(&fast.free_base, __ATOMIC_RELAXED)
 #define FREE_TOP() atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)
 #else
-#define FREE_BASE() free_base
+#define FREE_BASE() fast.free_base
 #define FREE_TOP() (*(const uintptr_t *)&msi_heap_g.small_top)
 #endif
 
@@ -178,7 +182,7 @@ static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
   if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     msi_heap_global_init();
     if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT) && !msi_heap_checks)
-      __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+      __atomic_store_n(&fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
   atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_release);
   small_below_sync();
@@ -235,7 +239,7 @@ static MSI_NOINLINE void free_slow(void *p) {
   if (!p) return;
   if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT)) return free_counted(p);
   if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good (extra checks off) */
-    if (!msi_heap_checks) __atomic_store_n(&free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+    if (!msi_heap_checks) __atomic_store_n(&fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);
     return msi_heap_free_small(p);
   }
   route_free(p);
@@ -243,7 +247,7 @@ static MSI_NOINLINE void free_slow(void *p) {
 
 /* the fast paths: one compare with small_below on malloc; on free the small-block test first */
 void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size < atomic_load_explicit(&small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
+  if (MSI_LIKELY(size < atomic_load_explicit(&fast.small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
   return route_alloc(size, 0, false);
 }
 
@@ -254,12 +258,12 @@ void msi_free(void *p) {
 }
 
 /* the extra checks switched (ms_option_set): free's fast test fails until a free finds them off (free_slow) */
-static void free_base_reset(void) { __atomic_store_n(&free_base, FREE_NEVER, __ATOMIC_RELAXED); }
+static void free_base_reset(void) { __atomic_store_n(&fast.free_base, FREE_NEVER, __ATOMIC_RELAXED); }
 
 void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
-  if (MSI_LIKELY(total < atomic_load_explicit(&small_below, memory_order_acquire))) {
+  if (MSI_LIKELY(total < atomic_load_explicit(&fast.small_below, memory_order_acquire))) {
     void *p = msi_heap_malloc_small(total);
     if (p) memset(p, 0, total);
     return p;
