@@ -959,9 +959,41 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
    predicted. */
 #define CARVE_WINDOW ((uintptr_t)4096)
 #define CARVE_RESIDENT ((uintptr_t)16384)
+
+/* A heap holding POPULATE_MIN committed (spans, resident free chunks, large blocks) is one that fills: carving
+   reaches fresh pages there by the thousand (a program building a large data structure), each taking a page
+   fault when the program writes it. There a span's fresh pages are faulted in POPULATE_WINDOW at a time from the
+   carve position (MADV_POPULATE_WRITE: one system call, no exception per page, a quarter less kernel time per
+   page than faulting them one by one) and count as touched, so carving takes them in CARVE_RESIDENT batches. The
+   cost: at most one window of pages ahead of the blocks handed out per span being carved (a class's current
+   span), in a heap of 64 MiB and more. Below it (a heap that gave its memory back is below it again) and in the
+   secure build (a span's last page carries a guard marker), pages fault in as blocks reach them. A refusal (a
+   kernel before 5.14, no memory: the pages then fault as used) changes nothing else. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define POPULATE_MIN ((uintptr_t)64 << 20)
+#define POPULATE_WINDOW ((uintptr_t)65536)
+static void span_populate(msi_span_t *s, uintptr_t p, uintptr_t end) {
+#if MSI_HEAP_SECURE
+  (void)s, (void)p, (void)end;
+#else
+  if (atomic_load_explicit(&msi_os_counters.committed, memory_order_relaxed) < POPULATE_MIN ||
+      !msi_os_has_populate_write())
+    return;
+  uintptr_t ps = msi_os_page_size(), from = p & ~(ps - 1), to = from + (POPULATE_WINDOW > ps ? POPULATE_WINDOW : ps);
+  end = (end + ps - 1) & ~(ps - 1);
+  if (to > end) to = end;
+  int saved = errno;
+  if (msi_os_madvise((void *)from, to - from, MADV_POPULATE_WRITE) == 0) s->touched = (uint32_t)(to - s->base);
+  errno = saved;
+#endif
+}
+
 static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
   uintptr_t p = msi_span_bump(s), end = msi_span_end(s), key = s->key;
+  if (p - s->base >= s->touched) span_populate(s, p, end);
   uintptr_t lim = p - s->base < s->touched ? p + CARVE_RESIDENT : (p | (CARVE_WINDOW - 1)) + 1;
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
