@@ -551,12 +551,12 @@ static void release_chain(msi_span_t *s) {
 
 /* A span entering the global cache leaves its thread, and the thread that takes it next may serve another class
    there. A program that replaces its threads (mstress, larson) moves each dead thread's spans through it by the
-   dozen, and a span kept every page a former class carved (`touched`) wherever it went: 48 KiB resident under one
-   live block of a class used little. So a span arriving with more than TRIM_ABOVE bytes resident past what its
-   last class needed gives the rest back to the OS (one madvise; the chunks stay the span's): a class that carved a
-   quarter of the span or more keeps what it carved (a busy class: the next thread's spans of its size are as
-   full, larson's), one that carved less keeps the first page (what the next class carves is faulted in again).
-   The thread caches keep their pages: a thread reusing its own spans faults nothing in again. */
+   dozen; a span keeping every page a former class carved (`touched`) would carry most of a chunk resident to a
+   class with one live block. So a span arriving with more than TRIM_ABOVE bytes resident past what its last class
+   needed gives the rest back to the OS (one madvise; the chunks stay the span's): a class that carved a quarter of
+   the span or more keeps what it carved (a busy class: the next thread's spans of its size are as full, larson's),
+   one that carved less keeps the first page (what the next class carves is faulted in again). The thread caches
+   keep their pages: a thread reusing its own spans faults nothing in again. */
 #define TRIM_KEEP ((uintptr_t)4096)
 #define TRIM_ABOVE ((uintptr_t)16384)
 static void span_trim(msi_span_t *s) {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_global_cap.c: the global span cache. A purge pass gives back the global span cache beyond a quarter of the spans serving a
-   class (at least 1 MiB) without waiting out the purge delay (heap.c purge, GLOBAL_KEEP_MIN): a dead thread's
-   16 MiB of empty spans, cached at its exit, do not stay resident beside the few spans in use. Run with
-   MEMSPACE_PURGE_DELAY=100000 (tests/heap/CMakeLists.txt): nothing here ages out. A span entering it gives back
-   the pages past what its last class needed (heap.c span_trim). */
+/* test_heap_global_cap.c: the global span cache. A purge pass gives back the cache beyond a quarter of the spans
+   serving a class (at least 1 MiB) without waiting out the purge delay (heap.c purge, GLOBAL_KEEP_MIN): a dead
+   thread's 16 MiB of empty spans, cached at its exit, do not stay resident beside the few spans in use. Run with
+   MEMSPACE_PURGE_DELAY=100000 (tests/heap/CMakeLists.txt): nothing here ages out. A span entering the cache gives
+   back the pages past what its last class needed (heap.c span_trim). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
