@@ -556,6 +556,32 @@ static void release_chain(msi_span_t *s) {
   }
 }
 
+/* A span entering the global cache leaves its thread, and the thread that takes it next may serve another class
+   there. A program that replaces its threads (mstress, larson) moves each dead thread's spans through it by the
+   dozen; a span keeping every page a former class carved (`touched`) would carry most of a chunk resident to a
+   class with one live block. So a span arriving with more than TRIM_ABOVE bytes resident past what its last class
+   needed gives the rest back to the OS (one madvise; the chunks stay the span's): a class that carved a quarter of
+   the span or more keeps what it carved (a busy class: the next thread's spans of its size are as full, larson's),
+   one that carved less keeps the first page (what the next class carves is faulted in again). The thread caches
+   keep their pages: a thread reusing its own spans faults nothing in again. Blocks a kept span (span_retire) has
+   linked in the pages given back lose their links: such a span is no longer kept, and its next class carves it
+   afresh. */
+#define TRIM_KEEP ((uintptr_t)4096)
+#define TRIM_ABOVE ((uintptr_t)16384)
+static void span_trim(msi_span_t *s) {
+  uintptr_t carved = msi_span_bump(s) - s->base;
+  bool busy = carved * 4 >= (uintptr_t)s->capacity * s->block_size;
+  if (s->touched <= (busy ? carved : 0) + TRIM_ABOVE) return;
+  size_t ps = msi_os_page_size();
+  uintptr_t keep = busy && carved > TRIM_KEEP ? carved : TRIM_KEEP;
+  uintptr_t from = msi_align_up(s->base + keep, ps), to = msi_align_up(s->base + s->touched, ps);
+  if (from >= to) return; /* (pages larger than TRIM_ABOVE) */
+  if (msi_os_madvise((void *)from, to - from, MADV_DONTNEED) != 0) return; /* refused: the pages stay, and count */
+  if (from < s->base + carved) s->kept = 0; /* its free lists ran through the pages given back */
+  chunks_purged(to - from);
+  s->touched = (uint32_t)(from - s->base);
+}
+
 /* a span no longer used by any class: thread cache, else global cache, else back to the segment */
 static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   unsigned n = s->nchunks;
@@ -575,6 +601,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
     msi_unlock(&h->cache_lock);
   }
   if (msi_heap_limits.global_bucket >= bytes) {
+    span_trim(s);
     msi_lock(&global_lock);
     if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
       list_push(&global_cache[n], s);
@@ -954,7 +981,8 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
    window from bump (within one page of any size the kernel uses: the page of the block handed out next, which the
    program touches anyway), at least one block. So a fresh span's pages are faulted in one at a time as its blocks
    are used, and a class with a few blocks in use leaves the rest of its span untouched. Below `touched` (pages a
-   former use of the same chunks carved: resident) batches take 16 KiB, fewer trips through the slow path. The
+   former use of the same chunks carved: resident) batches take up to 16 KiB, fewer trips through the slow path,
+   never past `touched` (a span trimmed to its first page carves the rest a window at a time again). The
    secure build links a batch in a random order, so the addresses of consecutive allocations cannot be
    predicted. */
 #define CARVE_WINDOW ((uintptr_t)4096)
@@ -994,7 +1022,8 @@ static void span_carve(msi_span_t *s) {
   uint32_t bs = s->block_size;
   uintptr_t p = msi_span_bump(s), end = msi_span_end(s), key = s->key;
   if (p - s->base >= s->touched) span_populate(s, p, end);
-  uintptr_t lim = p - s->base < s->touched ? p + CARVE_RESIDENT : (p | (CARVE_WINDOW - 1)) + 1;
+  uintptr_t lim = (p | (CARVE_WINDOW - 1)) + 1, res = s->base + s->touched;
+  if (res > lim) lim = res < p + CARVE_RESIDENT ? res : p + CARVE_RESIDENT; /* resident pages: a bigger batch */
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
   uint16_t order[CARVE_RESIDENT / 16];
@@ -1305,9 +1334,13 @@ void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *s = h->current[cls];
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
   if (s != &msi_empty_span) {
+    /* blocks freed by other threads first, never-used ones after: carving while remote frees wait would fault
+       in the span's further pages with as many of its blocks free */
+    if (atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1) { /* (bit 0 alone: queued, no block) */
+      span_collect(s, true, false);
+      if (!span_free_empty(s)) return alloc_from(s);
+    }
     if (s->carved < s->capacity) { span_carve(s); return alloc_from(s); }
-    span_collect(s, true, false);
-    if (!span_free_empty(s)) return alloc_from(s);
     span_detach_full(s); /* full: it leaves the current slot; a free will put it on the partial list */
   }
   if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {

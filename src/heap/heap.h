@@ -97,7 +97,8 @@ typedef struct msi_span_s {
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
   uint32_t touched;            /* bytes from base the span has carved since its chunks became its own: pages that
-                                  are resident (heap.c span_carve); 0 once they go back to their segment */
+                                  are resident (heap.c span_carve); 0 once they go back to their segment, less once
+                                  the global cache trimmed the span (heap.c span_trim) */
 } msi_span_t;
 _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
 _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");

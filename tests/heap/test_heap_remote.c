@@ -143,11 +143,47 @@ static void parked_list_then_local_frees(void **state) {
   ms_free(w);
 }
 
+/* An owner whose span ran out of free blocks takes the blocks other threads freed before it carves never-used
+   ones (heap.c msi_heap_small_alloc_slow): carving first faulted in the span's further pages while as many of its
+   blocks waited on the remote list, and a thread whose blocks mostly come back from other threads (mstress) had
+   every span carved to its end */
+static void remote_frees_taken_before_carving(void **state) {
+  (void)state;
+  enum { MAX = 4096, SIZE = 200 };
+  static void *v[MAX], *mine[MAX];
+  size_t n = 0, m = 0;
+  msi_span_t *s = NULL;
+  while (!s) { /* until the current span's lists are empty with never-used room left: the next block is carved */
+    assert_true(n < MAX);
+    assert_non_null(v[n] = ms_malloc(SIZE));
+    msi_span_t *cur = msi_heap_span_of(v[n++]);
+    if (cur->free == msi_span_list_end(cur) && !cur->rfree && msi_span_bump(cur) < msi_span_end(cur) &&
+        atomic_load(&cur->xfree) == 0)
+      s = cur;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (msi_heap_span_of(v[i]) == s) mine[m++] = v[i];
+  assert_true(m >= 1);
+  uintptr_t bump = msi_span_bump(s);
+  free_in_thread(mine, m, 0, 1); /* every block of the span this thread holds, freed by another thread */
+  void *p = ms_malloc(SIZE);
+  assert_non_null(p);
+  assert_ptr_equal(msi_heap_span_of(p), s);
+  assert_int_equal(msi_span_bump(s), bump); /* nothing carved */
+  bool found = false;
+  for (size_t k = 0; k < m; k++) found |= mine[k] == p;
+  assert_true(found);
+  ms_free(p);
+  for (size_t i = 0; i < n; i++)
+    if (msi_heap_span_of(v[i]) != s) ms_free(v[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(full_spans_freed_remotely),
       cmocka_unit_test(mixed_local_and_remote),
       cmocka_unit_test(parked_list_then_local_frees),
+      cmocka_unit_test(remote_frees_taken_before_carving),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
