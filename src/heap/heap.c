@@ -191,17 +191,21 @@ void msi_heap_guard_refused(void) {
    start-up). true: installed. Refused on locked pages (mlock, mlockall): that span goes without a guard. */
 static bool guard_install(uintptr_t addr) {
   if (!msi_heap_g.guard_markers) return false;
+  int saved = errno; /* a refusal is not the caller's failure: malloc succeeds with errno as it was */
   if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_INSTALL) == 0) return true;
   if (errno == EINVAL) msi_heap_guard_refused();
+  errno = saved;
   return false; /* (or an injected fault) */
 }
 /* the page becomes ordinary memory again (a span of another length may put blocks there). Never skipped for a
    span that got its guard: a guard left behind would sit inside the next span's blocks */
 static void guard_remove(uintptr_t addr) {
+  int saved = errno; /* (free leaves errno alone) */
   for (int i = 0; i < 3; i++)
     if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) return;
   /* still refused: a fresh mapping over the page drops any guard (and merges back into the segment's mapping) */
   msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  errno = saved;
 }
 
 /* the carving order's PRNG (xorshift64*), per thread, seeded from the process secret and the thread */
