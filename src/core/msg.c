@@ -79,15 +79,19 @@ size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
   return n;
 }
 
-void msi_write_fd(int fd, const char *text, size_t len) {
-  int saved = errno;
+int msi_write_fd(int fd, const char *text, size_t len) {
+  int saved = errno, err = 0;
   while (len) {
     ssize_t w = msi_os_write(fd, text, len);
-    if (w <= 0) break;
+    if (w <= 0) {
+      err = w < 0 ? errno : EIO;
+      break;
+    }
     text += w;
     len -= (size_t)w;
   }
   errno = saved;
+  return err;
 }
 
 static void emit(const char *prefix, const char *fmt, va_list ap) {

@@ -222,7 +222,7 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
 /* ---- at exit ---- */
 MSI_COLD_BSS static char exit_buf[64 * 1024]; /* touched only by the process that prints */
 static size_t exit_len;
-static int exit_fd;
+static int exit_fd, exit_err; /* exit_err: the first write error */
 static bool exit_locked;
 
 static void exit_flush(void) {
@@ -234,7 +234,8 @@ static void exit_flush(void) {
     msi_os_lock_file(exit_fd, true);
     exit_locked = true;
   }
-  msi_write_fd(exit_fd, exit_buf, exit_len);
+  int err = msi_write_fd(exit_fd, exit_buf, exit_len);
+  if (err && !exit_err) exit_err = err;
   exit_len = 0;
 }
 
@@ -272,18 +273,21 @@ void msi_stats_exit_print(int fd) {
   msi_lock(&lock);
   const char *pattern = ms_option_get_string(MS_OPTION_STATS_FILE);
   int file = -1;
+  static char name[4096];
   if (pattern) {
-    char name[4096];
     if (!stats_file_name(pattern, name, sizeof name)) msi_error("MEMSPACE_STATS_FILE: the name is too long");
     else if ((file = msi_os_open(name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)) < 0)
       msi_error("MEMSPACE_STATS_FILE: cannot open %s (errno %d): statistics on stderr", name, errno);
   }
   exit_fd = file >= 0 ? file : fd;
   exit_len = 0;
+  exit_err = 0;
   exit_locked = false;
   ms_stats_print(exit_out, NULL, msi_opt(MS_OPTION_STATS_FORMAT) == 1 ? MS_STATS_JSON : 0);
   exit_flush();
   if (exit_locked) msi_os_lock_file(exit_fd, false);
+  if (file >= 0 && exit_err) /* (a full disk, a file-size limit): said on stderr, not lost without a word */
+    msi_error("MEMSPACE_STATS_FILE: writing %s failed (errno %d): the statistics there are incomplete", name, exit_err);
   if (file >= 0) msi_os_close(file);
   msi_unlock(&lock);
 }

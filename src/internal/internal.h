@@ -59,7 +59,8 @@ void msi_unsetenv(const char *name);
    Supported: %s %c %d %i %u %x %p %zu %zd %zx %ld %lu %lx %lld %llu %llx %% with optional width/'-'/'0'. */
 size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
 size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void msi_write_fd(int fd, const char *text, size_t len);
+/* writes all of text (errno kept); 0, or the error that stopped it (EIO for a write of nothing) */
+int msi_write_fd(int fd, const char *text, size_t len);
 void msi_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with MEMSPACE_VERBOSE=1 */
 void msi_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msi_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
