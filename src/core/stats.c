@@ -273,7 +273,7 @@ void msi_stats_exit_print(int fd) {
   msi_lock(&lock);
   const char *pattern = ms_option_get_string(MS_OPTION_STATS_FILE);
   int file = -1;
-  static char name[4096];
+  char name[4096]; /* (on the stack: a static one would move the hot variables of .bss) */
   if (pattern) {
     if (!stats_file_name(pattern, name, sizeof name)) msi_error("MEMSPACE_STATS_FILE: the name is too long");
     else if ((file = msi_os_open(name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)) < 0)
