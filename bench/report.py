@@ -431,11 +431,11 @@ def heap_cgroup(run):
     impls = [i for i in ("memspace", "glibc") + tuple(PEERS) if run.first("cgroup_purge", i, "purge_s") is not None]
     if "memspace" not in impls:
         return []
+    reached = {i: heap_cgroup_reached(run, i) for i in impls}
     rows = [(i, mib(run.first("cgroup_purge", i, "live_bytes")), mib(run.first("cgroup_purge", i, "rss_peak_bytes")),
              mib(run.first("cgroup_purge", i, "rss_end_bytes")),
-             f"{heap_cgroup_reached(run, i) * 1e3:.0f} ms" if heap_cgroup_reached(run, i) is not None else "not in 2 s")
-            for i in impls]
-    t = heap_cgroup_reached(run, "memspace")
+             f"{reached[i] * 1e3:.0f} ms" if reached[i] is not None else "not in 2 s") for i in impls]
+    t = reached["memspace"]
     return ["#### Purge under a memory cgroup at 90% of its limit (64 MiB live, a 192 MiB burst freed by a pool "
             "thread that then idles; RSS read every ms for 2 s; one run each)",
             table(("allocator", "live", "peak RSS", "RSS at the end", "RSS within 1.1x live after"), rows),
