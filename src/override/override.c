@@ -6,6 +6,7 @@
    dlsym only when a C++ program needs them).
    Pointers that are not ours (allocated before memspace took over, or by another allocator) go to the C library's
    own free/realloc, found with dlsym(RTLD_NEXT): the test is an O(1) address-range check. */
+#include "os.h"
 #include "route.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -49,9 +50,23 @@ static bool on_own_stack(const void *p) {
   if (self > sp && self - sp <= max) top = self;
   return top > sp && top - sp <= max && a >= sp && a < top;
 }
+/* what is wrong with a pointer that is neither memspace's nor on the stack, as a block of the C library's; NULL
+   when it may be one. The C library's blocks are 16-byte aligned, and its free reads the chunk header in the 16
+   bytes before the block: a pointer into no mapping (free((void *)0x1000)) would fault there without a word. One
+   madvise(MADV_NORMAL) on those pages (it changes nothing and fails on a hole): foreign frees are rare, blocks
+   from before memspace took over */
+static const char *foreign_fault(const void *p) {
+  uintptr_t a = (uintptr_t)p, ps = msi_os_page_size();
+  if (a & 15) return "not 16-byte aligned, so not the C library's block either";
+  if (a < ps) return "in the first page, which is never mapped";
+  uintptr_t from = (a - 16) & ~(ps - 1);
+  return msi_os_mapped((void *)from, a + 1 - from) != 0 ? "not mapped" : NULL;
+}
+
 static void foreign_check(const void *p, const char *call) {
-  if (MSI_UNLIKELY(on_own_stack(p))) {
-    msi_error("%s(): invalid pointer (an address on this thread's stack): %p; aborting", call, p);
+  const char *why = on_own_stack(p) ? "an address on this thread's stack" : foreign_fault(p);
+  if (MSI_UNLIKELY(why != NULL)) {
+    msi_error("%s(): invalid pointer (%s): %p; aborting", call, why, p);
     abort();
   }
 }
