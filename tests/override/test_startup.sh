@@ -28,6 +28,14 @@ check "one malloc and free: at most $most system calls" '[ -n "$one" ] && [ "$on
 faults=$(LD_PRELOAD=$lib "$prog" faults)
 echo "minor page faults of the first malloc and free: $faults"
 check "first malloc and free: at most 13 page faults" '[ -n "$faults" ] && [ "$faults" -le 13 ]'
+# libc functions and variables the library binds in one malloc and free (each a symbol lookup by the dynamic loader,
+# about 700 instructions when lazily bound): at most 13 (no sysconf, getrlimit or memset at start-up), 15 in the
+# secure build (its guard-marker probe's madvise and munmap). glibc's
+# LD_DEBUG lists them; without its output (another libc) the check is left out.
+binds=$(LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" one 2>&1 | grep -c "binding file [^ ]*libmemspace[^ ]* .* to [^ ]*libc\.so")
+echo "libc symbols bound by memspace in one malloc and free: $binds"
+bmost=13; [ "$build" = secure ] && bmost=15
+[ "$binds" -gt 0 ] && check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
 ctor_ir() { # instructions in the constructor with an environment of PATH and the given variables
