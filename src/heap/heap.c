@@ -996,11 +996,14 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
    program touches anyway), at least one block. So a fresh span's pages are faulted in one at a time as its blocks
    are used, and a class with a few blocks in use leaves the rest of its span untouched. Below `touched` (pages a
    former use of the same chunks carved: resident) batches take up to 16 KiB, fewer trips through the slow path,
-   never past `touched` (a span trimmed to its first page carves the rest a window at a time again). The
+   never past `touched` (a span trimmed to its first page carves the rest a window at a time again). A span
+   carving its first blocks (nothing touched yet: fresh chunks) carves CARVE_FIRST bytes, the rest of the page at
+   its next carve: a short-lived program uses a few blocks of most classes, and links no 4 KiB of them each. The
    secure build links a batch in a random order, so the addresses of consecutive allocations cannot be
    predicted. */
 #define CARVE_WINDOW ((uintptr_t)4096)
 #define CARVE_RESIDENT ((uintptr_t)16384)
+#define CARVE_FIRST ((uintptr_t)1024)
 
 /* A heap holding POPULATE_MIN committed (spans, resident free chunks, large blocks) is one that fills: carving
    reaches fresh pages there by the thousand (a program building a large data structure), each taking a page
@@ -1038,6 +1041,7 @@ static void span_carve(msi_span_t *s) {
   if (p - s->base >= s->touched) span_populate(s, p, end);
   uintptr_t lim = (p | (CARVE_WINDOW - 1)) + 1, res = s->base + s->touched;
   if (res > lim) lim = res < p + CARVE_RESIDENT ? res : p + CARVE_RESIDENT; /* resident pages: a bigger batch */
+  else if (!s->touched) lim = p + CARVE_FIRST; /* (p is base then, chunk-aligned: lim within its page) */
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
   uint16_t order[CARVE_RESIDENT / 16];

@@ -129,6 +129,42 @@ static void size_class_tables(void **state) {
   }
 }
 
+/* a span on fresh chunks carves its first 1 KiB of blocks (heap.c CARVE_FIRST), the rest of its page at its next
+   carve: a class a short program uses for a few blocks links no 4 KiB of them. A new thread after a forced purge
+   (every cached span back to its segment, its pages dropped) takes a span on fresh chunks */
+static void *first_carve_thread(void *arg) {
+  uint64_t *carved = arg; /* carved, touched, p in the first 1 KiB, carved after 81 blocks, block size */
+  msi_heap_purge(0, true);
+  void *p = ms_malloc(16);
+  if (!p) return NULL;
+  msi_span_t *s = msi_heap_span_of(p);
+  carved[0] = s->carved;
+  carved[1] = s->touched;
+  carved[4] = s->block_size; /* (16, or 32 in the secure build: the canary) */
+  carved[2] = (uintptr_t)p - s->base < 1024; /* (the secure build shuffles the batch) */
+  for (unsigned i = 0; i < 64; i++) ms_free(ms_malloc(16)); /* (the same block each time) */
+  void *q[80];
+  for (unsigned i = 0; i < 80; i++) q[i] = ms_malloc(16); /* past the first 1 KiB: the next carve */
+  carved[3] = s->carved;
+  for (unsigned i = 0; i < 80; i++) ms_free(q[i]);
+  ms_free(p);
+  return NULL;
+}
+/* (in a child: a second thread would leave this process multithreaded for the single-threaded tests after it) */
+static int first_carve_child(void) {
+  uint64_t carved[5] = {0, 0, 0, 0, 1};
+  pthread_t t;
+  if (pthread_create(&t, NULL, first_carve_thread, carved) != 0 || pthread_join(t, NULL) != 0) return 1;
+  if (!carved[2]) return 2;
+  if (carved[0] != 1024 / carved[4] || carved[1] != 1024) return 3;
+  if (carved[3] != 4096 / carved[4]) return 4; /* then the rest of the page */
+  return 0;
+}
+static void first_carve_small(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(first_carve_child), 0);
+}
+
 static void alignment_and_usable(void **state) {
   (void)state;
   void *ps[2000];
@@ -818,6 +854,7 @@ int main(void) {
       cmocka_unit_test(large_blocks_in_a_sandbox),
       cmocka_unit_test(size_classes),
       cmocka_unit_test(size_class_tables),
+      cmocka_unit_test(first_carve_small),
       cmocka_unit_test(alignment_and_usable),
       cmocka_unit_test(calloc_and_errors),
       cmocka_unit_test(realloc_in_place),
