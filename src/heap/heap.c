@@ -17,13 +17,54 @@
 msi_heap_globals_t msi_heap_g;
 msi_heap_counters_t msi_heap_counters;
 msi_heap_limits_t msi_heap_limits;
-uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
-uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
-uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
-static uint64_t class_inv[MSI_HEAP_CLASSES];
-static uint8_t class_shift[MSI_HEAP_CLASSES];
+
+/* Size classes, constant tables (.rodata: shared with every process mapping the library, so a process writes
+   none of them and runs no code to fill them):
+   - sizes: 16-128 by 16, then 8 classes per doubling up to 4 KiB, then 16 per doubling up to 32 KiB (blocks of
+     4-32 KiB hold most of the rounding);
+   - a span's chunks: the fewest (1..8) holding at least 4 blocks with at most 1/64 of it wasted; else the count
+     wasting the least (per mille, the fewest chunks among equals) with at least 2 blocks (CLS_CHUNKS);
+   - its capacity (the secure build's guard page at the span's end left out);
+   - for heap.h msi_span_block_start: the size's power-of-two factor and the inverse of its odd part mod 2^64
+     (Newton's iteration from d0 itself, right to 3 bits: each step doubles them);
+   - the lookup table: units of 16 bytes above the previous class's size, up to this class's, map to it.
+   tests/heap test_heap_unit (test_classes) checks them against the same rules computed by loops. */
+#define CLS_SIZE(c) ((uint32_t)((c) < 8 ? 16u * ((c) + 1u) \
+                                : (c) < 48 ? (128u << ((c) - 8) / 8) / 8 * (8u + ((c) - 8) % 8 + 1u) \
+                                           : (4096u << ((c) - 48) / 16) / 16 * (16u + ((c) - 48) % 16 + 1u)))
+#define CLS_BYTES(n) ((uint64_t)(n) * MSI_HEAP_CHUNK - MSI_HEAP_GUARD)
+#define CLS_CAP(n, bs) (CLS_BYTES(n) / (bs))
+#define CLS_WASTE(n, bs) (CLS_BYTES(n) - CLS_CAP(n, bs) * (bs))
+#define CLS_FITS(n, bs) (CLS_CAP(n, bs) >= 4 && CLS_WASTE(n, bs) * 64 <= CLS_BYTES(n))
+#define CLS_FIRST_FIT(bs) (CLS_FITS(1, bs) ? 1 : CLS_FITS(2, bs) ? 2 : CLS_FITS(3, bs) ? 3 : CLS_FITS(4, bs) ? 4 : \
+                           CLS_FITS(5, bs) ? 5 : CLS_FITS(6, bs) ? 6 : CLS_FITS(7, bs) ? 7 : CLS_FITS(8, bs) ? 8 : 0)
+/* the waste in per mille and n in the low 4 bits: the least key is the least waste, the fewest chunks among equals */
+#define CLS_KEY(n, bs) ((CLS_CAP(n, bs) >= 2 ? CLS_WASTE(n, bs) * 1000 / CLS_BYTES(n) : (uint64_t)1 << 40) * 16 + (n))
+#define CLS_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CLS_LEAST(bs) CLS_MIN(CLS_MIN(CLS_MIN(CLS_KEY(1, bs), CLS_KEY(2, bs)), CLS_MIN(CLS_KEY(3, bs), CLS_KEY(4, bs))), \
+                              CLS_MIN(CLS_MIN(CLS_KEY(5, bs), CLS_KEY(6, bs)), CLS_MIN(CLS_KEY(7, bs), CLS_KEY(8, bs))))
+#define CLS_CHUNKS(c) ((uint8_t)(CLS_FIRST_FIT(CLS_SIZE(c)) ? CLS_FIRST_FIT(CLS_SIZE(c)) : CLS_LEAST(CLS_SIZE(c)) % 16))
+#define CLS_D0(c) ((uint64_t)CLS_SIZE(c) >> __builtin_ctz(CLS_SIZE(c)))
+#define CLS_NEWTON(d, x) ((x) * (2 - (d) * (x)))
+#define CLS_INV(c) CLS_NEWTON(CLS_D0(c), CLS_NEWTON(CLS_D0(c), CLS_NEWTON(CLS_D0(c), CLS_NEWTON(CLS_D0(c), \
+                                                                                  CLS_NEWTON(CLS_D0(c), CLS_D0(c))))))
+#define CLS_8(X, b) X(b) X(b + 1) X(b + 2) X(b + 3) X(b + 4) X(b + 5) X(b + 6) X(b + 7)
+#define CLS_ALL(X) CLS_8(X, 0) CLS_8(X, 8) CLS_8(X, 16) CLS_8(X, 24) CLS_8(X, 32) CLS_8(X, 40) CLS_8(X, 48) \
+                   CLS_8(X, 56) CLS_8(X, 64) CLS_8(X, 72) CLS_8(X, 80) CLS_8(X, 88)
+_Static_assert(MSI_HEAP_CLASSES == 96 && CLS_SIZE(95) == MSI_HEAP_SMALL_MAX, "CLS_ALL lists every class");
+#define CLS_E_SIZE(c) CLS_SIZE(c),
+#define CLS_E_CHUNKS(c) CLS_CHUNKS(c),
+#define CLS_E_CAP(c) (uint32_t)CLS_CAP(CLS_CHUNKS(c), CLS_SIZE(c)),
+#define CLS_E_INV(c) CLS_INV(c),
+#define CLS_E_SHIFT(c) (uint8_t)__builtin_ctz(CLS_SIZE(c)),
+#define CLS_E_LUT(c) [(c) ? (CLS_SIZE((c) - 1) >> 4) + 1 : 0 ... CLS_SIZE(c) >> 4] = (c),
+const uint32_t msi_heap_class_size[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_SIZE)};
+const uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_CHUNKS)};
+const uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1] = {CLS_ALL(CLS_E_LUT)};
+static const uint64_t class_inv[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_INV)};
+static const uint8_t class_shift[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_SHIFT)};
 _Static_assert(MSI_HEAP_CLASSES <= MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE, "every class has its statistics entry");
-static uint32_t class_capacity[MSI_HEAP_CLASSES];
+static const uint32_t class_capacity[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_CAP)};
 
 /* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
    empty span, so the fast path needs no initialisation test. */
@@ -57,41 +98,6 @@ static _Atomic uint32_t last_purge_ms;
 /* ------------------------------------------------------------------------------------------------------------ */
 /* size classes and presets                                                                                     */
 /* ------------------------------------------------------------------------------------------------------------ */
-
-static void classes_init(void) {
-  int c = 0;
-  for (uint32_t s = 16; s <= 128; s += 16) msi_heap_class_size[c++] = s;
-  for (uint32_t d = 128; d < 4096; d *= 2)
-    for (uint32_t i = 1; i <= 8; i++) msi_heap_class_size[c++] = d + i * (d / 8);
-  for (uint32_t d = 4096; d < 32768; d *= 2) /* 16 per doubling: blocks of 4-32 KiB hold most of the rounding */
-    for (uint32_t i = 1; i <= 16; i++) msi_heap_class_size[c++] = d + i * (d / 16);
-  for (c = 0; c < MSI_HEAP_CLASSES; c++) {
-    uint32_t bs = msi_heap_class_size[c];
-    unsigned best = 1;
-    size_t best_waste = SIZE_MAX;
-    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
-      size_t bytes = n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD, cap = bytes / bs, waste = bytes - cap * bs; /* secure: a guard page */
-      if (cap >= 4 && waste * 64 <= bytes) { best = n; break; }
-      if (cap >= 2 && waste * 1000 / bytes < best_waste) { best_waste = waste * 1000 / bytes; best = n; }
-    }
-    msi_heap_class_chunks[c] = (uint8_t)best;
-    class_capacity[c] = (uint32_t)((best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs); /* secure: guard page at the end */
-    /* heap.h msi_span_block_start: bs's power-of-two factor and the inverse of its odd part mod 2^64 (Newton's
-       iteration from d0 itself, right to 3 bits: each step doubles them) */
-    uint64_t d0 = bs >> __builtin_ctz(bs), inv = d0;
-    for (int i = 0; i < 5; i++) inv *= 2 - d0 * inv;
-    class_inv[c] = inv;
-    class_shift[c] = (uint8_t)__builtin_ctz(bs);
-  }
-  /* units of 16 bytes above the previous class's size, up to this class's, map to it: one memset per class (a
-     store per entry took half of a short-lived program's time in the library) */
-  size_t lo = 0;
-  for (c = 0; c < MSI_HEAP_CLASSES; c++) {
-    size_t hi = msi_heap_class_size[c] >> 4;
-    memset(&msi_heap_size_lut[lo], c, hi + 1 - lo);
-    lo = hi + 1;
-  }
-}
 
 void msi_heap_set_preset(int preset) {
   msi_heap_limits_t l;
@@ -414,10 +420,14 @@ static int find_run(uint64_t mask, unsigned n) {
 static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
 /* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
 MSI_COLD_BSS static uint64_t seg_avail[MAX_SEGMENTS / 64]; /* 32 KiB: a page per 128 GiB of segments */
+/* the first 64 segments' word (every process's first segment): on the page of .data the loader has written, not
+   on a fresh .bss page that the update's read and write fault in twice (seg_avail[0] is unused) */
+MSI_START_DATA static uint64_t seg_avail_first;
+static inline uint64_t *seg_avail_word(size_t w) { return w ? &seg_avail[w] : &seg_avail_first; }
 static void seg_avail_update(msi_segment_t *seg) {
   size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
-  if (seg->free_mask) seg_avail[i / 64] |= 1ull << (i % 64);
-  else seg_avail[i / 64] &= ~(1ull << (i % 64));
+  if (seg->free_mask) *seg_avail_word(i / 64) |= 1ull << (i % 64);
+  else *seg_avail_word(i / 64) &= ~(1ull << (i % 64));
 }
 
 static msi_span_t *segment_alloc_span(unsigned n) {
@@ -428,7 +438,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   if (seg_hint && (at = find_run(seg_hint->free_mask, n)) >= 0) seg = seg_hint;
   size_t nsegs = top >> MSI_HEAP_SEG_SHIFT;
   for (size_t w = 0; !seg && w * 64 < nsegs; w++)
-    for (uint64_t m = seg_avail[w]; m && !seg; m &= m - 1) {
+    for (uint64_t m = *seg_avail_word(w); m && !seg; m &= m - 1) {
       msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + ((w * 64 + (size_t)__builtin_ctzll(m)) << MSI_HEAP_SEG_SHIFT));
       if ((at = find_run(s->free_mask, n)) >= 0) seg = s;
     }
@@ -986,11 +996,14 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
    program touches anyway), at least one block. So a fresh span's pages are faulted in one at a time as its blocks
    are used, and a class with a few blocks in use leaves the rest of its span untouched. Below `touched` (pages a
    former use of the same chunks carved: resident) batches take up to 16 KiB, fewer trips through the slow path,
-   never past `touched` (a span trimmed to its first page carves the rest a window at a time again). The
+   never past `touched` (a span trimmed to its first page carves the rest a window at a time again). A span
+   carving its first blocks (nothing touched yet: fresh chunks) carves CARVE_FIRST bytes, the rest of the page at
+   its next carve: a short-lived program uses a few blocks of most classes, and links no 4 KiB of them each. The
    secure build links a batch in a random order, so the addresses of consecutive allocations cannot be
    predicted. */
 #define CARVE_WINDOW ((uintptr_t)4096)
 #define CARVE_RESIDENT ((uintptr_t)16384)
+#define CARVE_FIRST ((uintptr_t)1024)
 
 /* A heap holding POPULATE_MIN committed (spans, resident free chunks, large blocks) is one that fills: carving
    reaches fresh pages there by the thousand (a program building a large data structure), each taking a page
@@ -1028,6 +1041,7 @@ static void span_carve(msi_span_t *s) {
   if (p - s->base >= s->touched) span_populate(s, p, end);
   uintptr_t lim = (p | (CARVE_WINDOW - 1)) + 1, res = s->base + s->touched;
   if (res > lim) lim = res < p + CARVE_RESIDENT ? res : p + CARVE_RESIDENT; /* resident pages: a bigger batch */
+  else if (!s->touched) lim = p + CARVE_FIRST; /* (p is base then, chunk-aligned: lim within its page) */
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
   uint16_t order[CARVE_RESIDENT / 16];
@@ -1259,7 +1273,6 @@ void msi_heap_global_init(void) {
   if (atomic_load_explicit(&init_state, memory_order_acquire) != 0) { msi_unlock(&init_lock); return; }
   atomic_store(&init_state, 1);
   msi_init();
-  classes_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
   msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
   msi_empty_span.owner = NULL;

@@ -150,9 +150,9 @@ typedef struct msi_heap_globals_s {
 extern msi_heap_globals_t msi_heap_g;
 
 /* size classes */
-extern uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
-extern uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
-extern uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
+extern const uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
+extern const uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
+extern const uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
 /* the class of a request of `size` <= MSI_HEAP_SMALL_REQ bytes (room for the canary in the secure build) */
 static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut[(size + MSI_HEAP_CANARY + 15) >> 4]; }
 

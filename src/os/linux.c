@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <linux/futex.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -548,10 +549,14 @@ size_t msi_os_vm_size(void) {
   return msi_os_read_ull("/proc/self/statm", &pages) ? (size_t)pages * msi_os_page_size() : 0;
 }
 
-/* RLIMIT_AS's soft limit in bytes, SIZE_MAX when unlimited (or unreadable) */
+/* RLIMIT_AS's soft limit in bytes, SIZE_MAX when unlimited (or unreadable). prlimit64 through syscall(), the
+   system call glibc's getrlimit makes: every allocating process binds syscall() anyway (NOCANCEL below), and a
+   lazily bound libc function costs its first caller a symbol lookup (about 700 instructions) */
 size_t msi_os_as_limit(void) {
   struct rlimit rl;
-  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SIZE_MAX) return SIZE_MAX;
+  _Static_assert(sizeof rl == 2 * sizeof(uint64_t) && sizeof rl.rlim_cur == sizeof(uint64_t), "struct rlimit64");
+  if (syscall(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SIZE_MAX)
+    return SIZE_MAX;
   return (size_t)rl.rlim_cur;
 }
 
@@ -571,8 +576,8 @@ size_t msi_os_page_size(void) {
   MSI_START_DATA static _Atomic size_t cached; /* read, then written, by every allocating process */
   size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
   if (MSI_UNLIKELY(p == 0)) {
-    long v = sysconf(_SC_PAGESIZE);
-    p = v > 0 ? (size_t)v : 4096;
+    unsigned long v = getauxval(AT_PAGESZ); /* (sysconf's source, and no lookup of a libc function more) */
+    p = v ? (size_t)v : 4096;
     atomic_store_explicit(&cached, p, memory_order_relaxed);
   }
   return p;

@@ -93,6 +93,78 @@ static void size_classes(void **state) {
   }
 }
 
+/* the constant class tables (heap.c CLS_*) against their rules computed by loops: the sizes, each span's chunks
+   (the fewest holding 4 blocks with at most 1/64 wasted, else the least waste with 2 blocks), and what a span of
+   each class gets: its capacity (less the secure build's guard page), the inverse and shift of its size */
+static void size_class_tables(void **state) {
+  (void)state;
+  uint32_t sz[MSI_HEAP_CLASSES];
+  unsigned c = 0;
+  for (uint32_t s = 16; s <= 128; s += 16) sz[c++] = s;
+  for (uint32_t d = 128; d < 4096; d *= 2)
+    for (uint32_t i = 1; i <= 8; i++) sz[c++] = d + i * (d / 8);
+  for (uint32_t d = 4096; d < 32768; d *= 2)
+    for (uint32_t i = 1; i <= 16; i++) sz[c++] = d + i * (d / 16);
+  assert_int_equal(c, MSI_HEAP_CLASSES);
+  for (c = 0; c < MSI_HEAP_CLASSES; c++) {
+    uint32_t bs = sz[c];
+    assert_int_equal(msi_heap_class_size[c], bs);
+    unsigned best = 1;
+    size_t best_waste = SIZE_MAX;
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+      size_t bytes = n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD, cap = bytes / bs, waste = bytes - cap * bs;
+      if (cap >= 4 && waste * 64 <= bytes) { best = n; break; }
+      if (cap >= 2 && waste * 1000 / bytes < best_waste) { best_waste = waste * 1000 / bytes; best = n; }
+    }
+    assert_int_equal(msi_heap_class_chunks[c], best);
+    for (size_t u = c ? (sz[c - 1] >> 4) + 1 : 0; u <= bs >> 4; u++) assert_int_equal(msi_heap_size_lut[u], c);
+    void *p = ms_malloc(bs - MSI_HEAP_CANARY);
+    assert_non_null(p);
+    msi_span_t *s = msi_heap_span_of(p);
+    assert_int_equal(s->block_size, bs);
+    assert_int_equal(s->capacity, (best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs);
+    assert_int_equal(s->shift, __builtin_ctz(bs));
+    assert_true(s->inv * (bs >> __builtin_ctz(bs)) == 1);
+    ms_free(p);
+  }
+}
+
+/* a span on fresh chunks carves its first 1 KiB of blocks (heap.c CARVE_FIRST), the rest of its page at its next
+   carve: a class a short program uses for a few blocks links no 4 KiB of them. A new thread after a forced purge
+   (every cached span back to its segment, its pages dropped) takes a span on fresh chunks */
+static void *first_carve_thread(void *arg) {
+  uint64_t *carved = arg; /* carved, touched, p in the first 1 KiB, carved after 81 blocks, block size */
+  msi_heap_purge(0, true);
+  void *p = ms_malloc(16);
+  if (!p) return NULL;
+  msi_span_t *s = msi_heap_span_of(p);
+  carved[0] = s->carved;
+  carved[1] = s->touched;
+  carved[4] = s->block_size; /* (16, or 32 in the secure build: the canary) */
+  carved[2] = (uintptr_t)p - s->base < 1024; /* (the secure build shuffles the batch) */
+  for (unsigned i = 0; i < 64; i++) ms_free(ms_malloc(16)); /* (the same block each time) */
+  void *q[80];
+  for (unsigned i = 0; i < 80; i++) q[i] = ms_malloc(16); /* past the first 1 KiB: the next carve */
+  carved[3] = s->carved;
+  for (unsigned i = 0; i < 80; i++) ms_free(q[i]);
+  ms_free(p);
+  return NULL;
+}
+/* (in a child: a second thread would leave this process multithreaded for the single-threaded tests after it) */
+static int first_carve_child(void) {
+  uint64_t carved[5] = {0, 0, 0, 0, 1};
+  pthread_t t;
+  if (pthread_create(&t, NULL, first_carve_thread, carved) != 0 || pthread_join(t, NULL) != 0) return 1;
+  if (!carved[2]) return 2;
+  if (carved[0] != 1024 / carved[4] || carved[1] != 1024) return 3;
+  if (carved[3] != 4096 / carved[4]) return 4; /* then the rest of the page */
+  return 0;
+}
+static void first_carve_small(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(first_carve_child), 0);
+}
+
 static void alignment_and_usable(void **state) {
   (void)state;
   void *ps[2000];
@@ -781,6 +853,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(large_blocks_in_a_sandbox),
       cmocka_unit_test(size_classes),
+      cmocka_unit_test(size_class_tables),
+      cmocka_unit_test(first_carve_small),
       cmocka_unit_test(alignment_and_usable),
       cmocka_unit_test(calloc_and_errors),
       cmocka_unit_test(realloc_in_place),
