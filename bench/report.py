@@ -890,14 +890,14 @@ def spill_long(run):
                 u = spill_fill_usage(run, lang, s, cfg)
                 if u:
                     rows.append((lang, size_tag(s), cfg, num(u["wall"], 3), num(u["faults"], 0), num(u["user"], 3),
-                                 num(u["sys"], 3), num(u["wait"], 3), num(u["gather"], 0)))
+                                 num(u["sys"], 3), num(u["wait"], 3), num(u["gather"], 0), num(u["gather_cpu"], 4)))
     if rows:
         out.append("#### Data that fits: what each run spent beside its wall time (medians of the rounds; `getrusage` "
                    "outside the timed parts). The same page faults and CPU seconds with a longer fill is the host's "
                    "fresh-memory cost (more system time for the same faults) or the machine's load (wall time beyond "
                    "the CPU time), not the configuration's")
         out.append(table(("language", "size", "configuration", "fill s", "fill page faults", "fill user s", "fill system s",
-                          "fill wall beyond CPU s", "gather page faults"), rows))
+                          "fill wall beyond CPU s", "gather page faults", "gather CPU s"), rows))
     rows = []
     for lang in ("python", "r"):
         for cfg in ("plain", "spill1g", "auto"):
@@ -963,8 +963,8 @@ def spill_auto_targets(run, lim):
 
 def spill_fill_usage(run, lang, s, cfg):
     """medians over the rounds of cfg (pair-run-CFG rows): the fill's wall time, page faults, user and system
-    seconds, wall time beyond the CPU time, the gather's page faults, and the rounds' (user + system) lists; None
-    in a run without them"""
+    seconds, wall time beyond the CPU time, the gather's page faults and CPU seconds, and the rounds' (user +
+    system) lists; None in a run without them"""
     c = f"pair-run-{cfg}"
     wall, user, sys_, faults = (run.vals(c, lang, m, size=s) for m in ("alloc_s", "fill_user_s", "fill_sys_s", "fill_page_faults"))
     if not user or not (len(wall) == len(user) == len(sys_)):
@@ -972,7 +972,8 @@ def spill_fill_usage(run, lang, s, cfg):
     med = statistics.median
     return {"wall": med(wall), "user": med(user), "sys": med(sys_), "faults": med(faults) if faults else None,
             "wait": med(w - u - y for w, u, y in zip(wall, user, sys_)),
-            "gather": run.med(c, lang, "read_page_faults", size=s), "cpu": [u + y for u, y in zip(user, sys_)]}
+            "gather": run.med(c, lang, "read_page_faults", size=s), "gather_cpu": run.med(c, lang, "read_cpu_s", size=s),
+            "cpu": [u + y for u, y in zip(user, sys_)]}
 
 
 def spill_fill_context(run, lang, s, cfg):

@@ -85,10 +85,12 @@ def rows(case, impl, size, d):
 
 
 # beside the pairs' wall times (the judged figures), what each run spent, from getrusage outside the timed parts
-# (seed.py, seed.R): the fill's page faults and CPU seconds, the gather's and scatter's page faults. Equal faults
+# (seed.py, seed.R): the fill's page faults and CPU seconds, the gather's and scatter's page faults and CPU
+# seconds (user + system: R's proc.time counts milliseconds, a gather takes 10-40). Equal faults
 # and CPU with a slower wall time is the host's (this VM's host backs fresh memory again first: its cost shows as
 # system time of the same faults) or the machine's load (wall time beyond the CPU time), not the configuration's
-USAGE = ("fill_page_faults", "fill_user_s", "fill_sys_s", "read_page_faults", "write_page_faults")
+USAGE = ("fill_page_faults", "fill_user_s", "fill_sys_s", "read_page_faults", "write_page_faults", "read_cpu_s",
+         "write_cpu_s")
 
 
 def usage_rows(case, impl, size, d):
@@ -588,7 +590,7 @@ def main():
         for (lang, size), pr in pairs.items():
             for config, (d, _) in pr.items():
                 use = (f"  faults {d['fill_page_faults']:>7.0f} user {d['fill_user_s']:6.3f} sys {d['fill_sys_s']:6.3f} "
-                       f"gather faults {d.get('read_page_faults', 0):>5.0f}" if "fill_sys_s" in d else "")
+                       f"gather faults {d.get('read_page_faults', 0):>5.0f} cpu {d.get('read_cpu_s', 0):6.4f}" if "fill_sys_s" in d else "")
                 say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
                     f"{fmt_rate(d, 'write_ops_per_s')}{use}")
     if midsize:

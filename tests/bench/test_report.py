@@ -183,7 +183,7 @@ class Fixture(unittest.TestCase):
             for i in range(3):
                 for m, v in (("alloc_s", walls[i]), ("read_ops_per_s", 1e7), ("write_ops_per_s", 2e7),
                              ("fill_page_faults", 768), ("fill_user_s", users[i]), ("fill_sys_s", syss[i]),
-                             ("read_page_faults", 392), ("write_page_faults", 0)):
+                             ("read_page_faults", 392), ("write_page_faults", 0), ("read_cpu_s", 0.012)):
                     csv_rows.append(f"spill,pair-run-{cfg},python,1,{half},{m},{v}")
         for m, v in (("alloc_x", 2.0), ("reads_x", 1.0), ("writes_x", 1.0), ("alloc_x_min", 2.0), ("alloc_x_max", 2.0),
                      ("reads_x_min", 1.0), ("reads_x_max", 1.0), ("writes_x_min", 1.0), ("writes_x_max", 1.0)):
@@ -192,9 +192,9 @@ class Fixture(unittest.TestCase):
             f.write(HEADER + "\n".join(csv_rows) + "\n")
         _, doc = self.write()
         self.assertEqual(self.row(doc, "| python | 512 MiB | auto |")[3:],
-                         ["0.400", "768", "0.030", "0.100", "0.200", "392"])
+                         ["0.400", "768", "0.030", "0.100", "0.200", "392", "0.0120"])
         self.assertEqual(self.row(doc, "| python | 512 MiB | plain |")[3:],
-                         ["0.200", "768", "0.030", "0.100", "0.000", "392"])
+                         ["0.200", "768", "0.030", "0.100", "0.000", "392", "0.0120"])
         self.assertIn("beside it the fill's CPU time 1.00x plain's (median of the rounds' ratios: user 0.030 + "
                       "system 0.100 s against 0.030 + 0.100 s), page faults 768 against 768", doc)
 
