@@ -981,8 +981,10 @@ def spill_fill_context(run, lang, s, cfg):
     a, p = spill_fill_usage(run, lang, s, cfg), spill_fill_usage(run, lang, s, "plain")
     if not a or not p or len(a["cpu"]) != len(p["cpu"]) or 0 in p["cpu"]:
         return ""
-    cpu = statistics.median(q / r for q, r in zip(a["cpu"], p["cpu"]))
-    return (f"; beside it the fill's CPU time {x(cpu)} plain's (median of the rounds' ratios: user {num(a['user'], 3)} "
+    each = sorted(q / r for q, r in zip(a["cpu"], p["cpu"]))
+    cpu = statistics.median(each)
+    return (f"; beside it the fill's CPU time {x(cpu)} [{each[0]:.2f}-{each[-1]:.2f}] plain's (median and range of the "
+            f"rounds' ratios: user {num(a['user'], 3)} "
             f"+ system {num(a['sys'], 3)} s against {num(p['user'], 3)} + {num(p['sys'], 3)} s), page faults "
             f"{num(a['faults'], 0)} against {num(p['faults'], 0)}")
 

@@ -195,8 +195,8 @@ class Fixture(unittest.TestCase):
                          ["0.400", "768", "0.030", "0.100", "0.200", "392", "0.0120"])
         self.assertEqual(self.row(doc, "| python | 512 MiB | plain |")[3:],
                          ["0.200", "768", "0.030", "0.100", "0.000", "392", "0.0120"])
-        self.assertIn("beside it the fill's CPU time 1.00x plain's (median of the rounds' ratios: user 0.030 + "
-                      "system 0.100 s against 0.030 + 0.100 s), page faults 768 against 768", doc)
+        self.assertIn("beside it the fill's CPU time 1.00x [1.00-1.00] plain's (median and range of the rounds' "
+                      "ratios: user 0.030 + system 0.100 s against 0.030 + 0.100 s), page faults 768 against 768", doc)
 
     def test_without_markers(self):
         with open(self.readme, "w") as f:
