@@ -224,10 +224,34 @@ static void test_samples(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Small requests under spill take malloc's fast path to the heap's small blocks, as without spill: under auto
+   and a fixed threshold every malloc took the routed path (route_alloc, alloc_routed, alloc_in, the threshold,
+   the heap's general entry), 109 instructions where the fast path takes 21 (callgrind, 1,000,000 malloc/free
+   pairs of 16-271 bytes preloaded: 165 M instructions under auto against 76 M without spill). Below a threshold
+   smaller than the heap's small blocks the fast path stops at the threshold. */
+static void test_fast_path(void **state) {
+  (void)state;
+  ms_free(ms_malloc(32)); /* (the first allocation: its slow path reads the options) */
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, 0), 0);
+  size_t plain = msi_route_small_below();
+  assert_true(plain > 256);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, MSI_SPILL_AUTO), 0);
+  assert_int_equal(msi_route_small_below(), plain);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, 64 * MiB), 0);
+  assert_int_equal(msi_route_small_below(), plain);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, 200), 0);
+  assert_int_equal(msi_route_small_below(), 200);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, MSI_SPILL_AUTO), 0);
+  void *p = ms_malloc(100);
+  assert_non_null(p);
+  assert_false(ms_spill_is(p));
+  ms_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_option), cmocka_unit_test(test_read_v2), cmocka_unit_test(test_read_v1_and_none),
-      cmocka_unit_test(test_decide), cmocka_unit_test(test_samples),
+      cmocka_unit_test(test_decide), cmocka_unit_test(test_samples), cmocka_unit_test(test_fast_path),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
