@@ -795,7 +795,11 @@ def pages_long(run):
 
 def spill_limit(run):
     s = run.sizes("spill", "python", "max_completed_bytes") or run.sizes("plain", "python", "max_completed_bytes")
-    return s[0] if s else None
+    if s:
+        return s[0]
+    # a run of the rounds alone (MSB_SPILL_SKIP=sweeps,below): their largest size is half the limit
+    half = max(run.sizes("pair-run-plain", "python", "alloc_s") + run.sizes("pair-run-plain", "r", "alloc_s"), default=0)
+    return 2 * half if half else None
 
 
 def spill_summary(run):
@@ -884,6 +888,22 @@ def spill_long(run):
         out.append(table(("language", "size", "plain alloc s", "auto alloc s", "allocation", "reads", "writes"), rows))
     rows = []
     for lang in ("python", "r"):
+        sizes = sorted(set(run.sizes("pair-run-plain", lang, "fill_sys_s")))
+        for s in sizes:
+            for cfg in ("plain", "spill", "auto"):
+                u = spill_fill_usage(run, lang, s, cfg)
+                if u:
+                    rows.append((lang, size_tag(s), cfg, num(u["wall"], 3), num(u["faults"], 0), num(u["user"], 3),
+                                 num(u["sys"], 3), num(u["wait"], 3), num(u["gather"], 0), num(u["gather_cpu"], 4)))
+    if rows:
+        out.append("#### Data that fits: what each run spent beside its wall time (medians of the rounds; `getrusage` "
+                   "outside the timed parts). The same page faults and CPU seconds with a longer fill is the host's "
+                   "fresh-memory cost (more system time for the same faults) or the machine's load (wall time beyond "
+                   "the CPU time), not the configuration's")
+        out.append(table(("language", "size", "configuration", "fill s", "fill page faults", "fill user s", "fill system s",
+                          "fill wall beyond CPU s", "gather page faults", "gather CPU s"), rows))
+    rows = []
+    for lang in ("python", "r"):
         for cfg in ("plain", "spill1g", "auto"):
             a = run.first(f"midsize-{cfg}", lang, "alloc_s")
             failed = run.first(f"midsize-{cfg}", lang, "failed") is not None
@@ -909,7 +929,7 @@ def spill_long(run):
         out.append(f"The disk: {d:.0f} random 4 KiB reads per second (O_DIRECT).")
     out.append("#### Targets (spill)")
     out += spill_targets(run, lim)
-    if run.sizes("auto", "python", "alloc_s") or run.sizes("auto", "r", "alloc_s"):
+    if any(run.sizes(c, lang, m) for c, m in (("auto", "alloc_s"), ("pair-ratio-auto", "alloc_x")) for lang in ("python", "r")):
         out.append("#### Targets (spill without a threshold: auto)")
         out += spill_auto_targets(run, lim)
     return out
@@ -922,7 +942,8 @@ def spill_auto_targets(run, lim):
         out.append(verdict(None if r[0] is None else max(r) <= 1.02,
                            f"{lang}: auto at 0.5x the limit (fits) within 1.02x of plain "
                            f"({pair_how(run, lang, int(lim * 0.5), 'pair-auto')}): allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"
-                           f"{spill_pair_ranges(run, lang, int(lim * 0.5), 'pair-auto')}"))
+                           f"{spill_pair_ranges(run, lang, int(lim * 0.5), 'pair-auto')}"
+                           f"{spill_fill_context(run, lang, int(lim * 0.5), 'auto')}"))
         for f in (1.5, 3):
             a, t = (run.first(c, lang, "alloc_s", size=int(lim * f)) for c in ("auto", "spill"))
             out.append(verdict(None if t is None else a is not None and a <= 1.1 * t,
@@ -942,6 +963,34 @@ def spill_auto_targets(run, lim):
                        f"auto: the 2-s probe's worst round {ms(a)} against the idle machine's {ms(b)} "
                        f"(<= 2x: {x(ratio(a, b))})"))
     return out
+
+
+def spill_fill_usage(run, lang, s, cfg):
+    """medians over the rounds of cfg (pair-run-CFG rows): the fill's wall time, page faults, user and system
+    seconds, wall time beyond the CPU time, the gather's page faults and CPU seconds, and the rounds' (user +
+    system) lists; None in a run without them"""
+    c = f"pair-run-{cfg}"
+    wall, user, sys_, faults = (run.vals(c, lang, m, size=s) for m in ("alloc_s", "fill_user_s", "fill_sys_s", "fill_page_faults"))
+    if not user or not (len(wall) == len(user) == len(sys_)):
+        return None
+    med = statistics.median
+    return {"wall": med(wall), "user": med(user), "sys": med(sys_), "faults": med(faults) if faults else None,
+            "wait": med(w - u - y for w, u, y in zip(wall, user, sys_)),
+            "gather": run.med(c, lang, "read_page_faults", size=s), "gather_cpu": run.med(c, lang, "read_cpu_s", size=s),
+            "cpu": [u + y for u, y in zip(user, sys_)]}
+
+
+def spill_fill_context(run, lang, s, cfg):
+    """the fill's CPU and page faults against plain's as text for a target line ("" in a run without them)"""
+    a, p = spill_fill_usage(run, lang, s, cfg), spill_fill_usage(run, lang, s, "plain")
+    if not a or not p or len(a["cpu"]) != len(p["cpu"]) or 0 in p["cpu"]:
+        return ""
+    each = sorted(q / r for q, r in zip(a["cpu"], p["cpu"]))
+    cpu = statistics.median(each)
+    return (f"; beside it the fill's CPU time {x(cpu)} [{each[0]:.2f}-{each[-1]:.2f}] plain's (median and range of the "
+            f"rounds' ratios: user {num(a['user'], 3)} "
+            f"+ system {num(a['sys'], 3)} s against {num(p['user'], 3)} + {num(p['sys'], 3)} s), page faults "
+            f"{num(a['faults'], 0)} against {num(p['faults'], 0)}")
 
 
 def spill_pair_ratios(run, lang, s, cfg="pair-spill"):

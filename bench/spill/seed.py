@@ -2,14 +2,26 @@
 """The seed's benchmark in Python (numpy): seed.py BYTES ACCESSES [FILE]
 Allocates a double vector of BYTES (malloc through the first write of every page), then ACCESSES random reads
 and ACCESSES random writes. With FILE: the same on a plain mmap of that file (the limit). Prints one line:
-alloc_s=.. read_ops_per_s=.. write_ops_per_s=.."""
+alloc_s=.. read_ops_per_s=.. write_ops_per_s=.. and what the process spent beside the wall times (getrusage,
+read outside the timed parts): fill_page_faults=.. fill_user_s=.. fill_sys_s=.. (the allocation and fill),
+read_page_faults=.. write_page_faults=.. read_cpu_s=.. write_cpu_s=.. (the gather's and scatter's own: page
+faults of their temporaries' fresh pages, user + system seconds)"""
 import os
+import resource
 import sys
 import time
 import numpy as np
 
 nbytes, k = int(sys.argv[1]), int(sys.argv[2])
 n = nbytes // 8
+
+
+def usage():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_minflt + r.ru_majflt, r.ru_utime, r.ru_stime
+
+
+u0 = usage()
 t0 = time.perf_counter()
 if len(sys.argv) > 3:
     # the limit: a plain shared mapping of a file. Written in 64 MiB steps, each followed by
@@ -26,14 +38,22 @@ else:
     a = np.empty(n, dtype=np.float64)
     a.fill(1.0)
 t1 = time.perf_counter()
+u1 = usage()
 rng = np.random.default_rng(1)
 ri = rng.integers(0, n, k)
+u2 = usage()
 t2 = time.perf_counter()
 s = float(a[ri].sum())
 t3 = time.perf_counter()
+u3 = usage()
 wi = rng.integers(0, n, k)
+u4 = usage()
 t4 = time.perf_counter()
 a[wi] = 2.0
 t5 = time.perf_counter()
+u5 = usage()
 assert s == k, "wrong sum"
-print(f"alloc_s={t1 - t0:.6f} read_ops_per_s={k / (t3 - t2):.1f} write_ops_per_s={k / (t5 - t4):.1f}", flush=True)
+print(f"alloc_s={t1 - t0:.6f} read_ops_per_s={k / (t3 - t2):.1f} write_ops_per_s={k / (t5 - t4):.1f} "
+      f"fill_page_faults={u1[0] - u0[0]} fill_user_s={u1[1] - u0[1]:.6f} fill_sys_s={u1[2] - u0[2]:.6f} "
+      f"read_page_faults={u3[0] - u2[0]} write_page_faults={u5[0] - u4[0]} "
+      f"read_cpu_s={u3[1] + u3[2] - u2[1] - u2[2]:.6f} write_cpu_s={u5[1] + u5[2] - u4[1] - u4[2]:.6f}", flush=True)

@@ -25,9 +25,10 @@
    acquire (free on x86): a thread that sees it clear also sees the tables another thread wrote */
 _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
-/* malloc's and calloc's fast test in one compare: requests below it are small blocks of the heap with nothing
-   routed. MSI_HEAP_SMALL_REQ + 1 while the mask is 0, else 0 (every request takes the slow path). Set after each
-   change of the mask (small_below_sync), with the same release/acquire pairing as the mask */
+/* malloc's and calloc's fast test in one compare: requests below it are small blocks of the heap. MSI_HEAP_SMALL_REQ
+   + 1 while the mask is 0, the smaller of that and the spill threshold while spill alone is routed, else 0 (every
+   request takes the slow path). Set after each change of the mask or of the threshold (small_below_sync), with the
+   same release/acquire pairing as the mask */
 /* (with free_base: the words malloc's and free's fast tests read, in one cache line, never written after the first
    allocation unless an option changes) */
 #define FREE_NEVER ((uintptr_t)0xf << 60)
@@ -36,15 +37,29 @@ static struct {
   uintptr_t free_base; /* below (msi_free) */
 } fast = {0, FREE_NEVER};
 
+/* small_below under mask m. With spill alone routed (a threshold or auto; no space, nothing counted) a request
+   below both the heap's small blocks' limit and the threshold goes to the heap's small blocks whatever spill
+   would decide, so the fast path serves it as without spill (the routed path costs a small malloc several times
+   its instructions: route_alloc, alloc_routed, alloc_in, the threshold, the heap's general entry) */
+static size_t small_below_of(unsigned m) {
+  size_t small = (size_t)MSI_HEAP_SMALL_REQ + 1;
+  if (!m) return small;
+  if (m != MSI_ROUTE_SPILL) return 0;
+  size_t t = msi_spill_threshold();
+  return t && t < small ? t : small;
+}
+
 /* small_below from the mask: stored again until the mask is the one it was computed from (a writer racing another
    sees the other's mask on its check and stores again: the last store follows the last mask) */
 static void small_below_sync(void) {
   unsigned m;
   do {
     m = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
-    atomic_store_explicit(&fast.small_below, m ? 0 : (size_t)MSI_HEAP_SMALL_REQ + 1, memory_order_release);
+    atomic_store_explicit(&fast.small_below, small_below_of(m), memory_order_release);
   } while (atomic_load_explicit(&msi_route_mask, memory_order_acquire) != m);
 }
+
+size_t msi_route_small_below(void) { return atomic_load_explicit(&fast.small_below, memory_order_acquire); }
 
 void msi_route_init(void) {
   unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_acquire), mask = old & MSI_ROUTE_START;
@@ -174,12 +189,13 @@ static size_t usable_ours(const void *p);
 #define FREE_TOP() (*(const uintptr_t *)&msi_heap_g.small_top)
 #endif
 
-/* the first allocation: the options read, the heap initialised when it serves (route_of), free's fast test
+/* the first allocation: the options read, the heap initialised when it serves (route_of: without a process space;
+   with spill it serves what stays below the threshold, small requests through the fast path), free's fast test
    given the heap's base when calls are not counted */
 static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
   msi_init();
   unsigned mask = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
-  if (!(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
+  if (!(mask & MSI_ROUTE_SPACE)) {
     msi_heap_global_init();
     if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT) && !msi_heap_checks)
       __atomic_store_n(&fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);

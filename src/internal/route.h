@@ -25,6 +25,7 @@ size_t msi_usable_size(const void *p);
 #define MSI_ROUTE_START 0x8u /* no allocation yet (the initial value): the first one reads the options first */
 extern _Atomic unsigned msi_route_mask;
 void msi_route_init(void);  /* reads the options (msi_init, and ms_option_set of a routing option); sets msi_route_mask */
+size_t msi_route_small_below(void); /* requests below it take malloc's fast path to the heap's small blocks (tests) */
 /* the [malloc] statistics section: the counts of the malloc family's calls, printed when they were counted */
 extern const msi_stats_source_t msi_route_stats_source;
 /* the heap re-reads the cache preset and the secure checks (src/heap/heap.c): caches past a smaller preset's

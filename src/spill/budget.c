@@ -95,12 +95,15 @@ uint64_t msi_sp_snapshot_cap(void) { return bud.cg.limit / 16; }
    - Hysteresis: once spilling, a block comes back to RAM only when room - block >= headroom + budget/8, so a
      program near the mark does not flap between the two.
    - When it is read: never per malloc. The sample (memory.stat, the page counter, meminfo, the pressure files: 3-5
-     small files) is taken at
-     a candidate block when the last one is older than AUTO_PERIOD_NS or when the bytes sent to RAM since passed
-     AUTO_STEP (budget/64, at least 4 MiB), on the maintenance tick once spill runs, and once more to confirm
-     before spilling begins. Between samples the bytes sent to RAM since the last sample count as used (frees
-     do not: the estimate errs towards spilling until the next sample). */
+     small files, about 50 us) is taken at a candidate block when the last one is older than AUTO_PERIOD_NS and
+     the block is a large one (aut.step: budget/64, at least 4 MiB), the estimate is near the mark (msi_sp_auto_stale)
+     or spilling; a small block far from the mark takes one only when the last is older than AUTO_FAR_NS. Also on
+     the maintenance tick once spill runs, and once more to confirm before spilling begins. Between samples the
+     bytes sent to RAM since the last sample count as used (frees do not: the estimate errs towards spilling, and
+     the confirmation corrects it), so a program's own blocks need no sample of their own: what a sample adds is
+     the growth of everything else (the program's small blocks, the cgroup's other members, the machine). */
 #define AUTO_PERIOD_NS 50000000ull
+#define AUTO_FAR_NS 1000000000ull /* at most one sample a second for small blocks far from the mark */
 #define AUTO_PRESSURE_FLOOR 10 /* percent of stall a busy machine shows without being short of memory */
 
 typedef struct {
@@ -243,7 +246,13 @@ bool msi_sp_auto_decide(const msi_sp_auto_view_t *v, uint64_t block, int *reason
   return true;
 }
 
-static const char *pressure_file = "/proc/pressure/memory";
+static const char *pressure_file = "/proc/pressure/memory", *meminfo_file = "/proc/meminfo";
+
+/* the machine's files a sample reads (tests: fake ones; before the first candidate block) */
+void msi_sp_auto_set_files(const char *meminfo, const char *pressure) {
+  meminfo_file = meminfo;
+  pressure_file = pressure;
+}
 
 /* set-up: the budget (bud.cg, found once) and whether pressure is readable; at start when auto is set (the
    constructor), else at the first candidate block after ms_option_set */
@@ -269,7 +278,7 @@ void msi_sp_auto_init(void) {
 static void auto_refresh(uint64_t now) {
   if (!msi_trylock(&aut.lock)) return;
   msi_sp_auto_sample_t s;
-  msi_sp_auto_read(&bud.cg, "/proc/meminfo", aut.has_pressure ? pressure_file : NULL, &s);
+  msi_sp_auto_read(&bud.cg, meminfo_file, aut.has_pressure ? pressure_file : NULL, &s);
   if (s.ok) {
     atomic_store_explicit(&aut.room, msi_sp_auto_cg_room(&s), memory_order_relaxed);
     atomic_store_explicit(&aut.m_room, s.avail, memory_order_relaxed);
@@ -352,16 +361,36 @@ static MSI_COLD MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int re
   }
 }
 
+/* Whether the decision about a block of `block` bytes wants a new sample, the last being `age_ns` old (pure, for
+   tests; v holds the estimate: the rooms less the bytes sent to RAM since). Within AUTO_PERIOD_NS never; past it
+   when spilling (the way back to RAM needs fresh rooms), for a large block (`step` bytes or more: a stale room
+   could let it take the last quarter), and near the mark, where the estimate leaves the block less than an
+   eighth of the budget beyond what the decision keeps: growth elsewhere since the last sample could decide. A
+   small block far from the mark (a temporary of a program whose data fits) uses the estimate up to
+   AUTO_FAR_NS: the files' reads (about 50 us) would land in the middle of its work, every 50 ms. */
+bool msi_sp_auto_stale(const msi_sp_auto_view_t *v, uint64_t block, uint64_t step, uint64_t age_ns) {
+  if (age_ns < AUTO_PERIOD_NS) return false;
+  if (v->spilling || block >= step || age_ns >= AUTO_FAR_NS) return true;
+  msi_sp_auto_view_t near = *v;
+  near.spilling = true; /* keeps budget/4 + budget/8 (msi_sp_auto_decide's hysteresis) */
+  int reason;
+  return msi_sp_auto_decide(&near, block, &reason);
+}
+
 bool msi_spill_auto_wants(size_t grow) {
   if (!grow) return false; /* a realloc that does not grow stays where it is */
   if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) msi_sp_auto_init();
   atomic_fetch_add_explicit(&aut.asked, 1, memory_order_relaxed);
-  uint64_t now = msi_now_ns(), since = atomic_load_explicit(&aut.since, memory_order_relaxed);
-  if (now - atomic_load_explicit(&aut.sample_ns, memory_order_relaxed) >= AUTO_PERIOD_NS || since >= aut.step)
-    auto_refresh(now);
+  uint64_t now = msi_now_ns();
   bool spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);
-  int reason = 0;
   msi_sp_auto_view_t v = view_now(spilling);
+  uint64_t last = atomic_load_explicit(&aut.sample_ns, memory_order_relaxed);
+  if (msi_sp_auto_stale(&v, grow, aut.step, last ? now - last : UINT64_MAX)) {
+    auto_refresh(now);
+    spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);
+    v = view_now(spilling);
+  }
+  int reason = 0;
   bool spill = msi_sp_auto_decide(&v, grow, &reason);
   if (spill && !spilling && atomic_load_explicit(&aut.sample_ns, memory_order_relaxed) != now) {
     auto_refresh(now); /* confirm with a fresh sample before spilling begins (frees since the last one count) */
@@ -372,6 +401,8 @@ bool msi_spill_auto_wants(size_t grow) {
   if (!spill) atomic_fetch_add_explicit(&aut.since, grow, memory_order_relaxed);
   return spill;
 }
+
+uint64_t msi_sp_auto_samples(void) { return atomic_load(&aut.samples); }
 
 void msi_sp_auto_stats(msi_stats_writer_t *w) {
   if (!msi_spill_auto()) {

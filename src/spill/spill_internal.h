@@ -203,6 +203,9 @@ typedef struct {
   bool spilling;
 } msi_sp_auto_view_t;
 bool msi_sp_auto_decide(const msi_sp_auto_view_t *v, uint64_t block, int *reason);
+bool msi_sp_auto_stale(const msi_sp_auto_view_t *v, uint64_t block, uint64_t step, uint64_t age_ns);
+uint64_t msi_sp_auto_samples(void); /* samples taken (the statistics' spill_auto_samples) */
+void msi_sp_auto_set_files(const char *meminfo, const char *pressure); /* tests: fake machine files */
 const char *msi_sp_auto_reason_name(int r);
 void msi_sp_auto_init(void);
 void msi_sp_auto_tick(uint64_t now);

@@ -172,6 +172,32 @@ class Fixture(unittest.TestCase):
         with open(self.doc) as f:
             self.assertIn("| 1 | memspace-performance | 6.00 M [5.00 M-9.00 M] |", f.read())
 
+    def test_spill_fill_usage(self):
+        # the rounds at 0.5x a 1 GiB limit with what each run spent (issue #23): plain and auto, three rounds each;
+        # auto's fill 2x plain's wall time with the same faults and CPU time: the table's medians, the target
+        # line's context (the median of the rounds' CPU ratios)
+        half = 512 << 20
+        csv_rows = ["spill,spill,python,1,1073741824,max_completed_bytes,3221225472"]
+        for cfg, walls, users, syss in (("plain", (0.1, 0.2, 0.3), (0.03, 0.03, 0.03), (0.07, 0.17, 0.1)),
+                                        ("auto", (0.2, 0.4, 0.6), (0.03, 0.03, 0.03), (0.07, 0.17, 0.1))):
+            for i in range(3):
+                for m, v in (("alloc_s", walls[i]), ("read_ops_per_s", 1e7), ("write_ops_per_s", 2e7),
+                             ("fill_page_faults", 768), ("fill_user_s", users[i]), ("fill_sys_s", syss[i]),
+                             ("read_page_faults", 392), ("write_page_faults", 0), ("read_cpu_s", 0.012)):
+                    csv_rows.append(f"spill,pair-run-{cfg},python,1,{half},{m},{v}")
+        for m, v in (("alloc_x", 2.0), ("reads_x", 1.0), ("writes_x", 1.0), ("alloc_x_min", 2.0), ("alloc_x_max", 2.0),
+                     ("reads_x_min", 1.0), ("reads_x_max", 1.0), ("writes_x_min", 1.0), ("writes_x_max", 1.0)):
+            csv_rows.append(f"spill,pair-ratio-auto,python,1,{half},{m},{v}")
+        with open(os.path.join(self.results, "spill.csv"), "w") as f:
+            f.write(HEADER + "\n".join(csv_rows) + "\n")
+        _, doc = self.write()
+        self.assertEqual(self.row(doc, "| python | 512 MiB | auto |")[3:],
+                         ["0.400", "768", "0.030", "0.100", "0.200", "392", "0.0120"])
+        self.assertEqual(self.row(doc, "| python | 512 MiB | plain |")[3:],
+                         ["0.200", "768", "0.030", "0.100", "0.000", "392", "0.0120"])
+        self.assertIn("beside it the fill's CPU time 1.00x [1.00-1.00] plain's (median and range of the rounds' "
+                      "ratios: user 0.030 + system 0.100 s against 0.030 + 0.100 s), page faults 768 against 768", doc)
+
     def test_without_markers(self):
         with open(self.readme, "w") as f:
             f.write("# no block\n")
