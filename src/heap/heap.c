@@ -597,6 +597,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   if (msi_heap_limits.global_bucket) msi_heap_note_idle((int64_t)bytes); /* (else back to the OS at once) */
   if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
+    h->cache_ops++;
     if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
       list_push(&h->cache[n], s);
       msi_unlock(&h->cache_lock);
@@ -639,8 +640,13 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
   if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) {
     msi_lock(&h->cache_lock);
     s = list_take(&h->cache[n], cls);
+    h->cache_ops += s != NULL;
     msi_unlock(&h->cache_lock);
   }
+  /* none of this length left, though the purge took some lately: it came too early (heap_cache_hold) */
+  if (!s && MSI_UNLIKELY(atomic_load_explicit(&h->purged, memory_order_relaxed) >> n & 1) &&
+      !atomic_load_explicit(&h->refilled, memory_order_relaxed))
+    atomic_store_explicit(&h->refilled, 1, memory_order_relaxed);
   if (!s && atomic_load_explicit(&global_cache[n].head, memory_order_relaxed)) {
     msi_lock(&global_lock);
     s = list_take(&global_cache[n], cls);
@@ -677,6 +683,31 @@ static msi_span_t *list_cut_excess(msi_span_list_t *l, size_t keep) {
 }
 static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
 
+/* How long a thread's cached spans wait for the purge (under the heap's cache_lock, from each purge pass): `delay`
+   once the heap is idle (no span into or out of its cache for the delay, no refill), else delay << hold_shift. A
+   busy thread whose cache ran out of a span length the purge had taken spans of within the longest hold (the
+   owner's refill mark, span_cache_get) would fault those pages in again: the hold doubles at the next pass, up to
+   HOLD_SHIFT_MAX times, and falls back to the delay once the heap is idle. A loop that frees and allocates a
+   varying share of its blocks dips into its cache a little deeper now and then: it keeps its spans, while a
+   program that goes idle gets everything back after the delay as before. The global cache and free chunks follow
+   the delay alone. */
+#define HOLD_SHIFT_MAX 3
+static uint32_t heap_cache_hold(msi_heap_t *h, uint32_t now, uint32_t delay) {
+  if (atomic_exchange_explicit(&h->refilled, 0, memory_order_relaxed)) {
+    atomic_store_explicit(&h->purged, 0, memory_order_relaxed); /* (the next refill follows the next purge) */
+    if (h->hold_shift < HOLD_SHIFT_MAX) h->hold_shift++;
+    h->busy_ms = now;
+  }
+  if (h->cache_ops != h->ops_seen) {
+    h->ops_seen = h->cache_ops;
+    h->busy_ms = now;
+  }
+  if (atomic_load_explicit(&h->purged, memory_order_relaxed) && (int32_t)(now - h->purged_ms) >= (int32_t)(delay << HOLD_SHIFT_MAX))
+    atomic_store_explicit(&h->purged, 0, memory_order_relaxed); /* a refill this late: not the purge's doing */
+  if ((int32_t)(now - h->busy_ms) >= (int32_t)delay) h->hold_shift = 0; /* idle */
+  return delay << h->hold_shift;
+}
+
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
@@ -691,7 +722,16 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     if (force) msi_lock(&h->cache_lock);
     else if (!msi_trylock(&h->cache_lock)) continue;
     msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
-    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&h->cache[n], now, delay, force);
+    uint32_t hold = heap_cache_hold(h, now, delay);
+    unsigned cut = 0;
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+      old[n] = list_cut_old(&h->cache[n], now, hold, force);
+      cut |= (old[n] != NULL) << n;
+    }
+    if (cut && !force) { /* (a refill after pressure took everything is no sign of a purge too early) */
+      atomic_store_explicit(&h->purged, (uint16_t)(atomic_load_explicit(&h->purged, memory_order_relaxed) | cut), memory_order_relaxed);
+      h->purged_ms = now;
+    }
     msi_unlock(&h->cache_lock);
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   }
@@ -824,7 +864,8 @@ void msi_heap_maybe_purge(void) {
   uint32_t now = (uint32_t)(now_ns / 1000000u);
   bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
-  if (!spans && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
+  /* (signed: a pass stamped later than this thread's clock reading, by another thread or a test's own clock, is recent) */
+  if (!spans && (int32_t)(now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed)) < (int32_t)(d < 10 ? 10 : d)) return;
   purge(now, spans, false);
   if (spans) st_large_budget(true); /* the program holds less now */
 }

@@ -129,6 +129,13 @@ typedef struct msi_heap_s {
   uint32_t id;
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
+  /* how long cache[] keeps its spans (heap.c heap_cache_hold): under cache_lock unless said */
+  uint32_t cache_ops;                     /* spans the owner put in cache[] or took from it */
+  uint32_t ops_seen, busy_ms;             /* cache_ops at the last purge pass; the last pass that found it moved */
+  uint32_t purged_ms;                     /* the last pass that took spans from cache[] */
+  _Atomic uint16_t purged;                /* span lengths (bit n) that pass took: read by the owner unlocked */
+  _Atomic uint8_t refilled;               /* the owner found one of them empty since (written unlocked) */
+  uint8_t hold_shift;                     /* a busy heap's spans wait the purge delay << hold_shift */
 } msi_heap_t;
 
 /* the layout, fixed at start-up */
