@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_purge_hold.c: how long a thread's cached spans wait for the purge (heap.c heap_cache_hold). A busy
+/* test_heap_purge_hold.c: how long a thread's cached spans wait for the purge (heap.c cache_hold). A busy
    thread that ran out of a span length soon after the purge took spans of it (it faults those pages in again)
    holds its cached spans twice as long at the next pass, up to 8 times the purge delay; an idle one gives them
-   back after the delay; memory pressure takes them at once.
+   back after the delay; memory pressure takes them at once. The global cache does the same.
    The purge passes are the test's own (msi_heap_purge) on a clock days ahead of the real one, with a purge delay
    of a day: the process has one thread, so no maintenance thread runs, and its slow paths purge only once the
    delay has passed since the last pass, never here. No sleep, no timing: the spans' ages are the test's. */
@@ -14,24 +14,27 @@
 #include <string.h>
 #include "heap.h"
 
-enum { DAY = 86400000, SIZE = 3000, SPANS = 8, MAX_BLOCKS = 4096 };
+enum { DAY = 86400000, SIZE = 3000, SPANS = 8, MAX_BLOCKS = 16384 };
 static void *blocks[MAX_BLOCKS];
 static unsigned len;       /* chunks of the class's spans: the thread cache's list the test watches */
 static msi_heap_t *heap;   /* the thread's */
 static uint32_t start;     /* the real clock when the spans were cached: their ages are the passes' times less it */
 static long long delay_before;
 
-/* fills SPANS + 1 spans of the class and frees every block: SPANS or more empty spans go to the thread's cache
-   (the last one stays the class's current span) */
-static void fill_and_free(void) {
-  int n = 0, spans = 1;
-  for (; spans <= SPANS + 1; n++) {
+/* fills `spans` + 1 spans of the class and frees every block: `spans` or more empty spans go to the thread's cache,
+   past its room to the global cache (the last one stays the class's current span) */
+static void fill_spans(int spans) {
+  int n = 0, seen = 1;
+  for (; seen <= spans + 1; n++) {
     assert_true(n < MAX_BLOCKS);
     assert_non_null(blocks[n] = ms_malloc(SIZE));
     memset(blocks[n], 1, SIZE);
-    if (n && msi_heap_span_of(blocks[n]) != msi_heap_span_of(blocks[n - 1])) spans++;
+    if (n && msi_heap_span_of(blocks[n]) != msi_heap_span_of(blocks[n - 1])) seen++;
   }
   for (int i = 0; i < n; i++) ms_free(blocks[i]);
+}
+static void fill_and_free(void) {
+  fill_spans(SPANS);
   assert_true(heap->cache[len].count >= SPANS);
 }
 
@@ -62,11 +65,11 @@ static void fresh(void) {
   msi_heap_purge(msi_heap_now_ms(), true);
   assert_int_equal(cached(), 0);
   msi_lock(&heap->cache_lock);
-  heap->hold_shift = 0;
-  heap->ops_seen = heap->cache_ops;
-  heap->busy_ms = heap->purged_ms = msi_heap_now_ms() - 2 * (uint32_t)DAY;
-  atomic_store(&heap->purged, 0);
-  atomic_store(&heap->refilled, 0);
+  heap->hold.shift = 0;
+  heap->hold.ops_seen = heap->hold.ops;
+  heap->hold.busy_ms = heap->hold.purged_ms = msi_heap_now_ms() - 2 * (uint32_t)DAY;
+  atomic_store(&heap->hold.purged, 0);
+  atomic_store(&heap->hold.refilled, 0);
   msi_unlock(&heap->cache_lock);
   start = msi_heap_now_ms();
   fill_and_free();
@@ -80,15 +83,15 @@ static void refill_doubles_the_hold(void **state) {
   uint32_t t = DAY + 1000; /* past the delay */
   pass_at(t, false);
   size_t after_first = cached();
-  uint8_t shift_first = heap->hold_shift;
+  uint8_t shift_first = heap->hold.shift;
   fill_and_free(); /* takes SPANS + 1 spans again: the cache ran out of them (a refill) */
   size_t before = cached();
   pass_at(t + 1000, false); /* spans a delay and 2 s old */
   size_t held = cached();
-  uint8_t shift_held = heap->hold_shift;
+  uint8_t shift_held = heap->hold.shift;
   pass_at(t + DAY + 2000, false); /* nothing moved since the last pass, a delay ago: idle */
   size_t idle = cached();
-  uint8_t shift_idle = heap->hold_shift;
+  uint8_t shift_idle = heap->hold.shift;
   assert_int_equal(after_first, 0); /* a first pass: the delay */
   assert_int_equal(shift_first, 0);
   assert_int_equal(held, before);
@@ -105,7 +108,7 @@ static void hold_is_bounded(void **state) {
   size_t left[5];
   for (int i = 0; i < 5; i++) { /* spans 1, 2, 4, 8 and 16 delays old: each pass takes them, each fill refills */
     pass_at(((uint32_t)DAY << i) + 1000, false);
-    shifts[i] = heap->hold_shift;
+    shifts[i] = heap->hold.shift;
     left[i] = cached();
     fill_and_free();
   }
@@ -126,7 +129,7 @@ static void late_refill_keeps_the_delay(void **state) {
   fill_and_free();
   pass_at(t + 9 * (uint32_t)DAY + 2000, false); /* busy: spans a delay and 1 s old */
   size_t left = cached();
-  uint8_t shift = heap->hold_shift;
+  uint8_t shift = heap->hold.shift;
   assert_int_equal(first, 0);
   assert_int_equal(left, 0);
   assert_int_equal(shift, 0);
@@ -141,7 +144,7 @@ static void pressure_takes_held_spans(void **state) {
   fill_and_free(); /* a refill */
   pass_at(t + 1000, false);
   size_t held = cached();
-  uint8_t shift = heap->hold_shift;
+  uint8_t shift = heap->hold.shift;
   pass_at(t + 2000, true);
   size_t forced = cached();
   assert_true(held >= SPANS);
@@ -149,9 +152,44 @@ static void pressure_takes_held_spans(void **state) {
   assert_int_equal(forced, 0);
 }
 
+/* bytes of spans in the global cache: the idle spans (cached, or free chunks still resident) less the thread's cache */
+static uint64_t global_bytes(void) {
+  static ms_stats_t st;
+  uint64_t idle, mine = 0;
+  msi_heap_class_stats(&st, &idle);
+  for (unsigned k = 1; k <= MSI_HEAP_MAX_SPAN_CHUNKS; k++) mine += (uint64_t)heap->cache[k].count * k * MSI_HEAP_CHUNK;
+  return idle - mine;
+}
+
+/* the global cache (spans past the thread's room) holds its spans the same way */
+static void global_refill_doubles_the_hold(void **state) {
+  (void)state;
+  size_t room = msi_heap_limits.thread_bucket / ((size_t)len * MSI_HEAP_CHUNK);
+  if (room > 1024) ms_skip_refused(0, "a preset whose thread cache has room for %zu spans", room);
+  int spans = (int)room + SPANS;
+  fresh();
+  fill_spans(spans);
+  uint64_t first = global_bytes();
+  uint32_t t = DAY + 1000;
+  pass_at(t, false);
+  uint64_t cut = global_bytes();
+  fill_spans(spans); /* the global cache ran out of them too */
+  uint64_t before = global_bytes();
+  pass_at(t + 1000, false);
+  uint64_t held = global_bytes();
+  pass_at(t + DAY + 2000, false); /* idle */
+  uint64_t idle = global_bytes();
+  assert_true(first >= SPANS * (uint64_t)len * MSI_HEAP_CHUNK);
+  assert_int_equal(cut, 0);
+  assert_true(before >= SPANS * (uint64_t)len * MSI_HEAP_CHUNK);
+  assert_int_equal(held, before);
+  assert_int_equal(idle, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(refill_doubles_the_hold), cmocka_unit_test(hold_is_bounded),
                                      cmocka_unit_test(late_refill_keeps_the_delay),
-                                     cmocka_unit_test(pressure_takes_held_spans)};
+                                     cmocka_unit_test(pressure_takes_held_spans),
+                                     cmocka_unit_test(global_refill_doubles_the_hold)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
