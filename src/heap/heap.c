@@ -82,6 +82,7 @@ static bool heap_key_ok;
 /* global span cache, one list per span length */
 #define global_lock (msi_fork_page.heap_global) /* internal.h: msi_fork_page_t */
 static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+static msi_cache_hold_t global_hold; /* under global_lock unless said */
 /* heaps */
 #define heaps_lock (msi_fork_page.heap_heaps) /* internal.h: msi_fork_page_t */
 static msi_heap_t *_Atomic all_heaps;
@@ -607,6 +608,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   if (msi_heap_limits.global_bucket) msi_heap_note_idle((int64_t)bytes); /* (else back to the OS at once) */
   if (h && msi_heap_limits.thread_bucket >= bytes) {
     msi_lock(&h->cache_lock);
+    h->hold.ops++;
     if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
       list_push(&h->cache[n], s);
       msi_unlock(&h->cache_lock);
@@ -617,6 +619,7 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   if (msi_heap_limits.global_bucket >= bytes) {
     span_trim(s);
     msi_lock(&global_lock);
+    global_hold.ops++;
     if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
       list_push(&global_cache[n], s);
       msi_unlock(&global_lock);
@@ -625,6 +628,44 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
     msi_unlock(&global_lock);
   }
   segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
+}
+
+/* How long a span cache keeps its spans (a thread's, under its cache_lock; the global one, under global_lock), from
+   each purge pass: `delay` once the cache is idle (no span into or out of it for the delay, no refill), else
+   delay << shift. A thread that finds a span length empty which the purge took spans of within the longest hold
+   (hold_miss: the purge came too early, those pages are faulted in again) marks a refill: the hold doubles at the
+   next pass, up to HOLD_SHIFT_MAX times, and falls back to the delay once the cache is idle. A loop that frees
+   and allocates a varying share of its blocks dips into its caches a little deeper now and then: it keeps their
+   spans, while a program that goes idle gets everything back after the delay as before. Free chunks of the
+   segments follow the delay alone. */
+#define HOLD_SHIFT_MAX 3
+static uint32_t cache_hold(msi_cache_hold_t *c, uint32_t now, uint32_t delay) {
+  if (atomic_exchange_explicit(&c->refilled, 0, memory_order_relaxed)) {
+    atomic_store_explicit(&c->purged, 0, memory_order_relaxed); /* (the next refill follows the next purge) */
+    if (c->shift < HOLD_SHIFT_MAX) c->shift++;
+    c->busy_ms = now;
+  }
+  if (c->ops != c->ops_seen) {
+    c->ops_seen = c->ops;
+    c->busy_ms = now;
+  }
+  if (atomic_load_explicit(&c->purged, memory_order_relaxed) && (int32_t)(now - c->purged_ms) >= (int32_t)(delay << HOLD_SHIFT_MAX))
+    atomic_store_explicit(&c->purged, 0, memory_order_relaxed); /* a refill this late: not the purge's doing */
+  if ((int32_t)(now - c->busy_ms) >= (int32_t)delay) c->shift = 0; /* idle */
+  return delay << c->shift;
+}
+/* the pass took spans of the lengths in `cut` (bits) from the cache; force: pressure (a refill after it is no sign
+   of a purge too early) */
+static void hold_cut(msi_cache_hold_t *c, unsigned cut, uint32_t now, bool force) {
+  if (!cut || force) return;
+  atomic_store_explicit(&c->purged, (uint16_t)(atomic_load_explicit(&c->purged, memory_order_relaxed) | cut), memory_order_relaxed);
+  c->purged_ms = now;
+}
+/* a thread found the cache without spans of length n: a refill if the purge took some lately */
+static inline void hold_miss(msi_cache_hold_t *c, unsigned n) {
+  if (MSI_UNLIKELY(atomic_load_explicit(&c->purged, memory_order_relaxed) >> n & 1) &&
+      !atomic_load_explicit(&c->refilled, memory_order_relaxed))
+    atomic_store_explicit(&c->refilled, 1, memory_order_relaxed);
 }
 
 /* a cached span for class cls: among the newest CACHE_LOOK, one that served cls and kept its blocks linked (no
@@ -649,13 +690,17 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
   if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) {
     msi_lock(&h->cache_lock);
     s = list_take(&h->cache[n], cls);
+    h->hold.ops += s != NULL;
     msi_unlock(&h->cache_lock);
   }
+  if (!s) hold_miss(&h->hold, n);
   if (!s && atomic_load_explicit(&global_cache[n].head, memory_order_relaxed)) {
     msi_lock(&global_lock);
     s = list_take(&global_cache[n], cls);
+    global_hold.ops += s != NULL;
     msi_unlock(&global_lock);
   }
+  if (!s) hold_miss(&global_hold, n);
   if (!s) return segment_alloc_span(n);
   msi_heap_note_idle(-(int64_t)n * MSI_HEAP_CHUNK);
   return s;
@@ -701,7 +746,13 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     if (force) msi_lock(&h->cache_lock);
     else if (!msi_trylock(&h->cache_lock)) continue;
     msi_span_t *old[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
-    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) old[n] = list_cut_old(&h->cache[n], now, delay, force);
+    uint32_t hold = cache_hold(&h->hold, now, delay);
+    unsigned cut = 0;
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
+      old[n] = list_cut_old(&h->cache[n], now, hold, force);
+      cut |= (old[n] != NULL) << n;
+    }
+    hold_cut(&h->hold, cut, now, force);
     msi_unlock(&h->cache_lock);
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) release_chain(old[n]);
   }
@@ -716,10 +767,14 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     keep = active / 4 > GLOBAL_KEEP_MIN ? (size_t)(active / 4) : GLOBAL_KEEP_MIN;
   }
   msi_lock(&global_lock);
+  uint32_t hold = cache_hold(&global_hold, now, delay);
+  unsigned cut = 0;
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
-    old[n] = list_cut_old(&global_cache[n], now, delay, force);
+    old[n] = list_cut_old(&global_cache[n], now, hold, force);
+    cut |= (old[n] != NULL) << n;
     excess[n] = list_cut_excess(&global_cache[n], keep / ((size_t)n * MSI_HEAP_CHUNK));
   }
+  hold_cut(&global_hold, cut, now, force);
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
     release_chain(old[n]);
@@ -834,7 +889,8 @@ void msi_heap_maybe_purge(void) {
   uint32_t now = (uint32_t)(now_ns / 1000000u);
   bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
-  if (!spans && now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed) < (uint32_t)(d < 10 ? 10 : d)) return;
+  /* (signed: a pass stamped later than this thread's clock reading, by another thread or a test's own clock, is recent) */
+  if (!spans && (int32_t)(now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed)) < (int32_t)(d < 10 ? 10 : d)) return;
   purge(now, spans, false);
   if (spans) st_large_budget(true); /* the program holds less now */
 }

@@ -116,6 +116,16 @@ typedef struct msi_span_list_s {
   size_t count;
 } msi_span_list_t;
 
+/* how long a span cache keeps its spans (heap.c cache_hold): under the cache's lock unless said */
+typedef struct msi_cache_hold_s {
+  uint32_t ops;              /* spans put in the cache or taken from it */
+  uint32_t ops_seen, busy_ms; /* ops at the last purge pass; the last pass that found them moved */
+  uint32_t purged_ms;        /* the last pass that took spans from the cache */
+  _Atomic uint16_t purged;   /* span lengths (bit n) that pass took: read unlocked */
+  _Atomic uint8_t refilled;  /* a thread found one of them empty since (written unlocked) */
+  uint8_t shift;             /* while the cache is busy its spans wait the purge delay << shift */
+} msi_cache_hold_t;
+
 typedef struct msi_heap_s {
   msi_span_t *current[MSI_HEAP_CLASSES];  /* span allocations come from (never NULL: the empty span) */
   msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap.c partial_push) */
@@ -129,6 +139,7 @@ typedef struct msi_heap_s {
   uint32_t id;
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
+  msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */
 } msi_heap_t;
 
 /* the layout, fixed at start-up */
