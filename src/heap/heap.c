@@ -29,9 +29,10 @@ msi_heap_limits_t msi_heap_limits;
      (Newton's iteration from d0 itself, right to 3 bits: each step doubles them);
    - the lookup table: units of 16 bytes above the previous class's size, up to this class's, map to it.
    tests/heap test_heap_unit (test_classes) checks them against the same rules computed by loops. */
+#define CLS_SUB(c, k) ((c) < (k) ? 0 : (c) - (k)) /* no negative shift count in the branches not taken (clang) */
 #define CLS_SIZE(c) ((uint32_t)((c) < 8 ? 16u * ((c) + 1u) \
-                                : (c) < 48 ? (128u << ((c) - 8) / 8) / 8 * (8u + ((c) - 8) % 8 + 1u) \
-                                           : (4096u << ((c) - 48) / 16) / 16 * (16u + ((c) - 48) % 16 + 1u)))
+                                : (c) < 48 ? (128u << CLS_SUB(c, 8) / 8) / 8 * (8u + CLS_SUB(c, 8) % 8 + 1u) \
+                                           : (4096u << CLS_SUB(c, 48) / 16) / 16 * (16u + CLS_SUB(c, 48) % 16 + 1u)))
 #define CLS_BYTES(n) ((uint64_t)(n) * MSI_HEAP_CHUNK - MSI_HEAP_GUARD)
 #define CLS_CAP(n, bs) (CLS_BYTES(n) / (bs))
 #define CLS_WASTE(n, bs) (CLS_BYTES(n) - CLS_CAP(n, bs) * (bs))
