@@ -13,7 +13,12 @@ extern "C" void *msi_aligned_alloc(std::size_t alignment, std::size_t size);
 
 __asm__(".weak __cxa_begin_catch\n\t.weak __cxa_end_catch\n\t.weak __gxx_personality_v0");
 
+extern "C" void *msi_new_nothrow_elsewhere(std::size_t size, std::size_t alignment); /* override.c */
+extern "C" void __gxx_personality_v0() __attribute__((weak));
+
 static void *nothrow_slow(std::size_t size, std::size_t alignment) noexcept {
+  /* the personality routine is bound when this library is loaded: without it the catch below catches nothing */
+  if (!&__gxx_personality_v0) return msi_new_nothrow_elsewhere(size, alignment);
   try {
     return msi_new_throwing(size, alignment);
   } catch (...) {

@@ -234,11 +234,31 @@ MS_API int malloc_info(int options, FILE *fp) {
 
 typedef void new_handler_t(void);
 
+/* A symbol of the C++ runtime that a library loaded with dlopen brought in (a C++ extension module of Python, a
+   plugin of a C program): RTLD_LOCAL keeps it out of the global scope, and a runtime loaded after start-up is
+   missing from this library's relocations. Looked up when memory runs out only; the handle stays open, so the
+   function found stays valid. */
+static void *runtime_sym(const char *name) {
+  static const char *const runtimes[] = {"libstdc++.so.6", "libc++.so.1"};
+  void *f = NULL;
+  for (size_t i = 0; !f && i < MSI_ARRAY_LEN(runtimes); i++) {
+    void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (h) f = dlsym(h, name);
+  }
+  return f;
+}
+
+/* the C++ runtime's `name`: in the global scope (a C++ program), else where runtime_sym finds it */
+static void *cxx_sym(const char *name) {
+  void *f = dlsym(RTLD_DEFAULT, name);
+  return f ? f : runtime_sym(name);
+}
+
 static new_handler_t *current_new_handler(void) {
   static new_handler_t *(*_Atomic get)(void);
   new_handler_t *(*g)(void) = atomic_load_explicit(&get, memory_order_acquire);
   if (!g) {
-    g = (new_handler_t * (*)(void)) dlsym(RTLD_DEFAULT, "_ZSt15get_new_handlerv");
+    g = (new_handler_t * (*)(void)) cxx_sym("_ZSt15get_new_handlerv");
     if (!g) return NULL;
     atomic_store_explicit(&get, g, memory_order_release);
   }
@@ -246,7 +266,7 @@ static new_handler_t *current_new_handler(void) {
 }
 
 static _Noreturn MSI_NOINLINE void throw_bad_alloc(void) {
-  void (*t)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZSt17__throw_bad_allocv");
+  void (*t)(void) = (void (*)(void))cxx_sym("_ZSt17__throw_bad_allocv");
   if (t) t();
   msi_error("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
   abort();
@@ -268,6 +288,24 @@ static MSI_NOINLINE void *new_slow(size_t size, size_t alignment, bool nothrow) 
 /* the throwing forms' slow path, also used by the nothrow forms (nothrow.cc) inside a catch clause */
 void *msi_new_throwing(size_t size, size_t alignment);
 void *msi_new_throwing(size_t size, size_t alignment) { return new_slow(size, alignment, false); }
+
+/* The nothrow forms when their catch clause has no personality routine (nothrow.cc: no C++ runtime in the global
+   scope at start-up, a C program that loads C++ code with dlopen): the runtime's own nothrow form calls the
+   throwing one (new_slow: the new-handler, then std::bad_alloc) and catches. Without a runtime no new-handler can
+   be set: NULL. `alignment` 0 for the unaligned forms. */
+void *msi_new_nothrow_elsewhere(size_t size, size_t alignment);
+void *msi_new_nothrow_elsewhere(size_t size, size_t alignment) {
+  static const char nothrow; /* std::nothrow_t is empty: any address stands for it */
+  if (alignment) {
+    void *(*f)(size_t, size_t, const void *) =
+        (void *(*)(size_t, size_t, const void *))runtime_sym("_ZnwmSt11align_val_tRKSt9nothrow_t");
+    if (f) return f(size, alignment, &nothrow);
+  } else {
+    void *(*f)(size_t, const void *) = (void *(*)(size_t, const void *))runtime_sym("_ZnwmRKSt9nothrow_t");
+    if (f) return f(size, &nothrow);
+  }
+  return new_slow(size, alignment, true);
+}
 
 static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
