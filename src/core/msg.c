@@ -4,8 +4,12 @@
 #include "internal.h"
 #include "os.h"
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct { char *buf; size_t cap, len; } out_t;
@@ -79,8 +83,17 @@ size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
   return n;
 }
 
+/* A write to a pipe whose reader has gone raises SIGPIPE, which would kill a program that never writes there itself
+   (a warning, or the statistics at exit, on a stderr piped into `head -1` or a log collector that died): SIGPIPE is
+   blocked in this thread for the write, and the one the write raised is taken back (unless one was pending
+   already) with the system call itself (glibc's sigtimedwait is a cancellation point). */
 int msi_write_fd(int fd, const char *text, size_t len) {
   int saved = errno, err = 0;
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
+  bool was_pending = blocked && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
   while (len) {
     ssize_t w = msi_os_write(fd, text, len);
     if (w <= 0) {
@@ -90,6 +103,11 @@ int msi_write_fd(int fd, const char *text, size_t len) {
     text += w;
     len -= (size_t)w;
   }
+  if (err == EPIPE && blocked && !was_pending) {
+    struct timespec zero = {0, 0};
+    syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero, (size_t)_NSIG / 8);
+  }
+  if (blocked) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   return err;
 }

@@ -7,15 +7,22 @@
 #include <cstddef>
 #include <new>
 
-extern "C" void *msi_new_throwing(std::size_t size, std::size_t alignment); /* override.c */
+extern "C" void *msi_new_throwing(std::size_t size, std::size_t alignment, const void *caller); /* override.c */
 extern "C" void *msi_malloc(std::size_t size);
 extern "C" void *msi_aligned_alloc(std::size_t alignment, std::size_t size);
 
 __asm__(".weak __cxa_begin_catch\n\t.weak __cxa_end_catch\n\t.weak __gxx_personality_v0");
 
-static void *nothrow_slow(std::size_t size, std::size_t alignment) noexcept {
+extern "C" void *msi_new_nothrow_elsewhere(std::size_t size, std::size_t alignment, const void *caller);
+extern "C" void __gxx_personality_v0() __attribute__((weak));
+
+/* the operators jump here (a tail call): the return address is their caller's (override.c's runtime_sym) */
+__attribute__((noinline)) static void *nothrow_slow(std::size_t size, std::size_t alignment) noexcept {
+  const void *caller = __builtin_return_address(0);
+  /* the personality routine is bound when this library is loaded: without it the catch below catches nothing */
+  if (!&__gxx_personality_v0) return msi_new_nothrow_elsewhere(size, alignment, caller);
   try {
-    return msi_new_throwing(size, alignment);
+    return msi_new_throwing(size, alignment, caller);
   } catch (...) {
     return nullptr;
   }

@@ -249,54 +249,114 @@ MS_API int malloc_info(int options, FILE *fp) {
 
 typedef void new_handler_t(void);
 
-static new_handler_t *current_new_handler(void) {
+/* A symbol of the C++ runtime that a library loaded with dlopen brought in (a C++ extension module of Python, a
+   plugin of a C program): RTLD_LOCAL keeps it out of the global scope, and a runtime loaded after start-up is
+   missing from this library's relocations. Searched in the scope of the object `caller` lies in (the code that
+   called operator new: its runtime, also one linked into it with -static-libstdc++), then in the shared runtimes.
+   Looked up when memory runs out only; the handles stay open, so the function found stays valid. `own`: this
+   library's definition of the same name, never the answer (a module linked with -lmemspace has it in scope). */
+static void *runtime_sym(const char *name, const void *caller, const void *own) {
+  static const char *const runtimes[] = {"libstdc++.so.6", "libc++.so.1"};
+  Dl_info di;
+  void *f = NULL, *h;
+  if (caller && dladdr(caller, &di) && di.dli_fname && *di.dli_fname &&
+      (h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+    f = dlsym(h, name);
+  for (size_t i = 0; (!f || f == own) && i < MSI_ARRAY_LEN(runtimes); i++)
+    if ((h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD))) f = dlsym(h, name);
+  return f == own ? NULL : f;
+}
+
+/* the C++ runtime's `name`: in the global scope (a C++ program), else where runtime_sym finds it */
+static void *cxx_sym(const char *name, const void *caller) {
+  void *f = dlsym(RTLD_DEFAULT, name);
+  return f ? f : runtime_sym(name, caller, NULL);
+}
+
+static new_handler_t *current_new_handler(const void *caller) {
   static new_handler_t *(*_Atomic get)(void);
   new_handler_t *(*g)(void) = atomic_load_explicit(&get, memory_order_acquire);
   if (!g) {
-    g = (new_handler_t * (*)(void)) dlsym(RTLD_DEFAULT, "_ZSt15get_new_handlerv");
+    g = (new_handler_t * (*)(void)) cxx_sym("_ZSt15get_new_handlerv", caller);
     if (!g) return NULL;
     atomic_store_explicit(&get, g, memory_order_release);
   }
   return g();
 }
 
-static _Noreturn MSI_NOINLINE void throw_bad_alloc(void) {
-  void (*t)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZSt17__throw_bad_allocv");
+extern void *own_new(size_t) __asm__("_Znwm");
+static _Noreturn MSI_NOINLINE void throw_bad_alloc(const void *caller) {
+  void (*t)(void) = (void (*)(void))cxx_sym("_ZSt17__throw_bad_allocv", caller);
   if (t) t();
+  /* a runtime linked into the caller (-static-libstdc++) keeps only what the caller uses: its own operator new
+     throws, given a size no malloc serves (the new-handler is unset when memspace throws) */
+  void *(*n)(size_t) = (void *(*)(size_t))runtime_sym("_Znwm", caller, (const void *)own_new);
+  if (n) n(SIZE_MAX);
   msi_error("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
   abort();
 }
 
-static MSI_NOINLINE void *new_slow(size_t size, size_t alignment, bool nothrow) {
+/* `caller`: an address in the code that called operator new (runtime_sym), or NULL */
+static MSI_NOINLINE void *new_slow(size_t size, size_t alignment, bool nothrow, const void *caller) {
   for (;;) {
     void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
     if (p) return p;
-    new_handler_t *h = current_new_handler();
+    new_handler_t *h = current_new_handler(caller);
     if (!h) {
       if (nothrow) return NULL;
-      throw_bad_alloc();
+      throw_bad_alloc(caller);
     }
     h();
   }
 }
 
 /* the throwing forms' slow path, also used by the nothrow forms (nothrow.cc) inside a catch clause */
-void *msi_new_throwing(size_t size, size_t alignment);
-void *msi_new_throwing(size_t size, size_t alignment) { return new_slow(size, alignment, false); }
+void *msi_new_throwing(size_t size, size_t alignment, const void *caller);
+void *msi_new_throwing(size_t size, size_t alignment, const void *caller) {
+  return new_slow(size, alignment, false, caller);
+}
 
-static inline void *new_impl(size_t size, size_t alignment, bool nothrow) {
+/* The nothrow forms when their catch clause has no personality routine (nothrow.cc: no C++ runtime in the global
+   scope at start-up, a C program that loads C++ code with dlopen): the runtime's own nothrow form calls the
+   throwing one (new_slow: the new-handler, then std::bad_alloc) and catches. Without a runtime no new-handler can
+   be set: NULL. `alignment` 0 for the unaligned forms. */
+extern void *own_new_nt(size_t, const void *) __asm__("_ZnwmRKSt9nothrow_t");
+extern void *own_new_al_nt(size_t, size_t, const void *) __asm__("_ZnwmSt11align_val_tRKSt9nothrow_t");
+void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *caller);
+void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *caller) {
+  static const char nothrow; /* std::nothrow_t is empty: any address stands for it */
+  if (alignment) {
+    void *(*f)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))runtime_sym(
+        "_ZnwmSt11align_val_tRKSt9nothrow_t", caller, (const void *)own_new_al_nt);
+    if (f) return f(size, alignment, &nothrow);
+  } else {
+    void *(*f)(size_t, const void *) =
+        (void *(*)(size_t, const void *))runtime_sym("_ZnwmRKSt9nothrow_t", caller, (const void *)own_new_nt);
+    if (f) return f(size, &nothrow);
+  }
+  return new_slow(size, alignment, true, caller);
+}
+
+/* the throwing forms' slow path: the operators jump here (a tail call), so the return address is their caller's;
+   where the compiler makes a call instead, runtime_sym finds this library's scope and goes on to the shared
+   runtimes (reading the caller in the operators would cost their fast path a stack load) */
+static MSI_NOINLINE void *new_throwing(size_t size, size_t alignment) {
+  return new_slow(size, alignment, false, __builtin_return_address(0));
+}
+
+static inline void *new_impl(size_t size, size_t alignment) {
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
-  return MSI_LIKELY(p != NULL) ? p : new_slow(size, alignment, nothrow);
+  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment);
 }
 
 #define OP(name, sym) MS_API name __asm__(sym); name
-OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0, false); }
-OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0, false); }
+OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0); }
+OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0); }
 /* an alignment that is not a power of two is undefined behaviour in C++; libstdc++ throws std::bad_alloc at once
    (without the new-handler), and so does memspace, also for one of 16 or less (which would take the plain path) */
 static inline void *new_aligned(size_t size, size_t alignment) {
-  if (MSI_UNLIKELY(!msi_is_pow2(alignment))) throw_bad_alloc();
-  return new_impl(size, alignment, false);
+  if (MSI_UNLIKELY(!msi_is_pow2(alignment))) throw_bad_alloc(NULL);
+  return new_impl(size, alignment);
 }
 OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_aligned(n, al); }
 OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_aligned(n, al); }
