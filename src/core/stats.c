@@ -268,6 +268,16 @@ static bool stats_file_name(const char *pattern, char *name, size_t cap) {
   return true;
 }
 
+/* O_NONBLOCK: a FIFO without a reader is refused (ENXIO), not waited for at exit; the writes then block */
+static int stats_file_open(const char *name) {
+  int fd = msi_os_open(name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0 || msi_os_set_blocking(fd) == 0) return fd;
+  int e = errno;
+  msi_os_close(fd);
+  errno = e;
+  return -1;
+}
+
 void msi_stats_exit_print(int fd) {
   static msi_lock_t lock = MSI_LOCK_INIT;
   msi_lock(&lock);
@@ -276,7 +286,7 @@ void msi_stats_exit_print(int fd) {
   char name[4096]; /* (on the stack: a static one would move the hot variables of .bss) */
   if (pattern) {
     if (!stats_file_name(pattern, name, sizeof name)) msi_error("MEMSPACE_STATS_FILE: the name is too long");
-    else if ((file = msi_os_open(name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)) < 0)
+    else if ((file = stats_file_open(name)) < 0)
       msi_error("MEMSPACE_STATS_FILE: cannot open %s (errno %d): statistics on stderr", name, errno);
   }
   exit_fd = file >= 0 ? file : fd;

@@ -322,6 +322,10 @@ int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_F
 int msi_os_getrusage(struct rusage *ru) { return getrusage(RUSAGE_SELF, ru); }
 int msi_os_getpid(void) { return (int)getpid(); }
 int msi_os_fd_open(int fd) { return fcntl(fd, F_GETFD) != -1; } /* a closed fd is an answer, not a failure */
+int msi_os_set_blocking(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  return fl == -1 ? -1 : fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+}
 int msi_os_stderr_copy(void) { return fcntl(2, F_DUPFD_CLOEXEC, 100); } /* for the statistics at exit */
 int msi_os_lock_file(int fd, bool lock) {
   struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET};

@@ -155,8 +155,8 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
 
 /* class and slot of an owned pointer; false when p is not a block start */
 bool msi_sp_locate(const void *p, unsigned *c, size_t *slot) {
-  uintptr_t rel = (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed);
-  if (rel >= atomic_load_explicit(&sp.span, memory_order_relaxed)) return false;
+  uintptr_t rel;
+  if (!msi_sp_in_range(p, &rel)) return false;
   unsigned cc = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
   uintptr_t off = rel & (((uintptr_t)1 << sp.rs_shift) - 1);
   if (off & (((uintptr_t)1 << cc) - 1)) return false;

@@ -47,8 +47,8 @@ size_t msi_spill_threshold(void) {
 }
 
 bool msi_spill_owns(const void *p) {
-  return (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed) <
-         atomic_load_explicit(&sp.span, memory_order_relaxed);
+  uintptr_t rel;
+  return msi_sp_in_range(p, &rel);
 }
 
 /* The class of a block of `need` bytes (a page multiple) aligned to `alignment` (0 or a power of two): the
@@ -135,8 +135,8 @@ static MSI_NOINLINE bool sp_init_slow(void) {
         k->chunk_shift = ceil_log2(chunk);
         sp.file_span += k->ext;
       }
-      atomic_store(&sp.span, span);
-      atomic_store(&sp.base, b);
+      atomic_store_explicit(&sp.base, b, memory_order_relaxed);
+      atomic_store_explicit(&sp.span, span, memory_order_release); /* after base: msi_sp_in_range */
       msi_verbose("spill: directory %s (%s), %zu GiB of address space reserved, classes 2^%u..2^%u", sp.dir,
                   msi_sp_fs_name(sp.fs_type), span >> 30, sp.min_shift, sp.max_shift);
     }
@@ -330,8 +330,8 @@ void ms_spill_free(void *ptr) {
 }
 
 int ms_spill_is(const void *ptr) {
-  uintptr_t rel = (uintptr_t)ptr - atomic_load_explicit(&sp.base, memory_order_relaxed);
-  if (rel >= atomic_load_explicit(&sp.span, memory_order_relaxed)) return 0;
+  uintptr_t rel;
+  if (!msi_sp_in_range(ptr, &rel)) return 0;
   unsigned c = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
   uintptr_t off = rel & (((uintptr_t)1 << sp.rs_shift) - 1);
   size_t slot = off >> c;

@@ -98,6 +98,15 @@ typedef struct {
 extern sp_state_t msi_spill_state; /* spill.c */
 #define sp msi_spill_state
 
+/* p's offset in the reserved range, and whether it lies there. base is published before span (release), so a
+   thread that sees the span sees the base: a free racing spill's first initialisation never measures a pointer
+   against base 0 (a low address, such as a non-PIE program's brk heap, taken for spill's) */
+static inline bool msi_sp_in_range(const void *p, uintptr_t *rel) {
+  size_t span = atomic_load_explicit(&sp.span, memory_order_acquire);
+  *rel = (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed);
+  return *rel < span;
+}
+
 static inline bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
 
 /* the file offset of offset `off` of class k's region (mapped: below k->mapped); a slot never spans two chunks */
