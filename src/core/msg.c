@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,10 +102,7 @@ int msi_write_fd(int fd, const char *text, size_t len) {
     text += w;
     len -= (size_t)w;
   }
-  if (err == EPIPE && blocked && !was_pending) {
-    struct timespec zero = {0, 0};
-    syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero, (size_t)_NSIG / 8);
-  }
+  if (err == EPIPE && blocked && !was_pending) msi_os_signal_take(SIGPIPE);
   if (blocked) pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   return err;

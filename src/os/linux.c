@@ -17,6 +17,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,6 +323,13 @@ int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_F
 int msi_os_getrusage(struct rusage *ru) { return getrusage(RUSAGE_SELF, ru); }
 int msi_os_getpid(void) { return (int)getpid(); }
 int msi_os_fd_open(int fd) { return fcntl(fd, F_GETFD) != -1; } /* a closed fd is an answer, not a failure */
+void msi_os_signal_take(int sig) {
+  sigset_t set;
+  struct timespec zero = {0, 0};
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  syscall(SYS_rt_sigtimedwait, &set, NULL, &zero, (size_t)_NSIG / 8); /* not glibc's: a cancellation point */
+}
 int msi_os_set_blocking(int fd) {
   int fl = fcntl(fd, F_GETFL);
   return fl == -1 ? -1 : fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);

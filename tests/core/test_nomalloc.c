@@ -19,6 +19,8 @@ void msi_option_changed(ms_option_t o) { (void)o; }
 /* msg.c writes through the OS layer (src/os/linux.c), not linked here */
 ssize_t msi_os_write(int fd, const void *buf, size_t len);
 ssize_t msi_os_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+void msi_os_signal_take(int sig);
+void msi_os_signal_take(int sig) { (void)sig; }
 
 static volatile int failing;
 static volatile int calls;
