@@ -1,7 +1,7 @@
 command: build/memspace bench all
 part: heap
 mode: default
-date: 2026-11-27T18:35:46Z
+date: 2026-11-27T21:20:58Z
 environment:
 machine: cpu="AMD EPYC" cores=2 memory_bytes=25276510208 kernel="Linux 6.18.44-fc-v657" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
@@ -81,36 +81,36 @@ child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/b
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
-child sqlite3: /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-yCEoP1/bench.db .read /dev/shm/memspace-bench-heap-yCEoP1/build.sql
-child sqlite3: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-yCEoP1/bench.db .read /dev/shm/memspace-bench-heap-yCEoP1/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-yCEoP1/bench.db .read /dev/shm/memspace-bench-heap-yCEoP1/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-yCEoP1/bench.db .read /dev/shm/memspace-bench-heap-yCEoP1/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-yCEoP1/bench.db .read /dev/shm/memspace-bench-heap-yCEoP1/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-yCEoP1/bench.db .read /dev/shm/memspace-bench-heap-yCEoP1/build.sql
-child gcc: /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-yCEoP1/generated.c -o /dev/shm/memspace-bench-heap-yCEoP1/generated.o
-child gcc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-yCEoP1/generated.c -o /dev/shm/memspace-bench-heap-yCEoP1/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-yCEoP1/generated.c -o /dev/shm/memspace-bench-heap-yCEoP1/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-yCEoP1/generated.c -o /dev/shm/memspace-bench-heap-yCEoP1/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-yCEoP1/generated.c -o /dev/shm/memspace-bench-heap-yCEoP1/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-yCEoP1/generated.c -o /dev/shm/memspace-bench-heap-yCEoP1/generated.o
+child sqlite3: /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lUmucz/bench.db .read /dev/shm/memspace-bench-heap-lUmucz/build.sql
+child sqlite3: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lUmucz/bench.db .read /dev/shm/memspace-bench-heap-lUmucz/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lUmucz/bench.db .read /dev/shm/memspace-bench-heap-lUmucz/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lUmucz/bench.db .read /dev/shm/memspace-bench-heap-lUmucz/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lUmucz/bench.db .read /dev/shm/memspace-bench-heap-lUmucz/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lUmucz/bench.db .read /dev/shm/memspace-bench-heap-lUmucz/build.sql
+child gcc: /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lUmucz/generated.c -o /dev/shm/memspace-bench-heap-lUmucz/generated.o
+child gcc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lUmucz/generated.c -o /dev/shm/memspace-bench-heap-lUmucz/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lUmucz/generated.c -o /dev/shm/memspace-bench-heap-lUmucz/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lUmucz/generated.c -o /dev/shm/memspace-bench-heap-lUmucz/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lUmucz/generated.c -o /dev/shm/memspace-bench-heap-lUmucz/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lUmucz/generated.c -o /dev/shm/memspace-bench-heap-lUmucz/generated.o
 child shell: /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
-child git: /bin/sh -c cd '/dev/shm/memspace-bench-heap-yCEoP1/tree' && export HOME='/dev/shm/memspace-bench-heap-yCEoP1' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c cd '/dev/shm/memspace-bench-heap-yCEoP1/tree' && export HOME='/dev/shm/memspace-bench-heap-yCEoP1' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-yCEoP1/tree' && export HOME='/dev/shm/memspace-bench-heap-yCEoP1' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-yCEoP1/tree' && export HOME='/dev/shm/memspace-bench-heap-yCEoP1' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/dev/shm/memspace-bench-heap-yCEoP1/tree' && export HOME='/dev/shm/memspace-bench-heap-yCEoP1' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-yCEoP1/tree' && export HOME='/dev/shm/memspace-bench-heap-yCEoP1' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child shell_script: /bin/sh /dev/shm/memspace-bench-heap-yCEoP1/script.sh
-child shell_script: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh /dev/shm/memspace-bench-heap-yCEoP1/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-yCEoP1/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-yCEoP1/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /dev/shm/memspace-bench-heap-yCEoP1/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /dev/shm/memspace-bench-heap-yCEoP1/script.sh
+child git: /bin/sh -c cd '/dev/shm/memspace-bench-heap-lUmucz/tree' && export HOME='/dev/shm/memspace-bench-heap-lUmucz' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c cd '/dev/shm/memspace-bench-heap-lUmucz/tree' && export HOME='/dev/shm/memspace-bench-heap-lUmucz' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lUmucz/tree' && export HOME='/dev/shm/memspace-bench-heap-lUmucz' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lUmucz/tree' && export HOME='/dev/shm/memspace-bench-heap-lUmucz' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lUmucz/tree' && export HOME='/dev/shm/memspace-bench-heap-lUmucz' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lUmucz/tree' && export HOME='/dev/shm/memspace-bench-heap-lUmucz' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child shell_script: /bin/sh /dev/shm/memspace-bench-heap-lUmucz/script.sh
+child shell_script: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh /dev/shm/memspace-bench-heap-lUmucz/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-lUmucz/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-lUmucz/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /dev/shm/memspace-bench-heap-lUmucz/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /dev/shm/memspace-bench-heap-lUmucz/script.sh
 child http_server: /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
 child http_server: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
 child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
@@ -135,7 +135,7 @@ child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /wor
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-heap workloads: scale=0.5 rounds=1 target_rounds=5 threads=2
+heap workloads: scale=0.5 timed_scale=3 rounds=1 target_rounds=5 threads=2
 child larson: /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
 child larson: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
 child larson: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_larson --threads 2 --scale 0.5
@@ -166,24 +166,24 @@ child mstress: /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
 child mstress: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
 child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
 child mstress: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_mstress --threads 2 --scale 0.5
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
-child glibc_simple: /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
-child glibc_simple: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
-child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 0.5
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 3
+child glibc_simple: /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 3
+child glibc_simple: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 3
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 3
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 3
+child glibc_simple: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_glibc_simple --threads 1 --scale 3
 child glibc_thread: /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
 child glibc_thread: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
 child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
 child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
 child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
 child glibc_thread: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_glibc_thread --threads 2 --scale 0.5
-child sh6bench: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
-child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
-child sh6bench: /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 0.5
+child sh6bench: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 3
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 3
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 3
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 3
+child sh6bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 3
+child sh6bench: /work/benchclone/build/bench/heap_sh6bench --threads 2 --scale 3
 child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
 child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
 child sh8bench: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_sh8bench --threads 2 --scale 0.5
@@ -214,5 +214,5 @@ child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/
 child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_cgroup_purge
 child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_cgroup_purge
 child cgroup_purge: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_cgroup_purge
-seconds: 519.8
+seconds: 568.5
 exit: 0
