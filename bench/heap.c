@@ -874,36 +874,68 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
 static const char *const cg_metrics[] = {"live_bytes", "limit_bytes", "usage_peak_bytes", "rss_peak_bytes",
                                          "rss_freed_bytes", "rss_end_bytes", "reached", "purge_s"};
 #define N_CGM (sizeof cg_metrics / sizeof cg_metrics[0])
-static double cgres[MAX_IMPL][N_CGM]; /* one run each: NAN when not measured */
+static double cgres[MAX_IMPL][N_CGM]; /* memspace: its median run; a peer: its one run. NAN when not measured */
+#define CG_RUNS 5                      /* memspace's runs (a peer's one shows it keeps its caches: 2 s and more) */
+static double cg_lo, cg_hi;           /* memspace: the fastest and slowest run to 1.1x live (2 s: not reached) */
+static int cg_runs, cg_missed;        /* memspace: runs made, runs that did not reach 1.1x live */
 static char cg_skip[256];
+
+/* one run of allocator k into v (N_CGM values, NAN when absent); false when skipped or failed */
+static bool cg_run(msb_ctx_t *ctx, char **argv, int k, double *v) {
+  for (size_t m = 0; m < N_CGM; m++) v[m] = NAN;
+  char out[2048];
+  double wall;
+  struct rusage ru;
+  int st = msb_spawn(argv, real[k].preload, real[k].env, out, sizeof out, 60, &wall, &ru);
+  if (st == 77) { /* "MS_SKIP refused: <reason>": the same for every allocator; no rows */
+    snprintf(cg_skip, sizeof cg_skip, "%.*s", (int)strcspn(out, "\n"), out);
+    return false;
+  }
+  if (st != 0 && st != 1) { row_status(ctx, "cgroup_purge", real[k].impl, 2, "failed"); return false; }
+  for (size_t m = 0; m < N_CGM; m++)
+    if (msb_kv(out, cg_metrics[m], &v[m]) && m != 6) /* reached: from the rest */
+      msb_row(ctx, "cgroup_purge", real[k].impl, 2, 0, cg_metrics[m], v[m]);
+  return !isnan(v[7]);
+}
+
+/* a run's time to 1.1x live for ordering the runs: a run that did not reach it counts as the longest */
+static double cg_key(const double *v) { return v[6] > 0 ? v[7] : INFINITY; }
 
 static void run_cgroup_section(msb_ctx_t *ctx) {
   char prog[PATH_MAX];
   snprintf(prog, sizeof prog, "%s/bench/heap_cgroup_purge", msb_binary_dir());
   char *argv[] = {prog, NULL};
   cg_skip[0] = 0;
+  cg_runs = cg_missed = 0;
+  cg_lo = cg_hi = NAN;
+  int ms = find_impl(real, n_real, "memspace");
+  double runs[CG_RUNS][N_CGM];
   for (int k = 0; k < n_real; k++) {
     for (size_t m = 0; m < N_CGM; m++) cgres[k][m] = NAN;
-    if (!real[k].installed) { msb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2); continue; }
-    if (cg_skip[0]) continue;
-    note_cmd(ctx, "cgroup_purge", argv, &real[k]);
-    char out[2048];
-    double wall, v;
-    struct rusage ru;
-    int st = msb_spawn(argv, real[k].preload, real[k].env, out, sizeof out, 60, &wall, &ru);
-    if (st == 77) { /* "MS_SKIP refused: <reason>": the same for every allocator; no rows */
-      snprintf(cg_skip, sizeof cg_skip, "%.*s", (int)strcspn(out, "\n"), out);
-      continue;
+    if (!real[k].installed) msb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2);
+  }
+  for (int r = 0; r < CG_RUNS && !cg_skip[0]; r++) /* memspace's runs between the peers' */
+    for (int k = 0; k < n_real && !cg_skip[0]; k++) {
+      if (!real[k].installed || (r > 0 && k != ms)) continue;
+      if (r == 0) note_cmd(ctx, "cgroup_purge", argv, &real[k]);
+      if (k != ms) { cg_run(ctx, argv, k, cgres[k]); continue; }
+      if (!cg_run(ctx, argv, k, runs[cg_runs])) continue;
+      cg_missed += runs[cg_runs][6] <= 0;
+      cg_runs++;
     }
-    if (st != 0 && st != 1) { row_status(ctx, "cgroup_purge", real[k].impl, 2, "failed"); continue; }
-    for (size_t m = 0; m < N_CGM; m++)
-      if (msb_kv(out, cg_metrics[m], &v)) {
-        cgres[k][m] = v;
-        if (m != 6) msb_row(ctx, "cgroup_purge", real[k].impl, 2, 0, cg_metrics[m], v); /* reached: from the rest */
-      }
+  if (ms >= 0 && cg_runs > 0) { /* the median run by time to 1.1x live (insertion sort of the few runs) */
+    int order[CG_RUNS];
+    for (int i = 0; i < cg_runs; i++) {
+      int j = i;
+      for (; j > 0 && cg_key(runs[order[j - 1]]) > cg_key(runs[i]); j--) order[j] = order[j - 1];
+      order[j] = i;
+    }
+    memcpy(cgres[ms], runs[order[cg_runs / 2]], sizeof cgres[ms]);
+    cg_lo = runs[order[0]][7];
+    cg_hi = runs[order[cg_runs - 1]][7];
   }
   msb_printf("\n-- purge under a memory cgroup at 90%% of its limit (64 MiB live, a 192 MiB burst freed by an idle pool "
-             "thread; RSS read every ms for 2 s)\n");
+             "thread; RSS read every ms for 2 s; memspace: its median run of %d)\n", cg_runs);
   if (cg_skip[0]) { msb_printf("   %s\n", cg_skip); return; }
   msb_printf("%-10s %10s %10s %10s %10s %12s\n", "impl", "live MiB", "peak MiB", "freed MiB", "end MiB", "to 1.1x live");
   for (int k = 0; k < n_real; k++) {
@@ -913,6 +945,9 @@ static void run_cgroup_section(msb_ctx_t *ctx) {
     msb_printf("%-10s %10.1f %10.1f %10.1f %10.1f %12s\n", real[k].impl, mib(r[0]), mib(r[3]), mib(r[4]), mib(r[5]),
                r[6] > 0 ? fx(b, sizeof b, r[7] * 1e3, "%.0f ms") : "not in 2 s");
   }
+  if (cg_runs > 1)
+    msb_printf("memspace's %d runs: %.0f-%.0f ms, %d not within 1.1x live in 2 s\n", cg_runs, cg_lo * 1e3, cg_hi * 1e3,
+               cg_missed);
 }
 
 /* ---- targets (issue [heap]) -------------------------------------------------------------------------- */
@@ -1066,7 +1101,8 @@ static void print_targets26(const hb_params_t *p) {
   const double *c = cms >= 0 ? cgres[cms] : NULL;
   bool cknown = c && !isnan(c[7]);
   met(cknown, cknown && c[6] > 0 && c[7] < 0.1, "under a memory cgroup at 90%% of its limit, RSS after a burst within 10%% "
-      "of live bytes in under 100 ms: %.0f ms (RSS %.1f MiB, live %.1f MiB)%s", cknown ? c[7] * 1e3 : NAN,
+      "of live bytes in under 100 ms: %.0f ms, median of %d runs [%.0f-%.0f ms], %d not reached in 2 s (RSS %.1f MiB, "
+      "live %.1f MiB)%s", cknown ? c[7] * 1e3 : NAN, cg_runs, cg_lo * 1e3, cg_hi * 1e3, cg_missed,
       cknown ? mib(c[5]) : NAN, cknown ? mib(c[0]) : NAN, cknown && c[6] <= 0 ? ", not reached" : cg_skip[0] ? cg_skip : "");
   static const int fast[] = {W_SH6, W_GSIMPLE}, lean[] = {W_LARSON, W_MSTRESS};
   int wms = find_impl(real, n_real, "memspace"), je = find_impl(real, n_real, "jemalloc");

@@ -420,27 +420,40 @@ def heap_long(run):
     return out
 
 
-def heap_cgroup_reached(run, impl):
-    """seconds until RSS fell to within 1.1x of the live bytes (None: not within the 2 s watched)"""
-    live, end, t = (run.first("cgroup_purge", impl, m) for m in ("live_bytes", "rss_end_bytes", "purge_s"))
-    return t if None not in (live, end, t) and end <= 1.1 * live else None
+def heap_cgroup_runs(run, impl):
+    """each run of (impl) in order: (live, peak RSS, end RSS, seconds until RSS fell to within 1.1x of the live
+    bytes or None when not within the 2 s watched)"""
+    cols = [run.vals("cgroup_purge", impl, m) for m in ("live_bytes", "rss_peak_bytes", "rss_end_bytes", "purge_s")]
+    return [(live, peak, end, t if end <= 1.1 * live else None) for live, peak, end, t in zip(*cols)]
+
+
+def heap_cgroup_median(runs):
+    """the median run by time to 1.1x live (a run that did not get there counts as the longest)"""
+    order = sorted(runs, key=lambda r: math.inf if r[3] is None else r[3])
+    return order[len(order) // 2] if order else None
 
 
 def heap_cgroup(run):
     """the purge that follows the container: each allocator's RSS after a burst under a cgroup at 90% of its limit"""
-    impls = [i for i in ("memspace", "glibc") + tuple(PEERS) if run.first("cgroup_purge", i, "purge_s") is not None]
-    if "memspace" not in impls:
+    runs = {i: heap_cgroup_runs(run, i) for i in ("memspace", "glibc") + tuple(PEERS)}
+    runs = {i: r for i, r in runs.items() if r}
+    if "memspace" not in runs:
         return []
-    reached = {i: heap_cgroup_reached(run, i) for i in impls}
-    rows = [(i, mib(run.first("cgroup_purge", i, "live_bytes")), mib(run.first("cgroup_purge", i, "rss_peak_bytes")),
-             mib(run.first("cgroup_purge", i, "rss_end_bytes")),
-             f"{reached[i] * 1e3:.0f} ms" if reached[i] is not None else "not in 2 s") for i in impls]
-    t = reached["memspace"]
+    med = {i: heap_cgroup_median(r) for i, r in runs.items()}
+    ms_runs = runs["memspace"]
+    rows = [(i, mib(m[0]), mib(m[1]), mib(m[2]), f"{m[3] * 1e3:.0f} ms" if m[3] is not None else "not in 2 s")
+            for i, m in med.items()]
+    t = med["memspace"][3]
+    missed = sum(r[3] is None for r in ms_runs)
+    reached = [r[3] for r in ms_runs if r[3] is not None]
+    spread = (f"; its {len(ms_runs)} runs: {min(reached) * 1e3:.0f}-{max(reached) * 1e3:.0f} ms where reached, "
+              f"{missed} not in 2 s" if len(ms_runs) > 1 and reached else "")
     return ["#### Purge under a memory cgroup at 90% of its limit (64 MiB live, a 192 MiB burst freed by a pool "
-            "thread that then idles; RSS read every ms for 2 s; one run each)",
+            "thread that then idles; RSS read every ms for 2 s; memspace: the median of its runs, a peer: one run)",
             table(("allocator", "live", "peak RSS", "RSS at the end", "RSS within 1.1x live after"), rows),
             verdict(t is not None and t < 0.1, "under a memory cgroup at 90% of its limit, RSS after a burst falls to "
-                    f"within 10% of the live bytes in under 100 ms: {f'{t * 1e3:.0f} ms' if t is not None else 'not in 2 s'}")]
+                    f"within 10% of the live bytes in under 100 ms: "
+                    f"{f'{t * 1e3:.0f} ms' if t is not None else 'not in 2 s'}{spread}")]
 
 
 def heap_best_by(run, case, metric, t, higher=True):
