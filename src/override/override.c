@@ -71,8 +71,8 @@ static void foreign_check(const void *p, const char *call) {
   }
 }
 
-void msi_foreign_free(void *p) {
-  foreign_check(p, "free");
+/* p, checked (foreign_check), to the C library's free */
+static void libc_free_checked(void *p) {
   free_fn *f = atomic_load_explicit(&libc_free, memory_order_acquire);
   if (!f) {
     f = (free_fn *)libc_sym("free");
@@ -83,6 +83,11 @@ void msi_foreign_free(void *p) {
     atomic_store_explicit(&libc_free, f, memory_order_release);
   }
   f(p);
+}
+
+void msi_foreign_free(void *p) {
+  foreign_check(p, "free");
+  libc_free_checked(p);
 }
 
 size_t msi_foreign_usable(const void *p) {
@@ -111,7 +116,7 @@ void *msi_foreign_realloc(void *p, size_t size) {
   void *n = msi_malloc(size);
   if (!n) return NULL;
   memcpy(n, p, old < size ? old : size);
-  msi_foreign_free(p);
+  libc_free_checked(p); /* (checked above) */
   return n;
 }
 
