@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <string.h>
 
-/* smallest class whose blocks are multiples of `alignment` (so naturally aligned inside 64 KiB-aligned spans) */
+/* smallest class whose blocks are multiples of `alignment` (so naturally aligned inside 64 KiB-aligned spans), with
+   a single colour above 64 (a coloured span's blocks start at a multiple of 64 past its chunk: heap.c span_colour) */
 static void *small_aligned(size_t size, size_t alignment) {
   unsigned c = msi_heap_class_of(size);
-  while (c < MSI_HEAP_CLASSES && (msi_heap_class_size[c] & (alignment - 1))) c++;
+  while (c < MSI_HEAP_CLASSES &&
+         ((msi_heap_class_size[c] & (alignment - 1)) || (alignment > 64 && msi_heap_class_colours[c] > 1)))
+    c++;
   if (c >= MSI_HEAP_CLASSES) return NULL;
   msi_block_t *b = msi_heap_pop(msi_tls_heap->current[c]);
   if (MSI_LIKELY(b)) return b;

@@ -67,6 +67,36 @@ static const uint8_t class_shift[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_SHIFT)};
 _Static_assert(MSI_HEAP_CLASSES <= MS_STATS_SIZE_CLASSES + MS_STATS_SIZE_CLASSES_MORE, "every class has its statistics entry");
 static const uint32_t class_capacity[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_CAP)};
 
+/* Span colouring. Spans start on 64 KiB chunks, so without it the n-th block of every span of a class lies at the
+   same offset in its 4 KiB page, and so in the same sets of a cache indexed by the low address bits (L1: 4 KiB a
+   way): the first block of every span at offset 0, and for classes such as 4608 or 7168 (SQLite's page cache: a
+   page and its header a block) every block's header in an eighth or a sixteenth of the sets. SQLite building an
+   index took twice glibc's L1 misses (whose chunks follow each other at no fixed stride). So a span's blocks
+   start at a colour past its chunk: a multiple of 64, taken from the chunk's address (Fibonacci hashing: no
+   shared counter, and neighbouring chunks differ), among the class's colours: up to its waste (what its chunks
+   hold beyond its blocks, at most 4032), at least 8 (up to 448 bytes: the span then holds the blocks that fit
+   after it, at most 7 fewer of 64 KiB). Blocks stay aligned to 64, and to their size's power of two up to that;
+   the powers of two from 128 on keep a single colour (their blocks aligned to their size), and an aligned request
+   above 64 bytes takes such a class (small_aligned in api.c). The secure build does not colour (its guard page
+   makes every class's waste large, and its carving is shuffled anyway). */
+#define CLS_WASTE_COLOURS(c) (CLS_WASTE(CLS_CHUNKS(c), CLS_SIZE(c)) / 64 + 1)
+#define CLS_POW2(c) ((CLS_SIZE(c) & (CLS_SIZE(c) - 1)) == 0)
+#define CLS_COLOURS(c) (MSI_HEAP_SECURE || (CLS_POW2(c) && CLS_SIZE(c) >= 128) ? 1u \
+                        : CLS_WASTE_COLOURS(c) < 8 ? 8u : CLS_MIN(CLS_WASTE_COLOURS(c), 64u))
+#define CLS_E_COLOURS(c) (uint8_t)CLS_COLOURS(c),
+const uint8_t msi_heap_class_colours[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_COLOURS)};
+_Static_assert(CLS_COLOURS(7) == 1 && CLS_COLOURS(95) == 1, "the powers of two from 128 on have one colour");
+
+/* the colour of a span of class cls on the chunk at `chunk`: spread over the class's colours by the chunk's index */
+static uintptr_t span_colour(uintptr_t chunk, unsigned cls) {
+  uint32_t n = msi_heap_class_colours[cls];
+  if (n <= 1) return 0;
+  uint32_t h = (uint32_t)(chunk >> MSI_HEAP_CHUNK_SHIFT) * 2654435761u;
+  return (uintptr_t)((h >> 26) % n) * 64;
+}
+/* the first chunk of a span (its blocks start at a colour past it) */
+static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI_HEAP_CHUNK - 1); }
+
 /* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
    empty span, so the fast path needs no initialisation test. */
 msi_span_t msi_empty_span = {.free = (msi_block_t *)&msi_empty_span, .key = (uintptr_t)1 << 63}; /* (list_end) */
@@ -477,6 +507,7 @@ static void chunks_purged(size_t bytes) {
    MADV_FREE, which leaves them in RSS); else they stay resident ("dirty") until the purge finds them idle for
    MEMSPACE_PURGE_DELAY, and a span allocated meanwhile reuses them without page faults. */
 static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_since) {
+  s->base = span_chunk(s); /* (the next span here sets its colour) */
   msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
@@ -589,8 +620,8 @@ static void span_trim(msi_span_t *s) {
   bool busy = carved * 4 >= (uintptr_t)s->capacity * s->block_size;
   if (s->touched <= (busy ? carved : 0) + TRIM_ABOVE) return;
   size_t ps = msi_os_page_size();
-  uintptr_t keep = busy && carved > TRIM_KEEP ? carved : TRIM_KEEP;
-  uintptr_t from = msi_align_up(s->base + keep, ps), to = msi_align_up(s->base + s->touched, ps);
+  uintptr_t keep = busy && carved > TRIM_KEEP ? s->base + carved : span_chunk(s) + TRIM_KEEP; /* (its first page) */
+  uintptr_t from = msi_align_up(keep, ps), to = msi_align_up(s->base + s->touched, ps);
   if (from >= to) return; /* (pages larger than TRIM_ABOVE) */
   if (msi_os_madvise((void *)from, to - from, MADV_DONTNEED) != 0) return; /* refused: the pages stay, and count */
   if (from < s->base + carved) s->kept = 0; /* its free lists ran through the pages given back */
@@ -1027,12 +1058,20 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   uint32_t bs = msi_heap_class_size[cls];
   s->owner = h;
   if (!s->kept || s->last_cls != cls) {
+    uintptr_t base = span_chunk(s) + span_colour(span_chunk(s), cls);
+    if (base != s->base) { /* `touched` counts from base */
+      intptr_t t = (intptr_t)s->touched + (intptr_t)s->base - (intptr_t)base;
+      s->touched = t > 0 ? (uint32_t)t : 0;
+      s->base = base;
+    }
     s->cls = (uint8_t)cls;
     s->block_size = bs;
     s->inv = class_inv[cls];
     s->shift = class_shift[cls];
     s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
     s->capacity = class_capacity[cls];
+    uintptr_t room = span_chunk(s) + (uintptr_t)s->nchunks * MSI_HEAP_CHUNK - MSI_HEAP_GUARD;
+    if (s->base + (uintptr_t)s->capacity * bs > room) s->capacity = (uint32_t)((room - s->base) / bs); /* (a colour past its waste) */
     s->free = msi_span_list_end(s);
     s->rfree = NULL;
     s->rfree_n = 0;
@@ -1098,7 +1137,7 @@ static void span_carve(msi_span_t *s) {
   if (p - s->base >= s->touched) span_populate(s, p, end);
   uintptr_t lim = (p | (CARVE_WINDOW - 1)) + 1, res = s->base + s->touched;
   if (res > lim) lim = res < p + CARVE_RESIDENT ? res : p + CARVE_RESIDENT; /* resident pages: a bigger batch */
-  else if (!s->touched) lim = p + CARVE_FIRST; /* (p is base then, chunk-aligned: lim within its page) */
+  else if (!s->touched && p + CARVE_FIRST < lim) lim = p + CARVE_FIRST; /* (p is base then: within its page) */
   size_t n = ((lim < end ? lim : end) - p + bs - 1) / bs; /* the blocks starting below lim: at least one */
 #if MSI_HEAP_SECURE
   uint16_t order[CARVE_RESIDENT / 16];

@@ -164,6 +164,9 @@ extern msi_heap_globals_t msi_heap_g;
 extern const uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
 extern const uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
 extern const uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
+/* the colours of a class's spans (heap.c span_colour): 1, its blocks start on their chunk and are aligned to their
+   size's power of two; more, they start up to 4032 bytes past it, a multiple of 64 (aligned to 64 at most) */
+extern const uint8_t msi_heap_class_colours[MSI_HEAP_CLASSES];
 /* the class of a request of `size` <= MSI_HEAP_SMALL_REQ bytes (room for the canary in the secure build) */
 static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut[(size + MSI_HEAP_CANARY + 15) >> 4]; }
 

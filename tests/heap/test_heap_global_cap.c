@@ -136,9 +136,10 @@ static void span_trimmed_in_global_cache(void **state) {
                 s->nchunks, c.touched, c.carved, s->state, s->touched);
   assert_true(c.touched > 16384 + c.carved); /* the span of the wide blocks, taken by the rare class */
   assert_int_equal(s->state, MSI_SPAN_CACHED);
-  assert_int_equal(s->touched, ps);
+  uintptr_t chunk = s->base & ~(MSI_HEAP_CHUNK - 1); /* (its blocks may start at a colour past it) */
+  assert_int_equal(s->base + s->touched, chunk + ps);   /* the first page kept */
   static unsigned char vec[MSI_HEAP_MAX_SPAN_CHUNKS * MSI_HEAP_CHUNK / 4096];
-  assert_int_equal(mincore((void *)s->base, bytes, vec), 0);
+  assert_int_equal(mincore((void *)chunk, bytes, vec), 0);
   for (size_t i = 1; i < bytes / ps; i++)
     if (vec[i] & 1) fail_msg("page %zu of the cached span resident (resident mark %u before)", i, c.touched);
   /* the rare class's blocks past the first page were linked there: the span is no longer kept, and the class
