@@ -71,14 +71,15 @@ static const uint32_t class_capacity[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_CAP)};
    same offset in its 4 KiB page, and so in the same sets of a cache indexed by the low address bits (L1: 4 KiB a
    way): the first block of every span at offset 0, and for classes such as 4608 or 7168 (SQLite's page cache: a
    page and its header a block) every block's header in an eighth or a sixteenth of the sets. SQLite building an
-   index took twice glibc's L1 misses (whose chunks follow each other at no fixed stride). So a span's blocks
-   start at a colour past its chunk: a multiple of 64, taken from the chunk's address (Fibonacci hashing: no
-   shared counter, and neighbouring chunks differ), among the class's colours: up to its waste (what its chunks
-   hold beyond its blocks, at most 4032), at least 8 (up to 448 bytes: the span then holds the blocks that fit
-   after it, at most 7 fewer of 64 KiB). Blocks stay aligned to 64, and to their size's power of two up to that;
-   the powers of two from 128 on keep a single colour (their blocks aligned to their size), and an aligned request
-   above 64 bytes takes such a class (small_aligned in api.c). The secure build does not colour (its guard page
-   makes every class's waste large, and its carving is shuffled anyway). */
+   index missed L1 far more often than under glibc's heap, whose chunks follow each other at no fixed stride. So
+   a span's blocks start at a colour past its chunk: a multiple of 64, taken from the chunk's address (Fibonacci
+   hashing: no shared counter, and neighbouring chunks differ), among the class's colours: as many as its waste
+   allows (what its chunks hold beyond its blocks; at most 64 colours, 4032 bytes), and at least 8 (up to 448
+   bytes: a span whose colour passes its waste holds the blocks that still fit, a few fewer). Blocks stay aligned
+   to 64, and to their size's power of two up to that; the powers of two from 128 on keep a single colour (their
+   blocks aligned to their size), and an aligned request above 64 bytes takes such a class (small_aligned in
+   api.c). The secure build does not colour (its guard page makes every class's waste large, and its carving is
+   shuffled anyway). */
 #define CLS_WASTE_COLOURS(c) (CLS_WASTE(CLS_CHUNKS(c), CLS_SIZE(c)) / 64 + 1)
 #define CLS_POW2(c) ((CLS_SIZE(c) & (CLS_SIZE(c) - 1)) == 0)
 #define CLS_COLOURS(c) (MSI_HEAP_SECURE || (CLS_POW2(c) && CLS_SIZE(c) >= 128) ? 1u \
