@@ -26,6 +26,7 @@ static int stats_fd = -1;
 /* MEMSPACE_VERBOSE=1: one line at start shows that memspace serves this process, and with which options */
 static void announce(void) {
   if (!msi_opt(MS_OPTION_VERBOSE) || MSI_TOOL_PROCESS) return;
+  if (msi_malloc_elsewhere()) { msi_malloc_elsewhere_note(); return; } /* an inert copy (route.h) */
   char opts[512];
   msi_options_describe(opts, sizeof opts);
   msi_verbose("%d.%d.%d active in %s (pid %d):%s", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,

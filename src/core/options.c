@@ -2,6 +2,7 @@
 /* options.c: the option table (options.def) mapped to MEMSPACE_* environment variables, read from environ
    without allocating. An invalid value is reported once, naming the variable, and the default is kept. */
 #include "internal.h"
+#include "route.h"
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -286,6 +287,14 @@ void msi_options_init(void) {
   bool secure_exec = getauxval(AT_SECURE) != 0;
   const char *vals[MS_OPTION_COUNT] = {0};
   bool stray = environ_options(vals);
+  if (msi_malloc_elsewhere && msi_malloc_elsewhere()) { /* an inert copy (route.h): MEMSPACE_VERBOSE alone, for the line saying so */
+    long long v;
+    const char *s = vals[MS_OPTION_VERBOSE];
+    if (s && !secure_exec && parse_value(&opt_table[MS_OPTION_VERBOSE], s, &v) == 0)
+      atomic_store_explicit(&msi_option_values[MS_OPTION_VERBOSE], v, memory_order_relaxed);
+    atomic_store_explicit(&opt_state, 2, memory_order_release);
+    return;
+  }
   for (int i = 0; i < MS_OPTION_COUNT && secure_exec && !MSI_TOOL_PROCESS; i++)
     if (vals[i]) {
       msi_warning("MEMSPACE_* variables ignored: secure-execution mode (setuid, setgid or file capabilities); "

@@ -121,6 +121,35 @@ void *msi_foreign_realloc(void *p, size_t size) {
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
+/* which copy of the library serves malloc                                                                      */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/* the definition of malloc the dynamic linker bound for the whole process, read through this object's GOT (the
+   compiler loads the address of an external default-visibility function from there): in the main program it is
+   always the program's own; volatile, so the comparison is never folded */
+static void *bound_malloc(void) {
+  void *(*volatile f)(size_t) = malloc;
+  return (void *)f;
+}
+
+/* A copy of the library whose malloc is not the process's serves no call of the malloc family: a program linked
+   with libmemspace.a and run with libmemspace.so preloaded (`memspace run`), an allocator ahead of this one in
+   LD_PRELOAD, a program with a malloc of its own. That copy stays inert (options.c): it reads no MEMSPACE_*
+   variable, so the copy serving malloc alone creates the process space, reports invalid values, clears the
+   variables it consumes and prints the statistics at exit. Two loads: it runs in every process at start-up. */
+bool msi_malloc_elsewhere(void) { return bound_malloc() != (void *)msi_malloc; }
+
+/* MEMSPACE_VERBOSE's line in the inert copy: which object serves malloc instead */
+void msi_malloc_elsewhere_note(void) {
+  Dl_info own, other;
+  const char *self = dladdr((void *)msi_malloc, &own) && own.dli_fname && *own.dli_fname ? own.dli_fname : "?";
+  const char *owner = dladdr(bound_malloc(), &other) && other.dli_fname && *other.dli_fname ? other.dli_fname
+                                                                                              : "the program";
+  msi_verbose("%s (pid %d): malloc is served by %s, not by this copy of memspace (%s), which stays inert and reads "
+              "no MEMSPACE_* variable", program_invocation_short_name, msi_os_getpid(), owner, self);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
 /* the malloc family                                                                                            */
 /* ------------------------------------------------------------------------------------------------------------ */
 
