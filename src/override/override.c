@@ -172,14 +172,16 @@ MS_API void *aligned_alloc(size_t alignment, size_t size) {
   return msi_aligned_alloc(alignment, size);
 }
 
+/* the error is the return value: errno stays as it was, on failure too (POSIX; the Linux manual: "errno is not
+   set"), and *out is untouched on failure */
 MS_API int posix_memalign(void **out, size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
   void *p = msi_aligned_alloc(alignment, size);
-  if (!p) return errno == EINVAL ? EINVAL : ENOMEM;
+  int err = p ? 0 : errno == EINVAL ? EINVAL : ENOMEM;
   errno = saved;
-  *out = p;
-  return 0;
+  if (p) *out = p;
+  return err;
 }
 
 /* glibc: an alignment that is not a power of two is rounded up to one; absurd ones fail with EINVAL */
