@@ -9,6 +9,7 @@
 #include "os.h"
 #include "route.h"
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -137,7 +138,18 @@ static void *bound_malloc(void) {
    LD_PRELOAD, a program with a malloc of its own. That copy stays inert (options.c): it reads no MEMSPACE_*
    variable, so the copy serving malloc alone creates the process space, reports invalid values, clears the
    variables it consumes and prints the statistics at exit. Two loads: it runs in every process at start-up. */
-bool msi_malloc_elsewhere(void) { return bound_malloc() != (void *)msi_malloc; }
+bool msi_malloc_elsewhere(void) {
+  void *bound = bound_malloc();
+  if (bound == (void *)msi_malloc) return false;
+  /* A program built without PIE that takes malloc's address (python3 stores it in a table) has the address bound
+     to a PLT entry of its own, so that the address is the same everywhere: its symbol is undefined there (a value
+     without a section), and calls through it reach the first definition, this copy's. Looked up only then (dladdr1
+     walks that object's symbols). Unknown: not inert. */
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(bound, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return false;
+  return sym->st_shndx != SHN_UNDEF;
+}
 
 /* MEMSPACE_VERBOSE's line in the inert copy: which object serves malloc instead */
 void msi_malloc_elsewhere_note(void) {
