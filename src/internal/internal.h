@@ -30,6 +30,10 @@ static inline size_t msi_round_up(size_t x, size_t a) { return x > SIZE_MAX - (a
 
 /* ---- options (src/core/options.c): the table in options.def ---- */
 void msi_options_init(void);                   /* reads the environment once; idempotent, allocation-free */
+/* the library constructor: the C library has set environ (options.c reads them then if an earlier allocation,
+   before environ was set, could not) */
+void msi_options_environ_final(void);
+bool msi_options_read(void);                   /* the options were read from the environment */
 /* true when the option's variable was set to an invalid value (reported, default kept) */
 bool msi_option_invalid(ms_option_t o);
 /* true when the option was given a valid value (its variable, or ms_option_set), even one equal to the default */
