@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -135,9 +136,10 @@ static void *bound_malloc(void) {
 
 /* A copy of the library whose malloc is not the process's serves no call of the malloc family: a program linked
    with libmemspace.a and run with libmemspace.so preloaded (`memspace run`), an allocator ahead of this one in
-   LD_PRELOAD, a program with a malloc of its own. That copy stays inert (options.c): it reads no MEMSPACE_*
-   variable, so the copy serving malloc alone creates the process space, reports invalid values, clears the
-   variables it consumes and prints the statistics at exit. Two loads: it runs in every process at start-up. */
+   LD_PRELOAD, a program with a malloc of its own (not a copy loaded with dlopen, where the C library's serves).
+   That copy stays inert (options.c): it reads no MEMSPACE_* variable, so the copy serving malloc alone creates
+   the process space, reports invalid values, clears the variables it consumes and prints the statistics at
+   exit. Two loads in the common case: it runs in every process at start-up. */
 bool msi_malloc_elsewhere(void) {
   void *bound = bound_malloc();
   if (bound == (void *)msi_malloc) return false;
@@ -148,7 +150,11 @@ bool msi_malloc_elsewhere(void) {
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
   if (!dladdr1(bound, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return false;
-  return sym->st_shndx != SHN_UNDEF;
+  if (sym->st_shndx == SHN_UNDEF) return false;
+  /* the C library's own malloc: this copy came after start-up (dlopen, Python's ctypes) for its ms_* API, and
+     reads its options as a preloaded one does (getauxval: a function only the C library defines) */
+  Dl_info libc;
+  return !(dladdr((void *)getauxval, &libc) && libc.dli_fbase == info.dli_fbase);
 }
 
 /* MEMSPACE_VERBOSE's line in the inert copy: which object serves malloc instead */

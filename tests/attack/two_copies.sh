@@ -4,8 +4,9 @@
 # prints the statistics at exit, once (both printed them; and the preloaded copy, constructed first, created the
 # process space nobody used and cleared MEMSPACE_SPACE_* before the program's copy could read them).
 # Usage: two_copies.sh MEMSPACE_TOOL LIBMEMSPACE_SO PROG (two_copies_prog) NOPIE_PROG (malloc_address_prog)
+#        DLOPEN_HOST (dlopen_host)
 set -u
-tool=$1 so=$2 prog=$3 nopie=$4
+tool=$1 so=$2 prog=$3 nopie=$4 host=$5
 fail=0
 check() { if eval "$2"; then :; else echo "FAIL: $1"; fail=1; fi; }
 count() { printf '%s\n' "$1" | grep -c -- "$2"; }
@@ -39,4 +40,10 @@ check "malloc's address taken without PIE: memspace active" '[ "$(count "$out" "
 check "... not inert" '[[ "$out" != *"stays inert"* ]]'
 check "... its statistics printed, the malloc calls counted" \
   '[ "$(count "$out" "statistics of pid")" = 1 ] && [[ "$out" == *"[malloc]"* ]]'
+
+# libmemspace.so loaded with dlopen (ctypes): the C library serves malloc, and that copy reads its options
+out=$(MEMSPACE_SHOW_STATS=1 MEMSPACE_VERBOSE=1 "$host" "$so" 2>&1); echo "$out"
+check "dlopen: allocated" '[[ "$out" == *allocated* ]]'
+check "dlopen: not inert" '[[ "$out" != *"stays inert"* ]]'
+check "dlopen: its statistics printed" '[ "$(count "$out" "statistics of pid")" = 1 ]'
 exit $fail
