@@ -68,6 +68,8 @@ int msi_write_fd(int fd, const char *text, size_t len);
 void msi_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with MEMSPACE_VERBOSE=1 */
 void msi_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msi_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* msi_error on descriptor fd (the statistics at exit: stderr, or its copy once the program closed it) */
+void msi_error_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* prints once per call site: pass a static flag */
 #define MSI_WARN_ONCE(...) do { static atomic_flag once_ = ATOMIC_FLAG_INIT; \
     if (!atomic_flag_test_and_set(&once_)) msi_warning(__VA_ARGS__); } while (0)
