@@ -218,7 +218,7 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// MS_PAGES_COMMIT is given; huge pages per flags with reported fallback; bound to `numa_node` (-1 none).
 /// Hugetlb ranges are always committed (never MAP_NORESERVE). Thread-safe; a few system calls.
 /// Returns 0 and fills `out`, or an errno value, also stored in errno: EINVAL (size 0, bad alignment, NULL out,
-/// a NUMA node the machine lacks), ENOMEM (no memory,
+/// a NUMA node the machine lacks, a flag not defined above), ENOMEM (no memory,
 /// no huge pages with MS_PAGES_NO_FALLBACK, overflow, the lock of MS_PAGES_LOCK above a non-zero RLIMIT_MEMLOCK),
 /// EPERM (MS_PAGES_LOCK with RLIMIT_MEMLOCK 0, without CAP_IPC_LOCK), EAGAIN (some pages could not be locked).
 /// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).

@@ -12,10 +12,15 @@ MSI_START_DATA _Atomic int msi_initialized;
 
 int ms_version(void) { return MEMSPACE_VERSION_MAJOR * 10000 + MEMSPACE_VERSION_MINOR * 100 + MEMSPACE_VERSION_PATCH; }
 
+/* an allocation came before the C library set environ (a preinit_array function): the options are read by the
+   constructor, which then applies them as ms_option_set does */
+static bool options_deferred;
+
 void msi_init(void) {
   if (MSI_LIKELY(atomic_load_explicit(&msi_initialized, memory_order_acquire))) return;
   msi_options_init();
   msi_route_init();
+  if (!msi_options_read()) { options_deferred = true; return; } /* (one thread: before the C library's start) */
   atomic_store_explicit(&msi_initialized, 1, memory_order_release);
 }
 
@@ -26,6 +31,7 @@ static int stats_fd = -1;
 /* MEMSPACE_VERBOSE=1: one line at start shows that memspace serves this process, and with which options */
 static void announce(void) {
   if (!msi_opt(MS_OPTION_VERBOSE) || MSI_TOOL_PROCESS) return;
+  if (msi_malloc_elsewhere()) { msi_malloc_elsewhere_note(); return; } /* an inert copy (route.h) */
   char opts[512];
   msi_options_describe(opts, sizeof opts);
   msi_verbose("%d.%d.%d active in %s (pid %d):%s", MEMSPACE_VERSION_MAJOR, MEMSPACE_VERSION_MINOR,
@@ -33,7 +39,13 @@ static void announce(void) {
 }
 
 __attribute__((constructor(101))) static void msi_constructor(void) {
+  msi_options_environ_final();
   msi_init();
+  if (options_deferred) { /* the heap was set up with the defaults: the preset and the checks as given now */
+    options_deferred = false;
+    msi_option_changed(MS_OPTION_CACHE);
+    msi_option_changed(MS_OPTION_SECURE);
+  }
   msi_fork_register(); /* fork.c */
   if (msi_opt(MS_OPTION_SHOW_STATS)) stats_fd = msi_os_stderr_copy();
   announce();

@@ -108,15 +108,16 @@ int msi_write_fd(int fd, const char *text, size_t len) {
   return err;
 }
 
-static void emit(const char *prefix, const char *fmt, va_list ap) {
+static void emit_to(int fd, const char *prefix, const char *fmt, va_list ap) {
   char buf[1024];
   size_t n = msi_snprintf(buf, sizeof buf, "memspace: %s", prefix);
   if (n >= sizeof buf) n = sizeof buf - 1;
   size_t m = msi_vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
   n += m < sizeof buf - n - 1 ? m : sizeof buf - n - 2;
   buf[n++] = '\n';
-  msi_write_fd(2, buf, n);
+  msi_write_fd(fd, buf, n);
 }
+static void emit(const char *prefix, const char *fmt, va_list ap) { emit_to(2, prefix, fmt, ap); }
 
 /* the message of a printf-like function's arguments, after `prefix` */
 #define EMIT_ARGS(prefix)                                                                                     \
@@ -132,6 +133,12 @@ void msi_verbose(const char *fmt, ...) {
 }
 void msi_warning(const char *fmt, ...) { EMIT_ARGS("warning: "); }
 void msi_error(const char *fmt, ...) { EMIT_ARGS("error: "); }
+void msi_error_to(int fd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit_to(fd, "error: ", fmt, ap);
+  va_end(ap);
+}
 void msi_fatal(const char *fmt, ...) {
   EMIT_ARGS("fatal: ");
   abort();

@@ -2,6 +2,7 @@
 /* options.c: the option table (options.def) mapped to MEMSPACE_* environment variables, read from environ
    without allocating. An invalid value is reported once, naming the variable, and the default is kept. */
 #include "internal.h"
+#include "route.h"
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -34,6 +35,12 @@ MSI_START_DATA static _Atomic unsigned opt_invalid; /* bit per option set to an 
 MSI_START_DATA static _Atomic unsigned opt_given;   /* bit per option given a valid value (environment or ms_option_set) */
 _Static_assert(MS_OPTION_COUNT <= 32, "opt_invalid has one bit per option");
 MSI_START_DATA static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
+/* environ is NULL until the C library's initialiser runs: an allocation from a program's preinit_array function
+   comes before it (the options were then read as all defaults, for good). Until the library constructor says
+   the environment is final, a NULL environ leaves the options unread (their defaults apply meanwhile). */
+static _Atomic bool environ_final;
+void msi_options_environ_final(void) { atomic_store_explicit(&environ_final, true, memory_order_relaxed); }
+bool msi_options_read(void) { return atomic_load_explicit(&opt_state, memory_order_acquire) == 2; }
 
 const char *msi_getenv(const char *name) {
   if (!environ || !name) return NULL;
@@ -273,7 +280,11 @@ void msi_options_init(void) {
   int expected = 0;
   if (atomic_load_explicit(&opt_state, memory_order_acquire) == 2) return;
   if (!atomic_compare_exchange_strong(&opt_state, &expected, 1)) {
-    while (atomic_load_explicit(&opt_state, memory_order_acquire) != 2) { /* another thread is reading */ }
+    while (atomic_load_explicit(&opt_state, memory_order_acquire) == 1) { /* another thread is reading */ }
+    return;
+  }
+  if (!environ && !atomic_load_explicit(&environ_final, memory_order_relaxed)) {
+    atomic_store_explicit(&opt_state, 0, memory_order_release); /* read again once environ is set (above) */
     return;
   }
   /* Secure-execution mode (setuid, setgid, file capabilities: AT_SECURE): the environment is the unprivileged
@@ -286,6 +297,14 @@ void msi_options_init(void) {
   bool secure_exec = getauxval(AT_SECURE) != 0;
   const char *vals[MS_OPTION_COUNT] = {0};
   bool stray = environ_options(vals);
+  if (msi_malloc_elsewhere && msi_malloc_elsewhere()) { /* an inert copy (route.h): MEMSPACE_VERBOSE alone, for the line saying so */
+    long long v;
+    const char *s = vals[MS_OPTION_VERBOSE];
+    if (s && !secure_exec && parse_value(&opt_table[MS_OPTION_VERBOSE], s, &v) == 0)
+      atomic_store_explicit(&msi_option_values[MS_OPTION_VERBOSE], v, memory_order_relaxed);
+    atomic_store_explicit(&opt_state, 2, memory_order_release);
+    return;
+  }
   for (int i = 0; i < MS_OPTION_COUNT && secure_exec && !MSI_TOOL_PROCESS; i++)
     if (vals[i]) {
       msi_warning("MEMSPACE_* variables ignored: secure-execution mode (setuid, setgid or file capabilities); "

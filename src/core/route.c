@@ -442,6 +442,8 @@ MS_API void free(void *p) __attribute__((alias("msi_free")));
 #if !MEMSPACE_OVERRIDE
 #include <malloc.h>
 #include <stdlib.h>
+bool msi_malloc_elsewhere(void) { return false; } /* no malloc of ours: nothing to leave to another copy */
+void msi_malloc_elsewhere_note(void) {}
 void msi_foreign_free(void *p) { free(p); }
 void *msi_foreign_realloc(void *p, size_t size) { return realloc(p, size); }
 size_t msi_foreign_usable(const void *p) { return malloc_usable_size((void *)p); }

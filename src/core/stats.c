@@ -278,6 +278,8 @@ static int stats_file_open(const char *name) {
   return -1;
 }
 
+/* fd: stderr, or the copy of it taken at start-up once the program has closed it (init.c): the statistics and the
+   messages about MEMSPACE_STATS_FILE go there */
 void msi_stats_exit_print(int fd) {
   static msi_lock_t lock = MSI_LOCK_INIT;
   msi_lock(&lock);
@@ -285,9 +287,9 @@ void msi_stats_exit_print(int fd) {
   int file = -1;
   char name[4096]; /* (on the stack: a static one would move the hot variables of .bss) */
   if (pattern) {
-    if (!stats_file_name(pattern, name, sizeof name)) msi_error("MEMSPACE_STATS_FILE: the name is too long");
+    if (!stats_file_name(pattern, name, sizeof name)) msi_error_to(fd, "MEMSPACE_STATS_FILE: the name is too long");
     else if ((file = stats_file_open(name)) < 0)
-      msi_error("MEMSPACE_STATS_FILE: cannot open %s (errno %d): statistics on stderr", name, errno);
+      msi_error_to(fd, "MEMSPACE_STATS_FILE: cannot open %s (errno %d): statistics on stderr", name, errno);
   }
   exit_fd = file >= 0 ? file : fd;
   exit_len = 0;
@@ -297,7 +299,8 @@ void msi_stats_exit_print(int fd) {
   exit_flush();
   if (exit_locked) msi_os_lock_file(exit_fd, false);
   if (file >= 0 && exit_err) /* (a full disk, a file-size limit): said on stderr, not lost without a word */
-    msi_error("MEMSPACE_STATS_FILE: writing %s failed (errno %d): the statistics there are incomplete", name, exit_err);
+    msi_error_to(fd, "MEMSPACE_STATS_FILE: writing %s failed (errno %d): the statistics there are incomplete", name,
+                 exit_err);
   if (file >= 0) msi_os_close(file);
   msi_unlock(&lock);
 }

@@ -173,7 +173,7 @@ void msi_heap_options_changed(void) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 static void heap_stats_get(ms_stats_t *st) {
-  if (!msi_heap_g.ready) return;
+  if (!msi_heap_ready_seen()) return; /* (statistics may be read from another thread while it initialises) */
   uint64_t cached_spans, large_alloc, large_cached, large_committed;
   msi_heap_class_stats(st, &cached_spans);
   msi_large_stats(&large_alloc, &large_cached, &large_committed);

@@ -19,7 +19,7 @@ static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
     msi_heap_corrupt_link(s, b);
   }
   s->free = (msi_block_t *)next;
-  s->held++;
+  msi_span_held_add(s, 1);
   msi_block_arm(s, b);
   MSI_HEAP_VG_CLOSE(b);
   return b;
@@ -48,7 +48,7 @@ static inline void msi_heap_free_local(void *p, msi_span_t *s) {
   msi_block_set(s, b, s->free, 0);
   MSI_HEAP_VG_CLOSE(b);
   s->free = b;
-  if (MSI_UNLIKELY(--s->held == 0)) msi_heap_small_free_slow(p, s);
+  if (MSI_UNLIKELY(msi_span_held_add(s, (uint32_t)-1) == 0)) msi_heap_small_free_slow(p, s);
 }
 
 /* the local free's cold ends (api.c): with the extra checks (msi_heap_checks), and the report of a failed check

@@ -485,14 +485,14 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   seg->free_mask &= ~bits;
   unsigned dirty = (unsigned)__builtin_popcountll(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
-  seg->dirty_mask &= ~bits; /* reused while still resident: no page faults */
+  MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
   if (dirty < n) msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK); /* fresh or purged chunks */
   seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
   s->base = (uintptr_t)seg + (uintptr_t)at * MSI_HEAP_CHUNK; /* (segment_map leaves it to the first use) */
-  s->nchunks = (uint8_t)n;
-  s->state = MSI_SPAN_CACHED;
-  for (unsigned i = 0; i < n; i++) seg->map[at + i] = (uint8_t)at;
+  MSI_SEEN_SET(s->nchunks, (uint8_t)n);
+  MSI_SEEN_SET(s->state, MSI_SPAN_CACHED);
+  for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], (uint8_t)at);
   msi_unlock(&seg_lock);
 #if MSI_HEAP_SECURE
   s->guarded = guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while it is cached */
@@ -525,14 +525,14 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
   s->kept = 0;    /* (and its free lists with them) */
   msi_lock(&seg_lock);
-  for (unsigned i = 0; i < n; i++) seg->map[at + i] = 0;
-  s->state = MSI_SPAN_FREE;
-  s->nchunks = 0;
+  for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], 0);
+  MSI_SEEN_SET(s->state, MSI_SPAN_FREE);
+  MSI_SEEN_SET(s->nchunks, 0);
   seg->free_mask |= bits;
   seg_avail_update(seg);
   if (!purge_now) { /* the segment's dirty_ms: when its oldest dirty chunk became idle */
     if (!seg->dirty_mask || (int32_t)(idle_since - seg->dirty_ms) < 0) seg->dirty_ms = idle_since;
-    seg->dirty_mask |= bits;
+    MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask | bits);
   }
   if (!seg_hint || seg < seg_hint) seg_hint = seg;
   msi_unlock(&seg_lock);
@@ -549,7 +549,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
       msi_unlock(&seg_lock);
       continue;
     }
-    seg->dirty_mask = 0;
+    MSI_SEEN_SET(seg->dirty_mask, 0);
     seg->free_mask &= ~m;
     seg_avail_update(seg);
     msi_unlock(&seg_lock);
@@ -634,7 +634,7 @@ static void span_trim(msi_span_t *s) {
 static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   unsigned n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
-  s->state = MSI_SPAN_CACHED;
+  MSI_SEEN_SET(s->state, MSI_SPAN_CACHED);
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
   msi_heap_note_active(-(int64_t)bytes);
@@ -1004,7 +1004,7 @@ static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   if (park) { msi_span_set_floor(s, n); return; }
   msi_span_set_floor(s, 0);
   if (!b) return;
-  s->held -= n;
+  msi_span_held_add(s, -n);
   if (s->free == msi_span_list_end(s)) {
     s->free = b;
   } else if (!s->rfree) {
@@ -1065,25 +1065,26 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
       s->touched = t > 0 ? (uint32_t)t : 0;
       s->base = base;
     }
-    s->cls = (uint8_t)cls;
+    MSI_SEEN_SET(s->cls, (uint8_t)cls);
     s->block_size = bs;
     s->inv = class_inv[cls];
     s->shift = class_shift[cls];
     s->key = msi_heap_g.secret ^ s->base ^ bs; /* odd, top bit set (the secret's): heap.h msi_span_list_end */
-    s->capacity = class_capacity[cls];
+    uint32_t cap = class_capacity[cls];
     uintptr_t room = span_chunk(s) + (uintptr_t)s->nchunks * MSI_HEAP_CHUNK - MSI_HEAP_GUARD;
-    if (s->base + (uintptr_t)s->capacity * bs > room) s->capacity = (uint32_t)((room - s->base) / bs); /* (a colour past its waste) */
+    if (s->base + (uintptr_t)cap * bs > room) cap = (uint32_t)((room - s->base) / bs); /* (a colour past its waste) */
+    MSI_SEEN_SET(s->capacity, cap);
     s->free = msi_span_list_end(s);
     s->rfree = NULL;
     s->rfree_n = 0;
     __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
   }
   s->kept = 0;
-  s->used_floor = 0;
-  s->held = 0;
+  MSI_SEEN_SET(s->used_floor, 0);
+  msi_span_held_set(s, 0);
   s->in_partial = 0;
   s->next = s->prev = NULL;
-  s->state = MSI_SPAN_ACTIVE;
+  MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
   msi_heap_note_active((int64_t)s->nchunks * MSI_HEAP_CHUNK);
 }
 
@@ -1364,6 +1365,10 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
 /* start-up                                                                                                     */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+bool msi_heap_ready_seen(void) {
+  return atomic_load_explicit(&init_state, memory_order_acquire) == 2 && msi_heap_g.ready;
+}
+
 void msi_heap_global_init(void) {
   if (MSI_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2)) return;
   msi_lock(&init_lock);
@@ -1373,7 +1378,7 @@ void msi_heap_global_init(void) {
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
   msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
   msi_empty_span.owner = NULL;
-  msi_empty_span.state = MSI_SPAN_FREE;
+  MSI_SEEN_SET(msi_empty_span.state, MSI_SPAN_FREE);
   heap_reset_current(&msi_empty_heap);
   /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with the time and an address */
   uint64_t rnd[2] = {0, 0};
@@ -1416,7 +1421,7 @@ static void *alloc_from(msi_span_t *s) {
   msi_block_t *b = s->free;
   MSI_HEAP_VG_OPEN(b); /* a freed block: its link is ours to read */
   s->free = msi_block_next(s, b);
-  s->held++;
+  msi_span_held_add(s, 1);
   msi_block_arm(s, b);
   MSI_HEAP_VG_CLOSE(b); /* until the caller marks the block allocated */
   return b;
@@ -1571,10 +1576,9 @@ void msi_heap_thread_collect(bool force) {
   heap_cache_drain(h, force);
 }
 
-/* statistics: walks every segment (racy reads on purpose, like any counter snapshot) */
-#if defined(__SANITIZE_THREAD__)
-__attribute__((no_sanitize("thread")))
-#endif
+/* statistics: walks every segment without the segments' lock, a snapshot while other threads allocate. The fields
+   it reads are written with relaxed atomic stores (MSI_SEEN_SET, heap.h) and read here with relaxed loads: each
+   value one that was stored, a span maybe counted in its former state */
 /* walks the segments: the bytes of idle spans (free chunks still resident, cached spans) and of spans serving a
    class; with st, each active span's blocks into its class's entry */
 static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
@@ -1582,16 +1586,18 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
   *idle = *active = 0;
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
-    *idle += (uint64_t)__builtin_popcountll(seg->dirty_mask) * MSI_HEAP_CHUNK;
+    *idle += (uint64_t)__builtin_popcountll(MSI_SEEN(seg->dirty_mask)) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
       msi_span_t *s = &seg->spans[i];
-      if (seg->map[i] != i) continue;
-      if (s->state == MSI_SPAN_CACHED) { *idle += (uint64_t)s->nchunks * MSI_HEAP_CHUNK; continue; }
-      if (s->state != MSI_SPAN_ACTIVE) continue;
-      *active += (uint64_t)s->nchunks * MSI_HEAP_CHUNK;
+      if (MSI_SEEN(seg->map[i]) != i) continue;
+      uint8_t state = MSI_SEEN(s->state);
+      uint64_t bytes = (uint64_t)MSI_SEEN(s->nchunks) * MSI_HEAP_CHUNK;
+      if (state == MSI_SPAN_CACHED) { *idle += bytes; continue; }
+      if (state != MSI_SPAN_ACTIVE) continue;
+      *active += bytes;
       if (!st) continue;
-      ms_stats_class_t *c = msi_stats_class(st, s->cls);
-      uint32_t used = msi_span_used(s), cap = s->capacity;
+      ms_stats_class_t *c = msi_stats_class(st, MSI_SEEN(s->cls));
+      uint32_t used = msi_span_used_seen(s), cap = MSI_SEEN(s->capacity);
       if (used > cap) used = cap;
       c->allocated += used;
       c->cached += cap - used;

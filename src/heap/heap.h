@@ -183,6 +183,8 @@ typedef struct msi_heap_limits_s {
 extern msi_heap_limits_t msi_heap_limits;
 
 void msi_heap_global_init(void);      /* idempotent */
+/* the heap is initialised and serves, as another thread sees it (acquire: what the initialisation wrote is seen) */
+bool msi_heap_ready_seen(void);
 void msi_heap_set_preset(int preset); /* 0 unlimited, 1 performance, 2 size, 3 none */
 
 /* small blocks */
@@ -315,12 +317,39 @@ static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
 static inline uintptr_t msi_span_bump(const msi_span_t *s) {
   return s->base + (uintptr_t)__atomic_load_n(&s->carved, __ATOMIC_RELAXED) * s->block_size;
 }
-/* the blocks handed out and not yet seen free by the owner */
+/* a field that statistics read from other threads without a lock (heap.c spans_tally: dirty_mask, map, state,
+   nchunks, cls, capacity, held, used_floor): written with relaxed atomic stores, read there with relaxed loads (the
+   plain load and store instructions on x86-64 and aarch64); its writer reads it plainly */
+#define MSI_SEEN_SET(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
+#define MSI_SEEN(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+/* `held` and `used_floor` are written by the span's owner alone and read by other threads for statistics
+   (heap.c spans_tally: a snapshot, off by the blocks in flight): those reads are relaxed atomic loads
+   (msi_span_used_seen) and the owner's writes relaxed atomic stores (on x86-64 and aarch64 the plain load and
+   store instructions). The owner reads its own fields plainly. In malloc's and free's fast paths (entry.h) the
+   change of `held` is a plain read-modify-write outside ThreadSanitizer builds, as free's fast test reads free_base
+   (route.c): the compiler makes it one add or sub on memory, where the atomic form is a load, the add and a store
+   (two instructions more on each call). */
+static inline void msi_span_held_set(msi_span_t *s, uint32_t held) { MSI_SEEN_SET(s->held, held); }
+/* the owner's change of `held` by d (mod 2^32), the new value returned */
+static inline uint32_t msi_span_held_add(msi_span_t *s, uint32_t d) {
+#if defined(__SANITIZE_THREAD__)
+  uint32_t held = s->held + d;
+  msi_span_held_set(s, held);
+  return held;
+#else
+  return s->held += d;
+#endif
+}
+/* the blocks handed out and not yet seen free by the owner (the owner's view) */
 static inline uint32_t msi_span_used(const msi_span_t *s) { return s->held + s->used_floor; }
+/* the same from another thread: each field as it was at some moment of the owner's */
+static inline uint32_t msi_span_used_seen(const msi_span_t *s) {
+  return MSI_SEEN(s->held) + MSI_SEEN(s->used_floor);
+}
 /* a new floor, the blocks used unchanged (floor <= msi_span_used) */
 static inline void msi_span_set_floor(msi_span_t *s, uint32_t floor) {
-  s->held = s->held + s->used_floor - floor;
-  s->used_floor = floor;
+  msi_span_held_set(s, s->held + s->used_floor - floor);
+  MSI_SEEN_SET(s->used_floor, floor);
 }
 /* the end of the span's blocks */
 static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (uintptr_t)s->capacity * s->block_size; }

@@ -30,6 +30,10 @@ static inline size_t msi_round_up(size_t x, size_t a) { return x > SIZE_MAX - (a
 
 /* ---- options (src/core/options.c): the table in options.def ---- */
 void msi_options_init(void);                   /* reads the environment once; idempotent, allocation-free */
+/* the library constructor: the C library has set environ (options.c reads them then if an earlier allocation,
+   before environ was set, could not) */
+void msi_options_environ_final(void);
+bool msi_options_read(void);                   /* the options were read from the environment */
 /* true when the option's variable was set to an invalid value (reported, default kept) */
 bool msi_option_invalid(ms_option_t o);
 /* true when the option was given a valid value (its variable, or ms_option_set), even one equal to the default */
@@ -64,6 +68,8 @@ int msi_write_fd(int fd, const char *text, size_t len);
 void msi_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with MEMSPACE_VERBOSE=1 */
 void msi_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msi_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* msi_error on descriptor fd (the statistics at exit: stderr, or its copy once the program closed it) */
+void msi_error_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* prints once per call site: pass a static flag */
 #define MSI_WARN_ONCE(...) do { static atomic_flag once_ = ATOMIC_FLAG_INIT; \
     if (!atomic_flag_test_and_set(&once_)) msi_warning(__VA_ARGS__); } while (0)

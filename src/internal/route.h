@@ -65,4 +65,9 @@ bool msi_proc_space_info(ms_space_info_t *info);     /* false when there is no p
 void msi_foreign_free(void *p);
 void *msi_foreign_realloc(void *p, size_t size);
 size_t msi_foreign_usable(const void *p);
+/* true in a copy of the library that serves no malloc call: the process's malloc is another definition (another
+   copy of memspace linked into the program, another allocator); that copy stays inert (src/override/override.c).
+   Weak: options.c is also linked alone into a test, where the address is null */
+bool msi_malloc_elsewhere(void) __attribute__((weak));
+void msi_malloc_elsewhere_note(void); /* MEMSPACE_VERBOSE's line saying so, naming who serves malloc */
 #endif

@@ -304,6 +304,13 @@ bool msi_os_sched_idle_reversible(void) {
   struct __user_cap_data_struct caps[2];
   return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_SYS_NICE) & 1;
 }
+bool msi_os_may_lock(size_t bytes) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= bytes) return true;
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct caps[2];
+  return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_IPC_LOCK) & 1;
+}
 void msi_os_yield(void) { sched_yield(); }
 /* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included */
 bool msi_os_seccomp_filtered(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }

@@ -319,7 +319,10 @@ static int reserve_one(size_t page, void *arg) {
   return 0;
 }
 
+#define PAGES_FLAGS (MS_PAGES_COMMIT | MS_PAGES_POPULATE | MS_PAGES_LOCK | MS_PAGES_HUGE_2M | MS_PAGES_HUGE_1G | \
+                     MS_PAGES_THP | MS_PAGES_NO_FALLBACK)
 int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out) {
+  if (flags & ~PAGES_FLAGS) FAIL(EINVAL); /* a flag this library does not know: not silently left out */
   return msi_pages_reserve(size, size, alignment, alignment, flags, numa_node, out);
 }
 

@@ -9,6 +9,7 @@
 #include "os.h"
 #include "route.h"
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -121,6 +123,51 @@ void *msi_foreign_realloc(void *p, size_t size) {
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
+/* which copy of the library serves malloc                                                                      */
+/* ------------------------------------------------------------------------------------------------------------ */
+
+/* the definition of malloc the dynamic linker bound for the whole process, read through this object's GOT (the
+   compiler loads the address of an external default-visibility function from there): in the main program it is
+   always the program's own; volatile, so the comparison is never folded */
+static void *bound_malloc(void) {
+  void *(*volatile f)(size_t) = malloc;
+  return (void *)f;
+}
+
+/* A copy of the library whose malloc is not the process's serves no call of the malloc family: a program linked
+   with libmemspace.a and run with libmemspace.so preloaded (`memspace run`), an allocator ahead of this one in
+   LD_PRELOAD, a program with a malloc of its own (not a copy loaded with dlopen, where the C library's serves).
+   That copy stays inert (options.c): it reads no MEMSPACE_* variable, so the copy serving malloc alone creates
+   the process space, reports invalid values, clears the variables it consumes and prints the statistics at
+   exit. Two loads in the common case: it runs in every process at start-up. */
+bool msi_malloc_elsewhere(void) {
+  void *bound = bound_malloc();
+  if (bound == (void *)msi_malloc) return false;
+  /* A program built without PIE that takes malloc's address (python3 stores it in a table) has the address bound
+     to a PLT entry of its own, so that the address is the same everywhere: its symbol is undefined there (a value
+     without a section), and calls through it reach the first definition, this copy's. Looked up only then (dladdr1
+     walks that object's symbols). Unknown: not inert. */
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(bound, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return false;
+  if (sym->st_shndx == SHN_UNDEF) return false;
+  /* the C library's own malloc: this copy came after start-up (dlopen, Python's ctypes) for its ms_* API, and
+     reads its options as a preloaded one does (getauxval: a function only the C library defines) */
+  Dl_info libc;
+  return !(dladdr((void *)getauxval, &libc) && libc.dli_fbase == info.dli_fbase);
+}
+
+/* MEMSPACE_VERBOSE's line in the inert copy: which object serves malloc instead */
+void msi_malloc_elsewhere_note(void) {
+  Dl_info own, other;
+  const char *self = dladdr((void *)msi_malloc, &own) && own.dli_fname && *own.dli_fname ? own.dli_fname : "?";
+  const char *owner = dladdr(bound_malloc(), &other) && other.dli_fname && *other.dli_fname ? other.dli_fname
+                                                                                              : "the program";
+  msi_verbose("%s (pid %d): malloc is served by %s, not by this copy of memspace (%s), which stays inert and reads "
+              "no MEMSPACE_* variable", program_invocation_short_name, msi_os_getpid(), owner, self);
+}
+
+/* ------------------------------------------------------------------------------------------------------------ */
 /* the malloc family                                                                                            */
 /* ------------------------------------------------------------------------------------------------------------ */
 
@@ -143,14 +190,16 @@ MS_API void *aligned_alloc(size_t alignment, size_t size) {
   return msi_aligned_alloc(alignment, size);
 }
 
+/* the error is the return value: errno stays as it was, on failure too (POSIX; the Linux manual: "errno is not
+   set"), and *out is untouched on failure */
 MS_API int posix_memalign(void **out, size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
   void *p = msi_aligned_alloc(alignment, size);
-  if (!p) return errno == EINVAL ? EINVAL : ENOMEM;
+  int err = p ? 0 : errno == EINVAL ? EINVAL : ENOMEM;
   errno = saved;
-  *out = p;
-  return 0;
+  if (p) *out = p;
+  return err;
 }
 
 /* glibc: an alignment that is not a power of two is rounded up to one; absurd ones fail with EINVAL */

@@ -70,6 +70,16 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
     msi_warning("process space: %zu bytes cannot be locked: %s; the space runs unlocked and may take page faults",
                 c.initial_size, why);
   }
+  /* at firstalloc the lock comes with the first allocation's commit: a refused one fails that allocation and
+     every later one (the commit stays pending). Refused up front, the space runs unlocked, as at start */
+  struct rlimit lim;
+  if (!huge && (c.flags & MS_SPACE_LOCKED) && c.at == MS_SPACE_AT_FIRSTALLOC && !msi_os_may_lock(c.initial_size) &&
+      msi_os_getrlimit(RLIMIT_MEMLOCK, &lim) == 0) {
+    c.flags &= ~MS_SPACE_LOCKED;
+    msi_warning("process space: locking %zu bytes would be refused: RLIMIT_MEMLOCK is %llu bytes (raise it or run "
+                "with CAP_IPC_LOCK); the space runs unlocked and may take page faults", c.initial_size,
+                (unsigned long long)lim.rlim_cur);
+  }
   s = ms_space_create(&c);
   if (!s && (c.flags & MS_SPACE_LOCKED) && (errno == EPERM || errno == EAGAIN)) {
     int e = errno;

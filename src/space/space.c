@@ -92,6 +92,7 @@ struct ms_space_s {
   void *data_map;
   int numa_node;
   int commit_warned;        /* a refused first-allocation commit was reported */
+  int expand_warned;        /* a refused automatic expansion (its lock: RLIMIT_MEMLOCK) was reported */
   int backing_warned;       /* a size beyond what the machine can back was reported */
   const char *name;
   void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
@@ -573,7 +574,18 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
   size_t need = (size_t)1 << k;
   size_t step = s->expand, at_least = msi_align_up(s->end, need) + need - s->end;
   if (step < at_least) step = at_least;
-  if (grow(s, step, need) != 0) return false;
+  int e = grow(s, step, need);
+  if (e != 0) {
+    /* a lock refused: every allocation needing room fails from here on, so it is said once (ENOMEM, no room
+       left, is what a fixed reserve means and is counted in oom_count) */
+    if ((e == EPERM || e == EAGAIN) && !s->expand_warned) {
+      s->expand_warned = 1;
+      msi_warning("space %s: expanding by %zu bytes failed: locking them was refused (error %d: RLIMIT_MEMLOCK, "
+                  "without CAP_IPC_LOCK); allocations that need more room fail with ENOMEM",
+                  s->name ? s->name : "(unnamed)", step, e);
+    }
+    return false;
+  }
   s->expands++;
   msi_verbose("space %s: expanded by %zu bytes (now %zu; expansion %llu)", s->name ? s->name : "(unnamed)",
               step, s->size, (unsigned long long)s->expands);

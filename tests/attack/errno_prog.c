@@ -1,0 +1,103 @@
+/* errno_prog: the malloc family's errno as glibc sets it. posix_memalign returns its error and leaves errno as it
+   was, on success and on failure; the others return NULL with errno ENOMEM (no memory for the size) or EINVAL (an
+   alignment no allocator can give). Run under `memspace run` in each mode (heap, spill, process space). */
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failed;
+#define CHECK(cond)                                                                                           \
+  do {                                                                                                        \
+    if (!(cond)) { printf("FAIL line %d: %s (errno %d)\n", __LINE__, #cond, errno); failed = 1; }             \
+  } while (0)
+
+/* expr returns NULL and sets errno to e */
+#define NULL_ERRNO(expr, e)                                                                                   \
+  do {                                                                                                        \
+    errno = 0;                                                                                                \
+    void *p_ = (expr);                                                                                        \
+    int e_ = errno;                                                                                           \
+    if (p_ != NULL || e_ != (e)) {                                                                            \
+      printf("FAIL line %d: %s: %p errno %d, expected NULL errno %d\n", __LINE__, #expr, p_, e_, (e));        \
+      failed = 1;                                                                                             \
+    }                                                                                                         \
+    free(p_);                                                                                                 \
+  } while (0)
+
+int main(void) {
+  void *p = NULL;
+  /* posix_memalign: errno untouched */
+  errno = EDOM;
+  CHECK(posix_memalign(&p, 64, 100) == 0 && p && ((uintptr_t)p & 63) == 0);
+  CHECK(errno == EDOM);
+  free(p);
+  void *keep = (void *)0x1234;
+  p = keep;
+  errno = EDOM;
+  CHECK(posix_memalign(&p, 64, SIZE_MAX - 4096) == ENOMEM);
+  CHECK(errno == EDOM);
+  CHECK(p == keep); /* *out is unchanged on failure */
+  errno = EDOM;
+  CHECK(posix_memalign(&p, 4096, SIZE_MAX / 2) == ENOMEM);
+  CHECK(errno == EDOM);
+  errno = EDOM;
+  CHECK(posix_memalign(&p, 24, 100) == EINVAL); /* not a power of two */
+  CHECK(errno == EDOM);
+  errno = EDOM;
+  CHECK(posix_memalign(&p, 4, 100) == EINVAL); /* not a multiple of sizeof(void *) */
+  CHECK(errno == EDOM);
+  errno = EDOM;
+  CHECK(posix_memalign(&p, 0, 100) == EINVAL);
+  CHECK(errno == EDOM);
+  errno = EDOM;
+  CHECK(posix_memalign(&p, (size_t)1 << 63, 1) == ENOMEM);
+  CHECK(errno == EDOM);
+  CHECK(p == keep);
+
+  /* the others: NULL + ENOMEM or EINVAL */
+  NULL_ERRNO(malloc(SIZE_MAX), ENOMEM);
+  NULL_ERRNO(malloc(SIZE_MAX - 4095), ENOMEM);
+  NULL_ERRNO(calloc(SIZE_MAX / 2, 3), ENOMEM);
+  NULL_ERRNO(calloc(1, SIZE_MAX), ENOMEM);
+  NULL_ERRNO(aligned_alloc(64, SIZE_MAX), ENOMEM);
+  NULL_ERRNO(aligned_alloc(4096, SIZE_MAX - 100), ENOMEM);
+  NULL_ERRNO(aligned_alloc(24, 100), EINVAL);
+  NULL_ERRNO(aligned_alloc(0, 100), EINVAL);
+  NULL_ERRNO(memalign(64, SIZE_MAX), ENOMEM);
+  NULL_ERRNO(memalign(SIZE_MAX / 2 + 2, 1), EINVAL);
+  NULL_ERRNO(memalign(SIZE_MAX, 1), EINVAL);
+  NULL_ERRNO(memalign((size_t)1 << 63, 1), ENOMEM);
+  NULL_ERRNO(valloc(SIZE_MAX), ENOMEM);
+  NULL_ERRNO(valloc(SIZE_MAX - 8192), ENOMEM);
+  NULL_ERRNO(pvalloc(SIZE_MAX), ENOMEM);
+  NULL_ERRNO(pvalloc(SIZE_MAX - 8192), ENOMEM);
+
+  /* realloc/reallocarray failure: NULL + ENOMEM, the block intact */
+  char *b = malloc(32);
+  CHECK(b != NULL);
+  memset(b, 'x', 32);
+  NULL_ERRNO(realloc(b, SIZE_MAX), ENOMEM);
+  NULL_ERRNO(realloc(b, SIZE_MAX - 4095), ENOMEM);
+  NULL_ERRNO(reallocarray(b, SIZE_MAX / 2, 3), ENOMEM);
+  NULL_ERRNO(reallocarray(b, (size_t)1 << 32, (size_t)1 << 32), ENOMEM);
+  CHECK(b[0] == 'x' && b[31] == 'x' && malloc_usable_size(b) >= 32);
+  free(b);
+
+  /* memalign rounds an alignment that is not a power of two up, as glibc does */
+  errno = EDOM;
+  p = memalign(24, 100);
+  CHECK(p && ((uintptr_t)p & 31) == 0);
+  free(p);
+  /* valloc and pvalloc: page aligned; pvalloc(0) is one page */
+  p = valloc(1);
+  CHECK(p && ((uintptr_t)p & 4095) == 0);
+  free(p);
+  p = pvalloc(0);
+  CHECK(p && ((uintptr_t)p & 4095) == 0 && malloc_usable_size(p) >= 4096);
+  free(p);
+  if (!failed) printf("errno_prog: all checks passed\n");
+  return failed;
+}
