@@ -467,9 +467,9 @@ def main():
         parent = mscgroup.Group("bench-idle", LIMIT)
         try:
             pr = Probes(parent, "idle")
-            # 40 s: ~20 rounds of the 2-s probe, about as many as it has beside spill's or auto's sweep (a worst
-            # of n grows with n; 14 there on a quiet machine, more under load), and ~4,000 of the 10-ms probe
-            time.sleep(3 if MODE == "quick" else 40)
+            # 30 s: ~15 rounds of the 2-s probe, about as many as it has beside spill's or auto's sweep (a worst
+            # of n grows with n; ~14 there on a quiet machine, more under load), and ~3,000 of the 10-ms probe
+            time.sleep(3 if MODE == "quick" else 30)
             probe_res["idle"] = pr.stop()
         finally:
             parent.remove()
