@@ -878,7 +878,8 @@ def spill_long(run):
                              num(run.first(cfg, impl, "write_ops_per_s", size=s), 0),
                              x(ratio(a, pa)) if cfg != "plain" else ""))
     out.append(f"#### Allocation and random access against the vector's size, {size_tag(lim)} cgroup limit "
-               "(below the limit the median of the runs)")
+               "(below the limit the median of the sweep's runs at each size; the judged figures are the rounds in turn "
+               "below)")
     out.append(table(("language", "size", "x limit", "configuration", "allocation s", "reads/s", "writes/s",
                       "allocation x plain"), rows))
     rows = []
@@ -915,6 +916,21 @@ def spill_long(run):
                    "the CPU time), not the configuration's")
         out.append(table(("language", "size", "configuration", "fill s", "fill page faults", "fill user s", "fill system s",
                           "fill wall beyond CPU s", "gather page faults", "gather CPU s"), rows))
+    rows = []
+    for lang in ("python", "r"):
+        for s in run.sizes("past-ratio-auto", lang, "alloc_x"):
+            sp, au = (run.vals(f"past-run-{c}", lang, "alloc_s", size=s) for c in ("spill", "auto"))
+            rows.append((lang, size_tag(s), f"{s / lim:.2g}x", ", ".join(f"{t:.2f} / {a:.2f}" for t, a in zip(sp, au)))
+                        + tuple(f"{x(run.first('past-ratio-auto', lang, m + '_x', size=s))} "
+                                f"[{num(run.first('past-ratio-auto', lang, m + '_x_min', size=s))}-"
+                                f"{num(run.first('past-ratio-auto', lang, m + '_x_max', size=s))}]"
+                                for m in ("alloc", "reads", "writes")))
+    if rows:
+        out.append("#### Past the limit: auto and the 64M threshold in turn (round 1 the sweeps' runs, then the order "
+                   "alternating); auto's time over the threshold's, median [range] of the rounds' own ratios (rates "
+                   "inverted)")
+        out.append(table(("language", "size", "x limit", "allocation s of each round (64M / auto)", "allocation",
+                          "reads", "writes"), rows))
     rows = []
     for lang in ("python", "r"):
         for cfg in ("plain", "spill1g", "auto"):
@@ -958,10 +974,7 @@ def spill_auto_targets(run, lim):
                            f"{spill_pair_ranges(run, lang, int(lim * 0.5), 'pair-auto')}"
                            f"{spill_fill_context(run, lang, int(lim * 0.5), 'auto')}"))
         for f in (1.5, 3):
-            a, t = (run.first(c, lang, "alloc_s", size=int(lim * f)) for c in ("auto", "spill"))
-            out.append(verdict(None if t is None else a is not None and a <= 1.1 * t,
-                               f"{lang}: auto at {f}x the limit completes, allocation within 1.1x the 64M "
-                               f"threshold's: {x(ratio(a, t))}"))
+            out.append(spill_past_target(run, lang, f, int(lim * f)))
         ok = run.first("midsize-auto", lang, "alloc_s") is not None
         dead = [c for c in ("plain", "spill1g") if run.first(f"midsize-{c}", lang, "alloc_s") is None]
         if ok or run.first("midsize-auto", lang, "failed") is not None:
@@ -978,11 +991,32 @@ def spill_auto_targets(run, lim):
     return out
 
 
-def spill_fill_usage(run, lang, s, cfg):
-    """medians over the rounds of cfg (pair-run-CFG rows): the fill's wall time, page faults, user and system
+def spill_past_target(run, lang, f, s):
+    """auto past the limit (f x): allocation within 1.1x the 64M threshold's, judged on the median of the rounds'
+    own ratios (rows past-ratio-auto; round 1 is the sweeps' runs), or on the sweeps' one run of each in a run
+    without the rounds"""
+    what = f"{lang}: auto at {f}x the limit completes, allocation within 1.1x the 64M threshold's"
+    failed = [c for c in ("spill", "auto") if run.first(f"past-run-{c}", lang, "failed", size=s) is not None]
+    if failed:
+        return verdict(False, f"{what}: {' and '.join(failed)} failed in the rounds in turn")
+    med = run.first("past-ratio-auto", lang, "alloc_x", size=s)
+    if med is None:
+        a, t = (run.first(c, lang, "alloc_s", size=s) for c in ("auto", "spill"))
+        return verdict(None if t is None else a is not None and a <= 1.1 * t,
+                       f"{what}: {x(ratio(a, t))}" + (" (one run of each, in their own sweeps)" if a and t else ""))
+    lo, hi, n = (run.first("past-ratio-auto", lang, m, size=s) for m in ("alloc_x_min", "alloc_x_max", "rounds"))
+    each = [ratio(a, t) for a, t in zip(run.vals("past-run-auto", lang, "alloc_s", size=s),
+                                        run.vals("past-run-spill", lang, "alloc_s", size=s))]
+    return verdict(med <= 1.1, f"{what}: {x(med)} (in turn, median of {num(n, 0)} rounds' ratios, round 1 the sweeps' "
+                               f"runs; range {num(lo)}-{num(hi)}; the rounds: {', '.join(x(r) for r in each)})"
+                               f"{spill_fill_context(run, lang, s, 'auto', 'spill', 'past-run-')}")
+
+
+def spill_fill_usage(run, lang, s, cfg, prefix="pair-run-"):
+    """medians over the rounds of cfg (PREFIX-CFG rows): the fill's wall time, page faults, user and system
     seconds, wall time beyond the CPU time, the gather's page faults and CPU seconds, and the rounds' (user +
     system) lists; None in a run without them"""
-    c = f"pair-run-{cfg}"
+    c = prefix + cfg
     wall, user, sys_, faults = (run.vals(c, lang, m, size=s) for m in ("alloc_s", "fill_user_s", "fill_sys_s", "fill_page_faults"))
     if not user or not (len(wall) == len(user) == len(sys_)):
         return None
@@ -993,14 +1027,15 @@ def spill_fill_usage(run, lang, s, cfg):
             "cpu": [u + y for u, y in zip(user, sys_)]}
 
 
-def spill_fill_context(run, lang, s, cfg):
-    """the fill's CPU and page faults against plain's as text for a target line ("" in a run without them)"""
-    a, p = spill_fill_usage(run, lang, s, cfg), spill_fill_usage(run, lang, s, "plain")
+def spill_fill_context(run, lang, s, cfg, base="plain", prefix="pair-run-"):
+    """the fill's CPU and page faults against base's as text for a target line ("" in a run without them)"""
+    a, p = spill_fill_usage(run, lang, s, cfg, prefix), spill_fill_usage(run, lang, s, base, prefix)
     if not a or not p or len(a["cpu"]) != len(p["cpu"]) or 0 in p["cpu"]:
         return ""
     each = sorted(q / r for q, r in zip(a["cpu"], p["cpu"]))
     cpu = statistics.median(each)
-    return (f"; beside it the fill's CPU time {x(cpu)} [{each[0]:.2f}-{each[-1]:.2f}] plain's (median and range of the "
+    name = "the 64M threshold's" if base == "spill" else f"{base}'s"
+    return (f"; beside it the fill's CPU time {x(cpu)} [{each[0]:.2f}-{each[-1]:.2f}] {name} (median and range of the "
             f"rounds' ratios: user {num(a['user'], 3)} "
             f"+ system {num(a['sys'], 3)} s against {num(p['user'], 3)} + {num(p['sys'], 3)} s), page faults "
             f"{num(a['faults'], 0)} against {num(p['faults'], 0)}")

@@ -25,11 +25,13 @@ SPILL_DIR = os.environ.get("MEMSPACE_SPILL_DIR", "/var/tmp")
 MiB = 1 << 20
 LIMIT = {"quick": 128 * MiB, "default": 1024 * MiB, "full": 1024 * MiB}[MODE]
 ACCESSES = {"quick": 500, "default": 2000, "full": 0}[MODE]  # 0: the seed's 10% of the elements
-# sizes that fit in memory: accesses take ~100 ns, so many more are needed for a stable rate, and each
-# configuration runs REPEATS times (the median of each figure is reported: allocation times of one run vary up
-# to 20x between consecutive runs on the project's VM: plain 0.08-1.48 s for the same 512 MiB)
+# sizes that fit in memory: accesses take ~100 ns, so many more are needed for a stable rate. Each configuration's
+# sweep runs them REPEATS_FIT times (the median of each figure is reported). By default once: allocation times of
+# one run vary up to 20x between consecutive runs on the project's VM (plain 0.08-1.48 s for the same 512 MiB), so
+# the targets there are judged on the rounds in turn below, not on the sweeps, whose points are the plot's and
+# the table's
 ACCESSES_FIT = {"quick": 20000, "default": 200000, "full": 0}[MODE]
-REPEATS_FIT = {"quick": 1, "default": 3, "full": 5}[MODE]
+REPEATS_FIT = {"quick": 1, "default": 1, "full": 5}[MODE]
 # the rounds (plain, spill and auto in turn) the data-fits targets are judged on, by the median of each round's
 # own ratio: this VM's host makes a run's fresh memory 2x slower in a third of the runs (it backs memory the guest
 # returned again first: 25 or 50 ms for the same 16 MB gather, in either configuration)
@@ -38,6 +40,12 @@ REPEATS_PAIRS = {"quick": 1, "default": 7, "full": 9}[MODE]
 # resolution (R's writes 0.94-1.10x between runs); 2,000,000 take 15-50 ms (more would time the 32 MB
 # temporaries of numpy's and R's gathers: fresh pages, which this VM's host makes 1-10x slower after a pause)
 ACCESSES_BELOW = 2000000
+# past the limit (1.5x and 3x) auto's allocation target is judged against the 64M threshold's by the median of
+# REPEATS_PAST rounds' own ratios: round 1 is the two sweeps' runs (spill's sweep runs before auto's), the others
+# run auto and the threshold in turn after the data-fits rounds, the order alternating every round. One run of
+# each, minutes apart, gave 0.73-1.11x between runs with the same page faults, bytes written and CPU seconds
+REPEATS_PAST = {"quick": 2, "default": 3, "full": 5}[MODE]
+FACTORS_PAST = (1.5, 3)
 PROBE_MIB = 16 if MODE == "quick" else 64
 FACTORS = [0.5, 1, 2, 3] if MODE == "full" else [0.5, 1, 3]  # the default fits make bench's 20 minutes
 LANGS = ["python", "r"] if shutil.which("Rscript") else ["python"]
@@ -45,7 +53,8 @@ if MODE == "quick":
     LANGS = ["python"]
 # short runs of a part (for measuring one change): MSB_SPILL_FACTORS=0.5,3 MSB_SPILL_LANGS=r (none: no sweeps
 # or pairs) MSB_SPILL_CONFIGS=plain,spill; MSB_SPILL_SKIP=busy,midsize,file,idle leaves out the busy reference,
-# the mid-size program, the file-mmap limit (and the disk's rate) and the idle machine's probes
+# the mid-size program, the file-mmap limit (and the disk's rate) and the idle machine's probes; past leaves out
+# the rounds in turn past the limit
 if os.environ.get("MSB_SPILL_FACTORS"):
     FACTORS = [float(f) for f in os.environ["MSB_SPILL_FACTORS"].split(",")]
 if os.environ.get("MSB_SPILL_LANGS"):
@@ -53,6 +62,16 @@ if os.environ.get("MSB_SPILL_LANGS"):
 CONFIGS = os.environ.get("MSB_SPILL_CONFIGS", "plain,spill,swap,auto").split(",")
 # spill and auto also at 1.5x the limit (auto's targets: 0.5x, 1.5x and 3x)
 FACTORS_SPILL = sorted(set(FACTORS) | ({1.5} if not os.environ.get("MSB_SPILL_FACTORS") else set()))
+
+
+def factors_of(config):
+    """the sizes (x the limit) config's sweep runs: at the limit itself (1x) only plain, which it kills (no target
+    or plot needs the others there; --full and MSB_SPILL_FACTORS keep every size for every configuration)"""
+    f = FACTORS_SPILL if config in ("spill", "auto") else FACTORS
+    if config != "plain" and MODE != "full" and not os.environ.get("MSB_SPILL_FACTORS"):
+        f = [x for x in f if x != 1]
+    return f
+
 # MSB_SPILL_SKIP=sweeps leaves out every configuration's sizes (the pairs alone), below the pairs under the
 # threshold: MSB_SPILL_SKIP=busy,midsize,file,idle,sweeps,below runs the pairs at 0.5x the limit only
 SKIP = os.environ.get("MSB_SPILL_SKIP", "")
@@ -252,7 +271,7 @@ def run_repeated(parent, leaf_name, argv, env, repeats):
     return 0, median_of(runs), err
 
 
-BUSY_S = 3 if MODE == "quick" else 20
+BUSY_S = 3 if MODE == "quick" else 10
 BUSY_FRACTION = 0.25 if MODE == "quick" else 0.5  # of the limit (quick: 128 MiB holds the probes and the interpreter too)
 BUSY_PROGRAM = """import sys, time
 import numpy as np
@@ -275,7 +294,7 @@ def below(lang, config, parent):
 def sweep(lang, config, parent):
     """sizes in order until one fails; returns the largest completed size"""
     largest = 0
-    for f in (FACTORS_SPILL if config in ("spill", "auto") else FACTORS):
+    for f in factors_of(config):
         size = int(LIMIT * f)
         rc, d, err = run_repeated(parent, f"bench-{lang}-{int(f * 10)}", workload(lang, size), config_env(config),
                                   REPEATS_FIT if f < 1 else 1)
@@ -301,14 +320,14 @@ def sweep(lang, config, parent):
     return largest
 
 
-def paired(lang, size, parent):
-    """plain, spill and auto in turn, REPEATS_PAIRS rounds, in leaves of parent. Each configuration's own
+def paired(lang, size, parent, configs=("plain", "spill", "auto")):
+    """plain, spill and auto (configs) in turn, REPEATS_PAIRS rounds, in leaves of parent. Each configuration's own
     sequence runs minutes apart from the other's, and this VM's host state drifts in between (the same 512 MiB
     allocation took 0.06-1.06 s); runs next to each other compare the configurations under the same conditions.
     The order rotates every round, so that no configuration always runs first after a pause (the host backs
     memory the guest returned a moment ago again first). Returns {config: (median figures, [each round's])} or
     None when a run failed."""
-    configs = [c for c in ("plain", "spill", "auto") if c in CONFIGS]
+    configs = [c for c in configs if c in CONFIGS]
     runs = {c: [] for c in configs}
     for i in range(REPEATS_PAIRS):
         for config in configs[i % len(configs):] + configs[:i % len(configs)]:
@@ -319,14 +338,32 @@ def paired(lang, size, parent):
     return {config: (median_of(r), r) for config, r in runs.items()}
 
 
-def pair_ratios(pr, config):
-    """config's time over plain's in each round (allocation, reads, writes; rates inverted): per figure the
+def pair_ratios(pr, config, base="plain"):
+    """config's time over base's in each round (allocation, reads, writes; rates inverted): per figure the
     median over the rounds and the range, [(median, low, high)] * 3"""
     out = []
     for m, inverted in (("alloc_s", False), ("read_ops_per_s", True), ("write_ops_per_s", True)):
-        r = sorted((p[m] / c[m]) if inverted else (c[m] / p[m]) for c, p in zip(pr[config][1], pr["plain"][1]))
+        r = sorted((p[m] / c[m]) if inverted else (c[m] / p[m]) for c, p in zip(pr[config][1], pr[base][1]))
         out.append((r[len(r) // 2], r[0], r[-1]))
     return out
+
+
+def past_rounds(lang, size, parent):
+    """past the limit: auto and spill (the 64M threshold) in turn until REPEATS_PAST rounds, in leaves of parent.
+    Round 1 is the sweeps' runs at this size (None when either did not complete there); round i (from 0) runs
+    spill first when i is even, as the sweeps do, auto first when it is odd. Returns {config: (median figures,
+    [each round's])}, or (config, exit code, round) of the run that failed"""
+    first = {c: results.get((lang, c, size), {}) for c in ("spill", "auto")}
+    if not all("alloc_s" in d for d in first.values()):
+        return None
+    runs = {c: [d] for c, d in first.items()}
+    for i in range(1, REPEATS_PAST):
+        for config in ("spill", "auto") if i % 2 == 0 else ("auto", "spill"):
+            rc, d, _ = run_repeated(parent, f"past-{lang}-{config}", workload(lang, size), config_env(config), 1)
+            if rc != 0 or "alloc_s" not in d:
+                return config, rc, i + 1
+            runs[config].append(d)
+    return {config: (median_of(r), r) for config, r in runs.items()}
 
 
 def make_swap(size):
@@ -431,9 +468,9 @@ def main():
         parent = mscgroup.Group("bench-idle", LIMIT)
         try:
             pr = Probes(parent, "idle")
-            # 60 s: ~30 rounds of the 2-s probe, as many as it has in a spill or swap run (a worst of n grows
-            # with n), and ~6,000 of the 10-ms probe
-            time.sleep(3 if MODE == "quick" else 60)
+            # 30 s: ~15 rounds of the 2-s probe, about as many as it has beside spill's or auto's sweep (a worst
+            # of n grows with n; ~14 there on a quiet machine, more under load), and ~3,000 of the 10-ms probe
+            time.sleep(3 if MODE == "quick" else 30)
             probe_res["idle"] = pr.stop()
         finally:
             parent.remove()
@@ -490,7 +527,8 @@ def main():
             parent = None if why else mscgroup.Group("bench-pairs", LIMIT)
             for lang in LANGS:
                 for size in (BELOW, int(LIMIT * 0.5)) if "below" not in SKIP else (int(LIMIT * 0.5),):
-                    pr = paired(lang, size, parent)
+                    # below the threshold plain and spill alone (auto's data-fits target is at 0.5x)
+                    pr = paired(lang, size, parent, ("plain", "spill") if size == BELOW else ("plain", "spill", "auto"))
                     if pr:
                         pairs[(lang, size)] = pr
                         for config, (d, each) in pr.items():
@@ -505,6 +543,43 @@ def main():
                                     row(f"pair-ratio-{config}", lang, size, f"{m}_x_min", lo)
                                     row(f"pair-ratio-{config}", lang, size, f"{m}_x_max", hi)
         finally:
+            if parent:
+                parent.remove()
+    # past the limit: auto and the 64M threshold in turn (rounds 2 on; round 1 is the sweeps'), with the probes
+    # beside them as in the sweeps (their figures are not kept), so that every round has the same neighbours
+    # under the limit. Rows past-run-CONFIG (each round's figures, round 1 copied from the sweeps' rows) and
+    # past-ratio-auto (the median of the rounds' own ratios of auto's time over the threshold's, their range, the
+    # number of rounds); a run that fails gives past-run-CONFIG failed=1 and ends that size's rounds
+    past = {}
+    if "spill" in configs and "auto" in configs and "past" not in SKIP and any(
+            "alloc_s" in results.get((lang, "auto", int(LIMIT * f)), {}) for lang in LANGS for f in FACTORS_PAST):
+        parent = probes = None
+        try:
+            parent = None if why else mscgroup.Group("bench-past", LIMIT)
+            probes = Probes(parent, "past")
+            for lang in LANGS:
+                for f in FACTORS_PAST:
+                    size = int(LIMIT * f)
+                    pr = past_rounds(lang, size, parent)
+                    if isinstance(pr, tuple):
+                        config, rc, rnd = pr
+                        past[(lang, size)] = pr
+                        row(f"past-run-{config}", lang, size, "failed", 1)
+                        say(f"  {lang} {config} {size / MiB:.0f} MiB round {rnd}: failed (exit {rc})")
+                    elif pr:
+                        past[(lang, size)] = pr
+                        for config, (_, each) in pr.items():
+                            for e in each:
+                                rows(f"past-run-{config}", lang, size, e)
+                                usage_rows(f"past-run-{config}", lang, size, e)
+                        for m, (med, lo, hi) in zip(("alloc", "reads", "writes"), pair_ratios(pr, "auto", "spill")):
+                            row("past-ratio-auto", lang, size, f"{m}_x", med)
+                            row("past-ratio-auto", lang, size, f"{m}_x_min", lo)
+                            row("past-ratio-auto", lang, size, f"{m}_x_max", hi)
+                        row("past-ratio-auto", lang, size, "rounds", len(pr["auto"][1]))
+        finally:
+            if probes:
+                probes.stop()
             if parent:
                 parent.remove()
     # many mid-size blocks (1 MiB each, 3x the limit): fixed thresholds above 1 MiB keep them all in RAM. Python
@@ -542,7 +617,7 @@ def main():
         if "file" in os.environ.get("MSB_SPILL_SKIP", ""):
             raise StopIteration
         parent = None if why else mscgroup.Group("bench-file", LIMIT)
-        for f in FACTORS:
+        for f in factors_of("file_mmap"):
             size = int(LIMIT * f)
             rc, d, _ = run_repeated(parent, f"file-{int(f * 10)}", workload("python", size, lim_file), clean_env(),
                                     REPEATS_FIT if f < 1 else 1)
@@ -552,7 +627,7 @@ def main():
             else:
                 results[("python", "file_mmap", size)] = {"status": f"failed ({rc})"}
         if os.path.exists(lim_file):
-            disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "quick" else 4)
+            disk_rate, err = disk_random_read_rate(lim_file, 2)
             if disk_rate:
                 row("disk", "o-direct", 4096, "read_ops_per_s", disk_rate)
     except StopIteration:
@@ -594,6 +669,16 @@ def main():
                        f"gather faults {d.get('read_page_faults', 0):>5.0f} cpu {d.get('read_cpu_s', 0):6.4f}" if "fill_sys_s" in d else "")
                 say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
                     f"{fmt_rate(d, 'write_ops_per_s')}{use}")
+    if past:
+        say(f"\npast the limit, auto and the 64M threshold in turn (round 1: the sweeps' runs; allocation s of each "
+            f"round, auto's over the threshold's):")
+        for (lang, size), pr in past.items():
+            if isinstance(pr, tuple):
+                say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {pr[0]} failed in round {pr[2]} (exit {pr[1]})")
+                continue
+            each = "  ".join(f"{s['alloc_s']:.3f}/{a['alloc_s']:.3f}={a['alloc_s'] / s['alloc_s']:.2f}x"
+                             for s, a in zip(pr["spill"][1], pr["auto"][1]))
+            say(f"  {lang:<7} {size / MiB:>5.0f} MiB  spill/auto: {each}")
     if midsize:
         say(f"\nmany mid-size blocks (python dict of 1 MiB bytearrays, R list of 1 MiB vectors, {MIDSIZE_FACTOR}x the limit):")
         for (lang, config), d in midsize.items():
@@ -646,7 +731,7 @@ def main():
     def target(ok, text):
         say(f"  {'PASS' if ok else 'MISS'}  {text}")
     for lang in LANGS:
-        spill_all = all("alloc_s" in results.get((lang, "spill", int(LIMIT * f)), {}) for f in FACTORS)
+        spill_all = all("alloc_s" in results.get((lang, "spill", int(LIMIT * f)), {}) for f in factors_of("spill"))
         if "sweeps" not in SKIP:
             target(spill_all, f"{lang}: every size up to 3x the limit completes under spill")
         for size, bound, what in ((BELOW, 1.02, f"below the threshold ({BELOW / MiB:.0f} MiB)"),
@@ -677,17 +762,25 @@ def main():
             target(max(r) <= 1.02, f"{lang}: auto at 0.5x limit (fits) within 1.02x of plain (allocation {r[0]:.2f}x, "
                    f"reads {r[1]:.2f}x, writes {r[2]:.2f}x; in turn, median of {REPEATS_PAIRS} rounds' ratios"
                    f"{spread(pr, 'auto')})")
-        for f in (1.5, 3):
+        for f in FACTORS_PAST:
             size = int(LIMIT * f)
             a, s = results.get((lang, "auto", size), {}), results.get((lang, "spill", size), {})
             p = results.get((lang, "plain", size), {"status": "not run (killed at a smaller size)"})
             if (lang, "auto", size) not in results:
                 continue
             plain_dead = "alloc_s" not in p
-            if "alloc_s" in a and "alloc_s" in s:
+            pr = past.get((lang, size))
+            if pr and not isinstance(pr, tuple):
+                med, lo, hi = pair_ratios(pr, "auto", "spill")[0]
+                target(med <= 1.1, f"{lang}: auto at {f}x limit completes (plain: {p.get('status', 'completes')}), "
+                       f"allocation {med:.2f}x the 64M threshold's (<= 1.1x; in turn, median of "
+                       f"{len(pr['auto'][1])} rounds' ratios, range {lo:.2f}-{hi:.2f}; round 1 the sweeps')")
+            elif pr:
+                target(False, f"{lang}: auto at {f}x limit: {pr[0]} failed in round {pr[2]} (exit {pr[1]})")
+            elif "alloc_s" in a and "alloc_s" in s:
                 target(a["alloc_s"] <= 1.1 * s["alloc_s"], f"{lang}: auto at {f}x limit completes (plain: "
                        f"{p.get('status', 'completes')}), allocation {a['alloc_s'] / s['alloc_s']:.2f}x the 64M "
-                       f"threshold's (<= 1.1x){fill_spent(a, s)}")
+                       f"threshold's (<= 1.1x; one run of each){fill_spent(a, s)}")
             else:
                 target(False, f"{lang}: auto at {f}x limit: {a.get('status', 'failed')} (plain completes: {not plain_dead})")
     for lang in MIDSIZE_LANGS:

@@ -198,6 +198,42 @@ class Fixture(unittest.TestCase):
         self.assertIn("beside it the fill's CPU time 1.00x [1.00-1.00] plain's (median and range of the rounds' "
                       "ratios: user 0.030 + system 0.100 s against 0.030 + 0.100 s), page faults 768 against 768", doc)
 
+    def test_spill_past_rounds(self):
+        # past the limit (issue #23): auto and the 64M threshold in turn, three rounds at 1.5x a 1 GiB limit
+        # (round 1 the sweeps' runs): each round's allocation times, the median of the rounds' own ratios and
+        # their range judge the target, not the sweeps' one run of each (auto 1.5 s against 1.0 s there: 1.50x);
+        # at 3x only the sweeps' runs: the one-run ratio, said so
+        lim, s, s3 = 1 << 30, 3 << 29, 3 << 30
+        csv_rows = ["spill,spill,python,1,1073741824,max_completed_bytes,3221225472",
+                    f"spill,spill,python,1,{s},alloc_s,1.0", f"spill,auto,python,1,{s},alloc_s,1.5",
+                    f"spill,spill,python,1,{s3},alloc_s,2.0", f"spill,auto,python,1,{s3},alloc_s,2.4"]
+        for cfg, walls in (("spill", (1.0, 2.0, 3.0)), ("auto", (1.5, 2.0, 2.7))):
+            for w in walls:
+                for m, v in (("alloc_s", w), ("read_ops_per_s", 1e4), ("write_ops_per_s", 1e4),
+                             ("fill_page_faults", 1000), ("fill_user_s", 0.1), ("fill_sys_s", 0.4)):
+                    csv_rows.append(f"spill,past-run-{cfg},python,1,{s},{m},{v}")
+        for m, v in (("alloc_x", 1.0), ("alloc_x_min", 0.9), ("alloc_x_max", 1.5), ("reads_x", 1.0),
+                     ("reads_x_min", 1.0), ("reads_x_max", 1.0), ("writes_x", 1.0), ("writes_x_min", 1.0),
+                     ("writes_x_max", 1.0), ("rounds", 3)):
+            csv_rows.append(f"spill,past-ratio-auto,python,1,{s},{m},{v}")
+        with open(os.path.join(self.results, "spill.csv"), "w") as f:
+            f.write(HEADER + "\n".join(csv_rows) + "\n")
+        _, doc = self.write()
+        self.assertIn("- met: python: auto at 1.5x the limit completes, allocation within 1.1x the 64M threshold's: "
+                      "1.00x (in turn, median of 3 rounds' ratios, round 1 the sweeps' runs; range 0.90-1.50; the "
+                      "rounds: 1.50x, 1.00x, 0.90x); beside it the fill's CPU time 1.00x [1.00-1.00] the 64M "
+                      "threshold's", doc)
+        self.assertIn("- **missed**: python: auto at 3x the limit completes, allocation within 1.1x the 64M "
+                      "threshold's: 1.20x (one run of each, in their own sweeps)", doc)
+        self.assertEqual(self.row(doc, "| python | 1536 MiB | 1.5x | 1.00 / 1.50, 2.00 / 2.00, 3.00 / 2.70 |")[4:],
+                         ["1.00x [0.90-1.50]", "1.00x [1.00-1.00]", "1.00x [1.00-1.00]"])
+        # a run that failed in the rounds misses the target, whatever the sweeps' ratio
+        with open(os.path.join(self.results, "spill.csv"), "a") as f:
+            f.write(f"spill,past-run-auto,python,1,{s3},failed,1\n")
+        _, doc = self.write()
+        self.assertIn("- **missed**: python: auto at 3x the limit completes, allocation within 1.1x the 64M "
+                      "threshold's: auto failed in the rounds in turn", doc)
+
     def test_without_markers(self):
         with open(self.readme, "w") as f:
             f.write("# no block\n")
