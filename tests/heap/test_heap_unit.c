@@ -122,7 +122,9 @@ static void size_class_tables(void **state) {
     assert_non_null(p);
     msi_span_t *s = msi_heap_span_of(p);
     assert_int_equal(s->block_size, bs);
-    assert_int_equal(s->capacity, (best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / bs);
+    size_t colour = s->base & (MSI_HEAP_CHUNK - 1); /* (heap.c span_colour: blocks start past the chunk) */
+    assert_true(colour < 4096 && colour % 64 == 0);
+    assert_int_equal(s->capacity, (best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD - colour) / bs);
     assert_int_equal(s->shift, __builtin_ctz(bs));
     assert_true(s->inv * (bs >> __builtin_ctz(bs)) == 1);
     ms_free(p);
@@ -133,7 +135,7 @@ static void size_class_tables(void **state) {
    carve: a class a short program uses for a few blocks links no 4 KiB of them. A new thread after a forced purge
    (every cached span back to its segment, its pages dropped) takes a span on fresh chunks */
 static void *first_carve_thread(void *arg) {
-  uint64_t *carved = arg; /* carved, touched, p in the first 1 KiB, carved after 81 blocks, block size */
+  uint64_t *carved = arg; /* carved, touched, p in the first 1 KiB, carved after 81 blocks, block size, colour */
   msi_heap_purge(0, true);
   void *p = ms_malloc(16);
   if (!p) return NULL;
@@ -146,18 +148,19 @@ static void *first_carve_thread(void *arg) {
   void *q[80];
   for (unsigned i = 0; i < 80; i++) q[i] = ms_malloc(16); /* past the first 1 KiB: the next carve */
   carved[3] = s->carved;
+  carved[5] = s->base & (MSI_HEAP_CHUNK - 1); /* its colour (heap.c span_colour) */
   for (unsigned i = 0; i < 80; i++) ms_free(q[i]);
   ms_free(p);
   return NULL;
 }
 /* (in a child: a second thread would leave this process multithreaded for the single-threaded tests after it) */
 static int first_carve_child(void) {
-  uint64_t carved[5] = {0, 0, 0, 0, 1};
+  uint64_t carved[6] = {0, 0, 0, 0, 1, 0};
   pthread_t t;
   if (pthread_create(&t, NULL, first_carve_thread, carved) != 0 || pthread_join(t, NULL) != 0) return 1;
   if (!carved[2]) return 2;
   if (carved[0] != 1024 / carved[4] || carved[1] != 1024) return 3;
-  if (carved[3] != 4096 / carved[4]) return 4; /* then the rest of the page */
+  if (carved[3] != (4096 - carved[5] + carved[4] - 1) / carved[4]) return 4; /* then the rest of the page */
   return 0;
 }
 static void first_carve_small(void **state) {
