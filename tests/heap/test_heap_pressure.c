@@ -55,6 +55,29 @@ static void cgroup_usage_near_the_limit(void **state) {
   assert_false(msi_pressure_look(&p, 6, true));
 }
 
+/* Pressure found lasts while each look finds the usage 1 MiB or more below the last one (the drain): a release
+   that came while the program was still freeing brought the usage under four fifths of the limit, and what the
+   program freed after it goes back at the next look, not after the purge delay */
+static void pressure_lasts_while_usage_falls(void **state) {
+  (void)state;
+  msi_pressure_t p;
+  msi_pressure_init(&p, 100 << 20, path_of("usage"), NULL);
+  put("usage", "62914560\n");                 /* 60 MiB: no pressure */
+  assert_false(msi_pressure_look(&p, 1, true));
+  put("usage", "57671680\n");                 /* 55 MiB: falling, but no pressure to last */
+  assert_false(msi_pressure_look(&p, 2, true));
+  put("usage", "89128960\n");                 /* 85 MiB */
+  assert_true(msi_pressure_look(&p, 3, true));
+  put("usage", "73400320\n");                 /* 70 MiB: 15 MiB given back since */
+  assert_true(msi_pressure_look(&p, 4, true));
+  put("usage", "72351744\n");                 /* 69 MiB: 1 MiB more */
+  assert_true(msi_pressure_look(&p, 5, true));
+  put("usage", "71827456\n");                 /* 68.5 MiB: the drain is over */
+  assert_false(msi_pressure_look(&p, 6, true));
+  put("usage", "52428800\n");                 /* 50 MiB: falling again, without pressure */
+  assert_false(msi_pressure_look(&p, 7, true));
+}
+
 /* the machine's memory stall: 1% of the time since the last look is pressure; the first look only reads */
 static void stall_since_the_last_look(void **state) {
   (void)state;
@@ -117,6 +140,7 @@ int main(void) {
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(cgroup_usage_near_the_limit),
+      cmocka_unit_test(pressure_lasts_while_usage_falls),
       cmocka_unit_test(stall_since_the_last_look),
       cmocka_unit_test(empty_current_spans_leave_under_pressure),
   };
