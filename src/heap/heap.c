@@ -598,24 +598,33 @@ static void span_trim(msi_span_t *s) {
   s->touched = (uint32_t)(from - s->base);
 }
 
-/* a span no longer used by any class: thread cache, else global cache, else back to the segment */
+/* a span no longer used by any class: thread cache, else global cache, else back to the segment. Under memory
+   pressure a thread's span (h) goes back to the OS at once past a small thread cache (MSI_HEAP_PRESSURE_SPANS):
+   a burst freed while the pressure lasts leaves RSS as it goes, whenever the next look comes */
 static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   unsigned n = s->nchunks;
-  size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
+  size_t bytes = (size_t)n * MSI_HEAP_CHUNK, bucket = msi_heap_limits.thread_bucket;
+  bool pressed = h && atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed);
+  if (pressed && bucket > MSI_HEAP_PRESSURE_SPANS) bucket = MSI_HEAP_PRESSURE_SPANS;
   s->state = MSI_SPAN_CACHED;
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
   msi_heap_note_active(-(int64_t)bytes);
   if (msi_heap_limits.global_bucket) msi_heap_note_idle((int64_t)bytes); /* (else back to the OS at once) */
-  if (h && msi_heap_limits.thread_bucket >= bytes) {
+  if (h && bucket >= bytes) {
     msi_lock(&h->cache_lock);
     h->hold.ops++;
-    if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
+    if ((h->cache[n].count + 1) * bytes <= bucket) {
       list_push(&h->cache[n], s);
       msi_unlock(&h->cache_lock);
       return;
     }
     msi_unlock(&h->cache_lock);
+  }
+  if (pressed) {
+    if (msi_heap_limits.global_bucket) msi_heap_note_idle(-(int64_t)bytes);
+    segment_release_span(s, true, s->cached_ms);
+    return;
   }
   if (msi_heap_limits.global_bucket >= bytes) {
     span_trim(s);

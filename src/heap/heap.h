@@ -210,6 +210,12 @@ static inline void msi_heap_note_active(int64_t bytes) {
   if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_active_spans, bytes, memory_order_relaxed);
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
+/* Under memory pressure (msi_maint_pressure) a freeing thread gives back at once what the caches would hold until
+   the next look: a thread's span cache keeps at most MSI_HEAP_PRESSURE_SPANS bytes per span length (heap.c
+   span_cache_put), the large slots' cache MSI_HEAP_PRESSURE_LARGE bytes over all sizes (large.c cache_put); the
+   rest goes back to the OS from the free */
+#define MSI_HEAP_PRESSURE_SPANS ((size_t)128 << 10)
+#define MSI_HEAP_PRESSURE_LARGE ((size_t)1 << 20)
 /* class c's entry of a snapshot being filled (heap_class, then heap_class_more; ms_stats_class reads a filled one) */
 static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
   return c < MS_STATS_SIZE_CLASSES ? &st->heap_class[c] : &st->heap_class_more[c - MS_STATS_SIZE_CLASSES];
