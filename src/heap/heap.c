@@ -810,8 +810,9 @@ static void purge_on_pressure(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000
 static const msi_maint_task_t release_task = {"heap-release", 0, purge_on_pressure};
 
 /* Under memory pressure a thread gives back its classes' empty current spans (kept for the next block of their
-   class otherwise): the maintenance thread cannot take them, since their owner allocates from them without a
-   lock. Checked by the slow paths (msi_heap_maybe_purge): one relaxed load and a thread-local comparison. */
+   class otherwise) and its spares: the maintenance thread cannot take a current span, since its owner allocates
+   from it without a lock (it takes the spares: heap_take_spares). Checked by the slow paths
+   (msi_heap_maybe_purge): one relaxed load and a thread-local comparison. */
 static __thread uint32_t pressure_seen;
 /* While pressure lasts, the free that empties a class's current span gives it up too, once per class and look:
    an idle thread (a pool's) keeps no span from what it freed, and a loop freeing and taking one block pays a slow
