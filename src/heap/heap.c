@@ -1142,6 +1142,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
     __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
   }
   s->kept = 0;
+  s->spare_mark = 0; /* (a mark a former use left: spare_near) */
   s->used_floor = 0;
   s->held = 0;
   s->in_partial = 0;
