@@ -19,6 +19,8 @@
                  run without a limit; the burst thread ends after its frees; then the child sets its cgroup's
                  limit 1/16 above its usage (a forced pressure signal) and reads its RSS every 10 ms for up to
                  --wait seconds (default 60). Exit 0 when RSS came within 10% of live, 1 otherwise.
+     --idle      (with --test) the burst thread stays alive and idle after its frees, as in the bench: its empty
+                 spans come back only through what the pressure takes from another thread.
      --single    (with --test) a single-threaded program (no maintenance thread: memspace looks at the cgroup from
                  its allocation slow paths): the burst is allocated and freed by the main thread, which keeps
                  working after the limit is set (every 10 ms it allocates and frees 1 MiB in 8 KiB blocks).
@@ -221,7 +223,8 @@ static void keep_working(void) {
   for (int i = 0; i < 128; i++) free(b[i]);
 }
 
-static int child(const char *cg, int version, size_t live, size_t burst, double wait_s, bool test, bool single) {
+static int child(const char *cg, int version, size_t live, size_t burst, double wait_s, bool test, bool single,
+                 bool idle) {
   /* a program that has run a while: a thread came and went (memspace's maintenance thread runs from then on) */
   pthread_t th = 0;
   if (!single && (pthread_create(&th, NULL, warm_up, NULL) != 0 || pthread_join(th, NULL) != 0)) return 2;
@@ -238,14 +241,14 @@ static int child(const char *cg, int version, size_t live, size_t burst, double 
     bytes += sz;
   }
   work_t w = {.burst = burst, .cg = cg, .version = version, .mu = PTHREAD_MUTEX_INITIALIZER,
-              .cv = PTHREAD_COND_INITIALIZER, .exit_after = test};
+              .cv = PTHREAD_COND_INITIALIZER, .exit_after = test && !idle};
   if (single) burst_thread(&w); /* (exit_after: returns after its frees) */
   else if (pthread_create(&th, NULL, burst_thread, &w) != 0) return 2;
   pthread_mutex_lock(&w.mu);
   while (w.phase < 1) pthread_cond_wait(&w.cv, &w.mu);
   pthread_mutex_unlock(&w.mu);
   uint64_t rss_freed = rss_bytes(), rss = rss_freed, target = bytes + bytes / 10;
-  if (test && th && pthread_join(th, NULL) == 0) th = 0; /* the test: its heap left to the caches at its exit */
+  if (test && !idle && th && pthread_join(th, NULL) == 0) th = 0; /* its heap left to the caches at its exit */
   if (test) { /* the forced pressure signal: the limit 1/16 above the usage */
     unsigned long long u = read_num(cg, usage_file(version)), lim = (u + u / 16 + 4095) & ~4095ull;
     if (!write_file(cg, version == 1 ? "memory.limit_in_bytes" : "memory.max", lim)) {
@@ -316,16 +319,17 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "--child")) {
     size_t live = 64, burst = 192;
     double wait_s = -1;
-    bool test = false, single = false;
+    bool test = false, single = false, idle = false;
     for (int i = 4; i < argc; i++) {
       if (!strcmp(argv[i], "--live") && i + 1 < argc) live = (size_t)atol(argv[++i]);
       else if (!strcmp(argv[i], "--burst") && i + 1 < argc) burst = (size_t)atol(argv[++i]);
       else if (!strcmp(argv[i], "--wait") && i + 1 < argc) wait_s = atof(argv[++i]);
       else if (!strcmp(argv[i], "--test")) test = true;
       else if (!strcmp(argv[i], "--single")) single = true;
+      else if (!strcmp(argv[i], "--idle")) idle = true;
     }
     if (wait_s < 0) wait_s = test ? 60 : 2;
-    return child(argv[2], atoi(argv[3]), live << 20, burst << 20, wait_s, test, single && test);
+    return child(argv[2], atoi(argv[3]), live << 20, burst << 20, wait_s, test, single && test, idle && test && !single);
   }
   if (argc >= 2 && !strcmp(argv[1], "--cleanup")) return cleanup();
   bool test = false;

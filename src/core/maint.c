@@ -109,12 +109,17 @@ static bool psi_total(const char *text, uint64_t *v) {
   return true;
 }
 
+/* The drain: pressure found lasts while the usage keeps falling by DRAIN_STEP or more from one look to the next.
+   A release may come while the program is still freeing (its burst half freed): the usage falls below four
+   fifths of the limit, and the rest, freed after that look, would wait for the purge delay (the caches' hold up
+   to 8 times it) */
+#define DRAIN_STEP ((uint64_t)1 << 20)
 bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
   bool under = false;
   unsigned long long used;
   if (p->limit && p->usage[0] && msi_os_read_ull(p->usage, &used)) {
+    under = used >= p->limit - p->limit / 5 || (p->under && used + DRAIN_STEP <= p->used);
     p->used = used;
-    under = used >= p->limit - p->limit / 5;
   }
   char buf[256];
   uint64_t total;
@@ -127,6 +132,7 @@ bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
     p->psi_total = total;
     p->psi_ns = now_ns;
   }
+  p->under = under;
   return under;
 }
 

@@ -630,24 +630,33 @@ static void span_trim(msi_span_t *s) {
   s->touched = (uint32_t)(from - s->base);
 }
 
-/* a span no longer used by any class: thread cache, else global cache, else back to the segment */
+/* a span no longer used by any class: thread cache, else global cache, else back to the segment. Under memory
+   pressure a thread's span (h) goes back to the OS at once past a small thread cache (MSI_HEAP_PRESSURE_SPANS):
+   a burst freed while the pressure lasts leaves RSS as it goes, whenever the next look comes */
 static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   unsigned n = s->nchunks;
-  size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
+  size_t bytes = (size_t)n * MSI_HEAP_CHUNK, bucket = msi_heap_limits.thread_bucket;
+  bool pressed = h && atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed);
+  if (pressed && bucket > MSI_HEAP_PRESSURE_SPANS) bucket = MSI_HEAP_PRESSURE_SPANS;
   MSI_SEEN_SET(s->state, MSI_SPAN_CACHED);
   s->owner = NULL;
   s->cached_ms = msi_heap_now_ms();
   msi_heap_note_active(-(int64_t)bytes);
   if (msi_heap_limits.global_bucket) msi_heap_note_idle((int64_t)bytes); /* (else back to the OS at once) */
-  if (h && msi_heap_limits.thread_bucket >= bytes) {
+  if (h && bucket >= bytes) {
     msi_lock(&h->cache_lock);
     h->hold.ops++;
-    if ((h->cache[n].count + 1) * bytes <= msi_heap_limits.thread_bucket) {
+    if ((h->cache[n].count + 1) * bytes <= bucket) {
       list_push(&h->cache[n], s);
       msi_unlock(&h->cache_lock);
       return;
     }
     msi_unlock(&h->cache_lock);
+  }
+  if (pressed) {
+    if (msi_heap_limits.global_bucket) msi_heap_note_idle(-(int64_t)bytes);
+    segment_release_span(s, true, s->cached_ms);
+    return;
   }
   if (msi_heap_limits.global_bucket >= bytes) {
     span_trim(s);
@@ -819,7 +828,13 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   segments_purge(now, delay, force);
   msi_large_purge(now, delay, force_large);
 }
-void msi_heap_purge(uint64_t now_ms, bool force) { purge(now_ms, force, force); }
+/* force (memory pressure, ms_heap_collect(1)): every thread's spare spans first, so they go back with the rest */
+static void heap_take_spares(msi_heap_t *h, bool to_thread_cache);
+void msi_heap_purge(uint64_t now_ms, bool force) {
+  if (force)
+    for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) heap_take_spares(h, false);
+  purge(now_ms, force, force);
+}
 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 /* memory pressure (maint.c): every cache (threads', global, free chunks, large slots) back to the OS now */
@@ -827,8 +842,9 @@ static void purge_on_pressure(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000
 static const msi_maint_task_t release_task = {"heap-release", 0, purge_on_pressure};
 
 /* Under memory pressure a thread gives back its classes' empty current spans (kept for the next block of their
-   class otherwise): the maintenance thread cannot take them, since their owner allocates from them without a
-   lock. Checked by the slow paths (msi_heap_maybe_purge): one relaxed load and a thread-local comparison. */
+   class otherwise) and its spares: the maintenance thread cannot take a current span, since its owner allocates
+   from it without a lock (it takes the spares: heap_take_spares). Checked by the slow paths
+   (msi_heap_maybe_purge): one relaxed load and a thread-local comparison. */
 static __thread uint32_t pressure_seen;
 /* While pressure lasts, the free that empties a class's current span gives it up too, once per class and look:
    an idle thread (a pool's) keeps no span from what it freed, and a loop freeing and taking one block pays a slow
@@ -971,6 +987,93 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   span_cache_put(to_thread_cache ? h : NULL, s);
 }
 
+/* A class's current span that its last free empties stays the class's for its next block (the preset's
+   keep_empty_current). Its owner allocates from a current span without a lock, so no other thread may take it:
+   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So the free that empties
+   a span whose blocks were carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current[]
+   gets the empty span, the span goes in the atomic spare[] slot; the owner's next allocation of the class finds
+   the empty span, takes the slow path and the span back (spare_take); a forced purge (memory pressure) takes it
+   from any thread (heap_take_spares). Whoever exchanges the slot for NULL owns the span.
+   A span that carved no further (a loop taking and freeing a block or a few) stays current, its pages past the
+   blocks it carved given back (span_trim_tail: what a populate window or a former class left resident): such a
+   loop keeps its fast paths, and an idle thread keeps at most SPARE_MIN plus a block and a page per class.
+   A loop of a few blocks in a span carved further (a batch before it) would set the span aside and take it back
+   at every turn: a span that comes back from spare[] notes the block SPARE_LOOK deep in its free list, and when
+   it empties with that block still near the head (at most SPARE_LOOK blocks were used meanwhile) it is set aside
+   uncarved (its lists dropped: it carves afresh from its base, over pages still resident), so the loop's next
+   turn carves one batch and goes on in a span that stays current. */
+#define SPARE_MIN ((uintptr_t)16384)
+#define SPARE_LOOK 16
+static bool span_spare_worthy(const msi_span_t *s) {
+  return msi_span_bump(s) - s->base > SPARE_MIN + s->block_size;
+}
+static void spare_put(msi_heap_t *h, msi_span_t *s) {
+  h->current[s->cls] = &msi_empty_span; /* first: the owner's fast path no longer reaches it */
+  atomic_store_explicit(&h->spare[s->cls], s, memory_order_release);
+}
+static msi_span_t *spare_take(msi_heap_t *h, unsigned cls) {
+  if (!atomic_load_explicit(&h->spare[cls], memory_order_relaxed)) return NULL;
+  return atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
+}
+/* the block `steps` links from the head of the span's free list that `stop` is reached at, or the list's end */
+static msi_block_t *free_list_walk(const msi_span_t *s, unsigned steps, const msi_block_t *stop) {
+  msi_block_t *b = s->free;
+  for (unsigned i = 0; i < steps && b != stop && b != msi_span_list_end(s); i++) {
+    MSI_HEAP_VG_OPEN(b);
+    msi_block_t *next = msi_block_next(s, b);
+    MSI_HEAP_VG_CLOSE(b);
+    b = next;
+  }
+  return b;
+}
+/* a span back from spare[] with its blocks linked: the block SPARE_LOOK deep noted */
+static void spare_note(msi_span_t *s) {
+  msi_block_t *b = free_list_walk(s, SPARE_LOOK, NULL);
+  s->spare_mark = b == msi_span_list_end(s) ? 0 : (uint32_t)((uintptr_t)b - s->base) + 1;
+}
+/* the noted block lies at most 2 SPARE_LOOK links from the head: at most SPARE_LOOK blocks used since */
+static bool spare_near(const msi_span_t *s) {
+  if (!s->spare_mark) return false;
+  const msi_block_t *m = (const msi_block_t *)(s->base + s->spare_mark - 1);
+  return free_list_walk(s, 2 * SPARE_LOOK, m) == m;
+}
+/* an empty span drops its free lists: it carves afresh from its base */
+static void span_uncarve(msi_span_t *s) {
+  s->free = msi_span_list_end(s);
+  s->rfree = NULL;
+  s->rfree_n = 0;
+  __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
+}
+/* an empty span kept current (owner context): the resident pages past its carved blocks go back */
+static void span_trim_tail(msi_span_t *s) {
+  uintptr_t ps = msi_os_page_size(), bump = msi_span_bump(s), from = msi_align_up(bump, ps);
+  uintptr_t to = msi_align_up(s->base + s->touched, ps);
+  if (to > from) {
+    int saved = errno;
+    bool ok = msi_os_madvise((void *)from, to - from, MADV_DONTNEED) == 0;
+    errno = saved;
+    if (!ok) return; /* refused: the pages stay, and count */
+    chunks_purged(to - from);
+  }
+  s->touched = (uint32_t)(bump - s->base); /* (at most SPARE_MIN and a block: the free path sends it here no more) */
+}
+/* the free that empties the class's current span, holding more than SPARE_MIN and a block of pages (owner
+   context, no remote free pending): set aside, uncarved, or kept with its tail trimmed (above) */
+static MSI_NOINLINE void span_empty_current(msi_heap_t *h, msi_span_t *s) {
+  bool near = spare_near(s);
+  s->spare_mark = 0;
+  if (near) span_uncarve(s);
+  if (near || span_spare_worthy(s)) spare_put(h, s);
+  else span_trim_tail(s);
+}
+/* every spare span of h back to the caches (any thread; the exchange makes it the caller's) */
+static void heap_take_spares(msi_heap_t *h, bool to_thread_cache) {
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    msi_span_t *s = spare_take(h, c);
+    if (s) span_retire(h, s, to_thread_cache);
+  }
+}
+
 /* links `tail` after the last block of `list` (walked: one cache miss per block) */
 static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tail) {
   msi_block_t *last = list, *next;
@@ -1080,6 +1183,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
     __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
   }
   s->kept = 0;
+  s->spare_mark = 0; /* (a mark a former use left: spare_near) */
   MSI_SEEN_SET(s->used_floor, 0);
   msi_span_held_set(s, 0);
   s->in_partial = 0;
@@ -1243,6 +1347,7 @@ static void heap_cache_drain(msi_heap_t *h, bool release) {
 /* hands every span of a heap that can go back, keeps the heap's live spans for the next adopter */
 static void heap_flush(msi_heap_t *h, bool orphaning) {
   heap_remote_process(h, !orphaning, false);
+  heap_take_spares(h, !orphaning);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_span_t *s = h->current[c];
     if (s == &msi_empty_span) continue;
@@ -1452,6 +1557,13 @@ void *msi_heap_small_alloc_slow(size_t size) {
   unsigned cls = msi_heap_class_of(size);
   msi_span_t *s = h->current[cls];
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
+  msi_span_t *sp = s == &msi_empty_span ? spare_take(h, cls) : NULL; /* the class's span set aside */
+  if (sp) {
+    h->current[cls] = sp;
+    if (span_free_empty(sp) && !span_take_rfree(sp)) span_carve(sp); /* uncarved (else its blocks are linked) */
+    else spare_note(sp);
+    return alloc_from(sp);
+  }
   if (s != &msi_empty_span) {
     /* blocks freed by other threads first, never-used ones after: carving while remote frees wait would fault
        in the span's further pages with as many of its blocks free */
@@ -1502,11 +1614,14 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
       span_collect(s, true, false);
     }
     if (s == h->current[s->cls]) {
-      if (msi_span_used(s) == 0 && (!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
+      if (msi_span_used(s) != 0) return;
+      if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
+      } else if (s->touched > SPARE_MIN + s->block_size && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+        span_empty_current(h, s); /* kept where a forced purge can take it, or with little resident */
       }
       return;
     }
@@ -1542,8 +1657,9 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   }
 }
 
-/* the empty current spans of the calling thread's heap leave their classes (memory pressure) */
+/* the empty current spans of the calling thread's heap leave their classes (memory pressure), its spares too */
 static void heap_release_current(msi_heap_t *h) {
+  heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_span_t *s = h->current[c];
     if (s == &msi_empty_span || msi_span_used(s) != 0) continue;
@@ -1560,6 +1676,7 @@ void msi_heap_thread_collect(bool force) {
   msi_heap_t *h = msi_tls_heap;
   if (h == &msi_empty_heap) return;
   heap_remote_process(h, false, false);
+  if (force) heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     for (msi_span_t *s = h->partial[c], *next; s; s = next) {
       next = s->next;

@@ -89,6 +89,8 @@ typedef struct msi_span_s {
   uint8_t in_partial;
   uint8_t kept;                /* cached with its blocks of class last_cls still linked on free/rfree (heap.c
                                   span_retire): taken again for that class, it needs no carving (span_init) */
+  uint32_t spare_mark;         /* back from the owner's spare[] slot: the offset + 1 of the block SPARE_LOOK deep
+                                  in its free list then (heap.c spare_near; 0: none) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out
@@ -140,6 +142,10 @@ typedef struct msi_heap_s {
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
   msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */
+  /* a class's empty span, set aside out of current[] by the free that emptied it (heap.c spare_put): the owner
+     takes it back at its next allocation of the class, a forced purge (memory pressure) from any thread; whoever
+     exchanges the pointer for NULL owns the span. Non-NULL only while current[] holds the empty span */
+  msi_span_t *_Atomic spare[MSI_HEAP_CLASSES];
 } msi_heap_t;
 
 /* the layout, fixed at start-up */
@@ -209,6 +215,12 @@ static inline void msi_heap_note_active(int64_t bytes) {
   if (!msi_maint_running()) atomic_fetch_add_explicit(&msi_heap_active_spans, bytes, memory_order_relaxed);
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
+/* Under memory pressure (msi_maint_pressure) a freeing thread gives back at once what the caches would hold until
+   the next look: a thread's span cache keeps at most MSI_HEAP_PRESSURE_SPANS bytes per span length (heap.c
+   span_cache_put), the large slots' cache MSI_HEAP_PRESSURE_LARGE bytes over all sizes (large.c cache_put); the
+   rest goes back to the OS from the free */
+#define MSI_HEAP_PRESSURE_SPANS ((size_t)128 << 10)
+#define MSI_HEAP_PRESSURE_LARGE ((size_t)1 << 20)
 /* class c's entry of a snapshot being filled (heap_class, then heap_class_more; ms_stats_class reads a filled one) */
 static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
   return c < MS_STATS_SIZE_CLASSES ? &st->heap_class[c] : &st->heap_class_more[c - MS_STATS_SIZE_CLASSES];

@@ -420,6 +420,8 @@ static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
   if (c->ncached >= c->cache_max || k > msi_heap_limits.large_max_shift ||
+      (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) && /* (heap.h) */
+       atomic_load_explicit(&cached_bytes, memory_order_relaxed) + bytes > MSI_HEAP_PRESSURE_LARGE) ||
       c->cached_bytes + bytes > msi_heap_limits.large_bytes ||
       (dense(k) ? !mid_cache_room(bytes) : c->ncached >= msi_heap_limits.large_slots))
     return false;

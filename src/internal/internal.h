@@ -137,7 +137,8 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    limits the process (msi_os_cgroup_budget; its limit read again every second) and every 100 ms at the machine's
    memory stall (/proc/pressure/memory). Pressure: the cgroup's usage (v1 memory.usage_in_bytes, v2 memory.current)
    within a fifth of its limit (v1 memory.limit_in_bytes, v2 memory.max or memory.high), or some task stalled on
-   memory for at least 1% of the time since the last look. Each look that finds pressure runs every release task
+   memory for at least 1% of the time since the last look; once found, it lasts while each look finds the usage
+   at least 1 MiB below the last one (a drain: what was freed after a release goes back at the next look). Each look that finds pressure runs every release task
    (msi_maint_on_pressure: every cache of a part back to the OS, whatever its age; at most 4, idempotent)
    at once (not after the purge delay) and counts in msi_maint_pressure_epoch; msi_maint_pressure is 1 while it
    lasts. The allocation slow paths read both with one relaxed load. msi_pressure_look is one look from the files
@@ -151,6 +152,7 @@ void msi_maint_on_pressure(const msi_maint_task_t *release); /* its run(); its p
 typedef struct {
   uint64_t limit;             /* the cgroup's limit in bytes; 0: no cgroup look */
   uint64_t used;              /* the usage the last look read */
+  bool under;                 /* the last look found pressure */
   uint64_t psi_total, psi_ns; /* the stall total (us) and time of the last stall look; psi_ns 0: none yet */
   char usage[4200];           /* the limiting cgroup's usage file */
   char psi[64];               /* a PSI file ("some avg10=... total=US" first); "" none */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "heap.h"
 
@@ -53,6 +54,29 @@ static void cgroup_usage_near_the_limit(void **state) {
   assert_false(msi_pressure_look(&p, 5, true));
   msi_pressure_init(&p, 1000, path_of("missing"), NULL);
   assert_false(msi_pressure_look(&p, 6, true));
+}
+
+/* Pressure found lasts while each look finds the usage 1 MiB or more below the last one (the drain): a release
+   that came while the program was still freeing brought the usage under four fifths of the limit, and what the
+   program freed after it goes back at the next look, not after the purge delay */
+static void pressure_lasts_while_usage_falls(void **state) {
+  (void)state;
+  msi_pressure_t p;
+  msi_pressure_init(&p, 100 << 20, path_of("usage"), NULL);
+  put("usage", "62914560\n");                 /* 60 MiB: no pressure */
+  assert_false(msi_pressure_look(&p, 1, true));
+  put("usage", "57671680\n");                 /* 55 MiB: falling, but no pressure to last */
+  assert_false(msi_pressure_look(&p, 2, true));
+  put("usage", "89128960\n");                 /* 85 MiB */
+  assert_true(msi_pressure_look(&p, 3, true));
+  put("usage", "73400320\n");                 /* 70 MiB: 15 MiB given back since */
+  assert_true(msi_pressure_look(&p, 4, true));
+  put("usage", "72351744\n");                 /* 69 MiB: 1 MiB more */
+  assert_true(msi_pressure_look(&p, 5, true));
+  put("usage", "71827456\n");                 /* 68.5 MiB: the drain is over */
+  assert_false(msi_pressure_look(&p, 6, true));
+  put("usage", "52428800\n");                 /* 50 MiB: falling again, without pressure */
+  assert_false(msi_pressure_look(&p, 7, true));
 }
 
 /* the machine's memory stall: 1% of the time since the last look is pressure; the first look only reads */
@@ -112,13 +136,59 @@ static void empty_current_spans_leave_under_pressure(void **state) {
   assert_ptr_not_equal(h->current[cc], &msi_empty_span); /* no pressure: kept again */
 }
 
+/* pages of [addr, addr + len) resident */
+static size_t resident(uintptr_t addr, size_t len) {
+  static unsigned char vec[1024];
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = (len + ps - 1) / ps, r = 0;
+  assert_true(n <= sizeof vec);
+  assert_int_equal(mincore((void *)addr, n * ps, vec), 0);
+  for (size_t i = 0; i < n; i++) r += vec[i] & 1;
+  return r;
+}
+
+/* While pressure lasts, what a thread frees goes back to the OS from the free itself, past a small thread cache
+   (128 KiB per span length) and a small large-slot cache (1 MiB): a burst freed under pressure leaves RSS as it
+   goes, whenever the next look comes (the old heap cached it all until the next look's purge) */
+enum { BURST = 2048, BURST_SIZE = 1000, LARGE_N = 8, LARGE_SIZE = 256 << 10 };
+static void frees_under_pressure_go_back_at_once(void **state) {
+  (void)state;
+  assert_int_equal(ms_option_set(MS_OPTION_CACHE, 1), 0);
+  static void *b[BURST], *l[LARGE_N];
+  static msi_span_t *spans[BURST];
+  size_t nspans = 0;
+  for (int i = 0; i < BURST; i++) {
+    assert_non_null(b[i] = ms_malloc(BURST_SIZE));
+    memset(b[i], 1, BURST_SIZE);
+    msi_span_t *s = msi_heap_span_of(b[i]);
+    if (!nspans || spans[nspans - 1] != s) spans[nspans++] = s;
+  }
+  for (int i = 0; i < LARGE_N; i++) {
+    assert_non_null(l[i] = ms_malloc(LARGE_SIZE));
+    memset(l[i], 1, LARGE_SIZE);
+  }
+  atomic_store(&msi_maint_pressure, 1);
+  for (int i = 0; i < BURST; i++) ms_free(b[i]);
+  for (int i = 0; i < LARGE_N; i++) ms_free(l[i]);
+  atomic_store(&msi_maint_pressure, 0);
+  size_t kept = 0, gone_large = 0;
+  for (size_t i = 0; i < nspans; i++) kept += resident(spans[i]->base & ~(MSI_HEAP_CHUNK - 1), MSI_HEAP_CHUNK) != 0;
+  for (int i = 0; i < LARGE_N; i++) gone_large += resident((uintptr_t)l[i], LARGE_SIZE) == 0;
+  print_message("%zu of %zu spans resident after the frees, %zu of %d large blocks' pages gone\n", kept, nspans,
+                gone_large, LARGE_N);
+  assert_true(nspans >= 16);
+  assert_true(kept <= 3); /* the thread cache's two spans of one chunk, and the current one */
+  assert_true(gone_large >= LARGE_N - 4);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/ms-pressure-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(cgroup_usage_near_the_limit),
+      cmocka_unit_test(pressure_lasts_while_usage_falls),
       cmocka_unit_test(stall_since_the_last_look),
       cmocka_unit_test(empty_current_spans_leave_under_pressure),
+      cmocka_unit_test(frees_under_pressure_go_back_at_once),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   unlink(path_of("usage"));
