@@ -20,12 +20,17 @@
                  limit 1/16 above its usage (a forced pressure signal) and reads its RSS every 10 ms for up to
                  --wait seconds (default 60). Exit 0 when RSS came within 10% of live, 1 otherwise.
      --idle      (with --test) the burst thread stays alive and idle after its frees, as in the bench: its empty
-                 spans come back only through what the pressure takes from another thread.
+                 spans come back only through what the pressure takes from another thread. The cgroup gets a
+                 limit before the burst too, so that the burst's peak is over half of it, as a container's is;
+                 at its peak the burst thread waits until memspace's statistics say memory is tight (docs/stats.md,
+                 `memory`; memspace then sets emptied spans aside where a purge can take them) before its frees.
      --single    (with --test) a single-threaded program (no maintenance thread: memspace looks at the cgroup from
                  its allocation slow paths): the burst is allocated and freed by the main thread, which keeps
                  working after the limit is set (every 10 ms it allocates and frees 1 MiB in 8 KiB blocks).
      --cleanup   removes memspace-purge-* cgroups a killed run left (the CTest cleanup fixture). */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -165,6 +170,7 @@ typedef struct {
   pthread_cond_t cv;
   int phase; /* 1: burst freed; 2: measurement over (the worker may end) */
   bool exit_after; /* the worker ends after its frees instead of staying idle */
+  bool wait_tight; /* (--test --idle) at the peak, wait until memspace's statistics say memory is tight */
 } work_t;
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -179,6 +185,34 @@ static void touch(char *p, size_t n) {
 }
 
 static const char *usage_file(int version) { return version == 1 ? "memory.usage_in_bytes" : "memory.current"; }
+
+/* memspace's statistics text (ms_stats_print, found at run time: the program runs under any allocator) */
+typedef void stats_out_fn(const char *text, void *arg);
+typedef void stats_print_fn(stats_out_fn *out, void *arg, unsigned flags);
+static char stats_text[1 << 16];
+static size_t stats_len;
+static void stats_collect(const char *text, void *arg) {
+  (void)arg;
+  size_t n = strlen(text);
+  if (stats_len + n < sizeof stats_text) memcpy(stats_text + stats_len, text, n), stats_len += n;
+  stats_text[stats_len] = 0;
+}
+/* waits (up to 60 s) until the `memory` line says tight or pressure; false when it never did */
+static bool wait_memory_tight(void) {
+  stats_print_fn *print = (stats_print_fn *)dlsym(RTLD_DEFAULT, "ms_stats_print");
+  if (!print) return true; /* not memspace: nothing to wait for */
+  for (double t_end = now_s() + 60; now_s() < t_end; usleep(2000)) {
+    stats_len = 0;
+    print(stats_collect, NULL, 0);
+    const char *m = strstr(stats_text, "\n  memory "), *end = m ? strchr(m + 1, '\n') : NULL;
+    if (!m || !end) continue;
+    char line[128];
+    snprintf(line, sizeof line, "%.*s", (int)(end - m), m);
+    if (strstr(line, "tight") || strstr(line, "pressure"))
+      return true;
+  }
+  return false;
+}
 
 static void *burst_thread(void *arg) {
   work_t *w = arg;
@@ -196,6 +230,7 @@ static void *burst_thread(void *arg) {
   }
   w->rss_peak = rss_bytes();
   w->usage_peak = read_num(w->cg, usage_file(w->version));
+  if (w->wait_tight && !wait_memory_tight()) { fprintf(stderr, "burst: memory never tight in 60 s\n"); exit(1); }
   for (size_t i = 0; i < n; i++) free(blocks[i]);
   free(blocks);
   pthread_mutex_lock(&w->mu);
@@ -241,7 +276,14 @@ static int child(const char *cg, int version, size_t live, size_t burst, double 
     bytes += sz;
   }
   work_t w = {.burst = burst, .cg = cg, .version = version, .mu = PTHREAD_MUTEX_INITIALIZER,
-              .cv = PTHREAD_COND_INITIALIZER, .exit_after = test && !idle};
+              .cv = PTHREAD_COND_INITIALIZER, .exit_after = test && !idle, .wait_tight = idle};
+  if (idle) { /* the burst's peak over half the limit (memory tight), far from it (no pressure) */
+    unsigned long long u = read_num(cg, usage_file(version)), lim = ((u + burst) * 8 / 5 + 4095) & ~4095ull;
+    if (!write_file(cg, version == 1 ? "memory.limit_in_bytes" : "memory.max", lim)) {
+      printf("MS_SKIP refused: setting the memory limit of %s: %s\n", cg, strerror(errno));
+      return 77;
+    }
+  }
   if (single) burst_thread(&w); /* (exit_after: returns after its frees) */
   else if (pthread_create(&th, NULL, burst_thread, &w) != 0) return 2;
   pthread_mutex_lock(&w.mu);

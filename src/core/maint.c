@@ -81,7 +81,7 @@ void msi_maint_idle(bool idle) {
 }
 
 /* ---- memory pressure (internal.h) ---- */
-_Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
+_Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch, msi_maint_tight;
 #define PRESSURE_CGROUP_MS 25   /* between looks at the cgroup's usage */
 #define PRESSURE_PSI_MS 100     /* between looks at the machine's memory stall */
 #define PRESSURE_FIND_MS 1000   /* between reads of the cgroup's limit (a container may be resized) */
@@ -133,6 +133,7 @@ bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
     p->psi_ns = now_ns;
   }
   p->under = under;
+  p->tight = under || (p->limit && p->used >= p->limit / 2);
   return under;
 }
 
@@ -160,6 +161,10 @@ static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, u
   bool psi_due = now >= *next_psi;
   if (psi_due) *next_psi = now + PRESSURE_PSI_MS * 1000000ull;
   bool under = msi_pressure_look(p, now, psi_due);
+  if (p->tight != ((atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & 1) != 0)) {
+    if (p->tight) atomic_fetch_or_explicit(&msi_maint_tight, 1, memory_order_relaxed);
+    else atomic_fetch_and_explicit(&msi_maint_tight, ~1u, memory_order_relaxed);
+  }
   if (under != (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) != 0)) {
     atomic_store_explicit(&msi_maint_pressure, under, memory_order_relaxed);
     msi_verbose("memory pressure %s (cgroup usage %llu of its limit %llu, 0: no limit; stall from %s)",
@@ -250,6 +255,7 @@ MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
     if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
     if (atomic_load(&next_check)) atomic_store(&next_check, 0);
     if (atomic_load(&msi_maint_pressure)) atomic_store(&msi_maint_pressure, 0); /* until the child's own look */
+    if (atomic_load(&msi_maint_tight)) atomic_store(&msi_maint_tight, 0);
     if (atomic_load(&poll_busy)) atomic_store(&poll_busy, 0); /* a look another thread of the parent was taking */
     msi_lock_reset(&task_lock);
   }

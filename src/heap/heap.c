@@ -989,8 +989,9 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
 
 /* A class's current span that its last free empties stays the class's for its next block (the preset's
    keep_empty_current). Its owner allocates from a current span without a lock, so no other thread may take it:
-   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So the free that empties
-   a span whose blocks were carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current[]
+   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So while memory is tight
+   (msi_maint_tight: pressure, or the cgroup at half its limit) the free that empties a span whose blocks were
+   carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current[]
    gets the empty span, the span goes in the atomic spare[] slot; the owner's next allocation of the class finds
    the empty span, takes the slow path and the span back (spare_take); a forced purge (memory pressure) takes it
    from any thread (heap_take_spares). Whoever exchanges the slot for NULL owns the span.
@@ -1620,7 +1621,8 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
-      } else if (s->touched > SPARE_MIN + s->block_size && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      } else if (s->touched > SPARE_MIN + s->block_size && atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) &&
+                 atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         span_empty_current(h, s); /* kept where a forced purge can take it, or with little resident */
       }
       return;

@@ -148,11 +148,17 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    (heap.c msi_heap_maybe_purge), so a small or short-lived program never opens a file from malloc. True when
    that look found pressure (the release tasks have run). */
 extern _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
+/* 1 while memory is tight: pressure, or the cgroup's usage at half its limit or more (the last look's). The heap
+   then sets an emptied current span aside where a forced purge can take it (heap.c spare_put), at a cost on
+   loops that empty a span every turn; with headroom it keeps the span current, out of every purge's reach.
+   Bit 0 is the looks'; a test holds memory tight with bit 1 */
+extern _Atomic uint32_t msi_maint_tight;
 void msi_maint_on_pressure(const msi_maint_task_t *release); /* its run(); its period is not used */
 typedef struct {
   uint64_t limit;             /* the cgroup's limit in bytes; 0: no cgroup look */
   uint64_t used;              /* the usage the last look read */
   bool under;                 /* the last look found pressure */
+  bool tight;                 /* the last look found pressure or the usage at half the limit or more */
   uint64_t psi_total, psi_ns; /* the stall total (us) and time of the last stall look; psi_ns 0: none yet */
   char usage[4200];           /* the limiting cgroup's usage file */
   char psi[64];               /* a PSI file ("some avg10=... total=US" first); "" none */

@@ -4,7 +4,8 @@
    owner sets such a span aside when its last block is freed (heap.c spare_put), and the purge takes it from any
    thread. And the hand-over races nothing: one thread fills and empties spans (setting them aside, taking them
    back) while another purges with force, every block checked (also under TSan). No sleep, no timing: the threads
-   wait for each other on a condition variable. */
+   wait for each other on a condition variable. The heap sets spans aside only while memory is tight
+   (msi_maint_tight): the test holds it so, and the last case checks that with headroom it does not. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,7 +69,10 @@ static void *idle_worker(void *arg) {
 
 /* the pages of [addr, addr + len) resident */
 static size_t resident_pages(uintptr_t addr, size_t len) {
-  size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = (len + ps - 1) / ps, r = 0;
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  len += addr & (ps - 1); /* (a span's blocks start at its colour: heap.c span_colour) */
+  addr &= ~(uintptr_t)(ps - 1);
+  size_t n = (len + ps - 1) / ps, r = 0;
   unsigned char vec[8 * 16]; /* a span: at most 512 KiB */
   assert_true(n <= sizeof vec);
   assert_int_equal(mincore((void *)addr, n * ps, vec), 0);
@@ -144,11 +148,33 @@ static void owner_races_forced_purge(void **state) {
   assert_ptr_equal(ret, &racing); /* every block held its bytes */
 }
 
+/* With headroom (memory not tight) the emptied span stays the idle thread's current span: a loop that empties a
+   span every turn keeps its fast path. Skipped when the looks found memory tight meanwhile (another process's
+   memory stall counts) */
+static void with_headroom_span_stays_current(void **state) {
+  (void)state;
+  atomic_fetch_and(&msi_maint_tight, ~2u);
+  if (atomic_load(&msi_maint_tight)) skip();
+  phase = 0;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, idle_worker, NULL), 0);
+  wait_phase(1);
+  bool tight = atomic_load(&msi_maint_tight) != 0;
+  msi_span_t *cur = worker_heap->current[msi_heap_class_of(SIZE)];
+  set_phase(2);
+  wait_phase(3);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  if (tight) skip();
+  assert_ptr_equal(cur, worker_span);
+}
+
 int main(void) {
   ms_free(ms_malloc(16)); /* the heap set up */
+  atomic_fetch_or(&msi_maint_tight, 2); /* memory held tight (internal.h) for the first two */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(idle_threads_span_goes_back),
       cmocka_unit_test(owner_races_forced_purge),
+      cmocka_unit_test(with_headroom_span_stays_current),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
