@@ -74,6 +74,17 @@ static ms_dma_config_t cfg(size_t page, unsigned flags) {
     }                                                                                                          \
   } while (0)
 
+/* ms_dma_alloc, skipping the case when the buffer cannot be pinned because it is larger than RLIMIT_MEMLOCK
+   (a process without CAP_IPC_LOCK: not root) */
+static ms_dma_buffer_t *alloc_pinned(size_t size, const ms_dma_config_t *c) {
+  ms_dma_buffer_t *b = ms_dma_alloc(size, c);
+  struct rlimit rl;
+  if (!b && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && size > rl.rlim_cur)
+    ms_skip_refused(errno, "a pinned buffer of %zu bytes, RLIMIT_MEMLOCK %llu without CAP_IPC_LOCK", size,
+                    (unsigned long long)rl.rlim_cur);
+  return b;
+}
+
 /* physical addresses readable here? (root with CAP_SYS_ADMIN) */
 static bool phys_readable(ms_dma_buffer_t *b) {
   size_t n;
@@ -292,7 +303,7 @@ static void best_available_and_fallback(void **state) {
     assert_int_equal(errno, ENOMEM);
     if (total <= 512) {
       c = cfg(2 * MiB, 0);
-      b = ms_dma_alloc(too_big, &c);
+      b = alloc_pinned(too_big, &c);
       assert_non_null(b);
       assert_int_equal(ms_dma_page_size(b), 4096);
       ms_dma_info_t info;
@@ -352,7 +363,7 @@ static void contiguous(void **state) {
 static void list_matches_pagemap(void **state) {
   (void)state;
   ms_dma_config_t c = cfg(4096, 0);
-  ms_dma_buffer_t *b = ms_dma_alloc(8 * MiB + 1000, &c);
+  ms_dma_buffer_t *b = alloc_pinned(8 * MiB + 1000, &c);
   assert_non_null(b);
   SKIP_IF_NO_PHYS(b);
   check_list(b);
@@ -416,7 +427,7 @@ static void stable_after_compaction(void **state) {
   (void)state;
   SKIP_IF_NO_2M(8);
   ms_dma_config_t ch = cfg(2 * MiB, MS_DMA_NO_FALLBACK), cb = cfg(4096, 0);
-  ms_dma_buffer_t *h = ms_dma_alloc(16 * MiB, &ch), *m = ms_dma_alloc(16 * MiB, &cb);
+  ms_dma_buffer_t *h = alloc_pinned(16 * MiB, &ch), *m = alloc_pinned(16 * MiB, &cb);
   assert_non_null(h);
   assert_non_null(m);
   SKIP_IF_NO_PHYS(h);
