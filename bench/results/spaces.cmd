@@ -1,7 +1,7 @@
 command: build/memspace bench all
 part: spaces
 mode: default
-date: 2026-11-27T21:19:45Z
+date: 2026-11-28T00:15:19Z
 environment:
 machine: cpu="AMD EPYC" cores=2 memory_bytes=25276510208 kernel="Linux 6.18.44-fc-v657" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
@@ -12,5 +12,5 @@ child: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/bu
 child: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/spaces_work_malloc --seccomp (x3)
 child: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/spaces_work_malloc --seccomp (x3)
 note: every value is the median of 3 run(s); timer cost subtracted; TSC calibrated
-seconds: 69.2
+seconds: 70.9
 exit: 0
