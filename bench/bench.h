@@ -27,6 +27,11 @@ void msb_row(msb_ctx_t *ctx, const char *case_name, const char *impl, int thread
              const char *metric, double value);
 /* a peer that is not installed: rows with metric=status,value=not_installed (written as text) */
 void msb_row_not_installed(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads);
+/* where a part's time goes: "section NAME: 12.3 s" lines in PART.cmd. msb_section(ctx, NAME) ends the running
+   section (writing its line) and starts NAME; msb_section(ctx, NULL) ends it. msb_section_line writes the line of
+   a section timed elsewhere (a workload script's own sections). */
+void msb_section(msb_ctx_t *ctx, const char *name);
+void msb_section_line(msb_ctx_t *ctx, const char *name, double seconds);
 /* readable output (stdout) */
 void msb_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

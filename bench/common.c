@@ -30,6 +30,21 @@ void msb_row_not_installed(msb_ctx_t *ctx, const char *case_name, const char *im
   fflush(ctx->csv);
 }
 
+void msb_section_line(msb_ctx_t *ctx, const char *name, double seconds) {
+  if (!ctx->cmd) return;
+  fprintf(ctx->cmd, "section %s: %.1f s\n", name, seconds);
+  fflush(ctx->cmd);
+}
+
+void msb_section(msb_ctx_t *ctx, const char *name) {
+  static char running[64];
+  static double started;
+  double now = msb_now();
+  if (running[0]) msb_section_line(ctx, running, now - started);
+  snprintf(running, sizeof running, "%s", name ? name : "");
+  started = now;
+}
+
 void msb_printf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

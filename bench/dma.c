@@ -378,7 +378,8 @@ int msb_bench_dma(msb_ctx_t *ctx) {
   size_t pages[2] = {4096, 2 * MiB};
   int npages = have2m ? 2 : 1;
 
-  /* the machine's limits */
+  /* the machine's limits ("section NAME: S s" lines in dma.cmd: limits, ring, translation, alloc) */
+  msb_section(ctx, "limits");
   limits_t lim[2] = {{0, 0}, {0, 0}};
   for (int p = 0; p < npages; p++) lim[p] = measure_limits(ctx, pages[p], big, reps);
   char tag[16];
@@ -394,6 +395,7 @@ int msb_bench_dma(msb_ctx_t *ctx) {
   msb_row(ctx, "ring-published-peak", "pda-published", 1, 4096, "gb_per_s", 18.0);
 
   /* ring writes */
+  msb_section(ctx, "ring");
   cells_t cells[2][4];
   size_t bad = 0;
   for (int p = 0; p < npages; p++)
@@ -433,6 +435,7 @@ int msb_bench_dma(msb_ctx_t *ctx) {
              "(pda-published)\n");
 
   /* translation */
+  msb_section(ctx, "translation");
   xlate_t xl[2] = {{0, 0, 0, 0, false}, {0, 0, 0, 0, false}};
   if (phys) {
     size_tag(tag, sizeof tag, big);
@@ -450,6 +453,7 @@ int msb_bench_dma(msb_ctx_t *ctx) {
   }
 
   /* allocation */
+  msb_section(ctx, "alloc");
   double t2m = 0, t4k = 0;
   if (have2m) {
     measure_alloc(ctx, big, quick ? 2 : 3, &t2m, &t4k);
@@ -459,6 +463,7 @@ int msb_bench_dma(msb_ctx_t *ctx) {
   }
 
   /* targets */
+  msb_section(ctx, NULL);
   msb_printf("\nTargets:\n");
   if (have2m && lim[1].memset_gbs > 0) {
     for (int m = M_NT; m <= M_BATCH; m++) {

@@ -3,8 +3,9 @@
    1. the seed's workload (rpmalloc's benchmark: bench/heap/rptest.c) at 1, 2 and 4 threads, in two windows:
       the short one (2 untimed + 3 measured loops; without and with cross-thread frees, the four memspace
       presets, the secure build, glibc and the Debian peers; the first round also idles 1 s after freeing
-      everything) and the long one (30 loops from an empty heap, 1000 with --full: the default preset, glibc
-      and the peers); allocators interleaved round by round, median and range of the rounds;
+      everything; by default only the runs a target or the README reads, in_short) and the long one (30 loops
+      from an empty heap, 1000 with --full: the default preset, glibc and the peers); allocators interleaved
+      round by round, median and range of the rounds;
    2. real programs under each allocator (python3, numpy, sqlite3, gcc, a shell loop, git, a shell script,
       python's http.server under load, Rscript): wall time and max RSS from wait4, median of the interleaved
       runs with min/max;
@@ -36,7 +37,9 @@ typedef struct {
   double prog_timeout_s;
   size_t realloc_max;                  /* realloc growth */
   double realloc_limit_s;
-  int realloc_runs;
+  int realloc_runs, realloc_double_runs; /* by 1 MiB steps (the README's and a target's), by doubling */
+  bool short_all;                      /* the short window: every allocator at every thread count (--full) */
+  bool cgroup_peers;                   /* purge under a cgroup: the peers' runs too (--full; no target reads them) */
   double wl_scale, wl_timeout_s;       /* mimalloc-bench-style workloads */
   double wl_timed_scale;               /* glibc_simple and sh6bench, judged on time: windows of half a second or more */
   int wl_rounds, wl_target_rounds;     /* all workloads; the four issue #26 sets targets on */
@@ -45,29 +48,31 @@ typedef struct {
 static hb_params_t params_for(msb_mode_t mode) {
   /* the default fits make bench's 20 minutes (docs/contract.md §1): one round of the short window (the long
      window, 5 rounds of 30 loops at 1 and 2 threads where the targets are, is the headline and takes most of the
-     time; 4 threads oversubscribe a 2-core machine, so they run with --full), the real programs at sizes where
-     each run still lasts a good fraction of a second, the workloads at half their fixed work (the two judged on
-     time at 3: windows, not moments) */
+     time; 4 threads oversubscribe a 2-core machine, so they run with --full), the short window's runs that a
+     target or the README reads (in_short), the real programs at sizes where each run still lasts a good fraction
+     of a second, realloc growth by doubling once (no target reads it), the workloads at half their fixed work
+     (the two judged on time at 3: windows, not moments) */
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
                    .r_n = 4000,
                    .rptest_timeout_s = 300, .runs = 5, .py_waves = 1, .py_n = 25000, .np_rounds = 30,
                    .sql_rows = 400000,
                    .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
-                   .realloc_limit_s = 1.5, .realloc_runs = 3,
+                   .realloc_limit_s = 1.5, .realloc_runs = 3, .realloc_double_runs = 1,
                    .wl_scale = 0.5, .wl_timed_scale = 3, .wl_timeout_s = 60, .wl_rounds = 1, .wl_target_rounds = 5};
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
     p.long_rounds = 2; p.long_loops = 4; p.git_files = 60; p.http_requests = 20; p.r_n = 1000;
     p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.np_rounds = 5;
     p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
-    p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1;
+    p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1; p.realloc_double_runs = 1;
     p.wl_scale = 0.02; p.wl_timed_scale = 0.02; p.wl_timeout_s = 30; p.wl_target_rounds = 1;
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops in the long window (hours) */
     p.rounds = 5; p.long_loops = 1000; p.long_threads = 4; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
     p.git_files = 10000; p.http_requests = 2000; p.r_n = 50000;
     p.np_rounds = 400; p.gcc_funcs = 100; p.shell_cmds = 1000;
-    p.realloc_limit_s = 30; p.realloc_runs = 5; p.prog_timeout_s = 600;
+    p.realloc_limit_s = 30; p.realloc_runs = 5; p.realloc_double_runs = 5; p.prog_timeout_s = 600;
+    p.short_all = true; p.cgroup_peers = true;
     p.wl_scale = 3; p.wl_timed_scale = 6; p.wl_rounds = 3; p.wl_timeout_s = 300;
   }
   return p;
@@ -224,6 +229,28 @@ static bool in_long(int k) {
   return strcmp(synth[k].impl, "memspace-performance") == 0 || strncmp(synth[k].impl, "memspace", 8) != 0;
 }
 
+/* the short window's runs by default (--full: all of them): what a target or the README reads. At 1 thread every
+   allocator (the README's idle memory, the presets' and the secure build's figures); at 2 threads the default
+   preset, none, glibc and the peers (the targets: the best peer's throughput and peak at 1 and 2 threads, none
+   against glibc); at 4 threads, which oversubscribe a 2-core machine, the default preset, none and glibc (the
+   targets against glibc); cross-thread frees at 2 threads for the default preset, glibc and the peers */
+static bool in_short(const hb_params_t *p, int c, int t, int k) {
+  const char *im = synth[k].impl;
+  bool perf = strcmp(im, "memspace-performance") == 0, none = strcmp(im, "memspace-none") == 0;
+  bool ms = strncmp(im, "memspace", 8) == 0, glibc = strcmp(im, "glibc") == 0;
+  if (!case_has_threads(c, t)) return false;
+  if (p->short_all) return true;
+  if (c == C_CROSS) return thread_counts[t] == 2 && (perf || !ms);
+  if (thread_counts[t] == 1) return true;
+  return perf || none || glibc || (thread_counts[t] == 2 && !ms);
+}
+
+/* the 1 s idle after freeing everything (first round): every allocator at 1 thread (the README's row), the default
+   preset at every thread count (the targets); --full: every run of the first round */
+static bool idle_wanted(const hb_params_t *p, int t, int k) {
+  return p->short_all || thread_counts[t] == 1 || strcmp(synth[k].impl, "memspace-performance") == 0;
+}
+
 static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, int t, int k) {
   const hb_impl_t *im = &synth[k];
   int threads = thread_counts[t];
@@ -234,7 +261,7 @@ static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, i
   snprintf(a_loops, sizeof a_loops, "%d", c == C_LONG ? p->long_loops : p->loops);
   snprintf(a_blocks, sizeof a_blocks, "%zu", p->blocks);
   snprintf(a_ops, sizeof a_ops, "%zu", p->ops);
-  snprintf(a_idle, sizeof a_idle, "%d", (round == 0 && c == C_SCATTER) ? p->idle_ms : 0);
+  snprintf(a_idle, sizeof a_idle, "%d", (round == 0 && c == C_SCATTER && idle_wanted(p, t, k)) ? p->idle_ms : 0);
   char *argv[] = {prog, "--threads", a_thr, "--warmup", a_warm, "--loops", a_loops, "--blocks", a_blocks, "--ops", a_ops,
                   "--min", "16", "--max", "16000", "--idle-ms", a_idle, c == C_CROSS ? "--cross" : NULL, NULL};
   if (round == 0) note_cmd(ctx, case_names[c], argv, im);
@@ -310,6 +337,7 @@ static void print_rptest(const hb_params_t *p, int c) {
     if (!case_has_threads(c, t)) continue;
     int bp = best_peer(c, t);
     for (int k = 0; k < n_synth; k++) {
+      if (!in_short(p, c, t, k)) continue;
       if (!synth[k].installed) { msb_printf("%-22s %3d  not installed\n", synth[k].impl, thread_counts[t]); continue; }
       if (!res[c][t][k][M_OPS].n) { msb_printf("%-22s %3d  failed\n", synth[k].impl, thread_counts[t]); continue; }
       char b1[32], b2[32], b3[32], b4[32];
@@ -901,7 +929,7 @@ static bool cg_run(msb_ctx_t *ctx, char **argv, int k, double *v) {
 /* a run's time to 1.1x live for ordering the runs: a run that did not reach it counts as the longest */
 static double cg_key(const double *v) { return v[6] > 0 ? v[7] : INFINITY; }
 
-static void run_cgroup_section(msb_ctx_t *ctx) {
+static void run_cgroup_section(msb_ctx_t *ctx, const hb_params_t *p) {
   char prog[PATH_MAX];
   snprintf(prog, sizeof prog, "%s/bench/heap_cgroup_purge", msb_binary_dir());
   char *argv[] = {prog, NULL};
@@ -912,11 +940,12 @@ static void run_cgroup_section(msb_ctx_t *ctx) {
   double runs[CG_RUNS][N_CGM];
   for (int k = 0; k < n_real; k++) {
     for (size_t m = 0; m < N_CGM; m++) cgres[k][m] = NAN;
-    if (!real[k].installed) msb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2);
+    if (!real[k].installed && (p->cgroup_peers || !real[k].peer))
+      msb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2);
   }
   for (int r = 0; r < CG_RUNS && !cg_skip[0]; r++) /* memspace's runs between the peers' */
     for (int k = 0; k < n_real && !cg_skip[0]; k++) {
-      if (!real[k].installed || (r > 0 && k != ms)) continue;
+      if (!real[k].installed || (r > 0 && k != ms) || (real[k].peer && !p->cgroup_peers)) continue;
       if (r == 0) note_cmd(ctx, "cgroup_purge", argv, &real[k]);
       if (k != ms) { cg_run(ctx, argv, k, cgres[k]); continue; }
       if (!cg_run(ctx, argv, k, runs[cg_runs])) continue;
@@ -935,7 +964,8 @@ static void run_cgroup_section(msb_ctx_t *ctx) {
     cg_hi = runs[order[cg_runs - 1]][7];
   }
   msb_printf("\n-- purge under a memory cgroup at 90%% of its limit (64 MiB live, a 192 MiB burst freed by an idle pool "
-             "thread; RSS read every ms for 2 s; memspace: its median run of %d)\n", cg_runs);
+             "thread; RSS read every ms for 2 s; memspace: its median run of %d; %s)\n", cg_runs,
+             p->cgroup_peers ? "a peer: its one run" : "glibc's one run, the peers' with --full");
   if (cg_skip[0]) { msb_printf("   %s\n", cg_skip); return; }
   msb_printf("%-10s %10s %10s %10s %10s %12s\n", "impl", "live MiB", "peak MiB", "freed MiB", "end MiB", "to 1.1x live");
   for (int k = 0; k < n_real; k++) {
@@ -1134,20 +1164,20 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
     if (!synth[k].installed)
       for (int c = 0; c < N_CASES; c++)
         for (int t = 0; t < N_THR; t++)
-          if (case_has_threads(c, t) && (c != C_LONG || in_long(k)))
+          if (c == C_LONG ? case_has_threads(c, t) && in_long(k) : in_short(p, c, t, k))
             msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
+  msb_section(ctx, "rptest");
   for (int r = 0; r < p->rounds; r++) {
     msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p->rounds, msb_now() - t0);
     for (int c = 0; c < C_LONG; c++)
-      for (int t = 0; t < N_THR; t++) {
-        if (!case_has_threads(c, t)) continue;
+      for (int t = 0; t < N_THR; t++)
         for (int i = 0; i < n_synth; i++) {
           int k = (i + r) % n_synth;
-          if (synth[k].installed && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
+          if (in_short(p, c, t, k) && synth[k].installed && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
         }
-      }
   }
   /* the long window: round-robin over the allocators (A, B, C..., then again), the order rotating each round */
+  msb_section(ctx, "rptest_long");
   double t_long = msb_now();
   for (int r = 0; r < p->long_rounds; r++) {
     msb_printf("   rptest_long round %d/%d (%.0f s so far)\n", r + 1, p->long_rounds, msb_now() - t0);
@@ -1167,6 +1197,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   /* 2. real programs: a reference run under glibc, then runs interleaving allocators */
   progs_t pg;
   memset(&pg, 0, sizeof pg);
+  msb_section(ctx, "programs");
   msb_printf("   real programs (%.0f s so far)\n", msb_now() - t0);
   bool have_dir = setup_progs(&pg, p);
   int g = find_impl(real, n_real, "glibc");
@@ -1191,6 +1222,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   memcpy(prog_have, pg.have, sizeof prog_have);
 
   /* 3. realloc growth */
+  msb_section(ctx, "realloc");
   msb_printf("   realloc growth (%.0f s so far)\n", msb_now() - t0);
   bool stop[N_GROW][MAX_IMPL];
   memset(stop, 0, sizeof stop);
@@ -1199,11 +1231,12 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
       if (!real[k].installed) msb_row_not_installed(ctx, grow_names[gi], real[k].impl, 1);
   for (int run = 0; run < p->realloc_runs; run++)
     for (int gi = 0; gi < N_GROW; gi++)
-      for (int i = 0; i < n_real; i++) {
+      for (int i = 0; i < n_real && run < (gi == G_DOUBLE ? p->realloc_double_runs : p->realloc_runs); i++) {
         int k = (i + run) % n_real;
         if (real[k].installed && !stop[gi][k]) run_grow(ctx, p, gi, k, run, &stop[gi][k]);
       }
 
+  msb_section(ctx, NULL);
   print_progs(p, &pg);
   print_grow(p);
   print_targets(p, &pg);
@@ -1225,17 +1258,20 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   }
   if (ctx->cmd)
     fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d long_threads=%d blocks=%zu ops=%zu "
-            "sizes=16..16000(linear falloff) idle_ms=%d runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
-            "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g\n",
+            "sizes=16..16000(linear falloff) idle_ms=%d short_window=%s runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
+            "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g "
+            "realloc_runs=%d realloc_double_runs=%d cgroup_peers=%d\n",
             p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.long_threads, p.blocks, p.ops, p.idle_ms,
-            p.runs, p.py_waves,
+            p.short_all ? "all" : "targets", p.runs, p.py_waves,
             p.py_n, p.np_rounds, p.sql_rows, p.gcc_funcs, p.shell_cmds, p.git_files, p.http_requests, p.r_n,
-            p.realloc_max, p.realloc_limit_s);
+            p.realloc_max, p.realloc_limit_s, p.realloc_runs, p.realloc_double_runs, p.cgroup_peers);
   double t0 = msb_now();
 
   const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": sections 4-5 only, "cgroup": 5 (diagnosis runs) */
   if (only && strcmp(only, "cgroup") == 0) {
-    run_cgroup_section(ctx);
+    msb_section(ctx, "cgroup");
+    run_cgroup_section(ctx, &p);
+    msb_section(ctx, NULL);
     print_targets26(&p);
     return 0;
   }
@@ -1254,9 +1290,12 @@ int msb_bench_heap(msb_ctx_t *ctx) {
             p.wl_timed_scale, p.wl_rounds,
             p.wl_target_rounds, thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
   msb_printf("   mimalloc-bench-style workloads (%.0f s so far)\n", msb_now() - t0);
+  msb_section(ctx, "workloads");
   run_wl_section(ctx, &p);
   print_wl(&p);
-  run_cgroup_section(ctx);
+  msb_section(ctx, "cgroup");
+  run_cgroup_section(ctx, &p);
+  msb_section(ctx, NULL);
   print_targets26(&p);
   msb_printf("\n   heap bench: %.0f s\n", msb_now() - t0);
   return 0;

@@ -601,6 +601,7 @@ int msb_bench_pages(msb_ctx_t *ctx) {
   msb_printf("region %.0f MiB, %d rounds (+1 warm-up), patterns memset / 1 B per 64 KiB / 1 B per 4 KiB; hugetlb: %s\n",
              region / MiB, rounds, have_huge ? "reserved" : huge_reason);
 
+  msb_section(ctx, "map"); /* "section NAME: S s" in pages.cmd: the mapping strategies, then the frame allocator */
   for (int id = 0; id < S_COUNT; id++) {
     strat_t *s = &strats[id];
     if ((id == S_HUGETLB || id == S_HUGETLB_KEPT) && !have_huge) {
@@ -632,8 +633,11 @@ int msb_bench_pages(msb_ctx_t *ctx) {
   pthread_t t;
   bool thread = pthread_create(&t, NULL, sleeper, NULL) == 0;
   static fres_t res[NPOL];
+  msb_section(ctx, "frame_timing");
   frame_timing(res, range, frame_bytes, frames, have_huge, ctx->mode == MSB_QUICK ? 2 : 8);
+  msb_section(ctx, "frame_rss");
   for (size_t i = 0; i < NPOL; i++) frame_rss(&fpols[i], &res[i], range, frame_bytes, ctx->mode == MSB_QUICK);
+  msb_section(ctx, NULL);
   frame_rows_and_table(ctx, res, range, frame_bytes);
   if (thread) {
     pthread_cancel(t);

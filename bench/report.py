@@ -38,12 +38,14 @@ class Run:
         self.part, self.rows, self.cmd = part, rows, cmd
         self.index = {}
         self.status = {}
+        self.status_threads = {}  # (case, impl) -> the thread counts of its status rows
         for r in rows:
             try:
                 v = float(r["value"])
             except (TypeError, ValueError):
                 if r.get("metric") == "status":
                     self.status.setdefault((r["case"], r["impl"]), r["value"])
+                    self.status_threads.setdefault((r["case"], r["impl"]), set()).add(int(float(r["threads"] or 0)))
                 continue
             if math.isnan(v):
                 continue
@@ -339,13 +341,18 @@ def heap_long(run):
         threads = sorted({t for i in synth for t, _, _ in run.index.get((case, i, "ops_per_cpu_s"), ())})
         if not threads:
             continue
+        some = "short_window=targets" in run.cmd.get("heap parameters", "")
         out.append(f"#### {title}: memory operations per CPU-second, median [min-max] of the rounds; "
-                   "peak RSS; overhead = (peak RSS - peak live) / peak live")
+                   "peak RSS; overhead = (peak RSS - peak live) / peak live" +
+                   ("; the allocators a target or the README reads at each thread count (every one with `--full`)"
+                    if some else ""))
         rows = []
         for t in threads:
             g = run.med(case, "glibc", "ops_per_cpu_s", t)
             for i in synth:
                 v = run.vals(case, i, "ops_per_cpu_s", t)
+                if not v and t not in run.status_threads.get((case, i), ()):
+                    continue  # not run at this thread count (by default the short window runs what a target reads)
                 if not v:
                     rows.append((t, i, run.why_missing(case, i), "", "", ""))
                     continue

@@ -184,6 +184,7 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
   msb_printf("spaces: %d run(s) per allocator, each in its own process pinned to one CPU (SCHED_FIFO when permitted)\n", runs);
   for (int i = 0; i < NIMPL; i++) {
     res[i].impl = names[i];
+    msb_section(ctx, names[i]); /* "section NAME: S s" in spaces.cmd: each allocator's runs */
     if (i == 0) run_impl(ctx, &res[i], "spaces_work_space", NULL, false, runs);
     else if (i == 1) run_impl(ctx, &res[i], "spaces_work_malloc", NULL, false, runs);
     else if (i == 2) run_impl(ctx, &res[i], "spaces_work_malloc", NULL, true, runs);
@@ -201,6 +202,7 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
     if (res[i].ok) emit_rows(ctx, &res[i]);
     msb_printf("  %s: %d run(s) done\n", names[i], res[i].runs);
   }
+  msb_section(ctx, NULL);
   if (!res[0].ok) { msb_printf("spaces: the memspace workload did not run\n"); return 1; }
   for (int si = 0; si < NSIZES; si++) {
     msb_row(ctx, "malloc", "rtx64-published", 1, (uint64_t)16 << si, "mean_ns", rtx_malloc[si]);

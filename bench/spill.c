@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* spill.c: `memspace bench spill`. The workload lives in bench/spill/run.py (cgroups, swap file, R and Python
    programs, probes); this driver runs it, copies its 'ROW,' lines into
-   spill.csv and everything else to the screen. */
+   spill.csv, its 'SECTION,NAME,SECONDS' lines into spill.cmd (section NAME: S s) and everything else to the
+   screen. */
 #include "bench.h"
 #include <fcntl.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@ int msb_bench_spill(msb_ctx_t *ctx) {
       if (sscanf(line + 4, "%63[^,],%63[^,],%d,%llu,%63[^,],%lf", case_name, impl, &threads, &size, metric,
                  &value) == 6)
         msb_row(ctx, case_name, impl, threads, size, metric, value);
+    } else if (strncmp(line, "SECTION,", 8) == 0) {
+      char name[64];
+      double seconds;
+      if (sscanf(line + 8, "%63[^,],%lf", name, &seconds) == 2) msb_section_line(ctx, name, seconds);
     } else {
       msb_printf("%s", line);
     }
