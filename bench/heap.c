@@ -38,8 +38,8 @@ typedef struct {
   size_t realloc_max;                  /* realloc growth */
   double realloc_limit_s;
   int realloc_runs, realloc_double_runs; /* by 1 MiB steps (the README's and a target's), by doubling */
-  bool short_all;                      /* the short window: every allocator at every thread count (--full) */
-  bool cgroup_peers;                   /* purge under a cgroup: the peers' runs too (--full; no target reads them) */
+  bool short_all;                      /* the short window: every allocator at every thread count */
+  bool cgroup_peers;                   /* purge under a cgroup: the peers' runs too (no target reads them) */
   double wl_scale, wl_timeout_s;       /* mimalloc-bench-style workloads */
   double wl_timed_scale;               /* glibc_simple and sh6bench, judged on time: windows of half a second or more */
   int wl_rounds, wl_target_rounds;     /* all workloads; the four issue #26 sets targets on */
@@ -67,6 +67,7 @@ static hb_params_t params_for(msb_mode_t mode) {
     p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1; p.realloc_double_runs = 1;
     p.wl_scale = 0.02; p.wl_timed_scale = 0.02; p.wl_timeout_s = 30; p.wl_target_rounds = 1;
+    p.short_all = true; p.cgroup_peers = true; /* every case and allocator, small: what tests check */
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops in the long window (hours) */
     p.rounds = 5; p.long_loops = 1000; p.long_threads = 4; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
     p.git_files = 10000; p.http_requests = 2000; p.r_n = 50000;
@@ -229,7 +230,7 @@ static bool in_long(int k) {
   return strcmp(synth[k].impl, "memspace-performance") == 0 || strncmp(synth[k].impl, "memspace", 8) != 0;
 }
 
-/* the short window's runs by default (--full: all of them): what a target or the README reads. At 1 thread every
+/* the short window's runs by default (--full and --quick: all of them): what a target or the README reads. At 1 thread every
    allocator (the README's idle memory, the presets' and the secure build's figures); at 2 threads the default
    preset, none, glibc and the peers (the targets: the best peer's throughput and peak at 1 and 2 threads, none
    against glibc); at 4 threads, which oversubscribe a 2-core machine, the default preset, none and glibc (the

@@ -455,8 +455,9 @@ def heap_cgroup(run):
     reached = [r[3] for r in ms_runs if r[3] is not None]
     spread = (f"; its {len(ms_runs)} runs: {min(reached) * 1e3:.0f}-{max(reached) * 1e3:.0f} ms where reached, "
               f"{missed} not in 2 s" if len(ms_runs) > 1 and reached else "")
+    peers = "a peer: one run" if any(p in runs for p in PEERS) else "glibc: one run, the peers' with `--full`"
     return ["#### Purge under a memory cgroup at 90% of its limit (64 MiB live, a 192 MiB burst freed by a pool "
-            "thread that then idles; RSS read every ms for 2 s; memspace: the median of its runs, a peer: one run)",
+            f"thread that then idles; RSS read every ms for 2 s; memspace: the median of its runs, {peers})",
             table(("allocator", "live", "peak RSS", "RSS at the end", "RSS within 1.1x live after"), rows),
             verdict(t is not None and t < 0.1, "under a memory cgroup at 90% of its limit, RSS after a burst falls to "
                     f"within 10% of the live bytes in under 100 ms: "
