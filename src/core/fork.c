@@ -53,6 +53,16 @@ MSI_COLD static void fork_child(void) {
   for (size_t i = NHOOKS; i-- > 0;) hooks[i](MSI_FORK_CHILD, !fork_unlocked);
 }
 
+/* glibc's pthread_atfork is a stub from libc_nonshared.a, linked at the end of the library's text, that calls
+   __register_atfork with the object's handle: called directly, the constructor touches no text page but its own */
+#ifdef __GLIBC__
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle __attribute__((weak, visibility("hidden")));
+#define FORK_REGISTER(p, a, c) __register_atfork(p, a, c, &__dso_handle ? __dso_handle : NULL)
+#else
+#define FORK_REGISTER(p, a, c) pthread_atfork(p, a, c)
+#endif
+
 MSI_START_DATA static _Atomic int reg_state;        /* 0 not registered, 1 being registered, 2 registered */
 MSI_START_DATA static _Atomic uintptr_t reg_thread; /* the thread registering */
 void msi_fork_register(void) {
@@ -60,7 +70,7 @@ void msi_fork_register(void) {
   int expect = 0;
   if (atomic_compare_exchange_strong(&reg_state, &expect, 1)) {
     atomic_store(&reg_thread, (uintptr_t)pthread_self());
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    FORK_REGISTER(fork_prepare, fork_parent, fork_child);
     atomic_store_explicit(&reg_state, 2, memory_order_release);
     return;
   }

@@ -182,7 +182,7 @@ static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, u
    time, the cgroup only (the machine's stall is left to the maintenance thread: a look that found some other
    program's stall would make this one purge on every look, in its own thread). Never under a seccomp filter: a
    sandbox that forbids open() may kill the process for it (it cannot be lifted: the looks end for good). */
-static msi_pressure_t poll_state;
+MSI_COLD_BSS static msi_pressure_t poll_state; /* (4 KiB: kept off the pages the first malloc touches) */
 MSI_COLD_BSS static msi_os_cgroup_t poll_cg;
 static uint64_t poll_next_find, poll_next_psi = UINT64_MAX;
 static _Atomic uint64_t poll_next;

@@ -38,7 +38,7 @@ MSI_START_DATA static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
 /* environ is NULL until the C library's initialiser runs: an allocation from a program's preinit_array function
    comes before it (the options were then read as all defaults, for good). Until the library constructor says
    the environment is final, a NULL environ leaves the options unread (their defaults apply meanwhile). */
-static _Atomic bool environ_final;
+MSI_START_DATA static _Atomic bool environ_final; /* written by every process at start-up */
 void msi_options_environ_final(void) { atomic_store_explicit(&environ_final, true, memory_order_relaxed); }
 bool msi_options_read(void) { return atomic_load_explicit(&opt_state, memory_order_acquire) == 2; }
 

@@ -132,7 +132,7 @@ static _Atomic uint32_t last_purge_ms;
 /* size classes and presets                                                                                     */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-void msi_heap_set_preset(int preset) {
+MSI_STARTUP_TEXT void msi_heap_set_preset(int preset) {
   msi_heap_limits_t l;
   switch (preset) {
   case 0: l = (msi_heap_limits_t){SIZE_MAX, SIZE_MAX, 64, SIZE_MAX, 30, SIZE_MAX, true}; break;
@@ -209,7 +209,7 @@ _Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block) {
 
 /* whether guard markers work here (secure build; msi_heap_g.guard_markers): probed once at start-up on a fresh
    page. Refused (EINVAL): a kernel before 6.13, or memory locked by an mlockall(MCL_FUTURE) made before. */
-static bool guard_probe(void) {
+MSI_STARTUP_TEXT static bool guard_probe(void) {
   void *p = msi_os_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return false;
   bool ok = msi_os_madvise(p, 4096, MADV_GUARD_INSTALL) == 0;
@@ -296,7 +296,7 @@ MSI_START_DATA static unsigned nslack; /* read, then written, at start-up */
 
 /* reserves r with its alignment slack kept (one system call at start-up), recorded for fit_limit_locked; the
    reservation ends below 2^48 (span xfree words hold 48-bit addresses). false when refused */
-static bool region_reserve(msi_os_reservation_t *r) {
+MSI_STARTUP_TEXT static bool region_reserve(msi_os_reservation_t *r) {
   r->flags |= MSI_OS_RESERVE_KEEP_SLACK;
   if (msi_os_reserve(r) != 0) return false;
   uintptr_t base = (uintptr_t)r->addr, map = (uintptr_t)r->map;
@@ -313,8 +313,9 @@ static void region_large(uintptr_t base, size_t shift) {
   msi_heap_g.sub_shift = shift; /* below MSI_HEAP_LARGE_MIN_SHIFT: no slot (large.c) */
 }
 
-static bool region_init(void) {
+MSI_STARTUP_TEXT static bool region_init(void) {
   size_t limit = msi_os_as_limit(), classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
+  msi_heap_g.as_limited = limit != SIZE_MAX;
   if (limit == SIZE_MAX) { /* 2^37 sub-regions (8 of them for segments), down to 2^22 when refused */
     msi_os_reservation_t r = {.want = (8 + classes) * top, .min = (8 + classes) << 22, .align = top,
                               .flags = MSI_OS_RESERVE_HALVE_ALIGN};
@@ -483,7 +484,7 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   seg_hint = seg;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
-  unsigned dirty = (unsigned)__builtin_popcountll(seg->dirty_mask & bits);
+  unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
   if (dirty < n) msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK); /* fresh or purged chunks */
@@ -1475,7 +1476,7 @@ bool msi_heap_ready_seen(void) {
   return atomic_load_explicit(&init_state, memory_order_acquire) == 2 && msi_heap_g.ready;
 }
 
-void msi_heap_global_init(void) {
+MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   if (MSI_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2)) return;
   msi_lock(&init_lock);
   if (atomic_load_explicit(&init_state, memory_order_acquire) != 0) { msi_unlock(&init_lock); return; }
@@ -1705,7 +1706,7 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
   *idle = *active = 0;
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
-    *idle += (uint64_t)__builtin_popcountll(MSI_SEEN(seg->dirty_mask)) * MSI_HEAP_CHUNK;
+    *idle += (uint64_t)msi_popcount64(MSI_SEEN(seg->dirty_mask)) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
       msi_span_t *s = &seg->spans[i];
       if (MSI_SEEN(seg->map[i]) != i) continue;

@@ -160,6 +160,7 @@ typedef struct msi_heap_globals_s {
   uintptr_t secret;        /* spans' keys (odd): free blocks' cookies and links */
   uintptr_t canary_secret; /* secure build: canaries */
   bool guard_markers;      /* secure build: guard markers work (heap.c guard_probe) */
+  bool as_limited;         /* RLIMIT_AS was set at start-up (heap.c region_init) */
   int ready;
   _Atomic bool large_trimmed; /* the slot area's unused reservation went back (msi_heap_fit_limit): large.c's
                                  msi_large_kept tells its addresses from other mappings that landed there */
@@ -174,6 +175,19 @@ extern const uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
    size's power of two; more, they start up to 4032 bytes past it, a multiple of 64 (aligned to 64 at most) */
 extern const uint8_t msi_heap_class_colours[MSI_HEAP_CLASSES];
 /* the class of a request of `size` <= MSI_HEAP_SMALL_REQ bytes (room for the canary in the secure build) */
+/* bits set in x. Not __builtin_popcountll: without the popcnt instruction (the build targets every x86-64) it
+   calls libgcc's __popcountdi2, linked at the end of the library's text, a page the first malloc touched for it */
+static inline unsigned msi_popcount64(uint64_t x) {
+#if defined(__POPCNT__) || !defined(__x86_64__)
+  return (unsigned)__builtin_popcountll(x);
+#else
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return (unsigned)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
 static inline unsigned msi_heap_class_of(size_t size) { return msi_heap_size_lut[(size + MSI_HEAP_CANARY + 15) >> 4]; }
 
 /* presets: cache limits in bytes */

@@ -36,10 +36,9 @@ typedef struct lclass_s {
   uint64_t mapped;    /* a dense size's slots below are mapped read-write (dense_batch) */
   uint32_t free_head; /* index + 1 of an uncommitted free slot */
   _Atomic uint32_t ncached; /* peeked at by the purge without the lock */
-  uint32_t cache_max;       /* room of cached[] and cached_ms[] */
+  uint32_t cache_max;       /* room of cached[] */
   size_t cached_bytes;      /* committed bytes of the cached slots */
-  uint32_t *cached;         /* the cached slots' indexes, oldest first (cache_store) */
-  uint32_t *cached_ms;      /* and when each was cached */
+  struct cache_entry_s *cached; /* the cached slots, oldest first (cache_store) */
   size_t meta_off;    /* this class's first entry in the slot table */
 } lclass_t;
 
@@ -52,39 +51,53 @@ static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots whose pages we
 /* (cached_bytes and dirty_bytes change under the class lock with the cache itself, so a fork, which holds every
    class lock, gives the child totals that agree with its classes) */
 static size_t page_size, page_shift;
-static bool dense_on; /* see dense() */
+static bool dense_ok; /* dense slots possible in this build (see dense()); on once the overcommit mode allows */
 #define LARGE_DENSE_MAX_SHIFT 20 /* see dense() */
-/* the classes' cached[] and cached_ms[] (BSS: a page of it is touched only by a cache that reaches it) */
+/* the classes' cached[] (BSS: a page of it is touched only by a cache that reaches it); a slot's index and the
+   time it was cached side by side, so that a class's first entries lie on one page */
+typedef struct cache_entry_s {
+  uint32_t idx; /* the slot */
+  uint32_t ms;  /* when it was cached */
+} cache_entry_t;
 #define CACHE_STORE ((LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1) * CACHE_MAX_DENSE + \
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
-MSI_COLD_BSS static uint32_t cache_store[2][CACHE_STORE];
+MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
-static bool strict;   /* strict overcommit (mode 2): every committed page is charged */
-static bool strict_overcommit(void);
+/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored): COMMIT_UNKNOWN until the
+   first large slot is taken (commit_mode_resolve), then fixed for the process */
+enum { COMMIT_UNKNOWN, COMMIT_STRICT, COMMIT_LAX };
+static _Atomic int commit_mode;
+static inline bool strict(void) { return atomic_load_explicit(&commit_mode, memory_order_relaxed) == COMMIT_STRICT; }
+static int commit_mode_probe(void);
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
-   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
-   mode is read when the heap initialises (the first allocation) all the same: read at the first dense block it
-   killed a program that had installed a seccomp filter against open() by then (a sandbox), and two threads whose
-   reads disagreed (one refused, EMFILE) would place blocks under both answers. */
+   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. So is the
+   overcommit mode found (commit_mode_resolve), without opening anything: a probe mapping (commit_mode_probe), as a
+   sandboxed program may forbid open() by then (reading /proc/sys/vm/overcommit_memory at the first dense block
+   killed one that had installed a seccomp filter against it). Under RLIMIT_AS, where the probe's size does not
+   fit, the mode is read from /proc when the heap initialises (the first allocation), as before. Two threads that
+   find it at once keep the first one's answer (compare-and-swap): blocks placed under both answers crashed. */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 
-void msi_large_init(void) {
+MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
-  int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
-  strict = strict_overcommit();
-  dense_on = !strict && (!MSI_HEAP_SECURE || msi_heap_g.guard_markers);
+  dense_ok = !MSI_HEAP_SECURE || msi_heap_g.guard_markers;
+  if (msi_heap_g.as_limited) {
+    int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
+    unsigned long long mode;
+    bool strict_read = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
+    atomic_store_explicit(&commit_mode, strict_read ? COMMIT_STRICT : COMMIT_LAX, memory_order_relaxed);
+    errno = saved;
+  }
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
-  errno = saved;
   size_t total = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     classes[i].cache_max = k <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
-    classes[i].cached = &cache_store[0][stored];
-    classes[i].cached_ms = &cache_store[1][stored];
+    classes[i].cached = &cache_store[stored];
     stored += classes[i].cache_max;
     classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
     classes[i].nslots = k <= msi_heap_g.sub_shift ? (uint64_t)1 << (msi_heap_g.sub_shift - k) : 0;
@@ -96,9 +109,17 @@ void msi_large_init(void) {
 
 /* the slot table, mapped on first use (two threads racing both map it, one keeps its copy); NULL when refused:
    the caller maps its block on its own (direct.c) */
+static void commit_mode_resolve(void) {
+  if (atomic_load_explicit(&commit_mode, memory_order_acquire) != COMMIT_UNKNOWN) return;
+  int expect = COMMIT_UNKNOWN;
+  atomic_compare_exchange_strong_explicit(&commit_mode, &expect, commit_mode_probe(), memory_order_acq_rel,
+                                          memory_order_acquire);
+}
+
 static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
+  commit_mode_resolve(); /* before any slot exists: dense() answers the same for every slot */
   void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED && msi_heap_fit_limit()) return NULL; /* RLIMIT_AS lowered: no slot is left to take */
   if (p == MAP_FAILED) {
@@ -166,7 +187,9 @@ static void decommit(uintptr_t addr, size_t bytes) {
    passed RAM + swap. Under strict overcommit (mode 2, every page accounted) they are off: slots are committed
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
-static bool dense(unsigned k) { return dense_on && k <= LARGE_DENSE_MAX_SHIFT; }
+static bool dense(unsigned k) {
+  return dense_ok && atomic_load_explicit(&commit_mode, memory_order_relaxed) == COMMIT_LAX && k <= LARGE_DENSE_MAX_SHIFT;
+}
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
    slot). The kernel's limit (vm.max_map_count, 65,530 by default) stopped a program at ~32,750 such blocks,
@@ -202,9 +225,19 @@ static void *direct_after_refusal(size_t size, size_t alignment) {
   return p;
 }
 
-static bool strict_overcommit(void) {
-  unsigned long long mode;
-  return msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
+/* Whether the kernel honours MAP_NORESERVE (overcommit modes 0 and 1), which dense slots rely on, without reading
+   /proc: a private writable MAP_NORESERVE mapping of 32 TiB is charged nothing then and succeeds, while strict
+   overcommit (mode 2) charges it whole and refuses it (no machine has a commit limit near 32 TiB). Unmapped at
+   once; it touches no page. Refused for any other reason (no such room in the address space, a sandbox limiting
+   mmap): COMMIT_STRICT, the conservative answer (blocks of 64 KiB-1 MiB committed each on its own). errno kept. */
+#define COMMIT_PROBE_BYTES ((size_t)1 << 45)
+static int commit_mode_probe(void) {
+  int saved = errno;
+  void *p = msi_os_mmap(NULL, COMMIT_PROBE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
+  if (p != MAP_FAILED) msi_os_munmap(p, COMMIT_PROBE_BYTES);
+  errno = saved;
+  return p != MAP_FAILED ? COMMIT_LAX : COMMIT_STRICT;
 }
 
 /* the secure build's guards in dense slots: markers (MADV_GUARD_INSTALL) on the slot's pages past its block and
@@ -367,10 +400,9 @@ static size_t cached_unlink(lclass_t *c, uint32_t idx, bool *clean) {
 /* takes entry j out of class c's cache, the others keeping their order (oldest first): the slot's committed bytes;
    *clean: its pages had been dropped (class lock held) */
 static size_t cached_remove(lclass_t *c, uint32_t j, bool *clean) {
-  uint32_t idx = c->cached[j], n = c->ncached - 1;
+  uint32_t idx = c->cached[j].idx, n = c->ncached - 1;
   size_t bytes = cached_unlink(c, idx, clean);
   memmove(&c->cached[j], &c->cached[j + 1], (n - j) * sizeof c->cached[0]);
-  memmove(&c->cached_ms[j], &c->cached_ms[j + 1], (n - j) * sizeof c->cached_ms[0]);
   c->ncached = n;
   return bytes;
 }
@@ -380,11 +412,10 @@ static size_t cached_remove(lclass_t *c, uint32_t j, bool *clean) {
 static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
   for (uint32_t j = 0; j < n; j++) {
     bool clean;
-    old[j] = c->cached[j];
+    old[j] = c->cached[j].idx;
     bytes[j] = cached_unlink(c, old[j], &clean);
   }
   memmove(&c->cached[0], &c->cached[n], (c->ncached - n) * sizeof c->cached[0]);
-  memmove(&c->cached_ms[0], &c->cached_ms[n], (c->ncached - n) * sizeof c->cached_ms[0]);
   c->ncached -= n;
 }
 
@@ -426,14 +457,12 @@ static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
       (dense(k) ? !mid_cache_room(bytes) : c->ncached >= msi_heap_limits.large_slots))
     return false;
   uint32_t j = c->ncached;
-  while (j > 0 && (int32_t)(c->cached_ms[j - 1] - ms) > 0) j--;
+  while (j > 0 && (int32_t)(c->cached[j - 1].ms - ms) > 0) j--;
   memmove(&c->cached[j + 1], &c->cached[j], (c->ncached - j) * sizeof c->cached[0]);
-  memmove(&c->cached_ms[j + 1], &c->cached_ms[j], (c->ncached - j) * sizeof c->cached_ms[0]);
   if (dense(k)) atomic_fetch_add_explicit(&mid_cached_bytes, bytes, memory_order_relaxed);
   c->cached_bytes += bytes;
   meta_of(c)[idx].pages = SLOT_CACHED | have;
-  c->cached_ms[j] = ms;
-  c->cached[j] = idx;
+  c->cached[j] = (cache_entry_t){idx, ms};
   c->ncached++;
   atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&dirty_bytes, bytes, memory_order_relaxed);
@@ -451,7 +480,7 @@ static uint32_t cached_take(lclass_t *c, uint32_t npages, bool *clean) {
   uint32_t n = c->ncached, best = n - 1, best_have = 0;
   bool fits = false, keep = slot_keeps(k, npages);
   for (uint32_t j = n, seen = 0; j-- > 0 && seen < CACHE_SCAN; seen++) {
-    uint32_t have = meta_of(c)[c->cached[j]].pages & SLOT_PAGES;
+    uint32_t have = meta_of(c)[c->cached[j].idx].pages & SLOT_PAGES;
     bool f = have >= npages && !excess_dropped(k, have, npages);
     if (keep ? have > best_have : (f && (!fits || have < best_have)) || (!f && !fits && have > best_have)) {
       best = j;
@@ -459,7 +488,7 @@ static uint32_t cached_take(lclass_t *c, uint32_t npages, bool *clean) {
       fits = f;
     }
   }
-  uint32_t idx = c->cached[best];
+  uint32_t idx = c->cached[best].idx;
   cached_remove(c, best, clean);
   return idx;
 }
@@ -495,12 +524,12 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
     probed = true;
     msi_lock(lock_of(d));
     uint32_t j = d->ncached;
-    while (j-- > 0 && (meta_of(d)[d->cached[j]].pages & SLOT_CLEAN)) {} /* the most recently cached slot with its pages */
+    while (j-- > 0 && (meta_of(d)[d->cached[j].idx].pages & SLOT_CLEAN)) {} /* the most recently cached slot with its pages */
     if (j >= d->ncached) {
       msi_unlock(lock_of(d));
       continue;
     }
-    uint32_t idx = d->cached[j], ms = d->cached_ms[j];
+    uint32_t idx = d->cached[j].idx, ms = d->cached[j].ms;
     uintptr_t slot = d->base + ((uintptr_t)idx << kd);
     size_t have = (size_t)(meta_of(d)[idx].pages & SLOT_PAGES) << page_shift;
     size_t bytes = have < ((size_t)npages << page_shift) ? have : (size_t)npages << page_shift, left = have - bytes;
@@ -721,11 +750,36 @@ static size_t one_mapping(uintptr_t from, size_t len) {
    (before 5.7) move plainly, with the moment's hole. Returns the bytes moved (fewer only when the kernel
    refused, errno set). */
 #define LARGE_MOVE_PIECE ((size_t)64 << 20)
+/* The pieces (kernel mappings) of the block a move made last: the ones it moved, then its committed tail
+   (move_block). A block growing by realloc moves again and again (SQLite's and Python's growing buffers), each
+   time one piece more; with this record each piece costs one probe that confirms it, where one_mapping's
+   search from the whole length failed about ten times for a small piece. Owned by one thread at a time (hint_busy
+   taken with an exchange: a thread finding it taken moves without it); a piece that no longer matches (the
+   block changed since) is searched for as before. */
+#define HINT_PIECES 8
+static struct { uintptr_t at; uint32_t n; uint32_t pages[HINT_PIECES]; } hint;
+static _Atomic bool hint_busy;
+
+/* the length of the piece at `from` (at most len): the hint's when one probe confirms it lies in one mapping */
+static size_t piece_at(uintptr_t from, size_t len, size_t hinted) {
+  if (hinted && hinted < len) {
+    void *r = msi_os_mremap_probe((void *)from, hinted, hinted + page_size);
+    if (r != MAP_FAILED) msi_os_mremap(r, hinted + page_size, hinted, 0, NULL);
+    if (r != MAP_FAILED || errno != EFAULT) return hinted;
+  }
+  return one_mapping(from, len);
+}
+
 static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
   static _Atomic int plain; /* MREMAP_DONTUNMAP refused with EINVAL once */
   size_t done = 0;
+  bool own = !atomic_exchange_explicit(&hint_busy, true, memory_order_acquire);
+  uint32_t used = 0, n = own && hint.at == from ? hint.n : 0, made = 0, pages[HINT_PIECES];
   while (done < bytes) {
-    size_t len = one_mapping(from + done, bytes - done < LARGE_MOVE_PIECE ? bytes - done : LARGE_MOVE_PIECE);
+    size_t rest = bytes - done < LARGE_MOVE_PIECE ? bytes - done : LARGE_MOVE_PIECE;
+    size_t len = piece_at(from + done, rest, used < n ? (size_t)hint.pages[used++] << page_shift : 0);
+    if (made < HINT_PIECES) pages[made] = (uint32_t)(len >> page_shift);
+    made++;
     int flags = MREMAP_MAYMOVE | MREMAP_FIXED | (atomic_load_explicit(&plain, memory_order_relaxed) ? 0 : MREMAP_DONTUNMAP);
     void *r = msi_os_mremap((void *)(from + done), len, len, flags, (void *)(to + done));
     if (r == MAP_FAILED && errno == EINVAL && (flags & MREMAP_DONTUNMAP)) {
@@ -741,7 +795,21 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
     reserve(from + done, len);
     done += len;
   }
+  if (own) {
+    hint.at = made <= HINT_PIECES && done == bytes ? to : 0;
+    hint.n = made <= HINT_PIECES ? made : 0;
+    memcpy(hint.pages, pages, hint.n * sizeof pages[0]);
+    atomic_store_explicit(&hint_busy, false, memory_order_release);
+  }
   return done;
+}
+
+/* the block at `at` (whose pieces a move just recorded) has a tail committed after them: a piece more */
+static void hint_tail(uintptr_t at, size_t bytes) {
+  if (atomic_exchange_explicit(&hint_busy, true, memory_order_acquire)) return;
+  if (hint.at == at && hint.n < HINT_PIECES) hint.pages[hint.n++] = (uint32_t)(bytes >> page_shift);
+  else hint.at = 0;
+  atomic_store_explicit(&hint_busy, false, memory_order_release);
 }
 
 /* after move_pages moved the first `moved` bytes of the block [p, p + old) to [d, d + moved) and the kernel refused
@@ -767,7 +835,10 @@ static bool copy_rest(void *d, void *p, size_t moved, size_t old, size_t len) {
 static void *move_block(uintptr_t from, uintptr_t to, size_t old_bytes, size_t new_bytes) {
   if (!commit(to + old_bytes, new_bytes - old_bytes)) return MAP_FAILED;
   size_t moved = move_pages(from, to, old_bytes);
-  if (moved == old_bytes) return (void *)to;
+  if (moved == old_bytes) {
+    hint_tail(to, new_bytes - old_bytes);
+    return (void *)to;
+  }
   if (moved) { /* some pieces moved: the rest is copied (moving them back could be refused as well) */
     copy_rest((void *)to, (void *)from, moved, old_bytes, new_bytes);
     return (void *)to;
@@ -887,7 +958,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
     /* the entries are oldest first: those aged are a prefix, taken CACHE_MAX at a time */
     while (n == CACHE_MAX && atomic_load_explicit(&c->ncached, memory_order_relaxed)) {
       msi_lock(lock_of(c));
-      for (n = 0; n < c->ncached && n < CACHE_MAX && (force || now - c->cached_ms[n] >= delay); n++) {}
+      for (n = 0; n < c->ncached && n < CACHE_MAX && (force || now - c->cached[n].ms >= delay); n++) {}
       cached_cut(c, n, old, bytes);
       msi_unlock(lock_of(c));
       for (uint32_t j = 0; j < n; j++) total += slot_drop_cached(c, old[j], bytes[j]);
@@ -909,10 +980,10 @@ static lclass_t *oldest_dirty(uint32_t now, uint32_t *j_out) {
     if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
     msi_lock(lock_of(c));
     uint32_t j = 0; /* entries are oldest first */
-    while (j < c->ncached && (meta_of(c)[c->cached[j]].pages & SLOT_CLEAN)) j++;
-    if (j < c->ncached && (!best || now - c->cached_ms[j] > best_age)) {
+    while (j < c->ncached && (meta_of(c)[c->cached[j].idx].pages & SLOT_CLEAN)) j++;
+    if (j < c->ncached && (!best || now - c->cached[j].ms > best_age)) {
       best = c;
-      best_age = now - c->cached_ms[j];
+      best_age = now - c->cached[j].ms;
       *j_out = j;
     }
     msi_unlock(lock_of(c));
@@ -932,13 +1003,13 @@ void msi_large_trim(uint64_t keep) {
   while (atomic_load_explicit(&dirty_bytes, memory_order_relaxed) > keep && (c = oldest_dirty(now, &j))) {
     unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
     msi_lock(lock_of(c));
-    if (j >= c->ncached || (meta_of(c)[c->cached[j]].pages & SLOT_CLEAN)) { /* changed meanwhile */
+    if (j >= c->ncached || (meta_of(c)[c->cached[j].idx].pages & SLOT_CLEAN)) { /* changed meanwhile */
       msi_unlock(lock_of(c));
       continue;
     }
-    uint32_t idx = c->cached[j];
+    uint32_t idx = c->cached[j].idx;
     size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
-    if (!strict && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
+    if (!strict() && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
       meta_of(c)[idx].pages |= SLOT_CLEAN;
       atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
       msi_unlock(lock_of(c));

@@ -289,6 +289,10 @@ MSI_FORK_PARTS(MSI_FORK_DECLARE)
 #else
 #define MSI_COLD_BSS
 #endif
+/* On a function every process runs at start-up outside the constructors: placed with them (the compiler puts
+   constructors in .text.startup, at the start of the library's text), so that start-up faults in one window of
+   the kernel's fault-around (64 KiB of text) rather than one per window its functions are spread over. */
+#define MSI_STARTUP_TEXT __attribute__((section(".text.startup")))
 void msi_init(void);          /* idempotent; safe before libc is fully up */
 extern _Atomic int msi_initialized; /* MSI_START_DATA */
 

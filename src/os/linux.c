@@ -111,7 +111,7 @@ int msi_os_purge(void *addr, size_t size) {
 
 /* ---- address space reserved with back-off ---- */
 /* maps `size` bytes at a start aligned to `align` (natural: the alignment the kernel gives anyway); NULL + errno */
-static void *map_aligned(msi_os_reservation_t *r, size_t size, size_t align, size_t natural) {
+MSI_STARTUP_TEXT static void *map_aligned(msi_os_reservation_t *r, size_t size, size_t align, size_t natural) {
   int prot = r->prot, flags = r->map_flags ? r->map_flags : MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   size_t total = size + (align > natural ? align - natural : 0);
   if (total < size) { errno = ENOMEM; return NULL; }
@@ -133,7 +133,7 @@ static void *map_aligned(msi_os_reservation_t *r, size_t size, size_t align, siz
   return (void *)start;
 }
 
-int msi_os_reserve(msi_os_reservation_t *r) {
+MSI_STARTUP_TEXT int msi_os_reserve(msi_os_reservation_t *r) {
   size_t ps = msi_os_page_size(), unit = r->unit > ps ? r->unit : ps;
   size_t natural = (r->map_flags & MAP_HUGETLB) ? unit : ps;
   bool halve = r->flags & MSI_OS_RESERVE_HALVE_ALIGN;
@@ -571,7 +571,7 @@ size_t msi_os_vm_size(void) {
 /* RLIMIT_AS's soft limit in bytes, SIZE_MAX when unlimited (or unreadable). prlimit64 through syscall(), the
    system call glibc's getrlimit makes: every allocating process binds syscall() anyway (NOCANCEL below), and a
    lazily bound libc function costs its first caller a symbol lookup (about 700 instructions) */
-size_t msi_os_as_limit(void) {
+MSI_STARTUP_TEXT size_t msi_os_as_limit(void) {
   struct rlimit rl;
   _Static_assert(sizeof rl == 2 * sizeof(uint64_t) && sizeof rl.rlim_cur == sizeof(uint64_t), "struct rlimit64");
   if (syscall(SYS_prlimit64, 0, RLIMIT_AS, NULL, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SIZE_MAX)
@@ -724,3 +724,9 @@ static void pages_print(msi_stats_writer_t *w) { msi_stats_field(w, "page_size",
 
 static const msi_stats_source_t pages_source = {"pages", pages_get, pages_print, NULL};
 __attribute__((constructor(102))) static void pages_register(void) { msi_stats_register(&pages_source); }
+
+/* The shared library's DT_FINI (CMakeLists.txt: -Wl,-fini=msi_fini), which the dynamic loader calls at exit:
+   nothing to do, as the C runtime's _fini (destructors run from .fini_array). _fini lies alone at the far end of
+   the text, a page each process faulted in at exit for it; this one lies with the start-up code. */
+MSI_STARTUP_TEXT void msi_fini(void);
+MSI_STARTUP_TEXT void msi_fini(void) {}

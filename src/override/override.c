@@ -140,7 +140,7 @@ static void *bound_malloc(void) {
    That copy stays inert (options.c): it reads no MEMSPACE_* variable, so the copy serving malloc alone creates
    the process space, reports invalid values, clears the variables it consumes and prints the statistics at
    exit. Two loads in the common case: it runs in every process at start-up. */
-bool msi_malloc_elsewhere(void) {
+MSI_STARTUP_TEXT bool msi_malloc_elsewhere(void) {
   void *bound = bound_malloc();
   if (bound == (void *)msi_malloc) return false;
   /* A program built without PIE that takes malloc's address (python3 stores it in a table) has the address bound

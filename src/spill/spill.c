@@ -41,7 +41,7 @@
 
 sp_state_t msi_spill_state;
 
-size_t msi_spill_threshold(void) {
+MSI_STARTUP_TEXT size_t msi_spill_threshold(void) {
   long long t = msi_opt(MS_OPTION_SPILL_THRESHOLD);
   return t > 0 ? (size_t)t : t == MSI_SPILL_AUTO ? MSI_SPILL_AUTO_MIN : 0;
 }
