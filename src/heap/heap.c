@@ -538,11 +538,15 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   msi_unlock(&seg_lock);
 }
 
-/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped */
+/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment
+   without dirty chunks, as its mask reads unlocked (MSI_SEEN: a chunk made dirty meanwhile waits for the next pass),
+   costs no trip through the segments' lock: each pass of the maintenance thread would otherwise take it once per
+   segment, against the threads taking spans */
 static void segments_purge(uint32_t now, uint32_t delay, bool force) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (!MSI_SEEN(seg->dirty_mask)) continue;
     msi_lock(&seg_lock);
     uint64_t m = seg->dirty_mask;
     if (!m || !(force || now - seg->dirty_ms >= delay)) {
