@@ -133,8 +133,11 @@ typedef struct msi_heap_s {
   msi_span_t *current[MSI_HEAP_CLASSES];  /* span allocations come from (never NULL: the empty span) */
   msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap.c partial_push) */
   msi_span_t *partial_tail[MSI_HEAP_CLASSES];
-  msi_span_t *_Atomic remote;             /* spans with remote frees to collect */
-  msi_lock_t cache_lock;                  /* guards cache[]: the maintenance thread purges it */
+  /* spans with remote frees to collect: pushed by other threads (a CAS at the first remote free into a span),
+     in a line of its own: with the owner's cache_lock and cache[] (written at every span it retires or takes) it
+     bounced between the freeing thread's core and the owner's */
+  _Alignas(MSI_CACHE_LINE) msi_span_t *_Atomic remote;
+  _Alignas(MSI_CACHE_LINE) msi_lock_t cache_lock; /* guards cache[]: the maintenance thread purges it */
   msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
   struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
   struct msi_heap_s *next_orphan;
