@@ -539,11 +539,15 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   msi_unlock(&seg_lock);
 }
 
-/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped */
+/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment
+   without dirty chunks, as its mask reads unlocked (MSI_SEEN: a chunk made dirty meanwhile waits for the next pass),
+   costs no trip through the segments' lock: each pass of the maintenance thread would otherwise take it once per
+   segment, against the threads taking spans */
 static void segments_purge(uint32_t now, uint32_t delay, bool force) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (!MSI_SEEN(seg->dirty_mask)) continue;
     msi_lock(&seg_lock);
     uint64_t m = seg->dirty_mask;
     if (!m || !(force || now - seg->dirty_ms >= delay)) {
@@ -763,6 +767,12 @@ static void purge_task_run(uint64_t now_ns);
    replaces its threads (a server's pool, larson, mstress) had a second generation of spans cached beside the one
    in use. The newest are kept (the cache is newest first): the spans a new thread takes next. */
 #define GLOBAL_KEEP_MIN (16 * MSI_HEAP_CHUNK)
+/* With the maintenance thread the spans in use are tallied (spans_tally: every span descriptor of every segment,
+   the owners' hot lines among them, read at each pass: a line its owner writes at its next malloc or free then
+   comes back from this core's cache). A pass that finds the global cache as the last tally left it (no span put
+   in or taken since: global_hold.ops) keeps that tally's `keep` instead: spans then arrive in bulk only through
+   the cache, and those it holds still go after the purge delay. Under global_lock */
+static struct { uint32_t ops; bool valid; size_t keep; } keep_memo;
 static msi_span_t *list_cut_excess(msi_span_list_t *l, size_t keep) {
   msi_span_t *s = l->head, *prev = NULL;
   size_t kept = 0;
@@ -803,13 +813,24 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   size_t cached = 0, keep = SIZE_MAX;
   msi_lock(&global_lock); /* (the counts only say whether to look further: the tally below takes other locks) */
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) cached += global_cache[n].count * n * MSI_HEAP_CHUNK;
+  uint32_t ops = global_hold.ops;
+  bool memo = keep_memo.valid && keep_memo.ops == ops;
+  size_t memo_keep = keep_memo.keep;
   msi_unlock(&global_lock);
+  bool tallied = false;
   if (cached > GLOBAL_KEEP_MIN) { /* the spans in use: counted without the maintenance thread, else tallied */
     uint64_t idle, active = (uint64_t)atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed);
-    if (msi_maint_running()) spans_tally(NULL, &idle, &active);
-    keep = active / 4 > GLOBAL_KEEP_MIN ? (size_t)(active / 4) : GLOBAL_KEEP_MIN;
+    bool maint = msi_maint_running();
+    if (maint && memo) {
+      keep = memo_keep;
+    } else {
+      if (maint) spans_tally(NULL, &idle, &active);
+      keep = active / 4 > GLOBAL_KEEP_MIN ? (size_t)(active / 4) : GLOBAL_KEEP_MIN;
+      tallied = maint;
+    }
   }
   msi_lock(&global_lock);
+  if (tallied) keep_memo.ops = ops, keep_memo.keep = keep, keep_memo.valid = true;
   uint32_t hold = cache_hold(&global_hold, now, delay);
   unsigned cut = 0;
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {

@@ -17,6 +17,7 @@
 #ifndef MSI_HEAP_H
 #define MSI_HEAP_H
 #include "internal.h"
+#include <time.h>
 /* every name declared here is the library's own: the fast paths reach the globals by a direct rip-relative access
    (a declaration without it is read through the GOT: one load more per global on every free) */
 #pragma GCC visibility push(hidden)
@@ -132,8 +133,11 @@ typedef struct msi_heap_s {
   msi_span_t *current[MSI_HEAP_CLASSES];  /* span allocations come from (never NULL: the empty span) */
   msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap.c partial_push) */
   msi_span_t *partial_tail[MSI_HEAP_CLASSES];
-  msi_span_t *_Atomic remote;             /* spans with remote frees to collect */
-  msi_lock_t cache_lock;                  /* guards cache[]: the maintenance thread purges it */
+  /* spans with remote frees to collect: pushed by other threads (a CAS at the first remote free into a span),
+     in a line of its own: with the owner's cache_lock and cache[] (written at every span it retires or takes) it
+     bounced between the freeing thread's core and the owner's */
+  _Alignas(MSI_CACHE_LINE) msi_span_t *_Atomic remote;
+  _Alignas(MSI_CACHE_LINE) msi_lock_t cache_lock; /* guards cache[]: the maintenance thread purges it */
   msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
   struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
   struct msi_heap_s *next_orphan;
@@ -304,7 +308,16 @@ extern msi_heap_counters_t msi_heap_counters;
 extern _Atomic uint64_t msi_heap_mapped_peak;
 void msi_heap_mapped_peak_note(void);
 
-static inline uint32_t msi_heap_now_ms(void) { return (uint32_t)(msi_now_ns() / 1000000u); }
+/* milliseconds of CLOCK_MONOTONIC_COARSE: the caches' stamps (a span or slot entering a cache, at every retire on
+   a program's slow paths) and the purge's clock. The coarse clock is CLOCK_MONOTONIC as of the last timer tick
+   (at most a tick, 1-10 ms, behind msi_now_ns, never ahead): the vDSO reads it without the time-stamp counter and
+   its scaling, a fraction of CLOCK_MONOTONIC's cost in a virtual machine. A stamp compared with a pass's
+   msi_now_ns makes a cached span look at most a tick older */
+static inline uint32_t msi_heap_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
 
 static inline bool msi_heap_in_small(const void *p) {
   return (uintptr_t)p - msi_heap_g.base < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);

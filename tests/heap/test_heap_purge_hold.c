@@ -186,8 +186,20 @@ static void global_refill_doubles_the_hold(void **state) {
   assert_int_equal(idle, 0);
 }
 
+/* the caches' stamps (msi_heap_now_ms, the coarse clock) are never ahead of a pass's clock read after them
+   (msi_now_ns): a span's age is never negative, whatever the ticks between */
+static void stamps_never_ahead_of_passes(void **state) {
+  (void)state;
+  for (int i = 0; i < 100000; i++) {
+    uint32_t stamp = msi_heap_now_ms();
+    uint32_t pass = (uint32_t)(msi_now_ns() / 1000000u);
+    if ((int32_t)(pass - stamp) < 0) fail_msg("stamp %u ms ahead of the pass's %u ms", stamp, pass);
+  }
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(refill_doubles_the_hold), cmocka_unit_test(hold_is_bounded),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(stamps_never_ahead_of_passes),
+                                     cmocka_unit_test(refill_doubles_the_hold), cmocka_unit_test(hold_is_bounded),
                                      cmocka_unit_test(late_refill_keeps_the_delay),
                                      cmocka_unit_test(pressure_takes_held_spans),
                                      cmocka_unit_test(global_refill_doubles_the_hold)};
