@@ -98,7 +98,8 @@ uint64_t msi_sp_snapshot_cap(void) { return bud.cg.limit / 16; }
      small files, about 50 us) is taken at a candidate block when the last one is older than AUTO_PERIOD_NS and
      the block is a large one (aut.step: budget/64, at least 4 MiB), the estimate is near the mark (msi_sp_auto_stale)
      or spilling; a small block far from the mark takes one only when the last is older than AUTO_FAR_NS. Also on
-     the maintenance tick once spill runs, and once more to confirm before spilling begins. Between samples the
+     the maintenance tick once spill runs, once more to confirm before spilling begins, and at the next candidate
+     once the spilled blocks freed since the last sample reach budget/8 (msi_sp_auto_freed). Between samples the
      bytes sent to RAM since the last sample count as used (frees do not: the estimate errs towards spilling, and
      the confirmation corrects it), so a program's own blocks need no sample of their own: what a sample adds is
      the growth of everything else (the program's small blocks, the cgroup's other members, the machine). */
@@ -111,6 +112,7 @@ typedef struct {
   _Atomic int spilling;           /* 1: new candidate blocks go to spill */
   _Atomic uint64_t room, m_room;  /* the cgroup's and the machine's room at the last sample (bytes) */
   _Atomic uint64_t since;         /* bytes sent to RAM since that sample */
+  _Atomic uint64_t freed;         /* spilled bytes freed since that sample (msi_sp_auto_freed) */
   _Atomic uint64_t sample_ns;     /* when it was taken (0: take one at the next candidate) */
   _Atomic unsigned pressure, cg_pressure; /* the machine's and the cgroup's some avg10 at the last sample, % */
   _Atomic uint64_t samples, to_spill, to_ram;
@@ -287,6 +289,7 @@ static void auto_refresh(uint64_t now) {
     atomic_store_explicit(&aut.since, 0, memory_order_relaxed);
     aut.last_used = s.used;
   }
+  atomic_store_explicit(&aut.freed, 0, memory_order_relaxed);
   atomic_store_explicit(&aut.sample_ns, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&aut.samples, 1, memory_order_relaxed);
   msi_unlock(&aut.lock);
@@ -309,10 +312,15 @@ void msi_sp_auto_fork_child(void) {
   if (atomic_load(&aut.state)) atomic_store(&aut.sample_ns, 0);
 }
 
-/* a spilled block was freed: the room may be back, the next candidate takes a sample (without it a program that
-   frees everything and starts again would wait for the next period to come back to RAM) */
-void msi_sp_auto_freed(void) {
-  if (atomic_load_explicit(&aut.spilling, memory_order_relaxed) && atomic_load_explicit(&aut.sample_ns, memory_order_relaxed))
+/* a spilled block of `bytes` was freed: once the spilled bytes freed since the last sample reach the hysteresis
+   margin (budget/8, what the way back to RAM asks beyond the mark) the room may be back, and the next candidate
+   takes a sample (without it a program that frees everything and starts again would wait for the next period to
+   come back to RAM). Smaller frees wait for the period (50 ms while spilling): a program that allocates and frees
+   a spilled block in a loop would otherwise read the files at every allocation. */
+void msi_sp_auto_freed(size_t bytes) {
+  if (!atomic_load_explicit(&aut.spilling, memory_order_relaxed) || !atomic_load_explicit(&aut.sample_ns, memory_order_relaxed))
+    return;
+  if (atomic_fetch_add_explicit(&aut.freed, bytes, memory_order_relaxed) + bytes >= bud.cg.limit / 8)
     atomic_store_explicit(&aut.sample_ns, 0, memory_order_relaxed);
 }
 

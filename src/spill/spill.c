@@ -225,9 +225,10 @@ void msi_spill_free(void *p) {
     msi_unlock(&sp_lock);
     bad_pointer(p, "free(): double free", "free(): invalid pointer");
   }
+  size_t bytes = sp.cls[c].meta[slot];
   msi_sp_slot_free(c, slot);
   msi_unlock(&sp_lock);
-  msi_sp_auto_freed();
+  msi_sp_auto_freed(bytes);
 }
 
 size_t msi_spill_usable_size(const void *p) {

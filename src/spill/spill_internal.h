@@ -219,6 +219,6 @@ const char *msi_sp_auto_reason_name(int r);
 void msi_sp_auto_init(void);
 void msi_sp_auto_tick(uint64_t now);
 void msi_sp_auto_fork_child(void);
-void msi_sp_auto_freed(void);
+void msi_sp_auto_freed(size_t bytes);
 void msi_sp_auto_stats(msi_stats_writer_t *w);
 #endif

@@ -177,20 +177,19 @@ static void test_decide(void **state) {
   assert_string_equal(msi_sp_auto_reason_name(MSI_SP_AUTO_PRESSURE), "pressure");
 }
 
-/* When a sample is taken. A program whose data fits (R at half a 1 GiB limit: its 512 MiB vector, then a 1.6 MB
-   temporary of a gather) takes no sample for the small block that follows a large one: the bytes sent to RAM
-   count in the estimate, which leaves the block far from the mark (reading the files, about 50 us, landed inside
-   R's timed gather; they were read again once the bytes sent to RAM passed budget/64). Large blocks, blocks near
-   the mark and a spilling program sample every 50 ms; small blocks far from the mark every second. */
-static void test_samples(void **state) {
-  (void)state;
+/* a fake cgroup v1 tree under root: a 1 GiB limit with `rss` bytes counted, a machine with room and no pressure,
+   made the budget's and auto's files (the budget is found once: the fake tree replaces it, before auto's set-up) */
+static void fake_job(uint64_t rss) {
   strcpy(root, "/tmp/memspace-auto-XXXXXX");
   assert_non_null(mkdtemp(root));
+  char stat[256];
+  snprintf(stat, sizeof stat, "total_rss %llu\ntotal_shmem 0\ntotal_dirty 0\ntotal_writeback 0\ntotal_cache 0\n",
+           (unsigned long long)rss);
   put("memory/job/memory.limit_in_bytes", "1073741824\n");
-  put("memory/job/memory.stat", "total_rss 10485760\ntotal_shmem 0\ntotal_dirty 0\ntotal_writeback 0\ntotal_cache 0\n");
+  put("memory/job/memory.stat", stat);
   put("meminfo", "MemTotal: 67108864 kB\nMemAvailable: 60000000 kB\nSwapFree: 0 kB\n");
   put("pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n");
-  msi_sp_budget_find(); /* (found once: the fake tree replaces it below, before auto's set-up) */
+  msi_sp_budget_find();
   msi_os_cgroup_find(root, "5:memory:/job\n0::/\n", 65536 * MiB, &msi_spill_budget.cg);
   assert_int_equal(msi_spill_budget.cg.limit, 1024 * MiB);
   static char meminfo[512], pressure[512]; /* (kept by auto) */
@@ -198,6 +197,16 @@ static void test_samples(void **state) {
   snprintf(pressure, sizeof pressure, "%s", at("pressure"));
   msi_sp_auto_set_files(meminfo, pressure);
   msi_sp_auto_init();
+}
+
+/* When a sample is taken. A program whose data fits (R at half a 1 GiB limit: its 512 MiB vector, then a 1.6 MB
+   temporary of a gather) takes no sample for the small block that follows a large one: the bytes sent to RAM
+   count in the estimate, which leaves the block far from the mark (reading the files, about 50 us, landed inside
+   R's timed gather; they were read again once the bytes sent to RAM passed budget/64). Large blocks, blocks near
+   the mark and a spilling program sample every 50 ms; small blocks far from the mark every second. */
+static void test_samples(void **state) {
+  (void)state;
+  fake_job(10 * MiB);
   uint64_t n0 = msi_sp_auto_samples(), t0 = msi_now_ns();
   assert_false(msi_spill_auto_wants(512 * MiB)); /* the first candidate: a sample, RAM */
   assert_int_equal(msi_sp_auto_samples(), n0 + 1);
@@ -219,6 +228,43 @@ static void test_samples(void **state) {
   assert_true(msi_sp_auto_stale(&far, 16 * MiB, 16 * MiB, 60 * ms));   /* large */
   assert_true(msi_sp_auto_stale(&near, 2 * MiB, 16 * MiB, 60 * ms));   /* near the mark */
   assert_true(msi_sp_auto_stale(&spilling, 2 * MiB, 16 * MiB, 60 * ms));
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* A program spilling that allocates and frees a spilled block in a loop reads the budget's files at most once per
+   period, plus once per eighth of the budget (the hysteresis margin) of spilled bytes freed: each free made the
+   next allocation take a sample, 5,006 samples for 5,000 malloc/free pairs of 1 MiB (a C loop in a 256 MiB cgroup,
+   about 50-150 us each, where the 64M threshold reads none). The bound counts the periods the loop took (its
+   allocations' and the maintenance tick's samples), so a slow machine loosens it and never fails it. */
+static void test_free_loop_samples(void **state) {
+  (void)state;
+  fake_job(1000 * MiB); /* 1000 MiB counted of 1024: every candidate block goes to spill */
+  msi_sp_auto_fork_child(); /* (the next candidate takes a sample, as a forked child's first one does) */
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, MSI_SPILL_AUTO), 0);
+  void *p = ms_malloc(MiB);
+  assert_non_null(p);
+  if (!ms_spill_is(p)) { /* no usable spill directory here: the block stayed in RAM */
+    ms_free(p);
+    ms_skip_refused(0, "no usable spill directory (a block of 1 MiB stayed in RAM)");
+  }
+  ms_free(p);
+  const int loops = 200;
+  uint64_t n0 = msi_sp_auto_samples(), t0 = msi_now_ns();
+  for (int i = 0; i < loops; i++) {
+    p = ms_malloc(MiB);
+    assert_non_null(p);
+    assert_true(ms_spill_is(p));
+    ((char *)p)[0] = 1;
+    ms_free(p);
+  }
+  uint64_t periods = (msi_now_ns() - t0) / 50000000ull + 1, freed_steps = (uint64_t)loops * MiB / (128 * MiB);
+  uint64_t samples = msi_sp_auto_samples() - n0;
+  print_message("%llu samples for %d malloc/free pairs of spilled 1 MiB blocks in %llu periods of 50 ms\n",
+                (unsigned long long)samples, loops, (unsigned long long)periods);
+  assert_true(samples <= 2 * periods + freed_steps + 2);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, 0), 0);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   assert_int_equal(system(cmd), 0);
@@ -252,6 +298,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_option), cmocka_unit_test(test_read_v2), cmocka_unit_test(test_read_v1_and_none),
       cmocka_unit_test(test_decide), cmocka_unit_test(test_samples), cmocka_unit_test(test_fast_path),
+      cmocka_unit_test(test_free_loop_samples),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,11 @@ statistics (MEMSPACE_SHOW_STATS: write-back passes, full and urgent ones, write-
 samples). Prints per (language, size, configuration) the median and range of each figure, and per round auto's
 allocation time over the threshold's (the median of the rounds' ratios is the comparable figure).
 MSB_FACTORS=1.5,3 MSB_LANGS=python,r MSB_CONFIGS=auto,spill choose the runs; MSB_BLOCK_MIB=N allocates the data as
-N-MiB numpy arrays instead of one vector."""
+N-MiB numpy arrays instead of one vector. More configurations: plain (no library) and heap (the library without
+spill) for the data-fits size, spillb (the 64M threshold again: an A/A check of the method), autoENV (auto with
+ENV=1 in the environment, for a bisecting build); the last configuration is the base of the ratios.
+MSB_VERBOSE=all gives every configuration auto's MEMSPACE_VERBOSE=1; MSB_PROBES=0 runs without the probes;
+MSB_SEED_R=experiments/seed_threads.R splits the fill's CPU by thread; MSB_ACCESSES=N (default 2000)."""
 import os
 import re
 import subprocess
@@ -43,15 +47,22 @@ SPILL_DIR = os.environ.get("MEMSPACE_SPILL_DIR", "/var/tmp")
 STATS_DIR = f"/tmp/auto-past-limit-{os.getpid()}"
 STAT_KEYS = ("spill_writebacks", "spill_writebacks_full", "spill_writebacks_urgent", "spill_write_behind",
              "spill_write_behind_waits", "spill_advice_switches", "spill_auto_samples", "spill_moves",
-             "spill_blocks")
+             "spill_blocks", "syscalls")
 
 
 def env_for(config):
     e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSPACE_") and k != "LD_PRELOAD"}
-    thr = "auto" if config == "auto" else {"spill": "64M"}.get(config, config)
+    if config == "plain":  # no library (the data-fits target's base)
+        return e
+    if config == "heap":  # the library without spill
+        e.update(LD_PRELOAD=LIB, MEMSPACE_SHOW_STATS="1", MEMSPACE_STATS_FILE=os.path.join(STATS_DIR, f"{config}-%p"))
+        return e
+    if config.startswith("auto") and config != "auto":  # autoENV: auto with ENV=1 too (a bisecting build's switch)
+        e[config[4:].upper()] = "1"
+    thr = "auto" if config.startswith("auto") else {"spill": "64M", "spillb": "64M"}.get(config, config)  # spillb: an A/A twin
     e.update(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD=thr, MEMSPACE_SPILL_DIR=SPILL_DIR, MEMSPACE_SHOW_STATS="1",
              MEMSPACE_STATS_FILE=os.path.join(STATS_DIR, f"{config}-%p"))
-    if config == "auto":
+    if config.startswith("auto") or os.environ.get("MSB_VERBOSE") == "all":  # all: every configuration (the same stderr)
         e["MEMSPACE_VERBOSE"] = "1"
     return e
 
@@ -76,13 +87,17 @@ print(f"alloc_s={t1 - t0:.6f} fill_page_faults={r1.ru_minflt + r1.ru_majflt - r0
 """
 
 
+# MSB_SEED_R=FILE: another R seed (experiments/seed_threads.R splits the fill's CPU by thread); MSB_ACCESSES=N
+SEED_R = os.environ.get("MSB_SEED_R", os.path.join(os.path.dirname(HERE), "seed.R"))
+
+
 def argv_for(lang, size):
-    k = 2000  # the benchmark's default accesses from the limit up
+    k = int(os.environ.get("MSB_ACCESSES", "2000"))  # the benchmark's default accesses from the limit up
     if BLOCK_MIB:
         return [PY, "-c", BLOCKS_PROGRAM, str(size), str(BLOCK_MIB)]
     if lang == "python":
         return [PY, os.path.join(os.path.dirname(HERE), "seed.py"), str(size), str(k)]
-    return ["Rscript", "--vanilla", os.path.join(os.path.dirname(HERE), "seed.R"), str(size), str(k)]
+    return ["Rscript", "--vanilla", SEED_R, str(size), str(k)]
 
 
 def parse(text):
@@ -159,7 +174,8 @@ def main():
     parent = mscgroup.Group("exp-past", LIMIT)
     probes = []
     try:
-        for name, period in (("probe-idle", 2000), ("probe-10ms", 10)):
+        # MSB_PROBES=0: none (the benchmark's data-fits rounds run without them)
+        for name, period in (("probe-idle", 2000), ("probe-10ms", 10)) if os.environ.get("MSB_PROBES") != "0" else ():
             g = parent.child(name)
             pr = g.popen([PROBE, str(period), "64"], stdout=subprocess.PIPE, text=True)
             pr.stdout.readline()
@@ -188,18 +204,24 @@ def main():
                 "leaf_refault_file", "leaf_max_usage_mib"] + list(STAT_KEYS) + ["began_mib"]
         for (lang, f, config), rs in sorted(runs.items()):
             print(f"{lang} {f}x {config}:")
-            for k in keys + ["oublock_mib", "inblock_mib", "majflt", "nvcsw", "nivcsw", "user_s", "sys_s"]:
+            extra = sorted({k for x in rs for k in x} - set(keys) - {"rc", "oublock_mib"})
+            for k in keys + extra + ["oublock_mib", "inblock_mib", "majflt", "nvcsw", "nivcsw", "user_s", "sys_s"]:
                 v = sorted(x[k] for x in rs if k in x)
                 if v:
                     print(f"   {k:<28} {v[len(v) // 2]:>12.3f} [{v[0]:.3f}-{v[-1]:.3f}]")
-        print("\nauto over the threshold, allocation, per round (median of the rounds' ratios):")
+        base = CONFIGS[-1]
+        print(f"\neach configuration over {base}, per round (median of the rounds' ratios [range] (each)):")
         for lang in LANGS:
             for f in FACTORS:
-                a, s = runs.get((lang, f, "auto"), []), runs.get((lang, f, "spill"), [])
-                rat = sorted(x["alloc_s"] / y["alloc_s"] for x, y in zip(a, s) if "alloc_s" in x and "alloc_s" in y)
-                if rat:
-                    print(f"  {lang} {f}x: {rat[len(rat) // 2]:.3f}x [{rat[0]:.3f}-{rat[-1]:.3f}] "
-                          f"({' '.join(f'{x:.2f}' for x in rat)})")
+                for config in CONFIGS[:-1]:
+                    a, s = runs.get((lang, f, config), []), runs.get((lang, f, base), [])
+                    for m, inv in (("alloc_s", False), ("read_ops_per_s", True), ("write_ops_per_s", True),
+                                   ("fill_sys_s", False)):
+                        rat = sorted((y[m] / x[m]) if inv else (x[m] / y[m]) for x, y in zip(a, s)
+                                     if x.get(m) and y.get(m))
+                        if rat:
+                            print(f"  {lang} {f}x {config} {m}: {rat[len(rat) // 2]:.3f}x [{rat[0]:.3f}-{rat[-1]:.3f}] "
+                                  f"({' '.join(f'{x:.2f}' for x in rat)})")
     finally:
         for pr in probes:
             pr.terminate()
