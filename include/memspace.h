@@ -436,7 +436,8 @@ MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags)
 MS_API void ms_space_destroy(ms_space_t *space);
 /// O(1) allocation, 16-byte aligned; the block is the next power of two >= size (at least 16 B). Steps: see
 /// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0, a NULL space or a
-/// destroyed one (see HANDLES); ENOMEM is counted in oom_count.
+/// destroyed one (see HANDLES); ENOMEM is counted in oom_count and said under MEMSPACE_VERBOSE naming the space at
+/// its 1st, 2nd, 4th, 8th... failure (allocation-free; so for every allocation call of a space).
 MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
 /// O(1) calloc (zeroing costs O(size): the requested bytes, or the whole block with MS_SPACE_ZERO);
 /// overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.
