@@ -425,9 +425,9 @@ MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
 /// metadata (~5%) and the data area all live in [memory, memory+size); nothing is mapped. Flags: LOCKED
 /// (mlocks the pages of the range; ms_space_destroy munlocks them, also pages the caller had locked: mlock
 /// does not nest), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
-/// Thread-safe, O(size) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small, bad
-/// flags, memory where a live space begins, i.e. the same memory given twice without a destroy: reported naming
-/// it), EPERM/EAGAIN (lock refused, as for ms_space_create).
+/// Thread-safe, O(size + live spaces) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small,
+/// bad flags, memory overlapping a live space's struct or metadata, e.g. the same memory given twice without a
+/// destroy, at any offset: reported naming that space), EPERM/EAGAIN (lock refused, as for ms_space_create).
 MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
 /// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped and
 /// the range it locked is unlocked). NULL is ignored; a handle that is not a live space (destroyed twice) is

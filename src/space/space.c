@@ -171,14 +171,19 @@ static bool live(const ms_space_t *s, const char *call) {
   return h != NULL;
 }
 
-/* true when a live space begins at `s` (hashed lookup, nothing reported): ms_space_create_in given the memory of a
-   space it made before, not destroyed, would hand out that space's blocks a second time */
-static bool live_at(const void *s) {
+/* the live space whose struct and metadata overlap [lo, hi), or NULL (O(live spaces), nothing reported):
+   ms_space_create_in given the memory of a space it made before and not destroyed, at the same start or any other,
+   would zero that space's metadata (it hands out its blocks again, or follows garbage) */
+static const ms_space_t *live_over(uintptr_t lo, uintptr_t hi) {
   msi_lock(&registry_lock);
-  const ms_space_t *h = live_hash[live_bucket(s)];
-  while (h && h != s) h = h->hnext;
+  const ms_space_t *h = registry;
+  for (; h; h = h->next) {
+    uintptr_t a = h->meta_base ? (uintptr_t)h->meta_base : (uintptr_t)h; /* create_in: from the struct */
+    uintptr_t b = h->meta_base ? a + h->meta_size : (uintptr_t)h->data;   /* ... to its data */
+    if (lo < b && a < hi) break;
+  }
   msi_unlock(&registry_lock);
-  return h != NULL;
+  return h;
 }
 
 static void spaces_get(ms_stats_t *st) {
@@ -904,9 +909,10 @@ ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
   if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
   uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
   if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
-  if (live_at((const void *)lo)) {
-    msi_error("ms_space_create_in(%p, %zu): live space %p begins there (destroy it first)", memory, size,
-              (const void *)lo);
+  const ms_space_t *over = live_over(lo, hi);
+  if (over) {
+    msi_error("ms_space_create_in(%p, %zu): the memory holds live space %p (its struct and metadata; destroy it "
+              "first)", memory, size, (const void *)over);
     errno = EINVAL;
     return NULL;
   }
