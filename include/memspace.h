@@ -425,9 +425,9 @@ MS_API ms_space_t *ms_space_create(const ms_space_config_t *config);
 /// metadata (~5%) and the data area all live in [memory, memory+size); nothing is mapped. Flags: LOCKED
 /// (mlocks the pages of the range; ms_space_destroy munlocks them, also pages the caller had locked: mlock
 /// does not nest), ZERO, THREAD_SAFE. Blocks are aligned to 16, and to 4 KiB at most when the memory is.
-/// Thread-safe, O(size) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small, bad
-/// flags, memory where a live space begins, i.e. the same memory given twice without a destroy: reported naming
-/// it), EPERM/EAGAIN (lock refused, as for ms_space_create).
+/// Thread-safe, O(size + live spaces) (it zeroes the metadata, ~5% of size). NULL + errno EINVAL (NULL, too small,
+/// bad flags, memory overlapping a live space's struct or metadata, e.g. the same memory given twice without a
+/// destroy, at any offset: reported naming that space), EPERM/EAGAIN (lock refused, as for ms_space_create).
 MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags);
 /// Destroys a space and every block in it (unmaps its memory; for ms_space_create_in nothing is unmapped and
 /// the range it locked is unlocked). NULL is ignored; a handle that is not a live space (destroyed twice) is
@@ -436,7 +436,8 @@ MS_API ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags)
 MS_API void ms_space_destroy(ms_space_t *space);
 /// O(1) allocation, 16-byte aligned; the block is the next power of two >= size (at least 16 B). Steps: see
 /// STEP COUNTS above. NULL + ENOMEM when full (after trying to expand), EINVAL for size 0, a NULL space or a
-/// destroyed one (see HANDLES); ENOMEM is counted in oom_count.
+/// destroyed one (see HANDLES); ENOMEM is counted in oom_count and said under MEMSPACE_VERBOSE naming the space at
+/// its 1st, 2nd, 4th, 8th... failure (allocation-free; so for every allocation call of a space).
 MS_API void *ms_space_malloc(ms_space_t *space, size_t size);
 /// O(1) calloc (zeroing costs O(size): the requested bytes, or the whole block with MS_SPACE_ZERO);
 /// overflow-checked (NULL + ENOMEM). Count or size 0: NULL + EINVAL.

@@ -294,6 +294,11 @@ int tool_run(int argc, char **argv) {
     const char *why = preload_ignored(path);
     if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }
+  /* the program keeps this pid across exec: its child processes leave the warnings they share with it (an
+     unusable spill directory) to it, saying them only under MEMSPACE_VERBOSE (src/spill/files.c, docs/spill.md) */
+  char pid[24];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  setenv("MEMSPACE_RUN_PID", pid, 1);
   execvp(argv[i], argv + i);
   fprintf(stderr, "memspace run: cannot run '%s': %s\n", argv[i], strerror(errno));
   return errno == ENOENT ? 127 : 126;

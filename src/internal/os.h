@@ -24,6 +24,10 @@ int msi_os_fallocate(int fd, int mode, off_t offset, off_t len);
 long msi_os_mbind(void *addr, size_t size, int node);   /* MPOL_BIND to one node through the raw syscall */
 /* 0 when [addr, addr+size) is entirely mapped (any protection), else -1 + ENOMEM. No fault injection. */
 int msi_os_mapped(void *addr, size_t size);
+/* 0 when [addr, addr+size) (page-aligned start) is mapped writable, its pages faulted in as a write would (a
+   private page copied); else -1 + EFAULT (PROT_NONE, read-only, a write would fault) or ENOMEM (a hole). Before Linux 5.14: as
+   msi_os_mapped (any protection). No fault injection. */
+int msi_os_writable(void *addr, size_t size);
 /* the lock's futex (process-private): wait while *addr == val; wake up to n waiters. Not counted (a contended
    lock's slow path stays as short as the bare system call; os_calls counts memory and file calls) and no fault
    injection. */

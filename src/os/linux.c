@@ -662,6 +662,22 @@ int msi_os_mapped(void *addr, size_t size) {
   return r;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+int msi_os_writable(void *addr, size_t size) {
+  /* MADV_POPULATE_WRITE faults the pages in as a write would; it fails with EINVAL on memory without write
+     permission (PROT_NONE, read-only; also before Linux 5.14, which msi_os_has_populate_write tells apart), with
+     EFAULT where the write would fault (SIGBUS, SIGSEGV) and ENOMEM on a hole */
+  COUNT_CALL();
+  if (madvise(addr, size, MADV_POPULATE_WRITE) == 0) return 0;
+  int e = errno;
+  COUNT_FAIL();
+  if (e == EINVAL && !msi_os_has_populate_write()) return msi_os_mapped(addr, size);
+  errno = e == EINVAL ? EFAULT : e;
+  return -1;
+}
+
 void msi_os_futex_wait(_Atomic int *addr, int val) {
   syscall(SYS_futex, (int *)addr, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
 }
@@ -697,9 +713,6 @@ int msi_os_membarrier(void) {
 #endif
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 bool msi_os_has_populate_write(void) {
   static _Atomic int state; /* no: a kernel before 5.14 */
   return madvise_known(&state, MADV_POPULATE_WRITE);

@@ -54,15 +54,18 @@ static bool on_own_stack(const void *p) {
 }
 /* what is wrong with a pointer that is neither memspace's nor on the stack, as a block of the C library's; NULL
    when it may be one. The C library's blocks are 16-byte aligned, and its free reads the chunk header in the 16
-   bytes before the block: a pointer into no mapping (free((void *)0x1000)) would fault there without a word. One
-   madvise(MADV_NORMAL) on those pages (it changes nothing and fails on a hole): foreign frees are rare, blocks
+   bytes before the block and writes its list links in the first 16 bytes of it: a pointer into no mapping
+   (free((void *)0x1000)), into PROT_NONE memory (a reservation's unused part, a guard page) or read-only memory
+   would fault there without a word. One madvise on those pages (msi_os_writable): foreign frees are rare, blocks
    from before memspace took over */
 static const char *foreign_fault(const void *p) {
   uintptr_t a = (uintptr_t)p, ps = msi_os_page_size();
   if (a & 15) return "not 16-byte aligned, so not the C library's block either";
   if (a < ps) return "in the first page, which is never mapped";
   uintptr_t from = (a - 16) & ~(ps - 1);
-  return msi_os_mapped((void *)from, a + 1 - from) != 0 ? "not mapped" : NULL;
+  if (msi_os_writable((void *)from, a + 16 - from) == 0) return NULL;
+  return errno == EFAULT ? "PROT_NONE or read-only memory, so not the C library's block either"
+                         : "not mapped: it or the 16 bytes before it";
 }
 
 static void foreign_check(const void *p, const char *call) {

@@ -171,14 +171,19 @@ static bool live(const ms_space_t *s, const char *call) {
   return h != NULL;
 }
 
-/* true when a live space begins at `s` (hashed lookup, nothing reported): ms_space_create_in given the memory of a
-   space it made before, not destroyed, would hand out that space's blocks a second time */
-static bool live_at(const void *s) {
+/* the live space whose struct and metadata overlap [lo, hi), or NULL (O(live spaces), nothing reported):
+   ms_space_create_in given the memory of a space it made before and not destroyed, at the same start or any other,
+   would zero that space's metadata (it hands out its blocks again, or follows garbage) */
+static const ms_space_t *live_over(uintptr_t lo, uintptr_t hi) {
   msi_lock(&registry_lock);
-  const ms_space_t *h = live_hash[live_bucket(s)];
-  while (h && h != s) h = h->hnext;
+  const ms_space_t *h = registry;
+  for (; h; h = h->next) {
+    uintptr_t a = h->meta_base ? (uintptr_t)h->meta_base : (uintptr_t)h; /* create_in: from the struct */
+    uintptr_t b = h->meta_base ? a + h->meta_size : (uintptr_t)h->data;   /* ... to its data */
+    if (lo < b && a < hi) break;
+  }
   msi_unlock(&registry_lock);
-  return h != NULL;
+  return h;
 }
 
 static void spaces_get(ms_stats_t *st) {
@@ -904,9 +909,10 @@ ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
   if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
   uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
   if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
-  if (live_at((const void *)lo)) {
-    msi_error("ms_space_create_in(%p, %zu): live space %p begins there (destroy it first)", memory, size,
-              (const void *)lo);
+  const ms_space_t *over = live_over(lo, hi);
+  if (over) {
+    msi_error("ms_space_create_in(%p, %zu): the memory holds live space %p (its struct and metadata; destroy it "
+              "first)", memory, size, (const void *)over);
     errno = EINVAL;
     return NULL;
   }
@@ -975,11 +981,28 @@ void ms_space_destroy(ms_space_t *s) {
 /* ------------------------------------------------------------------------------------------------ */
 /* the allocation calls                                                                               */
 /* ------------------------------------------------------------------------------------------------ */
+/* A request the space cannot serve: NULL + ENOMEM, counted in oom_count (`n`: the count take() reached, 0: count it
+   here) and said under MEMSPACE_VERBOSE naming the space at its 1st, 2nd, 4th, 8th... failure, so that a loop
+   retrying on a full space does not flood stderr. Written outside the space's lock. */
+MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t n) {
+  space_lock(s);
+  if (!n) n = ++s->ooms;
+  size_t used = s->used, total = s->size;
+  space_unlock(s);
+  if ((n & (n - 1)) == 0)
+    msi_verbose("space %s: no room for %zu bytes (%zu of %zu bytes in use, %s): NULL + ENOMEM; failure %llu (said "
+                "at the 1st, 2nd, 4th, 8th... failure)", s->name ? s->name : "(unnamed)", size, used, total,
+                s->expand ? "could not expand" : "fixed size", (unsigned long long)n);
+  errno = ENOMEM;
+  return NULL;
+}
+
 static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zero) {
   space_lock(s);
   void *p = take(s, k);
+  uint64_t n = p ? 0 : s->ooms;
   space_unlock(s);
-  if (MSI_UNLIKELY(!p)) { errno = ENOMEM; return NULL; }
+  if (MSI_UNLIKELY(!p)) return no_room(s, size, n);
   MSI_TRACK_MALLOC(p, (size_t)1 << k, zero); /* the usable size is the whole block */
   if (s->flags & MS_SPACE_ZERO) memset(p, 0, (size_t)1 << k); /* every usable byte (ms_space_usable_size) */
   else if (zero) memset(p, 0, size);
@@ -989,11 +1012,7 @@ static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zer
 MSI_NOINLINE static void *malloc_slow(ms_space_t *s, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0)) { errno = EINVAL; return NULL; }
   if (gone(s, "ms_space_malloc")) return NULL;
-  if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) {
-    space_lock(s); s->ooms++; space_unlock(s);
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) return no_room(s, size, 0);
   return alloc_order(s, order_of(size), size, false);
 }
 
@@ -1021,19 +1040,19 @@ void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
   if (gone(s, "ms_space_calloc")) return NULL;
   if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
   if (total == 0) { errno = EINVAL; return NULL; }
-  if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) { errno = ENOMEM; return NULL; }
+  if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) return no_room(s, total, 0);
   return alloc_order(s, order_of(total), total, true);
 }
 
 void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0 || !msi_is_pow2(alignment))) { errno = EINVAL; return NULL; }
   if (gone(s, "ms_space_aligned_alloc")) return NULL;
-  if (size > ((size_t)1 << s->top) || alignment > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
+  if (size > ((size_t)1 << s->top) || alignment > ((size_t)1 << s->top)) return no_room(s, size, 0);
   unsigned k = order_of(size);
   unsigned a = (unsigned)__builtin_ctzll(alignment);
   if (a > k) k = a;
   /* blocks of order k are aligned to 2^k relative to the data base */
-  if (((uintptr_t)s->data & (alignment - 1)) != 0) { errno = ENOMEM; return NULL; }
+  if (((uintptr_t)s->data & (alignment - 1)) != 0) return no_room(s, size, 0);
   return alloc_order(s, k, size, false);
 }
 
@@ -1104,7 +1123,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   if (size == 0) { ms_space_free(s, p); return NULL; }
   size_t off = offset_of(s, p);
   if (off == SIZE_MAX) { bad_pointer(s, p, "realloc", "not a block of this space"); return NULL; }
-  if (size > ((size_t)1 << s->top)) { errno = ENOMEM; return NULL; }
+  if (size > ((size_t)1 << s->top)) return no_room(s, size, 0);
   unsigned n = order_of(size);
   space_lock(s);
   unsigned k = map_get(s, off);
@@ -1142,8 +1161,9 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
     return p;
   }
   void *q = take(s, n);
+  uint64_t oom = q ? 0 : s->ooms;
   space_unlock(s);
-  if (!q) { errno = ENOMEM; return NULL; }
+  if (!q) return no_room(s, size, oom);
   MSI_TRACK_MALLOC(q, (size_t)1 << n, 0);
   memcpy(q, p, (size_t)1 << k);
   if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, ((size_t)1 << n) - ((size_t)1 << k));

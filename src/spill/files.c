@@ -80,8 +80,25 @@ static int open_unlinked(const char *dir) {
   return -1;
 }
 
+/* Whether this process reports the spill directory's problems as warnings: the settings are inherited, so every
+   process of a many-process program (a shell script, make) would print the same line. `memspace run` exports
+   MEMSPACE_RUN_PID, the pid of the program it runs (exec keeps it): the program warns, its child processes say it
+   only under MEMSPACE_VERBOSE. Without the variable (a plain LD_PRELOAD) every process warns. */
+static bool tree_top(void) {
+  const char *v = msi_getenv("MEMSPACE_RUN_PID");
+  if (!v || !*v) return true;
+  long long pid = 0;
+  for (; *v >= '0' && *v <= '9' && pid < (1ll << 40); v++) pid = pid * 10 + (*v - '0');
+  return *v || pid == msi_os_getpid(); /* a value that is not a pid: no marker */
+}
+#define DIR_WARNING(...)                                                                                        \
+  do {                                                                                                          \
+    if (tree_top()) msi_warning(__VA_ARGS__);                                                                   \
+    else msi_verbose(__VA_ARGS__);                                                                              \
+  } while (0)
+
 /* 0 when dir is usable (fills sp.fs_type), else an errno value with the reason already printed
-   (when `report`) */
+   (when `report`; see tree_top) */
 static int probe_dir(const char *dir, bool report) {
   int fd = open_unlinked(dir);
   if (fd < 0) {
@@ -92,7 +109,7 @@ static int probe_dir(const char *dir, bool report) {
       if ((exists = d >= 0)) msi_os_close(d);
     }
     if (report)
-      msi_warning("spill directory %s (MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp) is not usable (%s): "
+      DIR_WARNING("spill directory %s (MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp) is not usable (%s): "
                   "spilled allocations stay in RAM", dir,
                   e == ENOENT ? (exists ? "no file can be created there" : "missing") :
                   e == ENOTDIR ? "not a directory" :
@@ -104,23 +121,23 @@ static int probe_dir(const char *dir, bool report) {
   int r = 0;
   if (msi_os_fstatfs(fd, &st) != 0) {
     r = errno;
-    if (report) msi_warning("spill directory %s: statfs failed (%s): spilled allocations stay in RAM", dir, msi_strerror(r));
+    if (report) DIR_WARNING("spill directory %s: statfs failed (%s): spilled allocations stay in RAM", dir, msi_strerror(r));
   } else {
     sp.fs_type = (unsigned long)st.f_type;
     if (sp.fs_type == FS_TMPFS || sp.fs_type == FS_RAMFS) {
       r = EXDEV;
       if (report)
-        msi_warning("spill directory %s is on %s (it would spill into RAM or swap): refused, spilled allocations "
+        DIR_WARNING("spill directory %s is on %s (it would spill into RAM or swap): refused, spilled allocations "
                     "stay in RAM", dir, msi_sp_fs_name(sp.fs_type));
     } else if ((msi_os_fallocate(fd, 0, 0, (off_t)msi_os_page_size()) != 0 && errno != ENOSPC && errno != EDQUOT) ||
                msi_os_fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)msi_os_page_size()) != 0) {
       /* (a disk that is full now is accepted: allocations then answer ENOMEM) */
       r = errno ? errno : EOPNOTSUPP;
       if (report)
-        msi_warning("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: %s): "
+        DIR_WARNING("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: %s): "
                     "refused, spilled allocations stay in RAM", dir, msi_strerror(r));
     } else if (sp.fs_type != FS_EXT4 && sp.fs_type != FS_XFS && sp.fs_type != FS_BTRFS && report) {
-      msi_warning("spill directory %s: filesystem type 0x%lx may not truly reserve blocks with fallocate: a full "
+      DIR_WARNING("spill directory %s: filesystem type 0x%lx may not truly reserve blocks with fallocate: a full "
                   "disk may raise SIGBUS (ext4 and xfs guarantee it)", dir, sp.fs_type);
     }
   }

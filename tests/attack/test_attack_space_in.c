@@ -1,5 +1,5 @@
-/* ms_space_create_in given the memory of a live space again (the same buffer twice without a destroy) fails with
-   EINVAL and leaves that space as it was; a space made inside another space's block, and a buffer reused after its
+/* ms_space_create_in given the memory of a live space again (the same buffer twice without a destroy, at the same
+   start or another offset that overlaps its struct or metadata) fails with EINVAL and leaves that space as it was; a space made inside another space's block, and a buffer reused after its
    space is destroyed, still work. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +37,36 @@ static void same_buffer_twice(void **state) {
   ms_space_destroy(b);
 }
 
+/* the memory of a live space given again at another offset: inside its metadata, or around its struct */
+static void overlapping_offsets(void **state) {
+  (void)state;
+  ms_space_t *a = ms_space_create_in(buf + 8192, 1 << 15, 0);
+  assert_non_null(a);
+  char *p = ms_space_malloc(a, 1000);
+  assert_non_null(p);
+  strcpy(p, "precious");
+  errno = 0; /* starts inside a's metadata */
+  assert_null(ms_space_create_in(buf + 8192 + 256, (1 << 15) - 256, 0));
+  assert_int_equal(errno, EINVAL);
+  errno = 0; /* holds a's struct */
+  assert_null(ms_space_create_in(buf, sizeof buf, 0));
+  assert_int_equal(errno, EINVAL);
+  errno = 0; /* ends inside a's metadata */
+  assert_null(ms_space_create_in(buf, 8192 + 512, 0));
+  assert_int_equal(errno, EINVAL);
+  assert_int_equal(ms_space_check(a), 0);
+  assert_string_equal(p, "precious");
+  char *q = ms_space_malloc(a, 1000);
+  assert_non_null(q);
+  assert_ptr_not_equal(q, p);
+  ms_space_t *b = ms_space_create_in(buf, 8192, 0); /* beside it: allowed */
+  assert_non_null(b);
+  assert_non_null(ms_space_malloc(b, 16));
+  assert_int_equal(ms_space_check(a), 0);
+  ms_space_destroy(b);
+  ms_space_destroy(a);
+}
+
 static void space_inside_a_block(void **state) {
   (void)state;
   ms_space_config_t cfg = {.initial_size = 1 << 20, .at = MS_SPACE_AT_START, .numa_node = -1};
@@ -61,6 +91,7 @@ static void space_inside_a_block(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(same_buffer_twice),
+      cmocka_unit_test(overlapping_offsets),
       cmocka_unit_test(space_inside_a_block),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
