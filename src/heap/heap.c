@@ -313,22 +313,31 @@ static void region_large(uintptr_t base, size_t shift) {
   msi_heap_g.sub_shift = shift; /* below MSI_HEAP_LARGE_MIN_SHIFT: no slot (large.c) */
 }
 
+/* the reservation without a limit: 2^37 sub-regions (8 of them for segments), down to `min` bytes when refused */
+MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
+  size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
+  msi_os_reservation_t r = {.want = (8 + classes) * top, .min = min, .align = top, .flags = MSI_OS_RESERVE_HALVE_ALIGN};
+  if (!region_reserve(&r)) return false;
+  size_t sub = r.got_align;
+  msi_heap_g.base = (uintptr_t)r.addr;
+  msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub;
+  region_large(msi_heap_g.base + 8 * sub, (size_t)__builtin_ctzll(sub));
+  if (sub != top)
+    msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
+                "are mapped on their own", r.map_size >> 20, sub >> 20);
+  return true;
+}
+
+/* The whole reservation is tried first, before RLIMIT_AS is asked for (a system call in every allocating
+   process): under a limit the kernel refuses it, as it is larger than any limit set in practice, and a limit
+   above it and what the program maps (3.75 TiB and more) is taken for none. */
 MSI_STARTUP_TEXT static bool region_init(void) {
-  size_t limit = msi_os_as_limit(), classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
+  size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
+  if (region_unlimited((8 + classes) * top)) return true;
+  size_t limit = msi_os_as_limit();
   msi_heap_g.as_limited = limit != SIZE_MAX;
-  if (limit == SIZE_MAX) { /* 2^37 sub-regions (8 of them for segments), down to 2^22 when refused */
-    msi_os_reservation_t r = {.want = (8 + classes) * top, .min = (8 + classes) << 22, .align = top,
-                              .flags = MSI_OS_RESERVE_HALVE_ALIGN};
-    if (region_reserve(&r)) {
-      size_t sub = r.got_align;
-      msi_heap_g.base = (uintptr_t)r.addr;
-      msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub;
-      region_large(msi_heap_g.base + 8 * sub, (size_t)__builtin_ctzll(sub));
-      if (sub != top)
-        msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
-                    "are mapped on their own", r.map_size >> 20, sub >> 20);
-      return true;
-    }
+  if (limit == SIZE_MAX) {
+    if (region_unlimited((8 + classes) << 22)) return true;
     /* every such reservation refused (a seccomp filter refusing large mmaps, where glibc goes on with brk): no
        reservation for segments, as under a limit (they grow a segment at a time above the break); slots as large
        as a mapping is allowed */

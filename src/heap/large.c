@@ -753,7 +753,7 @@ static size_t one_mapping(uintptr_t from, size_t len) {
 /* The pieces (kernel mappings) of the block a move made last: the ones it moved, then its committed tail
    (move_block). A block growing by realloc moves again and again (SQLite's and Python's growing buffers), each
    time one piece more; with this record each piece costs one probe that confirms it, where one_mapping's
-   search from the whole length failed about ten times for a small piece. Owned by one thread at a time (hint_busy
+   search halves from the whole length, a failed probe a step, down to a small piece. Owned by one thread at a time (hint_busy
    taken with an exchange: a thread finding it taken moves without it); a piece that no longer matches (the
    block changed since) is searched for as before. */
 #define HINT_PIECES 8

@@ -41,13 +41,29 @@ emost=11; [ "$build" = secure ] && emost=12
 check "start-up: at most $emost page faults more than without the library" \
   '[ -n "$plain" ] && [ -n "$loaded" ] && [ $((loaded - plain)) -le $emost ]'
 # libc functions and variables the library binds in one malloc and free (each a symbol lookup by the dynamic loader,
-# about 700 instructions when lazily bound): at most 13 (no sysconf, getrlimit or memset at start-up), 15 in the
-# secure build (its guard-marker probe's madvise and munmap). glibc's
+# about 700 instructions when lazily bound): at most 12 (no sysconf, getrlimit, syscall or memset at start-up),
+# 14 in the secure build (its guard-marker probe's madvise and munmap). glibc's
 # LD_DEBUG lists them; without its output (another libc) the check is left out.
 binds=$(LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" one 2>&1 | grep -c "binding file [^ ]*libmemspace[^ ]* .* to [^ ]*libc\.so")
 echo "libc symbols bound by memspace in one malloc and free: $binds"
-bmost=13; [ "$build" = secure ] && bmost=15
+bmost=12; [ "$build" = secure ] && bmost=14
 [ "$binds" -gt 0 ] && check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
+# every system call of the process, counted by strace (the C library's and memspace's raw ones, prlimit64 among
+# them): one malloc and free add at most 4 to a program that allocates nothing (its two getrusage calls, the
+# reservation and the first segment: RLIMIT_AS is asked for only when the reservation is refused), the secure
+# build 5 more (as above)
+if ms_need_cmd strace; then
+  tmp=$(mktemp)
+  total() { LD_PRELOAD=$lib strace -f -c -o "$tmp" "$prog" "$1" >/dev/null 2>&1 && awk '$NF == "total" {print $4}' "$tmp"; }
+  if snone=$(total none) && sone=$(total one) && [ -n "$snone" ] && [ -n "$sone" ]; then
+    echo "system calls of the process (strace): allocating nothing $snone, one malloc and free $sone"
+    smost=4; [ "$build" = secure ] && smost=9
+    check "one malloc and free: at most $smost system calls more than none (strace)" '[ $((sone - snone)) -le $smost ]'
+  else
+    ms_part_refused "strace cannot trace here: $(LD_PRELOAD= strace -o /dev/null true 2>&1 | head -1)"
+  fi
+  rm -f "$tmp"
+fi
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
 ctor_ir() { # instructions in the constructor with an environment of PATH and the given variables
