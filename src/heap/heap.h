@@ -151,6 +151,8 @@ typedef struct msi_heap_s {
      exchanges the pointer for NULL owns the span. Non-NULL only while current[] holds the empty span */
   msi_span_t *_Atomic spare[MSI_HEAP_CLASSES];
 } msi_heap_t;
+_Static_assert(__builtin_offsetof(msi_heap_t, cache_lock) - __builtin_offsetof(msi_heap_t, remote) >= MSI_CACHE_LINE,
+               "the remote-span stack shares no line with the owner's span cache");
 
 /* the layout, fixed at start-up */
 typedef struct msi_heap_globals_s {
