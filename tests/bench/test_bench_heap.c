@@ -253,6 +253,13 @@ static void cmd_file_and_tables(void **state) {
   assert_non_null(strstr(text, "machine:"));
   assert_non_null(strstr(text, "heap parameters:"));
   assert_non_null(strstr(text, "heap_rptest"));
+  /* where the time went: a "section NAME: S s" line per section (bench/common.c msb_section) */
+  static const char *sections[] = {"rptest", "rptest_long", "programs", "realloc", "workloads", "cgroup"};
+  for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "\nsection %s: ", sections[i]);
+    if (!strstr(text, want)) fail_msg("heap.cmd has no 'section %s: S s' line", sections[i]);
+  }
   assert_non_null(strstr(B.stdout_text, "x best-peer"));
   assert_non_null(strstr(B.stdout_text, "-- targets"));
   assert_non_null(strstr(B.stdout_text, "-- mimalloc-bench-style workloads"));
