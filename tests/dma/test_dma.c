@@ -932,6 +932,10 @@ static int child_tiny_memlock(void) {
   if (ms_dma_alloc(256 * MiB, &c) || errno != ENOMEM) return 27;
   getrusage(RUSAGE_SELF, &ru);
   if (ru.ru_maxrss - peak > 64 * 1024) return 28; /* KiB */
+  ms_pages_t pg; /* the same for the page layer's MS_PAGES_POPULATE | MS_PAGES_LOCK */
+  if (ms_pages_reserve(256 * MiB, 0, MS_PAGES_POPULATE | MS_PAGES_LOCK, -1, &pg) != ENOMEM) return 29;
+  getrusage(RUSAGE_SELF, &ru);
+  if (ru.ru_maxrss - peak > 64 * 1024) return 30;
   errno = 0;
   if (ms_dma_alloc(4 * MiB, &c)) return 20; /* over a non-zero limit: refused with ENOMEM (mlock's answer) */
   if (errno != ENOMEM) return 21;
