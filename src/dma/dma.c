@@ -7,6 +7,7 @@
    mlocked, so RLIMIT_MEMLOCK does not apply. Base pages are mlocked (which also populates them) and stay
    movable by compaction: they are marked so. Every buffer is MADV_DONTFORK. */
 #include "os.h"
+#include "../space/space_internal.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -485,6 +486,18 @@ static int try_page(size_t page, void *arg) {
   int node = a->node;
   ms_pages_t *p = a->p;
   if (page == ps) {
+    /* refused before the populate below faults in every page: more than the machine can back would end in the OOM
+       killer's SIGKILL, and a size mlock refuses anyway (RLIMIT_MEMLOCK) would be faulted in for nothing */
+    char why[160];
+    if (msi_space_backing(size, true, why, sizeof why)) {
+      msi_error("dma: ms_dma_alloc: %zu bytes cannot be pinned: %s", size, why);
+      return ENOMEM;
+    }
+    if (!msi_os_may_lock(size)) {
+      int e = memlock_limit() ? ENOMEM : EPERM; /* what mlock gives without CAP_IPC_LOCK */
+      memlock_error("ms_dma_alloc", size, e);
+      return e;
+    }
     int r = ms_pages_reserve(size, 0, MS_PAGES_COMMIT, node, p);
     if (r) return r;
     /* populate for writing first: mlock would too, but sanitizer runtimes replace mlock with a no-op */

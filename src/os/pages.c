@@ -257,6 +257,12 @@ int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n
 
 static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
   if (numa_node >= 0 && ms_pages_bind(out->addr, out->size, numa_node) == 0) out->numa_node = numa_node;
+  /* a lock mlock will refuse (RLIMIT_MEMLOCK, without CAP_IPC_LOCK) fails before the populate faults every page in */
+  if ((flags & MS_PAGES_LOCK) && out->kind < MS_PAGE_HUGE_2M && !msi_os_may_lock(out->size)) {
+    struct rlimit rl = {1, 1};
+    msi_os_getrlimit(RLIMIT_MEMLOCK, &rl);
+    return rl.rlim_cur ? ENOMEM : EPERM; /* what mlock gives */
+  }
   if ((flags & MS_PAGES_POPULATE) && out->kind < MS_PAGE_HUGE_2M) {
     int r = ms_pages_populate(out->addr, out->size);
     if (r) return r;

@@ -68,8 +68,28 @@ static const char *foreign_fault(const void *p) {
                          : "not mapped: it or the 16 bytes before it";
 }
 
+/* Whether the C library's malloc holds a live block of the kind p's header claims: glibc marks a block mapped on
+   its own (IS_MMAPPED, bit 1 of the size word before p), else it lies in an arena. When the C library holds none
+   (the usual case: memspace serves every malloc, __libc_malloc included), p is no block of its either. The check
+   matters: for a block marked mapped glibc's free unmaps [p - 16 - prev_size, + prev_size + size), so a forged
+   header in the program's own memory would unmap any range, memspace's live blocks included, and the next mmap
+   would hand their pages to someone else. True (hand it over) when the C library has no mallinfo2. */
+typedef struct mallinfo2 mallinfo2_fn(void);
+static mallinfo2_fn *_Atomic libc_mallinfo2;
+static bool libc_may_own(const void *p) {
+  mallinfo2_fn *f = atomic_load_explicit(&libc_mallinfo2, memory_order_acquire);
+  if (!f) {
+    f = (mallinfo2_fn *)libc_sym("mallinfo2");
+    if (!f || f == (mallinfo2_fn *)mallinfo2) return true;
+    atomic_store_explicit(&libc_mallinfo2, f, memory_order_release);
+  }
+  struct mallinfo2 mi = f();
+  return ((const size_t *)p)[-1] & 2 ? mi.hblkhd != 0 : mi.uordblks != 0;
+}
+
 static void foreign_check(const void *p, const char *call) {
   const char *why = on_own_stack(p) ? "an address on this thread's stack" : foreign_fault(p);
+  if (!why && !libc_may_own(p)) why = "not memspace's, and the C library's malloc holds no such block";
   if (MSI_UNLIKELY(why != NULL)) {
     msi_error("%s(): invalid pointer (%s): %p; aborting", call, why, p);
     abort();
@@ -95,7 +115,9 @@ void msi_foreign_free(void *p) {
   libc_free_checked(p);
 }
 
+/* 0 for a pointer glibc's malloc_usable_size would fault on or read a forged header at (foreign_check's tests) */
 size_t msi_foreign_usable(const void *p) {
+  if (!p || on_own_stack(p) || foreign_fault(p) || !libc_may_own(p)) return 0;
   usable_fn *f = atomic_load_explicit(&libc_usable, memory_order_acquire);
   if (!f) {
     f = (usable_fn *)libc_sym("malloc_usable_size");

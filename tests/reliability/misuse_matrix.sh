@@ -5,8 +5,9 @@
 # Outcomes: detected (SIGABRT, with a message), harmless (the program saw nothing wrong), UNSAFE (a live block
 # handed out again, or the wrong pointer returned: misuse.c exits 10), CRASH (another signal, no report).
 # memspace must never be weaker than glibc: each memspace cell is detected with exactly one memspace message that
-# names the pointer misuse.c printed (the foreign and stack cases go to the C library's free, whose own report
-# counts: those pointers are not memspace's), or harmless. glibc's column is printed for comparison.
+# names the pointer misuse.c printed (the foreign and stack cases may go to the C library's free, whose own report
+# counts: those pointers are not memspace's; memspace reports them itself while the C library's malloc holds no
+# block), or harmless. glibc's column is printed for comparison.
 # Then the secure modes' guard page after a block mapped on its own (direct_overflow under ulimit -v): SIGSEGV.
 # Usage: misuse_matrix.sh MISUSE_PROGRAM LIBMEMSPACE [SECURE_LIBMEMSPACE]
 set -u
