@@ -315,11 +315,7 @@ void msi_heap_mapped_peak_note(void);
    (at most a tick, 1-10 ms, behind msi_now_ns, never ahead): the vDSO reads it without the time-stamp counter and
    its scaling, a fraction of CLOCK_MONOTONIC's cost in a virtual machine. A stamp compared with a pass's
    msi_now_ns makes a cached span look at most a tick older */
-static inline uint32_t msi_heap_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
-}
+static inline uint32_t msi_heap_now_ms(void) { return msi_now_coarse_ms(); }
 
 static inline bool msi_heap_in_small(const void *p) {
   return (uintptr_t)p - msi_heap_g.base < atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);

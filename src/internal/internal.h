@@ -169,6 +169,7 @@ bool msi_maint_pressure_poll(uint64_t now_ns); /* (msi_now_ns) */
 
 /* ---- time ---- */
 uint64_t msi_now_ns(void);  /* CLOCK_MONOTONIC */
+uint32_t msi_now_coarse_ms(void); /* CLOCK_MONOTONIC_COARSE in ms: at most a tick behind, never ahead */
 
 static inline void msi_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -357,6 +357,13 @@ uint64_t msi_now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+/* CLOCK_MONOTONIC as of the last timer tick, in milliseconds (wraps after 49 days): the vDSO reads it without the
+   time-stamp counter */
+uint32_t msi_now_coarse_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
 
 long msi_os_mbind(void *addr, size_t size, int node) {
   if (node < 0 || node >= 1024) { errno = EINVAL; return -1; }
