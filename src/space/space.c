@@ -983,13 +983,19 @@ void ms_space_destroy(ms_space_t *s) {
 /* ------------------------------------------------------------------------------------------------ */
 /* A request the space cannot serve: NULL + ENOMEM, counted in oom_count (`n`: the count take() reached, 0: count it
    here) and said under MEMSPACE_VERBOSE naming the space at its 1st, 2nd, 4th, 8th... failure, so that a loop
-   retrying on a full space does not flood stderr. Written outside the space's lock. */
+   retrying on a full space does not flood stderr. The process space's first failure is a warning without
+   MEMSPACE_VERBOSE too: the program's malloc fails, and the program seldom says why. Written outside the space's
+   lock. */
 MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t n) {
   space_lock(s);
   if (!n) n = ++s->ooms;
   size_t used = s->used, total = s->size;
   space_unlock(s);
-  if ((n & (n - 1)) == 0)
+  if (n == 1 && s == msi_proc_space_get())
+    msi_warning("space process: no room for %zu bytes (%zu of %zu bytes in use, %s): malloc returns NULL with ENOMEM; "
+                "raise MEMSPACE_SPACE_INITIAL or MEMSPACE_SPACE_EXPAND (said once; MEMSPACE_VERBOSE says more)", size,
+                used, total, s->expand ? "could not expand" : "fixed size");
+  else if ((n & (n - 1)) == 0)
     msi_verbose("space %s: no room for %zu bytes (%zu of %zu bytes in use, %s): NULL + ENOMEM; failure %llu (said "
                 "at the 1st, 2nd, 4th, 8th... failure)", s->name ? s->name : "(unnamed)", size, used, total,
                 s->expand ? "could not expand" : "fixed size", (unsigned long long)n);

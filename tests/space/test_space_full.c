@@ -141,6 +141,7 @@ static int child(void) {
 }
 
 static int child_status;
+static int child_verbose; /* MEMSPACE_VERBOSE for run_child */
 
 /* runs this program's child with the process space's settings (stderr: capture_stderr's file) */
 static void run_child(void) {
@@ -149,7 +150,7 @@ static void run_child(void) {
     setenv("MEMSPACE_SPACE_INITIAL", "256K", 1);
     setenv("MEMSPACE_SPACE_EXPAND", "0", 1);
     setenv("MEMSPACE_SPACE_AT", "firstalloc", 1);
-    setenv("MEMSPACE_VERBOSE", "1", 1);
+    setenv("MEMSPACE_VERBOSE", child_verbose ? "1" : "0", 1);
     execl(self, self, "--child", (char *)NULL);
     _exit(127);
   }
@@ -159,6 +160,7 @@ static void run_child(void) {
 
 static void process_space(void **state) {
   (void)state;
+  child_verbose = 1;
   const char *text = capture_stderr(run_child);
   printf("%s", text);
   assert_true(WIFEXITED(child_status));
@@ -167,9 +169,22 @@ static void process_space(void **state) {
   assert_int_equal(lines_with(text, "space process: no room for "), 5);
 }
 
+/* without MEMSPACE_VERBOSE the process space's first failure is still said, once, with what to raise */
+static void process_space_quiet(void **state) {
+  (void)state;
+  child_verbose = 0;
+  const char *text = capture_stderr(run_child);
+  printf("%s", text);
+  assert_true(WIFEXITED(child_status));
+  assert_int_equal(WEXITSTATUS(child_status), 0);
+  assert_int_equal(lines_with(text, "space process: no room for "), 1);
+  assert_int_equal(lines_with(text, "raise MEMSPACE_SPACE_INITIAL"), 1);
+}
+
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc > 1 && strcmp(argv[1], "--child") == 0) return child();
-  const struct CMUnitTest tests[] = {cmocka_unit_test(full_fixed_space), cmocka_unit_test(process_space)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(full_fixed_space), cmocka_unit_test(process_space),
+                                     cmocka_unit_test(process_space_quiet)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
