@@ -63,21 +63,20 @@ typedef struct cache_entry_s {
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
 MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
-/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored): COMMIT_UNKNOWN until the
-   first large slot is taken (commit_mode_resolve), then fixed for the process */
+/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
+   initialises and fixed for the process */
 enum { COMMIT_UNKNOWN, COMMIT_STRICT, COMMIT_LAX };
 static _Atomic int commit_mode;
 static inline bool strict(void) { return atomic_load_explicit(&commit_mode, memory_order_relaxed) == COMMIT_STRICT; }
-static int commit_mode_probe(void);
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
-   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. So is the
-   overcommit mode found (commit_mode_resolve), without opening anything: a probe mapping (commit_mode_probe), as a
-   sandboxed program may forbid open() by then (reading /proc/sys/vm/overcommit_memory at the first dense block
-   killed one that had installed a seccomp filter against it). Under RLIMIT_AS, where the probe's size does not
-   fit, the mode is read from /proc when the heap initialises (the first allocation), as before. Two threads that
-   find it at once keep the first one's answer (compare-and-swap): blocks placed under both answers crashed. */
+   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
+   mode is read from /proc when the heap initialises (the first allocation) all the same: read at the first dense
+   block it killed a program that had installed a seccomp filter against open() by then (a sandbox), and two
+   threads whose reads disagreed would place blocks under both answers. A probe mapping instead of the read (a
+   large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
+   kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 
@@ -85,13 +84,11 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
   dense_ok = !MSI_HEAP_SECURE || msi_heap_g.guard_markers;
-  if (msi_heap_g.as_limited) {
-    int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
-    unsigned long long mode;
-    bool strict_read = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
-    atomic_store_explicit(&commit_mode, strict_read ? COMMIT_STRICT : COMMIT_LAX, memory_order_relaxed);
-    errno = saved;
-  }
+  int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
+  unsigned long long mode;
+  bool strict_read = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
+  atomic_store_explicit(&commit_mode, strict_read ? COMMIT_STRICT : COMMIT_LAX, memory_order_relaxed);
+  errno = saved;
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
   size_t total = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
@@ -109,17 +106,9 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
 
 /* the slot table, mapped on first use (two threads racing both map it, one keeps its copy); NULL when refused:
    the caller maps its block on its own (direct.c) */
-static void commit_mode_resolve(void) {
-  if (atomic_load_explicit(&commit_mode, memory_order_acquire) != COMMIT_UNKNOWN) return;
-  int expect = COMMIT_UNKNOWN;
-  atomic_compare_exchange_strong_explicit(&commit_mode, &expect, commit_mode_probe(), memory_order_acq_rel,
-                                          memory_order_acquire);
-}
-
 static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
-  commit_mode_resolve(); /* before any slot exists: dense() answers the same for every slot */
   void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED && msi_heap_fit_limit()) return NULL; /* RLIMIT_AS lowered: no slot is left to take */
   if (p == MAP_FAILED) {
@@ -223,21 +212,6 @@ static void *direct_after_refusal(size_t size, size_t alignment) {
     p = msi_direct_alloc(size, alignment);
   if (p) atomic_store_explicit(&split_max, 0, memory_order_relaxed);
   return p;
-}
-
-/* Whether the kernel honours MAP_NORESERVE (overcommit modes 0 and 1), which dense slots rely on, without reading
-   /proc: a private writable MAP_NORESERVE mapping of 32 TiB is charged nothing then and succeeds, while strict
-   overcommit (mode 2) charges it whole and refuses it (no machine has a commit limit near 32 TiB). Unmapped at
-   once; it touches no page. Refused for any other reason (no such room in the address space, a sandbox limiting
-   mmap): COMMIT_STRICT, the conservative answer (blocks of 64 KiB-1 MiB committed each on its own). errno kept. */
-#define COMMIT_PROBE_BYTES ((size_t)1 << 45)
-static int commit_mode_probe(void) {
-  int saved = errno;
-  void *p = msi_os_mmap(NULL, COMMIT_PROBE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                        -1, 0);
-  if (p != MAP_FAILED) msi_os_munmap(p, COMMIT_PROBE_BYTES);
-  errno = saved;
-  return p != MAP_FAILED ? COMMIT_LAX : COMMIT_STRICT;
 }
 
 /* the secure build's guards in dense slots: markers (MADV_GUARD_INSTALL) on the slot's pages past its block and
@@ -777,6 +751,7 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
   uint32_t used = 0, n = own && hint.at == from ? hint.n : 0, made = 0, pages[HINT_PIECES];
   while (done < bytes) {
     size_t rest = bytes - done < LARGE_MOVE_PIECE ? bytes - done : LARGE_MOVE_PIECE;
+    uint32_t used_before = used;
     size_t len = piece_at(from + done, rest, used < n ? (size_t)hint.pages[used++] << page_shift : 0);
     if (made < HINT_PIECES) pages[made] = (uint32_t)(len >> page_shift);
     made++;
@@ -784,11 +759,16 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
     void *r = msi_os_mremap((void *)(from + done), len, len, flags, (void *)(to + done));
     if (r == MAP_FAILED && errno == EINVAL && (flags & MREMAP_DONTUNMAP)) {
       atomic_store_explicit(&plain, 1, memory_order_relaxed);
+      used = used_before, made--; /* the same piece again, moved plainly */
       continue;
     }
     if (r == MAP_FAILED) {
       int e = errno;
       reserve(to + done, len); /* a refused move may have unmapped its target already */
+      if (own) { /* the record no longer matches any block; the next move may make one */
+        hint.at = 0;
+        atomic_store_explicit(&hint_busy, false, memory_order_release);
+      }
       errno = e;
       return done;
     }
