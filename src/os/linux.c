@@ -675,12 +675,14 @@ int msi_os_mapped(void *addr, size_t size) {
 int msi_os_writable(void *addr, size_t size) {
   /* MADV_POPULATE_WRITE faults the pages in as a write would; it fails with EINVAL on memory without write
      permission (PROT_NONE, read-only; also before Linux 5.14, which msi_os_has_populate_write tells apart), with
-     EFAULT where the write would fault (SIGBUS, SIGSEGV) and ENOMEM on a hole */
+     EFAULT where the write would fault (SIGBUS, SIGSEGV) and ENOMEM on a hole. Any other answer (EPERM from a
+     sandbox that filters madvise by its advice, ENOMEM or EAGAIN from a fault-in refused under memory pressure,
+     EINTR, EHWPOISON) says nothing about the pages: msi_os_mapped decides then, as it does before Linux 5.14 */
   COUNT_CALL();
   if (madvise(addr, size, MADV_POPULATE_WRITE) == 0) return 0;
   int e = errno;
   COUNT_FAIL();
-  if (e == EINVAL && !msi_os_has_populate_write()) return msi_os_mapped(addr, size);
+  if ((e == EINVAL && !msi_os_has_populate_write()) || (e != EINVAL && e != EFAULT)) return msi_os_mapped(addr, size);
   errno = e == EINVAL ? EFAULT : e;
   return -1;
 }
