@@ -904,11 +904,25 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   return s;
 }
 
+/* ms_space_create_in from its overlap check to its registration: two calls on overlapping memory at once would
+   both pass the check and both zero the metadata. Taken before registry_lock (msi_fork_spaces). */
+static msi_lock_t create_in_lock = MSI_LOCK_INIT;
+static ms_space_t *create_in(void *memory, size_t size, unsigned flags, uintptr_t lo, uintptr_t hi);
+
 ms_space_t *ms_space_create_in(void *memory, size_t size, unsigned flags) {
   msi_init();
   if (!memory || (flags & ~(MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE))) { errno = EINVAL; return NULL; }
   uintptr_t lo = msi_align_up((uintptr_t)memory, 64), hi = (uintptr_t)memory + size;
   if (hi < (uintptr_t)memory || hi <= lo) { errno = EINVAL; return NULL; }
+  msi_lock(&create_in_lock);
+  ms_space_t *s = create_in(memory, size, flags, lo, hi);
+  int e = errno;
+  msi_unlock(&create_in_lock);
+  errno = e;
+  return s;
+}
+
+static ms_space_t *create_in(void *memory, size_t size, unsigned flags, uintptr_t lo, uintptr_t hi) {
   const ms_space_t *over = live_over(lo, hi);
   if (over) {
     msi_error("ms_space_create_in(%p, %zu): the memory holds live space %p (its struct and metadata; destroy it "
@@ -1242,8 +1256,8 @@ int ms_space_info(const ms_space_t *cs, ms_space_info_t *info) {
   return 0;
 }
 
-/* fork.c's hook (part 2 of the lock order): the registry's lock, then the lock of every live thread-safe space
-   (the process space among them), so the child never inherits a half-done operation nor a held lock (ms_space_info,
+/* fork.c's hook (part 2 of the lock order): ms_space_create_in's lock, the registry's lock, then the lock of every
+   live thread-safe space (the process space among them), so the child never inherits a half-done operation nor a held lock (ms_space_info,
    check, walk, expand, shrink and destroy take registry_lock). No code holds a space's lock and takes registry_lock
    or another space's lock; a space's lock is held across ms_pages_* (part 7). The child re-creates each mutex (a
    priority-inheriting mutex records its owner's thread id, which changes in the child). */
@@ -1251,15 +1265,18 @@ static void init_lock(ms_space_t *s);
 MSI_COLD void msi_fork_spaces(msi_fork_phase_t phase, bool locking) {
   if (!locking) return;
   if (phase == MSI_FORK_PREPARE) {
+    msi_lock(&create_in_lock);
     msi_lock(&registry_lock);
     for (ms_space_t *s = registry; s; s = s->next) space_lock(s);
   } else if (phase == MSI_FORK_PARENT) {
     for (ms_space_t *s = registry; s; s = s->next) space_unlock(s);
     msi_unlock(&registry_lock);
+    msi_unlock(&create_in_lock);
   } else {
     for (ms_space_t *s = registry; s; s = s->next)
       if (s->lock_on) init_lock(s);
     msi_lock_reset(&registry_lock);
+    msi_lock_reset(&create_in_lock);
   }
 }
 

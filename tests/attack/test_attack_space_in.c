@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "memspace.h"
 #include "ms_test.h"
@@ -88,11 +90,55 @@ static void space_inside_a_block(void **state) {
   ms_space_destroy(outer);
 }
 
+/* two threads given overlapping memory at once: at most one gets a space each round (the check and the
+   registration are one step for ms_space_create_in); a large buffer, so that zeroing its metadata takes a while */
+#define RACE_ROUNDS 200
+#define RACE_BYTES ((size_t)64 << 20)
+static pthread_barrier_t race_start, race_end;
+static ms_space_t *raced[2];
+static char *race_buf;
+static void *racer(void *arg) {
+  int i = (int)(intptr_t)arg;
+  for (int r = 0; r < RACE_ROUNDS; r++) {
+    pthread_barrier_wait(&race_start);
+    raced[i] = ms_space_create_in(race_buf + i * 64, RACE_BYTES - 64, 0);
+    pthread_barrier_wait(&race_end);
+    pthread_barrier_wait(&race_start); /* the main thread counts and destroys */
+  }
+  return NULL;
+}
+static void concurrent_overlap(void **state) {
+  (void)state;
+  pthread_t t[2];
+  race_buf = malloc(RACE_BYTES);
+  assert_non_null(race_buf);
+  assert_int_equal(pthread_barrier_init(&race_start, NULL, 3), 0);
+  assert_int_equal(pthread_barrier_init(&race_end, NULL, 3), 0);
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, racer, (void *)(intptr_t)i), 0);
+  int both = 0, none = 0;
+  for (int r = 0; r < RACE_ROUNDS; r++) {
+    pthread_barrier_wait(&race_start);
+    pthread_barrier_wait(&race_end);
+    both += raced[0] && raced[1];
+    none += !raced[0] && !raced[1];
+    for (int i = 0; i < 2; i++)
+      if (raced[i]) ms_space_destroy(raced[i]);
+    pthread_barrier_wait(&race_start);
+  }
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&race_start);
+  pthread_barrier_destroy(&race_end);
+  free(race_buf);
+  assert_int_equal(both, 0);
+  assert_int_equal(none, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(same_buffer_twice),
       cmocka_unit_test(overlapping_offsets),
       cmocka_unit_test(space_inside_a_block),
+      cmocka_unit_test(concurrent_overlap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
