@@ -65,9 +65,7 @@ MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
 /* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
    initialises and fixed for the process */
-enum { COMMIT_UNKNOWN, COMMIT_STRICT, COMMIT_LAX };
-static _Atomic int commit_mode;
-static inline bool strict(void) { return atomic_load_explicit(&commit_mode, memory_order_relaxed) == COMMIT_STRICT; }
+static bool strict;
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
@@ -86,8 +84,7 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   dense_ok = !MSI_HEAP_SECURE || msi_heap_g.guard_markers;
   int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
   unsigned long long mode;
-  bool strict_read = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
-  atomic_store_explicit(&commit_mode, strict_read ? COMMIT_STRICT : COMMIT_LAX, memory_order_relaxed);
+  strict = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
   errno = saved;
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
   size_t total = 0, stored = 0;
@@ -177,7 +174,7 @@ static void decommit(uintptr_t addr, size_t bytes) {
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
 static bool dense(unsigned k) {
-  return dense_ok && atomic_load_explicit(&commit_mode, memory_order_relaxed) == COMMIT_LAX && k <= LARGE_DENSE_MAX_SHIFT;
+  return dense_ok && !strict && k <= LARGE_DENSE_MAX_SHIFT;
 }
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
@@ -189,7 +186,7 @@ static bool dense(unsigned k) {
    limit at least stays for the program's other mappings and the heap's small blocks. (Cached slots add at most
    CACHE_MAX per size.) The limit is the kernel's default, not read from /proc/sys/vm/max_map_count: a read at
    start-up costs every process three system calls, and a read on the allocation path could kill a sandboxed
-   program (see strict_overcommit). A higher limit leaves more room than assumed; a lower one is met when the
+   program (see msi_large_init). A higher limit leaves more room than assumed; a lower one is met when the
    kernel refuses a slot's pages (direct_after_refusal), as with an unreadable /proc. */
 static _Atomic uint32_t split_live, split_max;
 void msi_large_set_map_limit(unsigned long max_map_count) {
@@ -989,7 +986,7 @@ void msi_large_trim(uint64_t keep) {
     }
     uint32_t idx = c->cached[j].idx;
     size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
-    if (!strict() && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
+    if (!strict && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
       meta_of(c)[idx].pages |= SLOT_CLEAN;
       atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
       msi_unlock(lock_of(c));
