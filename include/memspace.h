@@ -221,6 +221,13 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// a NUMA node the machine lacks, a flag not defined above), ENOMEM (no memory,
 /// no huge pages with MS_PAGES_NO_FALLBACK, overflow, the lock of MS_PAGES_LOCK above a non-zero RLIMIT_MEMLOCK),
 /// EPERM (MS_PAGES_LOCK with RLIMIT_MEMLOCK 0, without CAP_IPC_LOCK), EAGAIN (some pages could not be locked).
+/// MS_PAGES_POPULATE and MS_PAGES_LOCK on base pages (THP included) fault in every page, which the kernel never
+/// refuses (its OOM killer ends this process or another one instead): they are refused with ENOMEM before any
+/// page is touched when the size exceeds the room left at that moment, the smaller of the machine's
+/// MemAvailable + SwapFree and the memory cgroup's limit less its working set (usage less inactive page cache)
+/// plus free swap where the cgroup may swap; swap is left out with MS_PAGES_LOCK. Said under MEMSPACE_VERBOSE.
+/// Memory others take after that look is not counted. ms_pages_populate and ms_pages_lock on a range of the
+/// caller's make no such look.
 /// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned

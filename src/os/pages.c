@@ -255,6 +255,71 @@ int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n
   return -1;
 }
 
+/* ---- what the machine can still hold ----
+   Faulting in more anonymous memory than the machine or the memory cgroup can hold does not fail: the kernel
+   reclaims, swaps, then its OOM killer kills this process or another one. MS_PAGES_POPULATE and MS_PAGES_LOCK
+   fault in every page of a fresh base-page reservation, so ms_pages_reserve refuses them (ENOMEM) before a page is
+   touched when the range exceeds the room left now: the machine's MemAvailable + SwapFree (MemAvailable alone
+   when locked: locked pages cannot be swapped), and the memory cgroup's limit (msi_os_cgroup_budget: the
+   smallest up the hierarchy) less its working set (its usage less its inactive page cache, which reclaim frees
+   first), plus free swap where the cgroup may swap. A look at a moment: memory others take meanwhile is not
+   counted. Hugetlb ranges take their pages from the pool when mapped and need no look. Cold path (a few small
+   files read); the lock guards the static scratch (the cgroup paths, 4 KiB each, do not belong on a stack). */
+static msi_lock_t room_lock = MSI_LOCK_INIT;
+
+/* the file `name` beside the cgroup's memory.stat, read as one number; false when absent or not a number */
+static bool cgroup_number(const msi_os_cgroup_t *cg, const char *name, uint64_t *v) {
+  char path[sizeof cg->stat_path + 32];
+  const char *slash = strrchr(cg->stat_path, '/');
+  size_t n = slash ? (size_t)(slash - cg->stat_path) + 1 : 0, m = strlen(name);
+  unsigned long long x;
+  if (!slash || n + m >= sizeof path) return false;
+  memcpy(path, cg->stat_path, n);
+  memcpy(path + n, name, m + 1);
+  if (!msi_os_read_ull(path, &x)) return false;
+  *v = x;
+  return true;
+}
+
+/* whether the limiting cgroup may swap: v2 memory.swap.max not 0, v1 memory.memsw.limit_in_bytes (when the
+   kernel accounts swap) above memory.limit_in_bytes */
+static bool cgroup_may_swap(const msi_os_cgroup_t *cg) {
+  uint64_t v;
+  if (cg->version == 2) return !cgroup_number(cg, "memory.swap.max", &v) || v > 0; /* "max": not a number */
+  return !cgroup_number(cg, "memory.memsw.limit_in_bytes", &v) || v > cg->limit;
+}
+
+/* 0 when `bytes` more resident (locked: unswappable) memory fit the room left now, else ENOMEM with the limit
+   said under MEMSPACE_VERBOSE */
+static int room_check(size_t bytes, bool locked) {
+  MSI_COLD_BSS static msi_os_cgroup_t cg;
+  MSI_COLD_BSS static char stat[8192];
+  uint64_t avail, swap = 0, room = UINT64_MAX;
+  const char *what = NULL;
+  if (msi_os_meminfo("MemAvailable", &avail)) {
+    if (!locked && !msi_os_meminfo("SwapFree", &swap)) swap = 0;
+    room = avail + swap;
+    what = locked ? "the machine's available memory (locked pages cannot be swapped)"
+                  : "the machine's available memory and free swap";
+  }
+  msi_lock(&room_lock);
+  msi_os_cgroup_budget(UINT64_MAX, &cg);
+  uint64_t usage, inactive = 0;
+  if (cg.limit != UINT64_MAX && cg.stat_path[0] &&
+      cgroup_number(&cg, cg.version == 1 ? "memory.usage_in_bytes" : "memory.current", &usage)) {
+    if (msi_os_read_file(cg.stat_path, stat, sizeof stat) > 0)
+      msi_os_text_value(stat, cg.version == 1 ? "total_inactive_file" : "inactive_file", &inactive);
+    uint64_t set = usage > inactive ? usage - inactive : 0;
+    uint64_t cg_room = (cg.limit > set ? cg.limit - set : 0) + (!locked && cgroup_may_swap(&cg) ? swap : 0);
+    if (cg_room < room) room = cg_room, what = "the memory cgroup's limit less its working set";
+  }
+  msi_unlock(&room_lock);
+  if (bytes <= room) return 0;
+  msi_verbose("pages: %zu bytes %s refused before a page is touched: more than %s, %llu bytes", bytes,
+              locked ? "to lock" : "to pre-fault", what, (unsigned long long)room);
+  return ENOMEM;
+}
+
 static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
   if (numa_node >= 0 && ms_pages_bind(out->addr, out->size, numa_node) == 0) out->numa_node = numa_node;
   /* a lock mlock will refuse (RLIMIT_MEMLOCK, without CAP_IPC_LOCK) fails before the populate faults every page in */
@@ -262,6 +327,11 @@ static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
     struct rlimit rl = {1, 1};
     msi_os_getrlimit(RLIMIT_MEMLOCK, &rl);
     return rl.rlim_cur ? ENOMEM : EPERM; /* what mlock gives */
+  }
+  /* so does one the machine cannot hold (room_check) */
+  if ((flags & (MS_PAGES_POPULATE | MS_PAGES_LOCK)) && out->kind < MS_PAGE_HUGE_2M) {
+    int r = room_check(out->size, flags & MS_PAGES_LOCK);
+    if (r) return r;
   }
   if ((flags & MS_PAGES_POPULATE) && out->kind < MS_PAGE_HUGE_2M) {
     int r = ms_pages_populate(out->addr, out->size);

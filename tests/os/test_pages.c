@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,6 +94,42 @@ static void reserve_populate_lock(void **state) {
   } else {
     assert_true(e == ENOMEM || e == EPERM || e == EAGAIN);
   }
+}
+
+/* MS_PAGES_POPULATE or MS_PAGES_LOCK on more than the machine holds (RAM + swap, four times over) is refused with
+   ENOMEM before a page is faulted in: the kernel would take it page by page until its OOM killer ran. madvise
+   and mlock fail by fault injection meanwhile, so a library that would fault the pages in gets EIO from its
+   first call instead of the OOM killer; the injections still pending afterwards show that no call was made */
+static void populate_beyond_memory_refused(void **state) {
+  (void)state;
+  struct sysinfo si;
+  assert_int_equal(sysinfo(&si), 0);
+  uint64_t machine = ((uint64_t)si.totalram + si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+  size_t size = (size_t)(machine * 4 + ps - 1) / ps * ps;
+  const unsigned flags[] = {MS_PAGES_POPULATE, MS_PAGES_LOCK, MS_PAGES_POPULATE | MS_PAGES_LOCK};
+  ms_stats_t before, after;
+  ms_stats_get(&before, sizeof before);
+  for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    ms_fault_inject(MS_FAULT_MADVISE, 1, EIO);
+    ms_fault_inject(MS_FAULT_MLOCK, 1, EIO);
+    ms_pages_t p;
+    errno = 0;
+    int r = ms_pages_reserve(size, 0, flags[i], -1, &p);
+    ms_fault_inject(MS_FAULT_MLOCK, 0, 0);
+    printf("flags %#x, %zu bytes: %s\n", flags[i], size, strerror(r));
+    assert_int_equal(r, ENOMEM);
+    assert_int_equal(errno, ENOMEM);
+    /* the madvise injection is still pending: one page pre-faults into it */
+    assert_int_equal(ms_pages_reserve(ps, 0, MS_PAGES_POPULATE, -1, &p), EIO);
+    ms_fault_inject(MS_FAULT_MADVISE, 0, 0);
+  }
+  ms_stats_get(&after, sizeof after);
+  assert_int_equal(after.os_reserved_bytes, before.os_reserved_bytes);
+  assert_int_equal(after.os_committed_bytes, before.os_committed_bytes);
+  /* what fits is not refused */
+  ms_pages_t p;
+  assert_int_equal(ms_pages_reserve(16 * ps, 0, MS_PAGES_POPULATE, -1, &p), 0);
+  assert_int_equal(ms_pages_release(p.addr, p.size), 0);
 }
 
 static void bad_input(void **state) {
@@ -395,6 +432,7 @@ int main(void) {
       cmocka_unit_test_setup(reserve_commit_release, setup),
       cmocka_unit_test_setup(reserve_committed_aligned, setup),
       cmocka_unit_test_setup(reserve_populate_lock, setup),
+      cmocka_unit_test_setup(populate_beyond_memory_refused, setup),
       cmocka_unit_test_setup(bad_input, setup),
       cmocka_unit_test_setup(foreign_and_beyond, setup),
       cmocka_unit_test_setup(numa_bind, setup),
