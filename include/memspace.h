@@ -423,7 +423,8 @@ typedef struct ms_space_info_s {
 /// that finds no block). Locking comes before pre-faulting, so a refused lock costs no memory. Sizes are
 /// rounded up to the page size. Thread-safe; a few system calls (the machine's limits are read at the first
 /// creation). NULL + errno: EINVAL (NULL config, initial_size 0, unknown flag or `at`, reserved not zero,
-/// numa_node < -1), ENOMEM (no memory, size overflow, or more than the machine can back: initial_size above
+/// numa_node < -1, an expand_size above the room reserved for expansions, which no expansion could ever take:
+/// 64 GiB, less when initial_size is within 64 GiB of the largest space, 64 TiB), ENOMEM (no memory, size overflow, or more than the machine can back: initial_size above
 /// RAM + swap, RAM alone when MS_SPACE_LOCKED, or the cgroup's memory limit (+ swap unlocked), refused up front
 /// with one line naming the limit), EPERM (lock refused: above RLIMIT_MEMLOCK without CAP_IPC_LOCK; mlock's
 /// own ENOMEM is reported as EPERM so that ENOMEM always means memory), EAGAIN (some pages could not be locked).

@@ -70,6 +70,13 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
     msi_warning("process space: %zu bytes cannot be locked: %s; the space runs unlocked and may take page faults",
                 c.initial_size, why);
   }
+  /* a step the space could never take (ms_space_create: EINVAL) is an invalid value: said, the default used */
+  size_t max = msi_space_expand_max(c.initial_size);
+  if (c.expand_size > max) {
+    msi_warning("MEMSPACE_SPACE_EXPAND=%zu: above the largest expand step a space of %zu bytes can take (%zu bytes); "
+                "using the default 0 (fixed size)", c.expand_size, c.initial_size, max);
+    c.expand_size = 0;
+  }
   /* at firstalloc the lock comes with the first allocation's commit: a refused one fails that allocation and
      every later one (the commit stays pending). Refused up front, the space runs unlocked, as at start */
   struct rlimit lim;

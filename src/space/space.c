@@ -717,6 +717,12 @@ size_t msi_space_reserve_size(size_t initial, size_t expand) {
   return r;
 }
 
+size_t msi_space_expand_max(size_t initial_size) {
+  size_t initial = msi_round_up(initial_size, msi_os_page_size());
+  if (!initial || initial > ((size_t)1 << MAX_ORDER)) return 0;
+  return msi_space_reserve_size(initial, SIZE_MAX) - initial;
+}
+
 /* bytes of metadata (bitmaps + maps) for a data range of `reserved` bytes, laid out after the struct.
    Hot and small first: every summary level and the small leaves (high orders), then the large-block map,
    then the big leaves (low orders, whose locality follows the data), then the nibble map. */
@@ -811,7 +817,13 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   }
   size_t ps = msi_os_page_size();
   size_t initial = msi_round_up(c->initial_size, ps), expand = c->expand_size ? msi_round_up(c->expand_size, ps) : 0;
-  if (!initial || (c->expand_size && !expand) || initial > ((size_t)1 << MAX_ORDER)) { errno = ENOMEM; return NULL; }
+  if (!initial || initial > ((size_t)1 << MAX_ORDER)) { errno = ENOMEM; return NULL; }
+  /* a step larger than the room reserved for expansions could never be taken: every expansion would fail. A
+     caller's error, refused here (rounding up past SIZE_MAX included) */
+  if (c->expand_size && (!expand || expand > msi_space_expand_max(initial))) {
+    errno = EINVAL;
+    return NULL;
+  }
   ms_pages_t dm, mm;
   size_t reserved;
   int e;

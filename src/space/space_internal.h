@@ -9,6 +9,10 @@
 void msi_space_range(const ms_space_t *space, uintptr_t *lo, size_t *span);
 /* Bytes of data range a space reserves for `initial` and `expand` (room for expansions). */
 size_t msi_space_reserve_size(size_t initial, size_t expand);
+/* The largest expand step a space of `initial_size` bytes can ever take, as given (page-rounded inside): its room
+   for expansions with the largest step (64 GiB, less near the largest space; 0 for a size no space can have).
+   ms_space_create refuses a larger step (EINVAL). */
+size_t msi_space_expand_max(size_t initial_size);
 /* 0 when a space of `bytes` committed bytes (locked: without swap) can be backed by the machine's RAM and swap
    and the cgroup's memory limit (read once per process, without allocating); else ENOMEM and `why` names the
    limit ("more than the machine's N bytes of RAM + swap"). */

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -54,6 +55,36 @@ static void basics(void **state) {
   assert_int_equal(errno, ENOMEM);
   ms_space_free(s, all);
   ms_space_destroy(s);
+}
+
+/* an expand step larger than the room a space reserves for expansions (64 GiB, less near the largest space,
+   64 TiB) could never be taken, every automatic expansion would fail: refused at creation with EINVAL */
+static void expand_step_never_possible(void **state) {
+  (void)state;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 1 << 20;
+  c.numa_node = -1;
+  c.at = MS_SPACE_AT_FIRSTALLOC; /* nothing committed: the valid case costs address space only */
+  const size_t bad[] = {(size_t)1 << 63, SIZE_MAX, SIZE_MAX - 5, ((size_t)64 << 30) + 1, (size_t)1 << 40};
+  for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    c.expand_size = bad[i];
+    errno = 0;
+    ms_space_t *s = ms_space_create(&c);
+    if (s) ms_space_destroy(s);
+    printf("expand %zu: %s\n", bad[i], s ? "created" : strerror(errno));
+    assert_null(s);
+    assert_int_equal(errno, EINVAL);
+  }
+  c.expand_size = (size_t)64 << 30; /* the largest step: one expansion fits */
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  ms_space_destroy(s);
+  c.initial_size = (size_t)1 << 46; /* the largest space: no room to expand at all */
+  c.expand_size = 1 << 20;
+  errno = 0;
+  assert_null(ms_space_create(&c));
+  assert_int_equal(errno, EINVAL);
 }
 
 static void bad_input(void **state) {
@@ -501,7 +532,7 @@ static void adversarial(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(basics),          cmocka_unit_test(bad_input),
+      cmocka_unit_test(basics),          cmocka_unit_test(bad_input), cmocka_unit_test(expand_step_never_possible),
       cmocka_unit_test(aligned),         cmocka_unit_test(realloc_in_place),
       cmocka_unit_test(property_fixed),  cmocka_unit_test(property_expanding),
       cmocka_unit_test(property_caller_memory), cmocka_unit_test(full_and_recovery),

@@ -86,6 +86,20 @@ static void cpp_program(void **state) {
   assert_true(oom_count() >= 2);
 }
 
+/* MEMSPACE_SPACE_EXPAND above the largest step a space can take is an invalid value: said naming the variable,
+   and the default (0, a fixed space) used */
+static void expand_step_too_large(void **state) {
+  (void)state;
+  char *argv[] = {MEMSPACE_BINARY_DIR "/space_preload_c", NULL};
+  char *env[] = {"MEMSPACE_SPACE_INITIAL=8M", "MEMSPACE_SPACE_EXPAND=1T", "MEMSPACE_SPACE_AT=start",
+                 "MEMSPACE_SHOW_STATS=1", NULL};
+  int st = run(argv, env);
+  if (st != 0) fail_msg("exit %d: %s / %s", st, out, err);
+  assert_non_null(strstr(out, "ok"));
+  if (!strstr(err, "MEMSPACE_SPACE_EXPAND=1099511627776")) fail_msg("no message naming MEMSPACE_SPACE_EXPAND: %s", err);
+  assert_true(oom_count() >= 1);
+}
+
 static const char *python(void) { return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
 
 static void python_memory_error(void **state) {
@@ -120,6 +134,7 @@ static void children_do_not_inherit(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(c_program), cmocka_unit_test(cpp_program),
+                                     cmocka_unit_test(expand_step_too_large),
                                      cmocka_unit_test(python_memory_error), cmocka_unit_test(children_do_not_inherit)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
