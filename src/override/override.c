@@ -73,27 +73,57 @@ static const char *foreign_fault(const void *p) {
    (the usual case: memspace serves every malloc, __libc_malloc included), p is no block of its either. The check
    matters: for a block marked mapped glibc's free unmaps [p - 16 - prev_size, + prev_size + size), so a forged
    header in the program's own memory would unmap any range, memspace's live blocks included, and the next mmap
-   would hand their pages to someone else. True (hand it over) when the C library has no mallinfo2. */
+   would hand their pages to someone else.
+   The C library answers through mallinfo2 (glibc 2.33), else mallinfo (every glibc: the same counts in ints,
+   their low 32 bits, so a count of a whole multiple of 4 GiB reads as none). Looked up once, the failure too (a
+   lookup walks the loaded objects' symbol tables: not once per free). Without either (a static program, another
+   C library) nothing tells a block of the C library's from a forged one: OWN_UNKNOWN, and the callers keep the
+   pointer (leaked, said once) rather than hand it over (a forged header would unmap any range) or abort (a real
+   block of the C library's would end the program). */
 typedef struct mallinfo2 mallinfo2_fn(void);
-static mallinfo2_fn *_Atomic libc_mallinfo2;
-static bool libc_may_own(const void *p) {
-  mallinfo2_fn *f = atomic_load_explicit(&libc_mallinfo2, memory_order_acquire);
-  if (!f) {
-    f = (mallinfo2_fn *)libc_sym("mallinfo2");
-    if (!f || f == (mallinfo2_fn *)mallinfo2) return true;
-    atomic_store_explicit(&libc_mallinfo2, f, memory_order_release);
+typedef struct mallinfo mallinfo_fn(void);
+enum { OWN_NONE, OWN_MAYBE, OWN_UNKNOWN };
+static _Atomic int libc_query_state; /* 0 not looked up, 1 mallinfo2, 2 mallinfo, 3 neither */
+static void *_Atomic libc_query;
+static int libc_may_own(const void *p) {
+  int st = atomic_load_explicit(&libc_query_state, memory_order_acquire);
+  if (!st) {
+    void *f = libc_sym("mallinfo2");
+    st = 1;
+    if (!f || f == (void *)mallinfo2) f = libc_sym("mallinfo"), st = 2;
+    if (!f) st = 3;
+    atomic_store_explicit(&libc_query, f, memory_order_relaxed);
+    atomic_store_explicit(&libc_query_state, st, memory_order_release); /* racing threads store the same */
   }
-  struct mallinfo2 mi = f();
-  return ((const size_t *)p)[-1] & 2 ? mi.hblkhd != 0 : mi.uordblks != 0;
+  void *f = atomic_load_explicit(&libc_query, memory_order_relaxed);
+  bool mapped = ((const size_t *)p)[-1] & 2;
+  if (st == 1) {
+    struct mallinfo2 mi = ((mallinfo2_fn *)f)();
+    return (mapped ? mi.hblkhd : mi.uordblks) ? OWN_MAYBE : OWN_NONE;
+  }
+  if (st == 2) {
+    struct mallinfo mi = ((mallinfo_fn *)f)();
+    return (mapped ? mi.hblkhd : mi.uordblks) ? OWN_MAYBE : OWN_NONE;
+  }
+  return OWN_UNKNOWN;
 }
 
-static void foreign_check(const void *p, const char *call) {
+/* the pointer stays where it is (libc_may_own: OWN_UNKNOWN) */
+static void foreign_keep(const void *p, const char *call) {
+  MSI_WARN_ONCE("%s(%p): not memspace's, and the C library cannot say whether it holds such a block (no mallinfo2 "
+                "or mallinfo); left as it is (leaked)", call, p);
+}
+
+/* the pointer is handed to the C library: OWN_MAYBE, or aborts; OWN_UNKNOWN returned (keep it) */
+static int foreign_check(const void *p, const char *call) {
   const char *why = on_own_stack(p) ? "an address on this thread's stack" : foreign_fault(p);
-  if (!why && !libc_may_own(p)) why = "not memspace's, and the C library's malloc holds no such block";
+  int own = why ? OWN_NONE : libc_may_own(p);
+  if (!why && own == OWN_NONE) why = "not memspace's, and the C library's malloc holds no such block";
   if (MSI_UNLIKELY(why != NULL)) {
     msi_error("%s(): invalid pointer (%s): %p; aborting", call, why, p);
     abort();
   }
+  return own;
 }
 
 /* p, checked (foreign_check), to the C library's free */
@@ -111,13 +141,13 @@ static void libc_free_checked(void *p) {
 }
 
 void msi_foreign_free(void *p) {
-  foreign_check(p, "free");
-  libc_free_checked(p);
+  if (foreign_check(p, "free") == OWN_UNKNOWN) foreign_keep(p, "free");
+  else libc_free_checked(p);
 }
 
 /* 0 for a pointer glibc's malloc_usable_size would fault on or read a forged header at (foreign_check's tests) */
 size_t msi_foreign_usable(const void *p) {
-  if (!p || on_own_stack(p) || foreign_fault(p) || !libc_may_own(p)) return 0;
+  if (!p || on_own_stack(p) || foreign_fault(p) || libc_may_own(p) != OWN_MAYBE) return 0;
   usable_fn *f = atomic_load_explicit(&libc_usable, memory_order_acquire);
   if (!f) {
     f = (usable_fn *)libc_sym("malloc_usable_size");
@@ -129,7 +159,11 @@ size_t msi_foreign_usable(const void *p) {
 
 /* a foreign block moves into memspace: allocate, copy what the C library says is usable, free there */
 void *msi_foreign_realloc(void *p, size_t size) {
-  foreign_check(p, "realloc");
+  if (foreign_check(p, "realloc") == OWN_UNKNOWN) { /* its size is unknown too: the block stays as it is */
+    foreign_keep(p, "realloc");
+    errno = ENOMEM;
+    return NULL;
+  }
   size_t old = msi_foreign_usable(p);
   if (!old) {
     realloc_fn *r = atomic_load_explicit(&libc_realloc, memory_order_acquire);

@@ -86,12 +86,56 @@ static void foreign_pointer_no_complaint(void **state) {
   }
 }
 
+/* lookups of `name` the audit library hid, from its line in err; -1 when absent */
+static long hidden_lookups(const char *err, const char *name) {
+  char key[64];
+  snprintf(key, sizeof key, "lookups of %s\n", name);
+  for (const char *l = strstr(err, "audit: hid "); l; l = strstr(l + 1, "audit: hid "))
+    if (!strncmp(strchr(l + 11, ' ') + 1, key, strlen(key))) return strtol(l + 11, NULL, 10);
+  return -1;
+}
+
+/* The C library without mallinfo2 (glibc before 2.33), then without mallinfo too (a static program, another C
+   library): an audit library hides them from dlsym. The lookup is made once, its failure kept (not two symbol
+   walks per foreign free). Without mallinfo2 the check asks mallinfo and the blocks go to glibc as before;
+   without either nothing tells glibc's blocks from forged ones: they are kept (leaked, said once), neither
+   handed over nor reported */
+static void foreign_without_mallinfo2(void **state) {
+  (void)state;
+  static char audit[] = "LD_AUDIT=" MS_AUDIT_LIB;
+  extra_env = audit;
+  char out[256], err[4096];
+  setenv("MS_AUDIT_HIDE", "mallinfo2", 1);
+  int st = run_victim(MS_RELEASE_LIB, "foreign", out, sizeof out, err, sizeof err);
+  printf("mallinfo2 hidden: stdout '%s' stderr '%s'\n", out, err);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_string_equal(out, "foreign ok\n");
+  assert_null(strstr(err, "memspace")); /* handed to glibc: no word */
+  long n = hidden_lookups(err, "mallinfo2");
+  assert_true(n >= 1 && n <= 2); /* dlsym(RTLD_NEXT), then libc.so.6's own table: once */
+  setenv("MS_AUDIT_HIDE", "mallinfo2,mallinfo", 1);
+  st = run_victim(MS_RELEASE_LIB, "foreign", out, sizeof out, err, sizeof err);
+  printf("both hidden: stdout '%s' stderr '%s'\n", out, err);
+  unsetenv("MS_AUDIT_HIDE");
+  extra_env = NULL;
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_string_equal(out, "foreign ok\n");
+  assert_non_null(strstr(err, "leaked"));
+  n = hidden_lookups(err, "mallinfo2");
+  assert_true(n >= 1 && n <= 2);
+  n = hidden_lookups(err, "mallinfo");
+  assert_true(n >= 1 && n <= 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_debug),
       cmocka_unit_test(invalid_pointer_debug),
       cmocka_unit_test(release_build_checks),
       cmocka_unit_test(foreign_pointer_no_complaint),
+      cmocka_unit_test(foreign_without_mallinfo2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
