@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ms_pages_reserve's room check inside a real memory cgroup (include/memspace.h, ms_pages_reserve): a reservation
+pre-faulted or locked beyond the cgroup's limit less its working set is refused with ENOMEM before a page is
+touched, instead of the cgroup's OOM killer ending the process; one that fits is not refused. Needs root and a
+writable memory cgroup (v1 or v2); skipped with the reason otherwise.
+pages_cgroup.py HELPER ; pages_cgroup.py cleanup (cgroups named memspace-pages-* a killed run left)."""
+import os
+import sys
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(SRC, "bench", "spill"))
+import mscgroup  # noqa: E402
+
+mscgroup.PREFIX = "memspace-pages-"  # its own names: spill's cleanup and this one's never remove each other's
+
+
+def case(helper, limit_mib, touch_mib, reserve_mib, flags, expect):
+    g = mscgroup.Group(f"{reserve_mib}", limit_mib << 20)
+    try:
+        rc, out, err, oom = g.run([helper, str(touch_mib), str(reserve_mib), flags], timeout=120,
+                                  env={k: v for k, v in os.environ.items() if not k.startswith("MEMSPACE_")})
+    finally:
+        g.remove()
+    got = "OOM-killed" if oom else f"exit {rc}: {out.strip()} {err.strip()}"
+    ok = rc == 0 and out.startswith(expect)
+    print(f"cgroup {limit_mib} MiB, {touch_mib} MiB touched, reserve {reserve_mib} MiB {flags}: {got}: "
+          f"{'ok' if ok else 'WRONG, expected ' + expect}")
+    return ok
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "cleanup":
+        print(f"cleanup: {mscgroup.cleanup()} cgroups removed")
+        return 0
+    helper = sys.argv[1]
+    why = mscgroup.available()
+    if why:
+        print("MS_SKIP refused:", why)
+        return 77
+    ok = case(helper, 64, 0, 256, "populate", "refused: Cannot allocate memory")
+    ok &= case(helper, 64, 0, 256, "populate,lock", "refused: Cannot allocate memory")
+    ok &= case(helper, 64, 0, 16, "populate", "reserved")
+    # the working set counts: 96 of 160 MiB touched leaves no room for 96 MiB more, room for 32
+    ok &= case(helper, 160, 96, 96, "populate", "refused: Cannot allocate memory")
+    ok &= case(helper, 160, 96, 32, "populate", "reserved")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
