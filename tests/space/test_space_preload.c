@@ -91,7 +91,7 @@ static void cpp_program(void **state) {
 static void expand_step_too_large(void **state) {
   (void)state;
   char *argv[] = {MEMSPACE_BINARY_DIR "/space_preload_c", NULL};
-  char *env[] = {"MEMSPACE_SPACE_INITIAL=8M", "MEMSPACE_SPACE_EXPAND=1T", "MEMSPACE_SPACE_AT=start",
+  char *env[] = {"MEMSPACE_SPACE_INITIAL=8M", "MEMSPACE_SPACE_EXPAND=1024G", "MEMSPACE_SPACE_AT=start",
                  "MEMSPACE_SHOW_STATS=1", NULL};
   int st = run(argv, env);
   if (st != 0) fail_msg("exit %d: %s / %s", st, out, err);
