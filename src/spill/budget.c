@@ -256,8 +256,9 @@ void msi_sp_auto_set_files(const char *meminfo, const char *pressure) {
   pressure_file = pressure;
 }
 
-/* set-up: the budget (bud.cg, found once) and whether pressure is readable; at start when auto is set (the
-   constructor), else at the first candidate block after ms_option_set */
+/* set-up: the budget (bud.cg, found once) and whether pressure is readable; at the first candidate block (never
+   at start: a process that never holds a large block reads no file). A forked child keeps its parent's set-up
+   and takes its own sample at its first candidate (msi_sp_auto_fork_child). */
 void msi_sp_auto_init(void) {
   if (atomic_load_explicit(&aut.state, memory_order_acquire)) return;
   msi_lock(&aut.lock);
@@ -387,7 +388,10 @@ bool msi_sp_auto_stale(const msi_sp_auto_view_t *v, uint64_t block, uint64_t ste
 
 bool msi_spill_auto_wants(size_t grow) {
   if (!grow) return false; /* a realloc that does not grow stays where it is */
-  if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) msi_sp_auto_init();
+  if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) {
+    msi_sp_dir_check(); /* an unusable directory is said at the first large block (before aut.lock: no nesting) */
+    msi_sp_auto_init();
+  }
   atomic_fetch_add_explicit(&aut.asked, 1, memory_order_relaxed);
   uint64_t now = msi_now_ns();
   bool spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);

@@ -66,16 +66,36 @@ static void stats_print(msi_stats_writer_t *w);
 static bool stats_used(void);
 static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print, stats_used};
 
-/* the spill directory's check made at start (-1: not made, spill was off then), so it is reported once */
-static int start_dir_verdict = -1;
+/* The spill directory's verdict: -1 not checked yet, 0 unusable (reported), 1 usable. Checked at the first spill
+   candidate (the first block at or above a fixed threshold: sp_init_slow; auto's first large block:
+   msi_sp_dir_check), never at start: a library loaded into every process of a shell script or a build must not
+   create files in its constructor for a program that may never spill. `memspace run` checks the directory before
+   it starts the program, so an unusable one is still reported once per process tree as the tree starts
+   (tools/run.c, msi_spill_dir_report). Under sp_lock. */
+static int dir_verdict = -1;
+static bool dir_usable_locked(void) {
+  if (dir_verdict < 0) dir_verdict = msi_sp_choose_dir();
+  return dir_verdict == 1;
+}
 
+/* auto's first large block: the directory is checked (and an unusable one reported) now, although the block may
+   stay in RAM: a directory that cannot take the data is said when the program first holds large data, not when
+   memory runs short */
+void msi_sp_dir_check(void) {
+  msi_fork_register(); /* before the lock is first taken: a fork never copies it held */
+  msi_lock(&sp_lock);
+  dir_usable_locked();
+  msi_unlock(&sp_lock);
+}
+
+/* The constructor reads no file: the directory and the budget are read at the first spill candidate. It grows
+   the descriptor table while the process has one thread (msi_sp_fd_table_grow: two system calls, no file; the
+   fork child handler too), the one piece of start-up work kept: a threaded process (numpy's BLAS threads) would
+   otherwise wait an RCU grace period, milliseconds, inside its first spilled malloc. */
 __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
   msi_fork_register();
   msi_sp_fd_table_grow(false);
-  /* a spill directory that cannot be used is reported as the program starts, not at its first large block */
-  if (msi_spill_threshold()) start_dir_verdict = msi_sp_choose_dir();
-  if (msi_spill_auto()) msi_sp_auto_init(); /* the budget's files are read at start, not at a malloc */
 }
 
 /* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
@@ -97,7 +117,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     msi_unlock(&sp_lock);
     return st == 1;
   }
-  bool ok = start_dir_verdict >= 0 ? start_dir_verdict == 1 : msi_sp_choose_dir();
+  bool ok = dir_usable_locked();
   if (ok) {
     size_t ps = msi_os_page_size();
     sp.granule = pmd_size();
