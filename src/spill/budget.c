@@ -388,10 +388,7 @@ bool msi_sp_auto_stale(const msi_sp_auto_view_t *v, uint64_t block, uint64_t ste
 
 bool msi_spill_auto_wants(size_t grow) {
   if (!grow) return false; /* a realloc that does not grow stays where it is */
-  if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) {
-    msi_sp_dir_check(); /* an unusable directory is said at the first large block (before aut.lock: no nesting) */
-    msi_sp_auto_init();
-  }
+  if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) msi_sp_auto_init();
   atomic_fetch_add_explicit(&aut.asked, 1, memory_order_relaxed);
   uint64_t now = msi_now_ns();
   bool spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);

@@ -84,8 +84,8 @@ static int open_unlinked(const char *dir) {
    process of a many-process program (a shell script, make) would print the same line. `memspace run` checks the
    directory itself before it starts the program (msi_spill_dir_report: once per tree, as the tree starts) and
    exports MEMSPACE_RUN_PID, the pid of the program it runs: under that marker the processes of the tree say it
-   only under MEMSPACE_VERBOSE, each at its first spill candidate. Without the marker (a plain LD_PRELOAD) every
-   process that has a spill candidate warns. The program itself (the marker's pid) stays quiet too: the tool has
+   only under MEMSPACE_VERBOSE, each when spill is first needed. Without the marker (a plain LD_PRELOAD) every
+   process that needs spill warns. The program itself (the marker's pid) stays quiet too: the tool has
    reported for the whole tree. */
 static bool report_always; /* msi_spill_dir_report (the tool) */
 static bool tree_top(void) {

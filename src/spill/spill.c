@@ -66,29 +66,8 @@ static void stats_print(msi_stats_writer_t *w);
 static bool stats_used(void);
 static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print, stats_used};
 
-/* The spill directory's verdict: -1 not checked yet, 0 unusable (reported), 1 usable. Checked at the first spill
-   candidate (the first block at or above a fixed threshold: sp_init_slow; auto's first large block:
-   msi_sp_dir_check), never at start: a library loaded into every process of a shell script or a build must not
-   create files in its constructor for a program that may never spill. `memspace run` checks the directory before
-   it starts the program, so an unusable one is still reported once per process tree as the tree starts
-   (tools/run.c, msi_spill_dir_report). Under sp_lock. */
-static int dir_verdict = -1;
-static bool dir_usable_locked(void) {
-  if (dir_verdict < 0) dir_verdict = msi_sp_choose_dir();
-  return dir_verdict == 1;
-}
-
-/* auto's first large block: the directory is checked (and an unusable one reported) now, although the block may
-   stay in RAM: a directory that cannot take the data is said when the program first holds large data, not when
-   memory runs short */
-void msi_sp_dir_check(void) {
-  msi_fork_register(); /* before the lock is first taken: a fork never copies it held */
-  msi_lock(&sp_lock);
-  dir_usable_locked();
-  msi_unlock(&sp_lock);
-}
-
-/* The constructor reads no file: the directory and the budget are read at the first spill candidate. It grows
+/* The constructor reads no file: the directory is checked when spill is first needed (sp_init_slow), auto's budget
+   read at the first large block (msi_sp_auto_init). It grows
    the descriptor table while the process has one thread (msi_sp_fd_table_grow: two system calls, no file; the
    fork child handler too), the one piece of start-up work kept: a threaded process (numpy's BLAS threads) would
    otherwise wait an RCU grace period, milliseconds, inside its first spilled malloc. */
@@ -117,7 +96,14 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     msi_unlock(&sp_lock);
     return st == 1;
   }
-  bool ok = dir_usable_locked();
+  /* The directory is checked here, when spill is first needed (the first block at or above a fixed threshold;
+     under auto the first block sent to spill), never at start: a library loaded into every process of a shell
+     script or a build must not create files in its constructor for a program that may never spill. Under auto a
+     block that stays in RAM does not check it either: the probe (a file created, fallocate, a hole punched, the
+     file closed) waits for the filesystem's journal while other processes write, which a program whose data fits
+     would pay in its first large allocation. `memspace run` checks the directory before it starts the program, so
+     an unusable one is still reported once per process tree as the tree starts (msi_spill_dir_report). */
+  bool ok = msi_sp_choose_dir();
   if (ok) {
     size_t ps = msi_os_page_size();
     sp.granule = pmd_size();

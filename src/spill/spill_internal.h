@@ -155,7 +155,6 @@ extern sp_budget_t msi_spill_budget; /* budget.c */
 const char *msi_sp_fs_name(unsigned long t);
 void msi_sp_fd_table_grow(bool in_fork_child);
 bool msi_sp_choose_dir(void);
-void msi_sp_dir_check(void); /* spill.c: auto's first large block */
 bool msi_sp_file_is_ours(int fd);
 void msi_sp_class_freeze(sp_class_t *k, unsigned c);
 void msi_sp_file_lost(int fd);

@@ -389,7 +389,7 @@ def start_quiet():
     calls as with the library preloaded without spill, except the descriptor table's growth (getrlimit, fcntl
     F_DUPFD and close, one each per process and fork); no spill directory probe (a file created, fstatfs, fallocate) and no budget
     read (cgroup files, /proc/meminfo, /proc/pressure/memory). Under `memspace run` the tool checks the directory
-    once, before it starts the program. A process with a large block does check it (the check moved, not gone)."""
+    once, before it starts the program. A process with a spilled block does check it (the check moved, not gone)."""
     need_routing()
     if not shutil.which("strace"):
         skip("strace not installed (Debian package strace)")
@@ -432,13 +432,19 @@ def start_quiet():
     good = len(probes) == 1 and len(falloc) <= 2
     print(f"memspace run --spill: {len(probes)} directory probe(s), {len(falloc)} fallocate: {'ok' if good else 'WRONG'}")
     ok = ok and good
-    # a process with a large block checks the directory (auto: at its first one, which stays in RAM)
+    # a large block: under a fixed threshold it is spilled, so the directory is checked (the check moved, not
+    # gone); under auto, where it stays in RAM, the budget is read but no file created
     code = "b = bytearray(8 << 20); print('ok large', len(b))"
-    calls, _ = strace_calls([sys.executable, "-c", code], env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD="auto",
-                                                              MEMSPACE_SPILL_DIR=SPILL_DIR))
-    probes = [rest[:100] for name, rest in calls if "O_TMPFILE" in rest]
-    good = len(probes) >= 1
-    print(f"a large block under auto: {len(probes)} directory probe(s): {'ok' if good else 'WRONG'}")
+    good = True
+    for thr, want_probe in (("1M", True), ("auto", False)):
+        calls, _ = strace_calls([sys.executable, "-c", code], env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD=thr,
+                                                                  MEMSPACE_SPILL_DIR=SPILL_DIR))
+        probes = [rest[:100] for name, rest in calls if "O_TMPFILE" in rest]
+        budget = [rest[:100] for name, rest in calls if "/proc/pressure" in rest or "cgroup" in rest]
+        g = (len(probes) >= 1) == want_probe and (thr != "auto" or budget)
+        print(f"a large block under {thr}: {len(probes)} directory probe(s), {len(budget)} budget file(s): "
+              f"{'ok' if g else 'WRONG'}")
+        good = good and g
     return 0 if ok and good else 1
 
 
