@@ -8,6 +8,7 @@
 #include "memspace.h"
 #include "tool.h"
 #include "../src/space/space_internal.h"
+#include "route.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -294,8 +295,12 @@ int tool_run(int argc, char **argv) {
     const char *why = preload_ignored(path);
     if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }
-  /* the program keeps this pid across exec: its child processes leave the warnings they share with it (an
-     unusable spill directory) to it, saying them only under MEMSPACE_VERBOSE (src/spill/files.c, docs/spill.md) */
+  /* the spill directory is checked here, once for the process tree, as it starts: the library checks it only at a
+     process's first spill candidate, and under MEMSPACE_RUN_PID says a problem only under MEMSPACE_VERBOSE
+     (src/spill/files.c, docs/spill.md). A run exec'ed by a run (the marker is this pid) was checked already. */
+  const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *marker = getenv("MEMSPACE_RUN_PID");
+  if (spill && *spill && strcmp(spill, "0") != 0 && !(marker && atol(marker) == (long)getpid()))
+    msi_spill_dir_report(getenv("MEMSPACE_SPILL_DIR"));
   char pid[24];
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   setenv("MEMSPACE_RUN_PID", pid, 1);

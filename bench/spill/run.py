@@ -8,8 +8,10 @@ import mmap
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -238,23 +240,47 @@ def run_in_group(group, argv, env):
     return rc, out, err, time.time() - t0
 
 
-class Probes:
-    """the two interactive probes as sibling leaves of the benchmark under the parent holding the limit"""
+def probe_stats(lats):
+    """rounds, p50, p99 and max of latencies (ns), as probe.c prints them"""
+    lats = sorted(lats)
+    n = len(lats)
+    if not n:
+        return {"rounds": 0}
+    return {"rounds": n, "p50_ns": lats[n // 2], "p99_ns": lats[min(int(n * 0.99), n - 1)], "max_ns": lats[-1]}
 
-    def __init__(self, parent, config):
+
+class Probes:
+    """the two interactive probes as sibling leaves of the benchmark under the parent holding the limit. Each
+    writes its rounds to a log; pause() and resume() stop and continue them (SIGSTOP, SIGCONT) around an idle
+    window (IdleWindows), and the rounds that overlap a pause are left out of the figures"""
+
+    def __init__(self, parent, config, names=(("probe-idle", 2000), ("probe-10ms", 10))):
         self.procs = []
+        self.pauses = []
+        self.lats = {}  # name -> the latencies (ns) the figures are made of
         if parent is None or not os.path.exists(PROBE):
             return
-        for name, period in (("probe-idle", 2000), ("probe-10ms", 10)):
+        self.dir = tempfile.mkdtemp(prefix="msb-probe-")
+        for name, period in names:
             g = parent.child(name)
-            log = [os.path.join(LOG_DIR, f"{config}-{name}.log")] if LOG_DIR else []
-            p = g.popen([PROBE, str(period), str(PROBE_MIB)] + log, stdout=subprocess.PIPE, text=True)
+            log = os.path.join(LOG_DIR or self.dir, f"{config}-{name}.log")
+            p = g.popen([PROBE, str(period), str(PROBE_MIB), log], stdout=subprocess.PIPE, text=True)
             p.stdout.readline()  # ready
-            self.procs.append((name, p))
+            self.procs.append((name, p, log))
+
+    def pause(self):
+        self.paused_at = time.monotonic_ns()  # CLOCK_MONOTONIC, as the probe's log
+        for _, p, _ in self.procs:
+            p.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        for _, p, _ in self.procs:
+            p.send_signal(signal.SIGCONT)
+        self.pauses.append((self.paused_at, time.monotonic_ns()))
 
     def stop(self):
         res = {}
-        for name, p in self.procs:
+        for name, p, log in self.procs:
             p.terminate()
             try:
                 out, _ = p.communicate(timeout=10)
@@ -262,7 +288,72 @@ class Probes:
                 p.kill()
                 out = ""
             res[name] = parse(out)
+            rounds = []
+            try:
+                with open(log) as f:
+                    rounds = [tuple(float(x) for x in line.split()) for line in f if len(line.split()) == 2]
+                if not LOG_DIR:
+                    os.unlink(log)
+            except OSError:
+                pass
+            kept = [lat for t0, lat in rounds if not any(t0 < b and t0 + lat > a for a, b in self.pauses)]
+            self.lats[name] = kept
+            if self.pauses and rounds:
+                res[name] = probe_stats(kept)
+        if self.procs and not LOG_DIR:
+            shutil.rmtree(self.dir, ignore_errors=True)
         return res
+
+
+# The idle machine's 10-ms probe, the reference of the probe targets: windows of that probe alone (no benchmark
+# program; the running configuration's probes paused), IDLE_WINDOW_S each, after every run of the sweeps, so that
+# it is measured across the same minutes as the configurations it is compared with. A single window at the start,
+# minutes before auto's sweep, caught the machine in another state (0.74 ms, the run before 1.33 ms). The
+# reference's p99 is over every window's rounds together, as a configuration's is over its sweep's; the windows'
+# own p99s (median, range) say how much the machine's idle state moved. The 2-s probe's reference (its worst
+# round) stays the first 30 s (a window of 1 s holds none of its rounds).
+IDLE_WINDOW_S = {"quick": 0.5, "default": 1.0, "full": 2.0}[MODE]
+
+
+class IdleWindows:
+    def __init__(self, enabled):
+        self.enabled = enabled and os.path.exists(PROBE)
+        self.lats = []
+        self.p99s = []
+
+    def window(self, probes):
+        """one window, the configuration's probes (may be None) paused meanwhile"""
+        if not self.enabled:
+            return
+        pr = None
+        if probes:
+            probes.pause()
+        try:
+            g = mscgroup.Group("bench-idlewin", LIMIT)
+            try:
+                pr = Probes(g, f"idle-window-{len(self.p99s)}", names=(("probe-10ms", 10),))
+                time.sleep(IDLE_WINDOW_S)
+                pr.stop()
+            finally:
+                g.remove()
+        finally:
+            if probes:
+                probes.resume()
+        lats = pr.lats.get("probe-10ms", []) if pr else []
+        if lats:
+            self.lats += lats
+            self.p99s.append(probe_stats(lats)["p99_ns"])
+
+    def result(self):
+        """the pooled figures plus window_p99_{median,min,max}_ns and windows, or {} without a window"""
+        if not self.p99s:
+            return {}
+        w = sorted(self.p99s)
+        return dict(probe_stats(self.lats), window_p99_median_ns=w[len(w) // 2], window_p99_min_ns=w[0],
+                    window_p99_max_ns=w[-1], windows=len(w))
+
+
+IDLE = IdleWindows(False)  # main() enables it where cgroups and the probe are there
 
 
 def median_of(runs):
@@ -271,11 +362,14 @@ def median_of(runs):
     return {k: sorted(r[k] for r in runs)[len(runs) // 2] for k in keys}
 
 
-def run_repeated(parent, leaf_name, argv, env, repeats):
+def run_repeated(parent, leaf_name, argv, env, repeats, probes=None):
     """argv `repeats` times, each in a new leaf of parent (or without a cgroup); stops at the first failure.
-    Returns (exit code, the figures' medians or the failed run's figures, stderr)"""
+    Returns (exit code, the figures' medians or the failed run's figures, stderr). With probes (a sweep's): an
+    idle window (IDLE) before every run"""
     runs = []
     for _ in range(repeats):
+        if probes is not None:
+            IDLE.window(probes)
         leaf = parent.child(leaf_name) if parent else None
         try:
             rc, out, err, _ = run_in(leaf, argv, env)
@@ -304,20 +398,20 @@ while time.time() < t:
 BELOW = 48 * MiB  # below spill's 64 MiB threshold: the spill configuration must cost nothing there (16 MiB: 3 ms fills, too short)
 
 
-def below(lang, config, parent):
-    rc, d, _ = run_repeated(parent, f"below-{lang}", workload(lang, BELOW), config_env(config), REPEATS_FIT)
+def below(lang, config, parent, probes=None):
+    rc, d, _ = run_repeated(parent, f"below-{lang}", workload(lang, BELOW), config_env(config), REPEATS_FIT, probes)
     if rc == 0:
         results[(lang, config, BELOW)] = d
         rows(config, lang, BELOW, d)
 
 
-def sweep(lang, config, parent):
+def sweep(lang, config, parent, probes=None):
     """sizes in order until one fails; returns the largest completed size"""
     largest = 0
     for f in factors_of(config):
         size = int(LIMIT * f)
         rc, d, err = run_repeated(parent, f"bench-{lang}-{int(f * 10)}", workload(lang, size), config_env(config),
-                                  REPEATS_FIT if f < 1 else 1)
+                                  REPEATS_FIT if f < 1 else 1, probes)
         case = config
         if config == "auto" and spill_began(err) is not None:
             row(case, lang, size, "spill_began_bytes", spill_began(err))
@@ -481,7 +575,9 @@ def main():
     swap_path = None
     total0 = time.time()
     probe_res = {}
-    # idle machine: the probes alone, first (after the bench's own I/O the disk and the kernel's workers stay busy)
+    # idle machine: the probes alone, first (after the bench's own I/O the disk and the kernel's workers stay busy);
+    # the 10-ms probe's reference also from windows between the sweeps' runs (IDLE)
+    IDLE.enabled = not why and "idle" not in os.environ.get("MSB_SPILL_SKIP", "") and os.path.exists(PROBE)
     if not why and "idle" not in os.environ.get("MSB_SPILL_SKIP", ""):
         section("idle")
         os.sync()
@@ -534,8 +630,8 @@ def main():
             probes = Probes(parent, config)
             for lang in LANGS:
                 if config in ("plain", "spill", "auto"):
-                    below(lang, config, parent)
-                sweep(lang, config, parent)
+                    below(lang, config, parent, probes)
+                sweep(lang, config, parent, probes)
             probe_res[config] = probes.stop()
         finally:
             if parent:
@@ -543,6 +639,14 @@ def main():
             if swap_path:
                 remove_swap(swap_path)
                 swap_path = None
+    # the idle reference of the 10-ms probe: the windows between the sweeps' runs (the first 30 s: idle-start)
+    win = IDLE.result()
+    if win:
+        if "idle" in probe_res:
+            probe_res["idle-start"] = probe_res["idle"]
+        probe_res["idle"] = dict(probe_res.get("idle", {}), **{"probe-10ms": win})
+        for m in ("window_p99_median_ns", "window_p99_min_ns", "window_p99_max_ns", "windows"):
+            row("idle", "probe-10ms", 64 * MiB, m, win[m])
     # data that fits (below the threshold, 0.5x): plain, spill and auto in turn, for the targets
     pairs = {}
     if "plain" in configs and "spill" in configs and os.path.exists(LIB):
@@ -723,7 +827,7 @@ def main():
                 say(f"  {lang:<7} {config:<6} {max(done, default=0) / LIMIT:.1f}x  ({max(done, default=0) / MiB:.0f} MiB)")
     if probe_res:
         say(f"\nprobes ({PROBE_MIB} MiB working set; sibling leaves of the benchmark under the limit): ms")
-        say("  config   idle-2s max    10ms p50    10ms p99    10ms max   rounds")
+        say("  config      idle-2s max    10ms p50    10ms p99    10ms max   rounds")
         for config, pr in probe_res.items():
             i, q = pr.get("probe-idle", {}), pr.get("probe-10ms", {})
             for name, d in (("probe-idle", i), ("probe-10ms", q)):
@@ -731,7 +835,7 @@ def main():
                     if m in d:
                         row(config, name, 64 * MiB, m, d[m])
             g = lambda d, k: f"{d[k] / 1e6:>10.2f}" if k in d else f"{'-':>10}"
-            say(f"  {config:<7} {g(i, 'max_ns')}  {g(q, 'p50_ns')}  {g(q, 'p99_ns')}  {g(q, 'max_ns')}   {q.get('rounds', 0):.0f}")
+            say(f"  {config:<10} {g(i, 'max_ns')}  {g(q, 'p50_ns')}  {g(q, 'p99_ns')}  {g(q, 'max_ns')}   {q.get('rounds', 0):.0f}")
         if "busy" in probe_res:
             say(f"  (busy: beside a program that allocates, fills and frees {LIMIT * BUSY_FRACTION / MiB:.0f} MiB of plain memory for "
                 f"{BUSY_S} s, no disk)")
@@ -833,6 +937,13 @@ def main():
         if a and b:
             busy = probe_res.get("busy", {}).get("probe-10ms", {}).get("p99_ns")
             ctx = f"; beside an in-memory program {busy / 1e6:.2f} ms" if busy else ""
+            w = idle.get("probe-10ms", {})
+            if "windows" in w:
+                start = probe_res.get("idle-start", {}).get("probe-10ms", {}).get("p99_ns")
+                ctx += (f"; idle: {w['windows']:.0f} windows of {IDLE_WINDOW_S:g} s between the sweeps' runs, their "
+                        f"p99s median {w['window_p99_median_ns'] / 1e6:.2f} ms, range "
+                        f"{w['window_p99_min_ns'] / 1e6:.2f}-{w['window_p99_max_ns'] / 1e6:.2f} ms"
+                        + (f", the first 30 s {start / 1e6:.2f} ms" if start else ""))
             target(a <= 2 * b, f"{config}: 10 ms probe p99 {a / 1e6:.2f} ms vs idle machine {b / 1e6:.2f} ms (<= 2x{ctx})")
     say(f"(below the threshold spill's configuration runs memspace's heap: memspace bench heap measures it in depth)"
         f"\nspill bench: {time.time() - total0:.0f} s")

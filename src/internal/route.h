@@ -34,6 +34,8 @@ void msi_heap_options_changed(void);
 
 /* ---- spill (src/spill/) ---- */
 size_t msi_spill_threshold(void);                    /* 0 = off; under auto, MSI_SPILL_AUTO_MIN */
+/* `memspace run`: checks the spill directory `dir` (NULL: the default) and warns when unusable (src/spill/files.c) */
+bool msi_spill_dir_report(const char *dir);
 /* MEMSPACE_SPILL_THRESHOLD=auto (the option's value -1): a block of MSI_SPILL_AUTO_MIN bytes or more goes to
    spill when msi_spill_auto_wants says the memory budget runs short (src/spill/budget.c, docs/spill.md) */
 #define MSI_SPILL_AUTO (-1)

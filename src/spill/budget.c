@@ -256,8 +256,9 @@ void msi_sp_auto_set_files(const char *meminfo, const char *pressure) {
   pressure_file = pressure;
 }
 
-/* set-up: the budget (bud.cg, found once) and whether pressure is readable; at start when auto is set (the
-   constructor), else at the first candidate block after ms_option_set */
+/* set-up: the budget (bud.cg, found once) and whether pressure is readable; at the first candidate block (never
+   at start: a process that never holds a large block reads no file). A forked child keeps its parent's set-up
+   and takes its own sample at its first candidate (msi_sp_auto_fork_child). */
 void msi_sp_auto_init(void) {
   if (atomic_load_explicit(&aut.state, memory_order_acquire)) return;
   msi_lock(&aut.lock);

@@ -81,15 +81,19 @@ static int open_unlinked(const char *dir) {
 }
 
 /* Whether this process reports the spill directory's problems as warnings: the settings are inherited, so every
-   process of a many-process program (a shell script, make) would print the same line. `memspace run` exports
-   MEMSPACE_RUN_PID, the pid of the program it runs (exec keeps it): the program warns, its child processes say it
-   only under MEMSPACE_VERBOSE. Without the variable (a plain LD_PRELOAD) every process warns. */
+   process of a many-process program (a shell script, make) would print the same line. `memspace run` checks the
+   directory itself before it starts the program (msi_spill_dir_report: once per tree, as the tree starts) and
+   exports MEMSPACE_RUN_PID, the pid of the program it runs: under that marker the processes of the tree say it
+   only under MEMSPACE_VERBOSE, each when spill is first needed. Without the marker (a plain LD_PRELOAD) every
+   process that needs spill warns. The program itself (the marker's pid) stays quiet too: the tool has
+   reported for the whole tree. */
+static bool report_always; /* msi_spill_dir_report (the tool) */
 static bool tree_top(void) {
+  if (report_always) return true;
   const char *v = msi_getenv("MEMSPACE_RUN_PID");
   if (!v || !*v) return true;
-  long long pid = 0;
-  for (; *v >= '0' && *v <= '9' && pid < (1ll << 40); v++) pid = pid * 10 + (*v - '0');
-  return *v || pid == msi_os_getpid(); /* a value that is not a pid: no marker */
+  for (; *v >= '0' && *v <= '9'; v++) {}
+  return *v != 0; /* a value that is not a pid: no marker */
 }
 #define DIR_WARNING(...)                                                                                        \
   do {                                                                                                          \
@@ -145,8 +149,9 @@ static int probe_dir(const char *dir, bool report) {
   return r;
 }
 
-bool msi_sp_choose_dir(void) {
-  const char *explicit_dir = ms_option_get_string(MS_OPTION_SPILL_DIR);
+/* the directory spill uses: `explicit_dir` (MEMSPACE_SPILL_DIR; NULL: the option), else $TMPDIR when usable,
+   else /var/tmp; written to sp.dir, false when unusable (reported: tree_top) */
+static bool choose_dir_from(const char *explicit_dir) {
   if (explicit_dir && explicit_dir[0]) {
     msi_snprintf(sp.dir, sizeof sp.dir, "%s", explicit_dir);
     return probe_dir(sp.dir, true) == 0;
@@ -160,6 +165,20 @@ bool msi_sp_choose_dir(void) {
   }
   msi_snprintf(sp.dir, sizeof sp.dir, "%s", "/var/tmp");
   return probe_dir(sp.dir, true) == 0;
+}
+
+bool msi_sp_choose_dir(void) {
+  return choose_dir_from(ms_option_get_string(MS_OPTION_SPILL_DIR));
+}
+
+/* `memspace run` (tools/run.c), before it starts the program: checks the spill directory the program will use
+   (`dir`: its MEMSPACE_SPILL_DIR, NULL or "" for the default) and warns when it is unusable, whatever the
+   marker of an enclosing run says; true when usable. Creates and removes one unlinked file. */
+bool msi_spill_dir_report(const char *dir) {
+  report_always = true;
+  bool ok = choose_dir_from(dir);
+  report_always = false;
+  return ok;
 }
 
 /* whether descriptor fd (>= 0) holds spill's file: the program may have closed the number, and opened or dup2'ed

@@ -66,16 +66,15 @@ static void stats_print(msi_stats_writer_t *w);
 static bool stats_used(void);
 static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print, stats_used};
 
-/* the spill directory's check made at start (-1: not made, spill was off then), so it is reported once */
-static int start_dir_verdict = -1;
-
+/* The constructor reads no file: the directory is checked when spill is first needed (sp_init_slow), auto's budget
+   read at the first large block (msi_sp_auto_init). It grows
+   the descriptor table while the process has one thread (msi_sp_fd_table_grow: two system calls, no file; the
+   fork child handler too), the one piece of start-up work kept: a threaded process (numpy's BLAS threads) would
+   otherwise wait an RCU grace period, milliseconds, inside its first spilled malloc. */
 __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
   msi_fork_register();
   msi_sp_fd_table_grow(false);
-  /* a spill directory that cannot be used is reported as the program starts, not at its first large block */
-  if (msi_spill_threshold()) start_dir_verdict = msi_sp_choose_dir();
-  if (msi_spill_auto()) msi_sp_auto_init(); /* the budget's files are read at start, not at a malloc */
 }
 
 /* the largest page-cache folio (SP_FOLIO_MAX): the PMD size, at least 2 MiB */
@@ -97,7 +96,14 @@ static MSI_NOINLINE bool sp_init_slow(void) {
     msi_unlock(&sp_lock);
     return st == 1;
   }
-  bool ok = start_dir_verdict >= 0 ? start_dir_verdict == 1 : msi_sp_choose_dir();
+  /* The directory is checked here, when spill is first needed (the first block at or above a fixed threshold;
+     under auto the first block sent to spill), never at start: a library loaded into every process of a shell
+     script or a build must not create files in its constructor for a program that may never spill. Under auto a
+     block that stays in RAM does not check it either: the probe (a file created, fallocate, a hole punched, the
+     file closed) waits for the filesystem's journal while other processes write, which a program whose data fits
+     would pay in its first large allocation. `memspace run` checks the directory before it starts the program, so
+     an unusable one is still reported once per process tree as the tree starts (msi_spill_dir_report). */
+  bool ok = msi_sp_choose_dir();
   if (ok) {
     size_t ps = msi_os_page_size();
     sp.granule = pmd_size();

@@ -364,6 +364,90 @@ def run_spill():
     return 0 if ok else 1
 
 
+def strace_calls(argv, environ):
+    """argv run under strace -f: a list of (syscall name, its arguments' text), or None when ptrace is refused"""
+    log = os.path.join(WORK, f"strace-{os.getpid()}.log")
+    os.makedirs(WORK, exist_ok=True)
+    p = subprocess.run(["strace", "-f", "-qq", "-s", "200", "-o", log, *argv], capture_output=True, text=True,
+                       env=environ)
+    if p.returncode != 0 and not os.path.exists(log):
+        return None, p.stderr.strip()
+    calls = []
+    with open(log) as f:
+        for line in f:
+            parts = line.split(None, 1)  # "PID name(args) = result"
+            if len(parts) == 2 and "(" in parts[1] and not parts[1].startswith(("+++", "---", "<...")):
+                name, rest = parts[1].split("(", 1)
+                calls.append((name, rest))
+    os.unlink(log)
+    return calls, ""
+
+
+def start_quiet():
+    """A process that never holds a large block makes no spill system call (docs/spill.md, start-up): under a fixed
+    threshold and under auto, a shell script's processes (LD_PRELOAD, and `memspace run --spill`) make the same
+    calls as with the library preloaded without spill, except the descriptor table's growth (getrlimit, fcntl
+    F_DUPFD and close, one each per process and fork); no spill directory probe (a file created, fstatfs, fallocate) and no budget
+    read (cgroup files, /proc/meminfo, /proc/pressure/memory). Under `memspace run` the tool checks the directory
+    once, before it starts the program. A process with a spilled block does check it (the check moved, not gone)."""
+    need_routing()
+    if not shutil.which("strace"):
+        skip("strace not installed (Debian package strace)")
+    script = "for i in 1 2 3; do /bin/true; done; cat /dev/null"
+    argv = ["sh", "-c", script]
+    base, why = strace_calls(argv, env(LD_PRELOAD=LIB))
+    if base is None:
+        print("MS_SKIP refused: strace: " + why)
+        sys.exit(77)
+    nproc = 1 + 4  # sh and its four commands (each grows its table at fork and after exec)
+
+    def counts(calls):
+        c = {}
+        for name, _ in calls:
+            c[name] = c.get(name, 0) + 1
+        return c
+
+    def paths(calls):
+        return {rest.split('"')[1] for name, rest in calls if name in ("open", "openat") and '"' in rest}
+
+    spill_marks = ("O_TMPFILE", "/proc/pressure", "/sys/fs/cgroup", "/proc/self/cgroup", "hpage_pmd_size")
+    ok = True
+    for thr in ("1M", "auto"):
+        calls, _ = strace_calls(argv, env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD=thr, MEMSPACE_SPILL_DIR=SPILL_DIR))
+        cb, cs = counts(base), counts(calls)
+        diff = {k: cs.get(k, 0) - cb.get(k, 0) for k in set(cb) | set(cs) if cs.get(k, 0) != cb.get(k, 0)}
+        extra = {k: v for k, v in diff.items() if not (k in ("fcntl", "close", "prlimit64", "getrlimit") and 0 < v <= 2 * nproc)}
+        new_paths = paths(calls) - paths(base)
+        marks = [rest[:120] for name, rest in calls if any(m in rest for m in spill_marks)]
+        spill_calls = [name for name, _ in calls if name in ("fallocate", "fstatfs", "statfs", "ftruncate")]
+        good = not extra and not new_paths and not marks and not spill_calls
+        print(f"threshold {thr}: {len(calls)} calls against {len(base)} without spill; differences {diff}; "
+              f"new files {sorted(new_paths)}; spill calls {spill_calls[:5]} {marks[:3]}: {'ok' if good else 'WRONG'}")
+        ok = ok and good
+    # memspace run --spill: the tool's one check for the tree, nothing in the program's processes
+    tool = os.path.join(BUILD, "memspace")
+    calls, _ = strace_calls([tool, "run", "--spill", "--spill-dir", SPILL_DIR, "--", *argv], env())
+    probes = [rest[:100] for name, rest in calls if "O_TMPFILE" in rest]
+    falloc = [name for name, _ in calls if name == "fallocate"]
+    good = len(probes) == 1 and len(falloc) <= 2
+    print(f"memspace run --spill: {len(probes)} directory probe(s), {len(falloc)} fallocate: {'ok' if good else 'WRONG'}")
+    ok = ok and good
+    # a large block: under a fixed threshold it is spilled, so the directory is checked (the check moved, not
+    # gone); under auto, where it stays in RAM, the budget is read but no file created
+    code = "b = bytearray(8 << 20); print('ok large', len(b))"
+    good = True
+    for thr, want_probe in (("1M", True), ("auto", False)):
+        calls, _ = strace_calls([sys.executable, "-c", code], env(LD_PRELOAD=LIB, MEMSPACE_SPILL_THRESHOLD=thr,
+                                                                  MEMSPACE_SPILL_DIR=SPILL_DIR))
+        probes = [rest[:100] for name, rest in calls if "O_TMPFILE" in rest]
+        budget = [rest[:100] for name, rest in calls if "/proc/pressure" in rest or "cgroup" in rest]
+        g = (len(probes) >= 1) == want_probe and (thr != "auto" or budget)
+        print(f"a large block under {thr}: {len(probes)} directory probe(s), {len(budget)} budget file(s): "
+              f"{'ok' if g else 'WRONG'}")
+        good = good and g
+    return 0 if ok and good else 1
+
+
 def main():
     t = sys.argv[1] if len(sys.argv) > 1 else ""
     if t == "cleanup":
@@ -433,6 +517,8 @@ def main():
         return cgroup_automid()
     if t == "run_spill":
         return run_spill()
+    if t == "start_quiet":
+        return start_quiet()
     if t == "maint_unprivileged":
         return maint_unprivileged()
     print("unknown test", t)

@@ -1,31 +1,53 @@
 #!/usr/bin/env bash
 # test_run_dir_warning.sh TOOL LIB: an unusable spill directory is reported once by a many-process program under
-# `memspace run --spill` (the program run; its child processes only under MEMSPACE_VERBOSE), and by every process
-# of a plain LD_PRELOAD (no memspace run marker) as documented in docs/spill.md.
+# `memspace run --spill` (the tool checks it before it starts the program; the program's processes say it only
+# under MEMSPACE_VERBOSE, each when spill is first needed), and by every process of a plain LD_PRELOAD (no memspace
+# run marker) that needs spill, as documented in docs/spill.md. A process that never holds a large block (or, under
+# auto, never sends one to spill) checks nothing and says nothing, even under MEMSPACE_VERBOSE.
 set -u
 tool=$1 lib=$2
 . "$(dirname "$0")/../common/ms_test.sh"
+ms_need_cmd python3 || ms_finish 0
 fail=0
 script='for i in 1 2 3 4 5; do /bin/true; done'
+big='python3 -c "b = bytearray(4 << 20)"' # a large block: spilled under a 1M threshold, in RAM under auto
+script_big="for i in 1 2 3 4 5; do $big; done"
 lines() { grep -c "spill directory /nonexistent-red2 " <<<"$1"; }
 out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill -- sh -c "$script" 2>&1)
 echo "memspace run --spill: $(lines "$out") line(s)"
 [ "$(lines "$out")" = 1 ] || { echo "FAIL: expected one warning for the process tree:"; echo "$out"; fail=1; }
 [[ "$out" == *"warning: spill directory /nonexistent-red2 "*"is not usable (missing)"* ]] ||
   { echo "FAIL: the warning does not say the directory is missing"; fail=1; }
-out=$(MEMSPACE_VERBOSE=1 MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill -- sh -c "$script" 2>&1)
-echo "memspace run --spill --verbose: $(lines "$out") line(s)"
-[ "$(lines "$out")" -ge 6 ] || { echo "FAIL: under MEMSPACE_VERBOSE every process should say it"; echo "$out"; fail=1; }
-# a nested memspace run is a new tree: its program warns again
+out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill-threshold 1M -- sh -c "$script_big" 2>&1)
+echo "memspace run --spill-threshold 1M, large blocks: $(lines "$out") line(s)"
+[ "$(lines "$out")" = 1 ] || { echo "FAIL: expected one warning for the process tree:"; echo "$out"; fail=1; }
+out=$(MEMSPACE_VERBOSE=1 MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill-threshold 1M -- sh -c "$script_big" 2>&1)
+echo "memspace run --spill-threshold 1M --verbose, large blocks: $(lines "$out") line(s)"
+[ "$(lines "$out")" -ge 6 ] || { echo "FAIL: under MEMSPACE_VERBOSE every process with a large block should say it"; echo "$out"; fail=1; }
+# processes without a large block check nothing (nor, under auto, those whose large blocks stay in RAM): the
+# tool's line alone, even under MEMSPACE_VERBOSE
+for s in "$script" "$script_big"; do
+  out=$(MEMSPACE_VERBOSE=1 MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill -- sh -c "$s" 2>&1)
+  echo "memspace run --spill --verbose, nothing spilled: $(lines "$out") line(s)"
+  [ "$(lines "$out")" = 1 ] || { echo "FAIL: processes that spill nothing checked the directory"; echo "$out"; fail=1; }
+done
+# a nested memspace run is a new tree: one line (a run exec'ed by a run was checked by it)
 out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill -- "$tool" run --spill -- /bin/true 2>&1)
 echo "nested memspace run: $(lines "$out") line(s)"
-[ "$(lines "$out")" = 1 ] || { echo "FAIL: the nested run's program should warn (and only it)"; echo "$out"; fail=1; }
+[ "$(lines "$out")" = 1 ] || { echo "FAIL: the nested run should warn once"; echo "$out"; fail=1; }
+out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill -- sh -c "$tool run --spill -- /bin/true" 2>&1)
+echo "memspace run inside a run's shell: $(lines "$out") line(s)"
+[ "$(lines "$out")" = 2 ] || { echo "FAIL: a run started by the tree's shell is a new tree and warns again"; echo "$out"; fail=1; }
 # a marker that is not a pid is no marker
-out=$(MEMSPACE_RUN_PID=xyz MEMSPACE_SPILL_THRESHOLD=auto MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib /bin/true 2>&1)
+out=$(MEMSPACE_RUN_PID=xyz MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$big" 2>&1)
 [ "$(lines "$out")" = 1 ] || { echo "FAIL: MEMSPACE_RUN_PID=xyz hid the warning: $out"; fail=1; }
 [[ "$out" != *"unknown variable"* ]] || { echo "FAIL: MEMSPACE_RUN_PID reported as unknown: $out"; fail=1; }
-# plain LD_PRELOAD: no marker, every process warns
-out=$(MEMSPACE_SPILL_THRESHOLD=auto MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$script" 2>&1)
-echo "plain LD_PRELOAD: $(lines "$out") line(s)"
-[ "$(lines "$out")" = 6 ] || { echo "FAIL: plain LD_PRELOAD: expected one line per process"; echo "$out"; fail=1; }
+# plain LD_PRELOAD: no marker, every process with a spilled block warns (at it), the others say nothing
+out=$(MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$script_big" 2>&1)
+echo "plain LD_PRELOAD, large blocks: $(lines "$out") line(s)"
+[ "$(lines "$out")" = 5 ] || { echo "FAIL: plain LD_PRELOAD: expected one line per process with a large block"; echo "$out"; fail=1; }
+out=$(MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$script" 2>&1)
+out=$out$(MEMSPACE_SPILL_THRESHOLD=auto MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$script_big" 2>&1)
+echo "plain LD_PRELOAD, nothing spilled: $(lines "$out") line(s)"
+[ "$(lines "$out")" = 0 ] || { echo "FAIL: processes without a large block checked the directory"; echo "$out"; fail=1; }
 ms_finish $fail
