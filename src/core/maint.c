@@ -92,11 +92,29 @@ void msi_maint_on_pressure(const msi_maint_task_t *release) {
   MSI_REGISTER_ONCE(hooks, MAX_HOOKS, &hook_count, &task_lock, release);
 }
 
-void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path) {
+void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path,
+                       const char *meminfo_path) {
   memset(p, 0, sizeof *p);
   p->limit = limit;
   msi_snprintf(p->usage, sizeof p->usage, "%s", usage_path ? usage_path : "");
   msi_snprintf(p->psi, sizeof p->psi, "%s", psi_path ? psi_path : "");
+  msi_snprintf(p->meminfo, sizeof p->meminfo, "%s", meminfo_path ? meminfo_path : "");
+}
+
+/* The machine's stall is every task's: a task of another cgroup reclaiming at that cgroup's own limit stalls too
+   (a test's or a container's, on a machine with gigabytes free), and a program purging all its caches at each such
+   look faults its working set in again, over and over, while it lasts (a loop that frees and allocates batches
+   gives its spans back and carves them afresh at every batch). So a stall is pressure only while the machine is short of memory: MemAvailable below a tenth of
+   MemTotal (the kernel's reclaim then runs for lack of memory, not for another cgroup's limit). Read only when
+   the stall passes its mark; an unreadable file leaves the stall alone to decide */
+#define SHORT_DIV 10
+static bool machine_short(const msi_pressure_t *p) {
+  char buf[8192];
+  uint64_t total, avail;
+  if (!p->meminfo[0] || msi_os_read_file(p->meminfo, buf, sizeof buf) <= 0 ||
+      !msi_os_text_value(buf, "MemTotal", &total) || !msi_os_text_value(buf, "MemAvailable", &avail))
+    return true;
+  return avail < total / SHORT_DIV;
 }
 
 /* the number after "total=" in a PSI file's first line ("some avg10=0.00 avg60=0.00 avg300=0.00 total=US") */
@@ -127,8 +145,8 @@ bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
     p->psi[0] = 0; /* no PSI in this kernel (or not readable here): no more looks */
   } else if (psi_due && p->psi[0]) {
     /* stalled microseconds over elapsed nanoseconds: 1% is 10 us per ms */
-    if (p->psi_ns && now_ns > p->psi_ns && total >= p->psi_total)
-      under |= (total - p->psi_total) * 100000 >= now_ns - p->psi_ns;
+    if (p->psi_ns && now_ns > p->psi_ns && total >= p->psi_total && (total - p->psi_total) * 100000 >= now_ns - p->psi_ns)
+      under |= machine_short(p);
     p->psi_total = total;
     p->psi_ns = now_ns;
   }
@@ -216,7 +234,7 @@ static void *maint_main(void *arg) {
   uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
   msi_pressure_t pressure;
   MSI_COLD_BSS static msi_os_cgroup_t cg; /* the maintenance thread's */
-  msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory");
+  msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory", "/proc/meminfo");
   for (;;) {
     unsigned period = min_period();
     if (pressure.limit && period > PRESSURE_CGROUP_MS) period = PRESSURE_CGROUP_MS;

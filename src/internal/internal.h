@@ -137,7 +137,9 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    limits the process (msi_os_cgroup_budget; its limit read again every second) and every 100 ms at the machine's
    memory stall (/proc/pressure/memory). Pressure: the cgroup's usage (v1 memory.usage_in_bytes, v2 memory.current)
    within a fifth of its limit (v1 memory.limit_in_bytes, v2 memory.max or memory.high), or some task stalled on
-   memory for at least 1% of the time since the last look; once found, it lasts while each look finds the usage
+   memory for at least 1% of the time since the last look while the machine is short of memory (MemAvailable
+   below a tenth of MemTotal: the machine's stall also counts tasks of other cgroups reclaiming at their own
+   limits, with gigabytes free); once found, it lasts while each look finds the usage
    at least 1 MiB below the last one (a drain: what was freed after a release goes back at the next look). Each look that finds pressure runs every release task
    (msi_maint_on_pressure: every cache of a part back to the OS, whatever its age; at most 4, idempotent)
    at once (not after the purge delay) and counts in msi_maint_pressure_epoch; msi_maint_pressure is 1 while it
@@ -162,8 +164,10 @@ typedef struct {
   uint64_t psi_total, psi_ns; /* the stall total (us) and time of the last stall look; psi_ns 0: none yet */
   char usage[4200];           /* the limiting cgroup's usage file */
   char psi[64];               /* a PSI file ("some avg10=... total=US" first); "" none */
+  char meminfo[64];           /* the machine's meminfo, read when the stall passes 1%; "" or unreadable: the stall alone */
 } msi_pressure_t;
-void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path);
+void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path, const char *psi_path,
+                       const char *meminfo_path);
 bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due);
 bool msi_maint_pressure_poll(uint64_t now_ns); /* (msi_now_ns) */
 

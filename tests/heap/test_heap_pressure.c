@@ -26,10 +26,13 @@ static void put(const char *name, const char *text) {
   fclose(f);
 }
 
+/* (two buffers in turn: a call may name two files) */
 static const char *path_of(const char *name) {
-  static char path[128];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return path;
+  static char path[2][128];
+  static int next;
+  char *p = path[next++ & 1];
+  snprintf(p, sizeof path[0], "%s/%s", dir, name);
+  return p;
 }
 
 #define PSI(total) "some avg10=0.00 avg60=0.00 avg300=0.00 total=" #total "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
@@ -38,7 +41,7 @@ static const char *path_of(const char *name) {
 static void cgroup_usage_near_the_limit(void **state) {
   (void)state;
   msi_pressure_t p;
-  msi_pressure_init(&p, 1000000, path_of("usage"), NULL);
+  msi_pressure_init(&p, 1000000, path_of("usage"), NULL, NULL);
   put("usage", "799999\n");
   assert_false(msi_pressure_look(&p, 1, true));
   assert_int_equal(p.used, 799999);
@@ -49,10 +52,10 @@ static void cgroup_usage_near_the_limit(void **state) {
   put("usage", "10\n");
   assert_false(msi_pressure_look(&p, 4, true));
   /* no limit, or an unreadable usage file: never */
-  msi_pressure_init(&p, 0, path_of("usage"), NULL);
+  msi_pressure_init(&p, 0, path_of("usage"), NULL, NULL);
   put("usage", "999999999\n");
   assert_false(msi_pressure_look(&p, 5, true));
-  msi_pressure_init(&p, 1000, path_of("missing"), NULL);
+  msi_pressure_init(&p, 1000, path_of("missing"), NULL, NULL);
   assert_false(msi_pressure_look(&p, 6, true));
 }
 
@@ -62,7 +65,7 @@ static void cgroup_usage_near_the_limit(void **state) {
 static void pressure_lasts_while_usage_falls(void **state) {
   (void)state;
   msi_pressure_t p;
-  msi_pressure_init(&p, 100 << 20, path_of("usage"), NULL);
+  msi_pressure_init(&p, 100 << 20, path_of("usage"), NULL, NULL);
   put("usage", "62914560\n");                 /* 60 MiB: no pressure */
   assert_false(msi_pressure_look(&p, 1, true));
   put("usage", "57671680\n");                 /* 55 MiB: falling, but no pressure to last */
@@ -79,11 +82,15 @@ static void pressure_lasts_while_usage_falls(void **state) {
   assert_false(msi_pressure_look(&p, 7, true));
 }
 
-/* the machine's memory stall: 1% of the time since the last look is pressure; the first look only reads */
+#define MEMINFO(total_kb, avail_kb) "MemTotal:       " #total_kb " kB\nMemFree:        1000 kB\nMemAvailable:   " #avail_kb " kB\n"
+
+/* the machine's memory stall: 1% of the time since the last look is pressure (the machine short of memory); the
+   first look only reads */
 static void stall_since_the_last_look(void **state) {
   (void)state;
   msi_pressure_t p;
-  msi_pressure_init(&p, 0, NULL, path_of("psi"));
+  put("meminfo", MEMINFO(1000000, 99999)); /* under a tenth available */
+  msi_pressure_init(&p, 0, NULL, path_of("psi"), path_of("meminfo"));
   put("psi", PSI(5000000));
   assert_false(msi_pressure_look(&p, 1000000000ull, true)); /* a first look: nothing to compare */
   put("psi", PSI(5000999));                                 /* 999 us stalled in 100 ms: under 1% */
@@ -96,6 +103,34 @@ static void stall_since_the_last_look(void **state) {
   put("psi", "garbage\n");                                  /* unreadable: no more looks */
   assert_false(msi_pressure_look(&p, 1500000000ull, true));
   assert_int_equal(p.psi[0], 0);
+}
+
+/* The machine's stall counts every task, also one of another cgroup reclaiming at that cgroup's own limit: with a
+   tenth of the machine's memory available or more it is no pressure (the program would give back and fault in
+   again its working set at every look while another container is at its limit). An unreadable meminfo leaves
+   the stall alone to decide */
+static void stall_with_memory_available_is_no_pressure(void **state) {
+  (void)state;
+  msi_pressure_t p;
+  put("meminfo", MEMINFO(24000000, 21000000));
+  msi_pressure_init(&p, 0, NULL, path_of("psi"), path_of("meminfo"));
+  put("psi", PSI(5000000));
+  assert_false(msi_pressure_look(&p, 1000000000ull, true));
+  put("psi", PSI(5050000));                                 /* 50 ms stalled in 100 ms */
+  assert_false(msi_pressure_look(&p, 1100000000ull, true));
+  put("meminfo", MEMINFO(24000000, 2400000));              /* a tenth: not short */
+  put("psi", PSI(5100000));
+  assert_false(msi_pressure_look(&p, 1200000000ull, true));
+  put("meminfo", MEMINFO(24000000, 2399999));              /* short */
+  put("psi", PSI(5150000));
+  assert_true(msi_pressure_look(&p, 1300000000ull, true));
+  put("meminfo", MEMINFO(24000000, 21000000));              /* short no more; no stall, no file read */
+  put("psi", PSI(5150000));
+  assert_false(msi_pressure_look(&p, 1400000000ull, true));
+  msi_pressure_init(&p, 0, NULL, path_of("psi"), path_of("missing"));
+  assert_false(msi_pressure_look(&p, 1500000000ull, true));
+  put("psi", PSI(5200000));
+  assert_true(msi_pressure_look(&p, 1600000000ull, true)); /* no meminfo: the stall alone */
 }
 
 /* Under pressure a thread's slow paths give back its empty current spans, which the preset otherwise keeps for
@@ -187,6 +222,7 @@ int main(void) {
       cmocka_unit_test(cgroup_usage_near_the_limit),
       cmocka_unit_test(pressure_lasts_while_usage_falls),
       cmocka_unit_test(stall_since_the_last_look),
+      cmocka_unit_test(stall_with_memory_available_is_no_pressure),
       cmocka_unit_test(empty_current_spans_leave_under_pressure),
       cmocka_unit_test(frees_under_pressure_go_back_at_once),
   };
