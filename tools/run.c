@@ -16,10 +16,8 @@
 #include <string.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -86,12 +84,6 @@ static const char *spill_dir_problem(const char *dir) {
   if (!S_ISDIR(st.st_mode)) return "it is not a directory";
   if (access(dir, W_OK | X_OK) != 0) return "it is not writable";
   return NULL;
-}
-
-/* a spill directory in RAM (tmpfs, ramfs) works, but saves memory only as far as tmpfs pages can go to swap */
-static bool in_ram(const char *dir) {
-  struct statfs fs;
-  return statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
 }
 
 /* true when the shared object at `path` defines `malloc` itself (its dynamic symbol table), i.e. would serve the
@@ -226,9 +218,6 @@ static int parse_options(int argc, char **argv) {
       if (!v || !*v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return -1; }
       const char *why = spill_dir_problem(v);
       if (why) { fprintf(stderr, "memspace run: cannot spill to %s: %s (choose another with --spill-dir)\n", v, why); return -1; }
-      if (in_ram(v))
-        fprintf(stderr, "memspace run: warning: %s is in RAM (tmpfs): spilled data takes the memory it should save, "
-                        "except what goes to swap\n", v);
       char abs[PATH_MAX];
       setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), spill_dir = true;
     } else if (strcmp(a, "--inherit") == 0) {
