@@ -178,6 +178,9 @@ static void usage(void) {
          "  SIZE: bytes, or a number with K, M or G. Options also take the form --name=VALUE. See docs/options.md.\n");
 }
 
+/* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */
+static bool verbose_flag;
+
 /* Parses the options into MEMSPACE_* variables; returns the index of the program, or -1 (exit 2) / -2 (exit 0). */
 static int parse_options(int argc, char **argv) {
   static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
@@ -237,7 +240,7 @@ static int parse_options(int argc, char **argv) {
     } else if (strcmp(a, "--secure") == 0) {
       setenv("MEMSPACE_SECURE", "1", 1);
     } else if (strcmp(a, "--verbose") == 0) {
-      setenv("MEMSPACE_VERBOSE", "1", 1);
+      setenv("MEMSPACE_VERBOSE", "1", 1), verbose_flag = true;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage();
       return -2;
@@ -289,8 +292,8 @@ int tool_run(int argc, char **argv) {
     setenv("LD_PRELOAD", abs, 1);
   }
   char path[PATH_MAX];
-  /* MEMSPACE_VERBOSE parsed as the library parses it (1/true/yes/on), not just "set and not 0" */
-  if (ms_option_get(MS_OPTION_VERBOSE) == 1 && resolve(argv[i], path, sizeof path) == 0) {
+  /* MEMSPACE_VERBOSE parsed as the library parses it (1/true/yes/on), not just "set and not 0", or --verbose */
+  if ((verbose_flag || ms_option_get(MS_OPTION_VERBOSE) == 1) && resolve(argv[i], path, sizeof path) == 0) {
     const char *why = preload_ignored(path);
     if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }
