@@ -74,6 +74,11 @@ static int need_size(const char *opt, const char *value) {
     fprintf(stderr, "memspace run: %s: '%s' is not a size (bytes, or a number with K, M or G)\n", opt, value);
     return -1;
   }
+  /* the library takes a size option up to LLONG_MAX and ignores a larger one (a warning, then the default) */
+  if (v > (size_t)LLONG_MAX) {
+    fprintf(stderr, "memspace run: %s: '%s' is too large (at most %lld bytes)\n", opt, value, LLONG_MAX);
+    return -1;
+  }
   return 0;
 }
 
