@@ -2,8 +2,8 @@
 /* run.c: `memspace run [options] -- PROGRAM ARGS...`: exec the program with the library preloaded (absolute
    path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's.
    Refused up front with exit status 2 and the reason: a bad option or value, a process space larger than the
-   machine can back, a spill directory the program could not use, and an LD_PRELOAD whose library defines malloc
-   (it would serve the program instead of memspace). */
+   machine can back, a spill directory the program could not use, an LD_PRELOAD whose library defines malloc
+   (it would serve the program instead of memspace), and a library path LD_PRELOAD cannot hold. */
 #include "bench.h"
 #include "memspace.h"
 #include "tool.h"
@@ -279,6 +279,13 @@ int tool_run(int argc, char **argv) {
   if (!realpath(lib, abs)) {
     fprintf(stderr, "memspace run: cannot find the library %s: %s (run make first)\n", lib, strerror(errno));
     return 127;
+  }
+  /* the loader splits LD_PRELOAD at spaces and colons, with no escape: such a path would run the program without
+     memspace (the loader's "cannot be preloaded: ignored" and exit status 0) */
+  if (strpbrk(abs, " \t:")) {
+    fprintf(stderr, "memspace run: the library's path '%s' holds a space or ':', where the loader splits LD_PRELOAD: "
+                    "the program would run without memspace; build or install memspace under a path without them\n", abs);
+    return 2;
   }
   const char *old = getenv("LD_PRELOAD");
   char first[PATH_MAX];
