@@ -92,7 +92,7 @@ static const char *spill_dir_problem(const char *dir) {
   return NULL;
 }
 
-/* a spill directory in RAM (tmpfs, ramfs) works, but saves memory only as far as tmpfs pages can go to swap */
+/* a spill directory in RAM (tmpfs, ramfs): the library refuses it (docs/spill.md), the blocks stay in RAM */
 static bool in_ram(const char *dir) {
   struct statfs fs;
   return statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
@@ -234,8 +234,8 @@ static int parse_options(int argc, char **argv) {
       const char *why = spill_dir_problem(v);
       if (why) { fprintf(stderr, "memspace run: cannot spill to %s: %s (choose another with --spill-dir)\n", v, why); return -1; }
       if (in_ram(v))
-        fprintf(stderr, "memspace run: warning: %s is in RAM (tmpfs): spilled data takes the memory it should save, "
-                        "except what goes to swap\n", v);
+        fprintf(stderr, "memspace run: warning: %s is in RAM (tmpfs): memspace refuses to spill there, spilled "
+                        "allocations stay in RAM (choose another with --spill-dir)\n", v);
       char abs[PATH_MAX];
       setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), spill_dir = true;
     } else if (strcmp(a, "--inherit") == 0) {
