@@ -48,6 +48,9 @@ bool msb_installed(void);                  /* the tool runs from an installation
 const char *msb_memspace_lib(void);       /* absolute path of build/libmemspace.so */
 const char *msb_binary_dir(void);         /* absolute path of build/ */
 const char *msb_source_dir(void);
+/* `s` quoted for sh -c (in '...', each ' written as '\''), into buf; "''" when it does not fit (a path is
+   never passed cut) */
+const char *msb_sh_quote(char *buf, size_t cap, const char *s);
 
 /* Runs argv in a child with LD_PRELOAD=preload (NULL none) and extra "NAME=value" variables (NULL-terminated
    list, may be NULL). Captures up to out_cap-1 bytes of stdout into out (may be NULL). Waits at most

@@ -300,3 +300,20 @@ bool msb_kv(const char *text, const char *key, double *value) {
   }
   return false;
 }
+
+const char *msb_sh_quote(char *buf, size_t cap, const char *s) {
+  size_t n = 0;
+  if (cap < 3) return "''";
+  buf[n++] = '\'';
+  for (; *s; s++) {
+    const char *piece = *s == '\'' ? "'\\''" : NULL;
+    size_t len = piece ? 4 : 1;
+    if (n + len + 2 > cap) return "''";
+    if (piece) memcpy(buf + n, piece, len);
+    else buf[n] = *s;
+    n += len;
+  }
+  buf[n++] = '\'';
+  buf[n] = 0;
+  return buf;
+}

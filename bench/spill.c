@@ -14,8 +14,10 @@ int msb_bench_spill(msb_ctx_t *ctx) {
   char cmd[4096];
   /* Debian's python3 has python3-numpy; a python3 earlier on PATH (pyenv, venv) may not */
   const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  snprintf(cmd, sizeof cmd, "MSB_LIB='%s' %s '%s/bench/spill/run.py' %s '%s' 2>&1", msb_memspace_lib(), py,
-           msb_source_dir(), mode, msb_binary_dir());
+  char q_lib[1024], q_run[1024], q_bin[1024], run[1024];
+  snprintf(run, sizeof run, "%s/bench/spill/run.py", msb_source_dir());
+  snprintf(cmd, sizeof cmd, "MSB_LIB=%s %s %s %s %s 2>&1", msb_sh_quote(q_lib, sizeof q_lib, msb_memspace_lib()), py,
+           msb_sh_quote(q_run, sizeof q_run, run), mode, msb_sh_quote(q_bin, sizeof q_bin, msb_binary_dir()));
   if (ctx->cmd) fprintf(ctx->cmd, "workload: %s\n", cmd);
   /* no machine lock taken here: `make bench` may itself run under it (flock /tmp/memspace-bench.lock) */
   FILE *p = popen(cmd, "r");

@@ -72,14 +72,19 @@ static void write_environment(FILE *f) {
 /* The results tables (bench/report.py, standard library only) from every CSV in out_dir: the README's block and
    docs/results.md when out_dir is the source tree's bench/results, else out_dir/results.md alone. */
 static void write_report(const char *py, const char *out_dir) {
-  char tree_results[PATH_MAX], a[PATH_MAX], b[PATH_MAX], cmd[PATH_MAX * 4];
+  char tree_results[PATH_MAX], a[PATH_MAX], b[PATH_MAX], cmd[PATH_MAX * 12];
+  char q_report[PATH_MAX * 4 + 8], q_out[PATH_MAX * 4 + 8], q_doc[PATH_MAX * 4 + 8], path[PATH_MAX + 32];
   snprintf(tree_results, sizeof tree_results, "%s/bench/results", msb_source_dir());
   bool in_tree = !msb_installed() && realpath(out_dir, a) && realpath(tree_results, b) && strcmp(a, b) == 0;
+  snprintf(path, sizeof path, "%s/bench/report.py", msb_source_dir());
+  msb_sh_quote(q_report, sizeof q_report, path);
+  msb_sh_quote(q_out, sizeof q_out, out_dir);
+  snprintf(path, sizeof path, "%s/results.md", out_dir);
+  msb_sh_quote(q_doc, sizeof q_doc, path);
   if (in_tree)
-    snprintf(cmd, sizeof cmd, "%s '%s/bench/report.py' --results '%s' >/dev/null 2>&1", py, msb_source_dir(), out_dir);
+    snprintf(cmd, sizeof cmd, "%s %s --results %s >/dev/null 2>&1", py, q_report, q_out);
   else
-    snprintf(cmd, sizeof cmd, "%s '%s/bench/report.py' --results '%s' --readme '' --doc '%s/results.md' >/dev/null 2>&1",
-             py, msb_source_dir(), out_dir, out_dir);
+    snprintf(cmd, sizeof cmd, "%s %s --results %s --readme '' --doc %s >/dev/null 2>&1", py, q_report, q_out, q_doc);
   if (system(cmd) != 0) msb_printf("(results tables not written: %s failed)\n", cmd);
 }
 
@@ -129,11 +134,15 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
     fprintf(stderr, "memspace bench: cannot write %s: %s\n", cmd_path, strerror(errno));
     return 1;
   }
-  char plot[PATH_MAX * 2];
+  char plot[PATH_MAX * 12], q_plot[PATH_MAX * 4 + 8], q_csv[PATH_MAX * 4 + 8], q_out[PATH_MAX * 4 + 8];
+  char path[PATH_MAX + 32];
   /* Debian's python3 has python3-matplotlib; a python3 earlier in PATH (pyenv, venv) may not */
   const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  snprintf(plot, sizeof plot, "%s '%s/bench/plot.py' '%s/%s.csv' '%s' >/dev/null 2>&1", py, msb_source_dir(),
-           out_dir, ctx.part, out_dir);
+  snprintf(path, sizeof path, "%s/bench/plot.py", msb_source_dir());
+  msb_sh_quote(q_plot, sizeof q_plot, path);
+  msb_sh_quote(q_csv, sizeof q_csv, csv_path);
+  msb_sh_quote(q_out, sizeof q_out, out_dir);
+  snprintf(plot, sizeof plot, "%s %s %s %s >/dev/null 2>&1", py, q_plot, q_csv, q_out);
   if (system(plot) != 0) msb_printf("(plots for %s not written: python3 with matplotlib is needed)\n", ctx.part);
   write_report(py, out_dir);
   return r;

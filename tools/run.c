@@ -2,8 +2,8 @@
 /* run.c: `memspace run [options] -- PROGRAM ARGS...`: exec the program with the library preloaded (absolute
    path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's.
    Refused up front with exit status 2 and the reason: a bad option or value, a process space larger than the
-   machine can back, a spill directory the program could not use, and an LD_PRELOAD whose library defines malloc
-   (it would serve the program instead of memspace). */
+   machine can back, a spill directory the program could not use, an LD_PRELOAD whose library defines malloc
+   (it would serve the program instead of memspace), and a library path LD_PRELOAD cannot hold. */
 #include "bench.h"
 #include "memspace.h"
 #include "tool.h"
@@ -71,6 +71,11 @@ static int need_size(const char *opt, const char *value) {
   if (!value) { fprintf(stderr, "memspace run: %s needs a value\n", opt); return -1; }
   if (ms_parse_size(value, &v) != 0) {
     fprintf(stderr, "memspace run: %s: '%s' is not a size (bytes, or a number with K, M or G)\n", opt, value);
+    return -1;
+  }
+  /* the library takes a size option up to LLONG_MAX and ignores a larger one (a warning, then the default) */
+  if (v > (size_t)LLONG_MAX) {
+    fprintf(stderr, "memspace run: %s: '%s' is too large (at most %lld bytes)\n", opt, value, LLONG_MAX);
     return -1;
   }
   return 0;
@@ -171,6 +176,9 @@ static void usage(void) {
          "  SIZE: bytes, or a number with K, M or G. Options also take the form --name=VALUE. See docs/options.md.\n");
 }
 
+/* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */
+static bool verbose_flag;
+
 /* Parses the options into MEMSPACE_* variables; returns the index of the program, or -1 (exit 2) / -2 (exit 0). */
 static int parse_options(int argc, char **argv) {
   static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
@@ -227,7 +235,7 @@ static int parse_options(int argc, char **argv) {
     } else if (strcmp(a, "--secure") == 0) {
       setenv("MEMSPACE_SECURE", "1", 1);
     } else if (strcmp(a, "--verbose") == 0) {
-      setenv("MEMSPACE_VERBOSE", "1", 1);
+      setenv("MEMSPACE_VERBOSE", "1", 1), verbose_flag = true;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage();
       return -2;
@@ -262,6 +270,13 @@ int tool_run(int argc, char **argv) {
     fprintf(stderr, "memspace run: cannot find the library %s: %s (run make first)\n", lib, strerror(errno));
     return 127;
   }
+  /* the loader splits LD_PRELOAD at spaces and colons, with no escape: such a path would run the program without
+     memspace (the loader's "cannot be preloaded: ignored" and exit status 0) */
+  if (strpbrk(abs, " \t:")) {
+    fprintf(stderr, "memspace run: the library's path '%s' holds a space or ':', where the loader splits LD_PRELOAD: "
+                    "the program would run without memspace; build or install memspace under a path without them\n", abs);
+    return 2;
+  }
   const char *old = getenv("LD_PRELOAD");
   char first[PATH_MAX];
   if (old && *old && !strstr(old, abs) && preload_serves_malloc(old, abs, first, sizeof first)) {
@@ -279,8 +294,8 @@ int tool_run(int argc, char **argv) {
     setenv("LD_PRELOAD", abs, 1);
   }
   char path[PATH_MAX];
-  /* MEMSPACE_VERBOSE parsed as the library parses it (1/true/yes/on), not just "set and not 0" */
-  if (ms_option_get(MS_OPTION_VERBOSE) == 1 && resolve(argv[i], path, sizeof path) == 0) {
+  /* MEMSPACE_VERBOSE parsed as the library parses it (1/true/yes/on), not just "set and not 0", or --verbose */
+  if ((verbose_flag || ms_option_get(MS_OPTION_VERBOSE) == 1) && resolve(argv[i], path, sizeof path) == 0) {
     const char *why = preload_ignored(path);
     if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }

@@ -28,8 +28,8 @@ spaces mixed_malloc        1 p99_ns                     70.3           70.3   1.
 spaces mixed_free          1 mean_ns                    27.1           30.1   1.111    0.896-1.962        1.467  lower
 spaces mixed_free          1 p50_ns                     20.4           20.4   1.000    0.980-1.485        1.515  lower
 spaces mixed_free          1 p99_ns                     80.6           90.4   1.122    0.872-1.370        1.716  lower
-spaces sizes_fifo_malloc   1 p50_ns_geomean             7.56           6.06   0.802    0.393-2.057        3.679  lower
-spaces sizes_fifo_free     1 p50_ns_geomean             5.34            5.2   0.974    0.207-2.367        3.441  lower
+spaces sizes_fifo_malloc   1 geomean_p50_ns             7.56           6.06   0.802    0.393-2.057        3.679  lower
+spaces sizes_fifo_free     1 geomean_p50_ns             5.34            5.2   0.974    0.207-2.367        3.441  lower
 spaces spaces_work         1 minor_faults              18171          20050   1.103    1.103-1.104        1.000  lower
 spill  spill_fill          1 alloc_s                 8.76626        5.81699   0.664    0.178-3.265       12.756  lower
 spill  spill_fill          1 read_ops_per_s      4.74578e+06    5.52378e+06   1.164    0.304-1.680        6.587  higher

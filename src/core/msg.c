@@ -29,7 +29,8 @@ static void put_num(out_t *o, unsigned long long v, unsigned base, bool neg, int
   if (left) while (fill-- > 0) put(o, ' ');
 }
 
-size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) {
+/* as msi_vsnprintf; a %s argument longer than str_max shows its first and last str_max/2 bytes around "..." */
+static size_t format(char *buf, size_t cap, const char *fmt, va_list ap, size_t str_max) {
   out_t o = {buf, cap, 0};
   for (const char *f = fmt; *f; f++) {
     if (*f != '%') { put(&o, *f); continue; }
@@ -47,8 +48,14 @@ size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) {
     case 's': {
       const char *s = va_arg(ap, const char *);
       if (!s) s = "(null)";
-      int n = (int)strlen(s), fill = width > n ? width - n : 0;
+      size_t len = strlen(s);
+      int n = len > INT32_MAX ? INT32_MAX : (int)len, fill = width > n ? width - n : 0;
       if (!left) while (fill-- > 0) put(&o, ' ');
+      if (len > str_max) {
+        for (size_t i = 0; i < str_max / 2; i++) put(&o, s[i]);
+        put(&o, '.'), put(&o, '.'), put(&o, '.');
+        s += len - str_max / 2;
+      }
       while (*s) put(&o, *s++);
       if (left) while (fill-- > 0) put(&o, ' ');
       break;
@@ -73,6 +80,8 @@ size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) {
   if (cap) buf[o.len < cap ? o.len : cap - 1] = 0;
   return o.len;
 }
+
+size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) { return format(buf, cap, fmt, ap, SIZE_MAX); }
 
 size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
   va_list ap;
@@ -108,11 +117,17 @@ int msi_write_fd(int fd, const char *text, size_t len) {
   return err;
 }
 
+/* A message too long for the buffer is formatted again with every string argument cut in its middle (a long path
+   would otherwise push out the reason after it) */
 static void emit_to(int fd, const char *prefix, const char *fmt, va_list ap) {
   char buf[1024];
   size_t n = msi_snprintf(buf, sizeof buf, "memspace: %s", prefix);
   if (n >= sizeof buf) n = sizeof buf - 1;
-  size_t m = msi_vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+  va_list again;
+  va_copy(again, ap);
+  size_t m = format(buf + n, sizeof buf - n - 1, fmt, ap, SIZE_MAX);
+  if (m >= sizeof buf - n - 1) m = format(buf + n, sizeof buf - n - 1, fmt, again, 160);
+  va_end(again);
   n += m < sizeof buf - n - 1 ? m : sizeof buf - n - 2;
   buf[n++] = '\n';
   msi_write_fd(fd, buf, n);
