@@ -161,7 +161,8 @@ static bool choose_dir_from(const char *explicit_dir) {
     msi_snprintf(sp.dir, sizeof sp.dir, "%s", tmp);
     int r = probe_dir(sp.dir, false);
     if (r == 0) return true;
-    msi_verbose("spill: $TMPDIR=%s is not usable for spill (%s); trying /var/tmp", tmp, msi_strerror(r));
+    msi_verbose("spill: $TMPDIR=%s is not usable for spill (%s); trying /var/tmp", tmp,
+                r == EXDEV ? "in RAM: tmpfs or ramfs" : msi_strerror(r)); /* (EXDEV: probe_dir's "in RAM") */
   }
   msi_snprintf(sp.dir, sizeof sp.dir, "%s", "/var/tmp");
   return probe_dir(sp.dir, true) == 0;
