@@ -99,10 +99,13 @@ static uintptr_t span_colour(uintptr_t chunk, unsigned cls) {
 static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI_HEAP_CHUNK - 1); }
 
 /* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
-   empty span, so the fast path needs no initialisation test. */
+   empty span, so the fast path needs no initialisation test. Of the empty heap only current[] is ever read (the
+   fast path's load; every other use compares a heap's address with it first), so only current[] exists: a
+   constant, not a whole heap in .data, where its 3 KiB took a page more for the dynamic loader to copy in every
+   process (heap.h MSI_EMPTY_HEAP). */
 msi_span_t msi_empty_span = {.free = (msi_block_t *)&msi_empty_span, .key = (uintptr_t)1 << 63}; /* (list_end) */
-msi_heap_t msi_empty_heap = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
-__thread msi_heap_t *msi_tls_heap = &msi_empty_heap;
+const struct msi_empty_heap_s msi_empty_heap_current = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
+__thread msi_heap_t *msi_tls_heap = MSI_EMPTY_HEAP;
 
 #define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
 MSI_START_DATA static _Atomic int init_state; /* 0 none, 1 in progress, 2 done (read, then written) */
@@ -893,7 +896,7 @@ static inline void pressure_check(void) {
   if (MSI_LIKELY(e == pressure_seen)) return;
   pressure_seen = e;
   msi_heap_t *h = msi_tls_heap;
-  if (h != &msi_empty_heap) heap_release_current(h);
+  if (h != MSI_EMPTY_HEAP) heap_release_current(h);
 }
 
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
@@ -1399,10 +1402,10 @@ static __thread bool heap_exited;
 
 static void heap_thread_exit(void *arg) {
   msi_heap_t *h = arg;
-  if (!h || h == &msi_empty_heap) return;
+  if (!h || h == MSI_EMPTY_HEAP) return;
   heap_exited = true;
   heap_flush(h, true);
-  msi_tls_heap = &msi_empty_heap;
+  msi_tls_heap = MSI_EMPTY_HEAP;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
   msi_lock(&heaps_lock);
   h->orphan = 1;
@@ -1493,7 +1496,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
-    uint64_t live = msi_tls_heap != &msi_empty_heap; /* written only when it changes: a write is a page copy */
+    uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
   }
 }
@@ -1514,9 +1517,6 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
   msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
-  msi_empty_span.owner = NULL;
-  MSI_SEEN_SET(msi_empty_span.state, MSI_SPAN_FREE);
-  heap_reset_current(&msi_empty_heap);
   /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with the time and an address */
   uint64_t rnd[2] = {0, 0};
   const void *at_random = (const void *)getauxval(AT_RANDOM);
@@ -1571,7 +1571,7 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
   heap_exited = false;
   void *p = msi_heap_small_alloc_slow(size);
   msi_heap_t *h = msi_tls_heap;
-  if (h != &msi_empty_heap) {
+  if (h != MSI_EMPTY_HEAP) {
     if (heap_key_ok) pthread_setspecific(heap_key, NULL); /* orphaned here: the key's destructor must not again */
     heap_thread_exit(h);
   }
@@ -1581,7 +1581,7 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
 
 void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
-  if (MSI_UNLIKELY(h == &msi_empty_heap)) {
+  if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP)) {
     if (MSI_UNLIKELY(heap_exited)) return alloc_exiting(size);
     h = heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
@@ -1707,7 +1707,7 @@ static void heap_release_current(msi_heap_t *h) {
 /* ms_heap_collect for the calling thread: collect remote frees, give back empty spans and the thread's cache */
 void msi_heap_thread_collect(bool force) {
   msi_heap_t *h = msi_tls_heap;
-  if (h == &msi_empty_heap) return;
+  if (h == MSI_EMPTY_HEAP) return;
   heap_remote_process(h, false, false);
   if (force) heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {

@@ -48,6 +48,16 @@ binds=$(LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" one 2>&1 | grep -c "binding fi
 echo "libc symbols bound by memspace in one malloc and free: $binds"
 bmost=13; [ "$build" = secure ] && bmost=15
 [ "$binds" -gt 0 ] && check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
+# relocations the dynamic loader applies to the library in every process, preloaded or linked, allocating or not
+# (glibc's LD_DEBUG=statistics, the process's count less that of the program alone): at most 200 relative ones (187
+# measured: no table of string pointers, such as the options' and the statistics lines', which took 469 and a
+# page or two more for the loader to copy). Without glibc's output the check is left out.
+relative() { LD_DEBUG=statistics LD_PRELOAD=$1 "$prog" none 2>&1 | awk '/number of relative relocations:/ {print $NF; exit}'; }
+rplain=$(relative ""); rloaded=$(relative "$lib")
+if [ -n "$rplain" ] && [ -n "$rloaded" ]; then
+  echo "relative relocations of the library: $((rloaded - rplain))"
+  check "start-up: at most 200 relative relocations in the library" '[ $((rloaded - rplain)) -le 200 ]'
+fi
 # every system call of the process, counted by strace (the C library's and memspace's raw ones, prlimit64 among
 # them): one malloc and free add at most 7 to a program that allocates nothing (its two getrusage calls, the
 # reservation, the first segment and the overcommit read: RLIMIT_AS is asked for only when the reservation is
