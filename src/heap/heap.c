@@ -967,11 +967,23 @@ void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
+  /* Nothing idle (no span cached, no free chunk resident, no cached large slot holding pages) and too little held
+     for the pressure look: a pass would take nothing, and the clock is not read (a short-lived program's first
+     read of the vDSO's data page is a page fault) */
+  int64_t idle = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed);
+  if (idle <= 0 && msi_large_dirty_bytes() == 0 &&
+      (uint64_t)atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed) + msi_large_live_bytes() < ST_PRESSURE_MIN) {
+    st_large_budget(false);
+    return;
+  }
   uint64_t now_ns = msi_now_ns();
   st_pressure(now_ns);
   uint32_t now = (uint32_t)(now_ns / 1000000u);
-  bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
+  bool spans = idle >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
+  /* the delay counts from the first look with something idle (0: none yet) */
+  uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
+  if (!last) atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now | 1, memory_order_relaxed, memory_order_relaxed);
   /* (signed: a pass stamped later than this thread's clock reading, by another thread or a test's own clock, is recent) */
   if (!spans && (int32_t)(now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed)) < (int32_t)(d < 10 ? 10 : d)) return;
   purge(now, spans, false);
@@ -1517,11 +1529,13 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
   msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
-  /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with the time and an address */
+  /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with an address; the time only
+     without them (reading the clock first faults in the vDSO's data page) */
   uint64_t rnd[2] = {0, 0};
   const void *at_random = (const void *)getauxval(AT_RANDOM);
   if (at_random) memcpy(rnd, at_random, sizeof rnd);
-  uintptr_t secret = ((uintptr_t)msi_now_ns() ^ rnd[0]) * 0x9E3779B97F4A7C15ull;
+  else rnd[0] = msi_now_ns();
+  uintptr_t secret = (uintptr_t)rnd[0] * 0x9E3779B97F4A7C15ull;
   secret ^= (uintptr_t)&secret;
   msi_heap_g.secret = secret | 1 | (uintptr_t)1 << 63; /* odd, top bit set: heap.h msi_span_list_end */
   msi_heap_g.canary_secret = (rnd[1] ^ secret) * 0x94D049BB133111EBull;
@@ -1547,7 +1561,6 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_fork_register(); /* fork.c: before a constructor of another library forks */
   msi_maint_register(&purge_task);
   msi_maint_on_pressure(&release_task);
-  atomic_store(&last_purge_ms, msi_heap_now_ms());
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */

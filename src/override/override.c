@@ -196,12 +196,10 @@ void msi_malloc_elsewhere_note(void) {
 /* the malloc family                                                                                            */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-/* malloc and free are the front door's own functions under a second name (src/core/route.c, the end): no jump
-   between the exported name and the fast path */
+/* malloc, free, calloc and realloc are the front door's own functions under a second name (src/core/route.c, the
+   end): no jump between the exported name and the front door */
 MS_API void cfree(void *p);
 MS_API void cfree(void *p) { msi_free(p); }
-MS_API void *calloc(size_t count, size_t size) { return msi_calloc(count, size); }
-MS_API void *realloc(void *p, size_t size) { return msi_realloc(p, size); }
 MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
 
 MS_API void *reallocarray(void *p, size_t count, size_t size) {
