@@ -11,19 +11,34 @@
 extern char **environ;
 
 typedef enum { KIND_BOOL, KIND_INT, KIND_SIZE, KIND_ENUM, KIND_STR } opt_kind_t;
-typedef struct {
-  const char *env;
-  unsigned char len; /* strlen(env) */
-  opt_kind_t kind;
-  long long def, min, max;
-  const char *doc;
-} opt_desc_t;
-
-static const opt_desc_t opt_table[MS_OPTION_COUNT] = {
-#define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = {"MEMSPACE_" env, sizeof("MEMSPACE_" env) - 1, KIND_##kind, def, min, max, doc},
+/* the options' variable names and descriptions, each option's two strings side by side in one constant: the
+   table below holds their offsets, not pointers (a pointer is a relocation the dynamic loader applies in every
+   process at start-up, on a page it then has to copy) */
+static const struct opt_text_s {
+#define X(id, env, kind, def, min, max, doc) char id##_env[sizeof("MEMSPACE_" env)], id##_doc[sizeof(doc)];
+#include "options.def"
+#undef X
+} opt_text = {
+#define X(id, env, kind, def, min, max, doc) "MEMSPACE_" env, doc,
 #include "options.def"
 #undef X
 };
+_Static_assert(sizeof(struct opt_text_s) <= UINT16_MAX, "the option table's offsets into opt_text fit 16 bits");
+typedef struct {
+  uint16_t env, doc; /* offsets in opt_text */
+  unsigned char len; /* strlen(env) */
+  opt_kind_t kind;
+  long long def, min, max;
+} opt_desc_t;
+
+static const opt_desc_t opt_table[MS_OPTION_COUNT] = {
+#define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = {offsetof(struct opt_text_s, id##_env), \
+    offsetof(struct opt_text_s, id##_doc), sizeof("MEMSPACE_" env) - 1, KIND_##kind, def, min, max},
+#include "options.def"
+#undef X
+};
+#define opt_env(d) ((const char *)&opt_text + (d)->env) /* the option's variable, MEMSPACE_... */
+#define opt_doc(d) ((const char *)&opt_text + (d)->doc)
 
 _Atomic long long msi_option_values[MS_OPTION_COUNT] = {
 #define X(id, env, kind, def, min, max, doc) [MS_OPTION_##id] = def,
@@ -119,7 +134,7 @@ static bool word_eq(const char *a, const char *b, size_t blen) {
 
 /* enum names follow the ':' in doc, comma separated; a number is accepted too */
 static int parse_enum(const opt_desc_t *d, const char *s, long long *out) {
-  const char *p = strchr(d->doc, ':');
+  const char *p = strchr(opt_doc(d), ':');
   long long idx = 0;
   while (p && *p) {
     p++;
@@ -174,7 +189,7 @@ static const char *copy_word(char *buf, size_t cap, const char *s, size_t len) {
 
 /* the default's text: an enum's name, else the number */
 static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
-  const char *p = d->kind == KIND_ENUM ? strchr(d->doc, ':') : NULL;
+  const char *p = d->kind == KIND_ENUM ? strchr(opt_doc(d), ':') : NULL;
   for (long long idx = 0; p && *p; idx++) {
     p++;
     const char *end = strchr(p, ',');
@@ -191,8 +206,8 @@ static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
    processes, which would otherwise repeat the warning (a shell script's 35 processes, 35 lines). */
 static void report_invalid(const opt_desc_t *d, const char *s) {
   char def[64];
-  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, d->env, d->doc, default_text(d, def, sizeof def));
-  msi_unsetenv(d->env);
+  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, opt_env(d), opt_doc(d), default_text(d, def, sizeof def));
+  msi_unsetenv(opt_env(d));
 }
 
 /* edit distance of two short names, capped at 9 (for "did you mean") */
@@ -232,7 +247,7 @@ static void report_unknown(void) {
     int best = -1;
     unsigned best_d = 9;
     for (int i = 0; i < MS_OPTION_COUNT; i++) {
-      const char *n = opt_table[i].env;
+      const char *n = opt_env(&opt_table[i]);
       unsigned dist = name_distance(*e, len, n, strlen(n));
       if (dist < best_d) best_d = dist, best = i;
     }
@@ -240,7 +255,7 @@ static void report_unknown(void) {
     char name[128];
     copy_word(name, sizeof name, *e, len);
     if (best >= 0 && best_d <= 3)
-      msi_warning("unknown variable %s ignored; did you mean %s? (docs/options.md)", name, opt_table[best].env);
+      msi_warning("unknown variable %s ignored; did you mean %s? (docs/options.md)", name, opt_env(&opt_table[best]));
     else
       msi_warning("unknown variable %s ignored (docs/options.md lists the MEMSPACE_* options)", name);
     char *entry = *e;
@@ -268,7 +283,7 @@ static bool environ_options(const char *vals[MS_OPTION_COUNT]) {
     int i = 0;
     for (; i < MS_OPTION_COUNT; i++) {
       const opt_desc_t *d = &opt_table[i];
-      if (has_prefix(s + 9, d->env + 9, d->len - 9u) && s[d->len] == '=') break;
+      if (has_prefix(s + 9, opt_env(d) + 9, d->len - 9u) && s[d->len] == '=') break;
     }
     if (i == MS_OPTION_COUNT) stray = true;
     else if (!vals[i]) vals[i] = s + opt_table[i].len + 1;
@@ -358,7 +373,7 @@ int ms_option_set(ms_option_t o, long long value) {
 }
 
 const char *ms_option_name(ms_option_t o) {
-  if ((unsigned)o < MS_OPTION_COUNT) return opt_table[o].env;
+  if ((unsigned)o < MS_OPTION_COUNT) return opt_env(&opt_table[o]);
   errno = EINVAL;
   return NULL;
 }
@@ -377,7 +392,7 @@ size_t msi_options_describe(char *buf, size_t cap) {
   size_t n = 0;
   for (int i = 0; i < MS_OPTION_COUNT && n + 1 < cap; i++) {
     const opt_desc_t *d = &opt_table[i];
-    const char *name = d->env + 9; /* past "MEMSPACE_" */
+    const char *name = opt_env(d) + 9; /* past "MEMSPACE_" */
     if (d->kind == KIND_STR) {
       if (opt_strings[i]) n += msi_snprintf(buf + n, cap - n, " %s=%s", name, opt_strings[i]);
       continue;
@@ -393,4 +408,4 @@ size_t msi_options_describe(char *buf, size_t cap) {
 }
 
 /* for `memspace info` and docs: the option's one-line description */
-const char *msi_option_doc(ms_option_t o) { return (unsigned)o < MS_OPTION_COUNT ? opt_table[o].doc : NULL; }
+const char *msi_option_doc(ms_option_t o) { return (unsigned)o < MS_OPTION_COUNT ? opt_doc(&opt_table[o]) : NULL; }

@@ -429,11 +429,14 @@ void *ms_realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
 void *ms_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("msi_aligned_alloc")));
 size_t ms_usable_size(const void *p) __attribute__((alias("msi_usable_size")));
 #if MEMSPACE_OVERRIDE
-/* the replacement's malloc and free (src/override/override.c defines the rest of the family): the fast paths
-   themselves, not a jump to them */
+/* the replacement's malloc, free, calloc and realloc (src/override/override.c defines the rest of the family): the
+   front door's functions themselves, not a jump to them from a page of override.c's that a short-lived program
+   then faults in for its first calloc or realloc */
 #include <stdlib.h>
 MS_API void *malloc(size_t size) __attribute__((alias("msi_malloc")));
 MS_API void free(void *p) __attribute__((alias("msi_free")));
+MS_API void *calloc(size_t count, size_t size) __attribute__((alias("msi_calloc")));
+MS_API void *realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
 #endif
 
 /* ------------------------------------------------------------------------------------------------------------ */

@@ -128,16 +128,25 @@ void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value) 
 }
 
 /* the table (stats.def): each line's section, name, ms_stats_t offset (NO_FIELD: printed by the section's source)
-   and unit */
-#define NO_FIELD SIZE_MAX
+   and unit. The strings are held in the table, not pointed to: a table of pointers is one relocation per string
+   that the dynamic loader applies in every process at start-up, on pages it then has to copy */
+#define NO_FIELD UINT32_MAX
 #define F(member) offsetof(ms_stats_t, member)
 #define NOFIELD NO_FIELD
-typedef struct { const char *section, *name; size_t offset; const char *unit; } line_t;
+typedef struct { char section[8], name[28]; uint32_t offset; char unit[8]; } line_t;
 static const line_t lines[] = {
 #define X(section, name, field, unit, doc) {#section, name, field, #unit},
 #include "stats.def"
 #undef X
 };
+/* room for each string and its terminating zero */
+#define ROOM(m) sizeof(((line_t *)0)->m)
+#define X(sec, nm, field, un, doc)                                                                                 \
+  _Static_assert(sizeof(#sec) <= ROOM(section) && sizeof(nm) <= ROOM(name) && sizeof(#un) <= ROOM(unit),          \
+"stats.def: a string longer than its room in line_t");
+#include "stats.def"
+#undef X
+#undef ROOM
 #undef F
 #undef NOFIELD
 

@@ -99,10 +99,13 @@ static uintptr_t span_colour(uintptr_t chunk, unsigned cls) {
 static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI_HEAP_CHUNK - 1); }
 
 /* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
-   empty span, so the fast path needs no initialisation test. */
+   empty span, so the fast path needs no initialisation test. Of the empty heap only current[] is ever read (the
+   fast path's load; every other use compares a heap's address with it first), so only current[] exists: a
+   constant, not a whole heap in .data, where its 3 KiB took a page more for the dynamic loader to copy in every
+   process (heap.h MSI_EMPTY_HEAP). */
 msi_span_t msi_empty_span = {.free = (msi_block_t *)&msi_empty_span, .key = (uintptr_t)1 << 63}; /* (list_end) */
-msi_heap_t msi_empty_heap = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
-__thread msi_heap_t *msi_tls_heap = &msi_empty_heap;
+const struct msi_empty_heap_s msi_empty_heap_current = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
+__thread msi_heap_t *msi_tls_heap = MSI_EMPTY_HEAP;
 
 #define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
 MSI_START_DATA static _Atomic int init_state; /* 0 none, 1 in progress, 2 done (read, then written) */
@@ -893,7 +896,7 @@ static inline void pressure_check(void) {
   if (MSI_LIKELY(e == pressure_seen)) return;
   pressure_seen = e;
   msi_heap_t *h = msi_tls_heap;
-  if (h != &msi_empty_heap) heap_release_current(h);
+  if (h != MSI_EMPTY_HEAP) heap_release_current(h);
 }
 
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
@@ -964,11 +967,23 @@ void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
+  /* Nothing idle (no span cached, no free chunk resident, no cached large slot holding pages) and too little held
+     for the pressure look: a pass would take nothing, and the clock is not read (a short-lived program's first
+     read of the vDSO's data page is a page fault) */
+  int64_t idle = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed);
+  if (idle <= 0 && msi_large_dirty_bytes() == 0 &&
+      (uint64_t)atomic_load_explicit(&msi_heap_active_spans, memory_order_relaxed) + msi_large_live_bytes() < ST_PRESSURE_MIN) {
+    st_large_budget(false);
+    return;
+  }
   uint64_t now_ns = msi_now_ns();
   st_pressure(now_ns);
   uint32_t now = (uint32_t)(now_ns / 1000000u);
-  bool spans = atomic_load_explicit(&msi_heap_idle_spans, memory_order_relaxed) >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
+  bool spans = idle >= (int64_t)MSI_HEAP_ST_PURGE_BYTES;
   st_large_budget(false);
+  /* the delay counts from the first look with something idle (0: none yet) */
+  uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
+  if (!last) atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now | 1, memory_order_relaxed, memory_order_relaxed);
   /* (signed: a pass stamped later than this thread's clock reading, by another thread or a test's own clock, is recent) */
   if (!spans && (int32_t)(now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed)) < (int32_t)(d < 10 ? 10 : d)) return;
   purge(now, spans, false);
@@ -1399,10 +1414,10 @@ static __thread bool heap_exited;
 
 static void heap_thread_exit(void *arg) {
   msi_heap_t *h = arg;
-  if (!h || h == &msi_empty_heap) return;
+  if (!h || h == MSI_EMPTY_HEAP) return;
   heap_exited = true;
   heap_flush(h, true);
-  msi_tls_heap = &msi_empty_heap;
+  msi_tls_heap = MSI_EMPTY_HEAP;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
   msi_lock(&heaps_lock);
   h->orphan = 1;
@@ -1493,7 +1508,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
-    uint64_t live = msi_tls_heap != &msi_empty_heap; /* written only when it changes: a write is a page copy */
+    uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
   }
 }
@@ -1514,14 +1529,13 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_init();
   msi_heap_set_preset((int)msi_opt(MS_OPTION_CACHE));
   msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
-  msi_empty_span.owner = NULL;
-  MSI_SEEN_SET(msi_empty_span.state, MSI_SPAN_FREE);
-  heap_reset_current(&msi_empty_heap);
-  /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with the time and an address */
+  /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with an address; the time only
+     without them (reading the clock first faults in the vDSO's data page) */
   uint64_t rnd[2] = {0, 0};
   const void *at_random = (const void *)getauxval(AT_RANDOM);
   if (at_random) memcpy(rnd, at_random, sizeof rnd);
-  uintptr_t secret = ((uintptr_t)msi_now_ns() ^ rnd[0]) * 0x9E3779B97F4A7C15ull;
+  else rnd[0] = msi_now_ns();
+  uintptr_t secret = (uintptr_t)rnd[0] * 0x9E3779B97F4A7C15ull;
   secret ^= (uintptr_t)&secret;
   msi_heap_g.secret = secret | 1 | (uintptr_t)1 << 63; /* odd, top bit set: heap.h msi_span_list_end */
   msi_heap_g.canary_secret = (rnd[1] ^ secret) * 0x94D049BB133111EBull;
@@ -1547,7 +1561,6 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_fork_register(); /* fork.c: before a constructor of another library forks */
   msi_maint_register(&purge_task);
   msi_maint_on_pressure(&release_task);
-  atomic_store(&last_purge_ms, msi_heap_now_ms());
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -1571,7 +1584,7 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
   heap_exited = false;
   void *p = msi_heap_small_alloc_slow(size);
   msi_heap_t *h = msi_tls_heap;
-  if (h != &msi_empty_heap) {
+  if (h != MSI_EMPTY_HEAP) {
     if (heap_key_ok) pthread_setspecific(heap_key, NULL); /* orphaned here: the key's destructor must not again */
     heap_thread_exit(h);
   }
@@ -1581,7 +1594,7 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
 
 void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
-  if (MSI_UNLIKELY(h == &msi_empty_heap)) {
+  if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP)) {
     if (MSI_UNLIKELY(heap_exited)) return alloc_exiting(size);
     h = heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
@@ -1707,7 +1720,7 @@ static void heap_release_current(msi_heap_t *h) {
 /* ms_heap_collect for the calling thread: collect remote frees, give back empty spans and the thread's cache */
 void msi_heap_thread_collect(bool force) {
   msi_heap_t *h = msi_tls_heap;
-  if (h == &msi_empty_heap) return;
+  if (h == MSI_EMPTY_HEAP) return;
   heap_remote_process(h, false, false);
   if (force) heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {

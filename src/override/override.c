@@ -230,28 +230,29 @@ void msi_malloc_elsewhere_note(void) {
 /* the malloc family                                                                                            */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-/* malloc and free are the front door's own functions under a second name (src/core/route.c, the end): no jump
-   between the exported name and the fast path */
+/* malloc, free, calloc and realloc are the front door's own functions under a second name (src/core/route.c, the
+   end): no jump between the exported name and the front door. The rest of the family, which a short-lived program's
+   C library calls too (sed's and mawk's reallocarray), sits at the start of the text with the front door rather
+   than on a page of its own at the far end, one page fault more in each such process */
+#define FAMILY_TEXT __attribute__((section(".text.hot")))
 MS_API void cfree(void *p);
 MS_API void cfree(void *p) { msi_free(p); }
-MS_API void *calloc(size_t count, size_t size) { return msi_calloc(count, size); }
-MS_API void *realloc(void *p, size_t size) { return msi_realloc(p, size); }
-MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
+FAMILY_TEXT MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
 
-MS_API void *reallocarray(void *p, size_t count, size_t size) {
+FAMILY_TEXT MS_API void *reallocarray(void *p, size_t count, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
   return msi_realloc(p, total);
 }
 
-MS_API void *aligned_alloc(size_t alignment, size_t size) {
+FAMILY_TEXT MS_API void *aligned_alloc(size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   return msi_aligned_alloc(alignment, size);
 }
 
 /* the error is the return value: errno stays as it was, on failure too (POSIX; the Linux manual: "errno is not
    set"), and *out is untouched on failure */
-MS_API int posix_memalign(void **out, size_t alignment, size_t size) {
+FAMILY_TEXT MS_API int posix_memalign(void **out, size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
   void *p = msi_aligned_alloc(alignment, size);
@@ -262,7 +263,7 @@ MS_API int posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 /* glibc: an alignment that is not a power of two is rounded up to one; absurd ones fail with EINVAL */
-MS_API void *memalign(size_t alignment, size_t size) {
+FAMILY_TEXT MS_API void *memalign(size_t alignment, size_t size) {
   if (alignment <= 16) return msi_malloc(size);
   if (alignment > SIZE_MAX / 2 + 1) { errno = EINVAL; return NULL; }
   if (!msi_is_pow2(alignment)) alignment = (size_t)1 << (64 - __builtin_clzll(alignment));
@@ -462,7 +463,7 @@ static inline void *new_impl(size_t size, size_t alignment) {
   return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment);
 }
 
-#define OP(name, sym) MS_API name __asm__(sym); name
+#define OP(name, sym) MS_API name __asm__(sym); FAMILY_TEXT name /* (FAMILY_TEXT: see the malloc family) */
 OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0); }
 OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0); }
 /* an alignment that is not a power of two is undefined behaviour in C++; libstdc++ throws std::bad_alloc at once
