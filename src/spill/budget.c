@@ -308,7 +308,7 @@ void msi_sp_auto_tick(uint64_t now) {
 }
 
 /* a forked child takes its own sample at its first candidate block (its usage is its cgroup's, as the parent's) */
-void msi_sp_auto_fork_child(void) {
+MSI_COLD void msi_sp_auto_fork_child(void) { /* (cold: placed with the fork handlers, which every fork child runs) */
   msi_lock_reset(&aut.lock);
   if (atomic_load(&aut.state)) atomic_store(&aut.sample_ns, 0);
 }
