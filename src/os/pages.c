@@ -40,13 +40,17 @@ static range_t static_ranges[STATIC_RANGES];
 static range_t *ranges = static_ranges;
 static size_t nranges, cap_ranges = STATIC_RANGES;
 static msi_lock_t range_lock = MSI_LOCK_INIT;
+static msi_lock_t room_lock = MSI_LOCK_INIT; /* the room look's ("what the machine can still hold", below) */
 
 /* fork.c's hook (part 7 of the lock order, taken after every part that calls ms_pages_* under a lock of its own) */
 MSI_COLD void msi_fork_pages(msi_fork_phase_t phase, bool locking) {
   if (!locking) return;
   if (phase == MSI_FORK_PREPARE) msi_lock(&range_lock);
   else if (phase == MSI_FORK_PARENT) msi_unlock(&range_lock);
-  else msi_lock_reset(&range_lock);
+  else {
+    msi_lock_reset(&range_lock);
+    msi_lock_reset(&room_lock); /* the room look's scratch (a leaf, below): a parent thread's look is not the child's */
+  }
 }
 
 /* room for `need` entries; caller holds range_lock; false (errno ENOMEM) when the table cannot grow */
@@ -265,7 +269,6 @@ int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n
    first), plus free swap where the cgroup may swap. A look at a moment: memory others take meanwhile is not
    counted. Hugetlb ranges take their pages from the pool when mapped and need no look. Cold path (a few small
    files read); the lock guards the static scratch (the cgroup paths, 4 KiB each, do not belong on a stack). */
-static msi_lock_t room_lock = MSI_LOCK_INIT;
 
 /* the file `name` beside the cgroup's memory.stat, read as one number; false when absent or not a number */
 static bool cgroup_number(const msi_os_cgroup_t *cg, const char *name, uint64_t *v) {

@@ -50,10 +50,11 @@ bool msi_sp_headroom_low(uint64_t dirty, uint64_t anon) {
   return dirty + anon >= msi_sp_fit_bytes() && dirty >= cache / 4;
 }
 
-/* the budget's cgroup and limit, found once (auto needs it before spill starts; the two share it) */
+/* the budget's cgroup and limit, found once (auto needs it before spill starts; the two share it), at any
+   thread's first candidate block: a fork child resets the lock (msi_sp_auto_fork_child) */
+static msi_lock_t find_lock = MSI_LOCK_INIT;
 void msi_sp_budget_find(void) {
   static _Atomic int found;
-  static msi_lock_t find_lock = MSI_LOCK_INIT;
   if (atomic_load_explicit(&found, memory_order_acquire)) return;
   msi_lock(&find_lock);
   if (!atomic_load(&found)) {
@@ -310,6 +311,7 @@ void msi_sp_auto_tick(uint64_t now) {
 /* a forked child takes its own sample at its first candidate block (its usage is its cgroup's, as the parent's) */
 MSI_COLD void msi_sp_auto_fork_child(void) { /* (cold: placed with the fork handlers, which every fork child runs) */
   msi_lock_reset(&aut.lock);
+  msi_lock_reset(&find_lock); /* held by a parent's thread reading the budget: not found yet, the child reads it */
   if (atomic_load(&aut.state)) atomic_store(&aut.sample_ns, 0);
 }
 
