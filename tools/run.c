@@ -300,13 +300,16 @@ int tool_run(int argc, char **argv) {
     if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
   }
   /* the spill directory is checked here, once for the process tree, as it starts: the library checks it only at a
-     process's first spill candidate, and under MEMSPACE_RUN_PID says a problem only under MEMSPACE_VERBOSE
-     (src/spill/files.c, docs/spill.md). A run exec'ed by a run (the marker is this pid) was checked already. */
-  const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *marker = getenv("MEMSPACE_RUN_PID");
-  if (spill && *spill && strcmp(spill, "0") != 0 && !(marker && atol(marker) == (long)getpid()))
-    msi_spill_dir_report(getenv("MEMSPACE_SPILL_DIR"));
+     process's first spill candidate, and under MEMSPACE_RUN_PID says a problem only under MEMSPACE_VERBOSE, the
+     program itself too when MEMSPACE_RUN_SPILL_CHECKED names it (src/spill/files.c, docs/spill.md). A run
+     exec'ed by a run that checked (the same pid) does not check again. */
   char pid[24];
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
+  if (spill && *spill && strcmp(spill, "0") != 0 && !(checked && strcmp(checked, pid) == 0)) {
+    msi_spill_dir_report(getenv("MEMSPACE_SPILL_DIR"));
+    setenv("MEMSPACE_RUN_SPILL_CHECKED", pid, 1);
+  }
   setenv("MEMSPACE_RUN_PID", pid, 1);
   execvp(argv[i], argv + i);
   fprintf(stderr, "memspace run: cannot run '%s': %s\n", argv[i], strerror(errno));

@@ -231,7 +231,7 @@ static unsigned name_distance(const char *a, size_t la, const char *b, size_t lb
 
 /* MEMSPACE_* variables that are not options: the build and test scripts' own, and memspace run's marker */
 static bool script_variable(const char *name, size_t len) {
-  static const char *const names[] = {"MEMSPACE_BUILD", "MEMSPACE_CHECK_ALL", "MEMSPACE_RUN_PID"};
+  static const char *const names[] = {"MEMSPACE_BUILD", "MEMSPACE_CHECK_ALL", "MEMSPACE_RUN_PID", "MEMSPACE_RUN_SPILL_CHECKED"};
   for (size_t i = 0; i < MSI_ARRAY_LEN(names); i++)
     if (strlen(names[i]) == len && strncmp(names[i], name, len) == 0) return true;
   return false;

@@ -85,15 +85,21 @@ static int open_unlinked(const char *dir) {
    directory itself before it starts the program (msi_spill_dir_report: once per tree, as the tree starts) and
    exports MEMSPACE_RUN_PID, the pid of the program it runs: under that marker the processes of the tree say it
    only under MEMSPACE_VERBOSE, each when spill is first needed. Without the marker (a plain LD_PRELOAD) every
-   process that needs spill warns. The program itself (the marker's pid) stays quiet too: the tool has
-   reported for the whole tree. */
+   process that needs spill warns. The program itself (the marker's pid) warns, unless the tool checked the
+   directory (MEMSPACE_RUN_SPILL_CHECKED names the same pid): a run without a spill setting does not check, and
+   the program may turn spill on itself (ms_option_set). */
 static bool report_always; /* msi_spill_dir_report (the tool) */
 static bool tree_top(void) {
   if (report_always) return true;
-  const char *v = msi_getenv("MEMSPACE_RUN_PID");
+  const char *v = msi_getenv("MEMSPACE_RUN_PID"), *d;
   if (!v || !*v) return true;
-  for (; *v >= '0' && *v <= '9'; v++) {}
-  return *v != 0; /* a value that is not a pid: no marker */
+  for (d = v; *d >= '0' && *d <= '9'; d++) {}
+  if (*d) return true; /* a value that is not a pid: no marker */
+  const char *checked = msi_getenv("MEMSPACE_RUN_SPILL_CHECKED");
+  if (checked && strcmp(checked, v) == 0) return false; /* the tool said it for the tree */
+  unsigned long long pid = 0;
+  for (d = v; *d; d++) pid = pid * 10 + (unsigned)(*d - '0');
+  return pid == (unsigned long long)msi_os_getpid(); /* (a problem only: the check found one) */
 }
 #define DIR_WARNING(...)                                                                                        \
   do {                                                                                                          \
@@ -149,7 +155,7 @@ static int probe_dir(const char *dir, bool report) {
   return r;
 }
 
-/* the directory spill uses: `explicit_dir` (MEMSPACE_SPILL_DIR; NULL: the option), else $TMPDIR when usable,
+/* the directory spill uses: `explicit_dir` (MEMSPACE_SPILL_DIR; NULL or "": none given), else $TMPDIR when usable,
    else /var/tmp; written to sp.dir, false when unusable (reported: tree_top) */
 static bool choose_dir_from(const char *explicit_dir) {
   if (explicit_dir && explicit_dir[0]) {

@@ -38,6 +38,16 @@ echo "nested memspace run: $(lines "$out") line(s)"
 out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run --spill -- sh -c "$tool run --spill -- /bin/true" 2>&1)
 echo "memspace run inside a run's shell: $(lines "$out") line(s)"
 [ "$(lines "$out")" = 2 ] || { echo "FAIL: a run started by the tree's shell is a new tree and warns again"; echo "$out"; fail=1; }
+# a run without a spill setting checks nothing: the program run under it says it at its first need (an inner run
+# exec'ed by it with a threshold, or a program turning spill on with ms_option_set); its children still do not
+out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run -- "$tool" run --spill-threshold 1M -- $big 2>&1)
+echo "a run with spill exec'ed by a run without: $(lines "$out") line(s)"
+[ "$(lines "$out")" = 1 ] || { echo "FAIL: the inner run's tree should warn once"; echo "$out"; fail=1; }
+out=$(MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run -- python3 -c "
+import ctypes; lib = ctypes.CDLL('$lib'); lib.ms_option_set.argtypes = [ctypes.c_int, ctypes.c_longlong]
+lib.ms_option_set(6, 1 << 20); b = bytearray(4 << 20)" 2>&1) # 6: MS_OPTION_SPILL_THRESHOLD
+echo "a program turning spill on under a run without spill: $(lines "$out") line(s)"
+[ "$(lines "$out")" = 1 ] || { echo "FAIL: the program should warn at its first spilled block"; echo "$out"; fail=1; }
 # a marker that is not a pid is no marker
 out=$(MEMSPACE_RUN_PID=xyz MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$big" 2>&1)
 [ "$(lines "$out")" = 1 ] || { echo "FAIL: MEMSPACE_RUN_PID=xyz hid the warning: $out"; fail=1; }
