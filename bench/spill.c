@@ -7,15 +7,19 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <unistd.h>
 
 int msb_bench_spill(msb_ctx_t *ctx) {
   const char *mode = ctx->mode == MSB_QUICK ? "quick" : ctx->mode == MSB_FULL ? "full" : "default";
-  char cmd[4096];
+  char cmd[4 * (PATH_MAX * 4 + 8) + 64];
   /* Debian's python3 has python3-numpy; a python3 earlier on PATH (pyenv, venv) may not */
   const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  char q_lib[1024], q_run[1024], q_bin[1024], run[1024];
-  snprintf(run, sizeof run, "%s/bench/spill/run.py", msb_source_dir());
+  char q_lib[PATH_MAX * 4 + 8], q_run[PATH_MAX * 4 + 8], q_bin[PATH_MAX * 4 + 8], run[PATH_MAX + 32];
+  if (snprintf(run, sizeof run, "%s/bench/spill/run.py", msb_source_dir()) >= (int)sizeof run) {
+    msb_printf("spill: the source directory's path is too long\n");
+    return 1;
+  }
   snprintf(cmd, sizeof cmd, "MSB_LIB=%s %s %s %s %s 2>&1", msb_sh_quote(q_lib, sizeof q_lib, msb_memspace_lib()), py,
            msb_sh_quote(q_run, sizeof q_run, run), mode, msb_sh_quote(q_bin, sizeof q_bin, msb_binary_dir()));
   if (ctx->cmd) fprintf(ctx->cmd, "workload: %s\n", cmd);

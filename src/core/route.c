@@ -157,13 +157,17 @@ static void count(_Atomic uint64_t *counter) { atomic_fetch_add_explicit(counter
 /* ---- allocation ---- */
 
 /* where a request goes under `mask` (nothing counted). Spill answers NULL + errno 0 when it is unusable (no
-   directory...): the request is then served from RAM */
+   directory...): the request is then served from RAM. The caller's errno is kept when spill serves it (C: no
+   library function sets errno to zero) */
 static void *alloc_in(size_t size, size_t alignment, bool zero, unsigned mask) {
   if (MSI_UNLIKELY(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     if (route_of(size, mask) == OWNER_SPILL) {
+      int saved = errno;
       errno = 0;
       void *p = msi_spill_malloc(size, alignment < 16 ? 16 : alignment, zero);
+      if (p) errno = saved;
       if (p || errno == ENOMEM) return p;
+      errno = saved;
     }
     if (mask & MSI_ROUTE_SPACE) return msi_proc_space_malloc(size, alignment < 16 ? 16 : alignment, zero);
   }

@@ -257,7 +257,7 @@ static int foreign_under_filter(void) {
   errno = 0;
   if (madvise(probe, ps, MADV_POPULATE_WRITE) == 0 || errno != EPERM) return 4; /* the filter does not hold */
   for (int i = 0; i < 200; i++) {
-    char *p = glibc_malloc(10 + (size_t)i * 613); /* arena blocks, and mapped ones (IS_MMAPPED) past 128 KiB */
+    char *p = glibc_malloc(10 + (size_t)i * 1301); /* arena blocks, and mapped ones (IS_MMAPPED) past 128 KiB */
     memset(p, 1, 10);
     if (i % 2) free(p);
     else free(realloc(p, 20 + (size_t)i));

@@ -55,6 +55,21 @@ static void test_basic(void **state) {
   assert_false(ms_spill_is(NULL));
 }
 
+/* malloc served by spill (a block at or above the threshold) leaves the caller's errno as it was: C's library
+   functions never set errno to zero */
+static void test_routed_keeps_errno(void **state) {
+  (void)state;
+  long long old = ms_option_get(MS_OPTION_SPILL_THRESHOLD);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, 1 << 20), 0);
+  errno = EINTR;
+  void *p = malloc(4 << 20);
+  assert_non_null(p);
+  assert_true(ms_spill_is(p));
+  assert_int_equal(errno, EINTR);
+  free(p);
+  assert_int_equal(ms_option_set(MS_OPTION_SPILL_THRESHOLD, old), 0);
+}
+
 static void test_aligned(void **state) {
   (void)state;
   void *p = msi_spill_malloc(5000, (size_t)1 << 20, false);
@@ -500,6 +515,7 @@ static void test_budget_cgroups(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),          cmocka_unit_test(test_aligned),
+      cmocka_unit_test(test_routed_keeps_errno),
       cmocka_unit_test(test_fallocate_failure), cmocka_unit_test(test_realloc_direct),
       cmocka_unit_test(test_small_granules), cmocka_unit_test(test_small_class_advice),
       cmocka_unit_test(test_sandbox_refuses_files),
