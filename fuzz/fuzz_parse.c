@@ -112,40 +112,40 @@ static void check_options(char **env) {
     long long v = msi_opt((ms_option_t)i);
     /* what the environment says: the first entry with this name */
     const char *s = NULL;
-    size_t n = strlen(d->env);
+    size_t n = strlen(opt_env(d));
     for (char **e = env; *e; e++)
-      if (strncmp(*e, d->env, n) == 0 && (*e)[n] == '=') { s = *e + n + 1; break; }
+      if (strncmp(*e, opt_env(d), n) == 0 && (*e)[n] == '=') { s = *e + n + 1; break; }
     if (d->kind == KIND_STR) {
-      if (!s || !*s) { if (opt_strings[i]) FAIL("%s unset but string option set", d->env); }
-      else if (opt_strings[i] != s) FAIL("%s: string option does not point at the value", d->env);
+      if (!s || !*s) { if (opt_strings[i]) FAIL("%s unset but string option set", opt_env(d)); }
+      else if (opt_strings[i] != s) FAIL("%s: string option does not point at the value", opt_env(d));
       continue;
     }
     if (!s) {
-      if (v != d->def) FAIL("%s unset but value %lld != default %lld", d->env, v, d->def);
+      if (v != d->def) FAIL("%s unset but value %lld != default %lld", opt_env(d), v, d->def);
       continue;
     }
     if (v == d->def) continue; /* default kept (invalid value) or the value equals the default */
     if (v < d->min || (d->max >= 0 && v > d->max))
-      FAIL("%s='%s' gave %lld outside [%lld, %lld]", d->env, s, v, d->min, d->max);
+      FAIL("%s='%s' gave %lld outside [%lld, %lld]", opt_env(d), s, v, d->min, d->max);
     switch (d->kind) {
     case KIND_BOOL:
-      if (v != 0 && v != 1) FAIL("%s='%s' gave boolean %lld", d->env, s, v);
+      if (v != 0 && v != 1) FAIL("%s='%s' gave boolean %lld", opt_env(d), s, v);
       break;
     case KIND_SIZE: {
       size_t ref;
       if (ref_parse_size(s, &ref) != 0 || (long long)ref != v)
-        FAIL("%s='%s' gave %lld, the size parser says otherwise", d->env, s, v);
+        FAIL("%s='%s' gave %lld, the size parser says otherwise", opt_env(d), s, v);
       break;
     }
     case KIND_INT: {
       long long ref;
-      if (ref_parse_int(s, &ref) != 0 || ref != v) FAIL("%s='%s' gave %lld", d->env, s, v);
+      if (ref_parse_int(s, &ref) != 0 || ref != v) FAIL("%s='%s' gave %lld", opt_env(d), s, v);
       break;
     }
     case KIND_ENUM: {
       long long ref;
       /* a number, or a name from the list: a name can only give an index in range, checked above */
-      if (ref_parse_int(s, &ref) == 0 && ref != v) FAIL("%s='%s' gave %lld", d->env, s, v);
+      if (ref_parse_int(s, &ref) == 0 && ref != v) FAIL("%s='%s' gave %lld", opt_env(d), s, v);
       break;
     }
     case KIND_STR: break;
@@ -180,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t k = i;
     if (!has_eq) {
       int opt = k < j ? data[k++] % MS_OPTION_COUNT : 0;
-      n = (size_t)snprintf(line, 80, "%s=", opt_table[opt].env);
+      n = (size_t)snprintf(line, 80, "%s=", opt_env(&opt_table[opt]));
     }
     for (; k < j; k++)
       if (data[k]) line[n++] = (char)data[k];
