@@ -49,15 +49,15 @@ static hb_params_t params_for(msb_mode_t mode) {
   /* the default fits make bench's 20 minutes (docs/contract.md §1): one round of the short window (the long
      window, 5 rounds of 30 loops at 1 and 2 threads where the targets are, is the headline and takes most of the
      time; 4 threads oversubscribe a 2-core machine, so they run with --full), the short window's runs that a
-     target or the README reads (in_short), the real programs at sizes where each run lasts at least about 0.3 s
-     (shorter runs measure the machine's noise more than the allocator), realloc growth by doubling once (no target reads it), the workloads at half their fixed work
+     target or the README reads (in_short), the real programs at sizes where each run still lasts a good fraction
+     of a second, realloc growth by doubling once (no target reads it), the workloads at half their fixed work
      (the two judged on time at 3: windows, not moments) */
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
-                   .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 120,
+                   .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
                    .r_n = 4000,
-                   .rptest_timeout_s = 300, .runs = 5, .py_waves = 2, .py_n = 25000, .np_rounds = 30,
+                   .rptest_timeout_s = 300, .runs = 5, .py_waves = 1, .py_n = 25000, .np_rounds = 30,
                    .sql_rows = 400000,
-                   .gcc_funcs = 35, .shell_cmds = 300, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
+                   .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3, .realloc_double_runs = 1,
                    .wl_scale = 0.5, .wl_timed_scale = 3, .wl_timeout_s = 60, .wl_rounds = 1, .wl_target_rounds = 5};
   if (mode == MSB_QUICK) {
