@@ -104,9 +104,10 @@ void msi_pressure_init(msi_pressure_t *p, uint64_t limit, const char *usage_path
 /* The machine's stall is every task's: a task of another cgroup reclaiming at that cgroup's own limit stalls too
    (a test's or a container's, on a machine with gigabytes free), and a program purging all its caches at each such
    look faults its working set in again, over and over, while it lasts (a loop that frees and allocates batches
-   gives its spans back and carves them afresh at every batch). So a stall is pressure only while the machine is short of memory: MemAvailable below a tenth of
-   MemTotal (the kernel's reclaim then runs for lack of memory, not for another cgroup's limit). Read only when
-   the stall passes its mark; an unreadable file leaves the stall alone to decide */
+   gives its spans back and carves them afresh at every batch). So a stall is pressure only while the machine is
+   short of memory: MemAvailable below a tenth of MemTotal (the kernel's reclaim then runs for lack of memory,
+   not for another cgroup's limit). Read only when the stall passes its mark; an unreadable file leaves the stall
+   alone to decide */
 #define SHORT_DIV 10
 static bool machine_short(const msi_pressure_t *p) {
   char buf[8192];
@@ -145,7 +146,8 @@ bool msi_pressure_look(msi_pressure_t *p, uint64_t now_ns, bool psi_due) {
     p->psi[0] = 0; /* no PSI in this kernel (or not readable here): no more looks */
   } else if (psi_due && p->psi[0]) {
     /* stalled microseconds over elapsed nanoseconds: 1% is 10 us per ms */
-    if (p->psi_ns && now_ns > p->psi_ns && total >= p->psi_total && (total - p->psi_total) * 100000 >= now_ns - p->psi_ns)
+    if (p->psi_ns && now_ns > p->psi_ns && total >= p->psi_total &&
+        (total - p->psi_total) * 100000 >= now_ns - p->psi_ns)
       under |= machine_short(p);
     p->psi_total = total;
     p->psi_ns = now_ns;
@@ -162,11 +164,9 @@ static void pressure_find(msi_pressure_t *p, msi_os_cgroup_t *cg_out) {
   msi_os_cgroup_budget(UINT64_MAX, cg);
   p->limit = 0;
   p->usage[0] = 0;
-  char *slash = strrchr(cg->stat_path, '/');
-  if (cg->limit == UINT64_MAX || !slash) return;
-  *slash = 0; /* stat_path: the limiting cgroup's memory.stat */
-  msi_snprintf(p->usage, sizeof p->usage, "%s/%s", cg->stat_path,
-               cg->version == 1 ? "memory.usage_in_bytes" : "memory.current");
+  if (cg->limit == UINT64_MAX ||
+      !msi_os_cgroup_file(cg, cg->version == 1 ? "memory.usage_in_bytes" : "memory.current", p->usage, sizeof p->usage))
+    return;
   p->limit = cg->limit;
 }
 

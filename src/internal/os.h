@@ -117,6 +117,9 @@ typedef struct {
 void msi_os_cgroup_find(const char *sysfs, const char *proc_cgroup, uint64_t ram, msi_os_cgroup_t *out);
 /* msi_os_cgroup_find for this process (/proc/self/cgroup under /sys/fs/cgroup) */
 void msi_os_cgroup_budget(uint64_t ram, msi_os_cgroup_t *out);
+/* the path of the file `name` in the limiting cgroup's directory (beside its memory.stat) in out; false (out "")
+   when no cgroup limits the process or the path does not fit */
+bool msi_os_cgroup_file(const msi_os_cgroup_t *cg, const char *name, char *out, size_t size);
 
 /* facts read at run time, cached */
 size_t msi_os_page_size(void);

@@ -567,6 +567,16 @@ void msi_os_cgroup_budget(uint64_t ram, msi_os_cgroup_t *out) {
   msi_os_cgroup_find("/sys/fs/cgroup", buf, ram, out);
 }
 
+bool msi_os_cgroup_file(const msi_os_cgroup_t *cg, const char *name, char *out, size_t size) {
+  const char *slash = strrchr(cg->stat_path, '/');
+  size_t n = slash ? (size_t)(slash - cg->stat_path) + 1 : 0, m = strlen(name);
+  out[0] = 0;
+  if (!slash || n + m >= size) return false;
+  memcpy(out, cg->stat_path, n);
+  memcpy(out + n, name, m + 1);
+  return true;
+}
+
 /* ---- facts read once ---- */
 /* the address space the process has mapped (VmSize, which RLIMIT_AS limits): /proc/self/statm's first number, in
    pages; 0 when unreadable. No allocation. */

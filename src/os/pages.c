@@ -273,13 +273,8 @@ int msi_pages_fallback(const char *who, size_t bytes, const size_t *pages, int n
 /* the file `name` beside the cgroup's memory.stat, read as one number; false when absent or not a number */
 static bool cgroup_number(const msi_os_cgroup_t *cg, const char *name, uint64_t *v) {
   char path[sizeof cg->stat_path + 32];
-  const char *slash = strrchr(cg->stat_path, '/');
-  size_t n = slash ? (size_t)(slash - cg->stat_path) + 1 : 0, m = strlen(name);
   unsigned long long x;
-  if (!slash || n + m >= sizeof path) return false;
-  memcpy(path, cg->stat_path, n);
-  memcpy(path + n, name, m + 1);
-  if (!msi_os_read_ull(path, &x)) return false;
+  if (!msi_os_cgroup_file(cg, name, path, sizeof path) || !msi_os_read_ull(path, &x)) return false;
   *v = x;
   return true;
 }

@@ -147,16 +147,6 @@ static bool read_number(const char *p, uint64_t *v) {
   return true;
 }
 
-/* the file `name` beside the cgroup's memory.stat (out: "" when the path does not fit) */
-static void beside_stat(const msi_os_cgroup_t *cg, const char *name, char *out, size_t size) {
-  size_t n = strlen(cg->stat_path), m = strlen("memory.stat");
-  out[0] = 0;
-  if (n >= m && n - m + strlen(name) < size) {
-    memcpy(out, cg->stat_path, n - m);
-    strcpy(out + n - m, name);
-  }
-}
-
 /* Reads one sample from the named files (meminfo and pressure may be NULL or unreadable): the cgroup's counted
    bytes (stat_path of cg, "" for none), MemAvailable + SwapFree, the machine's pressure and the cgroup's own (v2
    memory.pressure beside its memory.stat, when present). Separate for tests.
@@ -187,13 +177,13 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
     }
     char path[sizeof cg->stat_path];
     uint64_t usage;
-    beside_stat(cg, cg->version == 1 ? "memory.usage_in_bytes" : "memory.current", path, sizeof path);
+    msi_os_cgroup_file(cg, cg->version == 1 ? "memory.usage_in_bytes" : "memory.current", path, sizeof path);
     if (s->ok && path[0] && msi_os_read_file(path, buf, sizeof buf) > 0 && read_number(buf, &usage)) {
       uint64_t clean = v[4] > v[1] + v[2] + v[3] ? v[4] - v[1] - v[2] - v[3] : 0; /* (the cache holds shmem) */
       if (usage > clean && usage - clean > s->used) s->used = usage - clean;
     }
     if (cg->version == 2) {
-      beside_stat(cg, "memory.pressure", path, sizeof path);
+      msi_os_cgroup_file(cg, "memory.pressure", path, sizeof path);
       if (path[0]) s->cg_pressure = read_pressure(path, buf, sizeof buf);
     }
   }
