@@ -249,9 +249,11 @@ static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
 /* the fast paths' state (initial-exec TLS) */
 extern __thread msi_heap_t *msi_tls_heap;
 extern msi_span_t msi_empty_span;
-/* the empty heap (heap.c): its current[] alone, read-only; reached as a msi_heap_t whose other members are never
-   read (a write would fault) */
-extern const struct msi_empty_heap_s { msi_span_t *current[MSI_HEAP_CLASSES]; } msi_empty_heap_current;
+/* the empty heap (heap.c): its current[] alone, read-only, aligned as a heap; reached as a msi_heap_t whose other
+   members are never read (a write would fault) */
+extern const struct msi_empty_heap_s {
+  _Alignas(msi_heap_t) msi_span_t *current[MSI_HEAP_CLASSES];
+} msi_empty_heap_current;
 _Static_assert(__builtin_offsetof(msi_heap_t, current) == 0, "the empty heap is a heap's current[]");
 #define MSI_EMPTY_HEAP ((msi_heap_t *)(void *)&msi_empty_heap_current)
 
