@@ -95,17 +95,13 @@ static int libc_may_own(const void *p) {
     atomic_store_explicit(&libc_query, f, memory_order_relaxed);
     atomic_store_explicit(&libc_query_state, st, memory_order_release); /* racing threads store the same */
   }
+  if (st == 3) return OWN_UNKNOWN;
   void *f = atomic_load_explicit(&libc_query, memory_order_relaxed);
   bool mapped = ((const size_t *)p)[-1] & 2;
-  if (st == 1) {
-    struct mallinfo2 mi = ((mallinfo2_fn *)f)();
-    return (mapped ? mi.hblkhd : mi.uordblks) ? OWN_MAYBE : OWN_NONE;
-  }
-  if (st == 2) {
-    struct mallinfo mi = ((mallinfo_fn *)f)();
-    return (mapped ? mi.hblkhd : mi.uordblks) ? OWN_MAYBE : OWN_NONE;
-  }
-  return OWN_UNKNOWN;
+  bool held; /* the C library holds bytes in blocks of that kind: the same two fields in either struct */
+  if (st == 1) { struct mallinfo2 mi = ((mallinfo2_fn *)f)(); held = mapped ? mi.hblkhd : mi.uordblks; }
+  else { struct mallinfo mi = ((mallinfo_fn *)f)(); held = mapped ? mi.hblkhd : mi.uordblks; }
+  return held ? OWN_MAYBE : OWN_NONE;
 }
 
 /* the pointer stays where it is (libc_may_own: OWN_UNKNOWN) */
