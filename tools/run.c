@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* run.c: `memspace run [options] -- PROGRAM ARGS...`: exec the program with the library preloaded (absolute
    path appended to any LD_PRELOAD) and the matching MEMSPACE_* variables. Exit status is the program's.
-   Refused up front with exit status 2 and the reason: a bad option or value, a process space larger than the
-   machine can back, a spill directory the program could not use, an LD_PRELOAD whose library defines malloc
-   (it would serve the program instead of memspace), and a library path LD_PRELOAD cannot hold. */
+   Refused up front with exit status 2 and the reason: a bad option or value (said first and alone, before the
+   machine is looked at), a process space larger than the machine can back, a spill directory the program could
+   not use, an LD_PRELOAD whose library defines malloc (it would serve the program instead of memspace), and a
+   library path LD_PRELOAD cannot hold. */
 #include "bench.h"
 #include "memspace.h"
 #include "tool.h"
@@ -179,11 +180,38 @@ static void usage(void) {
 /* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */
 static bool verbose_flag;
 
-/* Parses the options into MEMSPACE_* variables; returns the index of the program, or -1 (exit 2) / -2 (exit 0). */
+/* The checks of the machine behind two options, made once every argument is known to be valid (an argument error
+   is said first, alone): a process space the machine cannot back would be pre-faulted into memory pressure and
+   the program OOM-killed without a word (the library refuses it too, at process start; checked without locking:
+   the library runs the space unlocked when the lock is refused), and a spill directory the program could not use.
+   0, or -1 after saying why. */
+static int check_machine(const char *space_initial, const char *spill_dir) {
+  size_t initial;
+  char why[160];
+  if (space_initial && ms_parse_size(space_initial, &initial) == 0 && msi_space_backing(initial, false, why, sizeof why)) {
+    fprintf(stderr, "memspace run: --space-initial %s: a space of %zu bytes cannot be backed: %s\n", space_initial,
+            initial, why);
+    return -1;
+  }
+  if (spill_dir) {
+    const char *problem = spill_dir_problem(spill_dir);
+    if (problem) {
+      fprintf(stderr, "memspace run: cannot spill to %s: %s (choose another with --spill-dir)\n", spill_dir, problem);
+      return -1;
+    }
+    char abs[PATH_MAX];
+    setenv("MEMSPACE_SPILL_DIR", realpath(spill_dir, abs) ? abs : spill_dir, 1);
+  }
+  return 0;
+}
+
+/* Parses the options into MEMSPACE_* variables; returns the index of the program, or -1 (exit 2) / -2 (exit 0).
+   Every argument is checked before anything else is looked at (check_machine). */
 static int parse_options(int argc, char **argv) {
   static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
   static const char *const ats[] = {"start", "firstalloc", NULL};
-  bool space_initial = false, space_other = false, spill_dir = false, spill_threshold = false, spill_auto = false;
+  bool space_other = false, spill_threshold = false, spill_auto = false;
+  const char *space_initial_v = NULL, *spill_dir_v = NULL;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
@@ -201,16 +229,7 @@ static int parse_options(int argc, char **argv) {
       setenv("MEMSPACE_PURGE_DELAY", v, 1);
     } else if (option_is(argv, argc, &i, "--space-initial", &v)) {
       if (need_size(a, v)) return -1;
-      /* a process space the machine cannot back would be pre-faulted into memory pressure and the program
-         OOM-killed without a word (the library refuses it too, at process start). Checked without locking: the
-         library runs the space unlocked when the lock is refused. */
-      size_t initial;
-      char why[160];
-      if (ms_parse_size(v, &initial) == 0 && msi_space_backing(initial, false, why, sizeof why)) {
-        fprintf(stderr, "memspace run: --space-initial %s: a space of %zu bytes cannot be backed: %s\n", v, initial, why);
-        return -1;
-      }
-      setenv("MEMSPACE_SPACE_INITIAL", v, 1), space_initial = true;
+      setenv("MEMSPACE_SPACE_INITIAL", v, 1), space_initial_v = v;
     } else if (option_is(argv, argc, &i, "--space-expand", &v)) {
       if (need_size(a, v)) return -1;
       setenv("MEMSPACE_SPACE_EXPAND", v, 1), space_other = true;
@@ -224,10 +243,7 @@ static int parse_options(int argc, char **argv) {
       spill_auto = true; /* MEMSPACE_SPILL_THRESHOLD=auto, unless --spill-threshold gives a size */
     } else if (option_is(argv, argc, &i, "--spill-dir", &v)) {
       if (!v || !*v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return -1; }
-      const char *why = spill_dir_problem(v);
-      if (why) { fprintf(stderr, "memspace run: cannot spill to %s: %s (choose another with --spill-dir)\n", v, why); return -1; }
-      char abs[PATH_MAX];
-      setenv("MEMSPACE_SPILL_DIR", realpath(v, abs) ? abs : v, 1), spill_dir = true;
+      spill_dir_v = v;
     } else if (strcmp(a, "--inherit") == 0) {
       setenv("MEMSPACE_SPACE_INHERIT", "1", 1), space_other = true;
     } else if (strcmp(a, "--stats") == 0) {
@@ -247,13 +263,15 @@ static int parse_options(int argc, char **argv) {
     }
   }
   const char *env_initial = getenv("MEMSPACE_SPACE_INITIAL");
-  if (space_other && !space_initial && !(env_initial && *env_initial)) {
+  if (space_other && !space_initial_v && !(env_initial && *env_initial)) {
     fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
     return -1;
   }
+  if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }
+  if (check_machine(space_initial_v, spill_dir_v)) return -1;
   if (spill_auto && !spill_threshold) setenv("MEMSPACE_SPILL_THRESHOLD", "auto", 1);
   const char *thr = getenv("MEMSPACE_SPILL_THRESHOLD");
-  if (spill_dir && (!thr || !*thr || strcmp(thr, "0") == 0))
+  if (spill_dir_v && (!thr || !*thr || strcmp(thr, "0") == 0))
     fprintf(stderr, "memspace run: a spill directory without --spill or a spill threshold (--spill-threshold SIZE): nothing "
                     "is spilled\n");
   return i;
@@ -263,7 +281,6 @@ int tool_run(int argc, char **argv) {
   int i = parse_options(argc, argv);
   if (i == -2) return 0;
   if (i < 0) return 2;
-  if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return 2; }
   const char *lib = msb_memspace_lib();
   char abs[PATH_MAX];
   if (!realpath(lib, abs)) {

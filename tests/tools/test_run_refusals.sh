@@ -20,6 +20,19 @@ if [ -d /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
   lines=$(printf '%s\n' "$msg" | grep -c .)
   check "...one warning, not a second one from the library contradicting it, got: $msg" '[ "$lines" = 1 ]'
 fi
+# an argument error is said first and alone, before any check of the machine (spill directory, room for a space)
+msg=$("$tool" run --spill-dir "$tmp/missing" --spill-threshold abc -- true 2>&1); st=$?
+check "invalid size after an unusable --spill-dir: status 2, the size named alone, got: $msg" \
+  '[ $st = 2 ] && [ "$msg" = "memspace run: --spill-threshold: '"'abc'"' is not a size (bytes, or a number with K, M or G)" ]'
+msg=$("$tool" run --spill-threshold 1M --spill-dir "$tmp/missing" --heap bogus -- true 2>&1); st=$?
+check "bad --heap after an unusable --spill-dir: status 2, the option alone, got: $msg" \
+  '[ $st = 2 ] && [ "$msg" = "memspace run: --heap takes unlimited, performance, size or none" ]'
+msg=$("$tool" run --space-initial 1000000G --purge-delay soon -- true 2>&1); st=$?
+check "bad --purge-delay after a space the machine cannot back: status 2, the option alone, got: $msg" \
+  '[ $st = 2 ] && [[ "$msg" == *"--purge-delay takes"* ]] && [[ "$msg" != *"cannot be backed"* ]]'
+msg=$("$tool" run --spill-threshold 1M --spill-dir "$tmp/missing" 2>&1); st=$?
+check "no program after an unusable --spill-dir: status 2, that alone, got: $msg" \
+  '[ $st = 2 ] && [[ "$msg" == "memspace run: no program given"* ]] && [[ "$msg" != *"$tmp/missing"* ]]'
 msg=$("$tool" run --space-expand 0 -- true 2>&1); st=$?
 check "--space-expand without a space: status 2" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
 out=$(MEMSPACE_SPACE_INITIAL=16M "$tool" run --space-expand 1M -- sh -c 'echo ok' 2>/dev/null)
