@@ -76,7 +76,7 @@ void msi_maint_idle(bool idle) {
     maint_idle = idle;
   } else if (!idle) {
     idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
-    msi_verbose("maintenance thread: leaving SCHED_IDLE refused (errno %d)", errno);
+    msi_verbose("maintenance thread: leaving SCHED_IDLE refused (%s)", MSI_ERRNO(errno));
   }
 }
 
@@ -333,7 +333,7 @@ void msi_maint_kick(void) {
     atomic_store(&state, 2);
     msi_verbose("maintenance thread started");
   } else {
-    msi_verbose("maintenance thread not started (error %d); memory is returned on the next allocation", r);
+    msi_verbose("maintenance thread not started (%s); memory is returned on the next allocation", MSI_ERRNO(r));
     atomic_store(&state, 3); /* do not retry on every call */
   }
 }

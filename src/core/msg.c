@@ -159,14 +159,17 @@ void msi_fatal(const char *fmt, ...) {
   abort();
 }
 
-/* the errno values system calls answer, by name and meaning (strerror may allocate or take locale locks) */
-const char *msi_strerror(int e) {
+/* the errno values system calls answer, by name and meaning (strerror may allocate or take locale locks); NULL
+   for another */
+static const char *errno_text(int e) {
   switch (e) {
     case 0: return "no error code set";
     case EPERM: return "EPERM: operation not permitted";
     case ENOENT: return "ENOENT: no such file or directory";
+    case ESRCH: return "ESRCH: no such process";
     case EINTR: return "EINTR: interrupted";
     case EIO: return "EIO: input/output error";
+    case ENXIO: return "ENXIO: no such device or address";
     case EBADF: return "EBADF: bad file descriptor";
     case EAGAIN: return "EAGAIN: resource temporarily unavailable";
     case ENOMEM: return "ENOMEM: out of memory";
@@ -186,6 +189,8 @@ const char *msi_strerror(int e) {
     case ENOSPC: return "ENOSPC: no space left on device";
     case ESPIPE: return "ESPIPE: illegal seek";
     case EROFS: return "EROFS: read-only filesystem";
+    case EPIPE: return "EPIPE: broken pipe";
+    case ERANGE: return "ERANGE: result out of range";
     case ENAMETOOLONG: return "ENAMETOOLONG: file name too long";
     case ENOSYS: return "ENOSYS: function not implemented";
     case ELOOP: return "ELOOP: too many levels of symbolic links";
@@ -193,6 +198,33 @@ const char *msi_strerror(int e) {
     case EOPNOTSUPP: return "EOPNOTSUPP: operation not supported";
     case ESTALE: return "ESTALE: stale file handle";
     case EDQUOT: return "EDQUOT: disk quota exceeded";
-    default: return "an unlisted error code";
+    default: return NULL;
   }
+}
+
+const char *msi_strerror(int e) {
+  const char *t = errno_text(e);
+  return t ? t : "an unlisted error code";
+}
+
+const char *msi_errtext(int e, char *buf, size_t cap) {
+  const char *t = errno_text(e);
+  if (t) return t;
+  msi_snprintf(buf, cap, "error code %d", e);
+  return buf;
+}
+
+const char *msi_sizetext(unsigned long long n, char *buf, size_t cap) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (n < 1024) {
+    msi_snprintf(buf, cap, "%llu %s", n, n == 1 ? "byte" : "bytes");
+    return buf;
+  }
+  unsigned u = 0;
+  while (u + 1 < sizeof units / sizeof units[0] && n >> (10 * (u + 2)) != 0) u++;
+  unsigned shift = 10 * (u + 1);
+  unsigned long long whole = n >> shift, tenth = ((n & ((1ull << shift) - 1)) * 10) >> shift;
+  if (tenth) msi_snprintf(buf, cap, "%llu.%llu %s", whole, tenth, units[u]);
+  else msi_snprintf(buf, cap, "%llu %s", whole, units[u]);
+  return buf;
 }

@@ -298,7 +298,7 @@ void msi_stats_exit_print(int fd) {
   if (pattern) {
     if (!stats_file_name(pattern, name, sizeof name)) msi_error_to(fd, "MEMSPACE_STATS_FILE: the name is too long");
     else if ((file = stats_file_open(name)) < 0)
-      msi_error_to(fd, "MEMSPACE_STATS_FILE: cannot open %s (errno %d): statistics on stderr", name, errno);
+      msi_error_to(fd, "MEMSPACE_STATS_FILE: cannot open %s (%s): statistics on stderr", name, MSI_ERRNO(errno));
   }
   exit_fd = file >= 0 ? file : fd;
   exit_len = 0;
@@ -308,8 +308,8 @@ void msi_stats_exit_print(int fd) {
   exit_flush();
   if (exit_locked) msi_os_lock_file(exit_fd, false);
   if (file >= 0 && exit_err) /* (a full disk, a file-size limit): said on stderr, not lost without a word */
-    msi_error_to(fd, "MEMSPACE_STATS_FILE: writing %s failed (errno %d): the statistics there are incomplete", name,
-                 exit_err);
+    msi_error_to(fd, "MEMSPACE_STATS_FILE: writing %s failed (%s): the statistics there are incomplete", name,
+                 MSI_ERRNO(exit_err));
   if (file >= 0) msi_os_close(file);
   msi_unlock(&lock);
 }

@@ -135,12 +135,12 @@ static unsigned long long memlock_limit(void) {
 static void memlock_error(const char *what, size_t bytes, int err) {
   unsigned long long lim = memlock_limit();
   if (lim == ~0ull)
-    msi_error("dma: %s: mlock of %zu bytes refused (error %d) although RLIMIT_MEMLOCK is unlimited", what, bytes,
-              err);
+    msi_error("dma: %s: mlock of %zu bytes refused (%s) although RLIMIT_MEMLOCK is unlimited", what, bytes,
+              MSI_ERRNO(err));
   else
-    msi_error("dma: %s: cannot pin %zu bytes: mlock refused (error %d), RLIMIT_MEMLOCK is %llu bytes; raise it "
+    msi_error("dma: %s: cannot pin %zu bytes: mlock refused (%s), RLIMIT_MEMLOCK is %llu bytes; raise it "
               "(ulimit -l, limits.conf, CAP_IPC_LOCK) or use hugetlb pages, which need no mlock",
-              what, bytes, err, lim);
+              what, bytes, MSI_ERRNO(err), lim);
 }
 
 /* ---- descriptor and list storage from the page layer ----
@@ -272,7 +272,7 @@ static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
   int fd = msi_os_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
     int e = errno;
-    msi_error("dma: cannot open /proc/self/pagemap (error %d): physical addresses are not available", e);
+    msi_error("dma: cannot open /proc/self/pagemap (%s): physical addresses are not available", MSI_ERRNO(e));
     atomic_store(&ctr.phys_state, 2);
     return EPERM;
   }
@@ -531,7 +531,7 @@ static int try_page(size_t page, void *arg) {
     msi_verbose("dma: could not bind %zu bytes to NUMA node %d; memory stays where the kernel put it", p->size, node);
   if (msi_os_madvise(p->addr, p->size, MADV_DONTFORK)) {
     int r = errno;
-    msi_error("dma: MADV_DONTFORK refused (error %d)", r);
+    msi_error("dma: MADV_DONTFORK refused (%s)", MSI_ERRNO(r));
     ms_pages_release(p->addr, p->size);
     return r;
   }
@@ -734,7 +734,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   }
   r = ms_pages_populate(memory, size);
   if (r) {
-    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (error %d)", memory, size, r);
+    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (%s)", memory, size, MSI_ERRNO(r));
     errno = r == ENOMEM ? ENOMEM : EFAULT;
     return NULL;
   }
@@ -751,7 +751,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   if (!f.all_dontfork) {
     if (msi_os_madvise(memory, size, MADV_DONTFORK)) {
       r = errno;
-      msi_error("dma: ms_dma_register: MADV_DONTFORK refused (error %d)", r);
+      msi_error("dma: ms_dma_register: MADV_DONTFORK refused (%s)", MSI_ERRNO(r));
       if (locked) ms_pages_unlock(memory, size);
       errno = r;
       return NULL;

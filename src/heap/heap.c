@@ -1540,9 +1540,9 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_heap_g.secret = secret | 1 | (uintptr_t)1 << 63; /* odd, top bit set: heap.h msi_span_list_end */
   msi_heap_g.canary_secret = (rnd[1] ^ secret) * 0x94D049BB133111EBull;
   if (MSI_HEAP_SECURE && !(msi_heap_g.guard_markers = guard_probe()))
-    msi_warning("heap (secure build): guard markers refused (errno %d: Linux before 6.13, or memory locked by "
+    msi_warning("heap (secure build): guard markers refused (%s: Linux before 6.13, or memory locked by "
                 "mlockall): no guard pages between small spans (mprotect would split the heap's mappings), "
-                "blocks of 64 KiB-1 MiB each take two mappings", errno);
+                "blocks of 64 KiB-1 MiB each take two mappings", MSI_ERRNO(errno));
   if (!region_init()) {
     msi_warning("heap: cannot reserve address space; every allocation fails");
     atomic_store(&init_state, 2);

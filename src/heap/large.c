@@ -109,7 +109,8 @@ static slot_meta_t *table_get(void) {
   void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED && msi_heap_fit_limit()) return NULL; /* RLIMIT_AS lowered: no slot is left to take */
   if (p == MAP_FAILED) {
-    MSI_WARN_ONCE("heap: no memory for the large-block table (errno %d); large blocks are mapped on their own", errno);
+    MSI_WARN_ONCE("heap: no memory for the large-block table (%s); large blocks are mapped on their own",
+                  MSI_ERRNO(errno));
     return NULL;
   }
   if (!atomic_compare_exchange_strong_explicit(&table, &t, (slot_meta_t *)p, memory_order_acq_rel, memory_order_acquire)) {

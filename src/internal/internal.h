@@ -76,6 +76,14 @@ void msi_error_to(int fd, const char *fmt, ...) __attribute__((format(printf, 2,
 _Noreturn void msi_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "EBADF: bad file descriptor": the name and meaning of an errno value, allocation-free (static text) */
 const char *msi_strerror(int e);
+/* msi_strerror's text, or "error code N" for a value its table lacks, formatted into buf only then: for a
+   message's %s (MSI_ERRNO). No allocation, no lock, no shared buffer (strerror has all three for some values) */
+const char *msi_errtext(int e, char *buf, size_t cap);
+#define MSI_ERRNO(e) msi_errtext((e), (char[32]){0}, 32)
+/* n bytes in the largest unit it holds one of (bytes, KiB, MiB, GiB, TiB), with a tenth when not whole (cut, not
+   rounded): "512 bytes", "1.5 KiB", "3 MiB", so a size below a unit never reads as 0 of it (MSI_SIZE) */
+const char *msi_sizetext(unsigned long long n, char *buf, size_t cap);
+#define MSI_SIZE(n) msi_sizetext((n), (char[24]){0}, 24)
 
 /* ---- statistics registry (src/core/stats.c): each part registers a source once ---- */
 typedef struct msi_stats_writer_s msi_stats_writer_t;  /* text/JSON sink used by print callbacks */

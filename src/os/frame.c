@@ -80,7 +80,7 @@ static size_t drop_range(ms_frame_t *f, unsigned i, size_t bytes) {
   if (msi_os_madvise((void *)f->base[i], bytes, MADV_DONTNEED) != 0) {
     BUMP(f->fallbacks, 1);
     BUMP(total_fallbacks, 1);
-    msi_verbose("frame: MADV_DONTNEED of %zu bytes failed (error %d); pages kept", bytes, errno);
+    msi_verbose("frame: MADV_DONTNEED of %zu bytes failed (%s); pages kept", bytes, MSI_ERRNO(errno));
     return 0;
   }
   STORE(f->hw[i], 0);
@@ -225,7 +225,8 @@ static void apply_policy(ms_frame_t *f, unsigned i) {
   /* the policy's call failed: fall back to MADV_DONTNEED (keeps the range usable), reported */
   BUMP(f->fallbacks, 1);
   BUMP(total_fallbacks, 1);
-  msi_verbose("frame: policy %d failed on %zu bytes (error %d); using MADV_DONTNEED", (int)f->policy, bytes, errno);
+  msi_verbose("frame: policy %d failed on %zu bytes (%s); using MADV_DONTNEED", (int)f->policy, bytes,
+              MSI_ERRNO(errno));
   if (msi_os_madvise(addr, bytes, MADV_DONTNEED) == 0) {
     STORE(f->hw[i], 0);
   } else if (msi_os_mapped(addr, bytes) != 0) {
@@ -233,10 +234,11 @@ static void apply_policy(ms_frame_t *f, unsigned i) {
     void *p = msi_os_mmap(addr, bytes, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p != addr) {
+      int e = p == MAP_FAILED ? errno : EEXIST; /* mapped elsewhere: the hole was taken meanwhile */
       if (p != MAP_FAILED) msi_os_munmap(p, bytes);
       f->limit[i] = 0;
-      msi_warning("frame: a range of %zu bytes was lost (error %d); allocations from it fail with ENOMEM",
-                  bytes, errno);
+      msi_warning("frame: a range of %zu bytes was lost (%s); allocations from it fail with ENOMEM", bytes,
+                  MSI_ERRNO(e));
     }
   }
 }

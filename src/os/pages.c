@@ -517,9 +517,9 @@ int ms_pages_lock(void *addr, size_t size) {
     int e = errno;
     struct rlimit rl = memlock_limit();
     if (rl.rlim_cur == RLIM_INFINITY)
-      msi_verbose("pages: mlock of %zu bytes refused (error %d)", size, e);
+      msi_verbose("pages: mlock of %zu bytes refused (%s)", size, MSI_ERRNO(e));
     else
-      msi_verbose("pages: mlock of %zu bytes refused (error %d); RLIMIT_MEMLOCK is %llu bytes", size, e,
+      msi_verbose("pages: mlock of %zu bytes refused (%s); RLIMIT_MEMLOCK is %llu bytes", size, MSI_ERRNO(e),
                   (unsigned long long)rl.rlim_cur);
     errno = e;
     return e;
@@ -541,7 +541,7 @@ int ms_pages_bind(void *addr, size_t size, int node) {
   if (node < 0 || node >= msi_os_numa_nodes()) FAIL(EINVAL);
   if (msi_os_mbind(addr, page_round(size), node)) {
     int e = errno;
-    msi_verbose("pages: binding %zu bytes to NUMA node %d failed (error %d)", size, node, e);
+    msi_verbose("pages: binding %zu bytes to NUMA node %d failed (%s)", size, node, MSI_ERRNO(e));
     errno = e;
     return e;
   }

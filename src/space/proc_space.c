@@ -94,16 +94,16 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
     c.flags &= ~MS_SPACE_LOCKED;
     s = ms_space_create(&c);
     if (s && msi_os_getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-      msi_warning("process space: locking %zu bytes was refused (error %d): RLIMIT_MEMLOCK is %llu bytes (raise it "
-                  "or run with CAP_IPC_LOCK); the space runs unlocked and may take page faults", c.initial_size, e,
-                  (unsigned long long)rl.rlim_cur);
+      msi_warning("process space: locking %zu bytes was refused (%s): RLIMIT_MEMLOCK is %llu bytes (raise it "
+                  "or run with CAP_IPC_LOCK); the space runs unlocked and may take page faults", c.initial_size,
+                  MSI_ERRNO(e), (unsigned long long)rl.rlim_cur);
     else if (s)
-      msi_warning("process space: locking %zu bytes was refused (error %d); the space runs unlocked and may take "
-                  "page faults", c.initial_size, e);
+      msi_warning("process space: locking %zu bytes was refused (%s); the space runs unlocked and may take "
+                  "page faults", c.initial_size, MSI_ERRNO(e));
   }
   if (!s) {
-    msi_error("process space: cannot create a space of %zu bytes (error %d); malloc fails with ENOMEM",
-              c.initial_size, errno);
+    msi_error("process space: cannot create a space of %zu bytes (%s); malloc fails with ENOMEM",
+              c.initial_size, MSI_ERRNO(errno));
     atomic_store(&proc_state, 2);
   } else {
     uintptr_t lo;

@@ -570,8 +570,8 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
       if (s->free_mask >> k) return true;
     } else if (!s->commit_warned) {
       s->commit_warned = 1;
-      msi_warning("space %s: committing the initial %zu bytes at first allocation failed (error %d); retried at "
-                  "the next allocation", s->name ? s->name : "(unnamed)", r->size, e);
+      msi_warning("space %s: committing the initial %zu bytes at first allocation failed (%s); retried at "
+                  "the next allocation", s->name ? s->name : "(unnamed)", r->size, MSI_ERRNO(e));
     }
   }
   if (!s->expand) return false;
@@ -585,9 +585,9 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
        left, is what a fixed reserve means and is counted in oom_count) */
     if ((e == EPERM || e == EAGAIN) && !s->expand_warned) {
       s->expand_warned = 1;
-      msi_warning("space %s: expanding by %zu bytes failed: locking them was refused (error %d: RLIMIT_MEMLOCK, "
+      msi_warning("space %s: expanding by %zu bytes failed: locking them was refused (%s: RLIMIT_MEMLOCK, "
                   "without CAP_IPC_LOCK); allocations that need more room fail with ENOMEM",
-                  s->name ? s->name : "(unnamed)", step, e);
+                  s->name ? s->name : "(unnamed)", step, MSI_ERRNO(e));
     }
     return false;
   }

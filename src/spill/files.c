@@ -280,6 +280,6 @@ MSI_COLD void msi_sp_report_disk_full(size_t need) {
   struct statfs st;
   int fd = atomic_load(&sp.fd);
   unsigned long long avail = fd >= 0 && msi_sp_file_is_ours(fd) && msi_os_fstatfs(fd, &st) == 0 ? (unsigned long long)st.f_bavail * st.f_bsize : 0;
-  msi_warning("spill: the disk of %s is full (%llu MiB free, %zu MiB asked for): allocations that would be spilled "
-              "fail with ENOMEM; free space there or choose another MEMSPACE_SPILL_DIR", sp.dir, avail >> 20, need >> 20);
+  msi_warning("spill: the disk of %s is full (%s free, %s asked for): allocations that would be spilled fail with "
+              "ENOMEM; free space there or choose another MEMSPACE_SPILL_DIR", sp.dir, MSI_SIZE(avail), MSI_SIZE(need));
 }

@@ -96,8 +96,60 @@ static void long_message_cut(void **state) {
   assert_int_equal(buf[n - 1], '\n');
 }
 
+/* what `stmt` writes to stderr, into the array buf */
+#define CAPTURE(buf, stmt) do { int p_[2]; assert_int_equal(pipe(p_), 0); int s_ = dup(2); dup2(p_[1], 2); stmt; \
+    dup2(s_, 2); close(s_); close(p_[1]); ssize_t n_ = read(p_[0], buf, sizeof buf - 1); close(p_[0]); \
+    buf[n_ > 0 ? n_ : 0] = 0; } while (0)
+
+/* an errno value in a message by its name and meaning, a number only for one the table lacks (no "(error 12)") */
+static void errno_names(void **state) {
+  (void)state;
+  char b[32];
+  assert_string_equal(msi_errtext(ENOMEM, b, sizeof b), "ENOMEM: out of memory");
+  assert_string_equal(msi_errtext(ENXIO, b, sizeof b), "ENXIO: no such device or address");
+  assert_string_equal(msi_errtext(EPIPE, b, sizeof b), "EPIPE: broken pipe");
+  assert_string_equal(msi_errtext(4095, b, sizeof b), "error code 4095");
+  assert_string_equal(msi_errtext(-5, b, sizeof b), "error code -5");
+  assert_string_equal(msi_strerror(4095), "an unlisted error code"); /* unchanged for its callers */
+  char out[256];
+  CAPTURE(out, msi_warning("mlock refused (%s), then (%s)", MSI_ERRNO(EPERM), MSI_ERRNO(9999)));
+  assert_string_equal(out, "memspace: warning: mlock refused (EPERM: operation not permitted), then (error code 9999)\n");
+}
+
+/* a size in the largest unit it holds one of, a tenth shown when not whole: never "0 MiB" for 512 KiB */
+static void size_units(void **state) {
+  (void)state;
+  char b[24];
+  assert_string_equal(msi_sizetext(0, b, sizeof b), "0 bytes");
+  assert_string_equal(msi_sizetext(1, b, sizeof b), "1 byte");
+  assert_string_equal(msi_sizetext(1023, b, sizeof b), "1023 bytes");
+  assert_string_equal(msi_sizetext(1024, b, sizeof b), "1 KiB");
+  assert_string_equal(msi_sizetext(1536, b, sizeof b), "1.5 KiB");
+  assert_string_equal(msi_sizetext(2047, b, sizeof b), "1.9 KiB"); /* cut, not rounded up to 2 */
+  assert_string_equal(msi_sizetext(512 << 10, b, sizeof b), "512 KiB");
+  assert_string_equal(msi_sizetext((1 << 20) - 1, b, sizeof b), "1023.9 KiB");
+  assert_string_equal(msi_sizetext(3 << 20, b, sizeof b), "3 MiB");
+  assert_string_equal(msi_sizetext(3ull << 29, b, sizeof b), "1.5 GiB");
+  assert_string_equal(msi_sizetext(5ull << 40, b, sizeof b), "5 TiB");
+  assert_string_equal(msi_sizetext(5ull << 50, b, sizeof b), "5120 TiB");
+  assert_string_equal(msi_sizetext(UINT64_MAX, b, sizeof b), "16777215.9 TiB");
+}
+
+/* spill's full-disk warning gives both sizes in a unit that shows them: a 512 KiB block on a disk with nothing
+   free read "(0 MiB free, 0 MiB asked for)" */
+void msi_sp_report_disk_full(size_t need);
+static void disk_full_sizes(void **state) {
+  (void)state;
+  char buf[1024];
+  CAPTURE(buf, msi_sp_report_disk_full(512 << 10));
+  printf("%s", buf);
+  assert_non_null(strstr(buf, "is full (0 bytes free, 512 KiB asked for)"));
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(conversions), cmocka_unit_test(truncation),
-                                     cmocka_unit_test(writes_to_stderr), cmocka_unit_test(long_message_cut)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(conversions),      cmocka_unit_test(truncation),
+                                     cmocka_unit_test(writes_to_stderr), cmocka_unit_test(long_message_cut),
+                                     cmocka_unit_test(errno_names),      cmocka_unit_test(size_units),
+                                     cmocka_unit_test(disk_full_sizes)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
