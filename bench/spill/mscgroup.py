@@ -3,7 +3,9 @@
 
 Group(name, limit_bytes) creates a child of this process's own memory cgroup (so it works inside containers
 that delegate a subtree), sets the limit (and no swap beyond it where the controller has that knob), runs
-commands inside it and removes it. Names start with 'memspace-spill-' so cleanup() can find leftovers."""
+commands inside it and removes it. Names are 'memspace-spill-NAME-PID.START' (the creating process and its start
+time), so cleanup() removes the leftovers of runs that are gone and never the groups of another process running
+the same tests."""
 import os
 import signal
 import subprocess
@@ -39,6 +41,35 @@ def _own_memory_cgroup():
     return None, "no memory cgroup controller mounted"
 
 
+def _start_time(pid):
+    """the start time of process pid (clock ticks after boot, field 22 of /proc/PID/stat) as a string, or None when
+    there is no such process"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_tag():
+    """PID.START of this process: a pid alone may be reused by another process once this one is gone"""
+    return f"{os.getpid()}.{_start_time(os.getpid())}"
+
+
+def _owner_running(name):
+    """whether the process that created the group `name` runs and is another than this one. The owner is the
+    name's PID.START (or a PID alone); a process with that pid started at another time is another process (the
+    pid was reused), so the owner is gone. A name without an owner (not made by Group) counts as running: not
+    ours to remove."""
+    pid, _, start = name.rsplit("-", 1)[-1].partition(".")
+    if not pid.isdigit():
+        return True
+    if int(pid) == os.getpid():
+        return False
+    now = _start_time(int(pid))
+    return now is not None and (not start or now == start)
+
+
 def available():
     """None when memory cgroups can be made here, else the reason."""
     if os.geteuid() != 0:
@@ -65,7 +96,7 @@ class Group:
             self.version, base = _own_memory_cgroup()
             if self.version is None:
                 raise OSError(0, base)
-            self.path = os.path.join(base, PREFIX + name + "-" + str(os.getpid()))
+            self.path = os.path.join(base, PREFIX + name + "-" + _owner_tag())
         else:
             self.version = parent.version
             self.path = os.path.join(parent.path, name)
@@ -163,13 +194,15 @@ class Group:
 
 
 def cleanup():
-    """removes every memspace-spill-* cgroup under this process's memory cgroup (leftovers of killed runs)"""
+    """removes the PREFIX* cgroups under this process's memory cgroup that this process made or whose maker is gone
+    (the leftovers of a killed run, with the processes still in them); those of a running process (another test
+    or benchmark run beside this one) stay. Returns how many were removed."""
     v, base = _own_memory_cgroup()
     if v is None or not os.path.isdir(base):
         return 0
     n = 0
     for name in os.listdir(base):
-        if name.startswith(PREFIX):
+        if name.startswith(PREFIX) and not _owner_running(name):
             g = Group.__new__(Group)
             g.version, g.path, g.children = v, os.path.join(base, name), []
             for sub in sorted(os.listdir(g.path)):
