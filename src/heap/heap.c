@@ -344,7 +344,7 @@ MSI_STARTUP_TEXT static bool region_init(void) {
     /* every such reservation refused (a seccomp filter refusing large mmaps, where glibc goes on with brk): no
        reservation for segments, as under a limit (they grow a segment at a time above the break); slots as large
        as a mapping is allowed */
-    msi_verbose("heap: reserving address space refused (%s): segments are mapped one at a time", msi_strerror(errno));
+    msi_verbose("heap: reserving address space refused (%s): segments are mapped one at a time", MSI_ERRNO(errno));
   }
   size_t vm = limit == SIZE_MAX ? 0 : msi_os_vm_size(), room = limit > vm ? limit - vm : 0;
   /* the slot area with one sub-region of slack within a sixteenth of the room, or none */

@@ -124,14 +124,14 @@ static int probe_dir(const char *dir, bool report) {
                   e == ENOENT ? (exists ? "no file can be created there" : "missing") :
                   e == ENOTDIR ? "not a directory" :
                   e == EACCES || e == EROFS ? "not writable" :
-                  e == EPERM ? "creating a file not permitted (a sandbox?)" : msi_strerror(e));
+                  e == EPERM ? "creating a file not permitted (a sandbox?)" : MSI_ERRNO(e));
     return e ? e : EIO;
   }
   struct statfs st;
   int r = 0;
   if (msi_os_fstatfs(fd, &st) != 0) {
     r = errno;
-    if (report) DIR_WARNING("spill directory %s: statfs failed (%s): spilled allocations stay in RAM", dir, msi_strerror(r));
+    if (report) DIR_WARNING("spill directory %s: statfs failed (%s): spilled allocations stay in RAM", dir, MSI_ERRNO(r));
   } else {
     sp.fs_type = (unsigned long)st.f_type;
     if (sp.fs_type == FS_TMPFS || sp.fs_type == FS_RAMFS) {
@@ -145,7 +145,7 @@ static int probe_dir(const char *dir, bool report) {
       r = errno ? errno : EOPNOTSUPP;
       if (report)
         DIR_WARNING("spill directory %s: the filesystem cannot reserve or release disk space (fallocate: %s): "
-                    "refused, spilled allocations stay in RAM", dir, msi_strerror(r));
+                    "refused, spilled allocations stay in RAM", dir, MSI_ERRNO(r));
     } else if (sp.fs_type != FS_EXT4 && sp.fs_type != FS_XFS && sp.fs_type != FS_BTRFS && report) {
       DIR_WARNING("spill directory %s: filesystem type 0x%lx may not truly reserve blocks with fallocate: a full "
                   "disk may raise SIGBUS (ext4 and xfs guarantee it)", dir, sp.fs_type);
@@ -168,7 +168,7 @@ static bool choose_dir_from(const char *explicit_dir) {
     int r = probe_dir(sp.dir, false);
     if (r == 0) return true;
     msi_verbose("spill: $TMPDIR=%s is not usable for spill (%s); trying /var/tmp", tmp,
-                r == EXDEV ? "in RAM: tmpfs or ramfs" : msi_strerror(r)); /* (EXDEV: probe_dir's "in RAM") */
+                r == EXDEV ? "in RAM: tmpfs or ramfs" : MSI_ERRNO(r)); /* (EXDEV: probe_dir's "in RAM") */
   }
   msi_snprintf(sp.dir, sizeof sp.dir, "%s", "/var/tmp");
   return probe_dir(sp.dir, true) == 0;

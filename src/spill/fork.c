@@ -125,7 +125,7 @@ MSI_COLD static void fork_child(void) {
     }
     if (!ok)
       msi_error("spill: fork child could not make its spilled memory private (%s: %s): its writes reach the "
-                "parent", sp.fail_op, msi_strerror(errno));
+                "parent", sp.fail_op, MSI_ERRNO(errno));
     if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
       k->floor = msi_round_up(m, SP_FOLIO_MAX);
     k->shared_from = k->floor;

@@ -248,7 +248,7 @@ void msi_sp_slot_free(unsigned c, size_t slot) {
   }
   if (!ok) {
     MSI_WARN_ONCE("spill: giving a freed block's disk space back failed (fallocate: %s): its slot is not reused",
-                  msi_strerror(errno));
+                  MSI_ERRNO(errno));
     return;
   }
   k->stack[k->nfree++] = (uint32_t)slot;

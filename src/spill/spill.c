@@ -118,7 +118,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
                                          MSI_OS_RESERVE_COUNT_FIXED};
     if (msi_os_reserve(&res) != 0) {
       msi_warning("spill: cannot reserve address space (mmap of %zu MiB: %s): spilled allocations stay in RAM",
-                  (res.min + ((size_t)1 << 24)) >> 20, msi_strerror(errno));
+                  (res.min + ((size_t)1 << 24)) >> 20, MSI_ERRNO(errno));
       ok = false;
     } else {
       sp.rs_shift = (unsigned)__builtin_ctzll(res.got_align);
@@ -201,7 +201,7 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
         MSI_WARN_ONCE("spill: no room in the spill file for a block of %zu bytes (%s): such allocations stay in RAM",
                       need, e ? op : "the filesystem's largest file");
     } else {
-      MSI_WARN_ONCE("spill: %s in %s failed (%s): such allocations stay in RAM", op, sp.dir, msi_strerror(e));
+      MSI_WARN_ONCE("spill: %s in %s failed (%s): such allocations stay in RAM", op, sp.dir, MSI_ERRNO(e));
     }
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     e = 0;
