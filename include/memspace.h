@@ -343,7 +343,10 @@ MS_API MS_MALLOC_ATTR MS_ALLOC_SIZE(2) void *ms_aligned_alloc(size_t alignment, 
 MS_API size_t ms_usable_size(const void *ptr);
 /// Returns free memory to the OS: the calling thread's cache and the global cache (force != 0: all of it now).
 MS_API void ms_heap_collect(int force);
-/// 1 when `ptr` lies inside memory memspace manages (heap, space or spill). O(1), lock-free.
+/// 1 when `ptr` lies inside memory the malloc family manages: the heap, the process space
+/// (MEMSPACE_SPACE_INITIAL) or spill; 0 for the memory of an ms_space_create / ms_space_create_in space, a frame
+/// allocator, a DMA buffer or an ms_pages_reserve range, which the malloc family's free and realloc do not take.
+/// O(1), lock-free.
 MS_API int ms_is_ours(const void *ptr);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -470,7 +473,9 @@ MS_API void ms_space_free(ms_space_t *space, void *ptr);
 /// of an allocated block of this space (interior pointers included). O(1).
 MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
 /// Grows the space by at least `bytes` (a new region, committed, pre-faulted and locked like the initial one;
-/// a free expansion region is reused first). Counted in expand_count. Not deterministic (system calls).
+/// a free expansion region is reused first). On an MS_SPACE_AT_FIRSTALLOC space before its first allocation it
+/// commits the initial size first (else the first allocations would take the expansion, and a later one would
+/// commit the initial size). Counted in expand_count. Not deterministic (system calls).
 /// Returns 0 or an errno value, also stored in errno: EINVAL (bytes 0, not a live space), ENOMEM (no reserved
 /// room left: 63 regions or the reserve is used; spaces in caller memory and huge-page spaces cannot grow; or
 /// more than the machine can back, as for ms_space_create), EPERM/EAGAIN (lock refused).

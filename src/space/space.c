@@ -552,26 +552,33 @@ static inline unsigned order_of(size_t size) {
   return 64u - (unsigned)__builtin_clzll(size - 1);
 }
 
+/* MS_SPACE_AT_FIRSTALLOC: commits the initial region (lock held); 0 or errno. A refused commit (RLIMIT_MEMLOCK,
+   no memory) stays pending: the next request that finds no block, or the next ms_space_expand, tries again, so the
+   space works once the limit allows it */
+static int commit_pending(ms_space_t *s) {
+  region_t *r = &s->regions[0];
+  int e = region_commit(s, r->start, r->start + r->size);
+  if (e) return e;
+  s->at_pending = 0;
+  r->state = REGION_ACTIVE;
+  region_add_free(s, r->start, r->start + r->size);
+  s->size += r->size;
+  return 0;
+}
+
 MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
   if (s->qmask) {
     cache_flush(s);
     if (s->free_mask >> k) return true;
   }
   if (s->at_pending) {
-    /* a refused commit (RLIMIT_MEMLOCK, no memory) stays pending: the next request that finds no block tries
-       again, so the space works once the limit allows it */
-    region_t *r = &s->regions[0];
-    int e = region_commit(s, r->start, r->start + r->size);
+    int e = commit_pending(s);
     if (e == 0) {
-      s->at_pending = 0;
-      r->state = REGION_ACTIVE;
-      region_add_free(s, r->start, r->start + r->size);
-      s->size += r->size;
       if (s->free_mask >> k) return true;
     } else if (!s->commit_warned) {
       s->commit_warned = 1;
       msi_warning("space %s: committing the initial %zu bytes at first allocation failed (error %d); retried at "
-                  "the next allocation", s->name ? s->name : "(unnamed)", r->size, e);
+                  "the next allocation", s->name ? s->name : "(unnamed)", s->regions[0].size, e);
     }
   }
   if (!s->expand) return false;
@@ -1215,7 +1222,10 @@ int ms_space_expand(ms_space_t *s, size_t bytes) {
   if (bytes == 0) return errno = EINVAL;
   if (s->in_caller) return errno = ENOMEM;
   space_lock(s);
-  int e = grow(s, bytes, 0);
+  /* MS_SPACE_AT_FIRSTALLOC before the first allocation: the initial size first. Else the first allocations would
+     take the expansion and the initial size would be committed later, by an allocation that finds no block */
+  int e = s->at_pending ? commit_pending(s) : 0;
+  if (!e) e = grow(s, bytes, 0);
   if (!e) s->expands++;
   space_unlock(s);
   if (e) errno = e;

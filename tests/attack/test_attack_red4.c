@@ -1,0 +1,87 @@
+/* A red-team pass over the spaces, the page layer's users and ms_is_ours, against include/memspace.h's /// promises:
+   - an MS_SPACE_AT_FIRSTALLOC space expanded before its first allocation left its initial size uncommitted past
+     that allocation (which took the expansion): a later allocation committed it, system calls and page faults in
+     what the header calls the steady state after the first allocation;
+   - ms_is_ours promised 1 for any space's memory; it answers for the memory the malloc family manages. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include "memspace.h"
+#include "ms_test.h"
+
+#define KiB ((size_t)1024)
+
+static size_t space_size(const ms_space_t *s) {
+  ms_space_info_t i;
+  assert_int_equal(ms_space_info(s, &i), 0);
+  return i.size;
+}
+
+/* ms_space_expand before the first allocation commits the initial size with the expansion: the first allocation
+   finds a space of initial + expansion committed, and the allocations after it, while they fit, commit nothing */
+static void firstalloc_expand_commits_initial(void **state) {
+  (void)state;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 64 * KiB;
+  c.expand_size = 64 * KiB;
+  c.at = MS_SPACE_AT_FIRSTALLOC;
+  c.numa_node = -1;
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  assert_int_equal(space_size(s), 0);
+  assert_int_equal(ms_space_expand(s, 8 * KiB), 0);
+  assert_int_equal(space_size(s), 72 * KiB); /* the initial 64 KiB and the 8 KiB asked for */
+  void *first = ms_space_malloc(s, 8 * KiB);
+  assert_non_null(first);
+  void *more[8];
+  for (int i = 0; i < 8; i++) assert_non_null(more[i] = ms_space_malloc(s, 4 * KiB)); /* 32 KiB of the initial */
+  ms_space_info_t info;
+  assert_int_equal(ms_space_info(s, &info), 0);
+  assert_int_equal(info.size, 72 * KiB);
+  assert_int_equal(info.expand_count, 1);
+  assert_int_equal(ms_space_check(s), 0);
+  ms_space_destroy(s);
+}
+
+/* ms_is_ours: 1 for the heap's blocks, 0 for memory of the other parts (a space made with ms_space_create, a
+   frame, a DMA buffer, a page-layer range), which free and realloc refuse */
+static void is_ours_answers_for_the_malloc_family(void **state) {
+  (void)state;
+  void *h = ms_malloc(100);
+  assert_int_equal(ms_is_ours(h), 1);
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 64 * KiB;
+  c.numa_node = -1;
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  void *b = ms_space_malloc(s, 64);
+  assert_non_null(b);
+  assert_int_equal(ms_is_ours(b), 0);
+  ms_frame_config_t fc;
+  memset(&fc, 0, sizeof fc);
+  fc.range_size = 64 * KiB;
+  ms_frame_t *f = ms_frame_create(&fc);
+  assert_non_null(f);
+  assert_int_equal(ms_is_ours(ms_frame_alloc(f, 64, 0)), 0);
+  ms_pages_t pg;
+  assert_int_equal(ms_pages_reserve(64 * KiB, 0, MS_PAGES_COMMIT, -1, &pg), 0);
+  assert_int_equal(ms_is_ours(pg.addr), 0);
+  assert_int_equal(ms_pages_release(pg.addr, pg.size), 0);
+  ms_frame_destroy(f);
+  ms_space_destroy(s);
+  ms_free(h);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(firstalloc_expand_commits_initial),
+      cmocka_unit_test(is_ours_answers_for_the_malloc_family),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
