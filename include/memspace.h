@@ -582,7 +582,9 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// buffer): a part stays locked and MADV_DONTFORK while any buffer covering it lives.
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
-/// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents). NULL is
+/// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents; a range the
+/// caller had partly mlocked, or partly marked MADV_DONTFORK, stays so on all of it: mlock does not nest, and
+/// undoing it would undo the caller's own). NULL is
 /// ignored; a freed handle is reported (message naming it, errno EINVAL; see ms_dma_buffer_t). Thread-safe
 /// against other buffers; the buffer must not be used concurrently.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);

@@ -186,6 +186,7 @@ int tool_bench(int argc, char **argv) {
   mkdirs(out);
   int status = 0;
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-    if (strcmp(part, "all") == 0 || strcmp(part, parts[i].name) == 0) status |= run_part((int)i, out, mode, argc + 1, argv - 1);
+    if (strcmp(part, "all") == 0 || strcmp(part, parts[i].name) == 0)
+      status |= run_part((int)i, out, mode, argc + 1, argv - 1);
   return status ? 1 : 0;
 }

@@ -631,7 +631,22 @@ typedef struct {
   uintptr_t readonly;  /* first address that is not writable, 0 if none */
   size_t min_page;     /* smallest KernelPageSize seen */
   bool all_hugetlb, all_locked, all_dontfork, writable;
+  bool any_locked, any_dontfork; /* a part no live buffer covers already has it: the caller's own mlock / mark */
 } range_facts_t;
+
+/* true when live buffers cover [a, e): their pins are memspace's (caller holds pin_lock) */
+static bool buffers_cover(uintptr_t a, uintptr_t e) {
+  msi_lock(&reg_lock);
+  for (bool moved = true; a < e && moved;) {
+    moved = false;
+    for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next) {
+      uintptr_t os = (uintptr_t)o->addr, oe = os + o->mapped;
+      if (os <= a && oe > a) a = oe, moved = true;
+    }
+  }
+  msi_unlock(&reg_lock);
+  return a >= e;
+}
 
 /* walks /proc/self/smaps for the mappings covering [s, e); 0 or errno */
 static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
@@ -640,7 +655,7 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
   memset(f, 0, sizeof *f);
   f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
   f->min_page = SIZE_MAX;
-  uintptr_t cursor = s;
+  uintptr_t cursor = s, piece = s; /* piece: where the current mapping's part of [s, e) starts */
   bool in = false, done = false;
   while (!done && msi_os_lines_next(&r)) {
     char c = r.line[0];
@@ -653,6 +668,7 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
       if (ve <= cursor) continue;
       if (vs > cursor) { done = true; break; } /* a hole before the next mapping */
       in = true;
+      piece = vs > s ? vs : s;
       if (p[0] == ' ' && p[2] != 'w' && f->writable) {
         f->writable = false;
         f->readonly = vs > s ? vs : s;
@@ -677,6 +693,10 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
         }
       }
       f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
+      if ((lo && !f->any_locked) || (dc && !f->any_dontfork)) {
+        bool ours = buffers_cover(piece, cursor < e ? cursor : e);
+        f->any_locked |= lo && !ours, f->any_dontfork |= dc && !ours;
+      }
       if (cursor >= e) done = true;
     }
   }
@@ -738,6 +758,9 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
     errno = r == ENOMEM ? ENOMEM : EFAULT;
     return NULL;
   }
+  /* locked, dontfork: memspace undoes them when the buffer goes. Not where the caller had locked or marked a part
+     of the range: mlock does not nest and smaps tells no owner, so undoing them would undo the caller's own pin
+     (its real-time memory swappable again, another driver's buffer copied on fork); that range keeps them */
   bool locked = false, dontfork = false;
   if (!f.all_hugetlb && !f.all_locked) {
     r = ms_pages_lock(memory, size);
@@ -746,7 +769,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       errno = r;
       return NULL;
     }
-    locked = true;
+    locked = !f.any_locked;
   }
   if (!f.all_dontfork) {
     if (msi_os_madvise(memory, size, MADV_DONTFORK)) {
@@ -756,7 +779,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       errno = r;
       return NULL;
     }
-    dontfork = true;
+    dontfork = !f.any_dontfork;
   }
   struct ms_dma_buffer_s *b = desc_new();
   if (!b) {

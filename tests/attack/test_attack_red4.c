@@ -2,7 +2,9 @@
    - an MS_SPACE_AT_FIRSTALLOC space expanded before its first allocation left its initial size uncommitted past
      that allocation (which took the expansion): a later allocation committed it, system calls and page faults in
      what the header calls the steady state after the first allocation;
-   - ms_is_ours promised 1 for any space's memory; it answers for the memory the malloc family manages. */
+   - ms_is_ours promised 1 for any space's memory; it answers for the memory the malloc family manages;
+   - ms_dma_free of registered memory munlocked, and marked MADV_DOFORK, the whole range, also the parts the caller
+     had mlocked or marked MADV_DONTFORK itself (its real-time memory swappable, its device buffer copied on fork). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "memspace.h"
 #include "ms_test.h"
 
@@ -78,10 +81,50 @@ static void is_ours_answers_for_the_malloc_family(void **state) {
   ms_free(h);
 }
 
+/* AddressSanitizer's runtime replaces mlock with a no-op: locking is not observable in that build */
+#if defined(__SANITIZE_ADDRESS__)
+#define MLOCK_OBSERVABLE 0
+#else
+#define MLOCK_OBSERVABLE 1
+#endif
+
+/* registering memory the caller had partly pinned, then unregistering it, leaves the caller's pins in place */
+static void dma_register_keeps_callers_pins(void **state) {
+  (void)state;
+  size_t ps = ms_page_size();
+  char *m = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  int can_lock = MLOCK_OBSERVABLE && mlock(m, ps) == 0; /* page 0: the caller's lock */
+  assert_int_equal(madvise(m + ps, ps, MADV_DONTFORK), 0); /* page 1: the caller's mark */
+  ms_dma_buffer_t *b = ms_dma_register(m, 4 * ps, NULL);
+  if (!b && (errno == EPERM || errno == ENOMEM || errno == EAGAIN)) {
+    munmap(m, 4 * ps);
+    ms_skip_refused(errno, "mlock of 4 pages for ms_dma_register");
+  }
+  assert_non_null(b);
+  for (int i = 0; i < 4; i++) assert_int_equal(ms_test_vm_flag(m + i * ps, "dc"), 1);
+  ms_dma_free(b);
+  if (can_lock) assert_int_equal(ms_test_vm_flag(m, "lo"), 1);
+  assert_int_equal(ms_test_vm_flag(m + ps, "dc"), 1);
+  munmap(m, 4 * ps);
+  /* memory the caller had not pinned at all gets both undone */
+  m = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  b = ms_dma_register(m, 4 * ps, NULL);
+  assert_non_null(b);
+  ms_dma_free(b);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(ms_test_vm_flag(m + i * ps, "lo"), 0);
+    assert_int_equal(ms_test_vm_flag(m + i * ps, "dc"), 0);
+  }
+  munmap(m, 4 * ps);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(firstalloc_expand_commits_initial),
       cmocka_unit_test(is_ours_answers_for_the_malloc_family),
+      cmocka_unit_test(dma_register_keeps_callers_pins),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
