@@ -847,6 +847,17 @@ static void unpin_uncovered(struct ms_dma_buffer_s *b) {
   msi_unlock(&reg_lock);
 }
 
+/* a live registration overlapping allocated buffer b, or NULL (caller holds pin_lock) */
+static struct ms_dma_buffer_s *registered_in(const struct ms_dma_buffer_s *b) {
+  struct ms_dma_buffer_s *found = NULL;
+  uintptr_t s = (uintptr_t)b->addr, e = s + b->mapped;
+  msi_lock(&reg_lock);
+  for (struct ms_dma_buffer_s *o = reg_head; o && !found; o = o->next)
+    if (o->registered && (uintptr_t)o->addr < e && (uintptr_t)o->addr + o->mapped > s) found = o;
+  msi_unlock(&reg_lock);
+  return found;
+}
+
 void ms_dma_free(ms_dma_buffer_t *b) {
   if (!b) return;
   if (!valid(b)) {
@@ -856,6 +867,16 @@ void ms_dma_free(ms_dma_buffer_t *b) {
     return;
   }
   msi_lock(&pin_lock);
+  struct ms_dma_buffer_s *in = b->registered ? NULL : registered_in(b);
+  if (in) {
+    /* unmapping would leave `in` describing pages the kernel hands to the next mapping: a device writing through
+       its list would write into them */
+    msi_unlock(&pin_lock);
+    msi_error("dma: ms_dma_free(%p): the buffer at %p holds memory registered as %p (ms_dma_register), still live; "
+              "not freed: free that one first", (void *)b, (void *)b->addr, (void *)in);
+    errno = EBUSY;
+    return;
+  }
   reg_unlink(b);
   INC(frees, 1);
   b->magic = 0;

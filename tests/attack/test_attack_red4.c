@@ -4,15 +4,19 @@
      what the header calls the steady state after the first allocation;
    - ms_is_ours promised 1 for any space's memory; it answers for the memory the malloc family manages;
    - ms_dma_free of registered memory munlocked, and marked MADV_DOFORK, the whole range, also the parts the caller
-     had mlocked or marked MADV_DONTFORK itself (its real-time memory swappable, its device buffer copied on fork). */
+     had mlocked or marked MADV_DONTFORK itself (its real-time memory swappable, its device buffer copied on fork);
+   - ms_dma_free of an allocated buffer unmapped it while memory registered inside it lived: the registration's
+     list then named pages the kernel gives to the next mapping. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "memspace.h"
 #include "ms_test.h"
 
@@ -120,11 +124,70 @@ static void dma_register_keeps_callers_pins(void **state) {
   munmap(m, 4 * ps);
 }
 
+/* the stderr that fn writes, into buf */
+static void capture_stderr(void (*fn)(void *), void *arg, char *buf, size_t cap) {
+  FILE *tmp = tmpfile();
+  assert_non_null(tmp);
+  fflush(stderr);
+  int saved = dup(2);
+  assert_true(saved >= 0 && dup2(fileno(tmp), 2) == 2);
+  fn(arg);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(tmp);
+  size_t n = fread(buf, 1, cap - 1, tmp);
+  buf[n] = 0;
+  fclose(tmp);
+}
+static int free_errno;
+static void free_it(void *b) {
+  errno = 0;
+  ms_dma_free(b);
+  free_errno = errno;
+}
+
+/* an allocated buffer with a live registration inside is not freed (EBUSY, both named); freed once that goes */
+static void dma_free_refused_under_registration(void **state) {
+  (void)state;
+  size_t ps = ms_page_size();
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.page_size = ps;
+  c.numa_node = -1;
+  ms_dma_buffer_t *outer = ms_dma_alloc(4 * ps, &c);
+  if (!outer && (errno == EPERM || errno == ENOMEM || errno == EAGAIN))
+    ms_skip_refused(errno, "ms_dma_alloc of 4 pages");
+  assert_non_null(outer);
+  char *m = ms_dma_addr(outer);
+  ms_dma_buffer_t *inner = ms_dma_register(m + ps, ps, NULL);
+  assert_non_null(inner);
+  char msg[1024], name[64];
+  capture_stderr(free_it, outer, msg, sizeof msg);
+  assert_int_equal(free_errno, EBUSY);
+  snprintf(name, sizeof name, "%p", (void *)outer);
+  assert_non_null(strstr(msg, name));
+  snprintf(name, sizeof name, "%p", (void *)inner);
+  assert_non_null(strstr(msg, name));
+  assert_int_equal(ms_dma_size(outer), 4 * ps); /* still live, still mapped */
+  m[ps] = 7;
+  ms_dma_write(inner, 0, "x", 1);
+  assert_int_equal(m[ps], 'x');
+  ms_dma_free(inner);
+  errno = 0;
+  ms_dma_free(outer);
+  assert_int_equal(errno, 0);
+  errno = 0;
+  assert_int_equal(ms_dma_size(outer), 0);
+  assert_int_equal(errno, EINVAL); /* freed now */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(firstalloc_expand_commits_initial),
       cmocka_unit_test(is_ours_answers_for_the_malloc_family),
       cmocka_unit_test(dma_register_keeps_callers_pins),
+      cmocka_unit_test(dma_free_refused_under_registration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
