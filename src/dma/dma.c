@@ -550,7 +550,10 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
   ms_dma_config_t def = {0, -1, 0, {0, 0, 0, 0}};
   const ms_dma_config_t *c = config ? config : &def;
   size_t ps = msi_os_page_size();
-  if (size == 0 || !config_ok(c) || c->numa_node >= msi_os_numa_nodes()) { errno = EINVAL; return NULL; }
+  if (size == 0 || !config_ok(c) || (c->numa_node >= 0 && !msi_os_numa_node_ok(c->numa_node))) {
+    errno = EINVAL;
+    return NULL;
+  }
   if (c->page_size && c->page_size != ps && c->page_size != 2 * MSI_MiB && c->page_size != MSI_GiB) {
     msi_error("dma: page size %zu is not one of %zu, 2 MiB, 1 GiB", c->page_size, ps);
     errno = EINVAL;

@@ -6,7 +6,10 @@
    - ms_dma_free of registered memory munlocked, and marked MADV_DOFORK, the whole range, also the parts the caller
      had mlocked or marked MADV_DONTFORK itself (its real-time memory swappable, its device buffer copied on fork);
    - ms_dma_free of an allocated buffer unmapped it while memory registered inside it lived: the registration's
-     list then named pages the kernel gives to the next mapping. */
+     list then named pages the kernel gives to the next mapping;
+   - a NUMA node was checked against the count of node directories up to the first gap: on a machine whose node ids
+     have gaps (a node taken offline, memory-only nodes: online "0,2-3") nodes 2 and 3 were refused with EINVAL.
+     Nodes are checked against the kernel's online list now (msi_os_numa_parse, tested on such lists). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 #include "memspace.h"
 #include "ms_test.h"
+#include "os.h"
 
 #define KiB ((size_t)1024)
 
@@ -182,12 +186,37 @@ static void dma_free_refused_under_registration(void **state) {
   assert_int_equal(errno, EINVAL); /* freed now */
 }
 
+static bool node_bit(const uint64_t *m, unsigned n) { return (m[n / 64] >> (n % 64)) & 1; }
+
+/* the online list with gaps: every listed node, no other */
+static void numa_online_list_with_gaps(void **state) {
+  (void)state;
+  uint64_t m[MSI_OS_NUMA_MAX / 64];
+  assert_true(msi_os_numa_parse("0,2-3\n", m));
+  assert_true(node_bit(m, 0) && !node_bit(m, 1) && node_bit(m, 2) && node_bit(m, 3) && !node_bit(m, 4));
+  assert_true(msi_os_numa_parse("8", m));
+  assert_true(node_bit(m, 8) && !node_bit(m, 0) && !node_bit(m, 7));
+  assert_true(msi_os_numa_parse("0-1,64,1023", m));
+  assert_true(node_bit(m, 1) && node_bit(m, 64) && node_bit(m, 1023) && !node_bit(m, 63));
+  assert_false(msi_os_numa_parse("", m));
+  assert_false(msi_os_numa_parse("0-", m));
+  assert_false(msi_os_numa_parse("x", m));
+  /* this machine: node 0 exists everywhere; a node past the online list is refused */
+  ms_pages_t pg;
+  assert_int_equal(ms_pages_reserve(4096, 0, MS_PAGES_COMMIT, 0, &pg), 0);
+  assert_int_equal(ms_pages_bind(pg.addr, pg.size, -1), EINVAL);
+  assert_int_equal(ms_pages_bind(pg.addr, pg.size, MSI_OS_NUMA_MAX), EINVAL);
+  assert_int_equal(ms_pages_release(pg.addr, pg.size), 0);
+  assert_int_equal(ms_pages_reserve(4096, 0, MS_PAGES_COMMIT, MSI_OS_NUMA_MAX, &pg), EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(firstalloc_expand_commits_initial),
       cmocka_unit_test(is_ours_answers_for_the_malloc_family),
       cmocka_unit_test(dma_register_keeps_callers_pins),
       cmocka_unit_test(dma_free_refused_under_registration),
+      cmocka_unit_test(numa_online_list_with_gaps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
