@@ -9,7 +9,9 @@
      list then named pages the kernel gives to the next mapping;
    - a NUMA node was checked against the count of node directories up to the first gap: on a machine whose node ids
      have gaps (a node taken offline, memory-only nodes: online "0,2-3") nodes 2 and 3 were refused with EINVAL.
-     Nodes are checked against the kernel's online list now (msi_os_numa_parse, tested on such lists). */
+     Nodes are checked against the kernel's online list now (msi_os_numa_parse, tested on such lists);
+   - ms_space_aligned_alloc with an alignment no block of the space has said "no room for 100 bytes (4096 of
+     67108864 bytes in use)": the message names the alignment and the most the space gives now. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +212,37 @@ static void numa_online_list_with_gaps(void **state) {
   assert_int_equal(ms_pages_reserve(4096, 0, MS_PAGES_COMMIT, MSI_OS_NUMA_MAX, &pg), EINVAL);
 }
 
+static ms_space_t *align_space;
+static void *align_result;
+static void aligned_too_far(void *arg) {
+  errno = 0;
+  align_result = ms_space_aligned_alloc(align_space, *(size_t *)arg, 100);
+}
+
+/* an alignment beyond the space's: ENOMEM, and the message (MEMSPACE_VERBOSE) says it is the alignment */
+static void space_alignment_refusal_named(void **state) {
+  (void)state;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 64 * KiB;
+  c.numa_node = -1;
+  c.name = "red4";
+  align_space = ms_space_create(&c);
+  assert_non_null(align_space);
+  long long verbose = ms_option_get(MS_OPTION_VERBOSE);
+  assert_int_equal(ms_option_set(MS_OPTION_VERBOSE, 1), 0);
+  size_t align = (size_t)1 << 40;
+  char msg[1024];
+  capture_stderr(aligned_too_far, &align, msg, sizeof msg);
+  ms_option_set(MS_OPTION_VERBOSE, verbose);
+  assert_null(align_result);
+  assert_int_equal(errno, ENOMEM);
+  printf("%s", msg);
+  assert_non_null(strstr(msg, "space red4: no room for 100 bytes"));
+  assert_non_null(strstr(msg, "aligned to 1099511627776: blocks of this space are aligned to "));
+  ms_space_destroy(align_space);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(firstalloc_expand_commits_initial),
@@ -217,6 +250,7 @@ int main(void) {
       cmocka_unit_test(dma_register_keeps_callers_pins),
       cmocka_unit_test(dma_free_refused_under_registration),
       cmocka_unit_test(numa_online_list_with_gaps),
+      cmocka_unit_test(space_alignment_refusal_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
