@@ -757,7 +757,16 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   }
   r = ms_pages_populate(memory, size);
   if (r) {
-    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (error %d)", memory, size, r);
+    /* mapped and writable, yet a page cannot be faulted in (a file mapping past the end of its file, a hole in a
+       memfd with seals): the first such page, found by halving (pages before it fault in fine) */
+    size_t lo = 0, hi = size / page; /* the first page failing lies in [lo, hi) */
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (ms_pages_populate((char *)memory + lo * page, (mid - lo) * page) == 0) lo = mid;
+      else hi = mid;
+    }
+    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (error %d) at address %p", memory, size, r,
+              (void *)((char *)memory + lo * page));
     errno = r == ENOMEM ? ENOMEM : EFAULT;
     return NULL;
   }

@@ -11,7 +11,9 @@
      have gaps (a node taken offline, memory-only nodes: online "0,2-3") nodes 2 and 3 were refused with EINVAL.
      Nodes are checked against the kernel's online list now (msi_os_numa_parse, tested on such lists);
    - ms_space_aligned_alloc with an alignment no block of the space has said "no room for 100 bytes (4096 of
-     67108864 bytes in use)": the message names the alignment and the most the space gives now. */
+     67108864 bytes in use)": the message names the alignment and the most the space gives now;
+   - ms_dma_register of a file mapping that runs past the end of its file failed with EFAULT and "pre-faulting
+     failed" naming no address, where the header promises the message names the first such address. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "memspace.h"
@@ -214,9 +218,11 @@ static void numa_online_list_with_gaps(void **state) {
 
 static ms_space_t *align_space;
 static void *align_result;
+static int align_errno;
 static void aligned_too_far(void *arg) {
   errno = 0;
   align_result = ms_space_aligned_alloc(align_space, *(size_t *)arg, 100);
+  align_errno = errno;
 }
 
 /* an alignment beyond the space's: ENOMEM, and the message (MEMSPACE_VERBOSE) says it is the alignment */
@@ -236,11 +242,41 @@ static void space_alignment_refusal_named(void **state) {
   capture_stderr(aligned_too_far, &align, msg, sizeof msg);
   ms_option_set(MS_OPTION_VERBOSE, verbose);
   assert_null(align_result);
-  assert_int_equal(errno, ENOMEM);
+  assert_int_equal(align_errno, ENOMEM);
   printf("%s", msg);
   assert_non_null(strstr(msg, "space red4: no room for 100 bytes"));
   assert_non_null(strstr(msg, "aligned to 1099511627776: blocks of this space are aligned to "));
   ms_space_destroy(align_space);
+}
+
+static void *register_result;
+static int register_errno;
+static void register_it(void *m) {
+  errno = 0;
+  register_result = ms_dma_register(m, 3 * ms_page_size(), NULL);
+  register_errno = errno;
+}
+
+/* a shared file mapping of 3 pages over a file of 1: EFAULT, the message names the second page */
+static void dma_register_past_eof_named(void **state) {
+  (void)state;
+  size_t ps = ms_page_size();
+  char path[] = "/tmp/ms-red4-eof.XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  unlink(path);
+  assert_int_equal(ftruncate(fd, (off_t)ps), 0);
+  char *m = mmap(NULL, 3 * ps, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  assert_true(m != MAP_FAILED);
+  char msg[1024], name[64];
+  capture_stderr(register_it, m, msg, sizeof msg);
+  printf("%s", msg);
+  assert_null(register_result);
+  assert_int_equal(register_errno, EFAULT);
+  snprintf(name, sizeof name, "at address %p", (void *)(m + ps));
+  assert_non_null(strstr(msg, name));
+  munmap(m, 3 * ps);
 }
 
 int main(void) {
@@ -251,6 +287,7 @@ int main(void) {
       cmocka_unit_test(dma_free_refused_under_registration),
       cmocka_unit_test(numa_online_list_with_gaps),
       cmocka_unit_test(space_alignment_refusal_named),
+      cmocka_unit_test(dma_register_past_eof_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
