@@ -343,7 +343,10 @@ MS_API MS_MALLOC_ATTR MS_ALLOC_SIZE(2) void *ms_aligned_alloc(size_t alignment, 
 MS_API size_t ms_usable_size(const void *ptr);
 /// Returns free memory to the OS: the calling thread's cache and the global cache (force != 0: all of it now).
 MS_API void ms_heap_collect(int force);
-/// 1 when `ptr` lies inside memory memspace manages (heap, space or spill). O(1), lock-free.
+/// 1 when `ptr` lies inside memory the malloc family manages: the heap, the process space
+/// (MEMSPACE_SPACE_INITIAL) or spill; 0 for the memory of an ms_space_create / ms_space_create_in space, a frame
+/// allocator, a DMA buffer or an ms_pages_reserve range, which the malloc family's free and realloc do not take.
+/// O(1), lock-free.
 MS_API int ms_is_ours(const void *ptr);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -470,7 +473,9 @@ MS_API void ms_space_free(ms_space_t *space, void *ptr);
 /// of an allocated block of this space (interior pointers included). O(1).
 MS_API size_t ms_space_usable_size(const ms_space_t *space, const void *ptr);
 /// Grows the space by at least `bytes` (a new region, committed, pre-faulted and locked like the initial one;
-/// a free expansion region is reused first). Counted in expand_count. Not deterministic (system calls).
+/// a free expansion region is reused first). On an MS_SPACE_AT_FIRSTALLOC space before its first allocation it
+/// commits the initial size first (else the first allocations would take the expansion, and a later one would
+/// commit the initial size). Counted in expand_count. Not deterministic (system calls).
 /// Returns 0 or an errno value, also stored in errno: EINVAL (bytes 0, not a live space), ENOMEM (no reserved
 /// room left: 63 regions or the reserve is used; spaces in caller memory and huge-page spaces cannot grow; or
 /// more than the machine can back, as for ms_space_create), EPERM/EAGAIN (lock refused).
@@ -577,9 +582,13 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// buffer): a part stays locked and MADV_DONTFORK while any buffer covering it lives.
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
-/// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents). NULL is
-/// ignored; a freed handle is reported (message naming it, errno EINVAL; see ms_dma_buffer_t). Thread-safe
-/// against other buffers; the buffer must not be used concurrently.
+/// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents; a range the
+/// caller had partly mlocked, or partly marked MADV_DONTFORK, stays so on all of it: mlock does not nest, and
+/// undoing it would undo the caller's own). NULL is
+/// ignored; a freed handle is reported (message naming it, errno EINVAL; see ms_dma_buffer_t). An allocated
+/// buffer that memory registered with ms_dma_register lies in, while that registration lives, is not freed
+/// (reported naming both, errno EBUSY): its pages would go back to the kernel under the registration's list.
+/// Thread-safe against other buffers; the buffer must not be used concurrently.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
 /// Start of the buffer (NULL + EINVAL for NULL or a freed handle). O(1), thread-safe.
 MS_API void *ms_dma_addr(const ms_dma_buffer_t *buffer);

@@ -172,6 +172,10 @@ int tool_bench(int argc, char **argv) {
     else { fprintf(stderr, "memspace bench: unknown argument '%s'\n", argv[i]); return 2; }
   }
   if (!part) { fprintf(stderr, "usage: memspace bench PART [--out DIR] [--quick | --full]\n"); return 2; }
+  /* an unknown part is refused before the output directory is made: a refused command leaves nothing behind */
+  bool known = strcmp(part, "all") == 0;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) known |= strcmp(part, parts[i].name) == 0;
+  if (!known) { fprintf(stderr, "memspace bench: unknown part '%s' (pages spaces heap spill dma all)\n", part); return 2; }
   char def_out[PATH_MAX];
   if (!out) {
     /* from build/: the source tree's bench/results; installed: ./memspace-results */
@@ -180,12 +184,9 @@ int tool_bench(int argc, char **argv) {
     out = def_out;
   }
   mkdirs(out);
-  int status = 0, found = 0;
+  int status = 0;
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-    if (strcmp(part, "all") == 0 || strcmp(part, parts[i].name) == 0) {
-      found = 1;
+    if (strcmp(part, "all") == 0 || strcmp(part, parts[i].name) == 0)
       status |= run_part((int)i, out, mode, argc + 1, argv - 1);
-    }
-  if (!found) { fprintf(stderr, "memspace bench: unknown part '%s' (pages spaces heap spill dma all)\n", part); return 2; }
   return status ? 1 : 0;
 }

@@ -220,9 +220,12 @@ static int parse_options(int argc, char **argv) {
       if (!one_of(v, presets)) { fprintf(stderr, "memspace run: --heap takes unlimited, performance, size or none\n"); return -1; }
       setenv("MEMSPACE_CACHE", v, 1);
     } else if (option_is(argv, argc, &i, "--purge-delay", &v)) {
-      char *end = NULL;
-      long ms = v ? strtol(v, &end, 10) : 0;
-      if (!v || !*v || *end || ms < -1 || ms > 86400000) {
+      /* digits with an optional '-', as the library reads MEMSPACE_PURGE_DELAY (strtol's leading blanks and '+'
+         would pass here, then the library would warn and run with the default) */
+      const char *d = v && *v == '-' ? v + 1 : v;
+      bool digits = d && *d && strspn(d, "0123456789") == strlen(d);
+      long ms = digits ? strtol(v, NULL, 10) : 0;
+      if (!digits || ms < -1 || ms > 86400000) {
         fprintf(stderr, "memspace run: --purge-delay takes milliseconds (0 to 86400000) or -1 (never)\n");
         return -1;
       }

@@ -550,7 +550,10 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
   ms_dma_config_t def = {0, -1, 0, {0, 0, 0, 0}};
   const ms_dma_config_t *c = config ? config : &def;
   size_t ps = msi_os_page_size();
-  if (size == 0 || !config_ok(c) || c->numa_node >= msi_os_numa_nodes()) { errno = EINVAL; return NULL; }
+  if (size == 0 || !config_ok(c) || (c->numa_node >= 0 && !msi_os_numa_node_ok(c->numa_node))) {
+    errno = EINVAL;
+    return NULL;
+  }
   if (c->page_size && c->page_size != ps && c->page_size != 2 * MSI_MiB && c->page_size != MSI_GiB) {
     msi_error("dma: page size %zu is not one of %zu, 2 MiB, 1 GiB", c->page_size, ps);
     errno = EINVAL;
@@ -631,7 +634,22 @@ typedef struct {
   uintptr_t readonly;  /* first address that is not writable, 0 if none */
   size_t min_page;     /* smallest KernelPageSize seen */
   bool all_hugetlb, all_locked, all_dontfork, writable;
+  bool any_locked, any_dontfork; /* a part no live buffer covers already has it: the caller's own mlock / mark */
 } range_facts_t;
+
+/* true when live buffers cover [a, e): their pins are memspace's (caller holds pin_lock) */
+static bool buffers_cover(uintptr_t a, uintptr_t e) {
+  msi_lock(&reg_lock);
+  for (bool moved = true; a < e && moved;) {
+    moved = false;
+    for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next) {
+      uintptr_t os = (uintptr_t)o->addr, oe = os + o->mapped;
+      if (os <= a && oe > a) a = oe, moved = true;
+    }
+  }
+  msi_unlock(&reg_lock);
+  return a >= e;
+}
 
 /* walks /proc/self/smaps for the mappings covering [s, e); 0 or errno */
 static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
@@ -640,7 +658,7 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
   memset(f, 0, sizeof *f);
   f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
   f->min_page = SIZE_MAX;
-  uintptr_t cursor = s;
+  uintptr_t cursor = s, piece = s; /* piece: where the current mapping's part of [s, e) starts */
   bool in = false, done = false;
   while (!done && msi_os_lines_next(&r)) {
     char c = r.line[0];
@@ -653,6 +671,7 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
       if (ve <= cursor) continue;
       if (vs > cursor) { done = true; break; } /* a hole before the next mapping */
       in = true;
+      piece = vs > s ? vs : s;
       if (p[0] == ' ' && p[2] != 'w' && f->writable) {
         f->writable = false;
         f->readonly = vs > s ? vs : s;
@@ -677,6 +696,10 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
         }
       }
       f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
+      if ((lo && !f->any_locked) || (dc && !f->any_dontfork)) {
+        bool ours = buffers_cover(piece, cursor < e ? cursor : e);
+        f->any_locked |= lo && !ours, f->any_dontfork |= dc && !ours;
+      }
       if (cursor >= e) done = true;
     }
   }
@@ -734,10 +757,22 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   }
   r = ms_pages_populate(memory, size);
   if (r) {
-    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (%s)", memory, size, MSI_ERRNO(r));
+    /* mapped and writable, yet a page cannot be faulted in (a file mapping past the end of its file, a hole in a
+       memfd with seals): the first such page, found by halving (pages before it fault in fine) */
+    size_t lo = 0, hi = size / page; /* the first page failing lies in [lo, hi) */
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (ms_pages_populate((char *)memory + lo * page, (mid - lo) * page) == 0) lo = mid;
+      else hi = mid;
+    }
+    msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (%s) at address %p", memory, size, MSI_ERRNO(r),
+              (void *)((char *)memory + lo * page));
     errno = r == ENOMEM ? ENOMEM : EFAULT;
     return NULL;
   }
+  /* locked, dontfork: memspace undoes them when the buffer goes. Not where the caller had locked or marked a part
+     of the range: mlock does not nest and smaps tells no owner, so undoing them would undo the caller's own pin
+     (its real-time memory swappable again, another driver's buffer copied on fork); that range keeps them */
   bool locked = false, dontfork = false;
   if (!f.all_hugetlb && !f.all_locked) {
     r = ms_pages_lock(memory, size);
@@ -746,7 +781,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       errno = r;
       return NULL;
     }
-    locked = true;
+    locked = !f.any_locked;
   }
   if (!f.all_dontfork) {
     if (msi_os_madvise(memory, size, MADV_DONTFORK)) {
@@ -756,7 +791,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       errno = r;
       return NULL;
     }
-    dontfork = true;
+    dontfork = !f.any_dontfork;
   }
   struct ms_dma_buffer_s *b = desc_new();
   if (!b) {
@@ -824,6 +859,17 @@ static void unpin_uncovered(struct ms_dma_buffer_s *b) {
   msi_unlock(&reg_lock);
 }
 
+/* a live registration overlapping allocated buffer b, or NULL (caller holds pin_lock) */
+static struct ms_dma_buffer_s *registered_in(const struct ms_dma_buffer_s *b) {
+  struct ms_dma_buffer_s *found = NULL;
+  uintptr_t s = (uintptr_t)b->addr, e = s + b->mapped;
+  msi_lock(&reg_lock);
+  for (struct ms_dma_buffer_s *o = reg_head; o && !found; o = o->next)
+    if (o->registered && (uintptr_t)o->addr < e && (uintptr_t)o->addr + o->mapped > s) found = o;
+  msi_unlock(&reg_lock);
+  return found;
+}
+
 void ms_dma_free(ms_dma_buffer_t *b) {
   if (!b) return;
   if (!valid(b)) {
@@ -833,6 +879,16 @@ void ms_dma_free(ms_dma_buffer_t *b) {
     return;
   }
   msi_lock(&pin_lock);
+  struct ms_dma_buffer_s *in = b->registered ? NULL : registered_in(b);
+  if (in) {
+    /* unmapping would leave `in` describing pages the kernel hands to the next mapping: a device writing through
+       its list would write into them */
+    msi_unlock(&pin_lock);
+    msi_error("dma: ms_dma_free(%p): the buffer at %p holds memory registered as %p (ms_dma_register), still live; "
+              "not freed: free that one first", (void *)b, (void *)b->addr, (void *)in);
+    errno = EBUSY;
+    return;
+  }
   reg_unlink(b);
   INC(frees, 1);
   b->magic = 0;

@@ -124,7 +124,10 @@ bool msi_os_cgroup_file(const msi_os_cgroup_t *cg, const char *name, char *out, 
 /* facts read at run time, cached */
 size_t msi_os_page_size(void);
 size_t msi_os_huge_size(ms_page_kind_t kind);   /* 0 when the kernel has no such page */
-int msi_os_numa_nodes(void);                    /* >= 1 */
+#define MSI_OS_NUMA_MAX 1024                     /* node ids checked below this */
+bool msi_os_numa_node_ok(int node);             /* node is online (ids may have gaps) */
+/* "0,2-3" (sysfs node list) into one bit per node; false when the text is not such a list */
+bool msi_os_numa_parse(const char *text, uint64_t mask[MSI_OS_NUMA_MAX / 64]);
 bool msi_os_has_madv_free(void);
 bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
 size_t msi_os_vm_size(void);             /* bytes of address space mapped now (VmSize); 0: unknown. Reads /proc */

@@ -640,18 +640,44 @@ size_t msi_os_huge_size(ms_page_kind_t kind) {
   return size;
 }
 
-int msi_os_numa_nodes(void) {
-  static _Atomic int cached;
-  int n = atomic_load(&cached);
-  if (n) return n;
-  char path[64];
-  for (n = 0; n < 1024; n++) {
-    msi_snprintf(path, sizeof path, "/sys/devices/system/node/node%d", n);
-    if (access(path, F_OK) != 0) break;
+/* The online NUMA nodes: /sys/devices/system/node/online lists them as ranges ("0", "0-3", "0,2-3"); node ids
+   need not be contiguous (a node taken offline, memory-only nodes), so a node is checked against the list, not
+   against a count. Ids below MSI_OS_NUMA_MAX; node 0 alone when the file is unreadable (no NUMA support). */
+bool msi_os_numa_parse(const char *text, uint64_t mask[MSI_OS_NUMA_MAX / 64]) {
+  memset(mask, 0, MSI_OS_NUMA_MAX / 8);
+  bool any = false;
+  for (const char *p = text; *p && *p != '\n';) {
+    unsigned lo = 0, hi;
+    if (*p < '0' || *p > '9') return false;
+    for (; *p >= '0' && *p <= '9'; p++) lo = lo < MSI_OS_NUMA_MAX ? lo * 10 + (unsigned)(*p - '0') : lo;
+    hi = lo;
+    if (*p == '-') {
+      if (*++p < '0' || *p > '9') return false;
+      for (hi = 0; *p >= '0' && *p <= '9'; p++) hi = hi < MSI_OS_NUMA_MAX ? hi * 10 + (unsigned)(*p - '0') : hi;
+    }
+    for (unsigned n = lo; n <= hi && n < MSI_OS_NUMA_MAX; n++) mask[n / 64] |= 1ull << (n % 64), any = true;
+    if (*p == ',') p++;
+    else if (*p && *p != '\n') return false;
   }
-  if (n == 0) n = 1;
-  atomic_store(&cached, n);
-  return n;
+  return any;
+}
+
+bool msi_os_numa_node_ok(int node) {
+  static uint64_t online[MSI_OS_NUMA_MAX / 64];
+  static _Atomic int state; /* 0 not read, 1 read */
+  if (node < 0 || node >= MSI_OS_NUMA_MAX) return false;
+  if (!atomic_load_explicit(&state, memory_order_acquire)) {
+    char text[512];
+    uint64_t m[MSI_OS_NUMA_MAX / 64];
+    ssize_t n = msi_os_read_file("/sys/devices/system/node/online", text, sizeof text);
+    if (n <= 0 || (size_t)n >= sizeof text || (text[n] = 0, !msi_os_numa_parse(text, m))) {
+      memset(m, 0, sizeof m);
+      m[0] = 1; /* node 0 */
+    }
+    memcpy(online, m, sizeof online); /* racing threads write the same */
+    atomic_store_explicit(&state, 1, memory_order_release);
+  }
+  return (online[node / 64] >> (node % 64)) & 1;
 }
 
 /* whether the kernel takes madvise `advice` on a fresh page, asked once; *state: 0 unknown, 1 yes, 2 no */

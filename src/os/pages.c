@@ -405,7 +405,7 @@ int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_alig
   if (!out || size == 0 || min > size || (alignment && !msi_is_pow2(alignment)) ||
       (min_align && !msi_is_pow2(min_align)))
     FAIL(EINVAL);
-  if (numa_node >= msi_os_numa_nodes() || numa_node < -1) FAIL(EINVAL);
+  if (numa_node < -1 || (numa_node >= 0 && !msi_os_numa_node_ok(numa_node))) FAIL(EINVAL);
   if (flags & (MS_PAGES_POPULATE | MS_PAGES_LOCK)) flags |= MS_PAGES_COMMIT; /* both need accessible pages */
   memset(out, 0, sizeof *out);
   out->numa_node = -1;
@@ -538,7 +538,7 @@ int ms_pages_unlock(void *addr, size_t size) {
 
 int ms_pages_bind(void *addr, size_t size, int node) {
   CHECK(addr, size);
-  if (node < 0 || node >= msi_os_numa_nodes()) FAIL(EINVAL);
+  if (!msi_os_numa_node_ok(node)) FAIL(EINVAL);
   if (msi_os_mbind(addr, page_round(size), node)) {
     int e = errno;
     msi_verbose("pages: binding %zu bytes to NUMA node %d failed (%s)", size, node, MSI_ERRNO(e));

@@ -552,26 +552,33 @@ static inline unsigned order_of(size_t size) {
   return 64u - (unsigned)__builtin_clzll(size - 1);
 }
 
+/* MS_SPACE_AT_FIRSTALLOC: commits the initial region (lock held); 0 or errno. A refused commit (RLIMIT_MEMLOCK,
+   no memory) stays pending: the next request that finds no block, or the next ms_space_expand, tries again, so the
+   space works once the limit allows it */
+static int commit_pending(ms_space_t *s) {
+  region_t *r = &s->regions[0];
+  int e = region_commit(s, r->start, r->start + r->size);
+  if (e) return e;
+  s->at_pending = 0;
+  r->state = REGION_ACTIVE;
+  region_add_free(s, r->start, r->start + r->size);
+  s->size += r->size;
+  return 0;
+}
+
 MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
   if (s->qmask) {
     cache_flush(s);
     if (s->free_mask >> k) return true;
   }
   if (s->at_pending) {
-    /* a refused commit (RLIMIT_MEMLOCK, no memory) stays pending: the next request that finds no block tries
-       again, so the space works once the limit allows it */
-    region_t *r = &s->regions[0];
-    int e = region_commit(s, r->start, r->start + r->size);
+    int e = commit_pending(s);
     if (e == 0) {
-      s->at_pending = 0;
-      r->state = REGION_ACTIVE;
-      region_add_free(s, r->start, r->start + r->size);
-      s->size += r->size;
       if (s->free_mask >> k) return true;
     } else if (!s->commit_warned) {
       s->commit_warned = 1;
       msi_warning("space %s: committing the initial %zu bytes at first allocation failed (%s); retried at "
-                  "the next allocation", s->name ? s->name : "(unnamed)", r->size, MSI_ERRNO(e));
+                  "the next allocation", s->name ? s->name : "(unnamed)", s->regions[0].size, MSI_ERRNO(e));
     }
   }
   if (!s->expand) return false;
@@ -1012,19 +1019,28 @@ void ms_space_destroy(ms_space_t *s) {
    retrying on a full space does not flood stderr. The process space's first failure is a warning without
    MEMSPACE_VERBOSE too: the program's malloc fails, and the program seldom says why. Written outside the space's
    lock. */
-MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t n) {
+MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t n, size_t align) {
   space_lock(s);
   if (!n) n = ++s->ooms;
   size_t used = s->used, total = s->size;
   space_unlock(s);
+  /* `align`: an alignment no block of the space has (ms_space_aligned_alloc), whatever room is left */
+  char why[128];
+  if (align) {
+    size_t most = (size_t)1 << s->top, data = (size_t)((uintptr_t)s->data & -(uintptr_t)s->data);
+    msi_snprintf(why, sizeof why, "aligned to %zu: blocks of this space are aligned to %zu at most", align,
+                 data && data < most ? data : most);
+  } else {
+    msi_snprintf(why, sizeof why, "%s", s->expand ? "could not expand" : "fixed size");
+  }
   if (n == 1 && s == msi_proc_space_get())
     msi_warning("space process: no room for %zu bytes (%zu of %zu bytes in use, %s): malloc returns NULL with ENOMEM; "
                 "raise MEMSPACE_SPACE_INITIAL or MEMSPACE_SPACE_EXPAND (said once; MEMSPACE_VERBOSE says more)", size,
-                used, total, s->expand ? "could not expand" : "fixed size");
+                used, total, why);
   else if ((n & (n - 1)) == 0)
     msi_verbose("space %s: no room for %zu bytes (%zu of %zu bytes in use, %s): NULL + ENOMEM; failure %llu (said "
-                "at the 1st, 2nd, 4th, 8th... failure)", s->name ? s->name : "(unnamed)", size, used, total,
-                s->expand ? "could not expand" : "fixed size", (unsigned long long)n);
+                "at the 1st, 2nd, 4th, 8th... failure)", s->name ? s->name : "(unnamed)", size, used, total, why,
+                (unsigned long long)n);
   errno = ENOMEM;
   return NULL;
 }
@@ -1034,7 +1050,7 @@ static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zer
   void *p = take(s, k);
   uint64_t n = p ? 0 : s->ooms;
   space_unlock(s);
-  if (MSI_UNLIKELY(!p)) return no_room(s, size, n);
+  if (MSI_UNLIKELY(!p)) return no_room(s, size, n, 0);
   MSI_TRACK_MALLOC(p, (size_t)1 << k, zero); /* the usable size is the whole block */
   if (s->flags & MS_SPACE_ZERO) memset(p, 0, (size_t)1 << k); /* every usable byte (ms_space_usable_size) */
   else if (zero) memset(p, 0, size);
@@ -1044,7 +1060,7 @@ static inline void *alloc_order(ms_space_t *s, unsigned k, size_t size, bool zer
 MSI_NOINLINE static void *malloc_slow(ms_space_t *s, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0)) { errno = EINVAL; return NULL; }
   if (gone(s, "ms_space_malloc")) return NULL;
-  if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) return no_room(s, size, 0);
+  if (MSI_UNLIKELY(size > ((size_t)1 << s->top))) return no_room(s, size, 0, 0);
   return alloc_order(s, order_of(size), size, false);
 }
 
@@ -1072,19 +1088,20 @@ void *ms_space_calloc(ms_space_t *s, size_t count, size_t size) {
   if (gone(s, "ms_space_calloc")) return NULL;
   if (__builtin_mul_overflow(count, size, &total)) { errno = ENOMEM; return NULL; }
   if (total == 0) { errno = EINVAL; return NULL; }
-  if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) return no_room(s, total, 0);
+  if (MSI_UNLIKELY(total > ((size_t)1 << s->top))) return no_room(s, total, 0, 0);
   return alloc_order(s, order_of(total), total, true);
 }
 
 void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
   if (MSI_UNLIKELY(!s || size == 0 || !msi_is_pow2(alignment))) { errno = EINVAL; return NULL; }
   if (gone(s, "ms_space_aligned_alloc")) return NULL;
-  if (size > ((size_t)1 << s->top) || alignment > ((size_t)1 << s->top)) return no_room(s, size, 0);
+  if (size > ((size_t)1 << s->top)) return no_room(s, size, 0, 0);
+  if (alignment > ((size_t)1 << s->top)) return no_room(s, size, 0, alignment);
   unsigned k = order_of(size);
   unsigned a = (unsigned)__builtin_ctzll(alignment);
   if (a > k) k = a;
   /* blocks of order k are aligned to 2^k relative to the data base */
-  if (((uintptr_t)s->data & (alignment - 1)) != 0) return no_room(s, size, 0);
+  if (((uintptr_t)s->data & (alignment - 1)) != 0) return no_room(s, size, 0, alignment);
   return alloc_order(s, k, size, false);
 }
 
@@ -1155,7 +1172,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   if (size == 0) { ms_space_free(s, p); return NULL; }
   size_t off = offset_of(s, p);
   if (off == SIZE_MAX) { bad_pointer(s, p, "realloc", "not a block of this space"); return NULL; }
-  if (size > ((size_t)1 << s->top)) return no_room(s, size, 0);
+  if (size > ((size_t)1 << s->top)) return no_room(s, size, 0, 0);
   unsigned n = order_of(size);
   space_lock(s);
   unsigned k = map_get(s, off);
@@ -1195,7 +1212,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   void *q = take(s, n);
   uint64_t oom = q ? 0 : s->ooms;
   space_unlock(s);
-  if (!q) return no_room(s, size, oom);
+  if (!q) return no_room(s, size, oom, 0);
   MSI_TRACK_MALLOC(q, (size_t)1 << n, 0);
   memcpy(q, p, (size_t)1 << k);
   if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, ((size_t)1 << n) - ((size_t)1 << k));
@@ -1215,7 +1232,10 @@ int ms_space_expand(ms_space_t *s, size_t bytes) {
   if (bytes == 0) return errno = EINVAL;
   if (s->in_caller) return errno = ENOMEM;
   space_lock(s);
-  int e = grow(s, bytes, 0);
+  /* MS_SPACE_AT_FIRSTALLOC before the first allocation: the initial size first. Else the first allocations would
+     take the expansion and the initial size would be committed later, by an allocation that finds no block */
+  int e = s->at_pending ? commit_pending(s) : 0;
+  if (!e) e = grow(s, bytes, 0);
   if (!e) s->expands++;
   space_unlock(s);
   if (e) errno = e;
