@@ -35,7 +35,7 @@ void msi_lock_slow(msi_lock_t *l) {
 
 void msi_unlock_slow(msi_lock_t *l) { msi_os_futex_wake(&l->state, 1); }
 
-_Alignas(2048) msi_fork_page_t msi_fork_page; /* zero: every lock free (MSI_LOCK_INIT) */
+_Alignas(64) msi_fork_page_t msi_fork_page; /* zero: every lock free (MSI_LOCK_INIT); internal.h: its place */
 
 bool msi_single_threaded(void) {
 #ifdef MSI_HAVE_SINGLE_THREADED

@@ -226,13 +226,26 @@ static bool dense_guard(uintptr_t addr, size_t bytes, bool on) {
 
 /* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno. Never transparent
    huge pages (with THP "always" a 2 MiB page would back one 64 KiB block and its free neighbours: 32x its RSS),
-   as when each block was a mapping of its own under 2 MiB; all dense ranges carry the same advice, so they
-   still merge. */
+   as when each block was a mapping of its own under 2 MiB: ranges past the first DENSE_PLAIN bytes of their
+   size's sub-region are advised MADV_NOHUGEPAGE, and merge with each other. Ranges inside the first DENSE_PLAIN
+   bytes go without the advice (dense_plain), one system call instead of two: a program using a few blocks of a
+   dense size (git's directory reads, `ls`) maps them there. They merge with each other and with nothing else
+   (the advised rest of the sub-region, and the previous sub-region's advised end, differ in their flags), so
+   such a mapping lies inside [base, base + 1 MiB) of a 2 MiB-aligned sub-region: no 2 MiB-aligned range, so no
+   PMD huge page. (A multi-size THP setting that enables folios of 128 KiB-1 MiB as "always", not the kernel's
+   default, could back several of its slots with one folio: at most that first MiB of each dense size.) */
+#define DENSE_PLAIN ((uintptr_t)1 << LARGE_DENSE_MAX_SHIFT)
+static bool dense_plain(uintptr_t addr, size_t bytes) {
+  size_t shift = msi_heap_g.sub_shift;
+  if (shift <= LARGE_DENSE_MAX_SHIFT) return false; /* sub-regions of 1 MiB or less: every range is advised */
+  uintptr_t base = msi_heap_g.large_base + ((addr - msi_heap_g.large_base) >> shift << shift);
+  return addr + bytes <= base + DENSE_PLAIN;
+}
 static bool dense_map(uintptr_t addr, size_t bytes) {
   if (msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
                   -1, 0) == MAP_FAILED)
     return false;
-  msi_os_madvise((void *)addr, bytes, MADV_NOHUGEPAGE);
+  if (!dense_plain(addr, bytes)) msi_os_madvise((void *)addr, bytes, MADV_NOHUGEPAGE);
   return true;
 }
 

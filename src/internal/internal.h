@@ -243,7 +243,11 @@ static inline void msi_lock_reset(msi_lock_t *l) {
 }
 
 /* The locks that the heap's and the maintenance thread's fork handlers take, and the flag a forked child sets, in
-   one block that never straddles a page (src/core/lock.c). After fork() every page a handler writes is a
+   one block that never straddles a page (src/core/lock.c). The link puts it at the start of .bss, on the page
+   of .data's end, which the dynamic loader writes anyway (it clears the rest of that page for .bss): the heap's
+   start-up, which takes its locks, writes no page for it. Aligned to a cache line, not to its size: a 2048-byte
+   alignment put it on a page of its own, after 2 KiB of padding. test_startup checks with nm that it lies on
+   that page, whole. After fork() every page a handler writes is a
    copy-on-write fault, in the parent (its unlocks) and in the child (its resets): spread over the parts' own
    variables they would cost about as many faults a fork as glibc's whole fork and exit; here one in each. The locks taken often (the heap's span paths, each large slot size's)
    sit in cache lines of their own. */
@@ -257,8 +261,8 @@ typedef struct msi_fork_page_s {
   _Atomic int forked;                  /* maint.c: this process is a forked child */
   msi_lone_lock_t large[MSI_FORK_LARGE_LOCKS]; /* large.c: one per large slot size */
 } msi_fork_page_t;
-_Static_assert(sizeof(msi_fork_page_t) <= 2048, "the fork page fits its alignment");
-extern _Alignas(2048) msi_fork_page_t msi_fork_page;
+_Static_assert(sizeof(msi_fork_page_t) <= 2048, "the fork page stays small: it shares the page of .data's end");
+extern _Alignas(64) msi_fork_page_t msi_fork_page;
 /* true when the process surely has one thread (glibc >= 2.32's __libc_single_threaded, which glibc's own fork
    reads to skip malloc's locks); false when unknown. Fork handlers then take no lock: no other thread can hold
    one, and nothing is left to release or reset, so neither parent nor child writes a page for them. The handlers
