@@ -501,12 +501,12 @@ static int try_page(size_t page, void *arg) {
     int r = ms_pages_reserve(size, 0, MS_PAGES_COMMIT, node, p);
     if (r) return r;
     /* populate for writing first: mlock would too, but sanitizer runtimes replace mlock with a no-op */
-    r = ms_pages_populate(p->addr, p->size);
+    r = msi_pages_populate(p->addr, p->size);
     if (r) {
       ms_pages_release(p->addr, p->size);
       return r;
     }
-    r = ms_pages_lock(p->addr, p->size);
+    r = msi_pages_lock(p->addr, p->size);
     if (r) {
       memlock_error("ms_dma_alloc", p->size, r);
       ms_pages_release(p->addr, p->size);
@@ -521,7 +521,7 @@ static int try_page(size_t page, void *arg) {
     if (r) return r == ENOENT ? ENOENT : ENOMEM;
     /* pre-fault instead of mlock: hugetlb pages are never swapped; a fault failing here (e.g. the node's pool
        is empty) is an error now instead of SIGBUS later */
-    r = ms_pages_populate(p->addr, p->size);
+    r = msi_pages_populate(p->addr, p->size);
     if (r) {
       ms_pages_release(p->addr, p->size);
       return ENOMEM;
@@ -755,7 +755,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
     errno = EINVAL;
     return NULL;
   }
-  r = ms_pages_populate(memory, size);
+  r = msi_pages_populate(memory, size);
   if (r) {
     /* mapped and writable, yet a page cannot be faulted in (a file mapping past the end of its file, a hole in a
        memfd with seals): the first such page, found by halving (pages before it fault in fine) */
@@ -775,7 +775,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
      (its real-time memory swappable again, another driver's buffer copied on fork); that range keeps them */
   bool locked = false, dontfork = false;
   if (!f.all_hugetlb && !f.all_locked) {
-    r = ms_pages_lock(memory, size);
+    r = msi_pages_lock(memory, size);
     if (r) {
       memlock_error("ms_dma_register", size, r);
       errno = r;

@@ -174,6 +174,10 @@ typedef struct msi_os_reservation_s {
 } msi_os_reservation_t;
 int msi_os_reserve(msi_os_reservation_t *r);
 
+/* ms_pages_lock and ms_pages_populate under hidden names (aliases): the library's own calls and function pointers
+   bind at link time, not through a symbol lookup at start-up or a PLT entry */
+int msi_pages_lock(void *addr, size_t size);
+int msi_pages_populate(void *addr, size_t size);
 /* ms_pages_reserve with back-off (msi_os_reserve): `size` bytes, else down to `min` (halving the room above it),
    first aligned to `alignment`, after a refusal to `min_align`; out->size says what was reserved. Hugetlb
    flags take `size` alone. A space's data range. */

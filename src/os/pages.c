@@ -332,15 +332,15 @@ static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
     if (r) return r;
   }
   if ((flags & MS_PAGES_POPULATE) && out->kind < MS_PAGE_HUGE_2M) {
-    int r = ms_pages_populate(out->addr, out->size);
+    int r = msi_pages_populate(out->addr, out->size);
     if (r) return r;
     out->flags |= MS_PAGES_POPULATE;
   } else if (flags & MS_PAGES_POPULATE) {
-    ms_pages_populate(out->addr, out->size);
+    msi_pages_populate(out->addr, out->size);
     out->flags |= MS_PAGES_POPULATE;
   }
   if (flags & MS_PAGES_LOCK) {
-    int r = ms_pages_lock(out->addr, out->size);
+    int r = msi_pages_lock(out->addr, out->size);
     if (r) return r;
     out->flags |= MS_PAGES_LOCK;
   }
@@ -503,6 +503,7 @@ int ms_pages_populate(void *addr, size_t size) {
   msi_os_munlock(addr, size);
   return 0;
 }
+int msi_pages_populate(void *addr, size_t size) __attribute__((alias("ms_pages_populate")));
 
 static struct rlimit memlock_limit(void) {
   struct rlimit rl = {0, 0};
@@ -527,6 +528,7 @@ int ms_pages_lock(void *addr, size_t size) {
   count_range((uintptr_t)addr, size, LOCKED, true);
   return 0;
 }
+int msi_pages_lock(void *addr, size_t size) __attribute__((alias("ms_pages_lock")));
 
 int ms_pages_unlock(void *addr, size_t size) {
   CHECK(addr, size);

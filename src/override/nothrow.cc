@@ -42,3 +42,10 @@ MS_API void *operator new(std::size_t n, std::align_val_t al, const std::nothrow
 MS_API void *operator new[](std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept {
   return nothrow_new(n, static_cast<std::size_t>(al));
 }
+
+/* this library's own definitions under hidden names (override.c's runtime_sym skips them): the exported names'
+   addresses would be the process's winning definitions, bound by a symbol lookup at every start-up */
+#define OWN_AS(target) __attribute__((visibility("hidden"), malloc, alloc_size(1), alias(target)))
+extern "C" OWN_AS("_ZnwmRKSt9nothrow_t") void *msi_own_new_nothrow(std::size_t n, const std::nothrow_t &) noexcept;
+extern "C" OWN_AS("_ZnwmSt11align_val_tRKSt9nothrow_t") void *
+msi_own_new_aligned_nothrow(std::size_t n, std::align_val_t al, const std::nothrow_t &) noexcept;

@@ -24,6 +24,11 @@
 /* the C library's functions, for foreign pointers                                                             */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/* this library's own mallinfo2 and malloc_usable_size under hidden names (aliases, defined with them below): the
+   C library's function found by name is never ours. The exported names' addresses would be the process's winning
+   definitions, bound by a symbol lookup at every start-up. */
+static struct mallinfo2 own_mallinfo2(void);
+static size_t own_usable(void *p);
 typedef void free_fn(void *);
 typedef void *realloc_fn(void *, size_t);
 typedef size_t usable_fn(void *);
@@ -90,7 +95,7 @@ static int libc_may_own(const void *p) {
   if (!st) {
     void *f = libc_sym("mallinfo2");
     st = 1;
-    if (!f || f == (void *)mallinfo2) f = libc_sym("mallinfo"), st = 2;
+    if (!f || f == (void *)own_mallinfo2) f = libc_sym("mallinfo"), st = 2;
     if (!f) st = 3;
     atomic_store_explicit(&libc_query, f, memory_order_relaxed);
     atomic_store_explicit(&libc_query_state, st, memory_order_release); /* racing threads store the same */
@@ -127,7 +132,7 @@ static void libc_free_checked(void *p) {
   free_fn *f = atomic_load_explicit(&libc_free, memory_order_acquire);
   if (!f) {
     f = (free_fn *)libc_sym("free");
-    if (!f || f == (free_fn *)free) {
+    if (!f || f == (free_fn *)msi_free) {
       MSI_WARN_ONCE("free(%p): not memspace's and the C library's free is unavailable; leaked", p);
       return;
     }
@@ -147,7 +152,7 @@ size_t msi_foreign_usable(const void *p) {
   usable_fn *f = atomic_load_explicit(&libc_usable, memory_order_acquire);
   if (!f) {
     f = (usable_fn *)libc_sym("malloc_usable_size");
-    if (!f || f == (usable_fn *)malloc_usable_size) return 0;
+    if (!f || f == (usable_fn *)own_usable) return 0;
     atomic_store_explicit(&libc_usable, f, memory_order_release);
   }
   return f((void *)p);
@@ -165,7 +170,7 @@ void *msi_foreign_realloc(void *p, size_t size) {
     realloc_fn *r = atomic_load_explicit(&libc_realloc, memory_order_acquire);
     if (!r) {
       r = (realloc_fn *)libc_sym("realloc");
-      if (!r || r == (realloc_fn *)realloc) { errno = ENOMEM; return NULL; }
+      if (!r || r == (realloc_fn *)msi_realloc) { errno = ENOMEM; return NULL; }
       atomic_store_explicit(&libc_realloc, r, memory_order_release);
     }
     return r(p, size);
@@ -234,6 +239,7 @@ void msi_malloc_elsewhere_note(void) {
 MS_API void cfree(void *p);
 MS_API void cfree(void *p) { msi_free(p); }
 FAMILY_TEXT MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
+static size_t own_usable(void *p) __attribute__((copy(malloc_usable_size), alias("malloc_usable_size")));
 
 FAMILY_TEXT MS_API void *reallocarray(void *p, size_t count, size_t size) {
   size_t total;
@@ -316,6 +322,7 @@ MS_API struct mallinfo2 mallinfo2(void) {
   if (msi_proc_space_info(&ps)) mi.arena += ps.size, mi.uordblks += ps.used, mi.fordblks += ps.free;
   return mi;
 }
+static struct mallinfo2 own_mallinfo2(void) __attribute__((copy(mallinfo2), alias("mallinfo2")));
 
 static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
 
@@ -394,7 +401,7 @@ static new_handler_t *current_new_handler(const void *caller) {
   return g();
 }
 
-extern void *own_new(size_t) __asm__("_Znwm");
+static void *own_new(size_t); /* this library's operator new(size_t) (an alias, below) */
 static _Noreturn MSI_NOINLINE void throw_bad_alloc(const void *caller) {
   void (*t)(void) = (void (*)(void))cxx_sym("_ZSt17__throw_bad_allocv", caller);
   if (t) t();
@@ -430,8 +437,10 @@ void *msi_new_throwing(size_t size, size_t alignment, const void *caller) {
    scope at start-up, a C program that loads C++ code with dlopen): the runtime's own nothrow form calls the
    throwing one (new_slow: the new-handler, then std::bad_alloc) and catches. Without a runtime no new-handler can
    be set: NULL. `alignment` 0 for the unaligned forms. */
-extern void *own_new_nt(size_t, const void *) __asm__("_ZnwmRKSt9nothrow_t");
-extern void *own_new_al_nt(size_t, size_t, const void *) __asm__("_ZnwmSt11align_val_tRKSt9nothrow_t");
+/* (nothrow.cc: the nothrow forms under hidden names) */
+extern void *own_new_nt(size_t, const void *) __asm__("msi_own_new_nothrow") __attribute__((visibility("hidden")));
+extern void *own_new_al_nt(size_t, size_t, const void *) __asm__("msi_own_new_aligned_nothrow")
+    __attribute__((visibility("hidden")));
 void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *caller);
 void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *caller) {
   static const char nothrow; /* std::nothrow_t is empty: any address stands for it */
@@ -461,6 +470,7 @@ static inline void *new_impl(size_t size, size_t alignment) {
 
 #define OP(name, sym) MS_API name __asm__(sym); FAMILY_TEXT name /* (FAMILY_TEXT: see the malloc family) */
 OP(void *op_new(size_t n), "_Znwm") { return new_impl(n, 0); }
+static void *own_new(size_t) __attribute__((alias("_Znwm")));
 OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0); }
 /* an alignment that is not a power of two is undefined behaviour in C++; libstdc++ throws std::bad_alloc at once
    (without the new-handler), and so does memspace, also for one of 16 or less (which would take the plain path) */

@@ -445,11 +445,11 @@ static int region_commit(ms_space_t *s, size_t a, size_t b) {
   if (s->numa_node >= 0) ms_pages_bind(s->data + a, b - a, s->numa_node);
   bool locked = false;
   if (s->flags & MS_SPACE_LOCKED) {
-    if ((e = ms_pages_lock(s->data + a, b - a))) { e = lock_error(e); goto fail; }
+    if ((e = msi_pages_lock(s->data + a, b - a))) { e = lock_error(e); goto fail; }
     locked = true;
-    if ((e = meta_apply(s, a, b, ms_pages_lock))) { e = lock_error(e); goto fail; }
+    if ((e = meta_apply(s, a, b, msi_pages_lock))) { e = lock_error(e); goto fail; }
   }
-  if ((e = ms_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, ms_pages_populate))) goto fail;
+  if ((e = msi_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, msi_pages_populate))) goto fail;
   return 0;
 fail:
   if (locked) ms_pages_unlock(s->data + a, b - a); /* MADV_DONTNEED refuses locked pages */
@@ -846,7 +846,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE;
     e = ms_pages_reserve(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
     if (e) { errno = e; return NULL; }
-    if ((c->flags & MS_SPACE_LOCKED) && (e = ms_pages_lock(dm.addr, dm.size))) {
+    if ((c->flags & MS_SPACE_LOCKED) && (e = msi_pages_lock(dm.addr, dm.size))) {
       ms_pages_release(dm.addr, dm.size);
       errno = lock_error(e);
       return NULL;
@@ -901,8 +901,8 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     s->in_caller = 1; /* already committed, populated and locked: region_commit has nothing to do */
     e = region_append(s, initial, REGION_ACTIVE);
     s->in_caller = 0;
-    if (!e && (c->flags & MS_SPACE_LOCKED)) e = lock_error(meta_apply(s, 0, initial, ms_pages_lock));
-    if (!e) e = meta_apply(s, 0, initial, ms_pages_populate);
+    if (!e && (c->flags & MS_SPACE_LOCKED)) e = lock_error(meta_apply(s, 0, initial, msi_pages_lock));
+    if (!e) e = meta_apply(s, 0, initial, msi_pages_populate);
   } else if (c->at == MS_SPACE_AT_FIRSTALLOC) {
     e = region_append(s, initial, REGION_PENDING);
     s->at_pending = 1;
@@ -980,7 +980,7 @@ static ms_space_t *create_in(void *memory, size_t size, unsigned flags, uintptr_
   if (flags & MS_SPACE_LOCKED) {
     size_t ps = msi_os_page_size();
     uintptr_t a = msi_align_down((uintptr_t)memory, ps), b = msi_align_up(hi, ps);
-    int e = ms_pages_lock((void *)a, b - a);
+    int e = msi_pages_lock((void *)a, b - a);
     if (e) { if (s->lock_on) pthread_mutex_destroy(&s->lock); errno = lock_error(e); return NULL; }
     s->lock_addr = (void *)a;
     s->lock_len = b - a;

@@ -244,9 +244,6 @@ size_t msi_spill_usable_size(const void *p) {
   return sp.cls[c].meta[slot];
 }
 
-#pragma weak ms_malloc
-#pragma weak ms_free
-
 void *msi_spill_realloc(void *p, size_t size) {
   unsigned c;
   size_t slot;
@@ -325,15 +322,13 @@ void *ms_spill_alloc(size_t size) {
   void *p = msi_spill_malloc(size, 0, true);
   if (p || errno != 0) return p;
   /* no usable directory (reported once): the block comes from RAM */
-  if (ms_malloc) return ms_malloc(size);
-  errno = ENOMEM;
-  return NULL;
+  return msi_malloc(size);
 }
 
 void ms_spill_free(void *ptr) {
   if (!ptr) return;
   if (msi_spill_owns(ptr)) msi_spill_free(ptr);
-  else if (ms_free) ms_free(ptr);
+  else msi_free(ptr);
 }
 
 int ms_spill_is(const void *ptr) {

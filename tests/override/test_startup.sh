@@ -55,6 +55,15 @@ if [ "$binds" -gt 0 ]; then
   check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
   check "one malloc and free: no clock read" '! printf "%s\n" "$bound" | grep -q "clock_gettime"'
 fi
+# the library's own symbols the loader looks up for it in every process (a lookup through every loaded object's
+# table each, about 1,700 instructions): only malloc, whose process-wide definition decides which copy of the
+# library serves (override.c); the library's other functions that it calls or takes the address of are bound at
+# link time (hidden names), so a C++ runtime's operator new is never mistaken for its own
+self=$(LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" none 2>&1 | grep -c "binding file [^ ]*libmemspace[^ ]* .* to [^ ]*libmemspace")
+if [ -n "$binds" ] && [ "$binds" -gt 0 ]; then
+  echo "the library's own symbols bound at start-up: $self"
+  check "start-up: only malloc of the library's own symbols looked up" '[ "$self" -le 1 ]'
+fi
 # relocations the dynamic loader applies to the library in every process, preloaded or linked, allocating or not
 # (glibc's LD_DEBUG=statistics, the process's count less that of the program alone): at most 200 relative ones (187
 # measured: no table of string pointers, such as the options' and the statistics lines', which took 469 and a
