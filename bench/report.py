@@ -980,6 +980,7 @@ def spill_auto_targets(run, lim):
                            f"{lang}: auto at 0.5x the limit (fits) within 1.02x of plain "
                            f"({pair_how(run, lang, int(lim * 0.5), 'pair-auto')}): allocation {x(r[0])}, reads {x(r[1])}, writes {x(r[2])}"
                            f"{spill_pair_ranges(run, lang, int(lim * 0.5), 'pair-auto')}"
+                           f"{spill_phase_context(run, lang, int(lim * 0.5), 'auto')}"
                            f"{spill_fill_context(run, lang, int(lim * 0.5), 'auto')}"))
         for f in (1.5, 3):
             out.append(spill_past_target(run, lang, f, int(lim * f)))
@@ -1049,6 +1050,31 @@ def spill_fill_context(run, lang, s, cfg, base="plain", prefix="pair-run-"):
             f"{num(a['faults'], 0)} against {num(p['faults'], 0)}")
 
 
+def spill_phase_context(run, lang, s, cfg, base="plain"):
+    """the rounds' read and write phases as text for a target line: their wall seconds (a window, or one batch)
+    and, where they are windows (50 ms or more: R's CPU clock counts milliseconds), cfg's CPU seconds per access
+    over base's (median and range of the rounds' ratios; accesses = rate x wall seconds). "" in a run without the
+    phases' seconds (read_s, write_s)"""
+    walls, cpus = [], []
+    for phase in ("read", "write"):
+        def per_access(c):
+            rate, wall, cpu = (run.vals(f"pair-run-{c}", lang, f"{phase}{m}", size=s)
+                               for m in ("_ops_per_s", "_s", "_cpu_s"))
+            if not wall or not (len(rate) == len(wall) == len(cpu)) or min(wall) < 0.05 or 0 in rate:
+                return None, wall
+            return [u / (r * w) for r, w, u in zip(rate, wall, cpu)], wall
+        a, wall = per_access(cfg)
+        p, _ = per_access(base)
+        if not wall:
+            return ""
+        walls.append(f"{phase}s {num(statistics.median(wall), 3)} s")
+        if a and p and len(a) == len(p) and 0 not in p:
+            each = sorted(q / r for q, r in zip(a, p))
+            cpus.append(f"{phase}s {x(statistics.median(each))} [{each[0]:.2f}-{each[-1]:.2f}]")
+    cpu = f"; CPU seconds per access against {base}'s (median and range of the rounds' ratios): " + ", ".join(cpus)
+    return f"; a round's phases: {', '.join(walls)} (medians)" + (cpu if len(cpus) == 2 else "")
+
+
 def spill_pair_ratios(run, lang, s, cfg="pair-spill"):
     """cfg's time over plain's (allocation, reads, writes; rates inverted): the median of the rounds' own ratios
     (rows pair-ratio-CONFIG), or the ratio of the medians in a run without them"""
@@ -1092,7 +1118,8 @@ def spill_targets(run, lim):
                 continue
             out.append(verdict(max(r) <= bound, f"{lang}: {what} within {bound}x of plain "
                                                 f"({pair_how(run, lang, s)}): allocation {x(r[0])}, reads {x(r[1])}, writes "
-                                                f"{x(r[2])}{spill_pair_ranges(run, lang, s)}"))
+                                                f"{x(r[2])}{spill_pair_ranges(run, lang, s)}"
+                                                f"{spill_phase_context(run, lang, s, 'spill')}"))
         for f in (2, 3):
             s = lim * f
             r, w = (ratio(run.first("spill", lang, m, size=s), run.first("file_mmap", "python", m, size=s))

@@ -41,8 +41,16 @@ REPEATS_FIT = {"quick": 1, "default": 1, "full": 5}[MODE]
 # the rounds (plain, spill and auto in turn) the data-fits targets are judged on, by the median of each round's
 # own ratio: this VM's host makes a run's fresh memory 2x slower in a third of the runs (it backs memory the guest
 # returned again first: 25 or 50 ms for the same 16 MB gather, in either configuration)
-# (7 by default: the 1.02x targets sit inside one round's spread, so a median of 5 flips; 9 with --full)
+# (7 by default below the threshold: the 1.02x targets sit inside one round's spread, so a median of 5 flips; 9
+# with --full)
 REPEATS_PAIRS = {"quick": 1, "default": 7, "full": 9}[MODE]
+# at 0.5x the reads and the writes are each a window of PAIR_WINDOW_S seconds (batches of WINDOW_BATCH accesses
+# until it has passed; MSB_SPILL_WINDOW=S another, 0 the single batch of ACCESSES_FIT): one batch of 200,000 took
+# 2-14 ms, so a round's ratio was whatever the scheduler did in those milliseconds (R's writes 0.50-1.49x). The
+# windows take about 2 s more a run, so these rounds are REPEATS_WINDOWED (5 by default, 9 with --full), not 7
+PAIR_WINDOW_S = float(os.environ.get("MSB_SPILL_WINDOW", {"quick": 0.1, "default": 1.0, "full": 2.0}[MODE]))
+WINDOW_BATCH = {"quick": 20000, "default": 200000, "full": 200000}[MODE]
+REPEATS_WINDOWED = {"quick": 1, "default": 5, "full": 9}[MODE] if PAIR_WINDOW_S > 0 else REPEATS_PAIRS
 # below the threshold the target is 1.02x: 200,000 accesses of a 48 MiB vector took 2-4 ms, under this VM's
 # resolution (R's writes 0.94-1.10x between runs); 2,000,000 take 15-50 ms (more would time the 32 MB
 # temporaries of numpy's and R's gathers: fresh pages, which this VM's host makes 1-10x slower after a pause)
@@ -73,10 +81,12 @@ FACTORS_SPILL = sorted(set(FACTORS) | ({1.5} if not os.environ.get("MSB_SPILL_FA
 
 def factors_of(config):
     """the sizes (x the limit) config's sweep runs: at the limit itself (1x) only plain, which it kills (no target
-    or plot needs the others there; --full and MSB_SPILL_FACTORS keep every size for every configuration)"""
+    or plot needs the others there), and below it swap and the file mapping only with --full (swap is plain while
+    the data fits; no target reads the file mapping there: their runs, ~9 s, went to the windows of the rounds at
+    0.5x). --full and MSB_SPILL_FACTORS keep every size for every configuration"""
     f = FACTORS_SPILL if config in ("spill", "auto") else FACTORS
     if config != "plain" and MODE != "full" and not os.environ.get("MSB_SPILL_FACTORS"):
-        f = [x for x in f if x != 1]
+        f = [x for x in f if x != 1 and (x > 1 or config not in ("swap", "file_mmap"))]
     return f
 
 # MSB_SPILL_SKIP=sweeps leaves out every configuration's sizes (the pairs alone), below the pairs under the
@@ -112,11 +122,12 @@ def rows(case, impl, size, d):
 
 # beside the pairs' wall times (the judged figures), what each run spent, from getrusage outside the timed parts
 # (seed.py, seed.R): the fill's page faults and CPU seconds, the gather's and scatter's page faults and CPU
-# seconds (user + system: R's proc.time counts milliseconds, a gather takes 10-40). Equal faults
-# and CPU with a slower wall time is the host's (this VM's host backs fresh memory again first: its cost shows as
-# system time of the same faults) or the machine's load (wall time beyond the CPU time), not the configuration's
+# seconds (user + system: R's proc.time counts milliseconds, a gather takes 10-40), and the phases' wall seconds
+# (read_s, write_s: a window's length, or one batch's). Equal faults and CPU with a slower wall time is the host's
+# (this VM's host backs fresh memory again first: its cost shows as system time of the same faults) or the
+# machine's load (wall time beyond the CPU time), not the configuration's
 USAGE = ("fill_page_faults", "fill_user_s", "fill_sys_s", "read_page_faults", "write_page_faults", "read_cpu_s",
-         "write_cpu_s")
+         "write_cpu_s", "read_s", "write_s")
 
 
 def usage_rows(case, impl, size, d):
@@ -166,16 +177,21 @@ def accesses(size):
     return (ACCESSES_FIT if fits else ACCESSES) or max(1, size // 8 // 10)
 
 
-def workload(lang, size, extra_file=None):
-    k = accesses(size)
+def workload(lang, size, extra_file=None, window=0):
+    """the seed program's command; window (seconds, > 0): each phase a window of batches of WINDOW_BATCH"""
+    k = WINDOW_BATCH if window else accesses(size)
     if extra_file and size >= LIMIT and ACCESSES_FILE:
         k = min(k, ACCESSES_FILE)
     if lang == "python":
         argv = [PY, os.path.join(HERE, "seed.py"), str(size), str(k)]
         if extra_file:
             argv.append(extra_file)
+        if window:
+            argv += ["--window", str(window)]
     else:
         argv = ["Rscript", "--vanilla", os.path.join(HERE, "seed.R"), str(size), str(k)]
+        if window:
+            argv.append(str(window))
     return argv
 
 
@@ -434,8 +450,9 @@ def sweep(lang, config, parent, probes=None):
     return largest
 
 
-def paired(lang, size, parent, configs=("plain", "spill", "auto")):
-    """plain, spill and auto (configs) in turn, REPEATS_PAIRS rounds, in leaves of parent. Each configuration's own
+def paired(lang, size, parent, configs=("plain", "spill", "auto"), window=0, rounds=REPEATS_PAIRS):
+    """plain, spill and auto (configs) in turn, rounds rounds, in leaves of parent, each phase of each run a window
+    of window seconds (0: one batch). Each configuration's own
     sequence runs minutes apart from the other's, and this VM's host state drifts in between (the same 512 MiB
     allocation took 0.06-1.06 s); runs next to each other compare the configurations under the same conditions.
     The order rotates every round, so that no configuration always runs first after a pause (the host backs
@@ -443,9 +460,10 @@ def paired(lang, size, parent, configs=("plain", "spill", "auto")):
     None when a run failed."""
     configs = [c for c in configs if c in CONFIGS]
     runs = {c: [] for c in configs}
-    for i in range(REPEATS_PAIRS):
+    for i in range(rounds):
         for config in configs[i % len(configs):] + configs[:i % len(configs)]:
-            rc, d, _ = run_repeated(parent, f"pair-{lang}-{config}", workload(lang, size), config_env(config), 1)
+            rc, d, _ = run_repeated(parent, f"pair-{lang}-{config}", workload(lang, size, window=window),
+                                    config_env(config), 1)
             if rc != 0:
                 return None
             runs[config].append(d)
@@ -458,6 +476,21 @@ def pair_ratios(pr, config, base="plain"):
     out = []
     for m, inverted in (("alloc_s", False), ("read_ops_per_s", True), ("write_ops_per_s", True)):
         r = sorted((p[m] / c[m]) if inverted else (c[m] / p[m]) for c, p in zip(pr[config][1], pr[base][1]))
+        out.append((r[len(r) // 2], r[0], r[-1]))
+    return out
+
+
+def cpu_ratios(pr, config, base="plain"):
+    """beside the judged wall times: config's CPU seconds per access over base's in each round (reads, writes;
+    ops = rate x the phase's wall seconds), median and range, [(median, low, high)] * 2; None without the figures
+    or where a phase is not a window (under 50 ms: R's CPU clock counts milliseconds)"""
+    out = []
+    for rate, wall, cpu in (("read_ops_per_s", "read_s", "read_cpu_s"), ("write_ops_per_s", "write_s", "write_cpu_s")):
+        per = lambda d: (d[cpu] / (d[rate] * d[wall]) if d.get(cpu) and d.get(wall, 0) >= 0.05 and d.get(rate)
+                         else None)
+        r = sorted(per(c) / per(p) for c, p in zip(pr[config][1], pr[base][1]) if per(c) and per(p))
+        if len(r) != len(pr[config][1]):
+            return None
         out.append((r[len(r) // 2], r[0], r[-1]))
     return out
 
@@ -655,8 +688,12 @@ def main():
             parent = None if why else mscgroup.Group("bench-pairs", LIMIT)
             for lang in LANGS:
                 for size in (BELOW, int(LIMIT * 0.5)) if "below" not in SKIP else (int(LIMIT * 0.5),):
-                    # below the threshold plain and spill alone (auto's data-fits target is at 0.5x)
-                    pr = paired(lang, size, parent, ("plain", "spill") if size == BELOW else ("plain", "spill", "auto"))
+                    # below the threshold plain and spill alone, one batch a phase (auto's data-fits target is at
+                    # 0.5x: windows of PAIR_WINDOW_S)
+                    if size == BELOW:
+                        pr = paired(lang, size, parent, ("plain", "spill"))
+                    else:
+                        pr = paired(lang, size, parent, ("plain", "spill", "auto"), PAIR_WINDOW_S, REPEATS_WINDOWED)
                     if pr:
                         pairs[(lang, size)] = pr
                         for config, (d, each) in pr.items():
@@ -758,7 +795,7 @@ def main():
             else:
                 results[("python", "file_mmap", size)] = {"status": f"failed ({rc})"}
         if os.path.exists(lim_file):
-            disk_rate, err = disk_random_read_rate(lim_file, 2)
+            disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "full" else 1)  # ~7,000 reads a second
             if disk_rate:
                 row("disk", "o-direct", 4096, "read_ops_per_s", disk_rate)
     except StopIteration:
@@ -794,14 +831,15 @@ def main():
     if disk_rate:
         say(f"\ndisk random 4 KiB reads (O_DIRECT): {disk_rate:.0f}/s")
     if pairs:
-        say(f"\ndata that fits, plain, spill and auto in turn (median of {REPEATS_PAIRS} each; the fill's page faults "
-            f"and CPU seconds, the gather's page faults):")
+        say(f"\ndata that fits, plain, spill and auto in turn (median of the rounds; the fill's page faults "
+            f"and CPU seconds, the gathers' page faults and CPU seconds, the read phase's wall seconds):")
         for (lang, size), pr in pairs.items():
-            for config, (d, _) in pr.items():
+            for config, (d, each) in pr.items():
                 use = (f"  faults {d['fill_page_faults']:>7.0f} user {d['fill_user_s']:6.3f} sys {d['fill_sys_s']:6.3f} "
-                       f"gather faults {d.get('read_page_faults', 0):>5.0f} cpu {d.get('read_cpu_s', 0):6.4f}" if "fill_sys_s" in d else "")
-                say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} {d['alloc_s']:>9.3f} {fmt_rate(d, 'read_ops_per_s')} "
-                    f"{fmt_rate(d, 'write_ops_per_s')}{use}")
+                       f"gather faults {d.get('read_page_faults', 0):>5.0f} cpu {d.get('read_cpu_s', 0):6.4f} "
+                       f"of {d.get('read_s', 0):6.4f} s" if "fill_sys_s" in d else "")
+                say(f"  {lang:<7} {size / MiB:>5.0f} MiB  {config:<6} x{len(each)} {d['alloc_s']:>9.3f} "
+                    f"{fmt_rate(d, 'read_ops_per_s')} {fmt_rate(d, 'write_ops_per_s')}{use}")
     if past:
         say(f"\npast the limit, auto and the 64M threshold in turn (round 1: the sweeps' runs; allocation s of each "
             f"round, auto's over the threshold's):")
@@ -853,6 +891,15 @@ def main():
         """the rounds' ranges of the three ratios"""
         return ", ranges " + ", ".join(f"{lo:.2f}-{hi:.2f}" for _, lo, hi in pair_ratios(pr, config))
 
+    def cpu_spent(pr, config):
+        """beside the wall times: the phases' length and their CPU seconds per access against plain's"""
+        c = cpu_ratios(pr, config)
+        if not c:
+            return ""
+        w = sorted(d.get("read_s", 0) for d in pr[config][1])
+        return (f"; read phase {w[len(w) // 2]:.3f} s; CPU per access, reads {c[0][0]:.2f}x [{c[0][1]:.2f}-{c[0][2]:.2f}],"
+                f" writes {c[1][0]:.2f}x [{c[1][1]:.2f}-{c[1][2]:.2f}]")
+
     def fill_spent(a, s):
         """auto's fill beside the threshold's (one run each, minutes apart): the same page faults and CPU seconds
         with a different wall time is the machine's, not the configuration's"""
@@ -874,7 +921,8 @@ def main():
             r = [m for m, _, _ in pair_ratios(pr, "spill")] if pr else seq
             if not r:
                 continue
-            how = f"in turn, median of {REPEATS_PAIRS} rounds' ratios{spread(pr, 'spill')}" if pr else f"median of {REPEATS_FIT}"
+            how = (f"in turn, median of {len(pr['spill'][1])} rounds' ratios{spread(pr, 'spill')}{cpu_spent(pr, 'spill')}"
+                   if pr else f"median of {REPEATS_FIT}")
             if pr and seq:
                 how += "; in the sequences: " + ", ".join(f"{x:.2f}x" for x in seq)
             target(max(r) <= bound, f"{lang}: {what} within {bound}x of plain (allocation {r[0]:.2f}x, reads "
@@ -893,8 +941,8 @@ def main():
         if pr and "auto" in pr:
             r = [m for m, _, _ in pair_ratios(pr, "auto")]
             target(max(r) <= 1.02, f"{lang}: auto at 0.5x limit (fits) within 1.02x of plain (allocation {r[0]:.2f}x, "
-                   f"reads {r[1]:.2f}x, writes {r[2]:.2f}x; in turn, median of {REPEATS_PAIRS} rounds' ratios"
-                   f"{spread(pr, 'auto')})")
+                   f"reads {r[1]:.2f}x, writes {r[2]:.2f}x; in turn, median of {len(pr['auto'][1])} rounds' ratios"
+                   f"{spread(pr, 'auto')}{cpu_spent(pr, 'auto')})")
         for f in FACTORS_PAST:
             size = int(LIMIT * f)
             a, s = results.get((lang, "auto", size), {}), results.get((lang, "spill", size), {})

@@ -1,19 +1,31 @@
 # SPDX-License-Identifier: MIT
-"""The seed's benchmark in Python (numpy): seed.py BYTES ACCESSES [FILE]
+"""The seed's benchmark in Python (numpy): seed.py BYTES ACCESSES [FILE] [--window S]
 Allocates a double vector of BYTES (malloc through the first write of every page), then ACCESSES random reads
-and ACCESSES random writes. With FILE: the same on a plain mmap of that file (the limit). Prints one line:
+and ACCESSES random writes. With FILE: the same on a plain mmap of that file (the limit). With --window S (S > 0)
+each phase is a window of at least S seconds instead: batches of ACCESSES random reads (one gather each), then
+batches of random writes, until the window has passed; the batches' indices come from a pool of POOL indices
+drawn beforehand (their cache lines, ~128 MB, are out of the 32 MB cache by the time a batch comes round again),
+and the rates count every batch. Prints one line:
 alloc_s=.. read_ops_per_s=.. write_ops_per_s=.. and what the process spent beside the wall times (getrusage,
 read outside the timed parts): fill_page_faults=.. fill_user_s=.. fill_sys_s=.. (the allocation and fill),
-read_page_faults=.. write_page_faults=.. read_cpu_s=.. write_cpu_s=.. (the gather's and scatter's own: page
-faults of their temporaries' fresh pages, user + system seconds)"""
+read_page_faults=.. write_page_faults=.. read_cpu_s=.. write_cpu_s=.. (the gathers' and scatters' own: page
+faults of their temporaries' fresh pages, user + system seconds), and the phases' wall seconds read_s=..
+write_s=.."""
 import os
 import resource
 import sys
 import time
 import numpy as np
 
-nbytes, k = int(sys.argv[1]), int(sys.argv[2])
+args = sys.argv[1:]
+window = 0.0
+if "--window" in args:
+    i = args.index("--window")
+    window = float(args[i + 1])
+    del args[i:i + 2]
+nbytes, k = int(args[0]), int(args[1])
 n = nbytes // 8
+POOL = 2000000
 
 
 def usage():
@@ -23,13 +35,13 @@ def usage():
 
 u0 = usage()
 t0 = time.perf_counter()
-if len(sys.argv) > 3:
+if len(args) > 2:
     # the limit: a plain shared mapping of a file. Written in 64 MiB steps, each followed by
     # sync_file_range(WRITE) (as spill's write-back does): without it a cgroup v1 limit OOM-kills on dirty pages.
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
-    a = np.memmap(sys.argv[3], dtype=np.float64, mode="w+", shape=(n,))
-    fd = os.open(sys.argv[3], os.O_RDWR)
+    a = np.memmap(args[2], dtype=np.float64, mode="w+", shape=(n,))
+    fd = os.open(args[2], os.O_RDWR)
     step = 8 << 20
     for i in range(0, n, step):
         a[i:i + step] = 1.0
@@ -40,20 +52,33 @@ else:
 t1 = time.perf_counter()
 u1 = usage()
 rng = np.random.default_rng(1)
-ri = rng.integers(0, n, k)
+# the batches: one of k indices, or (a window) enough for POOL indices, each phase walking them in turn
+nb = max(1, -(-POOL // k)) if window > 0 else 1
+ri = rng.integers(0, n, (nb, k)) if window > 0 else rng.integers(0, n, k).reshape(1, k)
 u2 = usage()
+s, reads = 0.0, 0
 t2 = time.perf_counter()
-s = float(a[ri].sum())
-t3 = time.perf_counter()
+while True:
+    s += float(a[ri[reads % nb]].sum())
+    reads += 1
+    t3 = time.perf_counter()
+    if t3 - t2 >= window:
+        break
 u3 = usage()
-wi = rng.integers(0, n, k)
+wi = ri if window > 0 else rng.integers(0, n, k).reshape(1, k)
 u4 = usage()
+writes = 0
 t4 = time.perf_counter()
-a[wi] = 2.0
-t5 = time.perf_counter()
+while True:
+    a[wi[writes % nb]] = 2.0
+    writes += 1
+    t5 = time.perf_counter()
+    if t5 - t4 >= window:
+        break
 u5 = usage()
-assert s == k, "wrong sum"
-print(f"alloc_s={t1 - t0:.6f} read_ops_per_s={k / (t3 - t2):.1f} write_ops_per_s={k / (t5 - t4):.1f} "
+assert s == reads * k, "wrong sum"
+print(f"alloc_s={t1 - t0:.6f} read_ops_per_s={reads * k / (t3 - t2):.1f} write_ops_per_s={writes * k / (t5 - t4):.1f} "
       f"fill_page_faults={u1[0] - u0[0]} fill_user_s={u1[1] - u0[1]:.6f} fill_sys_s={u1[2] - u0[2]:.6f} "
       f"read_page_faults={u3[0] - u2[0]} write_page_faults={u5[0] - u4[0]} "
-      f"read_cpu_s={u3[1] + u3[2] - u2[1] - u2[2]:.6f} write_cpu_s={u5[1] + u5[2] - u4[1] - u4[2]:.6f}", flush=True)
+      f"read_cpu_s={u3[1] + u3[2] - u2[1] - u2[2]:.6f} write_cpu_s={u5[1] + u5[2] - u4[1] - u4[2]:.6f} "
+      f"read_s={t3 - t2:.6f} write_s={t5 - t4:.6f}", flush=True)
