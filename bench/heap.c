@@ -53,12 +53,13 @@ static hb_params_t params_for(msb_mode_t mode) {
      window, 5 rounds of 30 loops at 1 and 2 threads where the targets are, is the headline and takes most of the
      time; 4 threads oversubscribe a 2-core machine, so they run with --full), the short window's runs that a
      target or the README reads (in_short), the real programs at sizes where each run still lasts a good fraction
-     of a second, realloc growth by doubling once (no target reads it), the workloads at half their fixed work
+     of a second (a short one run up to 12 times under the allocators its targets compare), realloc growth by doubling once (no target reads it), the workloads at half their fixed work
      (the two judged on time at 3: windows, not moments) */
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
                    .r_n = 4000,
-                   .rptest_timeout_s = 300, .runs = 5, .prog_goal_s = 2, .prog_runs_max = 12, .py_waves = 1, .py_n = 25000, .np_rounds = 30,
+                   .rptest_timeout_s = 300, .runs = 5, .prog_goal_s = 2, .prog_runs_max = 12, .py_waves = 1,
+                   .py_n = 25000, .np_rounds = 30,
                    .sql_rows = 400000,
                    .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3, .realloc_double_runs = 1,
@@ -498,7 +499,8 @@ static bool prog_compared(int k) {
 }
 
 /* the runs of program pi: p->runs, or for a short one as many as make prog_goal_s seconds of its reference run
-   under glibc (ref_s), at most prog_runs_max */
+   under glibc (ref_s: its CPU seconds, which a loaded machine stretches less than its wall time, so the count and
+   the section's work stay about the same from run to run), at most prog_runs_max */
 static int runs_for(const hb_params_t *p, double ref_s) {
   int n = p->runs;
   if (p->prog_goal_s > 0 && ref_s > 0) {
@@ -528,7 +530,7 @@ typedef struct {
       a_r[16];
   char a_waves[16], a_n[16], a_read[PATH_MAX + 8];
   char ref[N_PROGS][4096]; /* glibc's output: every allocator must print the same */
-  double ref_s[N_PROGS];   /* glibc's reference run: wall seconds */
+  double ref_s[N_PROGS];   /* glibc's reference run: user + system seconds */
   bool have[N_PROGS];
 } progs_t;
 
@@ -715,7 +717,8 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
   int st = msb_spawn(argv, im->preload, env, out, sizeof out, p->prog_timeout_s, &wall, &ru);
   if (run < 0) { /* reference */
     snprintf(pg->ref[pi], sizeof pg->ref[pi], "%s", out);
-    pg->ref_s[pi] = wall;
+    pg->ref_s[pi] = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                    ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
     if (st != 0) { /* (python_numpy without numpy) */
       msb_printf("   %s does not run under glibc (status %d): left out\n", prog_names[pi], st);
       row_status(ctx, prog_names[pi], im->impl, 1, "failed");
@@ -1339,7 +1342,8 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   }
   if (ctx->cmd)
     fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d long_threads=%d blocks=%zu ops=%zu "
-            "sizes=16..16000(linear falloff) idle_ms=%d short_window=%s runs=%d prog_goal_s=%g prog_runs_max=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
+            "sizes=16..16000(linear falloff) idle_ms=%d short_window=%s runs=%d prog_goal_s=%g prog_runs_max=%d "
+            "py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
             "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g "
             "realloc_runs=%d realloc_double_runs=%d cgroup_peers=%d\n",
             p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.long_threads, p.blocks, p.ops, p.idle_ms,

@@ -235,7 +235,8 @@ static void cases_and_allocators_present(void **state) {
   /* the LD_PRELOAD floor (an empty preloaded library, build/bench/libheap_floor.so) ran every program glibc ran */
   for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
     if (has(progs[i], "glibc", 1, "wall_s", true) &&
-        !(has(progs[i], "preload-floor", 1, "wall_s", true) && has(progs[i], "preload-floor", 1, "peak_rss_bytes", true)))
+        !(has(progs[i], "preload-floor", 1, "wall_s", true) &&
+          has(progs[i], "preload-floor", 1, "peak_rss_bytes", true)))
       fail_msg("no preload-floor rows for %s", progs[i]);
   assert_false(has("rptest_long", "preload-floor", 0, "wall_s", true)); /* the real programs only */
   assert_false(has("larson", "preload-floor", 0, "seconds", true));
