@@ -8,7 +8,8 @@
       round by round, median and range of the rounds;
    2. real programs under each allocator (python3, numpy, sqlite3, gcc, a shell loop, git, a shell script,
       python's http.server under load, Rscript): wall time and max RSS from wait4, median of the interleaved
-      runs with min/max;
+      runs with min/max, an empty preloaded library (preload-floor) among the allocators as the floor of
+      LD_PRELOAD itself, a short program run more often under the allocators its targets compare;
    3. one block grown with realloc to 1 GiB (bench/heap/realloc_grow.c), by 1 MiB steps and by doubling;
    4. mimalloc-bench-style workloads (bench/heap/larson.c and the others).
    Prints tables with ratios against glibc and the best peer of this run, then the targets of issue [heap]
@@ -31,7 +32,9 @@ typedef struct {
   int long_threads;                    /* rptest_long: the largest thread count (1, 2, 4) */
   size_t blocks, ops;
   double rptest_timeout_s;
-  int runs;                            /* real programs */
+  int runs;                            /* real programs: every allocator's runs */
+  double prog_goal_s;                  /* ... up to prog_runs_max runs of the allocators a target compares, until */
+  int prog_runs_max;                   /* their runs add up to about prog_goal_s seconds of glibc's reference run */
   int py_waves, py_n, np_rounds, sql_rows, gcc_funcs, shell_cmds;
   int git_files, http_requests, r_n;
   double prog_timeout_s;
@@ -50,12 +53,13 @@ static hb_params_t params_for(msb_mode_t mode) {
      window, 5 rounds of 30 loops at 1 and 2 threads where the targets are, is the headline and takes most of the
      time; 4 threads oversubscribe a 2-core machine, so they run with --full), the short window's runs that a
      target or the README reads (in_short), the real programs at sizes where each run still lasts a good fraction
-     of a second, realloc growth by doubling once (no target reads it), the workloads at half their fixed work
+     of a second (a short one run up to 12 times under the allocators its targets compare), realloc growth by doubling once (no target reads it), the workloads at half their fixed work
      (the two judged on time at 3: windows, not moments) */
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
                    .r_n = 4000,
-                   .rptest_timeout_s = 300, .runs = 5, .py_waves = 1, .py_n = 25000, .np_rounds = 30,
+                   .rptest_timeout_s = 300, .runs = 5, .prog_goal_s = 2, .prog_runs_max = 12, .py_waves = 1,
+                   .py_n = 25000, .np_rounds = 30,
                    .sql_rows = 400000,
                    .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3, .realloc_double_runs = 1,
@@ -63,13 +67,14 @@ static hb_params_t params_for(msb_mode_t mode) {
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
     p.long_rounds = 2; p.long_loops = 4; p.git_files = 60; p.http_requests = 20; p.r_n = 1000;
-    p.runs = 1; p.py_waves = 1; p.py_n = 3000; p.np_rounds = 5;
+    p.runs = 1; p.prog_goal_s = 0; p.py_waves = 1; p.py_n = 3000; p.np_rounds = 5;
     p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1; p.realloc_double_runs = 1;
     p.wl_scale = 0.02; p.wl_timed_scale = 0.02; p.wl_timeout_s = 30; p.wl_target_rounds = 1;
     p.short_all = true; p.cgroup_peers = true; /* every case and allocator, small: what tests check */
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops in the long window (hours) */
     p.rounds = 5; p.long_loops = 1000; p.long_threads = 4; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
+    p.prog_goal_s = 3; p.prog_runs_max = 16;
     p.git_files = 10000; p.http_requests = 2000; p.r_n = 50000;
     p.np_rounds = 400; p.gcc_funcs = 100; p.shell_cmds = 1000;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.realloc_double_runs = 5; p.prog_timeout_s = 600;
@@ -92,6 +97,17 @@ typedef struct {
 #define MAX_IMPL 10
 static hb_impl_t synth[MAX_IMPL], real[MAX_IMPL]; /* rptest: presets + others; real programs: one memspace */
 static int n_synth, n_real;
+/* the real programs also run under real[n_real], `preload-floor`: an empty preloaded library (bench/heap/floor.c),
+   what LD_PRELOAD itself costs; n_prog_impl counts it, the other sections stop at n_real */
+static int n_prog_impl;
+
+/* `impl` is named in MSB_HIDE_PEERS=a,b (tests: it behaves as not installed) */
+static bool hidden_impl(const char *impl) {
+  size_t len = strlen(impl);
+  for (const char *p = getenv("MSB_HIDE_PEERS"); p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (strncmp(p, impl, len) == 0 && (p[len] == ',' || p[len] == 0)) return true;
+  return false;
+}
 static char preset_env[4][40];
 
 static void setup_impls(void) {
@@ -123,6 +139,12 @@ static void setup_impls(void) {
       synth[n_synth++] = base;
     }
   }
+  static char floor_lib[PATH_MAX];
+  snprintf(floor_lib, sizeof floor_lib, "%s/bench/libheap_floor.so", msb_binary_dir());
+  n_prog_impl = n_real;
+  if (n_real < MAX_IMPL)
+    real[n_prog_impl++] = (hb_impl_t){"preload-floor", floor_lib, {NULL, NULL},
+                                      access(floor_lib, R_OK) == 0 && !hidden_impl("preload-floor"), false};
 }
 
 static int find_impl(const hb_impl_t *list, int n, const char *name) {
@@ -465,6 +487,38 @@ enum { R_WALL, R_RSS, R_CPU, N_RMETRICS };
 static series_t pres[N_PROGS][MAX_IMPL][N_RMETRICS];
 static bool prog_have[N_PROGS]; /* the programs that ran, for the targets printed after section 4 */
 static bool pfail[N_PROGS][MAX_IMPL];
+static int prog_runs[N_PROGS];  /* runs of the compared allocators (prog_compared); the others run p->runs times */
+
+/* the allocators the targets on the real programs compare memspace with (glibc, mimalloc) and the LD_PRELOAD floor
+   that explains them: a short program runs them more often than the others, so their medians resolve a few % */
+static bool prog_compared(int k) {
+  static const char *const names[] = {"glibc", "memspace", "preload-floor", "mimalloc"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(real[k].impl, names[i]) == 0) return true;
+  return false;
+}
+
+/* the runs of program pi: p->runs, or for a short one as many as make prog_goal_s seconds of its reference run
+   under glibc (ref_s: its CPU seconds, which a loaded machine stretches less than its wall time, so the count and
+   the section's work stay about the same from run to run), at most prog_runs_max */
+static int runs_for(const hb_params_t *p, double ref_s) {
+  int n = p->runs;
+  if (p->prog_goal_s > 0 && ref_s > 0) {
+    double want = ceil(p->prog_goal_s / ref_s);
+    if (want > n) n = want < p->prog_runs_max ? (int)want : p->prog_runs_max;
+  }
+  return n < MAX_ROUNDS ? n : MAX_ROUNDS;
+}
+
+/* the median over the runs of a[i] / b[i]: the runs of a program interleave the allocators, so run i of two of them
+   ran side by side (a failure ends an allocator's runs, so index i is run i for both) */
+static double paired_median(const series_t *a, const series_t *b) {
+  double r[MAX_ROUNDS];
+  int n = 0;
+  for (int i = 0; i < a->n && i < b->n; i++)
+    if (!isnan(ratio(a->v[i], b->v[i]))) r[n++] = ratio(a->v[i], b->v[i]);
+  return n ? msb_median(r, (size_t)n) : NAN;
+}
 
 typedef struct {
   char dir[PATH_MAX];
@@ -476,6 +530,7 @@ typedef struct {
       a_r[16];
   char a_waves[16], a_n[16], a_read[PATH_MAX + 8];
   char ref[N_PROGS][4096]; /* glibc's output: every allocator must print the same */
+  double ref_s[N_PROGS];   /* glibc's reference run: user + system seconds */
   bool have[N_PROGS];
 } progs_t;
 
@@ -662,6 +717,8 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
   int st = msb_spawn(argv, im->preload, env, out, sizeof out, p->prog_timeout_s, &wall, &ru);
   if (run < 0) { /* reference */
     snprintf(pg->ref[pi], sizeof pg->ref[pi], "%s", out);
+    pg->ref_s[pi] = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                    ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
     if (st != 0) { /* (python_numpy without numpy) */
       msb_printf("   %s does not run under glibc (status %d): left out\n", prog_names[pi], st);
       row_status(ctx, prog_names[pi], im->impl, 1, "failed");
@@ -689,20 +746,21 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
 }
 
 static void print_progs(const hb_params_t *p, const progs_t *pg) {
-  msb_printf("\n-- real programs: wall time and max RSS (wait4), median of %d run%s [min-max], allocators interleaved\n",
-             p->runs, p->runs > 1 ? "s" : "");
-  msb_printf("%-16s %-10s %22s %8s %10s %9s %8s %9s\n", "program", "impl", "wall s [min-max]", "x glibc",
+  msb_printf("\n-- real programs: wall time and max RSS (wait4), median of the runs [min-max], allocators interleaved; "
+             "%d runs each, a short program more (up to %d) for glibc, memspace, mimalloc and preload-floor (an empty "
+             "preloaded library: what LD_PRELOAD itself costs)\n", p->runs, p->prog_runs_max);
+  msb_printf("%-16s %-13s %4s %22s %8s %10s %9s %8s %9s\n", "program", "impl", "runs", "wall s [min-max]", "x glibc",
              "x mimalloc", "RSS MiB", "x glibc", "cpu x gl");
   int g = find_impl(real, n_real, "glibc"), mi = find_impl(real, n_real, "mimalloc");
   for (int pi = 0; pi < N_PROGS; pi++) {
     if (!pg->have[pi]) { msb_printf("%-16s (not available on this machine)\n", prog_names[pi]); continue; }
-    for (int k = 0; k < n_real; k++) {
-      if (!real[k].installed) { msb_printf("%-16s %-10s not installed\n", prog_names[pi], real[k].impl); continue; }
+    for (int k = 0; k < n_prog_impl; k++) {
+      if (!real[k].installed) { msb_printf("%-16s %-13s not installed\n", prog_names[pi], real[k].impl); continue; }
       series_t *w = &pres[pi][k][R_WALL], *r = &pres[pi][k][R_RSS];
-      if (!w->n) { msb_printf("%-16s %-10s failed\n", prog_names[pi], real[k].impl); continue; }
+      if (!w->n) { msb_printf("%-16s %-13s failed\n", prog_names[pi], real[k].impl); continue; }
       char span[64], b1[16], b2[16], b3[16], b4[16];
       snprintf(span, sizeof span, "%.3f [%.3f-%.3f]", med(w), smin(w), smax(w));
-      msb_printf("%-16s %-10s %22s %8s %10s %9.1f %8s %9s\n", prog_names[pi], real[k].impl, span,
+      msb_printf("%-16s %-13s %4d %22s %8s %10s %9.1f %8s %9s\n", prog_names[pi], real[k].impl, w->n, span,
                  fx(b1, sizeof b1, g >= 0 ? ratio(med(w), med(&pres[pi][g][R_WALL])) : NAN, "%.3fx"),
                  fx(b2, sizeof b2, mi >= 0 ? ratio(med(w), med(&pres[pi][mi][R_WALL])) : NAN, "%.3fx"),
                  mib(med(r)), fx(b3, sizeof b3, g >= 0 ? ratio(med(r), med(&pres[pi][g][R_RSS])) : NAN, "%.2fx"),
@@ -1101,15 +1159,26 @@ static void print_targets26(const hb_params_t *p) {
         "%.1f%% [%.1f-%.1f]", p->long_loops, thread_counts[t], ts, med(&o), smin(&o), smax(&o));
   }
   int g = find_impl(real, n_real, "glibc"), ms = find_impl(real, n_real, "memspace");
-  int mi = find_impl(real, n_real, "mimalloc");
+  int mi = find_impl(real, n_real, "mimalloc"), fl = find_impl(real, n_prog_impl, "preload-floor");
   bool want[N_PROGS] = {false};
   for (int pi = 0; pi < N_PROGS; pi++) {
     bool known = prog_have[pi] && ms >= 0 && g >= 0 && pres[pi][ms][R_WALL].n && pres[pi][g][R_WALL].n;
     want[pi] = known;
-    double lo = NAN, hi = NAN, r = known ? ratio(med(&pres[pi][ms][R_WALL]), med(&pres[pi][g][R_WALL])) : NAN;
-    if (known) ratio_range(&pres[pi][ms][R_WALL], &pres[pi][g][R_WALL], &lo, &hi);
+    const series_t *gw = g >= 0 ? &pres[pi][g][R_WALL] : NULL;
+    double lo = NAN, hi = NAN, r = known ? ratio(med(&pres[pi][ms][R_WALL]), med(gw)) : NAN;
+    if (known) ratio_range(&pres[pi][ms][R_WALL], gw, &lo, &hi);
     if (!prog_have[pi]) { msb_printf("not measured: %s (not available on this machine)\n", prog_names[pi]); continue; }
-    met(known, r <= 1.02, "%s: wall time within 1.02x glibc's: %.3fx [%.3f-%.3f]", prog_names[pi], r, lo, hi);
+    /* beside the ratio of the medians: the median of the runs' ratios, and what an empty preloaded library costs
+       against glibc in the same runs (the floor every preloaded allocator starts from) */
+    char floor_s[96] = "not installed";
+    if (fl >= 0 && real[fl].installed && known && pres[pi][fl][R_WALL].n)
+      snprintf(floor_s, sizeof floor_s, "%.3fx, runs' median %.3fx", ratio(med(&pres[pi][fl][R_WALL]), med(gw)),
+               paired_median(&pres[pi][fl][R_WALL], gw));
+    else if (fl >= 0 && real[fl].installed)
+      snprintf(floor_s, sizeof floor_s, "failed");
+    met(known, r <= 1.02, "%s: wall time within 1.02x glibc's: %.3fx [%.3f-%.3f], runs' median %.3fx over %d runs "
+        "(an empty preloaded library: %s)", prog_names[pi], r, lo, hi,
+        known ? paired_median(&pres[pi][ms][R_WALL], gw) : NAN, known ? gw->n : 0, floor_s);
   }
   int n = 0, bp = -1, bn = 0;
   double gm = ms >= 0 && g >= 0 ? prog_geomean(ms, g, want, &n) : NAN, best = NAN;
@@ -1157,6 +1226,43 @@ static void print_targets26(const hb_params_t *p) {
   }
 }
 
+/* 2. real programs: a reference run under glibc, then runs interleaving the allocators (the floor among them),
+   the order rotating each run; a short program's extra runs interleave the compared allocators only */
+static void run_programs(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, double t0) {
+  memset(pg, 0, sizeof *pg);
+  msb_section(ctx, "programs");
+  msb_printf("   real programs (%.0f s so far)\n", msb_now() - t0);
+  bool have_dir = setup_progs(pg, p);
+  int g = find_impl(real, n_real, "glibc"), most = p->runs;
+  for (int pi = 0; pi < N_PROGS; pi++) {
+    if (!pg->have[pi]) {
+      for (int k = 0; k < n_prog_impl; k++) row_status(ctx, prog_names[pi], real[k].impl, 1, "not_installed");
+      continue;
+    }
+    for (int k = 0; k < n_prog_impl; k++)
+      if (!real[k].installed) msb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
+    if (g >= 0) run_prog(ctx, p, pg, pi, g, -1);
+    prog_runs[pi] = runs_for(p, pg->ref_s[pi]);
+    if (pg->have[pi] && prog_runs[pi] > most) most = prog_runs[pi];
+  }
+  if (ctx->cmd) {
+    fprintf(ctx->cmd, "heap program runs:");
+    for (int pi = 0; pi < N_PROGS; pi++)
+      if (pg->have[pi]) fprintf(ctx->cmd, " %s=%d", prog_names[pi], prog_runs[pi]);
+    fprintf(ctx->cmd, " (glibc, memspace, preload-floor, mimalloc; the others %d)\n", p->runs);
+  }
+  for (int run = 0; run < most; run++)
+    for (int pi = 0; pi < N_PROGS; pi++) {
+      if (!pg->have[pi] || run >= prog_runs[pi]) continue;
+      for (int i = 0; i < n_prog_impl; i++) {
+        int k = (i + run) % n_prog_impl;
+        if (real[k].installed && !pfail[pi][k] && (run < p->runs || prog_compared(k))) run_prog(ctx, p, pg, pi, k, run);
+      }
+    }
+  if (have_dir) cleanup_progs(pg);
+  memcpy(prog_have, pg->have, sizeof prog_have);
+}
+
 /* sections 1-3 and the targets (left out with MSB_HEAP_ONLY=workloads) */
 static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   long_threads = p->long_threads;
@@ -1195,32 +1301,9 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   msb_printf("   (the long window took %.0f s)\n", long_seconds);
   print_idle(p);
 
-  /* 2. real programs: a reference run under glibc, then runs interleaving allocators */
+  /* 2. real programs */
   progs_t pg;
-  memset(&pg, 0, sizeof pg);
-  msb_section(ctx, "programs");
-  msb_printf("   real programs (%.0f s so far)\n", msb_now() - t0);
-  bool have_dir = setup_progs(&pg, p);
-  int g = find_impl(real, n_real, "glibc");
-  for (int pi = 0; pi < N_PROGS; pi++) {
-    if (!pg.have[pi]) {
-      for (int k = 0; k < n_real; k++) row_status(ctx, prog_names[pi], real[k].impl, 1, "not_installed");
-      continue;
-    }
-    for (int k = 0; k < n_real; k++)
-      if (!real[k].installed) msb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
-    if (g >= 0) run_prog(ctx, p, &pg, pi, g, -1);
-  }
-  for (int run = 0; run < p->runs; run++)
-    for (int pi = 0; pi < N_PROGS; pi++) {
-      if (!pg.have[pi]) continue;
-      for (int i = 0; i < n_real; i++) {
-        int k = (i + run) % n_real;
-        if (real[k].installed && !pfail[pi][k]) run_prog(ctx, p, &pg, pi, k, run);
-      }
-    }
-  if (have_dir) cleanup_progs(&pg);
-  memcpy(prog_have, pg.have, sizeof prog_have);
+  run_programs(ctx, p, &pg, t0);
 
   /* 3. realloc growth */
   msb_section(ctx, "realloc");
@@ -1259,16 +1342,25 @@ int msb_bench_heap(msb_ctx_t *ctx) {
   }
   if (ctx->cmd)
     fprintf(ctx->cmd, "heap parameters: rounds=%d warmup=%d loops=%d long_rounds=%d long_loops=%d long_threads=%d blocks=%zu ops=%zu "
-            "sizes=16..16000(linear falloff) idle_ms=%d short_window=%s runs=%d py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
+            "sizes=16..16000(linear falloff) idle_ms=%d short_window=%s runs=%d prog_goal_s=%g prog_runs_max=%d "
+            "py_waves=%d py_n=%d np_rounds=%d sql_rows=%d "
             "gcc_funcs=%d shell_cmds=%d git_files=%d http_requests=%d r_n=%d realloc_max=%zu realloc_limit_s=%g "
             "realloc_runs=%d realloc_double_runs=%d cgroup_peers=%d\n",
             p.rounds, p.warmup, p.loops, p.long_rounds, p.long_loops, p.long_threads, p.blocks, p.ops, p.idle_ms,
-            p.short_all ? "all" : "targets", p.runs, p.py_waves,
+            p.short_all ? "all" : "targets", p.runs, p.prog_goal_s, p.prog_runs_max, p.py_waves,
             p.py_n, p.np_rounds, p.sql_rows, p.gcc_funcs, p.shell_cmds, p.git_files, p.http_requests, p.r_n,
             p.realloc_max, p.realloc_limit_s, p.realloc_runs, p.realloc_double_runs, p.cgroup_peers);
   double t0 = msb_now();
 
-  const char *only = getenv("MSB_HEAP_ONLY"); /* "workloads": sections 4-5 only, "cgroup": 5 (diagnosis runs) */
+  /* "workloads": sections 4-5 only, "cgroup": 5, "programs": 2 and its table (diagnosis runs, tests) */
+  const char *only = getenv("MSB_HEAP_ONLY");
+  if (only && strcmp(only, "programs") == 0) {
+    progs_t pg;
+    run_programs(ctx, &p, &pg, t0);
+    msb_section(ctx, NULL);
+    print_progs(&p, &pg);
+    return 0;
+  }
   if (only && strcmp(only, "cgroup") == 0) {
     msb_section(ctx, "cgroup");
     run_cgroup_section(ctx, &p);

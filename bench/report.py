@@ -225,6 +225,7 @@ def not_installed_line(run):
 HEAP_PROGS = ("python_pymalloc", "python_malloc", "python_numpy", "sqlite3", "gcc", "shell", "git", "shell_script",
               "http_server", "rscript")
 HEAP_MANY = ("shell", "git", "shell_script")  # many processes, each preloaded
+FLOOR = "preload-floor"  # the real programs under an empty preloaded library: what LD_PRELOAD itself costs
 HEAP_PROG_DESC = {  # {name} fields come from the run's "heap parameters" line in heap.cmd
     "python_pymalloc": "python3 object churn (pymalloc on)", "python_malloc": "the same, PYTHONMALLOC=malloc",
     "python_numpy": "numpy temporaries of 1-40 MB", "sqlite3": "sqlite3, {sql_rows} rows",
@@ -270,6 +271,22 @@ def heap_over_pcts(run, impl, t, case="rptest_long"):
     """overhead in % of the peak live bytes, run by run"""
     over, live = run.vals(case, impl, "overhead_bytes", t), run.vals(case, impl, "peak_live_bytes", t)
     return [100 * o / v for o, v in zip(over, live) if v > 0]
+
+
+def heap_paired_median(a, b):
+    """the median over the runs of a[i] / b[i]: a program's runs interleave the allocators, so the i-th rows of two
+    allocators ran side by side (a failure ends an allocator's runs)"""
+    r = [x_ / y_ for x_, y_ in zip(a, b) if y_ > 0]
+    return statistics.median(r) if r else None
+
+
+def heap_floor_note(run, p):
+    """what an empty preloaded library costs against glibc on program p in this run"""
+    f, g = run.vals(p, FLOOR, "wall_s"), run.vals(p, "glibc", "wall_s")
+    if not f:
+        return f"an empty preloaded library: {run.why_missing(p, FLOOR)}"
+    return (f"an empty preloaded library: {x(ratio(statistics.median(f), statistics.median(g)), 3)}, "
+            f"runs' median {x(heap_paired_median(f, g), 3)}")
 
 
 def heap_ratio_range(a, b):
@@ -373,19 +390,24 @@ def heap_long(run):
         out.append("#### Memory kept after everything is freed (threads alive, 1 s idle, first round)")
         out.append(table(("threads", "allocator", "peak RSS", "RSS after 1 s", "% of peak"), rows))
     real = [i for i in ("memspace", "glibc") + PEERS]
+    floor = [FLOOR] if FLOOR in run.impls() else []  # (runs from before the floor existed have none)
     rows = []
     for p in [p for p in HEAP_PROGS if run.impls(p)]:
         gw, gr = run.med(p, "glibc", "wall_s"), run.med(p, "glibc", "peak_rss_bytes")
-        for i in real:
+        for i in real + floor:
             w = run.vals(p, i, "wall_s")
             if not w:
-                rows.append((p, i, run.why_missing(p, i), "", "", ""))
+                rows.append((p, i, run.why_missing(p, i), "", "", "", ""))
                 continue
-            rows.append((p, i, spread(w, lambda a: f"{a:.3f}"), x(ratio(statistics.median(w), gw), 3),
+            rows.append((p, i, len(w), spread(w, lambda a: f"{a:.3f}"), x(ratio(statistics.median(w), gw), 3),
                          mib(run.med(p, i, "peak_rss_bytes")), x(ratio(run.med(p, i, "peak_rss_bytes"), gr))))
     out.append("#### Real programs: wall seconds, median [min-max] of the runs; max RSS")
-    out.append("; ".join(f"`{p}`: {d}" for p, d in heap_prog_desc(run).items()) + ".")
-    out.append(table(("program", "allocator", "wall s", "x glibc", "max RSS", "RSS x glibc"), rows) if rows else NM)
+    out.append("; ".join(f"`{p}`: {d}" for p, d in heap_prog_desc(run).items()) + "." +
+               (f" `{FLOOR}` is an empty library preloaded like the peers: what LD_PRELOAD itself costs (the dynamic "
+                "loader's work in every process), the floor under every preloaded allocator's ratio to glibc. A short "
+                "program runs more often under glibc, memspace, mimalloc and the floor (runs)." if floor else ""))
+    out.append(table(("program", "allocator", "runs", "wall s", "x glibc", "max RSS", "RSS x glibc"), rows)
+               if rows else NM)
     rows = []
     for case in [c for c in ("realloc_step_1m", "realloc_double") if run.impls(c)]:
         gs = heap_realloc_s(run, "glibc") if case == "realloc_step_1m" else run.med(case, "glibc", "seconds")
@@ -522,9 +544,10 @@ def heap_targets26(run):
                            f"{spread(o, lambda a: f'{a:.1f}%')}"))
     progs = [p for p in HEAP_PROGS if run.vals(p, "glibc", "wall_s") and run.vals(p, "memspace", "wall_s")]
     for p in progs:
+        m, g = run.vals(p, "memspace", "wall_s"), run.vals(p, "glibc", "wall_s")
         out.append(verdict(ratio(run.med(p, "memspace", "wall_s"), run.med(p, "glibc", "wall_s")) <= 1.02,
-                           f"{p}: wall time within 1.02x glibc's: "
-                           f"{heap_vs(run.vals(p, 'memspace', 'wall_s'), run.vals(p, 'glibc', 'wall_s'), 3)}"))
+                           f"{p}: wall time within 1.02x glibc's: {heap_vs(m, g, 3)}, runs' median "
+                           f"{x(heap_paired_median(m, g), 3)} over {len(g)} runs ({heap_floor_note(run, p)})"))
     gm, n = heap_geomean(run, progs, "wall_s", "memspace", "glibc")
     peers = {q: heap_geomean(run, progs, "wall_s", q, "glibc") for q in PEERS}
     peers = {q: v for q, (v, k) in peers.items() if v is not None and k == n}

@@ -1,7 +1,8 @@
 /* `memspace bench heap --quick --out DIR` writes the CSV of docs/contract.md §2: header, seven columns, impl names
    [a-z0-9-]+, metric names ending in their unit, not_installed peers as status rows and never numbers, every
    case and allocator present, and the .cmd file. tbbmalloc is hidden (MSB_HIDE_PEERS) so a not_installed
-   peer is always exercised. Checks format and behaviour, never timing. */
+   peer is always exercised, and in a second, programs-only run the LD_PRELOAD floor (preload-floor). Checks format
+   and behaviour, never timing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -231,6 +232,14 @@ static void cases_and_allocators_present(void **state) {
   for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
     if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
       fail_msg("no row for %s under glibc", progs[i]);
+  /* the LD_PRELOAD floor (an empty preloaded library, build/bench/libheap_floor.so) ran every program glibc ran */
+  for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
+    if (has(progs[i], "glibc", 1, "wall_s", true) &&
+        !(has(progs[i], "preload-floor", 1, "wall_s", true) &&
+          has(progs[i], "preload-floor", 1, "peak_rss_bytes", true)))
+      fail_msg("no preload-floor rows for %s", progs[i]);
+  assert_false(has("rptest_long", "preload-floor", 0, "wall_s", true)); /* the real programs only */
+  assert_false(has("larson", "preload-floor", 0, "seconds", true));
   /* section 4: every mimalloc-bench-style workload ran under glibc and memspace (glibc_simple, malloc_large at 1
      thread) */
   static const char *wl[] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple",
@@ -284,6 +293,39 @@ static void cmd_file_and_tables(void **state) {
   }
 }
 
+/* the floor's library missing (hidden here, as an installed tool without it would be): status rows, never a
+   number, and "not installed" in the table. MSB_HEAP_ONLY=programs runs the real programs alone, the peers hidden
+   to keep it short */
+static void floor_not_installed(void **state) {
+  (void)state;
+  char dir[PATH_MAX + 8], cmd[PATH_MAX * 4], path[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/floor", B.dir);
+  snprintf(cmd, sizeof cmd, "MSB_HEAP_ONLY=programs MSB_HIDE_PEERS=jemalloc,preload-floor,mimalloc,tcmalloc,tbbmalloc "
+           "'%s/memspace' bench heap --quick --out '%s' >'%s.txt' 2>&1", MEMSPACE_BINARY_DIR, dir, dir);
+  int st = system(cmd);
+  static char text[1 << 18];
+  snprintf(path, sizeof path, "%s.txt", dir);
+  slurp(path, text, sizeof text);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("bench heap (programs) failed:\n%s", text);
+  snprintf(path, sizeof path, "%s/heap.csv", dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[512];
+  int status_rows = 0, glibc_rows = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, ",glibc,1,0,wall_s,")) glibc_rows++;
+    if (!strstr(line, ",preload-floor,")) continue;
+    line[strcspn(line, "\r\n")] = 0;
+    if (!ends_with(line, ",preload-floor,1,0,status,not_installed"))
+      fail_msg("the hidden floor has a row that is not a not_installed status: %s", line);
+    status_rows++;
+  }
+  fclose(f);
+  assert_true(glibc_rows > 0);
+  assert_int_equal(status_rows, 10); /* one a program */
+  assert_non_null(strstr(text, "preload-floor not installed"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_status_and_header),
@@ -291,6 +333,7 @@ int main(void) {
       cmocka_unit_test(not_installed_rows),
       cmocka_unit_test(cases_and_allocators_present),
       cmocka_unit_test(cmd_file_and_tables),
+      cmocka_unit_test(floor_not_installed),
   };
   return cmocka_run_group_tests(tests, run_bench, cleanup);
 }

@@ -133,6 +133,25 @@ class Fixture(unittest.TestCase):
                          ["2.00x [1.67-3.00] (mimalloc)", "4.00 M [3.00 M-5.00 M]", "0.80x [0.60-1.25] (mimalloc)",
                           "5.0% [4.0%-6.0%]"])
 
+    def test_programs_and_floor(self):
+        # shell, 5 runs in round order: glibc 0.100 (median), memspace 0.107 (1.070x; the runs' ratios 1.10, 1.03,
+        # 1.05, 1.00, 1.07: median 1.050x), the empty preloaded library 0.103 (1.030x; ratios' median 1.030x);
+        # git: the floor's library not installed
+        walls = {"glibc": (0.100, 0.100, 0.120, 0.100, 0.100), "memspace": (0.110, 0.103, 0.126, 0.100, 0.107),
+                 "preload-floor": (0.105, 0.102, 0.126, 0.101, 0.103)}
+        with open(os.path.join(self.results, "heap.csv"), "a") as f:
+            f.write("".join(f"heap,{p},{i},1,0,wall_s,{v}\n" for p in ("shell", "git") for i, vs in walls.items()
+                            if not (p == "git" and i == "preload-floor") for v in vs))
+            f.write("heap,git,preload-floor,1,0,status,not_installed\n")
+        _, doc = self.write()
+        self.assertIn("- **missed**: shell: wall time within 1.02x glibc's: 1.070x [1.000-1.100], runs' median 1.050x "
+                      "over 5 runs (an empty preloaded library: 1.030x, runs' median 1.030x)", doc)
+        self.assertIn("git: wall time within 1.02x glibc's: 1.070x [1.000-1.100], runs' median 1.050x over 5 runs (an "
+                      "empty preloaded library: not installed)", doc)
+        self.assertEqual(self.row(doc, "| shell | preload-floor")[2:5], ["5", "0.103 [0.101-0.126]", "1.030x"])
+        self.assertEqual(self.row(doc, "| git | preload-floor")[2], "not installed")
+        self.assertIn("`preload-floor` is an empty library preloaded like the peers", doc)
+
     def test_no_peer_installed(self):
         with open(os.path.join(self.results, "heap.csv"), "w") as f:
             f.write(HEADER + "heap,rptest,memspace-performance,1,0,ops_per_cpu_s,2e6\n"
