@@ -35,6 +35,9 @@ if(MEMSPACE_BUILD_BENCH)
   endforeach()
   install(FILES bench/heap/churn.py RENAME heap_churn.py DESTINATION ${helpers}/bench)
   install(FILES bench/heap/numpy_churn.py RENAME heap_numpy_churn.py DESTINATION ${helpers}/bench)
+  install(FILES bench/heap/http_load.py RENAME heap_http_load.py DESTINATION ${helpers}/bench)
+  install(FILES bench/heap/r_growth.R RENAME heap_r_growth.R DESTINATION ${helpers}/bench)
+  install(TARGETS heap_floor LIBRARY DESTINATION ${helpers}/bench) # the real programs' LD_PRELOAD floor
   install(FILES bench/plot.py bench/report.py DESTINATION ${data}/bench)
   install(DIRECTORY bench/plots DESTINATION ${data}/bench FILES_MATCHING PATTERN "*.py")
   install(FILES bench/spill/run.py bench/spill/mscgroup.py bench/spill/seed.py bench/spill/seed.R

@@ -255,7 +255,8 @@ MS_API int ms_pages_lock(void *addr, size_t size);
 /// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole).
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
-/// such node; ENOSYS: no NUMA support). Failure is also reported under MEMSPACE_VERBOSE.
+/// such node; ENOSYS: no NUMA support; EFAULT: part of the range is not mapped). Failure is also reported
+/// under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
 /// Releases a reservation (or a whole-page part of one: hugetlb parts are whole huge pages, size rounded up)
 /// back to the OS (hugetlb pages go back to the pool); the statistics lose what the part held (committed,

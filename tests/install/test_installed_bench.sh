@@ -10,6 +10,10 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+# what the heap bench's real programs take from its helper directory: a missing one shows as "not installed"
+for f in heap_churn.py heap_numpy_churn.py heap_http_load.py heap_r_growth.R libheap_floor.so; do
+  [ -e "$prefix/libexec/memspace/bench/$f" ] || fail "bench helper $f not installed"
+done
 mkdir "$tmp/work"
 (cd "$tmp/work" && "$prefix/bin/memspace" bench spaces --quick >"$tmp/bench.log" 2>&1) ||
   { tail -20 "$tmp/bench.log"; fail "installed memspace bench spaces --quick"; }

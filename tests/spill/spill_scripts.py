@@ -24,8 +24,10 @@ IMG = os.path.join(WORK, "disk.img")
 SPILL_DIR = "/var/tmp"
 
 
-def skip(reason):
-    print("SKIP:", reason)
+def skip(reason, kind="refused"):
+    """the skip contract's line (tests/common/ms_test.sh): "refused" gives the kernel's or the tool's words,
+    "missing" names a program that is not installed"""
+    print(f"MS_SKIP {kind}:", reason)
     sys.exit(77)
 
 
@@ -76,7 +78,7 @@ def full_disk():
     need_root()
     for tool in ("mkfs.ext4", "mount", "umount"):
         if not shutil.which(tool):
-            skip(f"{tool} not installed")
+            skip(f"{tool} not installed", "missing")
     rc = full_disk_on("ext4", 160)
     if rc == 0 and shutil.which("mkfs.xfs"):
         try:
@@ -263,7 +265,7 @@ def maint_unprivileged():
     capabilities and RLIMIT_NICE 0, beyond the memory of a 64 MiB cgroup, it must never be seen idle, and it runs
     SCHED_BATCH (never SCHED_OTHER: its wake-ups would preempt interactive processes)."""
     if not shutil.which("setpriv"):
-        skip("setpriv not installed (util-linux)")
+        skip("setpriv not installed (util-linux)", "missing")
     rc, out, err = cgroup_run("maint", 64 << 20, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                                   "--inh-caps=-all", "--bounding-set=-all", "prlimit", "--nice=0",
                                                   HELPER_SHARED, "maintpolicy", "192"],
