@@ -762,7 +762,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
     size_t lo = 0, hi = size / page; /* the first page failing lies in [lo, hi) */
     while (hi - lo > 1) {
       size_t mid = lo + (hi - lo) / 2;
-      if (ms_pages_populate((char *)memory + lo * page, (mid - lo) * page) == 0) lo = mid;
+      if (msi_pages_populate((char *)memory + lo * page, (mid - lo) * page) == 0) lo = mid;
       else hi = mid;
     }
     msi_error("dma: ms_dma_register(%p, %zu): pre-faulting failed (%s) at address %p", memory, size, MSI_ERRNO(r),
@@ -774,7 +774,9 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
      of the range: mlock does not nest and smaps tells no owner, so undoing them would undo the caller's own pin
      (its real-time memory swappable again, another driver's buffer copied on fork); that range keeps them */
   bool locked = false, dontfork = false;
-  if (!f.all_hugetlb && !f.all_locked) {
+  /* (before Linux 5.14 the pre-faulting above is mlock + munlock, which undid every lock in the range: locked
+     again, and still the caller's where it was) */
+  if (!f.all_hugetlb && (!f.all_locked || !msi_os_has_populate_write())) {
     r = msi_pages_lock(memory, size);
     if (r) {
       memlock_error("ms_dma_register", size, r);

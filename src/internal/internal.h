@@ -245,9 +245,8 @@ static inline void msi_lock_reset(msi_lock_t *l) {
 /* The locks that the heap's and the maintenance thread's fork handlers take, and the flag a forked child sets, in
    one block that never straddles a page (src/core/lock.c). The link puts it at the start of .bss, on the page
    of .data's end, which the dynamic loader writes anyway (it clears the rest of that page for .bss): the heap's
-   start-up, which takes its locks, writes no page for it. Aligned to a cache line, not to its size: a 2048-byte
-   alignment put it on a page of its own, after 2 KiB of padding. test_startup checks with nm that it lies on
-   that page, whole. After fork() every page a handler writes is a
+   start-up, which takes its locks, writes no page for it. Aligned to a cache line, not to its size (which would
+   give it a page of its own after padding). test_startup checks with nm that it lies on that page, whole. After fork() every page a handler writes is a
    copy-on-write fault, in the parent (its unlocks) and in the child (its resets): spread over the parts' own
    variables they would cost about as many faults a fork as glibc's whole fork and exit; here one in each. The locks taken often (the heap's span paths, each large slot size's)
    sit in cache lines of their own. */

@@ -663,7 +663,7 @@ bool msi_os_numa_parse(const char *text, uint64_t mask[MSI_OS_NUMA_MAX / 64]) {
 }
 
 bool msi_os_numa_node_ok(int node) {
-  static uint64_t online[MSI_OS_NUMA_MAX / 64];
+  static _Atomic uint64_t online[MSI_OS_NUMA_MAX / 64]; /* (atomic: a racing first reader may still store) */
   static _Atomic int state; /* 0 not read, 1 read */
   if (node < 0 || node >= MSI_OS_NUMA_MAX) return false;
   if (!atomic_load_explicit(&state, memory_order_acquire)) {
@@ -674,10 +674,11 @@ bool msi_os_numa_node_ok(int node) {
       memset(m, 0, sizeof m);
       m[0] = 1; /* node 0 */
     }
-    memcpy(online, m, sizeof online); /* racing threads write the same */
+    for (size_t i = 0; i < MSI_OS_NUMA_MAX / 64; i++) /* racing threads store the same */
+      atomic_store_explicit(&online[i], m[i], memory_order_relaxed);
     atomic_store_explicit(&state, 1, memory_order_release);
   }
-  return (online[node / 64] >> (node % 64)) & 1;
+  return (atomic_load_explicit(&online[node / 64], memory_order_relaxed) >> (node % 64)) & 1;
 }
 
 /* whether the kernel takes madvise `advice` on a fresh page, asked once; *state: 0 unknown, 1 yes, 2 no */

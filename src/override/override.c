@@ -28,6 +28,11 @@
    C library's function found by name is never ours. The exported names' addresses would be the process's winning
    definitions, bound by a symbol lookup at every start-up. */
 static struct mallinfo2 own_mallinfo2(void);
+#if defined(__has_attribute) && __has_attribute(copy) /* (GCC's -Wmissing-attributes; clang has neither) */
+#define OWN_COPY(f) __attribute__((copy(f)))
+#else
+#define OWN_COPY(f)
+#endif
 static size_t own_usable(void *p);
 typedef void free_fn(void *);
 typedef void *realloc_fn(void *, size_t);
@@ -239,7 +244,7 @@ void msi_malloc_elsewhere_note(void) {
 MS_API void cfree(void *p);
 MS_API void cfree(void *p) { msi_free(p); }
 FAMILY_TEXT MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
-static size_t own_usable(void *p) __attribute__((copy(malloc_usable_size), alias("malloc_usable_size")));
+static size_t own_usable(void *p) OWN_COPY(malloc_usable_size) __attribute__((alias("malloc_usable_size")));
 
 FAMILY_TEXT MS_API void *reallocarray(void *p, size_t count, size_t size) {
   size_t total;
@@ -322,7 +327,7 @@ MS_API struct mallinfo2 mallinfo2(void) {
   if (msi_proc_space_info(&ps)) mi.arena += ps.size, mi.uordblks += ps.used, mi.fordblks += ps.free;
   return mi;
 }
-static struct mallinfo2 own_mallinfo2(void) __attribute__((copy(mallinfo2), alias("mallinfo2")));
+static struct mallinfo2 own_mallinfo2(void) OWN_COPY(mallinfo2) __attribute__((alias("mallinfo2")));
 
 static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
 

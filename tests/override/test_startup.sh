@@ -97,10 +97,11 @@ fi
 if ms_need_cmd nm && ms_need_cmd readelf; then
   fork_page=$(nm -S "$lib" | awk '$4 == "msi_fork_page" {print "0x" $1, "0x" $2}')
   data=$(readelf -SW "$lib" | awk '{for (i = 1; i <= NF; i++) if ($i == ".data") print "0x" $(i + 2), "0x" $(i + 4)}')
+  pg=$(getconf PAGESIZE)
   read -r fp fsize <<<"$fork_page"; read -r da dsize <<<"$data"
   echo "fork page at $fp ($fsize bytes), .data at $da ($dsize bytes)"
   check "the fork page lies whole on the page of .data's end" \
-    '[ -n "$fp" ] && [ -n "$da" ] && [ $((fp >> 12)) = $(((fp + fsize - 1) >> 12)) ] && [ $((fp >> 12)) = $(((da + dsize - 1) >> 12)) ]'
+    '[ -n "$fp" ] && [ -n "$da" ] && [ $((fp / pg)) = $(((fp + fsize - 1) / pg)) ] && [ $((fp / pg)) = $(((da + dsize - 1) / pg)) ]'
 fi
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
