@@ -58,7 +58,7 @@ static hb_params_t params_for(msb_mode_t mode) {
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
                    .r_n = 4000,
-                   .rptest_timeout_s = 300, .runs = 5, .prog_goal_s = 2, .prog_runs_max = 12, .py_waves = 1,
+                   .rptest_timeout_s = 300, .runs = 5, .prog_goal_s = 1.5, .prog_runs_max = 10, .py_waves = 1,
                    .py_n = 25000, .np_rounds = 30,
                    .sql_rows = 400000,
                    .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
