@@ -229,11 +229,13 @@ static bool dense_guard(uintptr_t addr, size_t bytes, bool on) {
    as when each block was a mapping of its own under 2 MiB: ranges past the first DENSE_PLAIN bytes of their
    size's sub-region are advised MADV_NOHUGEPAGE, and merge with each other. Ranges inside the first DENSE_PLAIN
    bytes go without the advice (dense_plain), one system call instead of two: a program using a few blocks of a
-   dense size (git's directory reads, `ls`) maps them there. They merge with each other and with nothing else
-   (the advised rest of the sub-region, and the previous sub-region's advised end, differ in their flags), so
-   such a mapping lies inside [base, base + 1 MiB) of a 2 MiB-aligned sub-region: no 2 MiB-aligned range, so no
-   PMD huge page. (A multi-size THP setting that enables folios of 128 KiB-1 MiB as "always", not the kernel's
-   default, could back several of its slots with one folio: at most that first MiB of each dense size.) */
+   dense size (git's directory reads, `ls`) maps them there. They merge with each other, not with the advised
+   rest of the sub-region (its flags differ), and perhaps with an unadvised mapping just below the sub-region (a
+   heap segment); either way the unadvised part of a sub-region is [base, base + 1 MiB) of a sub-region aligned
+   to its size (2 MiB or more), so the only 2 MiB-aligned range holding its slots, [base, base + 2 MiB), is never
+   one unadvised mapping: no PMD huge page backs them. (A multi-size THP setting that enables folios of
+   128 KiB-1 MiB as "always", not the kernel's default, could back several of its slots with one folio: at most
+   that first MiB of each dense size.) */
 #define DENSE_PLAIN ((uintptr_t)1 << LARGE_DENSE_MAX_SHIFT)
 static bool dense_plain(uintptr_t addr, size_t bytes) {
   size_t shift = msi_heap_g.sub_shift;
