@@ -246,7 +246,10 @@ MS_API int ms_pages_decommit(void *addr, size_t size);
 /// reservations, as for ms_pages_decommit). Thread-safe.
 MS_API int ms_pages_reset(void *addr, size_t size);
 /// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
-/// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Thread-safe.
+/// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Never changes
+/// what is locked: before Linux 5.14 the munlock leaves out the parts of the range that were locked (mlock by the
+/// caller, a DMA buffer), read from /proc/self/status and /proc/self/smaps; when they cannot be read, the range
+/// is not pre-faulted and the open's errno is returned. Thread-safe.
 MS_API int ms_pages_populate(void *addr, size_t size);
 /// mlock the range. Returns 0 or an errno value, also stored in errno: what the kernel's mlock gives without
 /// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK (or a hole), EPERM when RLIMIT_MEMLOCK is 0, EAGAIN when

@@ -774,9 +774,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
      of the range: mlock does not nest and smaps tells no owner, so undoing them would undo the caller's own pin
      (its real-time memory swappable again, another driver's buffer copied on fork); that range keeps them */
   bool locked = false, dontfork = false;
-  /* (before Linux 5.14 the pre-faulting above is mlock + munlock, which undid every lock in the range: locked
-     again, and still the caller's where it was) */
-  if (!f.all_hugetlb && (!f.all_locked || !msi_os_has_populate_write())) {
+  if (!f.all_hugetlb && !f.all_locked) {
     r = msi_pages_lock(memory, size);
     if (r) {
       memlock_error("ms_dma_register", size, r);

@@ -130,6 +130,8 @@ bool msi_os_numa_node_ok(int node);             /* node is online (ids may have 
 bool msi_os_numa_parse(const char *text, uint64_t mask[MSI_OS_NUMA_MAX / 64]);
 bool msi_os_has_madv_free(void);
 bool msi_os_has_populate_write(void);    /* MADV_POPULATE_WRITE (Linux 5.14) */
+/* tests: msi_os_has_populate_write answers no (hide), as before Linux 5.14, or asks the kernel again (!hide) */
+void msi_os_populate_write_hide(bool hide);
 size_t msi_os_vm_size(void);             /* bytes of address space mapped now (VmSize); 0: unknown. Reads /proc */
 size_t msi_os_as_limit(void);            /* RLIMIT_AS now, SIZE_MAX when unlimited. One system call */
 /* the address space one part may reserve under RLIMIT_AS: the limit divided by `share` (spill and each space take

@@ -759,10 +759,9 @@ int msi_os_membarrier(void) {
 #endif
 }
 
-bool msi_os_has_populate_write(void) {
-  static _Atomic int state; /* no: a kernel before 5.14 */
-  return madvise_known(&state, MADV_POPULATE_WRITE);
-}
+static _Atomic int populate_state; /* madvise_known's; no: a kernel before 5.14 */
+bool msi_os_has_populate_write(void) { return madvise_known(&populate_state, MADV_POPULATE_WRITE); }
+void msi_os_populate_write_hide(bool hide) { atomic_store(&populate_state, hide ? 2 : 0); }
 
 /* ---- statistics: registered here, beside the counters, so that every link making a system call has them ---- */
 static void pages_get(ms_stats_t *s) {

@@ -490,6 +490,106 @@ int ms_pages_reset(void *addr, size_t size) {
   return 0;
 }
 
+/* ---- pre-faulting before Linux 5.14 ----
+   Without MADV_POPULATE_WRITE, mlock faults the pages in (and fails cleanly on a hole or PROT_NONE) and munlock
+   keeps them. mlock does not nest, so munlock would undo every lock in the range, also one the caller (or a DMA
+   buffer) holds: the munlock leaves out the parts that were locked before. None are when VmLck in
+   /proc/self/status is 0 (nothing in the process is locked: one small file); otherwise /proc/self/smaps tells,
+   per mapping (VmFlags "lo"). A lock taken on fault (mlock2 MLOCK_ONFAULT) stays a lock and now holds every page.
+   A lock taken by another thread between the look and the munlock is not seen. When smaps is needed and cannot be
+   read, the lock state is unknown and the range is not pre-faulted: the open's errno. */
+#define UNLOCKED_RUNS 16 /* runs without a lock found per smaps pass; more take another pass */
+
+/* the number (base 10 or 16, lower case) at s into *v; the first character after it */
+static const char *number(const char *s, unsigned base, uintptr_t *v) {
+  uintptr_t x = 0;
+  for (;; s++) {
+    unsigned d = *s >= '0' && *s <= '9' ? (unsigned)(*s - '0') : *s >= 'a' && *s <= 'f' ? (unsigned)(*s - 'a' + 10) : 99;
+    if (d >= base) break;
+    x = x * base + d;
+  }
+  *v = x;
+  return s;
+}
+
+/* VmLck of /proc/self/status in kB into *kb; false when unreadable */
+static bool locked_kb(uint64_t *kb) {
+  msi_os_lines_t r;
+  if (!msi_os_lines_open(&r, "/proc/self/status")) return false;
+  bool found = false;
+  while (!found && msi_os_lines_next(&r)) {
+    if (strncmp(r.line, "VmLck:", 6) != 0) continue;
+    const char *p = r.line + 6;
+    while (*p == ' ' || *p == '\t') p++;
+    uintptr_t v;
+    number(p, 10, &v);
+    *kb = v, found = true;
+  }
+  msi_os_lines_close(&r);
+  return found;
+}
+
+/* the runs of [from, e) in mappings without VmFlags "lo", at most UNLOCKED_RUNS, in address order (a hole ends a
+   run); *next: where the runs found stop covering the range (e when they cover it). 0 or errno */
+static int unlocked_runs(uintptr_t from, uintptr_t e, uintptr_t runs[][2], size_t *count, uintptr_t *next) {
+  msi_os_lines_t r;
+  if (!msi_os_lines_open(&r, "/proc/self/smaps")) return errno ? errno : EIO;
+  size_t n = 0;
+  uintptr_t ps = 0, pe = 0; /* the current mapping's part of [from, e) */
+  *next = e;
+  while (msi_os_lines_next(&r)) {
+    char c = r.line[0];
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
+      uintptr_t vs, ve;
+      const char *p = number(r.line, 16, &vs);
+      if (*p != '-') continue;
+      number(p + 1, 16, &ve);
+      if (vs >= e) break;
+      ps = vs > from ? vs : from, pe = ve < e ? ve : e;
+    } else if (pe > ps && strncmp(r.line, "VmFlags:", 8) == 0) {
+      bool lo = false;
+      for (const char *p = r.line + 8; *p; p++)
+        if (p[0] == 'l' && p[1] == 'o' && p[-1] == ' ' && (p[2] == ' ' || p[2] == 0)) lo = true;
+      if (!lo) {
+        if (n && runs[n - 1][1] == ps) runs[n - 1][1] = pe;
+        else if (n == UNLOCKED_RUNS) { *next = ps; break; }
+        else runs[n][0] = ps, runs[n][1] = pe, n++;
+      }
+      ps = pe = 0;
+    }
+  }
+  msi_os_lines_close(&r);
+  *count = n;
+  return 0;
+}
+
+/* pre-faults [s, e) by mlock, then munlocks the parts that were not locked before; 0 or errno */
+static int populate_by_lock(uintptr_t s, uintptr_t e) {
+  if (msi_os_mapped((void *)s, e - s) != 0) return errno;
+  uint64_t kb = 1;
+  if (locked_kb(&kb) && kb == 0) { /* nothing in the process is locked */
+    int r = msi_os_mlock((void *)s, e - s) != 0 ? errno : 0; /* on failure a part may be locked: undone too */
+    msi_os_munlock((void *)s, e - s);
+    return r;
+  }
+  for (uintptr_t cur = s; cur < e;) {
+    uintptr_t runs[UNLOCKED_RUNS][2], next;
+    size_t n;
+    int r = unlocked_runs(cur, e, runs, &n, &next);
+    if (r) {
+      msi_verbose("pages: pre-faulting %zu bytes at %p refused: the lock state of the range is not readable "
+                  "(/proc/self/smaps: %s) and mlock + munlock would undo the locks in it", e - s, (void *)s,
+                  MSI_ERRNO(r));
+      return r;
+    }
+    r = msi_os_mlock((void *)cur, next - cur) != 0 ? errno : 0;
+    for (size_t i = 0; i < n; i++) msi_os_munlock((void *)runs[i][0], runs[i][1] - runs[i][0]);
+    if (r) return r;
+    cur = next;
+  }
+  return 0;
+}
+
 int ms_pages_populate(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
@@ -497,11 +597,7 @@ int ms_pages_populate(void *addr, size_t size) {
     /* ENOMEM (hole), EINVAL (PROT_NONE), EFAULT (not writable): reported, never a crash */
     return msi_os_madvise(addr, size, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
   }
-  /* kernel before 5.14: mlock faults the pages in (and fails cleanly on a hole or PROT_NONE), munlock keeps them */
-  if (msi_os_mapped(addr, size) != 0) return errno;
-  if (msi_os_mlock(addr, size) != 0) return errno;
-  msi_os_munlock(addr, size);
-  return 0;
+  return populate_by_lock((uintptr_t)addr, (uintptr_t)addr + size);
 }
 int msi_pages_populate(void *addr, size_t size) __attribute__((alias("ms_pages_populate")));
 
