@@ -637,15 +637,21 @@ typedef struct {
   bool any_locked, any_dontfork; /* a part no live buffer covers already has it: the caller's own mlock / mark */
 } range_facts_t;
 
+/* the one overlap walk of the registry: the next live buffer after `o` (NULL: from the head) overlapping [s, e),
+   registered memory only when `registered`, or NULL; caller holds reg_lock */
+static struct ms_dma_buffer_s *overlapping(struct ms_dma_buffer_s *o, uintptr_t s, uintptr_t e, bool registered) {
+  for (o = o ? o->next : reg_head; o; o = o->next)
+    if ((!registered || o->registered) && (uintptr_t)o->addr < e && (uintptr_t)o->addr + o->mapped > s) return o;
+  return NULL;
+}
+
 /* true when live buffers cover [a, e): their pins are memspace's (caller holds pin_lock) */
 static bool buffers_cover(uintptr_t a, uintptr_t e) {
   msi_lock(&reg_lock);
   for (bool moved = true; a < e && moved;) {
     moved = false;
-    for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next) {
-      uintptr_t os = (uintptr_t)o->addr, oe = os + o->mapped;
-      if (os <= a && oe > a) a = oe, moved = true;
-    }
+    for (struct ms_dma_buffer_s *o = NULL; (o = overlapping(o, a, a + 1, false));)
+      a = (uintptr_t)o->addr + o->mapped, moved = true;
   }
   msi_unlock(&reg_lock);
   return a >= e;
@@ -838,11 +844,10 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
 static void unpin_uncovered(struct ms_dma_buffer_s *b) {
   msi_lock(&reg_lock);
   uintptr_t cur = (uintptr_t)b->addr, end = cur + b->size;
-  for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next)
-    if (o->registered && (uintptr_t)o->addr < end && (uintptr_t)o->addr + o->mapped > cur) {
-      o->locked |= b->locked;
-      o->dontfork |= b->dontfork;
-    }
+  for (struct ms_dma_buffer_s *o = NULL; (o = overlapping(o, cur, end, true));) {
+    o->locked |= b->locked;
+    o->dontfork |= b->dontfork;
+  }
   while (cur < end) {
     uintptr_t covered = cur, next = end; /* covered: end of the run of other buffers holding cur */
     for (struct ms_dma_buffer_s *o = reg_head; o; o = o->next) {
@@ -861,11 +866,8 @@ static void unpin_uncovered(struct ms_dma_buffer_s *b) {
 
 /* a live registration overlapping allocated buffer b, or NULL (caller holds pin_lock) */
 static struct ms_dma_buffer_s *registered_in(const struct ms_dma_buffer_s *b) {
-  struct ms_dma_buffer_s *found = NULL;
-  uintptr_t s = (uintptr_t)b->addr, e = s + b->mapped;
   msi_lock(&reg_lock);
-  for (struct ms_dma_buffer_s *o = reg_head; o && !found; o = o->next)
-    if (o->registered && (uintptr_t)o->addr < e && (uintptr_t)o->addr + o->mapped > s) found = o;
+  struct ms_dma_buffer_s *found = overlapping(NULL, (uintptr_t)b->addr, (uintptr_t)b->addr + b->mapped, true);
   msi_unlock(&reg_lock);
   return found;
 }

@@ -652,6 +652,23 @@ static void register_overlap(void **state) {
   ms_dma_free(a);
   pinned(m, 0);
   pinned(m + 512 * 1024, 0);
+  /* one across two adjacent ones: their locks and marks are memspace's (live buffers cover it end to end), not
+     the caller's, so it takes them over as the two go, and nothing stays pinned after the last */
+  a = ms_dma_register(m, 512 * 1024, NULL);
+  b = ms_dma_register(m + 512 * 1024, 512 * 1024, NULL);
+  ms_dma_buffer_t *across = ms_dma_register(m + 256 * 1024, 512 * 1024, NULL);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(across);
+  ms_dma_free(a);
+  ms_dma_free(b);
+  pinned(m, 0);
+  pinned(m + 256 * 1024, 1);
+  pinned(m + 768 * 1024 - 4096, 1);
+  pinned(m + 768 * 1024, 0);
+  ms_dma_free(across);
+  pinned(m + 256 * 1024, 0);
+  pinned(m + 512 * 1024, 0);
   munmap(m, 2 * MiB);
 }
 
