@@ -590,8 +590,10 @@ MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_
 /// caller had partly mlocked, or partly marked MADV_DONTFORK, stays so on all of it: mlock does not nest, and
 /// undoing it would undo the caller's own). NULL is
 /// ignored; a freed handle is reported (message naming it, errno EINVAL; see ms_dma_buffer_t). An allocated
-/// buffer that memory registered with ms_dma_register lies in, while that registration lives, is not freed
-/// (reported naming both, errno EBUSY): its pages would go back to the kernel under the registration's list.
+/// buffer that memory registered with ms_dma_register lies in is freed as any other (the handle is gone), but
+/// while such a registration lives its pages stay mapped and pinned (counted in the statistics), so that the
+/// registration's list never names pages the kernel gave back: they are released when the last registration
+/// inside them is freed.
 /// Thread-safe against other buffers; the buffer must not be used concurrently.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
 /// Start of the buffer (NULL + EINVAL for NULL or a freed handle). O(1), thread-safe.

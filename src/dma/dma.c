@@ -34,6 +34,7 @@ struct ms_dma_buffer_s {
   int numa_node;
   bool registered, movable, fallback, hugetlb;
   bool locked;        /* memspace mlocked it (munlock on free) */
+  bool pending;       /* allocated, freed while registrations lay inside: released when the last of them goes */
   bool dontfork;      /* memspace set MADV_DONTFORK (undo on unregister) */
   msi_lock_t lock;    /* serialises building / updating the list */
   _Atomic bool built; /* set (release) once segs/offs/count are filled */
@@ -864,12 +865,34 @@ static void unpin_uncovered(struct ms_dma_buffer_s *b) {
   msi_unlock(&reg_lock);
 }
 
-/* a live registration overlapping allocated buffer b, or NULL (caller holds pin_lock) */
+/* a live registration overlapping allocated buffer b, or NULL (caller holds reg_lock) */
 static struct ms_dma_buffer_s *registered_in(const struct ms_dma_buffer_s *b) {
-  msi_lock(&reg_lock);
-  struct ms_dma_buffer_s *found = overlapping(NULL, (uintptr_t)b->addr, (uintptr_t)b->addr + b->mapped, true);
-  msi_unlock(&reg_lock);
-  return found;
+  return overlapping(NULL, (uintptr_t)b->addr, (uintptr_t)b->addr + b->mapped, true);
+}
+
+/* an allocated buffer's pages back to the kernel; b has left the registry (caller holds pin_lock) */
+static void release_pages(struct ms_dma_buffer_s *b) {
+  if (b->locked) ms_pages_unlock(b->addr, b->mapped);
+  ms_pages_release(b->addr, b->mapped);
+}
+
+/* Releases the pending buffers (freed while registrations lay inside them) overlapping [s, e) that no live
+   registration overlaps any more: the registration just freed was the last inside them. Caller holds pin_lock,
+   which every removal from the registry takes, so a buffer found stays linked until unlinked here. */
+static void release_pending(uintptr_t s, uintptr_t e) {
+  for (;;) {
+    struct ms_dma_buffer_s *z = NULL;
+    msi_lock(&reg_lock);
+    for (struct ms_dma_buffer_s *o = NULL; !z && (o = overlapping(o, s, e, false));)
+      if (o->pending && !registered_in(o)) z = o;
+    msi_unlock(&reg_lock);
+    if (!z) return;
+    reg_unlink(z);
+    release_pages(z);
+    msi_verbose("dma: %zu bytes at %p released: the last registration inside them is freed", z->mapped,
+                (void *)z->addr);
+    desc_free(z);
+  }
 }
 
 void ms_dma_free(ms_dma_buffer_t *b) {
@@ -881,24 +904,32 @@ void ms_dma_free(ms_dma_buffer_t *b) {
     return;
   }
   msi_lock(&pin_lock);
-  struct ms_dma_buffer_s *in = b->registered ? NULL : registered_in(b);
-  if (in) {
-    /* unmapping would leave `in` describing pages the kernel hands to the next mapping: a device writing through
-       its list would write into them */
-    msi_unlock(&pin_lock);
-    msi_error("dma: ms_dma_free(%p): the buffer at %p holds memory registered as %p (ms_dma_register), still live; "
-              "not freed: free that one first", (void *)b, (void *)b->addr, (void *)in);
-    errno = EBUSY;
-    return;
+  INC(frees, 1);
+  if (!b->registered) {
+    msi_lock(&reg_lock);
+    struct ms_dma_buffer_s *in = registered_in(b);
+    if (in) {
+      /* unmapping now would leave `in` describing pages the kernel hands to the next mapping (a device writing
+         through its list would write into them): the handle goes, the pages stay mapped and pinned, in the
+         registry, until release_pending finds no registration inside */
+      b->pending = true;
+      b->magic = DMA_DEAD;
+      msi_unlock(&reg_lock);
+      msi_unlock(&pin_lock);
+      msi_verbose("dma: ms_dma_free(%p): the buffer at %p holds memory registered as %p, still live; its pages "
+                  "are released when the last registration inside them is freed", (void *)b, (void *)b->addr,
+                  (void *)in);
+      return;
+    }
+    msi_unlock(&reg_lock);
   }
   reg_unlink(b);
-  INC(frees, 1);
   b->magic = 0;
   if (b->registered) {
     unpin_uncovered(b);
+    release_pending((uintptr_t)b->addr, (uintptr_t)b->addr + b->mapped);
   } else {
-    if (b->locked) ms_pages_unlock(b->addr, b->mapped);
-    ms_pages_release(b->addr, b->mapped);
+    release_pages(b);
   }
   msi_unlock(&pin_lock);
   desc_free(b);
@@ -972,9 +1003,9 @@ static void dma_print(msi_stats_writer_t *w) {
     size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
     msi_unlock(&b->lock);
     msi_snprintf(name, sizeof name, "buffer_%d", i);
-    msi_snprintf(text, sizeof text, "%zu bytes at %p, %s pages, %s%s%s, %zu segments", b->size, (void *)b->addr,
+    msi_snprintf(text, sizeof text, "%zu bytes at %p, %s pages, %s%s%s%s, %zu segments", b->size, (void *)b->addr,
                  msi_pages_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
-                 b->fallback ? ", fallback" : "", segs);
+                 b->fallback ? ", fallback" : "", b->pending ? ", freed (registrations inside)" : "", segs);
     msi_stats_text(w, name, text);
   }
   msi_unlock(&reg_lock);
