@@ -582,8 +582,10 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// unless every page is hugetlb. The memory must stay mapped until ms_dma_free. Thread-safe; O(mappings).
 /// NULL + errno: EINVAL (NULL, size 0, unaligned, bad config), EFAULT (part of the range is not mapped or not
 /// writable; the message names the first such address), ENOMEM/EPERM/EAGAIN (mlock refused, as ms_dma_alloc:
-/// the message names RLIMIT_MEMLOCK). Registrations may overlap (memory inside a registered or allocated
-/// buffer): a part stays locked and MADV_DONTFORK while any buffer covering it lives.
+/// the message names RLIMIT_MEMLOCK). A registration that fails undoes its own mlock and MADV_DONTFORK on the
+/// parts that had neither before, and nothing else (the caller's own, and those of live buffers, stay).
+/// Registrations may overlap (memory inside a registered or allocated buffer): a part stays locked and
+/// MADV_DONTFORK while any buffer covering it lives.
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
 /// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents; a range the

@@ -636,7 +636,24 @@ typedef struct {
   size_t min_page;     /* smallest KernelPageSize seen */
   bool all_hugetlb, all_locked, all_dontfork, writable;
   bool any_locked, any_dontfork; /* a part no live buffer covers already has it: the caller's own mlock / mark */
+  size_t n_unlocked, n_unmarked; /* runs of the range without "lo" / "dc" before registering: pre_runs */
+  uintptr_t runs_end;            /* the runs describe [s, runs_end): more than RUNS runs end it early */
 } range_facts_t;
+
+/* The runs of a range being registered that were not locked ("lo") or not marked MADV_DONTFORK ("dc") before:
+   what a failed registration undoes, and nothing else (the caller's own locks and marks, those of other live
+   buffers, stay). Static storage under pin_lock (range_scan fills it, register_locked reads it). */
+#define RUNS 256
+MSI_COLD_BSS static uintptr_t pre_runs[2][RUNS][2];
+
+/* adds [a, e) to runs list k of f (joined to the last run when adjacent); false when full */
+static bool run_add(range_facts_t *f, int k, uintptr_t a, uintptr_t e) {
+  size_t *n = k ? &f->n_unmarked : &f->n_unlocked;
+  if (*n && pre_runs[k][*n - 1][1] == a) pre_runs[k][*n - 1][1] = e;
+  else if (*n == RUNS) return false;
+  else pre_runs[k][*n][0] = a, pre_runs[k][(*n)++][1] = e;
+  return true;
+}
 
 /* the one overlap walk of the registry: the next live buffer after `o` (NULL: from the head) overlapping [s, e),
    registered memory only when `registered`, or NULL; caller holds reg_lock */
@@ -665,6 +682,7 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
   memset(f, 0, sizeof *f);
   f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
   f->min_page = SIZE_MAX;
+  f->runs_end = s;
   uintptr_t cursor = s, piece = s; /* piece: where the current mapping's part of [s, e) starts */
   bool in = false, done = false;
   while (!done && msi_os_lines_next(&r)) {
@@ -703,6 +721,9 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
         }
       }
       f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
+      uintptr_t pe = cursor < e ? cursor : e;
+      if (f->runs_end == piece && (lo || run_add(f, 0, piece, pe)) && (dc || run_add(f, 1, piece, pe)))
+        f->runs_end = pe;
       if ((lo && !f->any_locked) || (dc && !f->any_dontfork)) {
         bool ours = buffers_cover(piece, cursor < e ? cursor : e);
         f->any_locked |= lo && !ours, f->any_dontfork |= dc && !ours;
@@ -714,6 +735,28 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
   if (cursor < e) f->hole = cursor;
   if (f->min_page == SIZE_MAX) f->min_page = msi_os_page_size();
   return 0;
+}
+
+/* undoes what a failed registration of [memory, memory+size) took, its mlock (locked) and its MADV_DONTFORK
+   (marked), on the runs that had neither before (pre_runs): the caller's own locks and marks and those of live
+   buffers stay. Past runs_end (a range of more than RUNS runs) the state before is not known: left as it is, and
+   said. Caller holds pin_lock. */
+static void undo_pins(void *memory, size_t size, const range_facts_t *f, bool locked, bool marked) {
+  for (int k = 0; k < 2; k++) {
+    if (!(k ? marked : locked)) continue;
+    size_t n = k ? f->n_unmarked : f->n_unlocked;
+    for (size_t i = 0; i < n; i++) {
+      uintptr_t a = pre_runs[k][i][0], e = pre_runs[k][i][1] < f->runs_end ? pre_runs[k][i][1] : f->runs_end;
+      if (a >= e) break;
+      if (k) msi_os_madvise((void *)a, e - a, MADV_DOFORK);
+      else ms_pages_unlock((void *)a, e - a);
+    }
+  }
+  uintptr_t end = (uintptr_t)memory + size;
+  if ((locked || marked) && f->runs_end < end)
+    msi_verbose("dma: ms_dma_register(%p, %zu) failed: %zu bytes from %p, in more than %d runs of lock state, "
+                "keep what the registration took", memory, size, (size_t)(end - f->runs_end),
+                (void *)f->runs_end, RUNS);
 }
 
 static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_config_t *c);
@@ -780,21 +823,24 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   /* locked, dontfork: memspace undoes them when the buffer goes. Not where the caller had locked or marked a part
      of the range: mlock does not nest and smaps tells no owner, so undoing them would undo the caller's own pin
      (its real-time memory swappable again, another driver's buffer copied on fork); that range keeps them */
-  bool locked = false, dontfork = false;
+  bool locked = false, dontfork = false, did_lock = false, did_mark = false;
   if (!f.all_hugetlb && !f.all_locked) {
+    did_lock = true;
     r = msi_pages_lock(memory, size);
     if (r) {
       memlock_error("ms_dma_register", size, r);
+      undo_pins(memory, size, &f, true, false); /* a failed mlock may leave the range locked in part */
       errno = r;
       return NULL;
     }
     locked = !f.any_locked;
   }
   if (!f.all_dontfork) {
+    did_mark = true;
     if (msi_os_madvise(memory, size, MADV_DONTFORK)) {
       r = errno;
       msi_error("dma: ms_dma_register: MADV_DONTFORK refused (%s)", MSI_ERRNO(r));
-      if (locked) ms_pages_unlock(memory, size);
+      undo_pins(memory, size, &f, did_lock, true);
       errno = r;
       return NULL;
     }
@@ -803,8 +849,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
   struct ms_dma_buffer_s *b = desc_new();
   if (!b) {
     r = errno;
-    if (dontfork) msi_os_madvise(memory, size, MADV_DOFORK);
-    if (locked) ms_pages_unlock(memory, size);
+    undo_pins(memory, size, &f, did_lock, did_mark);
     errno = r;
     return NULL;
   }
@@ -825,8 +870,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       r = EINVAL;
     }
     if (r) {
-      if (dontfork) msi_os_madvise(memory, size, MADV_DOFORK);
-      if (locked) ms_pages_unlock(memory, size);
+      undo_pins(memory, size, &f, did_lock, did_mark);
       desc_free(b);
       errno = r;
       return NULL;

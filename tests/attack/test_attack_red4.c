@@ -13,6 +13,8 @@
      Nodes are checked against the kernel's online list now (msi_os_numa_parse, tested on such lists);
    - ms_space_aligned_alloc with an alignment no block of the space has said "no room for 100 bytes (4096 of
      67108864 bytes in use)": the message names the alignment and the most the space gives now;
+   - a failed ms_dma_register left its own mlock on the range when the caller had locked a part, and undid the
+     locks of a live buffer the range overlapped otherwise;
    - ms_dma_register of a file mapping that runs past the end of its file failed with EFAULT and "pre-faulting
      failed" naming no address, where the header promises the message names the first such address. */
 #include <setjmp.h>
@@ -133,6 +135,59 @@ static void dma_register_keeps_callers_pins(void **state) {
     assert_int_equal(ms_test_vm_flag(m + i * ps, "dc"), 0);
   }
   munmap(m, 4 * ps);
+}
+
+/* the lock ("lo") and mark ("dc") of each of six pages: want[i] is 'l', 'd', 'b'oth or '-' */
+static void pins_are(const char *m, const char *want) {
+  size_t ps = ms_page_size();
+  for (int i = 0; want[i]; i++) {
+    if (MLOCK_OBSERVABLE) assert_int_equal(ms_test_vm_flag(m + i * ps, "lo"), want[i] == 'l' || want[i] == 'b');
+    assert_int_equal(ms_test_vm_flag(m + i * ps, "dc"), want[i] == 'd' || want[i] == 'b');
+  }
+}
+
+/* a registration that fails after pinning undoes its own mlock and MADV_DONTFORK, and only those: the caller's
+   lock (page 0) and mark (page 1) and a live registration's pins (pages 4-5) stay. Two failures: MADV_DONTFORK
+   refused (fault injection; pre-faulting as before Linux 5.14, so that it is the first madvise), and
+   MS_DMA_CONTIGUOUS on pages that are not one physical run (or EPERM without CAP_SYS_ADMIN), after both pins */
+static void dma_register_failure_undoes_its_pins(void **state) {
+  (void)state;
+  size_t ps = ms_page_size();
+  char *m = mmap(NULL, 6 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  if (MLOCK_OBSERVABLE && mlock(m, ps) != 0) {
+    int e = errno;
+    munmap(m, 6 * ps);
+    ms_skip_refused(e, "mlock of a page");
+  }
+  assert_int_equal(madvise(m + ps, ps, MADV_DONTFORK), 0);
+  ms_dma_buffer_t *live = ms_dma_register(m + 4 * ps, 2 * ps, NULL);
+  assert_non_null(live);
+  const char *before = MLOCK_OBSERVABLE ? "ld--bb" : "-d--bb";
+  pins_are(m, before);
+  msi_os_populate_write_hide(true);
+  ms_fault_inject(MS_FAULT_MADVISE, 1, EIO);
+  errno = 0;
+  ms_dma_buffer_t *b = ms_dma_register(m, 6 * ps, NULL);
+  int e = errno;
+  ms_fault_inject(MS_FAULT_MADVISE, 0, 0);
+  msi_os_populate_write_hide(false);
+  assert_null(b);
+  assert_int_equal(e, EIO);
+  pins_are(m, before);
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.numa_node = -1;
+  c.flags = MS_DMA_CONTIGUOUS;
+  b = ms_dma_register(m, 6 * ps, &c);
+  if (b) { /* one physical run by chance: nothing failed */
+    ms_dma_free(b);
+  } else {
+    assert_true(errno == EINVAL || errno == EPERM);
+    pins_are(m, before);
+  }
+  ms_dma_free(live);
+  munmap(m, 6 * ps);
 }
 
 /* the stderr that fn writes, into buf */
@@ -300,6 +355,7 @@ int main(void) {
       cmocka_unit_test(firstalloc_expand_commits_initial),
       cmocka_unit_test(is_ours_answers_for_the_malloc_family),
       cmocka_unit_test(dma_register_keeps_callers_pins),
+      cmocka_unit_test(dma_register_failure_undoes_its_pins),
       cmocka_unit_test(dma_free_deferred_under_registration),
       cmocka_unit_test(numa_online_list_with_gaps),
       cmocka_unit_test(space_alignment_refusal_named),
