@@ -648,10 +648,15 @@ int ms_pages_bind(void *addr, size_t size, int node) {
 
 int ms_pages_release(void *addr, size_t size) {
   CHECK(addr, size);
-  size_t hp = range_page(addr);
-  if (hp > msi_os_page_size() && ((uintptr_t)addr & (hp - 1))) FAIL(EINVAL); /* inside a huge page */
-  size = msi_round_up(size, hp > msi_os_page_size() ? hp : msi_os_page_size());
-  if (!size) FAIL(EINVAL);
+  size_t ps = msi_os_page_size(), hp = range_page(addr);
+  if (hp > ps && ((uintptr_t)addr & (hp - 1))) FAIL(EINVAL); /* inside a huge page */
+  /* each part rounds to its own range's page: the end to the page of the range holding the last byte (a huge
+     page whole; a base-page neighbour past a hugetlb range only as far as asked) */
+  uintptr_t end = msi_align_up((uintptr_t)addr + page_round(size), ps);
+  size_t ep = range_page((void *)(end - 1));
+  if (ep > ps) end = msi_align_up(end, ep);
+  if (end <= (uintptr_t)addr) FAIL(EINVAL);
+  size = end - (uintptr_t)addr;
   if (!reserved_here(addr, size)) FAIL(ENOMEM); /* foreign memory: not unmapped */
   /* munmap succeeds on a hole: a range that is not (entirely) mapped is a caller error, reported */
   if (msi_os_mapped(addr, size) != 0) return errno;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,86 @@ static void many_hugetlb_ranges(void **state) {
   assert_int_equal(st.os_hugetlb_bytes, 0);
 }
 
+static uint64_t hugetlb_bytes(void) {
+  ms_stats_t st;
+  ms_stats_get(&st, sizeof st);
+  return st.os_hugetlb_bytes;
+}
+
+/* a 2 MiB hugetlb reservation at `want`, in a hole of base-page reservations: the kernel places a hugetlb
+   mapping at the top of the highest gap of at least 4 MiB - 4 KiB (its size and the alignment slack), so the
+   reservations that land elsewhere (a higher gap) are kept until one lands at `want`, then given back */
+static ms_pages_t hugetlb_at(char *want) {
+  ms_pages_t held[8], got = {0};
+  int n = 0;
+  while (n < 8 && ms_pages_reserve(2u << 20, 0, MS_PAGES_HUGE_2M | MS_PAGES_NO_FALLBACK, -1, &held[n]) == 0) {
+    if (held[n].addr == want) { got = held[n]; break; }
+    n++;
+  }
+  for (int i = 0; i < n; i++) assert_int_equal(ms_pages_release(held[i].addr, held[i].size), 0);
+  return got;
+}
+
+/* whether the page at p is mapped (mincore fails with ENOMEM on a hole) */
+static int mapped(const void *p) {
+  unsigned char v;
+  return mincore((void *)((uintptr_t)p & ~(uintptr_t)(ms_page_size() - 1)), 1, &v) == 0;
+}
+
+/* Releases beside a hugetlb range change only what they name, each part rounded to its own range's page (a
+   hugetlb part to whole huge pages, from a huge page's start; a base part to base pages), and a refused one
+   changes nothing. Three layouts from an 8 MiB base-page reservation B: a hole [B+2M, B+6M) gets the hugetlb
+   range at its top, a base range just above it; a hole [B+2M, B+6M-4K) gets it at its bottom, a base range just
+   below (twice: a release beside it, and one from the base range into it). */
+static void release_beside_hugetlb(void **state) {
+  (void)state;
+  size_t h = 2u << 20, ps = ms_page_size();
+  for (int mode = 0; mode < 3; mode++) {
+    bool below = mode > 0;
+    ms_pages_t b;
+    assert_int_equal(ms_pages_reserve(4 * h, h, MS_PAGES_COMMIT, -1, &b), 0);
+    char *base = b.addr, *hole = base + h, *hole_end = base + 3 * h - (below ? ps : 0), *top = base + 4 * h;
+    assert_int_equal(ms_pages_release(hole, (size_t)(hole_end - hole)), 0);
+    char *at = below ? hole : hole_end - h;
+    ms_pages_t hr = hugetlb_at(at);
+    if (!hr.addr) {
+      ms_pages_release(base, h);
+      ms_pages_release(hole_end, (size_t)(top - hole_end));
+      ms_skip_refused(0, "no 2 MiB hugetlb mapping landed in a hole of base pages (other gaps above it)");
+    }
+    assert_int_equal(ms_test_kernel_page_size(at), h);
+    uint64_t huge0 = hugetlb_bytes();
+    if (mode == 0) { /* base pages just above: hi */
+      char *hi = at + h;
+      assert_int_equal(ms_pages_release(at + ps, h), EINVAL); /* from inside the huge page: nothing goes */
+      assert_true(mapped(at + ps) && mapped(hi));
+      assert_int_equal(hugetlb_bytes(), huge0);
+      assert_int_equal(ms_pages_release(at, h + 1), 0); /* the huge page, one base page above, no more */
+      assert_int_equal(hugetlb_bytes(), huge0 - h);
+      assert_true(!mapped(at) && !mapped(hi) && mapped(hi + ps));
+      assert_int_equal(ms_pages_release(hi + ps, (size_t)(top - hi - ps)), 0);
+      assert_int_equal(ms_pages_release(base, h), 0);
+    } else if (mode == 1) { /* base pages just below */
+      assert_int_equal(ms_pages_release(at - ps, ps), 0); /* the last base page below it */
+      assert_true(mapped(at) && mapped(at - 2 * ps));
+      assert_int_equal(hugetlb_bytes(), huge0);
+      assert_int_equal(ms_pages_release(at - 2 * ps, 2 * ps + 1), ENOMEM); /* a hole: nothing goes */
+      assert_true(mapped(at) && mapped(at - 2 * ps));
+      assert_int_equal(hugetlb_bytes(), huge0);
+      assert_int_equal(ms_pages_release(at, 1), 0);
+      assert_int_equal(ms_pages_release(base, h - ps), 0);
+      assert_int_equal(ms_pages_release(hole_end, (size_t)(top - hole_end)), 0);
+    } else { /* from the base range below into the hugetlb range: its huge page whole */
+      assert_int_equal(ms_pages_release(at - ps, ps + 1), 0);
+      assert_int_equal(hugetlb_bytes(), huge0 - h);
+      assert_true(!mapped(at - ps) && !mapped(at) && !mapped(at + h - ps) && mapped(at - 2 * ps));
+      assert_int_equal(ms_pages_release(base, h - ps), 0);
+      assert_int_equal(ms_pages_release(hole_end, (size_t)(top - hole_end)), 0);
+    }
+    assert_int_equal(hugetlb_bytes(), huge0 - h);
+  }
+}
+
 int main(void) {
   ms_pages_t r;
   int e = ms_pages_reserve(2u << 20, 0, MS_PAGES_HUGE_2M | MS_PAGES_NO_FALLBACK, -1, &r);
@@ -159,6 +240,7 @@ int main(void) {
       cmocka_unit_test(gigantic),
       cmocka_unit_test(frame_hugetlb),
       cmocka_unit_test(many_hugetlb_ranges),
+      cmocka_unit_test(release_beside_hugetlb),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
