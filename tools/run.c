@@ -127,18 +127,23 @@ static bool defines_malloc(const char *path) {
   return found;
 }
 
-/* The first library of an existing LD_PRELOAD (separated by ':' or spaces) that defines malloc, into `out`. */
-static bool preload_serves_malloc(const char *list, const char *self, char *out, size_t cap) {
+/* What an existing LD_PRELOAD holds, read entry by entry as the loader splits it (at ':' and spaces), in order,
+   since the first library defining malloc serves the program: PRELOAD_SELF when an entry is memspace's library
+   (its resolved path is `self`) before any other defining malloc, PRELOAD_OTHER when another one comes first (its
+   entry into `out`), PRELOAD_NONE otherwise. */
+enum { PRELOAD_NONE, PRELOAD_SELF, PRELOAD_OTHER };
+static int preload_scan(const char *list, const char *self, char *out, size_t cap) {
   while (*list) {
     size_t len = strcspn(list, ": ");
     if (len && len < cap) {
       snprintf(out, cap, "%.*s", (int)len, list);
       char abs[PATH_MAX];
-      if (!(realpath(out, abs) && strcmp(abs, self) == 0) && defines_malloc(out)) return true;
+      if (realpath(out, abs) && strcmp(abs, self) == 0) return PRELOAD_SELF;
+      if (defines_malloc(out)) return PRELOAD_OTHER;
     }
     list += len + (list[len] ? 1 : 0);
   }
-  return false;
+  return PRELOAD_NONE;
 }
 
 /* the value of option `name` in argv[*i]: "--name VALUE" (moves *i past it) or "--name=VALUE"; NULL when the
@@ -299,12 +304,13 @@ int tool_run(int argc, char **argv) {
   }
   const char *old = getenv("LD_PRELOAD");
   char first[PATH_MAX];
-  if (old && *old && !strstr(old, abs) && preload_serves_malloc(old, abs, first, sizeof first)) {
+  int held = old && *old ? preload_scan(old, abs, first, sizeof first) : PRELOAD_NONE;
+  if (held == PRELOAD_OTHER) {
     fprintf(stderr, "memspace run: LD_PRELOAD already holds %s, which defines malloc and would serve the program "
                     "instead of memspace; remove it from LD_PRELOAD\n", first);
     return 2;
   }
-  if (old && *old && !strstr(old, abs)) {
+  if (old && *old && held == PRELOAD_NONE) {
     size_t n = strlen(old) + strlen(abs) + 2;
     char *joined = malloc(n);
     if (!joined) return 127;

@@ -12,6 +12,26 @@ out=$(LD_PRELOAD= "$tool" run -- sh -c 'echo "$LD_PRELOAD"')
 check "LD_PRELOAD is absolute and names libmemspace" '[[ "$out" == /*libmemspace.so* ]]'
 out=$(LD_PRELOAD=/nonexistent-first.so "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
 check "existing LD_PRELOAD kept first" '[[ "$out" == /nonexistent-first.so:/*libmemspace.so* ]]'
+# whether LD_PRELOAD already holds memspace is decided entry by entry (split at ':' and spaces), each entry's
+# resolved path against the library's: not by a substring of the list
+lib=$(LD_PRELOAD= "$tool" run -- sh -c 'echo "$LD_PRELOAD"')
+out=$(LD_PRELOAD="$lib.gone" "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check "an entry that only starts with the library's path: memspace appended" '[ "$out" = "$lib.gone:$lib" ]'
+out=$(LD_PRELOAD="/x$lib" "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check "an entry that only ends with the library's path: memspace appended" '[ "$out" = "/x$lib:$lib" ]'
+links=$(mktemp -d)
+ln -s "$lib" "$links/libms-link.so"
+out=$(LD_PRELOAD="$links/libms-link.so" "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check "a symbolic link to the library counts as it: LD_PRELOAD kept as it is" '[ "$out" = "$links/libms-link.so" ]'
+out=$(LD_PRELOAD="/nonexistent-first.so $lib" "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check "the library after a space: LD_PRELOAD kept as it is" '[ "$out" = "/nonexistent-first.so $lib" ]'
+libc=$(ls /usr/lib/*/libc.so.6 /lib/*/libc.so.6 2>/dev/null | head -1)
+if [ -n "$libc" ]; then
+  msg=$(LD_PRELOAD="$libc:$lib" "$tool" run -- true 2>&1); st=$?
+  check "a library defining malloc before memspace's in LD_PRELOAD is refused, got: $msg" \
+    '[ $st = 2 ] && [[ "$msg" == *"$libc"*"defines malloc"* ]]'
+fi
+rm -rf "$links"
 out=$("$tool" run --heap size --spill-threshold 1G --spill-dir /tmp --stats -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_SPILL_THRESHOLD $MEMSPACE_SPILL_DIR $MEMSPACE_SHOW_STATS"' 2>/dev/null)
 check "heap/spill/stats options become variables" '[ "$out" = "size 1G /tmp 1" ]'
 # a program that closes stderr before exiting (coreutils' close_stdout) still gets its statistics
