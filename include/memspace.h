@@ -37,7 +37,7 @@ extern "C" {
 MS_API int ms_version(void);
 
 /* ------------------------------------------------------------------------------------------------------------ */
-/* Options: one table, mapped to MEMSPACE_* environment variables (sizes take K/M/G suffixes)                  */
+/* Options: one table, mapped to MEMSPACE_* environment variables (sizes take K/M/G/T suffixes)                */
 /* ------------------------------------------------------------------------------------------------------------ */
 
 /// Every runtime option. The environment variable is `MEMSPACE_` followed by the name in capitals.
@@ -78,7 +78,8 @@ MS_API const char *ms_option_get_string(ms_option_t option);
 MS_API int ms_option_set(ms_option_t option, long long value);
 /// The option's environment variable name, e.g. "MEMSPACE_CACHE"; NULL + EINVAL for an unknown option. O(1).
 MS_API const char *ms_option_name(ms_option_t option);
-/// Parses a size with an optional K/M/G suffix (powers of 1024, optionally followed by "iB" or "B").
+/// Parses a size with an optional K/M/G/T suffix (any case; powers of 1024, optionally followed by "iB" or
+/// "B").
 /// Returns 0 and stores the value, or EINVAL (syntax, NULL) / ERANGE (overflow), also stored in errno.
 /// Allocation-free, thread-safe.
 MS_API int ms_parse_size(const char *text, size_t *value);

@@ -71,7 +71,7 @@ static int need_size(const char *opt, const char *value) {
   size_t v;
   if (!value) { fprintf(stderr, "memspace run: %s needs a value\n", opt); return -1; }
   if (ms_parse_size(value, &v) != 0) {
-    fprintf(stderr, "memspace run: %s: '%s' is not a size (bytes, or a number with K, M or G)\n", opt, value);
+    fprintf(stderr, "memspace run: %s: '%s' is not a size (bytes, or a number with K, M, G or T)\n", opt, value);
     return -1;
   }
   /* the library takes a size option up to LLONG_MAX and ignores a larger one (a warning, then the default) */
@@ -179,7 +179,7 @@ static void usage(void) {
          "  --secure                                 the secure mode's checks (MEMSPACE_SECURE=1)\n"
          "  --stats                                  print statistics at exit (MEMSPACE_SHOW_STATS=1)\n"
          "  --verbose                                say that memspace is active, and its decisions (MEMSPACE_VERBOSE=1)\n"
-         "  SIZE: bytes, or a number with K, M or G. Options also take the form --name=VALUE. See docs/options.md.\n");
+         "  SIZE: bytes, or a number with K, M, G or T. Options also take the form --name=VALUE. See docs/options.md.\n");
 }
 
 /* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */

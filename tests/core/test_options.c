@@ -18,6 +18,13 @@ static void parse_sizes(void **state) {
   assert_int_equal(ms_parse_size("3GiB", &v), 0); assert_int_equal(v, 3ull << 30);
   assert_int_equal(ms_parse_size("5MB", &v), 0); assert_int_equal(v, 5u << 20);
   assert_int_equal(ms_parse_size("12B", &v), 0); assert_int_equal(v, 12);
+  /* T, as docs/options.md and docs/contract.md §3 say */
+  assert_int_equal(ms_parse_size("2T", &v), 0); assert_int_equal(v, 2ull << 40);
+  assert_int_equal(ms_parse_size("1tib", &v), 0); assert_int_equal(v, 1ull << 40);
+  assert_int_equal(ms_parse_size("3TB", &v), 0); assert_int_equal(v, 3ull << 40);
+  assert_int_equal(ms_parse_size("16777215T", &v), 0); assert_int_equal(v, 16777215ull << 40);
+  assert_int_equal(ms_parse_size("16777216T", &v), ERANGE); /* 2^64 */
+  assert_int_equal(ms_parse_size("1P", &v), EINVAL);        /* no larger suffix */
   assert_int_equal(ms_parse_size("", &v), EINVAL);
   assert_int_equal(ms_parse_size("K", &v), EINVAL);
   assert_int_equal(ms_parse_size("-1", &v), EINVAL);

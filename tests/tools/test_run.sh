@@ -32,6 +32,11 @@ if [ -n "$libc" ]; then
     '[ $st = 2 ] && [[ "$msg" == *"$libc"*"defines malloc"* ]]'
 fi
 rm -rf "$links"
+# a T size (docs/options.md): taken by the tool, passed on, and taken by the library without a word
+out=$("$tool" run --spill-threshold 1T -- sh -c 'echo "$MEMSPACE_SPILL_THRESHOLD"' 2>&1)
+check "--spill-threshold 1T taken by the tool and the library, got: $out" '[ "$out" = 1T ]'
+out=$("$tool" run --help)
+check "run --help names the T suffix" '[[ "$out" == *"K, M, G or T"* ]]'
 out=$("$tool" run --heap size --spill-threshold 1G --spill-dir /tmp --stats -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_SPILL_THRESHOLD $MEMSPACE_SPILL_DIR $MEMSPACE_SHOW_STATS"' 2>/dev/null)
 check "heap/spill/stats options become variables" '[ "$out" = "size 1G /tmp 1" ]'
 # a program that closes stderr before exiting (coreutils' close_stdout) still gets its statistics

@@ -23,7 +23,7 @@ fi
 # an argument error is said first and alone, before any check of the machine (spill directory, room for a space)
 msg=$("$tool" run --spill-dir "$tmp/missing" --spill-threshold abc -- true 2>&1); st=$?
 check "invalid size after an unusable --spill-dir: status 2, the size named alone, got: $msg" \
-  '[ $st = 2 ] && [ "$msg" = "memspace run: --spill-threshold: '"'abc'"' is not a size (bytes, or a number with K, M or G)" ]'
+  '[ $st = 2 ] && [ "$msg" = "memspace run: --spill-threshold: '"'abc'"' is not a size (bytes, or a number with K, M, G or T)" ]'
 msg=$("$tool" run --spill-threshold 1M --spill-dir "$tmp/missing" --heap bogus -- true 2>&1); st=$?
 check "bad --heap after an unusable --spill-dir: status 2, the option alone, got: $msg" \
   '[ $st = 2 ] && [ "$msg" = "memspace run: --heap takes unlimited, performance, size or none" ]'
