@@ -1416,13 +1416,13 @@ static __thread bool heap_exited;
 /* A program that starts a thread per task (a server's thread per connection, python's ThreadingHTTPServer) has a
    new thread take the heap of the one that just exited. Flushed at the exit, each such thread would give its
    empty spans to the global cache (trimmed there: a madvise) and the next one would take them back from it,
-   faulting the pages in again, a few page faults and a system call per thread. So the heap stays whole
-   at the exit (its current spans, partial lists and span cache: the next thread goes on where the last one
-   stopped, with no lock, system call or page fault) while a maintenance thread is there to flush it: the purge
-   pass that finds it an orphan for a whole period (orphans_collect) does what the exit did, so a dead thread's
-   spans reach the global cache at most two periods (delay/4) later. Flushed at once without that thread (a
-   single-threaded process's first exits, MEMSPACE_PURGE_DELAY=-1), while memory is tight, or with no global
-   cache (preset `none`: nothing is kept). */
+   faulting the pages in again, a few page faults and a system call per thread. So the heap stays whole at the
+   exit (its current spans, partial lists and span cache: the next thread goes on where the last one stopped,
+   with no lock, system call or page fault) while a maintenance thread is there to flush it: the purge pass that
+   finds it an orphan for a whole period (orphans_collect) does what the exit did, so a dead thread's spans reach
+   the global cache at most two periods (delay/8 each, 10 ms-1 s) later. Flushed at once without that thread (a
+   process's first exit, a forked child, MEMSPACE_PURGE_DELAY=-1), while memory is tight, or with no global cache
+   (preset `none`: nothing is kept). */
 static bool heap_keep_at_exit(void) {
   return msi_maint_running() && msi_opt(MS_OPTION_PURGE_DELAY) >= 0 && msi_heap_limits.global_bucket &&
          !atomic_load_explicit(&msi_maint_tight, memory_order_relaxed);
