@@ -158,6 +158,7 @@ void *msi_heap_realloc(void *p, size_t size, bool exact) {
 void ms_heap_collect(int force) {
   msi_heap_global_init();
   msi_heap_thread_collect(force != 0);
+  msi_heap_orphans_flush(); /* what dead threads left, also in heaps kept whole for the next thread */
   msi_heap_purge(msi_heap_now_ms(), force != 0);
 }
 

@@ -769,7 +769,7 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
 /* purge                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static void orphans_collect(void);
+static void orphans_collect(bool all);
 static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active);
 static void purge_task_run(uint64_t now_ns);
 
@@ -806,7 +806,7 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   delay = delay > purge_task.period_ms ? delay - purge_task.period_ms : 0;
   atomic_store_explicit(&last_purge_ms, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&msi_heap_counters.purges, 1, memory_order_relaxed);
-  orphans_collect();
+  orphans_collect(force);
   for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) {
     if (force) msi_lock(&h->cache_lock);
     else if (!msi_trylock(&h->cache_lock)) continue;
@@ -1339,6 +1339,7 @@ static msi_heap_t *heap_new(void) {
   if (h) {
     orphans = h->next_orphan;
     h->orphan = 0;
+    h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
     msi_unlock(&heaps_lock);
     return h;
   }
@@ -1412,30 +1413,61 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
    destructor, maybe in glibc's last round of them */
 static __thread bool heap_exited;
 
+/* A program that starts a thread per task (a server's thread per connection, python's ThreadingHTTPServer) has a
+   new thread take the heap of the one that just exited. Flushed at the exit, each such thread would give its
+   empty spans to the global cache (trimmed there: a madvise) and the next one would take them back from it,
+   faulting the pages in again, a few page faults and a system call per thread. So the heap stays whole at the
+   exit (its current spans, partial lists and span cache: the next thread goes on where the last one stopped,
+   with no lock, system call or page fault) while a maintenance thread is there to flush it: the purge pass that
+   finds it an orphan for a whole period (orphans_collect) does what the exit did, so a dead thread's spans reach
+   the global cache at most two periods (delay/8 each, 10 ms-1 s) later. Flushed at once without that thread (a
+   process's first exit, a forked child, MEMSPACE_PURGE_DELAY=-1), while memory is tight, or with no global cache
+   (preset `none`: nothing is kept). */
+static bool heap_keep_at_exit(void) {
+  return msi_maint_running() && msi_opt(MS_OPTION_PURGE_DELAY) >= 0 && msi_heap_limits.global_bucket &&
+         !atomic_load_explicit(&msi_maint_tight, memory_order_relaxed);
+}
+
 static void heap_thread_exit(void *arg) {
   msi_heap_t *h = arg;
   if (!h || h == MSI_EMPTY_HEAP) return;
   heap_exited = true;
-  heap_flush(h, true);
+  bool keep = heap_keep_at_exit();
+  if (!keep) heap_flush(h, true);
   msi_tls_heap = MSI_EMPTY_HEAP;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
   msi_lock(&heaps_lock);
   h->orphan = 1;
+  h->intact = keep;
+  h->orphan_pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
   h->next_orphan = orphans;
   orphans = h;
   msi_unlock(&heaps_lock);
   msi_maint_kick();
 }
 
-/* the maintenance thread (or a purge) acts as owner of orphaned heaps: collects their remote frees */
-static void orphans_collect(void) {
+/* The maintenance thread (or a purge) acts as owner of orphaned heaps: flushes those kept whole at their exit
+   once a whole purge period passed since (all: each of them now), and collects the remote frees of the flushed.
+   The list is taken off while it works (orphans_busy counts such lists, under heaps_lock): a thread starting
+   meanwhile makes a heap of its own. */
+static int orphans_busy;
+static void orphans_collect(bool all) {
   if (!atomic_load_explicit(&orphans, memory_order_relaxed)) return;
+  uint64_t pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
   msi_lock(&heaps_lock);
   msi_heap_t *list = orphans;
   orphans = NULL;
+  orphans_busy += list != NULL;
   msi_unlock(&heaps_lock);
+  if (!list) return;
   msi_heap_t *last = NULL;
   for (msi_heap_t *h = list; h; h = h->next_orphan) {
+    last = h;
+    if (h->intact && (all || pass - h->orphan_pass >= 2)) { /* (the pass after its exit may come at once) */
+      heap_flush(h, true);
+      h->intact = false;
+    }
+    if (h->intact) continue; /* its adopter collects its remote frees */
     heap_remote_process(h, false, false);
     for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
       for (msi_span_t *s = h->partial[c], *next; s; s = next) {
@@ -1443,13 +1475,24 @@ static void orphans_collect(void) {
         span_collect(s, true, false); /* parked lists */
         if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
       }
-    last = h;
   }
-  if (!last) return;
   msi_lock(&heaps_lock);
   last->next_orphan = orphans;
   orphans = list;
+  orphans_busy--;
   msi_unlock(&heaps_lock);
+}
+
+/* every orphan flushed, also those another collector held when this one looked (it puts them back soon) */
+void msi_heap_orphans_flush(void) {
+  for (;;) {
+    orphans_collect(true);
+    msi_lock(&heaps_lock);
+    bool busy = orphans_busy != 0;
+    msi_unlock(&heaps_lock);
+    if (!busy) return;
+    msi_os_yield();
+  }
 }
 
 static msi_heap_t *heap_thread_init(void) {
@@ -1508,6 +1551,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
+    if (orphans_busy) orphans_busy = 0; /* (a list another thread held is lost to the child: those heaps stay unused) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
   }

@@ -142,6 +142,11 @@ typedef struct msi_heap_s {
   struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
   struct msi_heap_s *next_orphan;
   int orphan;
+  /* an orphan kept whole at its thread's exit (heap.c heap_thread_exit): its current spans, partial lists and span
+     cache wait for the next new thread, or for the purge pass that flushes it (orphan_pass: the purge passes
+     counted when it was orphaned) */
+  bool intact;
+  uint64_t orphan_pass;
   uint32_t id;
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
@@ -218,6 +223,7 @@ void *msi_heap_small_alloc_slow(size_t size);
 void msi_heap_small_free_slow(void *p, msi_span_t *span);
 bool msi_heap_small_valid(const void *p, msi_span_t **span_out); /* block start of a live span */
 void msi_heap_thread_collect(bool force);
+void msi_heap_orphans_flush(void); /* dead threads' heaps kept whole (heap.c heap_thread_exit) flushed now */
 void msi_heap_purge(uint64_t now_ms, bool force);
 void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)

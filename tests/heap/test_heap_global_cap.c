@@ -49,8 +49,10 @@ static void dead_threads_spans_go_back(void **state) {
   assert_int_equal(pthread_create(&t, NULL, fill_and_free, &token), 0);
   assert_int_equal(pthread_join(t, &r), 0);
   assert_ptr_equal(r, &token);
-  /* the thread's empty spans went to the global cache at its exit: at least SPANS - 1 of them idle now (the
-     maintenance thread may have passed already) */
+  /* the thread's empty spans go to the global cache when its heap is flushed (at its exit, or kept whole for the
+     next thread until a purge pass: here now); at least SPANS - 1 of them idle then (the maintenance thread may
+     have passed already) */
+  msi_heap_orphans_flush();
   msi_heap_purge(msi_heap_now_ms(), false);
   uint64_t idle = idle_span_bytes();
   print_message("idle span bytes after a purge pass: %llu\n", (unsigned long long)idle);
@@ -113,7 +115,7 @@ static void *carve_and_free(void *arg) {
   return arg; /* the span, empty, leaves with the thread: into the global cache */
 }
 
-/* runs fn in a thread that then exits (its spans into the global cache) */
+/* runs fn in a thread that then exits (its spans into the global cache once its heap is flushed) */
 static carved_t in_thread(void *(*fn)(void *)) {
   pick_sizes();
   carved_t c = {NULL, 0, 0, "allocation failed"};
@@ -122,6 +124,7 @@ static carved_t in_thread(void *(*fn)(void *)) {
   assert_int_equal(pthread_create(&t, NULL, fn, &c), 0);
   assert_int_equal(pthread_join(t, &r), 0);
   if (r != &c) fail_msg("%s", c.err);
+  msi_heap_orphans_flush(); /* (a heap kept whole at the exit for the next thread: flushed now) */
   return c;
 }
 
