@@ -228,16 +228,17 @@ bool msi_maint_pressure_poll(uint64_t now) {
 static bool task_busy(const msi_maint_task_t *t) { return !t->busy || t->busy(); }
 
 /* the next round's period in ms while some task has work (the pressure looks count while a release task has
-   something for them and there is a cgroup limit or a stall to look at); false: nothing to do */
-static bool plan(const msi_pressure_t *p, unsigned *period) {
+   something for them and there is a cgroup limit or a stall to look at); false: nothing to do. all: as if every
+   task had work (the idle rounds before a sleep) */
+static bool plan(const msi_pressure_t *p, unsigned *period, bool all) {
   unsigned per = UINT32_MAX;
   int n = atomic_load(&task_count);
   for (int i = 0; i < n; i++)
-    if (task_busy(tasks[i]) && tasks[i]->period_ms < per) per = tasks[i]->period_ms ? tasks[i]->period_ms : 1000;
+    if ((all || task_busy(tasks[i])) && tasks[i]->period_ms < per) per = tasks[i]->period_ms ? tasks[i]->period_ms : 1000;
   if (p->limit || p->psi[0]) {
     int h = atomic_load(&hook_count);
     for (int i = 0; i < h; i++) {
-      if (!task_busy(hooks[i])) continue;
+      if (!all && !task_busy(hooks[i])) continue;
       unsigned look = p->limit ? PRESSURE_CGROUP_MS : PRESSURE_PSI_MS;
       if (look < per) per = look;
       break;
@@ -249,8 +250,13 @@ static bool plan(const msi_pressure_t *p, unsigned *period) {
 }
 static bool any_busy(const msi_pressure_t *p) {
   unsigned period;
-  return plan(p, &period);
+  return plan(p, &period, false);
 }
+/* Rounds without work before a sleep, at the periods the tasks would have: a program whose caches empty and fill
+   again all the time (a span cached and taken back, each cache wakes the thread) would otherwise have it fall
+   asleep and be woken at every turn, each sleep a membarrier (an IPI to each CPU running the program) and each
+   wake-up a system call in the program's thread; it now sleeps at most once per IDLE_ROUNDS rounds. */
+#define IDLE_ROUNDS 8
 
 static void wake_slow(void) {
   int s = M_ASLEEP;
@@ -262,20 +268,21 @@ void msi_maint_wake(void) {
 }
 
 /* Sleeps until a part wakes the thread, or at most `ms` (0: no limit). Returns at once when the thread is not
-   published as running yet (its starter stores RUNNING after pthread_create) or when work came meanwhile. */
-static void maint_sleep(const msi_pressure_t *p, unsigned ms) {
+   published as running yet (its starter stores RUNNING after pthread_create) or when work came meanwhile. True:
+   woken (or work found), false: the time ran out */
+static bool maint_sleep(const msi_pressure_t *p, unsigned ms) {
   int s = M_RUNNING;
   if (!atomic_compare_exchange_strong(&state, &s, M_ASLEEP)) {
     msi_os_sleep_ms(10);
-    return;
+    return false;
   }
-  bool fenced = msi_os_membarrier() == 0;
-  if (!any_busy(p)) {
+  bool fenced = msi_os_membarrier() == 0, work = any_busy(p);
+  if (!work) {
     if (!fenced && (!ms || ms > UNFENCED_MS)) ms = UNFENCED_MS;
     msi_os_futex_wait_ms(&state, M_ASLEEP, ms);
   }
   s = M_ASLEEP;
-  atomic_compare_exchange_strong(&state, &s, M_RUNNING); /* (a waker may have done it) */
+  return !atomic_compare_exchange_strong(&state, &s, M_RUNNING) || work; /* (failed: a waker did it) */
 }
 
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
@@ -310,17 +317,21 @@ static void *maint_main(void *arg) {
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
-  unsigned alone_interval = ALONE_FIRST_MS;
+  unsigned alone_interval = ALONE_FIRST_MS, idle_rounds = 0;
   msi_pressure_t pressure;
   MSI_COLD_BSS static msi_os_cgroup_t cg; /* the maintenance thread's */
   msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory", "/proc/meminfo");
   for (;;) {
     unsigned period;
-    bool slept = false;
-    if (msi_opt(MS_OPTION_PURGE_DELAY) >= 0 && plan(&pressure, &period)) {
+    bool slept = false, on = msi_opt(MS_OPTION_PURGE_DELAY) >= 0;
+    if (on && plan(&pressure, &period, false)) {
+      idle_rounds = 0;
+      msi_os_sleep_ms(period);
+    } else if (on && idle_rounds < IDLE_ROUNDS && plan(&pressure, &period, true)) {
+      idle_rounds++;
       msi_os_sleep_ms(period);
     } else {
-      maint_sleep(&pressure, alone_wait(&alone_interval));
+      if (maint_sleep(&pressure, alone_wait(&alone_interval))) idle_rounds = 0; /* (a timeout: asleep again) */
       slept = true;
     }
     uint64_t t = msi_now_ns();

@@ -1388,7 +1388,7 @@ static msi_heap_t *heap_new(void) {
   msi_heap_t *h = orphans;
   if (h) {
     orphans = h->next_orphan;
-    h->orphan = 0;
+    atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     msi_unlock(&heaps_lock);
     return h;
   }
@@ -1470,7 +1470,7 @@ static void heap_thread_exit(void *arg) {
   msi_tls_heap = MSI_EMPTY_HEAP;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
   msi_lock(&heaps_lock);
-  h->orphan = 1;
+  atomic_store_explicit(&h->orphan, 1, memory_order_relaxed);
   h->next_orphan = orphans;
   orphans = h;
   msi_unlock(&heaps_lock);
@@ -1754,7 +1754,9 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, s, memory_order_release,
                                                   memory_order_relaxed));
-    msi_maint_wake(); /* the owner may have ended: an orphan's remote frees wait for the maintenance thread */
+    /* an ended thread's heap: its remote frees wait for the maintenance thread (a live owner takes its own; the
+       owner's exit, which set the flag, kicked the thread long before a stale read could matter) */
+    if (atomic_load_explicit(&owner->orphan, memory_order_relaxed)) msi_maint_wake();
   }
 }
 

@@ -141,7 +141,7 @@ typedef struct msi_heap_s {
   msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
   struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
   struct msi_heap_s *next_orphan;
-  int orphan;
+  _Atomic int orphan;                /* its thread ended (heap_thread_exit): the maintenance thread collects it */
   uint32_t id;
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
