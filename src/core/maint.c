@@ -5,7 +5,8 @@
    makes unshare(CLONE_NEWUSER) fail). MEMSPACE_PURGE_DELAY=-1 switches it off. After fork the child has no
    thread; it is started again lazily there. Never call msi_maint_kick while holding an allocator lock:
    pthread_create allocates. While it runs it also watches memory pressure (the cgroup's usage near its limit, the
-   machine's memory stall) and then has every part give its caches back at once (internal.h). */
+   machine's memory stall) and then has every part give its caches back at once (internal.h). It sleeps while no
+   part has work (maint_sleep): an idle program's thread costs no wake-ups. */
 #include "internal.h"
 #include "os.h"
 #include <errno.h>
@@ -21,21 +22,15 @@ static const msi_maint_task_t *tasks[MAX_TASKS];
 static _Atomic int task_count;
 #define task_lock (msi_fork_page.maint_tasks) /* internal.h: msi_fork_page_t */
 static _Atomic int multi_threaded;
-static _Atomic int state; /* 0 none, 1 starting, 2 running */
+/* the thread's state, and the futex word it sleeps on (ASLEEP): a waker turns ASLEEP into RUNNING and wakes it */
+enum { M_NONE, M_STARTING, M_RUNNING, M_REFUSED, M_ASLEEP };
+static _Atomic int state;
 #define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
 static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
 void msi_maint_register(const msi_maint_task_t *task) {
   msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
   MSI_REGISTER_ONCE(tasks, MAX_TASKS, &task_count, &task_lock, task);
-}
-
-static unsigned min_period(void) {
-  unsigned p = 1000;
-  int n = atomic_load(&task_count);
-  for (int i = 0; i < n; i++)
-    if (tasks[i]->period_ms && tasks[i]->period_ms < p) p = tasks[i]->period_ms;
-  return p < 10 ? 10 : p;
 }
 
 /* threads of this process from /proc/self/stat (field 20), without allocating; 0 when unreadable.
@@ -221,9 +216,100 @@ bool msi_maint_pressure_poll(uint64_t now) {
   return atomic_load_explicit(&msi_maint_pressure_epoch, memory_order_relaxed) != epoch;
 }
 
+/* ---- sleeping while there is no work ----
+   The thread sleeps when no task and no release task is busy (internal.h). A part publishes its work, then
+   reads `state` (msi_maint_wake: a relaxed load behind a compiler barrier); the thread stores ASLEEP, then makes
+   every running thread of the process pass a full barrier (membarrier) and asks busy() again. So either the
+   part's load comes after the store and sees ASLEEP (it wakes the thread), or its work was visible to the second
+   busy() (the thread does not sleep): no wake-up is lost, and the waking side pays no fence. Without membarrier
+   (Linux before 4.14, or refused) the sleep is bounded instead (UNFENCED_MS): a wake-up lost in that window
+   delays the work by at most that long. */
+#define UNFENCED_MS 1000
+static bool task_busy(const msi_maint_task_t *t) { return !t->busy || t->busy(); }
+
+/* the next round's period in ms while some task has work (the pressure looks count while a release task has
+   something for them and there is a cgroup limit or a stall to look at); false: nothing to do. all: as if every
+   task had work (the idle rounds before a sleep) */
+static bool plan(const msi_pressure_t *p, unsigned *period, bool all) {
+  unsigned per = UINT32_MAX;
+  int n = atomic_load(&task_count);
+  for (int i = 0; i < n; i++)
+    if ((all || task_busy(tasks[i])) && tasks[i]->period_ms < per) per = tasks[i]->period_ms ? tasks[i]->period_ms : 1000;
+  if (p->limit || p->psi[0]) {
+    int h = atomic_load(&hook_count);
+    for (int i = 0; i < h; i++) {
+      if (!all && !task_busy(hooks[i])) continue;
+      unsigned look = p->limit ? PRESSURE_CGROUP_MS : PRESSURE_PSI_MS;
+      if (look < per) per = look;
+      break;
+    }
+  }
+  if (per == UINT32_MAX) return false;
+  *period = per < 10 ? 10 : per > 1000 ? 1000 : per;
+  return true;
+}
+static bool any_busy(const msi_pressure_t *p) {
+  unsigned period;
+  return plan(p, &period, false);
+}
+/* Rounds without work before a sleep, at the periods the tasks would have: a program whose caches empty and fill
+   again all the time (a span cached and taken back, each cache wakes the thread) would otherwise have it fall
+   asleep and be woken at every turn, each sleep a membarrier (an IPI to each CPU running the program) and each
+   wake-up a system call in the program's thread; it now sleeps at most once per IDLE_ROUNDS rounds. */
+#define IDLE_ROUNDS 8
+
+static void wake_slow(void) {
+  int s = M_ASLEEP;
+  if (atomic_compare_exchange_strong(&state, &s, M_RUNNING)) msi_os_futex_wake(&state, 1);
+}
+void msi_maint_wake(void) {
+  atomic_signal_fence(memory_order_seq_cst); /* after the work's stores (see above) */
+  if (MSI_UNLIKELY(atomic_load_explicit(&state, memory_order_relaxed) == M_ASLEEP)) wake_slow();
+}
+
+/* Sleeps until a part wakes the thread, or at most `ms` (0: no limit). Returns at once when the thread is not
+   published as running yet (its starter stores RUNNING after pthread_create) or when work came meanwhile. True:
+   woken (or work found), false: the time ran out */
+static bool maint_sleep(const msi_pressure_t *p, unsigned ms) {
+  int s = M_RUNNING;
+  if (!atomic_compare_exchange_strong(&state, &s, M_ASLEEP)) {
+    msi_os_sleep_ms(10);
+    return false;
+  }
+  /* (no membarrier under a seccomp filter: a sandbox may kill the process for a call it does not know) */
+  bool fenced = !msi_os_seccomp_filtered() && msi_os_membarrier() == 0, work = any_busy(p);
+  if (!work) {
+    if (!fenced && (!ms || ms > UNFENCED_MS)) ms = UNFENCED_MS;
+    msi_os_futex_wait_ms(&state, M_ASLEEP, ms);
+  }
+  s = M_ASLEEP;
+  return !atomic_compare_exchange_strong(&state, &s, M_RUNNING) || work; /* (failed: a waker did it) */
+}
+
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
-   without memspace. Checked at most every 100 ms. */
+   without memspace. Awake, it checks every ALONE_MS. Asleep, it needs no check while every other thread of the
+   process has a heap: each one's exit kicks it (heap.c's thread-exit destructor), and it then checks again at
+   growing intervals (ALONE_FIRST_MS doubling up to ALONE_MAX_MS) until the exiting thread has gone, the count
+   of threads again that of heaps. A thread without a heap (it never allocated) keeps those intervals going: its
+   exit is seen within ALONE_MAX_MS. */
+#define ALONE_MS 100
+#define ALONE_FIRST_MS 10
+#define ALONE_MAX_MS 1000
+/* how long the thread may sleep: 0 (no limit) when every other thread has a heap, else the next interval */
+static unsigned alone_wait(unsigned *interval) {
+  bool zombie;
+  long n = proc_threads_state(&zombie);
+  long others = n - 1 - (zombie ? 1 : 0);
+  if (n > 0 && others <= (long)msi_heap_threads_live()) {
+    *interval = ALONE_FIRST_MS;
+    return 0;
+  }
+  unsigned w = *interval;
+  *interval = w * 2 > ALONE_MAX_MS ? ALONE_MAX_MS : w * 2;
+  return w;
+}
+
 static void *maint_main(void *arg) {
   (void)arg;
   /* SCHED_BATCH: background work never preempts the thread a wake-up interrupts (with a kernel without preemption
@@ -232,27 +318,36 @@ static void *maint_main(void *arg) {
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
+  unsigned alone_interval = ALONE_FIRST_MS, idle_rounds = 0;
   msi_pressure_t pressure;
   MSI_COLD_BSS static msi_os_cgroup_t cg; /* the maintenance thread's */
   msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory", "/proc/meminfo");
   for (;;) {
-    unsigned period = min_period();
-    if (pressure.limit && period > PRESSURE_CGROUP_MS) period = PRESSURE_CGROUP_MS;
-    else if (pressure.psi[0] && period > PRESSURE_PSI_MS) period = PRESSURE_PSI_MS;
-    msi_os_sleep_ms(period);
+    unsigned period;
+    bool slept = false, on = msi_opt(MS_OPTION_PURGE_DELAY) >= 0;
+    if (on && plan(&pressure, &period, false)) {
+      idle_rounds = 0;
+      msi_os_sleep_ms(period);
+    } else if (on && idle_rounds < IDLE_ROUNDS && plan(&pressure, &period, true)) {
+      idle_rounds++;
+      msi_os_sleep_ms(period);
+    } else {
+      if (maint_sleep(&pressure, alone_wait(&alone_interval))) idle_rounds = 0; /* (a timeout: asleep again) */
+      slept = true;
+    }
     uint64_t t = msi_now_ns();
-    if (t >= next_alone_check) {
-      next_alone_check = t + 100000000ull;
+    if (slept || t >= next_alone_check) {
+      next_alone_check = t + ALONE_MS * 1000000ull;
       if (alone()) return NULL; /* the last thread: the process ends with it */
     }
     if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
     uint64_t now = msi_now_ns();
     pressure_run(&pressure, &cg, now, &next_find, &next_psi);
     int n = atomic_load(&task_count);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* a task without work counts as run: the tasks keep their phase with the looks */
       if (now - last[i] < (uint64_t)tasks[i]->period_ms * 1000000ull) continue;
       last[i] = now;
-      tasks[i]->run(now);
+      if (task_busy(tasks[i])) tasks[i]->run(now);
     }
   }
   return NULL;
@@ -283,7 +378,10 @@ void msi_maint_note_thread(void) {
   if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) atomic_store(&multi_threaded, 1);
 }
 
-bool msi_maint_running(void) { return atomic_load(&state) == 2; }
+bool msi_maint_running(void) {
+  int s = atomic_load(&state);
+  return s == M_RUNNING || s == M_ASLEEP;
+}
 
 /* a second thread exists: told by a part (msi_maint_note_thread) or, with glibc >= 2.32, seen directly */
 static bool second_thread(void) {
@@ -302,11 +400,18 @@ static bool second_thread(void) {
 }
 
 void msi_maint_kick(void) {
-  if (MSI_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != 0)) return;
+  atomic_signal_fence(memory_order_seq_cst); /* after the work's stores (maint_sleep) */
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (MSI_LIKELY(s == M_RUNNING)) return;
+  if (s == M_ASLEEP) {
+    wake_slow();
+    return;
+  }
+  if (s != M_NONE) return;
   if (!second_thread()) return;
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) return;
   int expected = 0;
-  if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
+  if (!atomic_compare_exchange_strong(&state, &expected, M_STARTING)) return;
   msi_fork_register();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -330,10 +435,10 @@ void msi_maint_kick(void) {
 #ifdef __GLIBC__
     pthread_setname_np(t, "memspace-maint");
 #endif
-    atomic_store(&state, 2);
+    atomic_store(&state, M_RUNNING);
     msi_verbose("maintenance thread started");
   } else {
     msi_verbose("maintenance thread not started (%s); memory is returned on the next allocation", MSI_ERRNO(r));
-    atomic_store(&state, 3); /* do not retry on every call */
+    atomic_store(&state, M_REFUSED); /* do not retry on every call */
   }
 }

@@ -176,6 +176,7 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   msi_os_count_commit(len);
   atomic_store_explicit(&used, true, memory_order_relaxed);
   msi_unlock(&direct_lock);
+  msi_maint_wake(); /* the heap grew: a sleeping maintenance thread looks at the cgroup */
   return (void *)a;
 }
 
@@ -267,6 +268,7 @@ void *msi_direct_realloc(void *p, size_t size) {
   bytes += len - old; /* modulo 2^64: a shrink subtracts */
   if (len > old) msi_os_count_commit(len - old);
   else msi_os_count_decommit(old - len);
+  if (len > old) msi_maint_wake(); /* the heap grew (as msi_direct_alloc) */
   if (q == p) {
     table[i].len = nf;
   } else { /* re-keyed: the entry moves with the block (room is there: one out, one in) */

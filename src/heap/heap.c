@@ -499,7 +499,10 @@ static msi_span_t *segment_alloc_span(unsigned n) {
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
-  if (dirty < n) msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK); /* fresh or purged chunks */
+  if (dirty < n) { /* fresh or purged chunks: the heap grew (a sleeping maintenance thread looks at the cgroup) */
+    msi_os_count_commit((size_t)(n - dirty) * MSI_HEAP_CHUNK);
+    msi_maint_wake();
+  }
   seg_avail_update(seg);
   msi_span_t *s = &seg->spans[at];
   s->base = (uintptr_t)seg + (uintptr_t)at * MSI_HEAP_CHUNK; /* (segment_map leaves it to the first use) */
@@ -549,6 +552,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   }
   if (!seg_hint || seg < seg_hint) seg_hint = seg;
   msi_unlock(&seg_lock);
+  if (!purge_now) msi_maint_wake(); /* resident chunks for the purge (a sleeping maintenance thread wakes) */
 }
 
 /* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment
@@ -650,7 +654,7 @@ static void span_trim(msi_span_t *s) {
 /* a span no longer used by any class: thread cache, else global cache, else back to the segment. Under memory
    pressure a thread's span (h) goes back to the OS at once past a small thread cache (MSI_HEAP_PRESSURE_SPANS):
    a burst freed while the pressure lasts leaves RSS as it goes, whenever the next look comes */
-static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
+static void span_cache_put_(msi_heap_t *h, msi_span_t *s) {
   unsigned n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK, bucket = msi_heap_limits.thread_bucket;
   bool pressed = h && atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed);
@@ -687,6 +691,10 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
     msi_unlock(&global_lock);
   }
   segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
+}
+static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
+  span_cache_put_(h, s);
+  msi_maint_wake(); /* a span cached: work for the purge */
 }
 
 /* How long a span cache keeps its spans (a thread's, under its cache_lock; the global one, under global_lock), from
@@ -795,7 +803,8 @@ static msi_span_t *list_cut_excess(msi_span_list_t *l, size_t keep) {
   l->count = kept;
   return s;
 }
-static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run};
+static bool purge_task_busy(void);
+static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run, purge_task_busy};
 
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
@@ -873,7 +882,49 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 /* memory pressure (maint.c): every cache (threads', global, free chunks, large slots) back to the OS now */
 static void purge_on_pressure(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, true); }
-static const msi_maint_task_t release_task = {"heap-release", 0, purge_on_pressure};
+/* The maintenance thread's questions (maint.c plan). The purge has work while anything is cached that a pass
+   gives back after the delay: a span in a thread's or the global cache, a segment's resident free chunk, a cached
+   large slot, an orphaned heap kept whole at its thread's exit (flushed by a later pass, heap_keep_at_exit), or
+   blocks other threads freed into an orphaned heap (collected by the pass). Each of these wakes a sleeping thread
+   where it begins (span_cache_put, segment_release_span, large.c cache_put, heap_thread_exit's kick, the remote
+   free that queues a span on an orphan). Relaxed loads, no lock: a pass decides under the locks. */
+static bool purge_task_busy(void) {
+  for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all)
+    for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++)
+      if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) return true;
+  if (atomic_load_explicit(&orphans, memory_order_relaxed)) {
+    bool remote = false;
+    msi_lock(&heaps_lock);
+    for (msi_heap_t *h = orphans; h && !remote; h = h->next_orphan)
+      remote = h->intact || atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL;
+    msi_unlock(&heaps_lock);
+    if (remote) return true;
+  }
+  for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++)
+    if (atomic_load_explicit(&global_cache[n].head, memory_order_relaxed)) return true;
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE)
+    if (MSI_SEEN(((msi_segment_t *)(msi_heap_g.base + off))->dirty_mask)) return true;
+  return msi_large_cached_bytes() != 0;
+}
+/* A look at memory pressure has something to take while the purge has work, or while memory is tight and a
+   thread has a span set aside (spare_put: only a forced purge takes it), and something to find while the
+   committed bytes changed since the last round (the heap grew: a look at the cgroup says whether memory is tight
+   now; each growth wakes a sleeping thread, segment_alloc_span and large.c count_commit). Otherwise the thread
+   sleeps and makes no look: current and spare spans stay with their threads until these take a slow path. */
+static uint64_t release_seen_committed; /* (the maintenance thread's) */
+static bool release_task_busy(void) {
+  uint64_t committed = atomic_load_explicit(&msi_os_counters.committed, memory_order_relaxed);
+  bool changed = committed != release_seen_committed;
+  release_seen_committed = committed;
+  if (changed || purge_task_busy()) return true;
+  if (!(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & 1)) return false;
+  for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all)
+    for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
+      if (atomic_load_explicit(&h->spare[c], memory_order_relaxed)) return true;
+  return false;
+}
+static const msi_maint_task_t release_task = {"heap-release", 0, purge_on_pressure, release_task_busy};
 
 /* Under memory pressure a thread gives back its classes' empty current spans (kept for the next block of their
    class otherwise) and its spares: the maintenance thread cannot take a current span, since its owner allocates
@@ -1338,7 +1389,7 @@ static msi_heap_t *heap_new(void) {
   msi_heap_t *h = orphans;
   if (h) {
     orphans = h->next_orphan;
-    h->orphan = 0;
+    atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
     msi_unlock(&heaps_lock);
     return h;
@@ -1437,7 +1488,7 @@ static void heap_thread_exit(void *arg) {
   msi_tls_heap = MSI_EMPTY_HEAP;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
   msi_lock(&heaps_lock);
-  h->orphan = 1;
+  atomic_store_explicit(&h->orphan, 1, memory_order_relaxed);
   h->intact = keep;
   h->orphan_pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
   h->next_orphan = orphans;
@@ -1493,6 +1544,10 @@ void msi_heap_orphans_flush(void) {
     if (!busy) return;
     msi_os_yield();
   }
+}
+
+uint64_t msi_heap_threads_live(void) {
+  return atomic_load_explicit(&msi_heap_counters.threads_live, memory_order_relaxed);
 }
 
 static msi_heap_t *heap_thread_init(void) {
@@ -1744,6 +1799,9 @@ void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, s, memory_order_release,
                                                   memory_order_relaxed));
+    /* an ended thread's heap: its remote frees wait for the maintenance thread (a live owner takes its own; the
+       owner's exit, which set the flag, kicked the thread long before a stale read could matter) */
+    if (atomic_load_explicit(&owner->orphan, memory_order_relaxed)) msi_maint_wake();
   }
 }
 

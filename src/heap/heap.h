@@ -141,7 +141,7 @@ typedef struct msi_heap_s {
   msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
   struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
   struct msi_heap_s *next_orphan;
-  int orphan;
+  _Atomic int orphan;                /* its thread ended (heap_thread_exit): the maintenance thread collects it */
   /* an orphan kept whole at its thread's exit (heap.c heap_thread_exit): its current spans, partial lists and span
      cache wait for the next new thread, or for the purge pass that flushes it (orphan_pass: the purge passes
      counted when it was orphaned) */
@@ -282,6 +282,7 @@ void msi_direct_unlock(bool child);
 size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached slots idle >= delay ms */
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
 uint64_t msi_large_dirty_bytes(void); /* cached large slots' bytes that may hold pages */
+uint64_t msi_large_cached_bytes(void); /* cached large slots' committed bytes (the purge gives them back) */
 uint64_t msi_large_live_bytes(void);  /* in large blocks in use, slots and direct */
 void msi_large_trim(uint64_t keep);   /* drops the longest-cached slots' pages until at most `keep` such bytes */
 bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */

@@ -138,6 +138,7 @@ static void count_commit(size_t bytes) {
   atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
   msi_os_count_commit(bytes);
   msi_heap_mapped_peak_note();
+  msi_maint_wake(); /* the heap grew: a sleeping maintenance thread looks at the cgroup (heap.c release_task_busy) */
 }
 static void count_decommit(size_t bytes) {
   atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);
@@ -453,6 +454,7 @@ static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   c->ncached++;
   atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&dirty_bytes, bytes, memory_order_relaxed);
+  msi_maint_wake(); /* work for the purge (a sleeping maintenance thread wakes) */
   return true;
 }
 
@@ -962,6 +964,7 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
 
 uint64_t msi_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes(); }
 uint64_t msi_large_dirty_bytes(void) { return atomic_load_explicit(&dirty_bytes, memory_order_relaxed); }
+uint64_t msi_large_cached_bytes(void) { return atomic_load_explicit(&cached_bytes, memory_order_relaxed); }
 
 /* the class of the longest-cached slot whose pages were not dropped (*j_out: its entry), or NULL; takes each
    class lock in turn */

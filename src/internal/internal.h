@@ -113,16 +113,31 @@ void msi_stats_numbers(msi_stats_writer_t *w, const char *name, unsigned n, cons
 void msi_stats_exit_print(int fd);
 
 /* ---- maintenance thread (src/core/maint.c): one thread shared by every part ----
-   A task runs every period_ms while registered. The thread starts lazily, only once msi_maint_kick() is
-   called from a process that runs a second thread, never when MEMSPACE_PURGE_DELAY is -1; it is re-created
-   lazily in a forked child. Tasks must not allocate through malloc. */
+   A task runs every period_ms while it has work: busy() true (NULL: always). While no task has (and no release
+   task has anything for a look at memory pressure, below) the thread sleeps on a futex without a timeout, so an
+   idle process pays no wake-ups; a part that creates work for a later run (memory cached, a frame active, a
+   spilled block) calls msi_maint_wake or msi_maint_kick after publishing it, and busy() must then see it (the
+   sleeping side fences with membarrier: the waking side needs no fence). The thread starts lazily, only once
+   msi_maint_kick() is called from a process that runs a second thread, never when MEMSPACE_PURGE_DELAY is -1; it
+   is re-created lazily in a forked child. Tasks and busy() must not allocate through malloc; busy() is called
+   from the maintenance thread only, takes no lock it may wait long for, and may run at any time. */
 typedef struct msi_maint_task_s {
   const char *name;
   unsigned period_ms;
   void (*run)(uint64_t now_ns);
+  bool (*busy)(void);
 } msi_maint_task_t;
 void msi_maint_register(const msi_maint_task_t *task);   /* idempotent; at most 8 tasks */
-void msi_maint_kick(void);                               /* "there is work": starts the thread if allowed */
+/* "there is work": wakes the thread (one relaxed load while it is awake), or starts it if allowed (that
+   allocates: never while holding a lock) */
+void msi_maint_kick(void);
+/* "there may be work": wakes the thread if it sleeps, never starts it: one relaxed load while it is awake or
+   absent, no allocation, callable with any lock held */
+void msi_maint_wake(void);
+/* heap.c: threads with a heap; each one's exit kicks the maintenance thread (the heap's thread-exit destructor),
+   so while every other thread of the process has one, the thread sleeps without a limit and still ends promptly
+   after the program's last thread (maint.c alone) */
+uint64_t msi_heap_threads_live(void);
 bool msi_maint_running(void);
 void msi_maint_note_thread(void);                        /* call when a second thread is seen allocating */
 /* From a task, around system calls that burn CPU for background work while holding none of our locks (spill's
@@ -153,6 +168,9 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    at once (not after the purge delay) and counts in msi_maint_pressure_epoch; msi_maint_pressure is 1 while it
    lasts. The allocation slow paths read both with one relaxed load. msi_pressure_look is one look from the files
    named (tests pass their own).
+   The looks are made only while a release task has something for them (its busy(): the heap's caches, its
+   spans set aside while memory is tight, or its footprint changed since the last round); otherwise the thread
+   sleeps and makes none.
    Without the maintenance thread (a single-threaded program) the heap's slow paths look instead, through
    msi_maint_pressure_poll: the cgroup only, at most every 25 ms, and only while the heap holds enough to matter
    (heap.c msi_heap_maybe_purge), so a small or short-lived program never opens a file from malloc. True when

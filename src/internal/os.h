@@ -32,6 +32,9 @@ int msi_os_writable(void *addr, size_t size);
    lock's slow path stays as short as the bare system call; os_calls counts memory and file calls) and no fault
    injection. */
 void msi_os_futex_wait(_Atomic int *addr, int val);
+/* as msi_os_futex_wait for at most `ms` milliseconds (0: no limit); returns early on a wake-up, a signal or a
+   spurious wake-up: the caller checks its condition again */
+void msi_os_futex_wait_ms(_Atomic int *addr, int val, unsigned ms);
 void msi_os_futex_wake(_Atomic int *addr, int n);
 /* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
    use); -1 when the kernel has none: callers then wait a little instead */

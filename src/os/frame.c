@@ -66,7 +66,17 @@ MSI_COLD void msi_fork_frame(msi_fork_phase_t phase, bool locking) {
   else if (phase == MSI_FORK_PARENT) msi_unlock(&list_lock);
   else msi_lock_reset(&list_lock);
 }
-static const msi_maint_task_t frame_task = {"frame-idle", 100, msi_frame_maint_run};
+/* the task has work while a frame allocator with an idle time is active (not reclaimed yet): one becomes active
+   at its creation and when its owner comes back after a reclaim, and each wakes a sleeping maintenance thread */
+static bool frame_busy(void) {
+  bool busy = false;
+  msi_lock(&list_lock);
+  for (ms_frame_t *f = list_head; f && !busy; f = f->next)
+    busy = f->idle_ns != UINT64_MAX && LOAD(f->state) == ST_ACTIVE;
+  msi_unlock(&list_lock);
+  return busy;
+}
+static const msi_maint_task_t frame_task = {"frame-idle", 100, msi_frame_maint_run, frame_busy};
 
 static size_t round_unit(const ms_frame_t *f, size_t bytes) {
   size_t r = msi_round_up(bytes, f->unit);
@@ -107,7 +117,10 @@ MSI_NOINLINE static void owner_wait_active(ms_frame_t *f) {
     int s = atomic_load_explicit(&f->state, memory_order_acquire);
     if (s == ST_ACTIVE) return;
     if (s == ST_IDLE) {
-      if (atomic_compare_exchange_strong(&f->state, &s, ST_ACTIVE)) return;
+      if (atomic_compare_exchange_strong(&f->state, &s, ST_ACTIVE)) {
+        if (f->idle_ns != UINT64_MAX) msi_maint_wake(); /* active again: the task watches it */
+        return;
+      }
       continue;
     }
     sched_yield(); /* a reclaim takes a few ms at most */
@@ -169,7 +182,10 @@ ms_frame_t *ms_frame_create(const ms_frame_config_t *config) {
   list_head = f;
   msi_unlock(&list_lock);
   BUMP(total_frames, 1);
-  if (f->idle_ns != UINT64_MAX) msi_maint_register(&frame_task);
+  if (f->idle_ns != UINT64_MAX) {
+    msi_maint_register(&frame_task);
+    msi_maint_wake();
+  }
   msi_verbose("frame: two ranges of %zu bytes (%s pages), policy %d", f->range_size,
               f->pages[0].kind == MS_PAGE_BASE ? "base" : f->pages[0].kind == MS_PAGE_THP ? "thp" : "hugetlb",
               (int)f->policy);

@@ -289,12 +289,16 @@ static void auto_refresh(uint64_t now) {
 
 /* the maintenance tick (once spill runs): a sample when candidate blocks came since the last tick's, so the
    allocation path mostly finds a fresh one */
+static uint64_t auto_seen; /* aut.asked at the last tick's sample (the maintenance thread's) */
+bool msi_sp_auto_due(void) {
+  return atomic_load_explicit(&aut.state, memory_order_acquire) &&
+         atomic_load_explicit(&aut.asked, memory_order_relaxed) != auto_seen;
+}
 void msi_sp_auto_tick(uint64_t now) {
-  static uint64_t seen;
   uint64_t asked = atomic_load_explicit(&aut.asked, memory_order_relaxed);
-  if (asked == seen || !atomic_load_explicit(&aut.state, memory_order_acquire)) return; /* an idle program: no reads */
+  if (asked == auto_seen || !atomic_load_explicit(&aut.state, memory_order_acquire)) return; /* an idle program: no reads */
   if (now - atomic_load(&aut.sample_ns) < AUTO_PERIOD_NS) return;
-  seen = asked;
+  auto_seen = asked;
   auto_refresh(now);
 }
 
@@ -382,6 +386,7 @@ bool msi_spill_auto_wants(size_t grow) {
   if (!grow) return false; /* a realloc that does not grow stays where it is */
   if (MSI_UNLIKELY(!atomic_load_explicit(&aut.state, memory_order_acquire))) msi_sp_auto_init();
   atomic_fetch_add_explicit(&aut.asked, 1, memory_order_relaxed);
+  msi_maint_wake(); /* the tick samples ahead of the next candidate (msi_sp_auto_tick) */
   uint64_t now = msi_now_ns();
   bool spilling = atomic_load_explicit(&aut.spilling, memory_order_relaxed);
   msi_sp_auto_view_t v = view_now(spilling);

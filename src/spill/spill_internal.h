@@ -218,6 +218,7 @@ void msi_sp_auto_set_files(const char *meminfo, const char *pressure); /* tests:
 const char *msi_sp_auto_reason_name(int r);
 void msi_sp_auto_init(void);
 void msi_sp_auto_tick(uint64_t now);
+bool msi_sp_auto_due(void); /* blocks asked about since the last tick's sample: msi_sp_auto_tick has work */
 void msi_sp_auto_fork_child(void);
 void msi_sp_auto_freed(size_t bytes);
 void msi_sp_auto_stats(msi_stats_writer_t *w);

@@ -271,4 +271,11 @@ static void maint_run(uint64_t now_ns) {
   }
   advise_refresh();
 }
-const msi_maint_task_t msi_sp_maint = {"spill-writeback", 50, maint_run};
+/* work while spilled blocks live (the program dirties their pages without a call: each pass samples), and for
+   the auto mode's tick after blocks were asked about; a sleeping maintenance thread wakes at a spilled block's
+   allocation (slots.c) and at an auto-mode question (budget.c) */
+static bool maint_busy(void) {
+  return atomic_load_explicit(&sp.state, memory_order_acquire) == 1 &&
+         (atomic_load_explicit(&sp.blocks, memory_order_relaxed) != 0 || msi_sp_auto_due());
+}
+const msi_maint_task_t msi_sp_maint = {"spill-writeback", 50, maint_run, maint_busy};

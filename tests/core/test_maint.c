@@ -16,7 +16,7 @@
 
 static _Atomic int runs;
 static void task_run(uint64_t now) { (void)now; atomic_fetch_add(&runs, 1); }
-static const msi_maint_task_t task = {"test", 10, task_run};
+static const msi_maint_task_t task = {"test", 10, task_run, NULL};
 
 static int base; /* threads at start: 1, or 2 when a sanitizer runs its own background thread */
 static int threads(void) {
