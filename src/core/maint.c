@@ -255,7 +255,7 @@ static bool any_busy(const msi_pressure_t *p) {
 /* Rounds without work before a sleep, at the periods the tasks would have: a program whose caches empty and fill
    again all the time (a span cached and taken back, each cache wakes the thread) would otherwise have it fall
    asleep and be woken at every turn, each sleep a membarrier (an IPI to each CPU running the program) and each
-   wake-up a system call in the program's thread; it now sleeps at most once per IDLE_ROUNDS rounds. */
+   wake-up a system call in the program's thread; so it sleeps at most once per IDLE_ROUNDS rounds. */
 #define IDLE_ROUNDS 8
 
 static void wake_slow(void) {
@@ -267,10 +267,13 @@ void msi_maint_wake(void) {
   if (MSI_UNLIKELY(atomic_load_explicit(&state, memory_order_relaxed) == M_ASLEEP)) wake_slow();
 }
 
-/* Sleeps until a part wakes the thread, or at most `ms` (0: no limit). Returns at once when the thread is not
-   published as running yet (its starter stores RUNNING after pthread_create) or when work came meanwhile. True:
-   woken (or work found), false: the time ran out */
-static bool maint_sleep(const msi_pressure_t *p, unsigned ms) {
+static unsigned alone_wait(unsigned *interval);
+/* Sleeps until a part wakes the thread, or at most as long as alone_wait allows (0: no limit). Sleeps 10 ms when
+   the thread is not published as running yet (its starter stores RUNNING after pthread_create), and not at all
+   when work came meanwhile. The bound is read after ASLEEP is published and fenced, like busy(): a thread exit
+   whose kick found the thread RUNNING has already taken its heap off the count, so the sleep gets a bound.
+   True: woken (or work found), false: the time ran out */
+static bool maint_sleep(const msi_pressure_t *p, unsigned *alone_interval) {
   int s = M_RUNNING;
   if (!atomic_compare_exchange_strong(&state, &s, M_ASLEEP)) {
     msi_os_sleep_ms(10);
@@ -278,6 +281,7 @@ static bool maint_sleep(const msi_pressure_t *p, unsigned ms) {
   }
   /* (no membarrier under a seccomp filter: a sandbox may kill the process for a call it does not know) */
   bool fenced = !msi_os_seccomp_filtered() && msi_os_membarrier() == 0, work = any_busy(p);
+  unsigned ms = work ? 0 : alone_wait(alone_interval);
   if (!work) {
     if (!fenced && (!ms || ms > UNFENCED_MS)) ms = UNFENCED_MS;
     msi_os_futex_wait_ms(&state, M_ASLEEP, ms);
@@ -289,25 +293,31 @@ static bool maint_sleep(const msi_pressure_t *p, unsigned ms) {
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
    without memspace. Awake, it checks every ALONE_MS. Asleep, it needs no check while every other thread of the
-   process has a heap: each one's exit kicks it (heap.c's thread-exit destructor), and it then checks again at
+   process has a heap (and one is left): each one's exit kicks it (heap.c's thread-exit destructor), and it then checks again at
    growing intervals (ALONE_FIRST_MS doubling up to ALONE_MAX_MS) until the exiting thread has gone, the count
    of threads again that of heaps. A thread without a heap (it never allocated) keeps those intervals going: its
    exit is seen within ALONE_MAX_MS. */
 #define ALONE_MS 100
 #define ALONE_FIRST_MS 10
 #define ALONE_MAX_MS 1000
-/* how long the thread may sleep: 0 (no limit) when every other thread has a heap, else the next interval */
-static unsigned alone_wait(unsigned *interval) {
-  bool zombie;
-  long n = proc_threads_state(&zombie);
-  long others = n - 1 - (zombie ? 1 : 0);
-  if (n > 0 && others <= (long)msi_heap_threads_live()) {
+#define ALONE_NOW 1 /* ms */
+/* how long the thread may sleep (internal.h): 0 (no limit) when every other thread of the process has a heap;
+   ALONE_NOW when no other thread is left (the caller looks at once); else the next interval */
+unsigned msi_maint_alone_wait(long threads, bool leader_zombie, uint64_t heaps_live, unsigned *interval) {
+  long others = threads - 1 - (leader_zombie ? 1 : 0);
+  if (threads > 0 && others <= 0) return ALONE_NOW;
+  if (threads > 0 && others <= (long)heaps_live) {
     *interval = ALONE_FIRST_MS;
     return 0;
   }
   unsigned w = *interval;
   *interval = w * 2 > ALONE_MAX_MS ? ALONE_MAX_MS : w * 2;
   return w;
+}
+static unsigned alone_wait(unsigned *interval) {
+  bool zombie;
+  long n = proc_threads_state(&zombie);
+  return msi_maint_alone_wait(n, zombie, msi_heap_threads_live(), interval);
 }
 
 static void *maint_main(void *arg) {
@@ -332,7 +342,7 @@ static void *maint_main(void *arg) {
       idle_rounds++;
       msi_os_sleep_ms(period);
     } else {
-      if (maint_sleep(&pressure, alone_wait(&alone_interval))) idle_rounds = 0; /* (a timeout: asleep again) */
+      if (maint_sleep(&pressure, &alone_interval)) idle_rounds = 0; /* (a timeout: asleep again) */
       slept = true;
     }
     uint64_t t = msi_now_ns();

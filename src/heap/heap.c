@@ -887,7 +887,8 @@ static void purge_on_pressure(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000
    large slot, an orphaned heap kept whole at its thread's exit (flushed by a later pass, heap_keep_at_exit), or
    blocks other threads freed into an orphaned heap (collected by the pass). Each of these wakes a sleeping thread
    where it begins (span_cache_put, segment_release_span, large.c cache_put, heap_thread_exit's kick, the remote
-   free that queues a span on an orphan). Relaxed loads, no lock: a pass decides under the locks. */
+   free that queues a span on an orphan). Relaxed loads (heaps_lock for the orphan list): a pass decides under
+   the locks. */
 static bool purge_task_busy(void) {
   for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all)
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++)
@@ -1547,6 +1548,7 @@ void msi_heap_orphans_flush(void) {
 }
 
 uint64_t msi_heap_threads_live(void) {
+  if (!heap_key_ok) return 0; /* no thread-exit destructor: no exit kicks the maintenance thread */
   return atomic_load_explicit(&msi_heap_counters.threads_live, memory_order_relaxed);
 }
 
@@ -1586,6 +1588,13 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
   if (phase == MSI_FORK_PREPARE) {
     msi_lock(&init_lock);
     msi_lock(&heaps_lock);
+    /* a list of orphans a collector holds (orphans_collect, heaps_lock not held while it flushes) would be lost to
+       the child with the spans of the heaps kept whole on it: wait for it to come back, a bounded while */
+    for (int i = 0; orphans_busy && i < 1000; i++) {
+      msi_unlock(&heaps_lock);
+      msi_os_yield();
+      msi_lock(&heaps_lock);
+    }
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
     msi_lock(&global_lock);
     msi_lock(&seg_lock);
@@ -1606,7 +1615,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
-    if (orphans_busy) orphans_busy = 0; /* (a list another thread held is lost to the child: those heaps stay unused) */
+    if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
   }

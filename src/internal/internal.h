@@ -114,8 +114,8 @@ void msi_stats_exit_print(int fd);
 
 /* ---- maintenance thread (src/core/maint.c): one thread shared by every part ----
    A task runs every period_ms while it has work: busy() true (NULL: always). While no task has (and no release
-   task has anything for a look at memory pressure, below) the thread sleeps on a futex without a timeout, so an
-   idle process pays no wake-ups; a part that creates work for a later run (memory cached, a frame active, a
+   task has anything for a look at memory pressure, below), after a few such rounds, the thread sleeps on a futex
+   (without a timeout while every other thread has a heap: maint.c alone), so an idle process pays no wake-ups; a part that creates work for a later run (memory cached, a frame active, a
    spilled block) calls msi_maint_wake or msi_maint_kick after publishing it, and busy() must then see it (the
    sleeping side fences with membarrier: the waking side needs no fence). The thread starts lazily, only once
    msi_maint_kick() is called from a process that runs a second thread, never when MEMSPACE_PURGE_DELAY is -1; it
@@ -134,10 +134,14 @@ void msi_maint_kick(void);
 /* "there may be work": wakes the thread if it sleeps, never starts it: one relaxed load while it is awake or
    absent, no allocation, callable with any lock held */
 void msi_maint_wake(void);
-/* heap.c: threads with a heap; each one's exit kicks the maintenance thread (the heap's thread-exit destructor),
-   so while every other thread of the process has one, the thread sleeps without a limit and still ends promptly
-   after the program's last thread (maint.c alone) */
+/* heap.c: threads with a heap whose exit kicks the maintenance thread (the heap's thread-exit destructor; 0 when
+   that destructor could not be set up), so while every other thread of the process has one, the thread sleeps
+   without a limit and still ends promptly after the program's last thread (maint.c alone) */
 uint64_t msi_heap_threads_live(void);
+/* maint.c: how long the sleeping maintenance thread may wait before it looks whether it is alone, from the
+   process's thread count, whether the main thread has ended and msi_heap_threads_live: 0 (no limit) while every
+   other thread has a heap and one is left, a short wait when none is left, else *interval (doubling, capped) */
+unsigned msi_maint_alone_wait(long threads, bool leader_zombie, uint64_t heaps_live, unsigned *interval);
 bool msi_maint_running(void);
 void msi_maint_note_thread(void);                        /* call when a second thread is seen allocating */
 /* From a task, around system calls that burn CPU for background work while holding none of our locks (spill's

@@ -131,10 +131,29 @@ static void survives_fork(void **state) {
   assert_true(wait_runs(before + 2));
 }
 
+/* the sleeping thread's bound on its look at whether it is alone: never without a limit once no other thread is
+   left (the program's last thread may end between two looks without a kick: one without a heap, or one whose
+   kick found the thread awake) */
+static void alone_wait_bounds(void **state) {
+  (void)state;
+  unsigned iv = 10;
+  assert_int_equal(msi_maint_alone_wait(3, false, 2, &iv), 0);   /* main + one heap thread + this one */
+  assert_int_equal(iv, 10);
+  assert_int_not_equal(msi_maint_alone_wait(1, false, 0, &iv), 0); /* only the maintenance thread */
+  assert_int_not_equal(msi_maint_alone_wait(2, true, 0, &iv), 0);  /* and the main thread's zombie */
+  assert_int_not_equal(msi_maint_alone_wait(2, true, 5, &iv), 0);  /* heaps counted that are gone already */
+  unsigned a = msi_maint_alone_wait(3, true, 0, &iv);              /* a thread without a heap: growing waits */
+  unsigned b = msi_maint_alone_wait(3, true, 0, &iv);
+  assert_true(a > 0 && b > a);
+  for (int i = 0; i < 20; i++) b = msi_maint_alone_wait(3, true, 0, &iv);
+  assert_true(b > 0 && b <= 1000);
+}
+
 int main(void) {
   base = threads();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(off_with_purge_delay), cmocka_unit_test(single_threaded),
-      cmocka_unit_test(started_with_second_thread), cmocka_unit_test(survives_fork)};
+      cmocka_unit_test(started_with_second_thread), cmocka_unit_test(survives_fork),
+      cmocka_unit_test(alone_wait_bounds)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
