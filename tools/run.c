@@ -15,10 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -127,6 +130,38 @@ static bool defines_malloc(const char *path) {
   return found;
 }
 
+/* The file the loader takes for an LD_PRELOAD entry without a '/': it searches the library path (LD_LIBRARY_PATH,
+   its cache, the default directories), not the current directory. Asked of the loader itself, with dlopen in a
+   child process, so that the library's constructors run there and not in the tool. False: it cannot be loaded
+   (the loader ignores such an entry too). */
+static bool loader_path(const char *entry, char *out, size_t cap) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    void *h = dlopen(entry, RTLD_LAZY | RTLD_LOCAL);
+    struct link_map *lm = NULL;
+    if (h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
+      (void)!write(fds[1], lm->l_name, strlen(lm->l_name));
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t r;
+  while (pid > 0 && n + 1 < cap && (r = read(fds[0], out + n, cap - 1 - n)) != 0) {
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) break;
+    n += (size_t)r;
+  }
+  close(fds[0]);
+  if (pid > 0)
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  out[n] = 0;
+  return n > 0;
+}
+
 /* What an existing LD_PRELOAD holds, read entry by entry as the loader splits it (at ':' and spaces), in order,
    since the first library defining malloc serves the program: PRELOAD_SELF when an entry is memspace's library
    (its resolved path is `self`) before any other defining malloc, PRELOAD_OTHER when another one comes first (its
@@ -137,9 +172,10 @@ static int preload_scan(const char *list, const char *self, char *out, size_t ca
     size_t len = strcspn(list, ": ");
     if (len && len < cap) {
       snprintf(out, cap, "%.*s", (int)len, list);
-      char abs[PATH_MAX];
-      if (realpath(out, abs) && strcmp(abs, self) == 0) return PRELOAD_SELF;
-      if (defines_malloc(out)) return PRELOAD_OTHER;
+      char found[PATH_MAX], abs[PATH_MAX];
+      const char *file = memchr(list, '/', len) ? out : loader_path(out, found, sizeof found) ? found : NULL;
+      if (file && realpath(file, abs) && strcmp(abs, self) == 0) return PRELOAD_SELF;
+      if (file && defines_malloc(file)) return PRELOAD_OTHER;
     }
     list += len + (list[len] ? 1 : 0);
   }

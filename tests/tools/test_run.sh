@@ -31,6 +31,14 @@ if [ -n "$libc" ]; then
   check "a library defining malloc before memspace's in LD_PRELOAD is refused, got: $msg" \
     '[ $st = 2 ] && [[ "$msg" == *"$libc"*"defines malloc"* ]]'
 fi
+# an entry without a '/' is looked up as the loader does (library path, not the current directory)
+msg=$(LD_PRELOAD="libc.so.6:$lib" "$tool" run -- true 2>&1); st=$?
+check "a library named without a '/' that defines malloc is refused, got: $msg" \
+  '[ $st = 2 ] && [[ "$msg" == *"libc.so.6"*"defines malloc"* ]]'
+cp "$lib" "$links/libms-cwd-copy.so"
+out=$(cd "$links" && LD_PRELOAD="libms-cwd-copy.so" "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+check "a copy in the current directory named without a '/' is not the library: memspace appended, got: $out" \
+  '[ "$out" = "libms-cwd-copy.so:$lib" ]'
 rm -rf "$links"
 # a T size (docs/options.md): taken by the tool, passed on, and taken by the library without a word
 out=$("$tool" run --spill-threshold 1T -- sh -c 'echo "$MEMSPACE_SPILL_THRESHOLD"' 2>&1)
