@@ -115,7 +115,11 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
     popped = true;
   } else {
     slot = k->next;
-    if (((slot + 1) << c) > k->ext) { errno = 0; return 0; } /* the slot count: RAM */
+    if (((slot + 1) << c) > k->ext) { /* the slot count: RAM */
+      sp.fail_op = "the address space reserved for its size class is used up";
+      errno = 0;
+      return 0;
+    }
   }
   size_t off = slot << c, roff, rlen;
   msi_sp_reservation(k, c, slot, need, &roff, &rlen);

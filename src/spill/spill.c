@@ -194,7 +194,12 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   if (!p && e != ENOSPC) { /* not a full disk: RAM (a limit, a sandbox forbidding open, a lost directory...) */
     if (e == EFBIG || e == 0) { /* the file-size limit (or the filesystem's largest file): said once (the header) */
       struct rlimit rl;
-      if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      if (e == 0 && *op) /* the class's slots (a reservation reduced by RLIMIT_AS, to a quarter of the limit) */
+        MSI_WARN_ONCE("spill: no room for a block of %zu bytes (%s%s): such allocations stay in RAM", need, op,
+                      msi_os_getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                          ? ", RLIMIT_AS limiting the reservation to a quarter of it"
+                          : "");
+      else if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         MSI_WARN_ONCE("spill: no room in the spill file for a block of %zu bytes (RLIMIT_FSIZE is %llu bytes): such "
                       "allocations stay in RAM", need, (unsigned long long)rl.rlim_cur);
       else

@@ -1,14 +1,31 @@
 /* aslimit_prog: lowers RLIMIT_AS below the process's address space after a first large block (under a spill
    threshold of 64 KiB spill has reserved terabytes of address space by then, so every new mapping is refused with
    ENOMEM), then asks for blocks of new sizes. Each answer is a block or NULL with ENOMEM, never a crash; the first
-   block stays readable and freeable. The script around it checks what stderr says about the refusals. */
+   block stays readable and freeable. With the argument `fill` (run under `ulimit -v`) it allocates blocks of 1 MiB
+   until one is refused (NULL with ENOMEM) instead. The script around it checks what stderr says about the
+   refusals. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
-int main(void) {
+static int fill(void) {
+  static void *keep[8192];
+  int n = 0;
+  for (; n < 8192; n++) {
+    errno = 0;
+    if (!(keep[n] = malloc(1 << 20))) break;
+    memset(keep[n], 1, 4096);
+  }
+  int e = errno;
+  printf("%d blocks of 1 MiB, then errno %d\n", n, e);
+  for (int i = 0; i < n; i++) free(keep[i]);
+  return n < 8192 && e != ENOMEM;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "fill") == 0) return fill();
   unsigned char *first = malloc(1 << 20);
   if (!first) { printf("FAIL: the first block: errno %d\n", errno); return 1; }
   memset(first, 0x5a, 1 << 20);
