@@ -344,9 +344,11 @@ MS_API struct mallinfo mallinfo(void) {
 
 MS_API void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
 
-/* malloc_info writes into the caller's FILE: the one place the library touches stdio (it is the interface) */
+/* malloc_info writes into the caller's FILE: the one place the library touches stdio (it is the interface). Options
+   other than 0 answer EINVAL as the return value, errno untouched, as glibc's does (a NULL FILE too, which glibc's
+   would crash on); a failed write answers -1. */
 MS_API int malloc_info(int options, FILE *fp) {
-  if (options != 0 || !fp) { errno = EINVAL; return -1; }
+  if (options != 0 || !fp) return EINVAL;
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
   char buf[1024];

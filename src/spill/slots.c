@@ -102,8 +102,9 @@ bool msi_sp_clear_in_place(const sp_class_t *k, size_t off, size_t len) {
 }
 
 /* under the lock: a slot of class c holding `need` bytes reserved on disk (reading as zero if `zero`); 0 + errno
-   on failure: ENOMEM for a full disk, 0 when the class's extent is used up (the block stays in RAM), another
-   errno for a refusal (sp.fail_op says what failed; the block stays in RAM) */
+   on failure: ENOSPC for a full disk (or quota), 0 when the class's extent is used up (the block stays in RAM),
+   another errno for a refusal (sp.fail_op says what failed; the block stays in RAM). An ENOMEM from mmap (RLIMIT_AS
+   reached, vm.max_map_count) is such a refusal, not a full disk. */
 uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
   sp_class_t *k = &sp.cls[c];
   if (!class_open(k, c)) { errno = errno ? errno : EIO; return 0; }
@@ -114,14 +115,18 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
     popped = true;
   } else {
     slot = k->next;
-    if (((slot + 1) << c) > k->ext) { errno = 0; return 0; } /* the slot count: RAM */
+    if (((slot + 1) << c) > k->ext) { /* the slot count: RAM */
+      sp.fail_op = "the address space reserved for its size class is used up";
+      errno = 0;
+      return 0;
+    }
   }
   size_t off = slot << c, roff, rlen;
   msi_sp_reservation(k, c, slot, need, &roff, &rlen);
   if (!msi_sp_disk_room(sp.fd, rlen)) {
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
     atomic_fetch_add(&sp.enospc, 1);
-    errno = ENOMEM;
+    errno = ENOSPC;
     return 0;
   }
   bool mapped = msi_sp_class_map(k, off + ((size_t)1 << c));
@@ -132,7 +137,7 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
     /* a failed fallocate may have reserved part of the range: give it back */
     if (mapped && rlen) msi_sp_punch(k, roff, rlen);
     if (popped) k->stack[k->nfree++] = (uint32_t)slot;
-    errno = msi_sp_disk_full(e) ? ENOMEM : e; /* (0: the file has no room left, class_map) */
+    errno = msi_sp_disk_full(e) ? ENOSPC : e; /* (0: the file has no room left, class_map) */
     return 0;
   }
   if (!popped) {

@@ -191,10 +191,15 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
   msi_unlock(&sp_lock);
   if (p) msi_sp_write_behind(p, off, need, beyond);
   msi_sp_sync_pace();
-  if (!p && e != ENOMEM) { /* not a full disk: RAM (a limit, a sandbox forbidding open, a lost directory...) */
+  if (!p && e != ENOSPC) { /* not a full disk: RAM (a limit, a sandbox forbidding open, a lost directory...) */
     if (e == EFBIG || e == 0) { /* the file-size limit (or the filesystem's largest file): said once (the header) */
       struct rlimit rl;
-      if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      if (e == 0 && *op) /* the class's slots (a reservation reduced by RLIMIT_AS, to a quarter of the limit) */
+        MSI_WARN_ONCE("spill: no room for a block of %zu bytes (%s%s): such allocations stay in RAM", need, op,
+                      msi_os_getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                          ? ", RLIMIT_AS limiting the reservation to a quarter of it"
+                          : "");
+      else if (msi_os_getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         MSI_WARN_ONCE("spill: no room in the spill file for a block of %zu bytes (RLIMIT_FSIZE is %llu bytes): such "
                       "allocations stay in RAM", need, (unsigned long long)rl.rlim_cur);
       else
@@ -206,7 +211,10 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
     atomic_fetch_add_explicit(&sp.fallbacks, 1, memory_order_relaxed);
     e = 0;
   }
-  if (!p && e == ENOMEM) msi_sp_report_disk_full(need);
+  if (!p && e == ENOSPC) {
+    msi_sp_report_disk_full(need);
+    e = ENOMEM;
+  }
   if (!p) { errno = e; return NULL; }
   return (void *)p;
 }
@@ -286,7 +294,7 @@ void *msi_spill_realloc(void *p, size_t size) {
   unsigned nc = class_for(need, 0);
   if (nc && need > ((size_t)1 << c) && nc < sp.max_shift) nc++; /* 2x headroom */
   uintptr_t q = nc ? msi_sp_slot_alloc(nc, need, false) : 0;
-  if (!q && (!nc || errno != ENOMEM)) { /* beyond the largest class, or refused but not for disk space: RAM */
+  if (!q && (!nc || errno != ENOSPC)) { /* beyond the largest class, or refused but not for disk space: RAM */
     msi_unlock(&sp_lock);
     errno = 0; /* the front door moves the block (route.c) */
     return NULL;
