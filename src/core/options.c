@@ -148,12 +148,27 @@ static int parse_enum(const opt_desc_t *d, const char *s, long long *out) {
   return EINVAL;
 }
 
+/* the first len bytes of s as a string, cut to fit cap */
+static const char *copy_word(char *buf, size_t cap, const char *s, size_t len) {
+  if (len >= cap) len = cap - 1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  return buf;
+}
+
 /* docs/contract.md §3: MEMSPACE_HUGE_PAGES is 0, 2M or 1G (any spelling of those sizes); anything else is invalid */
 static bool size_allowed(const opt_desc_t *d, unsigned long long v) {
   return d != &opt_table[MS_OPTION_HUGE_PAGES] || v == 0 || v == (2ull << 20) || v == (1ull << 30);
 }
 
 static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
+  /* spaces around any value are ignored, as around a size (docs/options.md): " 5" is 5 for every kind */
+  char buf[64];
+  while (*s == ' ') s++;
+  size_t len = strlen(s);
+  while (len && s[len - 1] == ' ') len--;
+  if (d->kind != KIND_STR && len == 0) return EINVAL;
+  if (d->kind != KIND_STR && len < sizeof buf) s = copy_word(buf, sizeof buf, s, len); /* longer: no valid word */
   switch (d->kind) {
   case KIND_BOOL:
     if (word_eq(s, "1", 1) || word_eq(s, "true", 4) || word_eq(s, "yes", 3) || word_eq(s, "on", 2)) { *out = 1; return 0; }
@@ -177,14 +192,6 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
   case KIND_STR: return 0;
   }
   return EINVAL;
-}
-
-/* the first len bytes of s as a string, cut to fit cap */
-static const char *copy_word(char *buf, size_t cap, const char *s, size_t len) {
-  if (len >= cap) len = cap - 1;
-  memcpy(buf, s, len);
-  buf[len] = 0;
-  return buf;
 }
 
 /* the default's text: an enum's name, else the number */

@@ -86,6 +86,25 @@ static void bad_values(void **state) {
   assert_non_null(strstr(out, "FRAME_IDLE=500\n"));
 }
 
+/* spaces around a value are ignored for every kind, as for sizes (docs/options.md) */
+static void surrounding_spaces(void **state) {
+  (void)state;
+  char *env[] = {"MEMSPACE_PURGE_DELAY= 5", "MEMSPACE_FRAME_IDLE=7 ", "MEMSPACE_SPILL_THRESHOLD= 4M ",
+                 "MEMSPACE_CACHE= size ", "MEMSPACE_SPACE_INHERIT=  yes", "MEMSPACE_SPACE_AT=firstalloc  ", NULL};
+  char out[4096], err[4096];
+  assert_int_equal(run_child(env, out, sizeof out, err, sizeof err), 0);
+  assert_string_equal(err, "");
+  assert_non_null(strstr(out, "PURGE_DELAY=5\n"));
+  assert_non_null(strstr(out, "FRAME_IDLE=7\n"));
+  assert_non_null(strstr(out, "SPILL_THRESHOLD=4194304\n"));
+  assert_non_null(strstr(out, "CACHE=2\n"));
+  assert_non_null(strstr(out, "SPACE_INHERIT=1\n"));
+  assert_non_null(strstr(out, "SPACE_AT=1\n"));
+  char *blank[] = {"MEMSPACE_PURGE_DELAY=   ", NULL}; /* nothing but spaces is still invalid */
+  assert_int_equal(run_child(blank, out, sizeof out, err, sizeof err), 0);
+  assert_int_equal(count(err, " for MEMSPACE_PURGE_DELAY "), 1);
+}
+
 static int child(void) {
   for (int rep = 0; rep < 3; rep++) /* reading many times reports once */
     for (int o = 0; o < MS_OPTION_COUNT; o++) (void)ms_option_get((ms_option_t)o);
@@ -104,6 +123,6 @@ static int child(void) {
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc > 1 && strcmp(argv[1], "child") == 0) return child();
-  const struct CMUnitTest tests[] = {cmocka_unit_test(good_values), cmocka_unit_test(bad_values)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(good_values), cmocka_unit_test(bad_values), cmocka_unit_test(surrounding_spaces)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
