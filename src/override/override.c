@@ -305,9 +305,12 @@ MS_API int malloc_trim(size_t pad) {
   return 1;
 }
 
+/* Accepted and ignored (memspace tunes itself through MEMSPACE_*), with glibc's answers: 1 for every parameter,
+   a number it does not know included, except M_MXFAST beyond glibc's largest fast size (80 * sizeof(size_t) / 4)
+   or negative, which glibc refuses with 0. */
 MS_API int mallopt(int param, int value) {
-  (void)param, (void)value;
-  return 1; /* accepted; memspace tunes itself through MEMSPACE_* */
+  if (param == M_MXFAST && (value < 0 || (size_t)value > 80 * sizeof(size_t) / 4)) return 0;
+  return 1;
 }
 
 MS_API struct mallinfo2 mallinfo2(void) {

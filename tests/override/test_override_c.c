@@ -182,6 +182,13 @@ static void control_calls(void **state) {
   for (int i = 0; i < 100; i++) free(v[i]);
   assert_int_equal(malloc_trim(0), 1);
   assert_int_equal(mallopt(M_MMAP_THRESHOLD, 1 << 20), 1);
+  /* glibc's answers (2.36): 1 for any parameter, an unknown number too, 0 for M_MXFAST out of 0..80*sizeof(size_t)/4 */
+  assert_int_equal(mallopt(12345, 1), 1);
+  assert_int_equal(mallopt(M_ARENA_MAX, 0), 1);
+  assert_int_equal(mallopt(M_MXFAST, 0), 1);
+  assert_int_equal(mallopt(M_MXFAST, (int)(80 * sizeof(size_t) / 4)), 1);
+  assert_int_equal(mallopt(M_MXFAST, (int)(80 * sizeof(size_t) / 4) + 1), 0);
+  assert_int_equal(mallopt(M_MXFAST, -1), 0);
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
