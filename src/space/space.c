@@ -1016,9 +1016,11 @@ void ms_space_destroy(ms_space_t *s) {
 /* ------------------------------------------------------------------------------------------------ */
 /* A request the space cannot serve: NULL + ENOMEM, counted in oom_count (`n`: the count take() reached, 0: count it
    here) and said under MEMSPACE_VERBOSE naming the space at its 1st, 2nd, 4th, 8th... failure, so that a loop
-   retrying on a full space does not flood stderr. The process space's first failure is a warning without
-   MEMSPACE_VERBOSE too: the program's malloc fails, and the program seldom says why. Written outside the space's
-   lock. */
+   retrying on a full space does not flood stderr. The process space's first failure of a request that could fit
+   is a warning without MEMSPACE_VERBOSE too: the program's malloc fails, and the program seldom says why. Written
+   outside the space's lock. */
+static _Atomic bool proc_room_said; /* the process space's "no room" warning was given (no_room) */
+
 MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t n, size_t align) {
   space_lock(s);
   if (!n) n = ++s->ooms;
@@ -1026,14 +1028,20 @@ MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t 
   space_unlock(s);
   /* `align`: an alignment no block of the space has (ms_space_aligned_alloc), whatever room is left */
   char why[128];
+  size_t most = (size_t)1 << s->top;
+  bool never = align || size > most; /* no block of the space, expanded to its whole reservation, could serve it */
   if (align) {
-    size_t most = (size_t)1 << s->top, data = (size_t)((uintptr_t)s->data & -(uintptr_t)s->data);
+    size_t data = (size_t)((uintptr_t)s->data & -(uintptr_t)s->data);
     msi_snprintf(why, sizeof why, "aligned to %zu: blocks of this space are aligned to %zu at most", align,
                  data && data < most ? data : most);
+  } else if (never) {
+    msi_snprintf(why, sizeof why, "larger than the largest block the space can ever hold, %zu bytes", most);
   } else {
     msi_snprintf(why, sizeof why, "%s", s->expand ? "could not expand" : "fixed size");
   }
-  if (n == 1 && s == msi_proc_space_get())
+  /* the process space's one warning is kept for a request that could fit: a malloc(SIZE_MAX / 2) probing for
+     failure must not spend it before the space really runs out */
+  if (!never && s == msi_proc_space_get() && !atomic_exchange_explicit(&proc_room_said, true, memory_order_relaxed))
     msi_warning("space process: no room for %zu bytes (%zu of %zu bytes in use, %s): malloc returns NULL with ENOMEM; "
                 "raise MEMSPACE_SPACE_INITIAL or MEMSPACE_SPACE_EXPAND (said once; MEMSPACE_VERBOSE says more)", size,
                 used, total, why);

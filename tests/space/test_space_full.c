@@ -125,9 +125,15 @@ static void full_fixed_space(void **state) {
   ms_space_destroy(full_space);
 }
 
-/* the child: the process space of MEMSPACE_SPACE_INITIAL=256K, fixed; allocates until NULL, then 15 more */
+/* the child: the process space of MEMSPACE_SPACE_INITIAL=256K, fixed; two requests it could never serve, then
+   allocates until NULL, then 15 more */
 static int child(void) {
   int n = 0;
+  /* requests no block of the space could ever serve: ENOMEM, and the one warning is kept for the real exhaustion */
+  errno = 0;
+  if (ms_malloc(SIZE_MAX / 2) || errno != ENOMEM) return 6;
+  errno = 0;
+  if (ms_malloc((size_t)1 << 40) || errno != ENOMEM) return 7;
   while (ms_malloc(4096)) n++;
   if (errno != ENOMEM) return 2;
   failing = 1;
@@ -170,8 +176,12 @@ static const char *process_space_said(int verbose) {
 
 static void process_space(void **state) {
   (void)state;
-  /* 16 failures: said at the 1st, 2nd, 4th, 8th and 16th */
-  assert_int_equal(lines_with(process_space_said(1), "space process: no room for "), 5);
+  /* 18 failures, the first two requests no block could serve: said at the 1st, 2nd, 4th, 8th and 16th, and the
+     warning at the first failure of a 4096-byte request (the 3rd) */
+  const char *text = process_space_said(1);
+  assert_int_equal(lines_with(text, "space process: no room for "), 6);
+  assert_int_equal(lines_with(text, "can ever hold"), 2);
+  assert_int_equal(lines_with(text, "raise MEMSPACE_SPACE_INITIAL"), 1);
 }
 
 /* without MEMSPACE_VERBOSE the process space's first failure is still said, once, with what to raise */
@@ -179,6 +189,7 @@ static void process_space_quiet(void **state) {
   (void)state;
   const char *text = process_space_said(0);
   assert_int_equal(lines_with(text, "space process: no room for "), 1);
+  assert_int_equal(lines_with(text, "space process: no room for 4096 bytes"), 1);
   assert_int_equal(lines_with(text, "raise MEMSPACE_SPACE_INITIAL"), 1);
 }
 
