@@ -76,13 +76,15 @@ static void check_size(const char *s) {
   if (ra != 0 && a != 12345) FAIL("ms_parse_size(\"%s\") failed (%d) but wrote %zu", s, ra, a);
 }
 
-/* reference integer: optional '-', digits, nothing else, fits in long long */
+/* reference integer: spaces around it, optional '-', digits, nothing else, fits in long long */
 static int ref_parse_int(const char *s, long long *out) {
   char *end;
+  while (*s == ' ') s++;
   if (!*s || (*s != '-' && (*s < '0' || *s > '9'))) return EINVAL;
   if (*s == '-' && (s[1] < '0' || s[1] > '9')) return EINVAL;
   errno = 0;
   long long v = strtoll(s, &end, 10);
+  while (*end == ' ') end++;
   if (*end) return EINVAL;
   if (errno == ERANGE) return ERANGE;
   *out = v;
