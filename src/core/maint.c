@@ -59,6 +59,14 @@ static bool alone(void) {
   long n = proc_threads_state(&zombie);
   return n == 1 || (n == 2 && zombie);
 }
+/* Without a readable /proc (a chroot or a container without it, a sandbox refusing the open) the threads cannot
+   be counted: the thread then ends once no thread with a heap is left (each one's exit kicks it), so that a program
+   whose main thread ends with pthread_exit still exits. A thread that never allocated may outlive it: the process
+   then goes on without the thread (memory is given back on the program's own calls). */
+static bool proc_unreadable(void) {
+  bool zombie;
+  return proc_threads_state(&zombie) <= 0;
+}
 
 /* in_maint: the maintenance thread; idle_ok: and SCHED_IDLE is reversible */
 static _Thread_local bool in_maint, idle_ok, maint_idle;
@@ -326,6 +334,9 @@ static void *maint_main(void *arg) {
      a write-back call would hold an interactive process off its CPU); SCHED_IDLE only where reversible */
   in_maint = true;
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
+#ifdef __GLIBC__
+  pthread_setname_np(pthread_self(), "memspace-maint"); /* named once its policy is set: never seen otherwise */
+#endif
   uint64_t last[MAX_TASKS] = {0};
   uint64_t next_alone_check = 0, next_find = 0, next_psi = 0;
   unsigned alone_interval = ALONE_FIRST_MS, idle_rounds = 0;
@@ -349,6 +360,11 @@ static void *maint_main(void *arg) {
     if (slept || t >= next_alone_check) {
       next_alone_check = t + ALONE_MS * 1000000ull;
       if (alone()) return NULL; /* the last thread: the process ends with it */
+      if (msi_heap_threads_live() == 0 && proc_unreadable()) {
+        atomic_store(&state, M_REFUSED); /* (not started again: /proc stays unreadable) */
+        msi_verbose("maintenance thread ended: no thread with a heap is left and /proc/self/stat is unreadable");
+        return NULL;
+      }
     }
     if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
     uint64_t now = msi_now_ns();
@@ -442,9 +458,6 @@ void msi_maint_kick(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (r == 0) {
-#ifdef __GLIBC__
-    pthread_setname_np(t, "memspace-maint");
-#endif
     atomic_store(&state, M_RUNNING);
     msi_verbose("maintenance thread started");
   } else {

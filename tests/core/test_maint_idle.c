@@ -90,7 +90,7 @@ static void sleeps_when_idle(void **state) {
   pthread_join(t, NULL);
   msi_maint_kick(); /* (the burst's frees started it; a no-op then) */
   assert_true(msi_maint_running());
-  tid = maint_tid();
+  for (int i = 0; i < 1000 && !(tid = maint_tid()); i++) usleep(10000); /* (it names itself as it starts) */
   assert_true(tid > 0);
   assert_true(becomes_quiet());
 

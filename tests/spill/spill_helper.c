@@ -835,8 +835,11 @@ static int mode_forkbeyond(size_t mib) {
    policy after each of the next 20 runs of the maintenance task: without CAP_SYS_NICE it must never be
    SCHED_IDLE (no way back), and otherwise it runs SCHED_BATCH (its wake-ups never preempt an interactive
    process) */
+/* -1: the thread is not there (yet): it names itself once its policy is set */
 static void tally_policy(int *policy, int *idle_seen, int *other_seen) {
-  if ((*policy = maint_policy()) == SCHED_IDLE) ++*idle_seen;
+  int p = maint_policy();
+  if (p == -1) return;
+  if ((*policy = p) == SCHED_IDLE) ++*idle_seen;
   else if (*policy != SCHED_BATCH) ++*other_seen;
 }
 static int mode_maintpolicy(size_t mib) {

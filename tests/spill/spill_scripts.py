@@ -272,7 +272,7 @@ def maint_unprivileged():
                               env(MEMSPACE_SPILL_DIR="/var/tmp"))  # /var/tmp: nobody may write there
     if rc != 0 and "Operation not permitted" in err:
         skip("setpriv refused: " + err.strip().splitlines()[-1])
-    return 0 if rc == 0 and "ok maintpolicy" in out and "idle_seen=0 other_seen=0" in out else 1
+    return 0 if rc == 0 and "ok maintpolicy" in out and "maint_policy=3 idle_seen=0 other_seen=0" in out else 1
 
 
 def cgroup_auto():
