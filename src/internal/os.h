@@ -47,6 +47,8 @@ int msi_os_close(int fd);
 /* a close-on-exec duplicate of fd numbered at least min_fd (fcntl F_DUPFD_CLOEXEC); -1 + errno */
 int msi_os_dup_high(int fd, int min_fd);
 int msi_os_pipe(int fds[2]);                           /* pipe2(O_CLOEXEC); -1 + errno */
+/* whether fd's other end is gone (poll without waiting: POLLHUP, POLLERR or POLLNVAL) */
+bool msi_os_hung_up(int fd);
 ssize_t msi_os_read(int fd, void *buf, size_t len);
 ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset);
 /* write(2) once, retried on EINTR (messages: callers loop over short writes); no fault injection */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
@@ -237,6 +238,14 @@ int msi_os_close(int fd) {
 }
 int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
 int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, pipe2(fds, O_CLOEXEC)); }
+bool msi_os_hung_up(int fd) {
+  COUNT_CALL();
+  struct pollfd p = {.fd = fd, .events = 0, .revents = 0};
+  int r;
+  do r = poll(&p, 1, 0); while (r < 0 && errno == EINTR);
+  if (r < 0) COUNT_FAIL();
+  return r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
 ssize_t msi_os_read(int fd, void *buf, size_t len) {
   COUNT_CALL();
   ssize_t r;

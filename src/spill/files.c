@@ -29,7 +29,7 @@ static long fd_mark(void) {
   }
   return mark;
 }
-static int fd_high(int fd) {
+int msi_sp_fd_high(int fd) {
   long mark = fd_mark();
   if (fd >= mark) return fd;
   int h = msi_os_dup_high(fd, (int)mark);
@@ -64,7 +64,7 @@ MSI_STARTUP_TEXT void msi_sp_fd_table_grow(bool in_fork_child) {
    -1 + errno. */
 static int open_unlinked(const char *dir) {
   int fd = msi_os_open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0) return fd_high(fd);
+  if (fd >= 0) return msi_sp_fd_high(fd);
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -1;
   static _Atomic unsigned counter;
   char path[PATH_MAX];
@@ -73,7 +73,7 @@ static int open_unlinked(const char *dir) {
     fd = msi_os_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0) {
       msi_os_unlink(path);
-      return fd_high(fd);
+      return msi_sp_fd_high(fd);
     }
     if (errno != EEXIST) return -1;
   }

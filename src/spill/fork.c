@@ -26,9 +26,100 @@ static bool any_shared(void) { /* a region the child must make private */
 static void fork_sync_clear(void) {
   if (fork_sync[0] != -1 || fork_sync[1] != -1) fork_sync[0] = fork_sync[1] = -1;
 }
+
+/* ---- fork generations ----
+   A child that inherits spill's shared mappings (made private, fork_child) still reads the page cache of the
+   parent's file for every page it has not written. So while such a child may still read them, the parent neither
+   punches the file ranges of blocks it frees nor gives their slots to new blocks: msi_sp_slot_free marks them
+   deferred with the generation they wait for, and they are released once no child of it is left.
+   A generation is a pipe: every child forked into it inherits the write end (close-on-exec: an exec, after which
+   the child no longer has the mappings, closes it, as does its exit; a grandchild inherits it too, which is
+   right), and the parent keeps the read end, which reports a hang-up once every holder is gone. While open, the
+   parent holds the write end too and later forks join the generation; reap seals it (closes the parent's write
+   end) when no sealed one is pending, so at most two generations live: three descriptors. A child that closes the
+   descriptor (closefrom) counts as gone. No pipe (a descriptor limit): the parent frees at once, as without fork
+   tracking. Generations are numbered in order; a sealed one's hang-up releases every block waiting for it or an
+   older one. */
+typedef struct {
+  int r, w;                     /* read end, write end (the open generation only) */
+  unsigned long long dev, ino;  /* the pipe's identity: never closing a descriptor the program put on the number */
+  uint32_t seq;
+} fork_gen_t;
+static fork_gen_t gen_open = {-1, -1, 0, 0, 0}, gen_sealed = {-1, -1, 0, 0, 0};
+static uint32_t gen_last; /* generations numbered so far */
+static _Atomic bool gen_any; /* a generation lives (read without the lock by the maintenance task) */
+
+static void gen_close(const fork_gen_t *g, int fd) {
+  unsigned long long dev, ino;
+  if (fd >= 0 && msi_os_fstat_id(fd, &dev, &ino, NULL) == 0 && dev == g->dev && ino == g->ino) msi_os_close(fd);
+}
+
+/* under the lock: the generation a block freed now waits for, 0 when no forked child may hold the mappings */
+uint32_t msi_sp_fork_wait(void) {
+  return gen_open.r >= 0 ? gen_open.seq : gen_sealed.r >= 0 ? gen_sealed.seq : 0;
+}
+
+/* deferred blocks wait for a generation (the maintenance task reaps) */
+bool msi_sp_fork_pending(void) {
+  return atomic_load_explicit(&gen_any, memory_order_relaxed) && atomic_load_explicit(&sp.deferred, memory_order_relaxed);
+}
+
+/* under the lock: the sealed generation's hang-up releases its deferred blocks; the open one is sealed when no
+   sealed one is pending */
+void msi_sp_fork_reap(void) {
+  if (!atomic_load_explicit(&gen_any, memory_order_relaxed)) return;
+  for (int round = 0; round < 2; round++) {
+    if (gen_sealed.r < 0) {
+      if (gen_open.r < 0) break;
+      gen_close(&gen_open, gen_open.w);
+      gen_sealed = gen_open;
+      gen_sealed.w = -1;
+      gen_open.r = gen_open.w = -1;
+    }
+    if (!msi_os_hung_up(gen_sealed.r)) break;
+    gen_close(&gen_sealed, gen_sealed.r);
+    gen_sealed.r = -1;
+    msi_sp_release_deferred(gen_sealed.seq);
+  }
+  atomic_store_explicit(&gen_any, gen_open.r >= 0 || gen_sealed.r >= 0, memory_order_relaxed);
+}
+
+/* prepare, under the lock, when the child will inherit shared mappings: the child joins the open generation */
+static void gen_join(void) {
+  if (gen_open.r >= 0) return;
+  int fds[2];
+  if (gen_last == UINT32_MAX || msi_os_pipe(fds) != 0) {
+    msi_verbose("spill: no pipe to follow forked children (%s): the parent frees its spilled blocks at once, and a "
+                "child still reading one sees the change", MSI_ERRNO(errno));
+    return;
+  }
+  fork_gen_t g = {msi_sp_fd_high(fds[0]), msi_sp_fd_high(fds[1]), 0, 0, ++gen_last}; /* the low numbers stay the program's */
+  if (msi_os_fstat_id(g.r, &g.dev, &g.ino, NULL) != 0) {
+    msi_os_close(g.r);
+    msi_os_close(g.w);
+    return;
+  }
+  gen_open = g;
+  atomic_store_explicit(&gen_any, true, memory_order_relaxed);
+}
+
+/* the child: its generation's write end stays open (untracked: it tells the parent the child lives); the read ends
+   go, and the parent's deferred blocks are not the child's to release */
+static void gen_child(void) {
+  if (gen_open.r >= 0) msi_os_close(gen_open.r);
+  if (gen_sealed.r >= 0) msi_os_close(gen_sealed.r);
+  gen_open.r = gen_open.w = gen_sealed.r = -1;
+  atomic_store_explicit(&gen_any, false, memory_order_relaxed);
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && c < SP_MAX_CLASSES; c++)
+    if (sp.cls[c].ndefer) msi_sp_drop_deferred(&sp.cls[c]);
+  atomic_store_explicit(&sp.deferred, 0, memory_order_relaxed);
+}
+
 MSI_COLD static void fork_prepare(bool locking) {
   if (locking) msi_lock(&sp_lock);
-  if (!any_shared() || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
+  bool shared = any_shared();
+  if (shared) gen_join();
+  if (!shared || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
 }
 MSI_COLD static void fork_parent(bool locking) {
   if (fork_sync[1] >= 0) {
@@ -87,6 +178,7 @@ MSI_COLD static void fork_child(void) {
   msi_lock_reset(&msi_sp_vec_lock);
   msi_lock_reset(&msi_sp_buf_lock);
   msi_sp_auto_fork_child();
+  gen_child();
   if (fork_sync[0] >= 0) msi_os_close(fork_sync[0]);
   if (atomic_load(&sp.state) != 1) { /* never used (or unusable): nothing is mapped */
     fork_sync_done();

@@ -8,13 +8,15 @@ static bool class_open(sp_class_t *k, unsigned c) {
   if (!msi_sp_file_owned() && !msi_sp_file_open()) return false;
   if (!k->meta) {
     size_t slots = class_slots(c), chunks = k->ext >> k->chunk_shift;
-    void *m = msi_os_mmap(NULL, chunks * sizeof(size_t) + slots * (sizeof(size_t) + sizeof(uint32_t) + 1),
+    void *m = msi_os_mmap(NULL, chunks * sizeof(size_t) + slots * (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + 1),
                           PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) { sp.fail_op = "mapping the slot table"; return false; }
     k->cfile = m;
     k->meta = k->cfile + chunks;
-    k->stack = (uint32_t *)(k->meta + slots);
-    k->stale = (uint8_t *)(k->stack + slots);
+    k->dneed = k->meta + slots;
+    k->stack = (uint32_t *)(k->dneed + slots);
+    k->dseq = k->stack + slots;
+    k->stale = (uint8_t *)(k->dseq + slots);
   }
   return true;
 }
@@ -64,11 +66,12 @@ size_t msi_sp_slot_reserved(unsigned c, size_t n) {
 /* class c < SP_FOLIO_MAX: the first slot of `slot`'s granule */
 static size_t granule_first(unsigned c, size_t slot) { return slot & ~((SP_FOLIO_MAX >> c) - 1); }
 
-/* under the lock, class c < SP_FOLIO_MAX: whether a block other than `slot`'s lives in its granule */
+/* under the lock, class c < SP_FOLIO_MAX: whether a block other than `slot`'s lives in its granule (a deferred
+   one counts: a forked child may still read it) */
 static bool granule_shared(const sp_class_t *k, unsigned c, size_t slot) {
   size_t per = SP_FOLIO_MAX >> c, first = granule_first(c, slot);
   for (size_t s = first; s < first + per && s < k->next; s++)
-    if (s != slot && k->meta[s]) return true;
+    if (s != slot && (k->meta[s] || k->dseq[s])) return true;
   return false;
 }
 
@@ -108,6 +111,7 @@ bool msi_sp_clear_in_place(const sp_class_t *k, size_t off, size_t len) {
 uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
   sp_class_t *k = &sp.cls[c];
   if (!class_open(k, c)) { errno = errno ? errno : EIO; return 0; }
+  msi_sp_fork_reap(); /* slots freed while a forked child may have read them come back once no such child is left */
   size_t slot;
   bool popped = false;
   if (k->nfree) {
@@ -144,6 +148,7 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
     bool few = few_blocks(k);
     k->next = slot + 1;
     k->stale[slot] = 0;
+    k->dseq[slot] = 0;
     if (few && !few_blocks(k) && !sp.random_adv) /* the class's default advice from now on */
       msi_sp_advise_range(k, k->start, atomic_load_explicit(&k->mapped, memory_order_relaxed), false);
   } else if (zero && k->stale[slot]) {
@@ -197,6 +202,7 @@ void msi_sp_empty(void) {
       continue;
     }
     atomic_store_explicit(&k->mapped, 0, memory_order_release);
+    msi_sp_drop_deferred(k); /* a forked child keeps its own mapping of the file, which the close does not touch */
     k->next = k->nfree = k->floor = k->shared_from = 0;
   }
   if (own) {
@@ -224,20 +230,9 @@ static void frozen_free(sp_class_t *k, unsigned c, size_t slot, size_t need) {
   msi_os_madvise((void *)(k->start + off), len, MADV_REMOVE); /* (refused: the disk goes with the mapping) */
 }
 
-/* under the lock: releases a slot (disk and page cache at once) */
-void msi_sp_slot_free(unsigned c, size_t slot) {
-  sp_class_t *k = &sp.cls[c];
-  size_t need = k->meta[slot];
+/* under the lock: gives a free slot's disk and page cache back, and the slot for reuse */
+static void slot_release(sp_class_t *k, unsigned c, size_t slot, size_t need) {
   size_t off = slot << c;
-  k->meta[slot] = 0;
-  k->live--;
-  atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
-  msi_sp_advise_update();
-  if (atomic_load_explicit(&sp.blocks, memory_order_relaxed) == 0) {
-    msi_sp_empty();
-    if (atomic_load_explicit(&k->mapped, memory_order_relaxed) == 0) return;
-  }
   if (off < k->floor || !msi_sp_file_owned()) { /* frozen, or the file was just found lost (file_lost) */
     frozen_free(k, c, slot, need);
     return;
@@ -258,4 +253,55 @@ void msi_sp_slot_free(unsigned c, size_t slot) {
     return;
   }
   k->stack[k->nfree++] = (uint32_t)slot;
+}
+
+/* under the lock: releases a slot (disk and page cache at once), or, while a forked child that shares the file may
+   still read the block, marks it deferred (fork.c): a punch or a new block there would show in the child */
+void msi_sp_slot_free(unsigned c, size_t slot) {
+  sp_class_t *k = &sp.cls[c];
+  msi_sp_fork_reap(); /* (while the block still counts as live: a released neighbour never punches its granule) */
+  size_t need = k->meta[slot];
+  size_t off = slot << c;
+  k->meta[slot] = 0;
+  k->live--;
+  atomic_fetch_sub_explicit(&sp.blocks, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&sp.bytes, need, memory_order_relaxed);
+  msi_sp_advise_update();
+  if (atomic_load_explicit(&sp.blocks, memory_order_relaxed) == 0) {
+    msi_sp_empty();
+    if (atomic_load_explicit(&k->mapped, memory_order_relaxed) == 0) return;
+  }
+  uint32_t wait = off >= k->shared_from ? msi_sp_fork_wait() : 0; /* (below: this process's private copy) */
+  if (wait) {
+    k->dseq[slot] = wait;
+    k->dneed[slot] = need;
+    k->ndefer++;
+    atomic_fetch_add_explicit(&sp.deferred, need, memory_order_relaxed);
+    return;
+  }
+  slot_release(k, c, slot, need);
+}
+
+/* under the lock: the deferred slots whose fork generation is `done` or older are released */
+void msi_sp_release_deferred(uint32_t done) {
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    for (size_t s = 0; k->ndefer && s < k->next; s++) {
+      if (!k->dseq[s] || k->dseq[s] > done) continue;
+      k->dseq[s] = 0;
+      k->ndefer--;
+      atomic_fetch_sub_explicit(&sp.deferred, k->dneed[s], memory_order_relaxed);
+      slot_release(k, c, s, k->dneed[s]);
+    }
+  }
+}
+
+/* under the lock: class k forgets its deferred slots (its region goes, or a forked child's copy of the marks) */
+void msi_sp_drop_deferred(sp_class_t *k) {
+  for (size_t s = 0; k->ndefer && s < k->next; s++) {
+    if (!k->dseq[s]) continue;
+    k->dseq[s] = 0;
+    k->ndefer--;
+    atomic_fetch_sub_explicit(&sp.deferred, k->dneed[s], memory_order_relaxed);
+  }
 }

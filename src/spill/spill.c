@@ -279,6 +279,8 @@ void *msi_spill_realloc(void *p, size_t size) {
       }
     } else if (need < cur && child) {
       msi_os_madvise((void *)(k->start + off + need), cur - need, MADV_DONTNEED);
+    } else if (need < cur && msi_sp_fork_wait()) {
+      /* a forked child may still read the tail: it stays as it is (its disk goes with the block) */
     } else if (need < cur) { /* the tail's pages go; disk blocks beyond the block's granules too */
       if (rneed < rcur) msi_sp_punch(k, off + rneed, rcur - rneed);
       size_t kept = cur < rneed ? cur : rneed;
@@ -418,4 +420,5 @@ static void stats_print(msi_stats_writer_t *w) {
   msi_stats_field(w, "spill_disk_full", atomic_load(&sp.enospc), "");
   msi_stats_field(w, "spill_write_behind", msi_sp_write_behind_blocks(), "");
   msi_stats_field(w, "spill_write_behind_waits", msi_sp_write_behind_waits(), "");
+  msi_stats_field(w, "spill_fork_deferred", atomic_load(&sp.deferred), "bytes");
 }

@@ -64,6 +64,9 @@ typedef struct sp_class_s {
   size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
   uint32_t *stack;             /* free slots */
   uint8_t *stale;              /* slot -> 1 when a free slot's contents may not read as zero (see SP_FOLIO_MAX) */
+  uint32_t *dseq;              /* slot -> the fork generation a freed block waits for (fork.c), 0 = none */
+  size_t *dneed;               /* slot -> a deferred block's bytes */
+  size_t ndefer;               /* deferred slots */
   size_t nfree;
   size_t live;                 /* live blocks */
 } sp_class_t;
@@ -93,6 +96,7 @@ typedef struct {
                                   the advice of data that fits (advise_range) */
   _Atomic uint64_t alloc_gen;  /* blocks allocated so far (advise_refresh) */
   _Atomic uint64_t advice_switches;
+  _Atomic uint64_t deferred;   /* bytes of blocks freed while a forked child may still read them (fork.c) */
   _Atomic uint64_t maint_passes; /* runs of the maintenance task (tests wait for them instead of sleeping) */
 } sp_state_t;
 extern sp_state_t msi_spill_state; /* spill.c */
@@ -154,6 +158,7 @@ extern sp_budget_t msi_spill_budget; /* budget.c */
 /* files.c */
 const char *msi_sp_fs_name(unsigned long t);
 void msi_sp_fd_table_grow(bool in_fork_child);
+int msi_sp_fd_high(int fd); /* fd moved to spill's high numbers (close-on-exec); fd itself when refused */
 bool msi_sp_choose_dir(void);
 bool msi_sp_file_is_ours(int fd);
 void msi_sp_class_freeze(sp_class_t *k, unsigned c);
@@ -173,8 +178,13 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero);
 bool msi_sp_locate(const void *p, unsigned *c, size_t *slot);
 void msi_sp_empty(void);
 void msi_sp_slot_free(unsigned c, size_t slot);
+void msi_sp_release_deferred(uint32_t done);
+void msi_sp_drop_deferred(sp_class_t *k);
 /* fork.c */
 extern msi_lock_t msi_sp_vec_lock, msi_sp_buf_lock; /* scratch locks: resident_bytes' mincore vector, sample's buffer */
+uint32_t msi_sp_fork_wait(void);
+void msi_sp_fork_reap(void);
+bool msi_sp_fork_pending(void);
 /* writeback.c */
 extern const msi_maint_task_t msi_sp_maint;
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random);

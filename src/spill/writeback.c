@@ -264,6 +264,10 @@ void msi_sp_sync_pace(void) {
 static void maint_run(uint64_t now_ns) {
   msi_sp_auto_tick(now_ns);
   atomic_fetch_add_explicit(&sp.maint_passes, 1, memory_order_relaxed);
+  if (msi_sp_fork_pending() && msi_trylock(&sp_lock)) { /* blocks freed while a forked child could read them */
+    msi_sp_fork_reap();
+    msi_unlock(&sp_lock);
+  }
   writeback_all();
   if (msi_trylock(&sp_lock)) { /* the anonymous memory changes without spilled allocations */
     msi_sp_advise_update();
@@ -276,6 +280,6 @@ static void maint_run(uint64_t now_ns) {
    allocation (slots.c) and at an auto-mode question (budget.c) */
 static bool maint_busy(void) {
   return atomic_load_explicit(&sp.state, memory_order_acquire) == 1 &&
-         (atomic_load_explicit(&sp.blocks, memory_order_relaxed) != 0 || msi_sp_auto_due());
+         (atomic_load_explicit(&sp.blocks, memory_order_relaxed) != 0 || msi_sp_auto_due() || msi_sp_fork_pending());
 }
 const msi_maint_task_t msi_sp_maint = {"spill-writeback", 50, maint_run, maint_busy};

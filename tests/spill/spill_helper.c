@@ -515,6 +515,64 @@ static int mode_fork(void) {
   return 0;
 }
 
+/* The parent frees spilled blocks a forked child still reads, and allocates new ones of the same size filled
+   with other bytes, and shrinks one: the child must read the inherited blocks' bytes (neither a hole nor the new
+   blocks' data). Blocks of 24 MiB: the child handler copies only their first page. Once the child is gone the
+   parent's next spill call releases the deferred blocks: their slots serve new blocks again. */
+static unsigned long long stat_value(const char *key);
+static int mode_forkhole(void) {
+  size_t n = 24 << 20, ps = 4096;
+  unsigned char *a[4], *b[2];
+  for (int i = 0; i < 4; i++) {
+    if (!(a[i] = s_alloc(n)) || !ms_spill_is(a[i])) FAIL("alloc: %s", strerror(errno));
+    memset(a[i], i + 1, n);
+  }
+  int go[2];
+  if (pipe(go)) FAIL("pipe");
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  if (pid == 0) {
+    char c;
+    close(go[1]);
+    if (read(go[0], &c, 1) != 1) _exit(8); /* the parent has freed, allocated and shrunk */
+    for (int i = 0; i < 3; i++)
+      for (size_t o = 0; o < n; o += ps)
+        if (a[i][o] != i + 1 || a[i][o + ps - 1] != i + 1) _exit(10 + i);
+    _exit(0);
+  }
+  close(go[0]);
+  unsigned char *a0 = a[0], *a1 = a[1];
+  s_free(a[0]);
+  s_free(a[1]);
+  for (int i = 0; i < 2; i++) {
+    if (!(b[i] = s_alloc(n)) || !ms_spill_is(b[i])) FAIL("alloc after fork: %s", strerror(errno));
+    memset(b[i], 0x55, n);
+  }
+  if (s_realloc(a[2], 4 << 20) != a[2]) FAIL("realloc did not shrink in place");
+  unsigned long long deferred = stat_value("spill_fork_deferred");
+  if (write(go[1], "x", 1) != 1) FAIL("pipe write");
+  int status;
+  if (waitpid(pid, &status, 0) != pid) FAIL("waitpid");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    FAIL("the child read changed inherited blocks (status %d: block %d)", status, WEXITSTATUS(status) - 10);
+  if (deferred < 2 * (unsigned long long)n) FAIL("spill_fork_deferred %llu while the child lived", deferred);
+  s_free(b[0]); /* the child is gone: this call releases the deferred blocks */
+  if (stat_value("spill_fork_deferred") != 0) FAIL("blocks still deferred after the child's exit");
+  unsigned char *c0 = s_alloc(n), *c1 = s_alloc(n);
+  if (!c0 || !c1) FAIL("alloc after the child: %s", strerror(errno));
+  if (!((c0 == a0 || c0 == a1 || c0 == b[0]) && (c1 == a0 || c1 == a1 || c1 == b[0])))
+    FAIL("released slots not reused (%p %p; freed %p %p %p)", (void *)c0, (void *)c1, (void *)a0, (void *)a1, (void *)b[0]);
+  for (size_t o = 0; o < n; o += ps) if (c0[o] || c1[o]) FAIL("a reused slot does not read as zero");
+  s_free(c0);
+  s_free(c1);
+  s_free(b[1]);
+  s_free(a[2]);
+  s_free(a[3]);
+  printf("ok forkhole: the child read the blocks the parent freed, replaced and shrank (%llu bytes deferred)\n",
+         deferred);
+  return 0;
+}
+
 static int mode_many(size_t count) {
   unsigned char **b = calloc(count, sizeof *b);
   size_t maps0 = count_lines("/proc/self/maps"), fds0 = count_fds();
@@ -1021,6 +1079,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "full")) return mode_full();
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
+  if (!strcmp(m, "forkhole")) return mode_forkhole();
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
   if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);

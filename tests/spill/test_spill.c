@@ -403,6 +403,8 @@ static void test_fsize(void **state) {
   helper_ok("fsizelow", "ok fsizelow");
 }
 static void test_fork(void **state) { (void)state; helper_ok("fork", "ok fork"); }
+/* the parent frees, replaces and shrinks blocks a forked child still reads: the child reads their bytes */
+static void test_forkhole(void **state) { (void)state; helper_ok("forkhole", "ok forkhole"); }
 /* the program closes spill's descriptor or dup2s its own file onto it: spill never touches the number again */
 static void test_closeall(void **state) { (void)state; helper_ok("closeall", "ok closeall"); }
 /* at most two descriptors however many classes hold blocks (ulimit -n 20) */
@@ -520,7 +522,7 @@ int main(void) {
       cmocka_unit_test(test_small_granules), cmocka_unit_test(test_small_class_advice),
       cmocka_unit_test(test_sandbox_refuses_files),
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
-      cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork),
+      cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork), cmocka_unit_test(test_forkhole),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
       cmocka_unit_test(test_closeall),       cmocka_unit_test(test_fdbudget),
       cmocka_unit_test(test_misuse_aborts),  cmocka_unit_test(test_strerror),
