@@ -1,14 +1,14 @@
 command: build/memspace bench all
 part: dma
 mode: default
-date: 2026-11-28T09:14:00Z
+date: 2026-11-28T12:09:27Z
 environment:
-machine: cpu="AMD EPYC" cores=2 memory_bytes=25276510208 kernel="Linux 6.18.44-fc-v657" arch=x86_64
+machine: cpu="Intel(R) Xeon(R) Processor" cores=2 memory_bytes=25276502016 kernel="Linux 6.18.44-fc-v669" arch=x86_64
 libraries: glibc=2.36 memspace=0.1.0 jemalloc=5.3.0-1 mimalloc=2.0.9+ds-2 tcmalloc=2.10-1 tbbmalloc=2021.8.0-2+deb12u1
 dma: pool_added_2m_pages=516 phys_readable=1 reps=3 bytes_per_measurement=1073741824
-section limits: 3.4 s
-section ring: 50.1 s
-section translation: 1.3 s
-section alloc: 3.3 s
-seconds: 58.0
+section limits: 1.7 s
+section ring: 48.5 s
+section translation: 0.7 s
+section alloc: 1.4 s
+seconds: 52.3
 exit: 0
