@@ -114,19 +114,6 @@ static ssize_t pread_full(int fd, void *buf, size_t n, off_t off) {
   return (ssize_t)done;
 }
 
-static const char *parse_u64(const char *s, uint64_t *v, int base) {
-  uint64_t x = 0;
-  for (;; s++) {
-    int d;
-    if (*s >= '0' && *s <= '9') d = *s - '0';
-    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
-    else break;
-    x = x * (uint64_t)base + (uint64_t)d;
-  }
-  *v = x;
-  return s;
-}
-
 static unsigned long long memlock_limit(void) {
   struct rlimit rl = {0, 0};
   msi_os_getrlimit(RLIMIT_MEMLOCK, &rl);
@@ -689,9 +676,9 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
     char c = r.line[0];
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
       uint64_t vs, ve;
-      const char *p = parse_u64(r.line, &vs, 16);
+      const char *p = msi_os_parse_u64(r.line, 16, &vs);
       if (*p != '-') continue;
-      p = parse_u64(p + 1, &ve, 16);
+      p = msi_os_parse_u64(p + 1, 16, &ve);
       in = false;
       if (ve <= cursor) continue;
       if (vs > cursor) { done = true; break; } /* a hole before the next mapping */
@@ -706,20 +693,10 @@ static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
       const char *p = r.line + 15;
       while (*p == ' ') p++;
       uint64_t kb;
-      parse_u64(p, &kb, 10);
+      msi_os_parse_u64(p, 10, &kb);
       if (kb * 1024 < f->min_page) f->min_page = (size_t)kb * 1024;
     } else if (in && strncmp(r.line, "VmFlags:", 8) == 0) {
-      bool ht = false, lo = false, dc = false;
-      for (const char *p = r.line + 8; *p;) {
-        while (*p == ' ') p++;
-        const char *t = p;
-        while (*p && *p != ' ') p++;
-        if (p - t == 2) {
-          ht |= t[0] == 'h' && t[1] == 't';
-          lo |= t[0] == 'l' && t[1] == 'o';
-          dc |= t[0] == 'd' && t[1] == 'c';
-        }
-      }
+      bool ht = msi_os_vmflag(r.line, "ht"), lo = msi_os_vmflag(r.line, "lo"), dc = msi_os_vmflag(r.line, "dc");
       f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
       uintptr_t pe = cursor < e ? cursor : e;
       if (f->runs_end == piece && (lo || run_add(f, 0, piece, pe)) && (dc || run_add(f, 1, piece, pe)))

@@ -105,6 +105,10 @@ typedef struct {
 bool msi_os_lines_open(msi_os_lines_t *r, const char *path);
 bool msi_os_lines_next(msi_os_lines_t *r);
 void msi_os_lines_close(msi_os_lines_t *r);
+/* for /proc lines: the number at s (base 10, or 16 in lower case) into *v; the first character after it */
+const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v);
+/* for a /proc/self/smaps "VmFlags:" line: whether it holds the two-letter flag f ("lo", "dc", "ht") */
+bool msi_os_vmflag(const char *line, const char *f);
 /* The cgroup memory budget: the smallest of `ram` and the memory limits of the cgroup named in `proc_cgroup`
    (the text of /proc/self/cgroup) and its ancestors, under the cgroup mount root `sysfs` (normally
    /sys/fs/cgroup): v1 memory.limit_in_bytes, else v2 memory.max and memory.high (mounted at the root or,

@@ -490,6 +490,26 @@ void msi_os_lines_close(msi_os_lines_t *r) {
   r->fd = -1;
 }
 
+const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v) {
+  uint64_t x = 0;
+  for (;; s++) {
+    unsigned d = *s >= '0' && *s <= '9' ? (unsigned)(*s - '0') : *s >= 'a' && *s <= 'f' ? (unsigned)(*s - 'a' + 10) : 99;
+    if (d >= base) break;
+    x = x * base + d;
+  }
+  *v = x;
+  return s;
+}
+bool msi_os_vmflag(const char *line, const char *f) {
+  for (const char *p = strchr(line, ':'); p && *p;) {
+    while (*p == ' ' || *p == ':') p++;
+    const char *t = p;
+    while (*p && *p != ' ') p++;
+    if (p - t == 2 && t[0] == f[0] && t[1] == f[1]) return true;
+  }
+  return false;
+}
+
 /* ---- the cgroup memory budget ---- */
 /* The smallest limit of the cgroup `dir` (below the mount `sysfs``sub`) and its ancestors, from the files
    named; lowers out->limit and names the limiting cgroup's memory.stat in out->stat_path when one is below it. */

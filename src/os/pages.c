@@ -500,18 +500,6 @@ int ms_pages_reset(void *addr, size_t size) {
    read, the lock state is unknown and the range is not pre-faulted: the open's errno. */
 #define UNLOCKED_RUNS 16 /* runs without a lock found per smaps pass; more take another pass */
 
-/* the number (base 10 or 16, lower case) at s into *v; the first character after it */
-static const char *number(const char *s, unsigned base, uintptr_t *v) {
-  uintptr_t x = 0;
-  for (;; s++) {
-    unsigned d = *s >= '0' && *s <= '9' ? (unsigned)(*s - '0') : *s >= 'a' && *s <= 'f' ? (unsigned)(*s - 'a' + 10) : 99;
-    if (d >= base) break;
-    x = x * base + d;
-  }
-  *v = x;
-  return s;
-}
-
 /* VmLck of /proc/self/status in kB into *kb; false when unreadable */
 static bool locked_kb(uint64_t *kb) {
   msi_os_lines_t r;
@@ -521,8 +509,8 @@ static bool locked_kb(uint64_t *kb) {
     if (strncmp(r.line, "VmLck:", 6) != 0) continue;
     const char *p = r.line + 6;
     while (*p == ' ' || *p == '\t') p++;
-    uintptr_t v;
-    number(p, 10, &v);
+    uint64_t v;
+    msi_os_parse_u64(p, 10, &v);
     *kb = v, found = true;
   }
   msi_os_lines_close(&r);
@@ -540,17 +528,14 @@ static int unlocked_runs(uintptr_t from, uintptr_t e, uintptr_t runs[][2], size_
   while (msi_os_lines_next(&r)) {
     char c = r.line[0];
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
-      uintptr_t vs, ve;
-      const char *p = number(r.line, 16, &vs);
+      uint64_t vs, ve;
+      const char *p = msi_os_parse_u64(r.line, 16, &vs);
       if (*p != '-') continue;
-      number(p + 1, 16, &ve);
+      msi_os_parse_u64(p + 1, 16, &ve);
       if (vs >= e) break;
       ps = vs > from ? vs : from, pe = ve < e ? ve : e;
     } else if (pe > ps && strncmp(r.line, "VmFlags:", 8) == 0) {
-      bool lo = false;
-      for (const char *p = r.line + 8; *p; p++)
-        if (p[0] == 'l' && p[1] == 'o' && p[-1] == ' ' && (p[2] == ' ' || p[2] == 0)) lo = true;
-      if (!lo) {
+      if (!msi_os_vmflag(r.line, "lo")) {
         if (n && runs[n - 1][1] == ps) runs[n - 1][1] = pe;
         else if (n == UNLOCKED_RUNS) { *next = ps; break; }
         else runs[n][0] = ps, runs[n][1] = pe, n++;
