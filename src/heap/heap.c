@@ -654,7 +654,7 @@ static void span_trim(msi_span_t *s) {
 /* a span no longer used by any class: thread cache, else global cache, else back to the segment. Under memory
    pressure a thread's span (h) goes back to the OS at once past a small thread cache (MSI_HEAP_PRESSURE_SPANS):
    a burst freed while the pressure lasts leaves RSS as it goes, whenever the next look comes */
-static void span_cache_put_(msi_heap_t *h, msi_span_t *s) {
+static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
   unsigned n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK, bucket = msi_heap_limits.thread_bucket;
   bool pressed = h && atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed);
@@ -670,6 +670,7 @@ static void span_cache_put_(msi_heap_t *h, msi_span_t *s) {
     if ((h->cache[n].count + 1) * bytes <= bucket) {
       list_push(&h->cache[n], s);
       msi_unlock(&h->cache_lock);
+      msi_maint_wake(); /* a span cached: work for the purge */
       return;
     }
     msi_unlock(&h->cache_lock);
@@ -686,15 +687,12 @@ static void span_cache_put_(msi_heap_t *h, msi_span_t *s) {
     if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
       list_push(&global_cache[n], s);
       msi_unlock(&global_lock);
+      msi_maint_wake();
       return;
     }
     msi_unlock(&global_lock);
   }
   segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
-}
-static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
-  span_cache_put_(h, s);
-  msi_maint_wake(); /* a span cached: work for the purge */
 }
 
 /* How long a span cache keeps its spans (a thread's, under its cache_lock; the global one, under global_lock), from
