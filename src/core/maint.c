@@ -54,18 +54,15 @@ long msi_proc_threads(void) {
 }
 
 /* true when no thread of the program is left, only this one (and the main thread's zombie) */
-static bool alone(void) {
-  bool zombie;
-  long n = proc_threads_state(&zombie);
-  return n == 1 || (n == 2 && zombie);
-}
-/* Without a readable /proc (a chroot or a container without it, a sandbox refusing the open) the threads cannot
-   be counted: the thread then ends once no thread with a heap is left (each one's exit kicks it), so that a program
+/* *uncounted: /proc/self/stat could not be read (a chroot or a container without /proc, a sandbox refusing the
+   open). The thread then ends once no thread with a heap is left (each one's exit kicks it), so that a program
    whose main thread ends with pthread_exit still exits. A thread that never allocated may outlive it: the process
    then goes on without the thread (memory is given back on the program's own calls). */
-static bool proc_unreadable(void) {
+static bool alone(bool *uncounted) {
   bool zombie;
-  return proc_threads_state(&zombie) <= 0;
+  long n = proc_threads_state(&zombie);
+  *uncounted = n <= 0;
+  return n == 1 || (n == 2 && zombie);
 }
 
 /* in_maint: the maintenance thread; idle_ok: and SCHED_IDLE is reversible */
@@ -359,8 +356,9 @@ static void *maint_main(void *arg) {
     uint64_t t = msi_now_ns();
     if (slept || t >= next_alone_check) {
       next_alone_check = t + ALONE_MS * 1000000ull;
-      if (alone()) return NULL; /* the last thread: the process ends with it */
-      if (msi_heap_threads_live() == 0 && proc_unreadable()) {
+      bool uncounted;
+      if (alone(&uncounted)) return NULL; /* the last thread: the process ends with it */
+      if (uncounted && msi_heap_threads_live() == 0) {
         atomic_store(&state, M_REFUSED); /* (not started again: /proc stays unreadable) */
         msi_verbose("maintenance thread ended: no thread with a heap is left and /proc/self/stat is unreadable");
         return NULL;
