@@ -662,54 +662,40 @@ static bool buffers_cover(uintptr_t a, uintptr_t e) {
   return a >= e;
 }
 
+/* range_scan's walk: the range [s, e), how far the mappings seen cover it */
+typedef struct {
+  uintptr_t s, e, cursor;
+  range_facts_t *f;
+} scan_t;
+
+static bool scan_mapping(const msi_os_mapping_t *m, void *arg) {
+  scan_t *c = arg;
+  range_facts_t *f = c->f;
+  if (m->start > c->cursor) return false; /* a hole before this mapping */
+  uintptr_t piece = m->start > c->s ? m->start : c->s, pe = m->end < c->e ? m->end : c->e;
+  c->cursor = m->end;
+  if (!m->writable && f->writable) f->writable = false, f->readonly = piece;
+  if (m->page && m->page < f->min_page) f->min_page = m->page;
+  bool ht = msi_os_vmflag(m->vmflags, "ht"), lo = msi_os_vmflag(m->vmflags, "lo"), dc = msi_os_vmflag(m->vmflags, "dc");
+  f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
+  if (f->runs_end == piece && (lo || run_add(f, 0, piece, pe)) && (dc || run_add(f, 1, piece, pe))) f->runs_end = pe;
+  if ((lo && !f->any_locked) || (dc && !f->any_dontfork)) {
+    bool ours = buffers_cover(piece, pe);
+    f->any_locked |= lo && !ours, f->any_dontfork |= dc && !ours;
+  }
+  return m->end < c->e;
+}
+
 /* walks /proc/self/smaps for the mappings covering [s, e); 0 or errno */
 static int range_scan(uintptr_t s, uintptr_t e, range_facts_t *f) {
-  msi_os_lines_t r;
-  if (!msi_os_lines_open(&r, "/proc/self/smaps")) return errno ? errno : EIO;
   memset(f, 0, sizeof *f);
   f->all_hugetlb = f->all_locked = f->all_dontfork = f->writable = true;
   f->min_page = SIZE_MAX;
   f->runs_end = s;
-  uintptr_t cursor = s, piece = s; /* piece: where the current mapping's part of [s, e) starts */
-  bool in = false, done = false;
-  while (!done && msi_os_lines_next(&r)) {
-    char c = r.line[0];
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
-      uint64_t vs, ve;
-      const char *p = msi_os_parse_u64(r.line, 16, &vs);
-      if (*p != '-') continue;
-      p = msi_os_parse_u64(p + 1, 16, &ve);
-      in = false;
-      if (ve <= cursor) continue;
-      if (vs > cursor) { done = true; break; } /* a hole before the next mapping */
-      in = true;
-      piece = vs > s ? vs : s;
-      if (p[0] == ' ' && p[2] != 'w' && f->writable) {
-        f->writable = false;
-        f->readonly = vs > s ? vs : s;
-      }
-      cursor = ve;
-    } else if (in && strncmp(r.line, "KernelPageSize:", 15) == 0) {
-      const char *p = r.line + 15;
-      while (*p == ' ') p++;
-      uint64_t kb;
-      msi_os_parse_u64(p, 10, &kb);
-      if (kb * 1024 < f->min_page) f->min_page = (size_t)kb * 1024;
-    } else if (in && strncmp(r.line, "VmFlags:", 8) == 0) {
-      bool ht = msi_os_vmflag(r.line, "ht"), lo = msi_os_vmflag(r.line, "lo"), dc = msi_os_vmflag(r.line, "dc");
-      f->all_hugetlb &= ht, f->all_locked &= lo, f->all_dontfork &= dc;
-      uintptr_t pe = cursor < e ? cursor : e;
-      if (f->runs_end == piece && (lo || run_add(f, 0, piece, pe)) && (dc || run_add(f, 1, piece, pe)))
-        f->runs_end = pe;
-      if ((lo && !f->any_locked) || (dc && !f->any_dontfork)) {
-        bool ours = buffers_cover(piece, cursor < e ? cursor : e);
-        f->any_locked |= lo && !ours, f->any_dontfork |= dc && !ours;
-      }
-      if (cursor >= e) done = true;
-    }
-  }
-  msi_os_lines_close(&r);
-  if (cursor < e) f->hole = cursor;
+  scan_t c = {s, e, s, f};
+  int r = msi_os_smaps_walk(s, e, scan_mapping, &c);
+  if (r) return r;
+  if (c.cursor < e) f->hole = c.cursor;
   if (f->min_page == SIZE_MAX) f->min_page = msi_os_page_size();
   return 0;
 }

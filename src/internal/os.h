@@ -109,6 +109,17 @@ void msi_os_lines_close(msi_os_lines_t *r);
 const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v);
 /* for a /proc/self/smaps "VmFlags:" line: whether it holds the two-letter flag f ("lo", "dc", "ht") */
 bool msi_os_vmflag(const char *line, const char *f);
+/* one mapping of /proc/self/smaps as msi_os_smaps_walk reports it */
+typedef struct {
+  uintptr_t start, end; /* its bounds */
+  bool writable;
+  size_t page;          /* KernelPageSize in bytes; 0 when the kernel does not say */
+  const char *vmflags;  /* its "VmFlags:" line, for msi_os_vmflag */
+} msi_os_mapping_t;
+/* Calls fn, in address order, for each mapping of /proc/self/smaps that ends after `from`, up to the first that
+   starts at or after `to`, until fn returns false; fn sees a mapping once its VmFlags line (its last field) is
+   read. Allocation-free. 0, or errno when the file cannot be opened. */
+int msi_os_smaps_walk(uintptr_t from, uintptr_t to, bool (*fn)(const msi_os_mapping_t *m, void *arg), void *arg);
 /* The cgroup memory budget: the smallest of `ram` and the memory limits of the cgroup named in `proc_cgroup`
    (the text of /proc/self/cgroup) and its ancestors, under the cgroup mount root `sysfs` (normally
    /sys/fs/cgroup): v1 memory.limit_in_bytes, else v2 memory.max and memory.high (mounted at the root or,

@@ -510,6 +510,36 @@ bool msi_os_vmflag(const char *line, const char *f) {
   return false;
 }
 
+int msi_os_smaps_walk(uintptr_t from, uintptr_t to, bool (*fn)(const msi_os_mapping_t *m, void *arg), void *arg) {
+  msi_os_lines_t r;
+  if (!msi_os_lines_open(&r, "/proc/self/smaps")) return errno ? errno : EIO;
+  msi_os_mapping_t m = {0, 0, false, 0, NULL};
+  bool in = false; /* the lines read belong to a mapping fn is to see */
+  while (msi_os_lines_next(&r)) {
+    char c = r.line[0];
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) { /* a mapping's first line; its fields start upper case */
+      uint64_t vs, ve;
+      const char *p = msi_os_parse_u64(r.line, 16, &vs);
+      if (*p != '-') continue;
+      p = msi_os_parse_u64(p + 1, 16, &ve);
+      if (vs >= to) break;
+      in = ve > from;
+      m = (msi_os_mapping_t){(uintptr_t)vs, (uintptr_t)ve, p[0] == ' ' && p[1] && p[2] == 'w', 0, NULL};
+    } else if (in && strncmp(r.line, "KernelPageSize:", 15) == 0) {
+      const char *p = r.line + 15;
+      while (*p == ' ') p++;
+      uint64_t kb;
+      msi_os_parse_u64(p, 10, &kb);
+      m.page = (size_t)kb * 1024;
+    } else if (in && strncmp(r.line, "VmFlags:", 8) == 0) {
+      m.vmflags = r.line, in = false;
+      if (!fn(&m, arg)) break;
+    }
+  }
+  msi_os_lines_close(&r);
+  return 0;
+}
+
 /* ---- the cgroup memory budget ---- */
 /* The smallest limit of the cgroup `dir` (below the mount `sysfs``sub`) and its ancestors, from the files
    named; lowers out->limit and names the limiting cgroup's memory.stat in out->stat_path when one is below it. */

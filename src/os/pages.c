@@ -518,34 +518,21 @@ static bool locked_kb(uint64_t *kb) {
 }
 
 /* the runs of [from, e) in mappings without VmFlags "lo", at most UNLOCKED_RUNS, in address order (a hole ends a
-   run); *next: where the runs found stop covering the range (e when they cover it). 0 or errno */
-static int unlocked_runs(uintptr_t from, uintptr_t e, uintptr_t runs[][2], size_t *count, uintptr_t *next) {
-  msi_os_lines_t r;
-  if (!msi_os_lines_open(&r, "/proc/self/smaps")) return errno ? errno : EIO;
-  size_t n = 0;
-  uintptr_t ps = 0, pe = 0; /* the current mapping's part of [from, e) */
-  *next = e;
-  while (msi_os_lines_next(&r)) {
-    char c = r.line[0];
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
-      uint64_t vs, ve;
-      const char *p = msi_os_parse_u64(r.line, 16, &vs);
-      if (*p != '-') continue;
-      msi_os_parse_u64(p + 1, 16, &ve);
-      if (vs >= e) break;
-      ps = vs > from ? vs : from, pe = ve < e ? ve : e;
-    } else if (pe > ps && strncmp(r.line, "VmFlags:", 8) == 0) {
-      if (!msi_os_vmflag(r.line, "lo")) {
-        if (n && runs[n - 1][1] == ps) runs[n - 1][1] = pe;
-        else if (n == UNLOCKED_RUNS) { *next = ps; break; }
-        else runs[n][0] = ps, runs[n][1] = pe, n++;
-      }
-      ps = pe = 0;
-    }
-  }
-  msi_os_lines_close(&r);
-  *count = n;
-  return 0;
+   run); next: where the runs found stop covering the range (e when they cover it) */
+typedef struct {
+  uintptr_t from, e, next;
+  uintptr_t (*runs)[2];
+  size_t n;
+} unlocked_runs_t;
+
+static bool unlocked_run(const msi_os_mapping_t *m, void *arg) {
+  unlocked_runs_t *u = arg;
+  if (msi_os_vmflag(m->vmflags, "lo")) return true;
+  uintptr_t ps = m->start > u->from ? m->start : u->from, pe = m->end < u->e ? m->end : u->e;
+  if (u->n && u->runs[u->n - 1][1] == ps) u->runs[u->n - 1][1] = pe;
+  else if (u->n == UNLOCKED_RUNS) { u->next = ps; return false; }
+  else u->runs[u->n][0] = ps, u->runs[u->n][1] = pe, u->n++;
+  return true;
 }
 
 /* pre-faults [s, e) by mlock, then munlocks the parts that were not locked before; 0 or errno */
@@ -558,19 +545,19 @@ static int populate_by_lock(uintptr_t s, uintptr_t e) {
     return r;
   }
   for (uintptr_t cur = s; cur < e;) {
-    uintptr_t runs[UNLOCKED_RUNS][2], next;
-    size_t n;
-    int r = unlocked_runs(cur, e, runs, &n, &next);
+    uintptr_t runs[UNLOCKED_RUNS][2];
+    unlocked_runs_t u = {cur, e, e, runs, 0};
+    int r = msi_os_smaps_walk(cur, e, unlocked_run, &u);
     if (r) {
       msi_verbose("pages: pre-faulting %zu bytes at %p refused: the lock state of the range is not readable "
                   "(/proc/self/smaps: %s) and mlock + munlock would undo the locks in it", e - s, (void *)s,
                   MSI_ERRNO(r));
       return r;
     }
-    r = msi_os_mlock((void *)cur, next - cur) != 0 ? errno : 0;
-    for (size_t i = 0; i < n; i++) msi_os_munlock((void *)runs[i][0], runs[i][1] - runs[i][0]);
+    r = msi_os_mlock((void *)cur, u.next - cur) != 0 ? errno : 0;
+    for (size_t i = 0; i < u.n; i++) msi_os_munlock((void *)runs[i][0], runs[i][1] - runs[i][0]);
     if (r) return r;
-    cur = next;
+    cur = u.next;
   }
   return 0;
 }
