@@ -60,9 +60,9 @@ ACCESSES_BELOW = 2000000
 # REPEATS_PAST rounds' own ratios: round 1 is the two sweeps' runs (spill's sweep runs before auto's), the others
 # run auto and the threshold in turn after the data-fits rounds, the order alternating every round. One run of
 # each, minutes apart, gave 0.73-1.11x between runs with the same page faults, bytes written and CPU seconds; the
-# threshold against itself in turn (an A/A check, seven rounds at 3x under the other helpers' load) gave 0.95x
-# [0.48-1.40] per round, so three rounds' median moved by more than the 1.1x target's margin (Python at 3x: 1.12x
-# in one run, 0.97x over seven rounds of the same build)
+# threshold against itself in turn (an A/A check at 3x on the shared VM) gives 0.5-1.4x per round, and a fill whose
+# array numpy advised MADV_HUGEPAGE after the maintenance thread's re-advice takes about half the time in either
+# configuration: a median of three rounds moves by more than the target's 10%
 REPEATS_PAST = {"quick": 2, "default": 7, "full": 9}[MODE]
 FACTORS_PAST = (1.5, 3)
 PROBE_MIB = 16 if MODE == "quick" else 64
