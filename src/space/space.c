@@ -39,13 +39,14 @@
 
 enum { REGION_ACTIVE = 1, REGION_PENDING = 2, REGION_RETURNED = 3 };
 
-typedef struct {            /* one order's bitmap: what a set, clear or search reads is in these 88 bytes */
-  uint64_t *leaf;           /* leaf words (also lvl[depth-1]) */
+#define HOT_LEVELS 5              /* summary pointers kept in hbm_t: depth <= 6 (every order of a reserve up to 16 GiB) */
+typedef struct {            /* one order's bitmap: a set, clear or search reads this one cache line */
+  uint64_t *leaf;           /* leaf words (also level depth-1) */
   uint64_t hint;            /* leaf word where the last search found a block: tried first */
-  uint64_t positions;       /* blocks of this order that fit in the reserved range */
   uint32_t depth, pad;
-  uint64_t *lvl[MAX_LEVELS]; /* lvl[0] the top word ... lvl[depth-1] the leaf */
+  uint64_t *lvl[HOT_LEVELS]; /* levels 0 (the top word) .. HOT_LEVELS-1; deeper ones in ms_space_s.deep (LVL) */
 } hbm_t;
+_Static_assert(sizeof(hbm_t) == 64, "one cache line an order");
 
 /* Block cache (lazy coalescing): freed blocks of 16 B .. 64 KiB wait in per-order LIFO lists (side metadata:
    offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most QMAX blocks
@@ -61,10 +62,22 @@ typedef struct {
 } region_t;
 
 struct ms_space_s {
+  /* cold first: a mapped space's struct starts a page, and a program writing one byte per page of its blocks
+     (pre-faulting, touching) keeps evicting the cache sets of every page's first line */
+  void *meta_base;          /* mapping holding this struct and the metadata (NULL for create_in) */
+  size_t meta_size;
+  size_t data_map_size;     /* length of the data mapping (>= reserved) */
+  void *data_map;
+  const char *name;
+  void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
+  size_t lock_len;
+  size_t expand;            /* automatic expansion step, 0 = fixed */
+  /* hot */
   uint64_t magic;
   int fast;                 /* neither thread-safe nor zeroing: the inline cache paths apply */
   unsigned flags;
   unsigned top;             /* largest order that fits the reserved range */
+  int lock_on;
   char *data;               /* data range base */
   uint64_t free_mask;       /* bit k: order k has a free block */
   uint8_t *nib;             /* allocation nibbles, one per granule */
@@ -74,30 +87,24 @@ struct ms_space_s {
   uint16_t qmask;           /* bit q: order q+4 has cached blocks */
   uint32_t qcount, qcap;    /* blocks cached in all; capacity per order */
   size_t qbytes;             /* bytes in the cache: at most size/32 */
-  hbm_t fb[MAX_ORDER + 1] __attribute__((aligned(64))); /* bitmap descriptors, the summary pointers beside each */
   size_t *qoff;             /* QORDERS stacks of qcap block offsets */
+  hbm_t fb[MAX_ORDER + 1] __attribute__((aligned(64))); /* bitmap descriptors, one line each */
+  /* one line: what every call counts, and what free's merges test */
   size_t used, peak, size, free_blocks;
-  uint64_t allocs, frees, ooms, expands;
-  int lock_on;
+  uint64_t allocs, frees;
+  size_t reserved;          /* data range length */
+  int nregions;
   pthread_mutex_t lock;
   /* colder */
-  size_t reserved;          /* data range length */
-  size_t expand;            /* automatic expansion step, 0 = fixed */
-  int nregions;
+  uint64_t ooms, expands;
+  uint64_t *deep[MAX_ORDER + 1][MAX_LEVELS - HOT_LEVELS]; /* summary levels HOT_LEVELS.. (reserves above 16 GiB) */
   int in_caller;            /* created with ms_space_create_in */
   int at_pending;           /* MS_SPACE_AT_FIRSTALLOC: initial region not committed yet */
   unsigned page_flags;      /* extra flags for ms_pages_* on commit */
-  void *meta_base;          /* mapping holding this struct and the metadata (NULL for create_in) */
-  size_t meta_size;
-  size_t data_map_size;     /* length of the data mapping (>= reserved) */
-  void *data_map;
   int numa_node;
   int commit_warned;        /* a refused first-allocation commit was reported */
   int expand_warned;        /* a refused automatic expansion (its lock: RLIMIT_MEMLOCK) was reported */
   int backing_warned;       /* a size beyond what the machine can back was reported */
-  const char *name;
-  void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
-  size_t lock_len;
   struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
   struct ms_space_s *hnext; /* chain of the live-handle hash */
   region_t regions[MAX_REGIONS];
@@ -212,6 +219,11 @@ __attribute__((constructor(103))) static void spaces_register(void) { msi_stats_
 /* ------------------------------------------------------------------------------------------------ */
 /* hierarchical bitmaps                                                                               */
 /* ------------------------------------------------------------------------------------------------ */
+/* level l of order k's bitmap (an lvalue): 0 the top word .. depth-1 the leaf */
+#define LVL(s, k, l) (*((l) < HOT_LEVELS ? &(s)->fb[k].lvl[l] : &(s)->deep[k][(l) - HOT_LEVELS]))
+/* blocks of order k that fit in the reserved range */
+static inline uint64_t positions(const ms_space_t *s, unsigned k) { return s->reserved >> k; }
+
 static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
   hbm_t *h = &s->fb[k];
   s->free_blocks++;
@@ -221,7 +233,7 @@ static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
   if (old) return;
   for (int l = (int)h->depth - 2; l >= 0; l--) {
     pos >>= 6;
-    w = &s->fb[k].lvl[l][pos >> 6];
+    w = &LVL(s, k, l)[pos >> 6];
     old = *w;
     *w = old | (1ull << (pos & 63));
     if (old) return;
@@ -238,7 +250,7 @@ static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
   if (nw) return;
   for (int l = (int)h->depth - 2; l >= 0; l--) {
     pos >>= 6;
-    w = &s->fb[k].lvl[l][pos >> 6];
+    w = &LVL(s, k, l)[pos >> 6];
     nw = *w & ~(1ull << (pos & 63));
     *w = nw;
     if (nw) return;
@@ -248,7 +260,7 @@ static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
 
 static inline bool hbm_test(const ms_space_t *s, unsigned k, uint64_t pos) {
   const hbm_t *h = &s->fb[k];
-  if (pos >= h->positions) return false;
+  if (pos >= positions(s, k)) return false;
   return (h->leaf[pos >> 6] >> (pos & 63)) & 1;
 }
 
@@ -258,7 +270,7 @@ static inline uint64_t hbm_first(ms_space_t *s, unsigned k) {
   uint64_t w = h->leaf[h->hint];
   if (MSI_LIKELY(w)) return (h->hint << 6) | (uint64_t)__builtin_ctzll(w);
   uint64_t i = 0;
-  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(s->fb[k].lvl[l][i]);
+  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(LVL(s, k, l)[i]);
   h->hint = i >> 6;
   return i;
 }
@@ -369,8 +381,8 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
     for (int l = (int)h->depth - 1; l >= 0; l--) {
       plo >>= 6;
       phi = (phi >> 6) + 1;
-      r[n].lo = (uintptr_t)(s->fb[k].lvl[l] + plo);
-      r[n++].hi = (uintptr_t)(s->fb[k].lvl[l] + phi);
+      r[n].lo = (uintptr_t)(LVL(s, k, l) + plo);
+      r[n++].hi = (uintptr_t)(LVL(s, k, l) + phi);
     }
   }
   uintptr_t mend = (uintptr_t)s->meta_base + s->meta_size;
@@ -765,22 +777,25 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
     } while (n > 1);
     if (s) {
       s->fb[k].depth = depth[k];
-      s->fb[k].positions = reserved >> k;
     }
   }
-#define PLACE(k, l) do { if (s) s->fb[k].lvl[depth[k] - 1 - (l)] = (uint64_t *)(base + off); \
+/* a hot array never starts a page (see the struct's first line) */
+#define PLACE(k, l) do { if (hot && !(off & 4095)) off += 64;                                          \
+                         if (s) LVL(s, k, depth[k] - 1 - (l)) = (uint64_t *)(base + off); \
                          off = msi_round_up(off + words[k][l] * 8, 64); } while (0)
+  int hot = 1;
   for (unsigned k = top + 1; k-- > GSHIFT;) {
     for (uint32_t l = 1; l < depth[k]; l++) PLACE(k, l);
     if (HOT_LEAF(k, words[k][0])) PLACE(k, 0);
   }
   if (s) s->lmap = (uint8_t *)(base + off);
   off += msi_round_up((reserved >> LSHIFT) + 1, 64);
+  hot = 0;
   for (unsigned k = top + 1; k-- > GSHIFT;)
     if (!HOT_LEAF(k, words[k][0])) PLACE(k, 0);
 #undef PLACE
   if (s)
-    for (unsigned k = GSHIFT; k <= top; k++) s->fb[k].leaf = s->fb[k].lvl[depth[k] - 1];
+    for (unsigned k = GSHIFT; k <= top; k++) s->fb[k].leaf = LVL(s, k, depth[k] - 1);
   if (s) s->nib = (uint8_t *)(base + off);
   off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
   if (s) s->top = top;
@@ -1423,14 +1438,14 @@ int ms_space_check(const ms_space_t *cs) {
   /* 1. every summary bit matches its child word; the order mask matches the top words */
   for (unsigned k = GSHIFT; k <= s->top && !why; k++) {
     const hbm_t *h = &s->fb[k];
-    if (h->leaf != s->fb[k].lvl[h->depth - 1]) { why = "a leaf pointer is wrong"; bad = k; }
-    if (((s->free_mask >> k) & 1) != (s->fb[k].lvl[0][0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
+    if (h->leaf != LVL(s, k, h->depth - 1)) { why = "a leaf pointer is wrong"; bad = k; }
+    if (((s->free_mask >> k) & 1) != (LVL(s, k, 0)[0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
     for (uint32_t l = 0; l + 1 < h->depth && !why; l++) {
-      uint64_t nw = h->positions; /* words at level l+1 */
+      uint64_t nw = positions(s, k); /* words at level l+1 */
       for (uint32_t d = h->depth; d > l + 1; d--) nw = (nw + 63) >> 6;
       for (uint64_t i = 0; i < nw; i++) {
-        bool child = s->fb[k].lvl[l + 1][i] != 0;
-        bool summary = (s->fb[k].lvl[l][i >> 6] >> (i & 63)) & 1;
+        bool child = LVL(s, k, l + 1)[i] != 0;
+        bool summary = (LVL(s, k, l)[i >> 6] >> (i & 63)) & 1;
         if (child != summary) { why = "a summary bit disagrees with its word"; bad = k; break; }
       }
     }
@@ -1452,7 +1467,7 @@ int ms_space_check(const ms_space_t *cs) {
       const hbm_t *h = &s->fb[k];
       /* one step per set bit (free bits are few): no __builtin_popcountll, which without the popcnt
          instruction calls libgcc's __popcountdi2 for every word and leaves the static library needing it */
-      for (uint64_t i = 0; i < (h->positions + 63) / 64; i++)
+      for (uint64_t i = 0; i < (positions(s, k) + 63) / 64; i++)
         for (uint64_t w = h->leaf[i]; w; w &= w - 1) bits++;
     }
     if (bits != s->free_blocks) why = "stray free bits";
