@@ -12,7 +12,11 @@
      mixed OP mean p50 p99 p999 max
      adversarial N ns
      steady faults minor major
-   Usage: spaces_work_{space,malloc} [--rt] [--quick | --full] [--seccomp] */
+   Usage: spaces_work_{space,malloc} [--rt] [--quick | --full] [--seccomp] [--size N [--order fifo|random]
+          [--samples N] [--dump NS]]
+   --size runs the per-size part for that one block size only (both orders unless --order), --samples sets how
+   many calls are timed, --dump prints every call slower than NS ns as "slow ORDER SIZE OP INDEX NS MS" (its
+   index among the timed calls and the milliseconds since the first one): whether a tail clusters in time. */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -120,16 +124,31 @@ static inline void touch(void *p, size_t n) {
 }
 
 /* ---- per-size latency ---- */
+static size_t only_size, only_samples; /* --size, --samples: 0 = all sizes, the default count */
+static int only_order = -1;            /* --order: 0 fifo, 1 random, -1 both */
+static double dump_ns;                 /* --dump: calls slower than this are listed (0: none) */
+
+static void dump_slow(const char *on, size_t size, const char *op, const uint64_t *v, const uint64_t *at, size_t n) {
+  if (dump_ns <= 0) return;
+  for (size_t i = 0; i < n; i++) {
+    double ns = ((double)v[i] - timer_ticks) / tsc_per_ns;
+    if (ns > dump_ns) printf("slow %s %zu %s %zu %.1f %.3f\n", on, size, op, i, ns, (double)(at[i] - at[0]) / tsc_per_ns / 1e6);
+  }
+}
+
 static void per_size(int quick) {
-  static uint64_t ta[20000], tf[20000];
+  static uint64_t ta[20000], tf[20000], wa[20000], wf[20000];
   static void *blk[512];
   static int idx[512];
   for (int order = 0; order < 2; order++) {
+    if (only_order >= 0 && order != only_order) continue;
     for (size_t size = 16; size <= ((size_t)4 << 20); size *= 2) {
+      if (only_size && size != only_size) continue;
       size_t batch = (size_t)(48u << 20) / size;
       if (batch > 256) batch = 256;
       if (batch < 8) batch = 8;
       size_t target = size <= 65536 ? (quick ? 2000 : 8000) : (quick ? 300 : 1000);
+      if (only_samples) target = only_samples < 20000 - batch ? only_samples : 20000 - batch;
       size_t rounds = (target + batch - 1) / batch + 1, n = 0;
       for (size_t r = 0; r < rounds; r++) {
         for (size_t i = 0; i < batch; i++) {
@@ -139,7 +158,7 @@ static void per_size(int quick) {
           if (!p) { fprintf(stderr, "spaces_work: allocation of %zu failed\n", size); exit(3); }
           touch(p, size);
           blk[i] = p;
-          if (r) ta[n + i] = b - a;
+          if (r) { ta[n + i] = b - a; wa[n + i] = a; }
           idx[i] = (int)i;
         }
         if (order == 1)
@@ -152,12 +171,14 @@ static void per_size(int quick) {
           uint64_t a = t_start();
           FREE(p);
           uint64_t b = t_stop();
-          if (r) tf[n + i] = b - a;
+          if (r) { tf[n + i] = b - a; wf[n + i] = a; }
         }
         if (r) n += batch;
         if (n + batch > 20000) break;
       }
       const char *on = order ? "random" : "fifo";
+      dump_slow(on, size, "malloc", ta, wa, n);
+      dump_slow(on, size, "free", tf, wf, n);
       st_t s = stats(ta, n);
       printf("size %s %zu malloc %.1f %.1f %.1f %.1f %.1f\n", on, size, s.mean, s.p50, s.p99, s.p999, s.max);
       s = stats(tf, n);
@@ -305,6 +326,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--rt")) rt = 1;
     else if (!strcmp(argv[i], "--seccomp")) sec = 1;
     else if (!strcmp(argv[i], "--full")) full = 1; /* the seed's own space: RtssRun /i 4194292 (KiB) /e 0 */
+    else if (!strcmp(argv[i], "--size") && i + 1 < argc) only_size = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--samples") && i + 1 < argc) only_samples = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--order") && i + 1 < argc) only_order = !strcmp(argv[++i], "random");
+    else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_ns = strtod(argv[++i], NULL);
   }
   if (quick) adv_n = 20000;
   page = (size_t)sysconf(_SC_PAGESIZE);
@@ -346,6 +371,7 @@ int main(int argc, char **argv) {
   fflush(stdout);
   platform_floor();
   per_size(quick);
+  if (only_size) return 0;
   mixed(quick);
   adversarial((size_t)adv_n);
   steady(sec);

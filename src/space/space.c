@@ -39,12 +39,14 @@
 
 enum { REGION_ACTIVE = 1, REGION_PENDING = 2, REGION_RETURNED = 3 };
 
-typedef struct {            /* the hot part of one order's bitmap: 32 bytes, two orders per cache line */
-  uint64_t *leaf;           /* leaf words (also lvl[k][depth-1]) */
+#define HOT_LEVELS 5              /* summary pointers kept in hbm_t: depth <= 6 (every order of a reserve up to 16 GiB) */
+typedef struct {            /* one order's bitmap: a set, clear or search reads this one cache line */
+  uint64_t *leaf;           /* leaf words (also level depth-1) */
   uint64_t hint;            /* leaf word where the last search found a block: tried first */
-  uint64_t positions;       /* blocks of this order that fit in the reserved range */
   uint32_t depth, pad;
+  uint64_t *lvl[HOT_LEVELS]; /* levels 0 (the top word) .. HOT_LEVELS-1; deeper ones in ms_space_s.deep (LVL) */
 } hbm_t;
+_Static_assert(sizeof(hbm_t) == 64, "one cache line an order");
 
 /* Block cache (lazy coalescing): freed blocks of 16 B .. 64 KiB wait in per-order LIFO lists (side metadata:
    offsets, never the blocks) and are handed out again without touching the buddy bitmaps. At most QMAX blocks
@@ -60,10 +62,22 @@ typedef struct {
 } region_t;
 
 struct ms_space_s {
+  /* cold first: a mapped space's struct starts a page, and a program writing one byte per page of its blocks
+     (pre-faulting, touching) keeps evicting the cache sets of every page's first line */
+  void *meta_base;          /* mapping holding this struct and the metadata (NULL for create_in) */
+  size_t meta_size;
+  size_t data_map_size;     /* length of the data mapping (>= reserved) */
+  void *data_map;
+  const char *name;
+  void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
+  size_t lock_len;
+  size_t expand;            /* automatic expansion step, 0 = fixed */
+  /* hot */
   uint64_t magic;
   int fast;                 /* neither thread-safe nor zeroing: the inline cache paths apply */
   unsigned flags;
   unsigned top;             /* largest order that fits the reserved range */
+  int lock_on;
   char *data;               /* data range base */
   uint64_t free_mask;       /* bit k: order k has a free block */
   uint8_t *nib;             /* allocation nibbles, one per granule */
@@ -73,34 +87,27 @@ struct ms_space_s {
   uint16_t qmask;           /* bit q: order q+4 has cached blocks */
   uint32_t qcount, qcap;    /* blocks cached in all; capacity per order */
   size_t qbytes;             /* bytes in the cache: at most size/32 */
-  hbm_t fb[MAX_ORDER + 1];  /* hot bitmap descriptors */
   size_t *qoff;             /* QORDERS stacks of qcap block offsets */
+  hbm_t fb[MAX_ORDER + 1] __attribute__((aligned(64))); /* bitmap descriptors, one line each */
+  /* one line: what every call counts, and what free's merges test */
   size_t used, peak, size, free_blocks;
-  uint64_t allocs, frees, ooms, expands;
-  int lock_on;
+  uint64_t allocs, frees;
+  size_t reserved;          /* data range length */
+  int nregions;
   pthread_mutex_t lock;
   /* colder */
-  size_t reserved;          /* data range length */
-  size_t expand;            /* automatic expansion step, 0 = fixed */
-  int nregions;
+  uint64_t ooms, expands;
+  uint64_t *deep[MAX_ORDER + 1][MAX_LEVELS - HOT_LEVELS]; /* summary levels HOT_LEVELS.. (reserves above 16 GiB) */
   int in_caller;            /* created with ms_space_create_in */
   int at_pending;           /* MS_SPACE_AT_FIRSTALLOC: initial region not committed yet */
   unsigned page_flags;      /* extra flags for ms_pages_* on commit */
-  void *meta_base;          /* mapping holding this struct and the metadata (NULL for create_in) */
-  size_t meta_size;
-  size_t data_map_size;     /* length of the data mapping (>= reserved) */
-  void *data_map;
   int numa_node;
   int commit_warned;        /* a refused first-allocation commit was reported */
   int expand_warned;        /* a refused automatic expansion (its lock: RLIMIT_MEMLOCK) was reported */
   int backing_warned;       /* a size beyond what the machine can back was reported */
-  const char *name;
-  void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
-  size_t lock_len;
   struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
   struct ms_space_s *hnext; /* chain of the live-handle hash */
   region_t regions[MAX_REGIONS];
-  uint64_t *lvl[MAX_ORDER + 1][MAX_LEVELS]; /* per order: lvl[k][0] the top word ... lvl[k][depth-1] the leaf */
 };
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -212,6 +219,11 @@ __attribute__((constructor(103))) static void spaces_register(void) { msi_stats_
 /* ------------------------------------------------------------------------------------------------ */
 /* hierarchical bitmaps                                                                               */
 /* ------------------------------------------------------------------------------------------------ */
+/* level l of order k's bitmap (an lvalue): 0 the top word .. depth-1 the leaf */
+#define LVL(s, k, l) (*((l) < HOT_LEVELS ? &(s)->fb[k].lvl[l] : &(s)->deep[k][(l) - HOT_LEVELS]))
+/* blocks of order k that fit in the reserved range */
+static inline uint64_t positions(const ms_space_t *s, unsigned k) { return s->reserved >> k; }
+
 static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
   hbm_t *h = &s->fb[k];
   s->free_blocks++;
@@ -221,7 +233,7 @@ static inline void hbm_set(ms_space_t *s, unsigned k, uint64_t pos) {
   if (old) return;
   for (int l = (int)h->depth - 2; l >= 0; l--) {
     pos >>= 6;
-    w = &s->lvl[k][l][pos >> 6];
+    w = &LVL(s, k, l)[pos >> 6];
     old = *w;
     *w = old | (1ull << (pos & 63));
     if (old) return;
@@ -238,7 +250,7 @@ static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
   if (nw) return;
   for (int l = (int)h->depth - 2; l >= 0; l--) {
     pos >>= 6;
-    w = &s->lvl[k][l][pos >> 6];
+    w = &LVL(s, k, l)[pos >> 6];
     nw = *w & ~(1ull << (pos & 63));
     *w = nw;
     if (nw) return;
@@ -248,7 +260,7 @@ static inline void hbm_clear(ms_space_t *s, unsigned k, uint64_t pos) {
 
 static inline bool hbm_test(const ms_space_t *s, unsigned k, uint64_t pos) {
   const hbm_t *h = &s->fb[k];
-  if (pos >= h->positions) return false;
+  if (pos >= positions(s, k)) return false;
   return (h->leaf[pos >> 6] >> (pos & 63)) & 1;
 }
 
@@ -258,7 +270,7 @@ static inline uint64_t hbm_first(ms_space_t *s, unsigned k) {
   uint64_t w = h->leaf[h->hint];
   if (MSI_LIKELY(w)) return (h->hint << 6) | (uint64_t)__builtin_ctzll(w);
   uint64_t i = 0;
-  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(s->lvl[k][l][i]);
+  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(LVL(s, k, l)[i]);
   h->hint = i >> 6;
   return i;
 }
@@ -350,8 +362,15 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
   if (s->meta_size <= 4 * MSI_MiB) return fn(s->meta_base, s->meta_size);
   struct { uintptr_t lo, hi; } r[2 + (MAX_ORDER + 1) * MAX_LEVELS];
   int n = 0;
-  r[n].lo = (uintptr_t)s->meta_base; /* this struct and the block cache's stacks after it */
-  r[n++].hi = (uintptr_t)(s->qoff + QORDERS * s->qcap);
+  /* the hot prefix (this struct, the block cache's stacks, the summaries and the leaves of large orders, the
+     start of the large-block map) whole, up to one huge page: a range locked and faulted in one piece can be
+     one transparent huge page, where slices split the mapping into small ones on 4 KiB pages. After any
+     interruption that flushes the TLB, malloc and free then take one page walk for their metadata, not one
+     per slice. At most 2 MiB more than the slices, and only for a space whose metadata exceeds 4 MiB. */
+  size_t hot = msi_os_huge_size(MS_PAGE_THP);
+  if (!hot || hot > 2 * MSI_MiB) hot = 2 * MSI_MiB;
+  r[n].lo = (uintptr_t)s->meta_base;
+  r[n++].hi = (uintptr_t)s->meta_base + hot;
   r[n].lo = (uintptr_t)s->nib + (a >> (GSHIFT + 1));
   r[n++].hi = (uintptr_t)s->nib + (b >> (GSHIFT + 1)) + 1;
   r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);
@@ -362,8 +381,8 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
     for (int l = (int)h->depth - 1; l >= 0; l--) {
       plo >>= 6;
       phi = (phi >> 6) + 1;
-      r[n].lo = (uintptr_t)(s->lvl[k][l] + plo);
-      r[n++].hi = (uintptr_t)(s->lvl[k][l] + phi);
+      r[n].lo = (uintptr_t)(LVL(s, k, l) + plo);
+      r[n++].hi = (uintptr_t)(LVL(s, k, l) + phi);
     }
   }
   uintptr_t mend = (uintptr_t)s->meta_base + s->meta_size;
@@ -731,8 +750,11 @@ size_t msi_space_expand_max(size_t initial_size) {
 }
 
 /* bytes of metadata (bitmaps + maps) for a data range of `reserved` bytes, laid out after the struct.
-   Hot and small first: every summary level and the small leaves (high orders), then the large-block map,
-   then the big leaves (low orders, whose locality follows the data), then the nibble map. */
+   Hot and small first: every summary level and the leaves of the orders the block cache does not hold (every
+   malloc and free of 128 KiB and more updates them; R/2^19 bytes in all) or that are small, then the large-block
+   map, then the big leaves (low orders, whose locality follows the data), then the nibble map. The first 2 MiB
+   are locked and pre-faulted whole (meta_apply), so that they can sit on one transparent huge page. */
+#define HOT_LEAF(k, words) ((k) >= GSHIFT + QORDERS || (words) <= 8)
 static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
   size_t off = msi_round_up(sizeof(ms_space_t), 64);
   size_t qcap = reserved >> 12; /* per order: one per 4 KiB of a small space, at most QMAX */
@@ -755,22 +777,25 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
     } while (n > 1);
     if (s) {
       s->fb[k].depth = depth[k];
-      s->fb[k].positions = reserved >> k;
     }
   }
-#define PLACE(k, l) do { if (s) s->lvl[k][depth[k] - 1 - (l)] = (uint64_t *)(base + off); \
+/* a hot array never starts a page (see the struct's first line) */
+#define PLACE(k, l) do { if (hot && !(off & 4095)) off += 64;                                          \
+                         if (s) LVL(s, k, depth[k] - 1 - (l)) = (uint64_t *)(base + off); \
                          off = msi_round_up(off + words[k][l] * 8, 64); } while (0)
+  int hot = 1;
   for (unsigned k = top + 1; k-- > GSHIFT;) {
     for (uint32_t l = 1; l < depth[k]; l++) PLACE(k, l);
-    if (words[k][0] <= 8) PLACE(k, 0);
+    if (HOT_LEAF(k, words[k][0])) PLACE(k, 0);
   }
   if (s) s->lmap = (uint8_t *)(base + off);
   off += msi_round_up((reserved >> LSHIFT) + 1, 64);
+  hot = 0;
   for (unsigned k = top + 1; k-- > GSHIFT;)
-    if (words[k][0] > 8) PLACE(k, 0);
+    if (!HOT_LEAF(k, words[k][0])) PLACE(k, 0);
 #undef PLACE
   if (s)
-    for (unsigned k = GSHIFT; k <= top; k++) s->fb[k].leaf = s->lvl[k][depth[k] - 1];
+    for (unsigned k = GSHIFT; k <= top; k++) s->fb[k].leaf = LVL(s, k, depth[k] - 1);
   if (s) s->nib = (uint8_t *)(base + off);
   off += msi_round_up((reserved >> GSHIFT) / 2 + 1, 64);
   if (s) s->top = top;
@@ -1413,14 +1438,14 @@ int ms_space_check(const ms_space_t *cs) {
   /* 1. every summary bit matches its child word; the order mask matches the top words */
   for (unsigned k = GSHIFT; k <= s->top && !why; k++) {
     const hbm_t *h = &s->fb[k];
-    if (h->leaf != s->lvl[k][h->depth - 1]) { why = "a leaf pointer is wrong"; bad = k; }
-    if (((s->free_mask >> k) & 1) != (s->lvl[k][0][0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
+    if (h->leaf != LVL(s, k, h->depth - 1)) { why = "a leaf pointer is wrong"; bad = k; }
+    if (((s->free_mask >> k) & 1) != (LVL(s, k, 0)[0] != 0)) { why = "the order mask disagrees with a bitmap"; bad = k; }
     for (uint32_t l = 0; l + 1 < h->depth && !why; l++) {
-      uint64_t nw = h->positions; /* words at level l+1 */
+      uint64_t nw = positions(s, k); /* words at level l+1 */
       for (uint32_t d = h->depth; d > l + 1; d--) nw = (nw + 63) >> 6;
       for (uint64_t i = 0; i < nw; i++) {
-        bool child = s->lvl[k][l + 1][i] != 0;
-        bool summary = (s->lvl[k][l][i >> 6] >> (i & 63)) & 1;
+        bool child = LVL(s, k, l + 1)[i] != 0;
+        bool summary = (LVL(s, k, l)[i >> 6] >> (i & 63)) & 1;
         if (child != summary) { why = "a summary bit disagrees with its word"; bad = k; break; }
       }
     }
@@ -1442,7 +1467,7 @@ int ms_space_check(const ms_space_t *cs) {
       const hbm_t *h = &s->fb[k];
       /* one step per set bit (free bits are few): no __builtin_popcountll, which without the popcnt
          instruction calls libgcc's __popcountdi2 for every word and leaves the static library needing it */
-      for (uint64_t i = 0; i < (h->positions + 63) / 64; i++)
+      for (uint64_t i = 0; i < (positions(s, k) + 63) / 64; i++)
         for (uint64_t w = h->leaf[i]; w; w &= w - 1) bits++;
     }
     if (bits != s->free_blocks) why = "stray free bits";

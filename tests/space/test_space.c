@@ -87,6 +87,30 @@ static void expand_step_never_possible(void **state) {
   assert_int_equal(errno, EINVAL);
 }
 
+/* a reserve above 16 GiB: the bitmaps of the smallest orders are 6 levels deep, their leaves kept outside the
+   orders' one-line descriptors (space.c, LVL); allocation, free, merging and the invariants hold there too */
+static void deep_bitmaps(void **state) {
+  (void)state;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 1 << 20;
+  c.expand_size = (size_t)1 << 30; /* reserve: 1 MiB + 63 GiB of address space */
+  c.numa_node = -1;
+  c.at = MS_SPACE_AT_START;
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  static void *p[2000];
+  for (int i = 0; i < 2000; i++) assert_non_null(p[i] = ms_space_malloc(s, i % 3 ? 16 : 48));
+  for (int i = 0; i < 2000; i += 2) ms_space_free(s, p[i]);
+  assert_int_equal(ms_space_check(s), 0);
+  for (int i = 0; i < 2000; i += 2) assert_non_null(p[i] = ms_space_malloc(s, 32));
+  for (int i = 0; i < 2000; i++) ms_space_free(s, p[i]);
+  assert_int_equal(ms_space_check(s), 0);
+  ms_space_shrink(s);
+  assert_int_equal(ms_space_check(s), 0);
+  ms_space_destroy(s);
+}
+
 static void bad_input(void **state) {
   (void)state;
   ms_space_config_t c;
@@ -532,7 +556,7 @@ static void adversarial(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(basics),          cmocka_unit_test(bad_input), cmocka_unit_test(expand_step_never_possible),
+      cmocka_unit_test(basics),          cmocka_unit_test(bad_input), cmocka_unit_test(expand_step_never_possible), cmocka_unit_test(deep_bitmaps),
       cmocka_unit_test(aligned),         cmocka_unit_test(realloc_in_place),
       cmocka_unit_test(property_fixed),  cmocka_unit_test(property_expanding),
       cmocka_unit_test(property_caller_memory), cmocka_unit_test(full_and_recovery),
