@@ -498,10 +498,17 @@ static inline bool msi_block_is_free(const msi_span_t *s, const void *p) {
 static inline bool msi_block_take(const msi_span_t *s, const msi_block_t *b, uintptr_t *next) {
   /* (false at the list's end too: msi_span_list_end) */
 #if MSI_HEAP_LIST_CHECKS
-  uintptr_t n = (uintptr_t)b->next ^ s->key;
+  uintptr_t copy = b->cookie, n = (uintptr_t)b->next ^ s->key;
+  if (MSI_LIKELY(copy == n)) {
+    /* the link handed on is the plain copy: a run of pops is a chain of loads (the list head, then the link in
+       the block it names), and the decoding xor stays off it, beside the chain, in the compare. The empty asm
+       keeps the compiler from handing on the decoded value it knows equal */
+    __asm__("" : "+r"(copy));
+    *next = copy;
+    return true;
+  }
   *next = n;
-  /* (the second compare reads the word again, so the first one compares it in memory: no register kept for it) */
-  return MSI_LIKELY(b->cookie == n) || __atomic_load_n(&b->cookie, __ATOMIC_RELAXED) == (n | MSI_COOKIE_CARVED);
+  return copy == (n | MSI_COOKIE_CARVED);
 #else
   *next = (uintptr_t)b->next;
   return b != msi_span_list_end(s);
