@@ -463,37 +463,62 @@ static int find_run(uint64_t mask, unsigned n) {
   return m ? __builtin_ctzll(m) : -1;
 }
 
-static msi_segment_t *seg_hint; /* segment with free chunks, under seg_lock */
 /* one bit per segment with free chunks (under seg_lock): finding room does not read every segment's header */
 MSI_COLD_BSS static uint64_t seg_avail[MAX_SEGMENTS / 64]; /* 32 KiB: a page per 128 GiB of segments */
 /* the first 64 segments' word (every process's first segment): on the page of .data the loader has written, not
    on a fresh .bss page that the update's read and write fault in twice (seg_avail[0] is unused) */
 MSI_START_DATA static uint64_t seg_avail_first;
 static inline uint64_t *seg_avail_word(size_t w) { return w ? &seg_avail[w] : &seg_avail_first; }
+#define SEG_ALL_FREE (~(uint64_t)1) /* every chunk but the header's */
+/* after a change of the segment's free mask: its bit in seg_avail; a segment with every chunk free serves no heap */
 static void seg_avail_update(msi_segment_t *seg) {
   size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
   if (seg->free_mask) *seg_avail_word(i / 64) |= 1ull << (i % 64);
   else *seg_avail_word(i / 64) &= ~(1ull << (i % 64));
+  if (seg->free_mask == SEG_ALL_FREE && seg->owner) seg->owner = NULL;
 }
 
-static msi_span_t *segment_alloc_span(unsigned n) {
+/* Segments serve one thread heap each (seg->owner). Two threads taking spans from one segment interleave their
+   chunks, and so their span descriptors in the header's pages: each thread writes its spans' descriptors at every
+   malloc and free, and the hardware prefetchers, reading ahead through a page of descriptors for one core, take the
+   other core's lines from it (docs/heap.md, "A segment per thread"). So a heap takes chunks from its own segments
+   (its last one first, then the lowest with room), else claims one that serves no live heap (none: every chunk was
+   free; its thread ended: an orphan, or gone in a forked child), else maps a new one; only when no segment can be
+   mapped does it share another heap's. A span later taken by another heap from a cache stays where it is. */
+static bool seg_claimable(const msi_segment_t *seg) {
+  const msi_heap_t *o = seg->owner;
+  return !o || atomic_load_explicit(&o->gone, memory_order_relaxed) || atomic_load_explicit(&o->orphan, memory_order_relaxed);
+}
+
+static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   msi_lock(&seg_lock);
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
-  msi_segment_t *seg = NULL;
-  int at = -1;
-  if (seg_hint && (at = find_run(seg_hint->free_mask, n)) >= 0) seg = seg_hint;
+  msi_segment_t *seg = NULL, *claim = NULL, *shared = NULL;
+  int at = -1, claim_at = -1, shared_at = -1;
+  if (h->seg && h->seg->owner == h && (at = find_run(h->seg->free_mask, n)) >= 0) seg = h->seg;
   size_t nsegs = top >> MSI_HEAP_SEG_SHIFT;
   for (size_t w = 0; !seg && w * 64 < nsegs; w++)
     for (uint64_t m = *seg_avail_word(w); m && !seg; m &= m - 1) {
       msi_segment_t *s = (msi_segment_t *)(msi_heap_g.base + ((w * 64 + (size_t)__builtin_ctzll(m)) << MSI_HEAP_SEG_SHIFT));
-      if ((at = find_run(s->free_mask, n)) >= 0) seg = s;
+      int a = find_run(s->free_mask, n);
+      if (a < 0) continue;
+      if (s->owner == h) seg = s, at = a;
+      else if (!claim && seg_claimable(s)) claim = s, claim_at = a;
+      else if (!shared) shared = s, shared_at = a;
     }
+  if (!seg && claim) seg = claim, at = claim_at;
   if (!seg) {
+    int saved = errno;
     seg = segment_new();
-    if (!seg) { msi_unlock(&seg_lock); return NULL; }
     at = 1;
+    if (!seg && shared) { /* no room for a segment of its own */
+      seg = shared, at = shared_at;
+      errno = saved;
+    }
+    if (!seg) { msi_unlock(&seg_lock); return NULL; }
   }
-  seg_hint = seg;
+  if (seg != shared) seg->owner = h;
+  h->seg = seg;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
@@ -550,7 +575,8 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
     if (!seg->dirty_mask || (int32_t)(idle_since - seg->dirty_ms) < 0) seg->dirty_ms = idle_since;
     MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask | bits);
   }
-  if (!seg_hint || seg < seg_hint) seg_hint = seg;
+  msi_heap_t *o = seg->owner; /* its owner looks at the lowest segment with room first */
+  if (o && (!o->seg || seg < o->seg)) o->seg = seg;
   msi_unlock(&seg_lock);
   if (!purge_now) msi_maint_wake(); /* resident chunks for the purge (a sleeping maintenance thread wakes) */
 }
@@ -766,7 +792,7 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
     msi_unlock(&global_lock);
   }
   if (!s) hold_miss(&global_hold, n);
-  if (!s) return segment_alloc_span(n);
+  if (!s) return segment_alloc_span(h, n);
   msi_heap_note_idle(-(int64_t)n * MSI_HEAP_CHUNK);
   return s;
 }
@@ -1390,6 +1416,8 @@ static msi_heap_t *heap_new(void) {
     orphans = h->next_orphan;
     atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
+    if (atomic_load_explicit(&h->gone, memory_order_relaxed)) /* (a forked child's: its thread now) */
+      atomic_store_explicit(&h->gone, false, memory_order_relaxed);
     msi_unlock(&heaps_lock);
     return h;
   }
@@ -1610,7 +1638,11 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     msi_large_unlock_all(true);
     msi_lock_reset(&seg_lock);
     msi_lock_reset(&global_lock);
-    for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock_reset(&h->cache_lock);
+    for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) {
+      msi_lock_reset(&h->cache_lock);
+      if (h != msi_tls_heap && !atomic_load_explicit(&h->gone, memory_order_relaxed)) /* its thread is not the child's */
+        atomic_store_explicit(&h->gone, true, memory_order_relaxed);
+    }
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */

@@ -11,7 +11,8 @@
    falls inside the segments in use or the slot area: a subtraction and compare each.
 
    Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
-   chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A span is
+   chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A segment
+   serves one thread heap (heap.c segment_alloc_span: threads sharing one wrote neighbouring descriptors). A span is
    owned by one thread heap: the owner allocates and frees without atomics; other threads push freed blocks on
    the span's atomic remote list, and the first such push queues the span on the owner's remote-span stack. */
 #ifndef MSI_HEAP_H
@@ -111,6 +112,8 @@ typedef struct msi_segment_s {
   uint64_t free_mask;                /* chunks free in the segment allocator (under the segment lock) */
   uint64_t dirty_mask;               /* free chunks whose pages are still resident (purged after the delay) */
   uint32_t dirty_ms;                 /* when the first of them became free */
+  struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
+                                        heap.c segment_alloc_span) */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 } msi_segment_t;
 
@@ -146,8 +149,11 @@ typedef struct msi_heap_s {
      cache wait for the next new thread, or for the purge pass that flushes it (orphan_pass: the purge passes
      counted when it was orphaned) */
   bool intact;
+  _Atomic bool gone;                 /* a forked child's copy of another thread's heap: no thread of the child
+                                        owns it (its segments go to whichever heap needs room: segment_alloc_span) */
   uint64_t orphan_pass;
   uint32_t id;
+  struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
   msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */
