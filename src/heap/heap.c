@@ -1330,13 +1330,15 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
 #define CARVE_RESIDENT ((uintptr_t)16384)
 #define CARVE_FIRST ((uintptr_t)1024)
 
-/* A heap holding POPULATE_MIN committed (spans, resident free chunks, large blocks) is one that fills: carving
-   reaches fresh pages there by the thousand (a program building a large data structure), each taking a page
-   fault when the program writes it. There a span's fresh pages are faulted in POPULATE_WINDOW at a time from the
-   carve position (MADV_POPULATE_WRITE: one system call, no exception per page, a quarter less kernel time per
-   page than faulting them one by one) and count as touched, so carving takes them in CARVE_RESIDENT batches. The
-   cost: at most one window of pages ahead of the blocks handed out per span being carved (a class's current
-   span), in a heap of 64 MiB and more. Below it (a heap that gave its memory back is below it again) and in the
+/* A thread that has carved POPULATE_CARVED of blocks, in a process holding POPULATE_MIN committed (spans, resident
+   free chunks, large blocks), is one that fills: carving reaches fresh pages there by the thousand (a program
+   building a large data structure), each taking a page fault when the program writes it. There a span's fresh
+   pages are faulted in POPULATE_WINDOW at a time from the carve position (MADV_POPULATE_WRITE: one system call, no
+   exception per page, a quarter less kernel time per page than faulting them one by one) and count as touched, so
+   carving takes them in CARVE_RESIDENT batches. The cost: at most one window of pages ahead of the blocks handed
+   out per span such a thread is carving (a class's current span). The thread's own figure keeps the many threads
+   of a large process that each use a few blocks of many classes (a pool of hundreds) from each pre-faulting a
+   window per class. Below either figure (a process that gave its memory back is below it again) and in the
    secure build (a span's last page carries a guard marker), pages fault in as blocks reach them. A refusal (a
    kernel before 5.14, no memory: the pages then fault as used) changes nothing else. */
 #ifndef MADV_POPULATE_WRITE
@@ -1344,11 +1346,13 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
 #endif
 #define POPULATE_MIN ((uintptr_t)64 << 20)
 #define POPULATE_WINDOW ((uintptr_t)65536)
-static void span_populate(msi_span_t *s, uintptr_t p, uintptr_t end) {
+#define POPULATE_CARVED ((uint64_t)4 << 20)
+static void span_populate(const msi_heap_t *h, msi_span_t *s, uintptr_t p, uintptr_t end) {
 #if MSI_HEAP_SECURE
-  (void)s, (void)p, (void)end;
+  (void)h, (void)s, (void)p, (void)end;
 #else
-  if (atomic_load_explicit(&msi_os_counters.committed, memory_order_relaxed) < POPULATE_MIN ||
+  if (h->carved_bytes < POPULATE_CARVED ||
+      atomic_load_explicit(&msi_os_counters.committed, memory_order_relaxed) < POPULATE_MIN ||
       !msi_os_has_populate_write())
     return;
   uintptr_t ps = msi_os_page_size(), from = p & ~(ps - 1), to = from + (POPULATE_WINDOW > ps ? POPULATE_WINDOW : ps);
@@ -1360,10 +1364,10 @@ static void span_populate(msi_span_t *s, uintptr_t p, uintptr_t end) {
 #endif
 }
 
-static void span_carve(msi_span_t *s) {
+static void span_carve(msi_heap_t *h, msi_span_t *s) {
   uint32_t bs = s->block_size;
   uintptr_t p = msi_span_bump(s), end = msi_span_end(s), key = s->key;
-  if (p - s->base >= s->touched) span_populate(s, p, end);
+  if (p - s->base >= s->touched) span_populate(h, s, p, end);
   uintptr_t lim = (p | (CARVE_WINDOW - 1)) + 1, res = s->base + s->touched;
   if (res > lim) lim = res < p + CARVE_RESIDENT ? res : p + CARVE_RESIDENT; /* resident pages: a bigger batch */
   else if (!s->touched && p + CARVE_FIRST < lim) lim = p + CARVE_FIRST; /* (p is base then: within its page) */
@@ -1397,6 +1401,7 @@ static void span_carve(msi_span_t *s) {
   s->free = (msi_block_t *)p;
 #endif
   p += n * bs;
+  h->carved_bytes += n * bs;
   __atomic_store_n(&s->carved, s->carved + n, __ATOMIC_RELAXED);
   if (p - s->base > s->touched) s->touched = (uint32_t)(p - s->base);
 }
@@ -1481,7 +1486,7 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
-    else if (!span_has_free(s) && s->carved < s->capacity && !s->in_partial) { span_carve(s); partial_push(h, s); }
+    else if (!span_has_free(s) && s->carved < s->capacity && !s->in_partial) { span_carve(h, s); partial_push(h, s); }
     else if (!span_has_free(s)) span_detach_full(s); /* the adopter's first free files it */
   }
   if (orphaning) heap_cache_drain(h, false);
@@ -1743,7 +1748,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *sp = s == &msi_empty_span ? spare_take(h, cls) : NULL; /* the class's span set aside */
   if (sp) {
     h->current[cls] = sp;
-    if (span_free_empty(sp) && !span_take_rfree(sp)) span_carve(sp); /* uncarved (else its blocks are linked) */
+    if (span_free_empty(sp) && !span_take_rfree(sp)) span_carve(h, sp); /* uncarved (else its blocks are linked) */
     else spare_note(sp);
     return alloc_from(sp);
   }
@@ -1754,7 +1759,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
       span_collect(s, true, false);
       if (!span_free_empty(s)) return alloc_from(s);
     }
-    if (s->carved < s->capacity) { span_carve(s); return alloc_from(s); }
+    if (s->carved < s->capacity) { span_carve(h, s); return alloc_from(s); }
     span_detach_full(s); /* full: it leaves the current slot; a free will put it on the partial list */
   }
   if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
@@ -1765,7 +1770,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   if (p) {
     partial_remove(h, p);
     h->current[cls] = p;
-    if (span_free_empty(p) && !span_take_rfree(p)) span_carve(p);
+    if (span_free_empty(p) && !span_take_rfree(p)) span_carve(h, p);
     return alloc_from(p);
   }
   msi_heap_maybe_purge();
@@ -1773,7 +1778,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   h->current[cls] = n;
-  if (span_free_empty(n) && !span_take_rfree(n)) span_carve(n);
+  if (span_free_empty(n) && !span_take_rfree(n)) span_carve(h, n);
   return alloc_from(n);
 }
 

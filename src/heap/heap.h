@@ -153,6 +153,7 @@ typedef struct msi_heap_s {
                                         owns it (its segments go to whichever heap needs room: segment_alloc_span) */
   uint64_t orphan_pass;
   uint32_t id;
+  uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (heap.c span_populate) */
   struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */

@@ -2,14 +2,16 @@
 /* test_heap_populate.c: in a heap holding 64 MiB committed, carving a fresh span faults its pages in a 64 KiB
    window at a time (heap.c span_populate: MADV_POPULATE_WRITE) instead of one page per block reached; below that,
    and in the secure build, a fresh span's pages fault in as blocks reach them (test_heap_unit:
-   fresh_span_pages_faulted_as_used). A refused populate changes nothing but the residency, and no allocation
-   changes errno. Its own process: the other tests want a small heap. */
+   fresh_span_pages_faulted_as_used). Only a thread that has carved 4 MiB itself populates: another thread of the
+   same process, using a few blocks, faults in its pages as used. A refused populate changes nothing but the
+   residency, and no allocation changes errno. Its own process: the other tests want a small heap. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include "ms_test.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -112,10 +114,44 @@ static void refused_populate(void **state) {
   if (got > (3000 + ps - 1) / ps + 1) fail_msg("%zu pages of the span's first window resident after a refusal", got);
 }
 
+/* a thread that allocates one block of a class from a fresh span: the pages of the span's first window resident
+   then, or SIZE_MAX when the block is not the span's first (cmocka's checks stay in the main thread) */
+static size_t resident_after;
+static void *one_block(void *arg) {
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE), size = *(const size_t *)arg;
+  void *p = ms_malloc(size);
+  resident_after = SIZE_MAX;
+  if (!p) return NULL;
+  memset(p, 1, size);
+  msi_span_t *s = msi_heap_span_of(p);
+  uintptr_t chunk = s->base & ~(MSI_HEAP_CHUNK - 1), end = s->base + (uintptr_t)s->capacity * s->block_size;
+  uintptr_t to = chunk + SPAN_WINDOW < end ? chunk + SPAN_WINDOW : (end + ps - 1) & ~(ps - 1);
+  if (msi_span_used(s) == 1) resident_after = resident_pages(chunk, to);
+  ms_free(p);
+  return NULL;
+}
+
+/* the process holds 64 MiB committed, but a new thread that has carved little faults its pages in as used: a
+   pool of hundreds of threads using a few blocks each pre-faults no window per class and thread */
+static void other_thread_no_window(void **state) {
+  (void)state;
+  skip_without_populate();
+  grow_heap();
+  const size_t sizes[] = {48, 1000, 5000};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, one_block, (void *)&sizes[i]), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), most = (sizes[i] + 2 * ps - 1) / ps + 1;
+    if (resident_after > most) fail_msg("size %zu: %zu pages of a new thread's span resident", sizes[i], resident_after);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fresh_span_window),
       cmocka_unit_test(refused_populate),
+      cmocka_unit_test(other_thread_no_window),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
