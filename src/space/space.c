@@ -367,10 +367,13 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
      one transparent huge page, where slices split the mapping into small ones on 4 KiB pages. After any
      interruption that flushes the TLB, malloc and free then take one page walk for their metadata, not one
      per slice. At most 2 MiB more than the slices, and only for a space whose metadata exceeds 4 MiB. */
+  /* When that range is refused (a lock past RLIMIT_MEMLOCK), the struct and the stacks alone, as the slices
+     below cover the rest: the extra 2 MiB never turn a space that fits the limit into a refused one. */
   size_t hot = msi_os_huge_size(MS_PAGE_THP);
   if (!hot || hot > 2 * MSI_MiB) hot = 2 * MSI_MiB;
   r[n].lo = (uintptr_t)s->meta_base;
-  r[n++].hi = (uintptr_t)s->meta_base + hot;
+  r[n++].hi = (uintptr_t)(s->qoff + QORDERS * s->qcap);
+  if (!fn(s->meta_base, hot)) r[0].hi = r[0].lo; /* the prefix is done */
   r[n].lo = (uintptr_t)s->nib + (a >> (GSHIFT + 1));
   r[n++].hi = (uintptr_t)s->nib + (b >> (GSHIFT + 1)) + 1;
   r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);
