@@ -116,9 +116,9 @@ typedef struct {
   size_t page;          /* KernelPageSize in bytes; 0 when the kernel does not say */
   const char *vmflags;  /* its "VmFlags:" line, for msi_os_vmflag */
 } msi_os_mapping_t;
-/* Calls fn, in address order, for each mapping of /proc/self/smaps that ends after `from`, up to the first that
-   starts at or after `to`, until fn returns false; fn sees a mapping once its VmFlags line (its last field) is
-   read. Allocation-free. 0, or errno when the file cannot be opened. */
+/* Calls fn, in address order, for each mapping of /proc/self/smaps that ends after `from` and after the last one
+   reported, up to the first that starts at or after `to`, until fn returns false; fn sees a mapping once its
+   VmFlags line (its last field) is read. Allocation-free. 0, or errno when the file cannot be opened. */
 int msi_os_smaps_walk(uintptr_t from, uintptr_t to, bool (*fn)(const msi_os_mapping_t *m, void *arg), void *arg);
 /* The cgroup memory budget: the smallest of `ram` and the memory limits of the cgroup named in `proc_cgroup`
    (the text of /proc/self/cgroup) and its ancestors, under the cgroup mount root `sysfs` (normally

@@ -534,6 +534,7 @@ int msi_os_smaps_walk(uintptr_t from, uintptr_t to, bool (*fn)(const msi_os_mapp
     } else if (in && strncmp(r.line, "VmFlags:", 8) == 0) {
       m.vmflags = r.line, in = false;
       if (!fn(&m, arg)) break;
+      from = m.end; /* a mapping the file shows again (read in chunks while the mappings change) is skipped */
     }
   }
   msi_os_lines_close(&r);

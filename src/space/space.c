@@ -39,7 +39,7 @@
 
 enum { REGION_ACTIVE = 1, REGION_PENDING = 2, REGION_RETURNED = 3 };
 
-#define HOT_LEVELS 5              /* summary pointers kept in hbm_t: depth <= 6 (every order of a reserve up to 16 GiB) */
+#define HOT_LEVELS 5              /* level pointers kept in hbm_t: every summary of depth <= 6 (a reserve up to 1 TiB) */
 typedef struct {            /* one order's bitmap: a set, clear or search reads this one cache line */
   uint64_t *leaf;           /* leaf words (also level depth-1) */
   uint64_t hint;            /* leaf word where the last search found a block: tried first */
@@ -97,7 +97,7 @@ struct ms_space_s {
   pthread_mutex_t lock;
   /* colder */
   uint64_t ooms, expands;
-  uint64_t *deep[MAX_ORDER + 1][MAX_LEVELS - HOT_LEVELS]; /* summary levels HOT_LEVELS.. (reserves above 16 GiB) */
+  uint64_t *deep[MAX_ORDER + 1][MAX_LEVELS - HOT_LEVELS]; /* levels HOT_LEVELS..: leaf >16 GiB, summaries >1 TiB */
   int in_caller;            /* created with ms_space_create_in */
   int at_pending;           /* MS_SPACE_AT_FIRSTALLOC: initial region not committed yet */
   unsigned page_flags;      /* extra flags for ms_pages_* on commit */
@@ -270,7 +270,8 @@ static inline uint64_t hbm_first(ms_space_t *s, unsigned k) {
   uint64_t w = h->leaf[h->hint];
   if (MSI_LIKELY(w)) return (h->hint << 6) | (uint64_t)__builtin_ctzll(w);
   uint64_t i = 0;
-  for (uint32_t l = 0; l < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(LVL(s, k, l)[i]);
+  for (uint32_t l = 0; l + 1 < h->depth; l++) i = (i << 6) | (uint64_t)__builtin_ctzll(LVL(s, k, l)[i]);
+  i = (i << 6) | (uint64_t)__builtin_ctzll(h->leaf[i]); /* the leaf from this line, never from s->deep */
   h->hint = i >> 6;
   return i;
 }
@@ -367,10 +368,13 @@ static int meta_apply(ms_space_t *s, size_t a, size_t b, int (*fn)(void *, size_
      one transparent huge page, where slices split the mapping into small ones on 4 KiB pages. After any
      interruption that flushes the TLB, malloc and free then take one page walk for their metadata, not one
      per slice. At most 2 MiB more than the slices, and only for a space whose metadata exceeds 4 MiB. */
+  /* When that range is refused (a lock past RLIMIT_MEMLOCK), the struct and the stacks alone, as the slices
+     below cover the rest: the extra 2 MiB never turn a space that fits the limit into a refused one. */
   size_t hot = msi_os_huge_size(MS_PAGE_THP);
   if (!hot || hot > 2 * MSI_MiB) hot = 2 * MSI_MiB;
   r[n].lo = (uintptr_t)s->meta_base;
-  r[n++].hi = (uintptr_t)s->meta_base + hot;
+  r[n++].hi = (uintptr_t)(s->qoff + QORDERS * s->qcap);
+  if (!fn(s->meta_base, hot)) r[0].hi = r[0].lo; /* the prefix is done */
   r[n].lo = (uintptr_t)s->nib + (a >> (GSHIFT + 1));
   r[n++].hi = (uintptr_t)s->nib + (b >> (GSHIFT + 1)) + 1;
   r[n].lo = (uintptr_t)s->lmap + (a >> LSHIFT);

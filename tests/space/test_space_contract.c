@@ -562,10 +562,39 @@ static void hot_metadata_locked_whole(void **state) {
   assert_true(locked >= 2048);
 }
 
+/* An ordinary user whose RLIMIT_MEMLOCK holds a locked space's data and metadata slices but not 2 MiB more: the
+   whole hot prefix is refused, the space locks its slices instead and is created (1 MiB of data, a reserve of
+   about 1 GiB: more than 4 MiB of metadata, where the slices are used). */
+static int hotlock_child(void) {
+  if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+                         setresuid(65534, 65534, 65534) != 0)) {
+    fprintf(stderr, "SKIP: cannot become an ordinary user: %s\n", strerror(errno));
+    return 77;
+  }
+  struct rlimit rl = {2 << 20, 2 << 20};
+  if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) return 5;
+  ms_space_t *s = make(1 << 20, 64 << 20, MS_SPACE_AT_START, MS_SPACE_LOCKED);
+  if (!s) {
+    fprintf(stderr, "a locked 1 MiB space under a 2 MiB RLIMIT_MEMLOCK refused: %s\n", strerror(errno));
+    return 1;
+  }
+  void *p = ms_space_malloc(s, 512 << 10);
+  int code = !p || ms_space_check(s) != 0;
+  ms_space_free(s, p);
+  ms_space_destroy(s);
+  return code;
+}
+
+static void hot_prefix_refused_falls_back(void **state) {
+  (void)state;
+  expect_child("--hotlock");
+}
+
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc > 1 && strcmp(argv[1], "--faults") == 0) return faults_child();
   if (argc > 1 && strcmp(argv[1], "--lock") == 0) return lock_child();
+  if (argc > 1 && strcmp(argv[1], "--hotlock") == 0) return hotlock_child();
   if (argc > 1 && strcmp(argv[1], "--backing") == 0) return backing_child();
   if (argc > 1 && strcmp(argv[1], "--aligned") == 0) return aligned_child();
   const struct CMUnitTest tests[] = {
@@ -575,6 +604,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(destroyed_handles_detected),    cmocka_unit_test(create_in_locked_unlocks_at_destroy),
       cmocka_unit_test(refused_lock_is_eperm),         cmocka_unit_test(unbackable_space_refused),
       cmocka_unit_test(aligned_alloc_up_to_range_alignment), cmocka_unit_test(hot_metadata_locked_whole),
+      cmocka_unit_test(hot_prefix_refused_falls_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
