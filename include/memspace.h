@@ -379,11 +379,11 @@ MS_API int ms_is_ours(const void *ptr);
 /// Conditions outside the guarantee: expansion when full (counted in expand_count and reported), first-allocation
 /// commit, ms_space_expand, ms_space_shrink, create/destroy, check and walk.
 ///
-/// STEP COUNTS. Let L = log2(space reserve / 16) (the number of block orders, at most 42) and D <= 6 the depth
-/// of a free bitmap (64-way). malloc: a cache hit is ~10 operations; otherwise one ctz on the order mask (or
-/// on the cache's order mask), at most D loads to find the lowest free block, then at most L splits of at most
-/// D word updates each: at most L*(D+1)+D+10 word operations, no loop over blocks. free: one map read, then a
-/// cache push, or at most L merges (bit test + clear of at most D words each) and one set; a full cache first
+/// STEP COUNTS. Let L = log2(space reserve / 16) (the number of block orders, at most 42) and D <= 7 the depth
+/// of a free bitmap (64-way; D <= 6 for reserves up to 1 TiB). malloc: a cache hit is ~10 operations; otherwise
+/// one ctz on the order mask (or on the cache's order mask), at most D loads to find the lowest free block, then
+/// at most L splits of at most D word updates each: at most L*(D+1)+D+10 word operations, no loop over blocks.
+/// free: one map read, then a cache push, or at most L merges (bit test + clear of at most D words each) and one set; a full cache first
 /// evicts one block (one such merge chain). A request that finds no block at all returns the cache (at most
 /// 256 blocks) to the buddy system before expanding or failing: bounded, and only when the space is full.
 ///
