@@ -238,11 +238,13 @@ int msi_os_close(int fd) {
 }
 int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
 int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, pipe2(fds, O_CLOEXEC)); }
+/* ppoll through syscall(): glibc's poll is a cancellation point, and spill looks under its lock */
 bool msi_os_hung_up(int fd) {
   COUNT_CALL();
   struct pollfd p = {.fd = fd, .events = 0, .revents = 0};
+  struct timespec zero = {0, 0};
   int r;
-  do r = poll(&p, 1, 0); while (r < 0 && errno == EINTR);
+  do r = NOCANCEL(SYS_ppoll, &p, 1, &zero, NULL, (size_t)_NSIG / 8); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
@@ -353,7 +355,8 @@ int msi_os_set_blocking(int fd) {
 int msi_os_stderr_copy(void) { return fcntl(2, F_DUPFD_CLOEXEC, 100); } /* for the statistics at exit */
 int msi_os_lock_file(int fd, bool lock) {
   struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET};
-  RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, lock ? F_SETLKW : F_SETLK, &fl));
+  /* (syscall(): fcntl with F_SETLKW is a cancellation point, and exit handlers may run in any thread) */
+  RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_fcntl, fd, lock ? F_SETLKW : F_SETLK, &fl));
 }
 /* a wait, like the futex and yield wrappers: not counted (the maintenance thread's sleeps would swamp the count) */
 void msi_os_sleep_ms(unsigned ms) {
