@@ -772,11 +772,18 @@ void msi_os_futex_wake(_Atomic int *addr, int n) {
 #define MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 #endif
 
+/* Never under a seccomp filter (a sandbox may kill the process for a call it does not know; one installed with
+   TSYNC filters the maintenance thread, the caller, too): the callers then fall back to a bounded wait. Filters
+   are never lifted: unavailable from then on. */
 int msi_os_membarrier(void) {
 #ifdef SYS_membarrier
   static _Atomic int state; /* 0 unknown, 1 registered, 2 unavailable */
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (s == 2) return -1;
+  if (msi_os_seccomp_filtered()) {
+    atomic_store(&state, 2);
+    return -1;
+  }
   if (s == 0) {
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
       atomic_store(&state, 2);

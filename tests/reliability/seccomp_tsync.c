@@ -4,8 +4,11 @@
    the main thread ends with pthread_exit. glibc's malloc opens no file: the process exits 0. Memspace's
    maintenance thread, already running when the filter came, must open no file from then on (its count of threads
    in /proc/self/stat, its memory-pressure looks): the process is neither killed (SIGSYS) nor kept alive.
-   Argument `trap`: SECCOMP_RET_TRAP instead of KILL_PROCESS. Exit 77 when seccomp is refused. */
+   Argument `trap`: SECCOMP_RET_TRAP instead of KILL_PROCESS. Argument `frame`: the filter kills for membarrier
+   instead, and a frame allocator goes idle after it: the maintenance thread reclaims it without membarrier (a
+   sandbox may not know that call). Exit 77 when seccomp is refused. */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include "memspace.h"
 
 static void *work(void *arg) {
   (void)arg;
@@ -43,12 +47,16 @@ static void run_thread(void *(*fn)(void *)) {
 }
 
 int main(int argc, char **argv) {
+  bool frame_mode = argc > 1 && strcmp(argv[1], "frame") == 0;
+  ms_frame_config_t fc = {.range_size = 1 << 20, .idle_ms = 30};
+  ms_frame_t *frame = frame_mode ? ms_frame_create(&fc) : NULL;
+  if (frame_mode && !frame) return 2;
   run_thread(exit_early);
   run_thread(work);
   unsigned ret = argc > 1 && strcmp(argv[1], "trap") == 0 ? SECCOMP_RET_TRAP : SECCOMP_RET_KILL_PROCESS;
   struct sock_filter f[] = {
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, frame_mode ? SYS_membarrier : SYS_openat, 0, 1),
     BPF_STMT(BPF_RET | BPF_K, ret),
 #ifdef SYS_open
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 1),
@@ -61,6 +69,17 @@ int main(int argc, char **argv) {
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
     printf("skip: seccomp refused (%s)\n", strerror(errno));
     return 77;
+  }
+  if (frame) { /* used, then idle for ten times its idle time: the maintenance thread reclaims it */
+    char *a = ms_frame_alloc(frame, 4096, 0);
+    if (!a) return 2;
+    memset(a, 5, 4096);
+    usleep(300000);
+    ms_frame_flip(frame);
+    a = ms_frame_alloc(frame, 4096, 0);
+    if (!a) return 2;
+    memset(a, 6, 4096);
+    ms_frame_destroy(frame);
   }
   for (int i = 0; i < 4; i++) run_thread(work);
   pthread_t t;
