@@ -33,27 +33,10 @@ void msi_maint_register(const msi_maint_task_t *task) {
   MSI_REGISTER_ONCE(tasks, MAX_TASKS, &task_count, &task_lock, task);
 }
 
-/* A seccomp filter (a sandbox) may kill the process for an open() it forbids, and a sandbox installed with
-   SECCOMP_FILTER_FLAG_TSYNC filters this thread too, though it started before. Once a filter is on, memspace opens
-   no /proc or cgroup file from the maintenance thread or a count of threads: no memory-pressure looks, and the
-   threads are not counted (the thread then ends as where /proc is unreadable, alone() below). A filter is never
-   lifted: the answer is kept. Asked once per round, before the files: a filter installed between the question
-   and the open is not seen. */
-static _Atomic bool sandboxed;
-static bool maint_sandboxed(void) {
-  if (atomic_load_explicit(&sandboxed, memory_order_relaxed)) return true;
-  if (!msi_os_seccomp_filtered()) return false;
-  atomic_store(&sandboxed, true);
-  msi_verbose("a seccomp filter is on: no /proc or cgroup file is read from here on (no memory-pressure looks)");
-  return true;
-}
-
-/* threads of this process from /proc/self/stat (field 20), without allocating; 0 when unreadable (or under a
-   seccomp filter). *leader_zombie tells whether the main thread has ended (pthread_exit): it then still counts as
-   a thread. */
+/* threads of this process from /proc/self/stat (field 20), without allocating; 0 when unreadable.
+   *leader_zombie tells whether the main thread has ended (pthread_exit): it then still counts as a thread. */
 static long proc_threads_state(bool *leader_zombie) {
   *leader_zombie = false;
-  if (maint_sandboxed()) return 0;
   char buf[1024];
   if (msi_os_read_file("/proc/self/stat", buf, sizeof buf) <= 0) return 0;
   const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
@@ -225,9 +208,9 @@ static _Atomic int poll_busy;
 bool msi_maint_pressure_poll(uint64_t now) {
   if (now < atomic_load_explicit(&poll_next, memory_order_relaxed) || msi_maint_running()) return false;
   if (atomic_exchange_explicit(&poll_busy, 1, memory_order_acquire)) return false;
-  bool filtered = maint_sandboxed();
-  atomic_store_explicit(&poll_next, filtered ? UINT64_MAX : now + PRESSURE_CGROUP_MS * 1000000ull, memory_order_relaxed);
-  if (filtered) {
+  bool sandboxed = msi_os_seccomp_filtered();
+  atomic_store_explicit(&poll_next, sandboxed ? UINT64_MAX : now + PRESSURE_CGROUP_MS * 1000000ull, memory_order_relaxed);
+  if (sandboxed) {
     msi_verbose("memory pressure: no looks at the cgroup from this single-threaded process (a seccomp filter)");
     atomic_store_explicit(&poll_busy, 0, memory_order_release);
     return false;
@@ -302,7 +285,7 @@ static bool maint_sleep(const msi_pressure_t *p, unsigned *alone_interval) {
     return false;
   }
   /* (no membarrier under a seccomp filter: a sandbox may kill the process for a call it does not know) */
-  bool fenced = !maint_sandboxed() && msi_os_membarrier() == 0, work = any_busy(p);
+  bool fenced = !msi_os_seccomp_filtered() && msi_os_membarrier() == 0, work = any_busy(p);
   unsigned ms = work ? 0 : alone_wait(alone_interval);
   if (!work) {
     if (!fenced && (!ms || ms > UNFENCED_MS)) ms = UNFENCED_MS;
@@ -383,13 +366,7 @@ static void *maint_main(void *arg) {
     }
     if (msi_opt(MS_OPTION_PURGE_DELAY) < 0) continue;
     uint64_t now = msi_now_ns();
-    if (!maint_sandboxed()) {
-      pressure_run(&pressure, &cg, now, &next_find, &next_psi);
-    } else if (pressure.limit || pressure.psi[0]) { /* no more looks: none keeps the thread awake (plan) */
-      msi_pressure_init(&pressure, 0, NULL, NULL, NULL);
-      atomic_store(&msi_maint_pressure, 0);
-      atomic_store(&msi_maint_tight, 0);
-    }
+    pressure_run(&pressure, &cg, now, &next_find, &next_psi);
     int n = atomic_load(&task_count);
     for (int i = 0; i < n; i++) { /* a task without work counts as run: the tasks keep their phase with the looks */
       if (now - last[i] < (uint64_t)tasks[i]->period_ms * 1000000ull) continue;

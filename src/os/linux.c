@@ -389,7 +389,34 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 }
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
-static int open_ro(const char *path) { return msi_os_open(path, O_RDONLY | O_CLOEXEC, 0); }
+/* Reading files under a seccomp filter. A filter already there at the first read (a container's, systemd's,
+   inherited across exec) let that read through and stays as it is: reads go on. One that comes later is the
+   program sandboxing itself (a browser's renderer; with SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC
+   attribute sets, it filters every thread, the maintenance thread too), and it may kill the process for an
+   open(): a thread that finds itself under such a filter reads no file from then on (EPERM, as a refusing filter
+   answers; the callers treat the file as unreadable). One question (prctl) per read while no filter was there at
+   the first read; none once one was (a filter added on top of it is not seen). A filter installed between the
+   question and the open is not seen either. */
+static _Atomic int seccomp_first = -1; /* at the first read: 0 no filter, 1 filtered */
+static _Thread_local bool seccomp_late;
+static bool reads_refused(void) {
+  if (seccomp_late) return true;
+  int first = atomic_load_explicit(&seccomp_first, memory_order_relaxed);
+  if (first == 1) return false;
+  bool filtered = msi_os_seccomp_filtered();
+  if (first < 0) {
+    atomic_store_explicit(&seccomp_first, filtered, memory_order_relaxed);
+    return false;
+  }
+  return seccomp_late = filtered;
+}
+static int open_ro(const char *path) {
+  if (reads_refused()) {
+    errno = EPERM;
+    return -1;
+  }
+  return msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+}
 
 ssize_t msi_os_read_file(const char *path, char *buf, size_t cap) {
   if (cap) buf[0] = 0;

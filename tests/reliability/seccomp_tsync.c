@@ -4,6 +4,8 @@
    the main thread ends with pthread_exit. glibc's malloc opens no file: the process exits 0. Memspace's
    maintenance thread, already running when the filter came, must open no file from then on (its count of threads
    in /proc/self/stat, its memory-pressure looks): the process is neither killed (SIGSYS) nor kept alive.
+   Under a spill threshold of 1 MiB (test seccomp_tsync_spill) the large blocks before and after the filter are
+   spilled: spill's write-back in that thread samples the memory budget (/proc/meminfo, the cgroup's files) no more.
    Argument `trap`: SECCOMP_RET_TRAP instead of KILL_PROCESS. Argument `frame`: the filter kills for membarrier
    instead, and a frame allocator goes idle after it: the maintenance thread reclaims it without membarrier (a
    sandbox may not know that call). Exit 77 when seccomp is refused. */
@@ -53,6 +55,9 @@ int main(int argc, char **argv) {
   if (frame_mode && !frame) return 2;
   run_thread(exit_early);
   run_thread(work);
+  char *big = malloc(4 << 20); /* (spilled under a 1 MiB threshold: spill's file is made before the filter) */
+  if (!big) return 2;
+  memset(big, 3, 4 << 20);
   unsigned ret = argc > 1 && strcmp(argv[1], "trap") == 0 ? SECCOMP_RET_TRAP : SECCOMP_RET_KILL_PROCESS;
   struct sock_filter f[] = {
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -81,6 +86,14 @@ int main(int argc, char **argv) {
     memset(a, 6, 4096);
     ms_frame_destroy(frame);
   }
+  for (int i = 0; i < 20; i++) { /* spill's write-back samples the memory budget meanwhile */
+    char *b = malloc(4 << 20);
+    if (!b) return 2;
+    memset(b, i, 4 << 20);
+    free(b);
+    usleep(25000);
+  }
+  free(big);
   for (int i = 0; i < 4; i++) run_thread(work);
   pthread_t t;
   if (pthread_create(&t, NULL, work, NULL) != 0) return 2;
