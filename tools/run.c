@@ -131,7 +131,8 @@ static bool defines_malloc(const char *path) {
 }
 
 /* The file the loader takes for an LD_PRELOAD entry without a '/': it searches the library path (LD_LIBRARY_PATH,
-   its cache, the default directories), not the current directory. Asked of the loader itself, with dlopen in a
+   its cache, the default directories), not the current directory; or for one with a dynamic string token
+   ($LIB, ${PLATFORM}...), which it expands. Asked of the loader itself, with dlopen in a
    child process, so that the library's constructors run there and not in the tool. False: it cannot be loaded
    (the loader ignores such an entry too). */
 static bool loader_path(const char *entry, char *out, size_t cap) {
@@ -173,7 +174,9 @@ static int preload_scan(const char *list, const char *self, char *out, size_t ca
     if (len && len < cap) {
       snprintf(out, cap, "%.*s", (int)len, list);
       char found[PATH_MAX], abs[PATH_MAX];
-      const char *file = memchr(list, '/', len) ? out : loader_path(out, found, sizeof found) ? found : NULL;
+      /* an entry with a '$' holds a token the loader expands ($LIB, $PLATFORM): dlopen expands it the same way */
+      bool plain = memchr(list, '/', len) && !memchr(list, '$', len);
+      const char *file = plain ? out : loader_path(out, found, sizeof found) ? found : NULL;
       if (file && realpath(file, abs) && strcmp(abs, self) == 0) return PRELOAD_SELF;
       if (file && defines_malloc(file)) return PRELOAD_OTHER;
     }
