@@ -389,26 +389,26 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 }
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
-/* Reading files under a seccomp filter. A filter already there at the first read (a container's, systemd's,
-   inherited across exec) let that read through and stays as it is: reads go on. One that comes later is the
-   program sandboxing itself (a browser's renderer; with SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC
-   attribute sets, it filters every thread, the maintenance thread too), and it may kill the process for an
-   open(): a thread that finds itself under such a filter reads no file from then on (EPERM, as a refusing filter
-   answers; the callers treat the file as unreadable). One question (prctl) per read while no filter was there at
-   the first read; none once one was (a filter added on top of it is not seen). A filter installed between the
-   question and the open is not seen either. */
-static _Atomic int seccomp_first = -1; /* at the first read: 0 no filter, 1 filtered */
-static _Thread_local bool seccomp_late;
+/* Reading files under a seccomp filter, once a part that reads files in the background or on large allocations
+   has started (msi_os_reads_watch: the maintenance thread, spill). A filter already there then (a container's,
+   inherited across exec; or one the program installed before) let the process come this far and stays as it is:
+   reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
+   SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC attribute sets, it filters every thread, the maintenance thread
+   too), and it may kill the process for an open(): a thread under such a filter reads no file from then on (EPERM,
+   as a refusing filter answers; the callers treat the file as unreadable). One question (prctl: a filter is the
+   thread's) per read while no filter was there at the start; a filter installed between the question and the
+   open is not seen. Before that start no question is asked (nothing added to a small program's first malloc). */
+static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
+static _Thread_local bool reads_late;
+void msi_os_reads_watch(void) {
+  if (atomic_load_explicit(&reads_watch, memory_order_relaxed)) return;
+  int expected = 0;
+  atomic_compare_exchange_strong(&reads_watch, &expected, msi_os_seccomp_filtered() ? 2 : 1);
+}
 static bool reads_refused(void) {
-  if (seccomp_late) return true;
-  int first = atomic_load_explicit(&seccomp_first, memory_order_relaxed);
-  if (first == 1) return false;
-  bool filtered = msi_os_seccomp_filtered();
-  if (first < 0) {
-    atomic_store_explicit(&seccomp_first, filtered, memory_order_relaxed);
-    return false;
-  }
-  return seccomp_late = filtered;
+  if (atomic_load_explicit(&reads_watch, memory_order_relaxed) != 1) return false;
+  if (!reads_late && msi_os_seccomp_filtered()) reads_late = true;
+  return reads_late;
 }
 static int open_ro(const char *path) {
   if (reads_refused()) {
