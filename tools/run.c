@@ -372,7 +372,17 @@ int tool_run(int argc, char **argv) {
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
   if (spill && *spill && strcmp(spill, "0") != 0 && !(checked && strcmp(checked, pid) == 0)) {
-    msi_spill_dir_report(getenv("MEMSPACE_SPILL_DIR"));
+    /* the directory the program takes: the variable without the spaces around it (nothing but spaces: none) */
+    const char *env_dir = getenv("MEMSPACE_SPILL_DIR");
+    char dir[PATH_MAX];
+    size_t len = 0;
+    if (env_dir) {
+      env_dir += strspn(env_dir, " ");
+      len = strlen(env_dir);
+      while (len && env_dir[len - 1] == ' ') len--;
+    }
+    if (len < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)len, env_dir ? env_dir : "");
+    msi_spill_dir_report(len && len < sizeof dir ? dir : len ? env_dir : NULL);
     setenv("MEMSPACE_RUN_SPILL_CHECKED", pid, 1);
   }
   setenv("MEMSPACE_RUN_PID", pid, 1);
