@@ -117,9 +117,15 @@ static void check_options(char **env) {
     size_t n = strlen(opt_env(d));
     for (char **e = env; *e; e++)
       if (strncmp(*e, opt_env(d), n) == 0 && (*e)[n] == '=') { s = *e + n + 1; break; }
-    if (d->kind == KIND_STR) {
-      if (!s || !*s) { if (opt_strings[i]) FAIL("%s unset but string option set", opt_env(d)); }
-      else if (opt_strings[i] != s) FAIL("%s: string option does not point at the value", opt_env(d));
+    if (d->kind == KIND_STR) { /* the value without the spaces around it; nothing but spaces: unset */
+      const char *t = s ? s + strspn(s, " ") : NULL;
+      size_t len = t ? strlen(t) : 0;
+      while (len && t[len - 1] == ' ') len--;
+      const char *got = opt_strings[i];
+      if (!len) { if (got) FAIL("%s unset or blank but string option set", opt_env(d)); }
+      else if (got && (strlen(got) != len || memcmp(got, t, len) != 0))
+        FAIL("%s: string option is not the value without the spaces around it", opt_env(d));
+      else if (!got && len < 4000) FAIL("%s: string option unset", opt_env(d));
       continue;
     }
     if (!s) {

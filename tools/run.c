@@ -131,7 +131,8 @@ static bool defines_malloc(const char *path) {
 }
 
 /* The file the loader takes for an LD_PRELOAD entry without a '/': it searches the library path (LD_LIBRARY_PATH,
-   its cache, the default directories), not the current directory. Asked of the loader itself, with dlopen in a
+   its cache, the default directories), not the current directory; or for one with a dynamic string token
+   ($LIB, ${PLATFORM}...), which it expands. Asked of the loader itself, with dlopen in a
    child process, so that the library's constructors run there and not in the tool. False: it cannot be loaded
    (the loader ignores such an entry too). */
 static bool loader_path(const char *entry, char *out, size_t cap) {
@@ -173,7 +174,9 @@ static int preload_scan(const char *list, const char *self, char *out, size_t ca
     if (len && len < cap) {
       snprintf(out, cap, "%.*s", (int)len, list);
       char found[PATH_MAX], abs[PATH_MAX];
-      const char *file = memchr(list, '/', len) ? out : loader_path(out, found, sizeof found) ? found : NULL;
+      /* an entry with a '$' holds a token the loader expands ($LIB, $PLATFORM): dlopen expands it the same way */
+      bool plain = memchr(list, '/', len) && !memchr(list, '$', len);
+      const char *file = plain ? out : loader_path(out, found, sizeof found) ? found : NULL;
       if (file && realpath(file, abs) && strcmp(abs, self) == 0) return PRELOAD_SELF;
       if (file && defines_malloc(file)) return PRELOAD_OTHER;
     }
@@ -369,7 +372,17 @@ int tool_run(int argc, char **argv) {
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
   if (spill && *spill && strcmp(spill, "0") != 0 && !(checked && strcmp(checked, pid) == 0)) {
-    msi_spill_dir_report(getenv("MEMSPACE_SPILL_DIR"));
+    /* the directory the program takes: the variable without the spaces around it (nothing but spaces: none) */
+    const char *env_dir = getenv("MEMSPACE_SPILL_DIR");
+    char dir[PATH_MAX];
+    size_t len = 0;
+    if (env_dir) {
+      env_dir += strspn(env_dir, " ");
+      len = strlen(env_dir);
+      while (len && env_dir[len - 1] == ' ') len--;
+    }
+    if (len < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)len, env_dir ? env_dir : "");
+    msi_spill_dir_report(len && len < sizeof dir ? dir : len ? env_dir : NULL);
     setenv("MEMSPACE_RUN_SPILL_CHECKED", pid, 1);
   }
   setenv("MEMSPACE_RUN_PID", pid, 1);

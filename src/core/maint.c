@@ -330,6 +330,7 @@ static void *maint_main(void *arg) {
   /* SCHED_BATCH: background work never preempts the thread a wake-up interrupts (with a kernel without preemption
      a write-back call would hold an interactive process off its CPU); SCHED_IDLE only where reversible */
   in_maint = true;
+  msi_os_reads_watch(); /* no file read once a sandbox filters this thread too (linux.c) */
   idle_ok = msi_os_sched_batch() && msi_os_sched_idle_reversible();
 #ifdef __GLIBC__
   pthread_setname_np(pthread_self(), "memspace-maint"); /* named once its policy is set: never seen otherwise */

@@ -46,6 +46,30 @@ _Atomic long long msi_option_values[MS_OPTION_COUNT] = {
 #undef X
 };
 static const char *opt_strings[MS_OPTION_COUNT];
+/* A string value without the spaces around it (docs/contract.md §3: spaces around any value are ignored): the
+   environment's own text past the leading ones, or a copy when it ends in spaces (one slot per string option, no
+   allocation); NULL (invalid) for nothing but spaces or a copy that does not fit. */
+#define STR_SLOTS 2
+#define STR_COPY_MAX 4096
+MSI_COLD_BSS static char str_copy[STR_SLOTS][STR_COPY_MAX];
+static signed char str_slot[MS_OPTION_COUNT];
+static const char *str_trim(int option, const char *s) {
+  while (*s == ' ') s++;
+  size_t len = strlen(s);
+  if (len == 0) return NULL;
+  if (s[len - 1] != ' ') return s;
+  while (s[len - 1] == ' ') len--;
+  int slot = str_slot[option];
+  if (!slot) {
+    static int used;
+    if (used == STR_SLOTS || len >= STR_COPY_MAX) return NULL;
+    slot = str_slot[option] = (signed char)++used;
+  }
+  if (len >= STR_COPY_MAX) return NULL;
+  memcpy(str_copy[slot - 1], s, len);
+  str_copy[slot - 1][len] = 0;
+  return str_copy[slot - 1];
+}
 MSI_START_DATA static _Atomic unsigned opt_invalid; /* bit per option set to an invalid value */
 MSI_START_DATA static _Atomic unsigned opt_given;   /* bit per option given a valid value (environment or ms_option_set) */
 _Static_assert(MS_OPTION_COUNT <= 32, "opt_invalid has one bit per option");
@@ -196,6 +220,7 @@ static int parse_value(const opt_desc_t *d, const char *s, long long *out) {
 
 /* the default's text: an enum's name, else the number */
 static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
+  if (d->kind == KIND_STR) return copy_word(buf, cap, "(unset)", 7);
   const char *p = d->kind == KIND_ENUM ? strchr(opt_doc(d), ':') : NULL;
   for (long long idx = 0; p && *p; idx++) {
     p++;
@@ -337,7 +362,13 @@ void msi_options_init(void) {
     const opt_desc_t *d = &opt_table[i];
     const char *s = vals[i];
     if (!s) continue;
-    if (d->kind == KIND_STR) { opt_strings[i] = *s ? s : NULL; continue; }
+    if (d->kind == KIND_STR) { /* (empty: unset) */
+      const char *t = *s ? str_trim(i, s) : NULL;
+      if (*s && !t && !MSI_TOOL_PROCESS) report_invalid(d, s);
+      if (*s && !t) atomic_fetch_or_explicit(&opt_invalid, 1u << i, memory_order_relaxed);
+      opt_strings[i] = t;
+      continue;
+    }
     long long v;
     bool tool = MSI_TOOL_PROCESS;
     if (*s == 0 || parse_value(d, s, &v) != 0) {

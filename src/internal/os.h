@@ -38,6 +38,9 @@ void msi_os_futex_wait_ms(_Atomic int *addr, int val, unsigned ms);
 void msi_os_futex_wake(_Atomic int *addr, int n);
 /* a full memory barrier on every thread of this process (membarrier PRIVATE_EXPEDITED, registered on first
    use); -1 when the kernel has none: callers then wait a little instead */
+/* from here on, a thread stops reading files once it is under a seccomp filter that was not there at the first
+   call (linux.c) */
+void msi_os_reads_watch(void);
 int msi_os_membarrier(void);
 /* files (spill): fallocate faults also reach msi_os_ftruncate and msi_os_copy_file_range (disk space) */
 struct statfs;

@@ -238,11 +238,13 @@ int msi_os_close(int fd) {
 }
 int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
 int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, pipe2(fds, O_CLOEXEC)); }
+/* ppoll through syscall(): glibc's poll is a cancellation point, and spill looks under its lock */
 bool msi_os_hung_up(int fd) {
   COUNT_CALL();
   struct pollfd p = {.fd = fd, .events = 0, .revents = 0};
+  struct timespec zero = {0, 0};
   int r;
-  do r = poll(&p, 1, 0); while (r < 0 && errno == EINTR);
+  do r = NOCANCEL(SYS_ppoll, &p, 1, &zero, NULL, (size_t)_NSIG / 8); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
@@ -353,7 +355,8 @@ int msi_os_set_blocking(int fd) {
 int msi_os_stderr_copy(void) { return fcntl(2, F_DUPFD_CLOEXEC, 100); } /* for the statistics at exit */
 int msi_os_lock_file(int fd, bool lock) {
   struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET};
-  RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, lock ? F_SETLKW : F_SETLK, &fl));
+  /* (syscall(): fcntl with F_SETLKW is a cancellation point, and exit handlers may run in any thread) */
+  RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_fcntl, fd, lock ? F_SETLKW : F_SETLK, &fl));
 }
 /* a wait, like the futex and yield wrappers: not counted (the maintenance thread's sleeps would swamp the count) */
 void msi_os_sleep_ms(unsigned ms) {
@@ -386,7 +389,34 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 }
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
-static int open_ro(const char *path) { return msi_os_open(path, O_RDONLY | O_CLOEXEC, 0); }
+/* Reading files under a seccomp filter, once a part that reads files in the background or on large allocations
+   has started (msi_os_reads_watch: the maintenance thread, spill). A filter already there then (a container's,
+   inherited across exec; or one the program installed before) let the process come this far and stays as it is:
+   reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
+   SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC attribute sets, it filters every thread, the maintenance thread
+   too), and it may kill the process for an open(): a thread under such a filter reads no file from then on (EPERM,
+   as a refusing filter answers; the callers treat the file as unreadable). One question (prctl: a filter is the
+   thread's) per read while no filter was there at the start; a filter installed between the question and the
+   open is not seen. Before that start no question is asked (nothing added to a small program's first malloc). */
+static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
+static _Thread_local bool reads_late;
+void msi_os_reads_watch(void) {
+  if (atomic_load_explicit(&reads_watch, memory_order_relaxed)) return;
+  int expected = 0;
+  atomic_compare_exchange_strong(&reads_watch, &expected, msi_os_seccomp_filtered() ? 2 : 1);
+}
+static bool reads_refused(void) {
+  if (atomic_load_explicit(&reads_watch, memory_order_relaxed) != 1) return false;
+  if (!reads_late && msi_os_seccomp_filtered()) reads_late = true;
+  return reads_late;
+}
+static int open_ro(const char *path) {
+  if (reads_refused()) {
+    errno = EPERM;
+    return -1;
+  }
+  return msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+}
 
 ssize_t msi_os_read_file(const char *path, char *buf, size_t cap) {
   if (cap) buf[0] = 0;
@@ -800,11 +830,18 @@ void msi_os_futex_wake(_Atomic int *addr, int n) {
 #define MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 #endif
 
+/* Never under a seccomp filter (a sandbox may kill the process for a call it does not know; one installed with
+   TSYNC filters the maintenance thread, the caller, too): the callers then fall back to a bounded wait. Filters
+   are never lifted: unavailable from then on. */
 int msi_os_membarrier(void) {
 #ifdef SYS_membarrier
   static _Atomic int state; /* 0 unknown, 1 registered, 2 unavailable */
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (s == 2) return -1;
+  if (msi_os_seccomp_filtered()) {
+    atomic_store(&state, 2);
+    return -1;
+  }
   if (s == 0) {
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
       atomic_store(&state, 2);

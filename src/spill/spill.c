@@ -147,6 +147,7 @@ static MSI_NOINLINE bool sp_init_slow(void) {
                   msi_sp_fs_name(sp.fs_type), span >> 30, sp.min_shift, sp.max_shift);
     }
   }
+  if (ok) msi_os_reads_watch(); /* spill samples the memory budget from its allocations: never under a later sandbox */
   if (ok) msi_sp_budget_init();
   atomic_store(&sp.state, ok ? 1 : 2);
   msi_unlock(&sp_lock);

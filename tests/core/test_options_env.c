@@ -90,7 +90,8 @@ static void bad_values(void **state) {
 static void surrounding_spaces(void **state) {
   (void)state;
   char *env[] = {"MEMSPACE_PURGE_DELAY= 5", "MEMSPACE_FRAME_IDLE=7 ", "MEMSPACE_SPILL_THRESHOLD= 4M ",
-                 "MEMSPACE_CACHE= size ", "MEMSPACE_SPACE_INHERIT=  yes", "MEMSPACE_SPACE_AT=firstalloc  ", NULL};
+                 "MEMSPACE_CACHE= size ", "MEMSPACE_SPACE_INHERIT=  yes", "MEMSPACE_SPACE_AT=firstalloc  ",
+                 "MEMSPACE_SPILL_DIR= /var/tmp  ", "MEMSPACE_STATS_FILE=  /tmp/stats %p.txt ", NULL};
   char out[4096], err[4096];
   assert_int_equal(run_child(env, out, sizeof out, err, sizeof err), 0);
   assert_string_equal(err, "");
@@ -100,9 +101,13 @@ static void surrounding_spaces(void **state) {
   assert_non_null(strstr(out, "CACHE=2\n"));
   assert_non_null(strstr(out, "SPACE_INHERIT=1\n"));
   assert_non_null(strstr(out, "SPACE_AT=1\n"));
-  char *blank[] = {"MEMSPACE_PURGE_DELAY=   ", NULL}; /* nothing but spaces is still invalid */
+  assert_non_null(strstr(out, "SPILL_DIR=/var/tmp\n")); /* string options too (docs/contract.md §3) */
+  assert_non_null(strstr(out, "STATS_FILE=/tmp/stats %p.txt\n")); /* (spaces inside stay) */
+  char *blank[] = {"MEMSPACE_PURGE_DELAY=   ", "MEMSPACE_SPILL_DIR=  ", NULL}; /* nothing but spaces is still invalid */
   assert_int_equal(run_child(blank, out, sizeof out, err, sizeof err), 0);
   assert_int_equal(count(err, " for MEMSPACE_PURGE_DELAY "), 1);
+  assert_int_equal(count(err, " for MEMSPACE_SPILL_DIR "), 1);
+  assert_non_null(strstr(out, "SPILL_DIR=\n"));
 }
 
 static int child(void) {
@@ -110,7 +115,7 @@ static int child(void) {
     for (int o = 0; o < MS_OPTION_COUNT; o++) (void)ms_option_get((ms_option_t)o);
   for (int o = 0; o < MS_OPTION_COUNT; o++) {
     const char *name = ms_option_name((ms_option_t)o) + 9;
-    if (o == MS_OPTION_SPILL_DIR) {
+    if (o == MS_OPTION_SPILL_DIR || o == MS_OPTION_STATS_FILE) {
       const char *s = ms_option_get_string((ms_option_t)o);
       printf("%s=%s\n", name, s ? s : "");
     } else {

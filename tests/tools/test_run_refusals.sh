@@ -47,6 +47,14 @@ done
 if [ -n "$peer" ]; then
   msg=$(LD_PRELOAD=$peer "$tool" run -- true 2>&1); st=$?
   check "an LD_PRELOAD that defines malloc is refused, named" '[ $st = 2 ] && [[ "$msg" == *"$peer"*"defines malloc"* ]]'
+  # the same library named through the loader's $LIB token (where the loader expands it to the peer's directory)
+  for dst in '/usr/$LIB/' '/usr/${LIB}/'; do
+    entry="$dst$(basename "$peer")"
+    if [ -z "$(LD_PRELOAD=$entry /bin/true 2>&1)" ]; then
+      msg=$(LD_PRELOAD=$entry "$tool" run -- true 2>&1); st=$?
+      check "an LD_PRELOAD entry $entry (a malloc library) is refused" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    fi
+  done
 else
   echo "SKIP: no peer allocator installed to preload"
 fi
