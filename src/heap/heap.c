@@ -1421,6 +1421,7 @@ static msi_heap_t *heap_new(void) {
     orphans = h->next_orphan;
     atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
+    h->carved_bytes = 0; /* (the new thread's own figure: span_populate) */
     if (atomic_load_explicit(&h->gone, memory_order_relaxed)) /* (a forked child's: its thread now) */
       atomic_store_explicit(&h->gone, false, memory_order_relaxed);
     msi_unlock(&heaps_lock);

@@ -15,7 +15,7 @@
    Neither call reads or writes a byte of the data area: in a virtual machine, touching memory just past a large
    block the program has just walked can take a nested page walk; a header or split remainder next to the
    block would pay that on every call. A heap overflow cannot corrupt the allocator either.
-   Worst case per call: (orders) splits or merges x (bitmap depth <= 6) word updates, no loops over blocks. */
+   Worst case per call: (orders) splits or merges x (bitmap depth <= 7; <= 6 up to 1 TiB reserves) word updates, no loops over blocks. */
 #include "space_internal.h"
 #include "os.h"
 #ifndef __has_feature /* track.h tests __has_feature, which older GCC lacks */

@@ -114,21 +114,13 @@ static void refused_populate(void **state) {
   if (got > (3000 + ps - 1) / ps + 1) fail_msg("%zu pages of the span's first window resident after a refusal", got);
 }
 
-/* a thread that allocates one block of a class from a fresh span: the pages of the span's first window resident
-   then, or SIZE_MAX when the block is not the span's first (cmocka's checks stay in the main thread) */
-static size_t resident_after;
+/* a thread's one block of a class, from a fresh span: kept for the main thread to look at (cmocka's checks stay
+   there) */
 static void *one_block(void *arg) {
-  size_t ps = (size_t)sysconf(_SC_PAGESIZE), size = *(const size_t *)arg;
+  size_t size = *(const size_t *)arg;
   void *p = ms_malloc(size);
-  resident_after = SIZE_MAX;
-  if (!p) return NULL;
-  memset(p, 1, size);
-  msi_span_t *s = msi_heap_span_of(p);
-  uintptr_t chunk = s->base & ~(MSI_HEAP_CHUNK - 1), end = s->base + (uintptr_t)s->capacity * s->block_size;
-  uintptr_t to = chunk + SPAN_WINDOW < end ? chunk + SPAN_WINDOW : (end + ps - 1) & ~(ps - 1);
-  if (msi_span_used(s) == 1) resident_after = resident_pages(chunk, to);
-  ms_free(p);
-  return NULL;
+  if (p) memset(p, 1, size);
+  return p;
 }
 
 /* the process holds 64 MiB committed, but a new thread that has carved little faults its pages in as used: a
@@ -137,13 +129,21 @@ static void other_thread_no_window(void **state) {
   (void)state;
   skip_without_populate();
   grow_heap();
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
   const size_t sizes[] = {48, 1000, 5000};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     pthread_t t;
+    void *p;
     assert_int_equal(pthread_create(&t, NULL, one_block, (void *)&sizes[i]), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    size_t ps = (size_t)sysconf(_SC_PAGESIZE), most = (sizes[i] + 2 * ps - 1) / ps + 1;
-    if (resident_after > most) fail_msg("size %zu: %zu pages of a new thread's span resident", sizes[i], resident_after);
+    assert_int_equal(pthread_join(t, &p), 0);
+    assert_non_null(p);
+    msi_span_t *s = msi_heap_span_of(p);
+    assert_int_equal(msi_span_used(s), 1); /* the first block of a fresh span */
+    uintptr_t chunk = s->base & ~(MSI_HEAP_CHUNK - 1), end = s->base + (uintptr_t)s->capacity * s->block_size;
+    uintptr_t to = chunk + SPAN_WINDOW < end ? chunk + SPAN_WINDOW : (end + ps - 1) & ~(ps - 1);
+    size_t got = resident_pages(chunk, to), most = (sizes[i] + 2 * ps - 1) / ps + 1;
+    if (got > most) fail_msg("size %zu: %zu pages of a new thread's span resident", sizes[i], got);
+    ms_free(p);
   }
 }
 
