@@ -385,7 +385,8 @@ MS_API int ms_is_ours(const void *ptr);
 /// at most L splits of at most D word updates each: at most L*(D+1)+D+10 word operations, no loop over blocks.
 /// free: one map read, then a cache push, or at most L merges (bit test + clear of at most D words each) and
 /// one set; a full cache first evicts one block (one such merge chain). A request that finds no block at all
-/// returns the cache (at most 256 blocks) to the buddy system before expanding or failing: bounded, and only when the space is full.
+/// returns the cache (at most 256 blocks) to the buddy system before expanding or failing: bounded, and only
+/// when the space is full.
 ///
 /// THREAD SAFETY. A space is not thread-safe unless created with MS_SPACE_THREAD_SAFE (a PTHREAD_PRIO_INHERIT
 /// mutex around every call). Different spaces are independent: no global lock on any allocation path (destroy,
