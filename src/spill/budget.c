@@ -25,6 +25,7 @@ uint64_t msi_sp_fit_bytes(void) { return bud.cg.limit / 4 * 3; }
    unreadable) keeps the previous values. */
 void msi_sp_sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
+  msi_sp_mark_used();
   uint64_t d, a;
   if (msi_trylock(&msi_sp_buf_lock)) {
     bool ok = msi_os_read_file(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
@@ -54,6 +55,7 @@ bool msi_sp_headroom_low(uint64_t dirty, uint64_t anon) {
    thread's first candidate block: a fork child resets the lock (msi_sp_auto_fork_child) */
 static msi_lock_t find_lock = MSI_LOCK_INIT;
 void msi_sp_budget_find(void) {
+  msi_sp_mark_used();
   static _Atomic int found;
   if (atomic_load_explicit(&found, memory_order_acquire)) return;
   msi_lock(&find_lock);
@@ -251,6 +253,7 @@ void msi_sp_auto_set_files(const char *meminfo, const char *pressure) {
    at start: a process that never holds a large block reads no file). A forked child keeps its parent's set-up
    and takes its own sample at its first candidate (msi_sp_auto_fork_child). */
 void msi_sp_auto_init(void) {
+  msi_sp_mark_used();
   if (atomic_load_explicit(&aut.state, memory_order_acquire)) return;
   msi_lock(&aut.lock);
   if (!atomic_load(&aut.state)) {
@@ -270,6 +273,7 @@ void msi_sp_auto_init(void) {
 
 /* a new sample (when no other thread is taking one) */
 static void auto_refresh(uint64_t now) {
+  msi_sp_mark_used();
   if (!msi_trylock(&aut.lock)) return;
   msi_sp_auto_sample_t s;
   msi_sp_auto_read(&bud.cg, meminfo_file, aut.has_pressure ? pressure_file : NULL, &s);

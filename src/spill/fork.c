@@ -8,6 +8,7 @@
    so a fork never copies that lock held: prepare takes it (waiting for an initialisation or allocation in another
    thread to finish), parent releases it, child re-creates it. The scratch locks of the statistics (vec_lock,
    buf_lock: never waited for while holding another) are re-created in the child. */
+MSI_START_DATA _Atomic bool msi_sp_used; /* (spill_internal.h) read by every fork: not alone on a .bss page */
 msi_lock_t msi_sp_vec_lock = MSI_LOCK_INIT; /* resident_bytes' mincore vector */
 msi_lock_t msi_sp_buf_lock = MSI_LOCK_INIT; /* sample's read buffer */
 /* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
@@ -108,16 +109,18 @@ static void gen_join(void) {
 static void gen_child(void) {
   if (gen_open.r >= 0) msi_os_close(gen_open.r);
   if (gen_sealed.r >= 0) msi_os_close(gen_sealed.r);
-  gen_open.r = gen_open.w = gen_sealed.r = -1;
-  atomic_store_explicit(&gen_any, false, memory_order_relaxed);
+  /* each variable is written only when it changes: every fork child of a program that never spills runs this,
+     and a write to a page of spill's .bss (never touched in the parent) costs the child a page fault */
+  if (gen_open.r != -1 || gen_open.w != -1 || gen_sealed.r != -1) gen_open.r = gen_open.w = gen_sealed.r = -1;
+  if (atomic_load_explicit(&gen_any, memory_order_relaxed)) atomic_store_explicit(&gen_any, false, memory_order_relaxed);
   for (unsigned c = sp.min_shift; c <= sp.max_shift && c < SP_MAX_CLASSES; c++)
     if (sp.cls[c].ndefer) msi_sp_drop_deferred(&sp.cls[c]);
-  atomic_store_explicit(&sp.deferred, 0, memory_order_relaxed);
+  if (atomic_load_explicit(&sp.deferred, memory_order_relaxed)) atomic_store_explicit(&sp.deferred, 0, memory_order_relaxed);
 }
 
 MSI_COLD static void fork_prepare(bool locking) {
   if (locking) msi_lock(&sp_lock);
-  bool shared = any_shared();
+  bool shared = atomic_load(&msi_sp_used) && any_shared();
   if (shared) gen_join();
   if (!shared || msi_os_pipe(fork_sync) != 0) fork_sync_clear();
 }
@@ -234,5 +237,7 @@ MSI_COLD static void fork_child(void) {
 MSI_COLD void msi_fork_spill(msi_fork_phase_t phase, bool locking) {
   if (phase == MSI_FORK_PREPARE) fork_prepare(locking);
   else if (phase == MSI_FORK_PARENT) fork_parent(locking);
-  else fork_child(); /* whatever the thread count: the child's spilled memory becomes private */
+  /* whatever the thread count the child's spilled memory becomes private; with one thread (prepare took no lock)
+     and spill never used, no lock of spill's was taken and nothing is mapped, shared or deferred: nothing to do */
+  else if (locking || atomic_load(&msi_sp_used) || msi_spill_threshold()) fork_child();
 }

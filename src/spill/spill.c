@@ -88,6 +88,7 @@ static size_t pmd_size(void) {
 
 /* once per process: true when spill is usable. Reports the reason once otherwise. */
 static MSI_NOINLINE bool sp_init_slow(void) {
+  msi_sp_mark_used();
   msi_init();
   msi_fork_register(); /* before the lock is first taken: a fork never copies it held */
   msi_lock(&sp_lock);
@@ -357,6 +358,7 @@ int ms_spill_is(const void *ptr) {
 /* like ms_spill_is, reads the slots' sizes without the lock: a sample */
 static uint64_t resident_bytes(void) {
   static unsigned char vec[4096];
+  msi_sp_mark_used();
   size_t ps = msi_os_page_size();
   uint64_t total = 0;
   msi_lock(&msi_sp_vec_lock);

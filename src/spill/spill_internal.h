@@ -181,6 +181,14 @@ void msi_sp_slot_free(unsigned c, size_t slot);
 void msi_sp_release_deferred(uint32_t done);
 void msi_sp_drop_deferred(sp_class_t *k);
 /* fork.c */
+/* set (once) when the process first uses spill in any way: a block or its set-up, the budget, the auto mode's
+   set-up or samples, the statistics' residency; before each of them takes a lock of spill's. Until then a fork of
+   a process with one thread has nothing of spill's to reset, and its handlers read none of spill's .bss: every
+   fork child of a program that never spills (a shell's subshell) would take a page fault per page read (fork.c) */
+extern _Atomic bool msi_sp_used;
+static inline void msi_sp_mark_used(void) {
+  if (!atomic_load_explicit(&msi_sp_used, memory_order_relaxed)) atomic_store(&msi_sp_used, true);
+}
 extern msi_lock_t msi_sp_vec_lock, msi_sp_buf_lock; /* scratch locks: resident_bytes' mincore vector, sample's buffer */
 uint32_t msi_sp_fork_wait(void);
 void msi_sp_fork_reap(void);

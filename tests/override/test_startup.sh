@@ -103,6 +103,15 @@ if ms_need_cmd nm && ms_need_cmd readelf; then
   check "the fork page lies whole on the page of .data's end" \
     '[ -n "$fp" ] && [ -n "$da" ] && [ $((fp / pg)) = $(((fp + fsize - 1) / pg)) ] && [ $((fp / pg)) = $(((da + dsize - 1) / pg)) ]'
 fi
+# a fork child of a program that never used spill (a shell's subshell) reads and writes none of spill's .bss, whose
+# pages the parent never touched: each would cost the child a page fault at every fork (src/spill/fork.c)
+if ms_need_cmd nm && [ -r /proc/self/pagemap ]; then
+  spill_state=$(nm -S "$lib" | awk '$4 == "msi_spill_state" {print "0x" $1, "0x" $2}')
+  read -r so ssize <<<"$spill_state"
+  touched=$([ -n "$so" ] && LD_PRELOAD=$lib "$prog" forkpages "$so" "$ssize")
+  echo "pages of spill's state in a fork child of a program that never spilled: $touched"
+  check "a fork child touches none of spill's state when spill is unused" '[ "$touched" = 0 ]'
+fi
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
 ctor_ir() { # instructions in the constructor with an environment of PATH and the given variables
