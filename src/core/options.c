@@ -59,13 +59,13 @@ static const char *str_trim(int option, const char *s) {
   if (len == 0) return NULL;
   if (s[len - 1] != ' ') return s;
   while (s[len - 1] == ' ') len--;
+  if (len >= STR_COPY_MAX) return NULL;
   int slot = str_slot[option];
   if (!slot) {
     static int used;
-    if (used == STR_SLOTS || len >= STR_COPY_MAX) return NULL;
+    if (used == STR_SLOTS) return NULL;
     slot = str_slot[option] = (signed char)++used;
   }
-  if (len >= STR_COPY_MAX) return NULL;
   memcpy(str_copy[slot - 1], s, len);
   str_copy[slot - 1][len] = 0;
   return str_copy[slot - 1];

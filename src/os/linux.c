@@ -814,13 +814,11 @@ int msi_os_writable(void *addr, size_t size) {
   return -1;
 }
 
-void msi_os_futex_wait(_Atomic int *addr, int val) {
-  syscall(SYS_futex, (int *)addr, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
-}
 void msi_os_futex_wait_ms(_Atomic int *addr, int val, unsigned ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   syscall(SYS_futex, (int *)addr, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, val, ms ? &ts : NULL, NULL, 0);
 }
+void msi_os_futex_wait(_Atomic int *addr, int val) { msi_os_futex_wait_ms(addr, val, 0); }
 void msi_os_futex_wake(_Atomic int *addr, int n) {
   syscall(SYS_futex, (int *)addr, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
 }

@@ -25,7 +25,6 @@ uint64_t msi_sp_fit_bytes(void) { return bud.cg.limit / 4 * 3; }
    unreadable) keeps the previous values. */
 void msi_sp_sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
-  msi_sp_mark_used();
   uint64_t d, a;
   if (msi_trylock(&msi_sp_buf_lock)) {
     bool ok = msi_os_read_file(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
@@ -273,7 +272,6 @@ void msi_sp_auto_init(void) {
 
 /* a new sample (when no other thread is taking one) */
 static void auto_refresh(uint64_t now) {
-  msi_sp_mark_used();
   if (!msi_trylock(&aut.lock)) return;
   msi_sp_auto_sample_t s;
   msi_sp_auto_read(&bud.cg, meminfo_file, aut.has_pressure ? pressure_file : NULL, &s);

@@ -59,6 +59,15 @@ static size_t resident_pages(uintptr_t from, uintptr_t to) {
   return n;
 }
 
+/* the end of a span's first populate window, its start in *chunk: the window counts from the span's chunk (its
+   blocks may start at a colour past it, heap.c span_colour) and stops at the page holding the span's end */
+static uintptr_t first_window(const msi_span_t *s, uintptr_t *chunk) {
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  uintptr_t end = s->base + (uintptr_t)s->capacity * s->block_size;
+  *chunk = s->base & ~(MSI_HEAP_CHUNK - 1);
+  return *chunk + SPAN_WINDOW <= end ? *chunk + SPAN_WINDOW : (end + ps - 1) & ~(ps - 1);
+}
+
 /* one block from a fresh span of its class: the span's first window resident (the default build), one page
    (the secure build). errno as the caller left it */
 static void fresh_span_window(void **state) {
@@ -74,10 +83,7 @@ static void fresh_span_window(void **state) {
     assert_non_null(p);
     msi_span_t *s = msi_heap_span_of(p);
     assert_int_equal(msi_span_used(s), 1);
-    /* (the window counts from the span's chunk: its blocks may start at a colour past it, heap.c span_colour) */
-    uintptr_t chunk = s->base & ~(MSI_HEAP_CHUNK - 1);
-    uintptr_t end = s->base + (uintptr_t)s->capacity * s->block_size, to = chunk + SPAN_WINDOW;
-    if (to > end) to = (end + ps - 1) & ~(ps - 1);
+    uintptr_t chunk, to = first_window(s, &chunk);
     size_t want = MSI_HEAP_SECURE ? 0 : (to - chunk) / ps, got = resident_pages(chunk, to);
     if (MSI_HEAP_SECURE) assert_true(got <= (s->block_size + 2 * ps - 1) / ps + 1); /* the block's pages */
     else if (got != want) fail_msg("size %zu: %zu of the span's first %zu pages resident", sizes[i], got, want);
@@ -139,8 +145,7 @@ static void other_thread_no_window(void **state) {
     assert_non_null(p);
     msi_span_t *s = msi_heap_span_of(p);
     assert_int_equal(msi_span_used(s), 1); /* the first block of a fresh span */
-    uintptr_t chunk = s->base & ~(MSI_HEAP_CHUNK - 1), end = s->base + (uintptr_t)s->capacity * s->block_size;
-    uintptr_t to = chunk + SPAN_WINDOW < end ? chunk + SPAN_WINDOW : (end + ps - 1) & ~(ps - 1);
+    uintptr_t chunk, to = first_window(s, &chunk);
     size_t got = resident_pages(chunk, to), most = (sizes[i] + 2 * ps - 1) / ps + 1;
     if (got > most) fail_msg("size %zu: %zu pages of a new thread's span resident", sizes[i], got);
     ms_free(p);
