@@ -599,7 +599,8 @@ MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_
 /// while such a registration lives its pages stay mapped and pinned (counted in the statistics), so that the
 /// registration's list never names pages the kernel gave back: they are released when the last registration
 /// inside them is freed.
-/// Thread-safe against other buffers; the buffer must not be used concurrently.
+/// Thread-safe against other buffers; the buffer must not be used concurrently, except that of two frees of one
+/// handle racing, one frees it and the other is refused as a freed handle.
 MS_API void ms_dma_free(ms_dma_buffer_t *buffer);
 /// Start of the buffer (NULL + EINVAL for NULL or a freed handle). O(1), thread-safe.
 MS_API void *ms_dma_addr(const ms_dma_buffer_t *buffer);

@@ -26,7 +26,7 @@
 #define PRINT_BUFFERS 8            /* buffers listed one by one in the stats */
 
 struct ms_dma_buffer_s {
-  uint64_t magic;
+  _Atomic uint64_t magic; /* read without a lock by every accessor, changed under pin_lock by ms_dma_free */
   char *addr;
   size_t size;        /* asked for */
   size_t mapped;      /* pinned: size rounded up to the page size */
@@ -902,15 +902,19 @@ static void release_pending(uintptr_t s, uintptr_t e) {
   }
 }
 
+/* a second free, or a pointer that never was a handle: reported, errno EINVAL */
+static void free_refused(const ms_dma_buffer_t *b) {
+  msi_error("dma: ms_dma_free(%p): %s", (void *)b, b->magic == DMA_DEAD ? "freed already" : "not a DMA buffer");
+  errno = EINVAL;
+}
 void ms_dma_free(ms_dma_buffer_t *b) {
   if (!b) return;
-  if (!valid(b)) {
-    msi_error("dma: ms_dma_free(%p): %s", (void *)b,
-              b->magic == DMA_DEAD ? "freed already" : "not a DMA buffer");
-    errno = EINVAL;
+  msi_lock(&pin_lock);
+  if (!valid(b)) { /* checked under the lock: of two frees of one handle racing, the second is refused */
+    msi_unlock(&pin_lock);
+    free_refused(b);
     return;
   }
-  msi_lock(&pin_lock);
   INC(frees, 1);
   if (!b->registered) {
     msi_lock(&reg_lock);
@@ -931,7 +935,7 @@ void ms_dma_free(ms_dma_buffer_t *b) {
     msi_unlock(&reg_lock);
   }
   reg_unlink(b);
-  b->magic = 0;
+  b->magic = DMA_DEAD;
   if (b->registered) {
     unpin_uncovered(b);
     release_pending((uintptr_t)b->addr, (uintptr_t)b->addr + b->mapped);

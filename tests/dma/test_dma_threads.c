@@ -1,6 +1,6 @@
 /* DMA buffers from several threads: allocation and free, the list built lazily by racing readers, offset
    lookups, re-translation and writes on a shared buffer, the statistics walking the registry meanwhile.
-   Base pages only (no huge pages needed). Labelled tsan: it also runs under ThreadSanitizer. */
+   Two threads freeing one handle at once. Base pages only (no huge pages needed). Labelled tsan: it also runs under ThreadSanitizer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,7 +77,51 @@ static void threads_share_buffers(void **state) {
   ms_dma_free(shared);
 }
 
+/* two threads free one handle at once: one frees it, the other is refused (EINVAL, "freed already"), and the
+   descriptor joins the reuse queue once: later buffers all get distinct handles */
+#define RACES 64
+static pthread_barrier_t race_start;
+static ms_dma_buffer_t *race_buffer;
+static void *race_free(void *arg) {
+  pthread_barrier_wait(&race_start);
+  errno = 0;
+  ms_dma_free(race_buffer);
+  *(int *)arg = errno;
+  return NULL;
+}
+static void racing_double_free(void **state) {
+  (void)state;
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.page_size = 4096;
+  c.numa_node = -1;
+  ms_stats_t before;
+  ms_stats_get(&before, sizeof before);
+  for (int r = 0; r < RACES; r++) {
+    race_buffer = ms_dma_alloc(4096, &c);
+    assert_non_null(race_buffer);
+    assert_int_equal(pthread_barrier_init(&race_start, NULL, 2), 0);
+    int err[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, race_free, &err[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&race_start);
+    assert_int_equal((err[0] == EINVAL) + (err[1] == EINVAL), 1);
+  }
+  ms_stats_t after;
+  ms_stats_get(&after, sizeof after);
+  assert_int_equal(after.dma_buffers, before.dma_buffers);
+  enum { MANY = 3 * RACES };
+  static ms_dma_buffer_t *b[MANY];
+  for (int i = 0; i < MANY; i++) {
+    b[i] = ms_dma_alloc(4096, &c);
+    assert_non_null(b[i]);
+    for (int j = 0; j < i; j++) assert_ptr_not_equal(b[i], b[j]);
+  }
+  for (int i = 0; i < MANY; i++) ms_dma_free(b[i]);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_share_buffers)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_share_buffers), cmocka_unit_test(racing_double_free)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
