@@ -33,7 +33,8 @@ static int resolve(const char *prog, char *out, size_t cap) {
   while (*path) {
     const char *colon = strchr(path, ':');
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
-    snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
+    if (len) snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
+    else snprintf(out, cap, "./%s", prog); /* an empty entry: the current directory, as execvp takes it */
     if (access(out, X_OK) == 0) return 0;
     path += len + (colon ? 1 : 0);
   }

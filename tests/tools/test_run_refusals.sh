@@ -62,6 +62,9 @@ if [ -n "$peer" ]; then
     msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/origin/prog" 2>&1); st=$?
     check "an LD_PRELOAD entry $entry (a malloc library beside the program) is refused, got: $msg" \
       '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    msg=$(cd "$tmp/origin" && LD_PRELOAD=$entry PATH="/nonexistent::$PATH" "$tool" run -- prog 2>&1); st=$?
+    check "...also for a program found through an empty PATH entry (the current directory)" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     printf '#!%s\n' "$tmp/origin/prog" > "$tmp/script" && chmod +x "$tmp/script"
     msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script" 2>&1); st=$?
     check "...and for a script whose interpreter lies there" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
