@@ -33,7 +33,8 @@ static int resolve(const char *prog, char *out, size_t cap) {
   while (*path) {
     const char *colon = strchr(path, ':');
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
-    snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
+    if (len) snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
+    else snprintf(out, cap, "./%s", prog); /* an empty entry: the current directory, as execvp takes it */
     if (access(out, X_OK) == 0) return 0;
     path += len + (colon ? 1 : 0);
   }
@@ -168,15 +169,63 @@ static bool loader_path(const char *entry, char *out, size_t cap) {
    (its resolved path is `self`) before any other defining malloc, PRELOAD_OTHER when another one comes first (its
    entry into `out`), PRELOAD_NONE otherwise. */
 enum { PRELOAD_NONE, PRELOAD_SELF, PRELOAD_OTHER };
-static int preload_scan(const char *list, const char *self, char *out, size_t cap) {
+
+/* The directory the loader's $ORIGIN names for the program at `path` (found on PATH): its executable's directory,
+   with the links resolved (the loader reads /proc/self/exe). For a script ("#!"), the kernel runs its interpreter,
+   whose directory that is. False when the program cannot be read (the exec then fails on its own). */
+static bool program_origin(const char *path, char *out, size_t cap) {
+  char exe[PATH_MAX], line[PATH_MAX];
+  snprintf(exe, sizeof exe, "%s", path);
+  int fd = open(exe, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (n > 2 && line[0] == '#' && line[1] == '!') {
+      line[n] = 0;
+      char *interp = line + 2 + strspn(line + 2, " \t");
+      interp[strcspn(interp, " \t\n")] = 0;
+      if (*interp) snprintf(exe, sizeof exe, "%s", interp);
+    }
+  }
+  char real[PATH_MAX];
+  if (!realpath(exe, real)) return false;
+  char *slash = strrchr(real, '/');
+  if (!slash) return false;
+  slash[slash == real] = 0; /* "/prog": "/" */
+  snprintf(out, cap, "%s", real);
+  return true;
+}
+
+/* `entry` with the loader's $ORIGIN and ${ORIGIN} replaced by `origin` (the program's directory, where a dlopen in
+   this tool would take the tool's); false when the result does not fit, or the entry names $ORIGIN and there is
+   none (NULL) */
+static bool expand_origin(const char *entry, const char *origin, char *out, size_t cap) {
+  size_t n = 0;
+  for (const char *p = entry; *p;) {
+    size_t skip = strncmp(p, "$ORIGIN", 7) == 0 ? 7 : strncmp(p, "${ORIGIN}", 9) == 0 ? 9 : 0;
+    if (skip && !origin) return false;
+    const char *add = skip ? origin : p;
+    size_t len = skip ? strlen(origin) : 1;
+    if (n + len >= cap) return false;
+    memcpy(out + n, add, len);
+    n += len;
+    p += skip ? skip : 1;
+  }
+  out[n] = 0;
+  return true;
+}
+
+static int preload_scan(const char *list, const char *self, const char *origin, char *out, size_t cap) {
   while (*list) {
     size_t len = strcspn(list, ": ");
     if (len && len < cap) {
       snprintf(out, cap, "%.*s", (int)len, list);
-      char found[PATH_MAX], abs[PATH_MAX];
-      /* an entry with a '$' holds a token the loader expands ($LIB, $PLATFORM): dlopen expands it the same way */
-      bool plain = memchr(list, '/', len) && !memchr(list, '$', len);
-      const char *file = plain ? out : loader_path(out, found, sizeof found) ? found : NULL;
+      char found[PATH_MAX], abs[PATH_MAX], expanded[PATH_MAX];
+      /* an entry with a '$' holds a token the loader expands ($LIB, $PLATFORM): dlopen expands it the same way,
+         except $ORIGIN (expand_origin) */
+      const char *entry = expand_origin(out, origin, expanded, sizeof expanded) ? expanded : NULL;
+      bool plain = entry && strchr(entry, '/') && !strchr(entry, '$');
+      const char *file = plain ? entry : entry && loader_path(entry, found, sizeof found) ? found : NULL;
       if (file && realpath(file, abs) && strcmp(abs, self) == 0) return PRELOAD_SELF;
       if (file && defines_malloc(file)) return PRELOAD_OTHER;
     }
@@ -342,8 +391,9 @@ int tool_run(int argc, char **argv) {
     return 2;
   }
   const char *old = getenv("LD_PRELOAD");
-  char first[PATH_MAX];
-  int held = old && *old ? preload_scan(old, abs, first, sizeof first) : PRELOAD_NONE;
+  char first[PATH_MAX], prog[PATH_MAX], origin[PATH_MAX];
+  bool has_origin = old && *old && resolve(argv[i], prog, sizeof prog) == 0 && program_origin(prog, origin, sizeof origin);
+  int held = old && *old ? preload_scan(old, abs, has_origin ? origin : NULL, first, sizeof first) : PRELOAD_NONE;
   if (held == PRELOAD_OTHER) {
     fprintf(stderr, "memspace run: LD_PRELOAD already holds %s, which defines malloc and would serve the program "
                     "instead of memspace; remove it from LD_PRELOAD\n", first);

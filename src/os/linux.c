@@ -432,13 +432,18 @@ ssize_t msi_os_read_file(const char *path, char *buf, size_t cap) {
   return (ssize_t)len;
 }
 
+/* a decimal number; one past 2^64 - 1 reads as UINT64_MAX (no limit, the most), never as what it wraps to */
 static bool parse_ull(const char *s, uint64_t *v) {
   if (*s < '0' || *s > '9') return false;
   uint64_t x = 0;
-  for (; *s >= '0' && *s <= '9'; s++) x = x * 10 + (uint64_t)(*s - '0');
+  for (; *s >= '0' && *s <= '9'; s++) {
+    unsigned d = (unsigned)(*s - '0');
+    x = x > (UINT64_MAX - d) / 10 ? UINT64_MAX : x * 10 + d;
+  }
   *v = x;
   return true;
 }
+bool msi_os_parse_dec(const char *s, uint64_t *v) { return parse_ull(s, v); }
 
 bool msi_os_text_value(const char *text, const char *key, uint64_t *v) {
   size_t kl = strlen(key);

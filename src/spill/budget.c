@@ -141,12 +141,6 @@ static unsigned read_pressure(const char *path, char *buf, size_t size) {
   return v > 100 ? 100 : v;
 }
 
-/* a file holding one number (memory.current, memory.usage_in_bytes) */
-static bool read_number(const char *p, uint64_t *v) {
-  if (*p < '0' || *p > '9') return false;
-  for (*v = 0; *p >= '0' && *p <= '9'; p++) *v = *v * 10 + (uint64_t)(*p - '0');
-  return true;
-}
 
 /* Reads one sample from the named files (meminfo and pressure may be NULL or unreadable): the cgroup's counted
    bytes (stat_path of cg, "" for none), MemAvailable + SwapFree, the machine's pressure and the cgroup's own (v2
@@ -174,12 +168,12 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
     s->ok = msi_os_read_file(cg->stat_path, buf, sizeof buf) > 0;
     for (unsigned i = 0; s->ok && i < 5; i++) {
       if (!msi_os_text_value(buf, keys[i], &v[i]) && i == 0) s->ok = false; /* not a memory.stat */
-      if (i < 4) s->used += v[i];
+      if (i < 4) s->used = s->used + v[i] < s->used ? UINT64_MAX : s->used + v[i]; /* (a value past 2^64: the most) */
     }
     char path[sizeof cg->stat_path];
     uint64_t usage;
     msi_os_cgroup_file(cg, cg->version == 1 ? "memory.usage_in_bytes" : "memory.current", path, sizeof path);
-    if (s->ok && path[0] && msi_os_read_file(path, buf, sizeof buf) > 0 && read_number(buf, &usage)) {
+    if (s->ok && path[0] && msi_os_read_file(path, buf, sizeof buf) > 0 && msi_os_parse_dec(buf, &usage)) {
       uint64_t clean = v[4] > v[1] + v[2] + v[3] ? v[4] - v[1] - v[2] - v[3] : 0; /* (the cache holds shmem) */
       if (usage > clean && usage - clean > s->used) s->used = usage - clean;
     }

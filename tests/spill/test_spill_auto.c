@@ -294,11 +294,51 @@ static void test_fast_path(void **state) {
   ms_free(p);
 }
 
+/* Odd limit files: a number past 2^64 (no kernel writes one, a fake or broken cgroupfs may) is no limit, not the
+   value it wraps to; "max", an empty file, a negative or non-numeric value are no limit either; 0 is a limit */
+static void test_odd_limits(void **state) {
+  (void)state;
+  mkdir(root, 0700); /* (the tests before may have removed it) */
+  const uint64_t ram = 8192 * MiB;
+  msi_os_cgroup_t cg;
+  static const char *const none[] = {"max\n", "", "-1\n", " 12\n", "junk\n", "18446744073709551617\n",
+                                     "36893488147419103232\n", "99999999999999999999999999999999\n"};
+  for (unsigned i = 0; i < sizeof none / sizeof *none; i++) {
+    put("odd/memory.stat", "anon 1\nfile_dirty 2\n");
+    put("odd/memory.max", none[i]);
+    put("odd/memory.high", "max\n");
+    msi_os_cgroup_find(root, "0::/odd\n", ram, &cg);
+    assert_int_equal(cg.version, 2);
+    if (cg.limit != ram) fprintf(stderr, "memory.max '%s' taken as a limit of %llu\n", none[i], (unsigned long long)cg.limit);
+    assert_int_equal(cg.limit, ram);
+    assert_string_equal(cg.stat_path, "");
+  }
+  /* memory.high below memory.max: the smaller; a value ending without a newline */
+  put("odd/memory.max", "1073741824");
+  put("odd/memory.high", "536870912\n");
+  msi_os_cgroup_find(root, "0::/odd\n", ram, &cg);
+  assert_int_equal(cg.limit, 512 * MiB);
+  /* a usage counter or memory.stat value past 2^64 counts as the most (no room), not as what it wraps to */
+  put("odd/memory.stat", "anon 1048576\nshmem 0\nfile_dirty 0\nfile_writeback 0\nfile 0\n");
+  put("odd/memory.current", "18446744073709551617\n");
+  msi_sp_auto_sample_t s;
+  msi_sp_auto_read(&cg, NULL, NULL, &s);
+  assert_true(s.ok);
+  assert_int_equal(msi_sp_auto_cg_room(&s), 0);
+  put("odd/memory.current", "0\n");
+  put("odd/memory.stat", "anon 18446744073709551617\nshmem 4096\nfile_dirty 0\nfile_writeback 0\nfile 0\n");
+  msi_sp_auto_read(&cg, NULL, NULL, &s);
+  assert_int_equal(msi_sp_auto_cg_room(&s), 0);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_option), cmocka_unit_test(test_read_v2), cmocka_unit_test(test_read_v1_and_none),
       cmocka_unit_test(test_decide), cmocka_unit_test(test_samples), cmocka_unit_test(test_fast_path),
-      cmocka_unit_test(test_free_loop_samples),
+      cmocka_unit_test(test_free_loop_samples), cmocka_unit_test(test_odd_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,20 @@ if [ -n "$peer" ]; then
       check "an LD_PRELOAD entry $entry (a malloc library) is refused" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     fi
   done
+  # $ORIGIN names the program's directory for the loader (a dlopen in the tool would take the tool's)
+  mkdir "$tmp/origin" && cp "$peer" "$tmp/origin/" && cp /bin/true "$tmp/origin/prog"
+  entry="\$ORIGIN/$(basename "$peer")"
+  if [ -z "$(cd / && LD_PRELOAD=$entry "$tmp/origin/prog" 2>&1)" ]; then
+    msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/origin/prog" 2>&1); st=$?
+    check "an LD_PRELOAD entry $entry (a malloc library beside the program) is refused, got: $msg" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    msg=$(cd "$tmp/origin" && LD_PRELOAD=$entry PATH="/nonexistent::$PATH" "$tool" run -- prog 2>&1); st=$?
+    check "...also for a program found through an empty PATH entry (the current directory)" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    printf '#!%s\n' "$tmp/origin/prog" > "$tmp/script" && chmod +x "$tmp/script"
+    msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script" 2>&1); st=$?
+    check "...and for a script whose interpreter lies there" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+  fi
 else
   echo "SKIP: no peer allocator installed to preload"
 fi
