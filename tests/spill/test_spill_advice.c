@@ -28,8 +28,8 @@ static bool flag(const void *p, const char *f) {
   return r;
 }
 
-/* one run of spill's maintenance task in this thread, as if at now + ahead_ms (the maintenance thread runs it
-   too, on its own ticks) */
+/* one run of spill's maintenance task in this thread, as if at now + ahead_ms (CTest runs this test with
+   MEMSPACE_PURGE_DELAY=-1: no maintenance thread, so these are the only ticks) */
 static void tick(unsigned ahead_ms) { msi_sp_maint.run(msi_now_ns() + (uint64_t)ahead_ms * 1000000u); }
 
 static void test_advice_after_madvise(void **state) {
