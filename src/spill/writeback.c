@@ -14,7 +14,7 @@
    and steadier (docs/spill.md). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
    of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
    the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
-   is MADV_RANDOM and MADV_NOHUGEPAGE (see advise_refresh). */
+   is MADV_RANDOM and MADV_NOHUGEPAGE, again after new blocks (see advise_refresh). */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
     msi_os_madvise((void *)start, len, MADV_RANDOM);
@@ -39,21 +39,30 @@ void msi_sp_advise_update(void) {
   if (!sp.random_adv && need > msi_sp_fit_bytes()) advise_all(true);
   else if (sp.random_adv && need < bud.cg.limit / 2) advise_all(false);
 }
-/* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings
-   after new blocks, since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every
-   array of 4 MiB or more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under
-   MADV_RANDOM: an order of magnitude fewer random reads per second beyond memory. */
-static void advise_refresh(void) { /* maintenance thread only: at the two ticks after an allocation */
-  static uint64_t seen;
-  static int pending;
+/* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings after new blocks,
+   since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every array of 4 MiB or
+   more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under MADV_RANDOM: an order of
+   magnitude fewer random reads per second beyond memory. Twice: at the first tick that sees the new blocks, and
+   at the first tick a whole period after that one. The program's madvise follows its malloc, but the first tick
+   may fall in between (the allocation wakes the maintenance thread, and other wakes can bring a second tick at
+   once), and a refresh a period later lands after any madvise that directly follows its malloc: the fill of
+   such a block takes 2 MiB folios for at most a period, never throughout by the luck of the ticks (such a fill
+   leaves dirty 2 MiB folios faster than the write-back cleans them, and the random accesses after it wait for
+   them). Only spill's own mappings are advised: heap blocks keep the program's advice (docs/spill.md). */
+static void advise_refresh(uint64_t now) { /* maintenance thread only */
+  static uint64_t seen, later_ns;
+  static bool first;
   uint64_t gen = atomic_load_explicit(&sp.alloc_gen, memory_order_relaxed);
   if (gen != seen) {
     seen = gen;
-    pending = 2; /* the program's madvise follows its malloc: the first tick may come in between */
+    first = true;
+    later_ns = now + SP_SYNC_PERIOD_NS;
   }
-  if (!pending || !msi_trylock(&sp_lock)) return;
+  if (!first && (!later_ns || now < later_ns)) return;
+  if (!msi_trylock(&sp_lock)) return; /* (the next tick tries again) */
   if (sp.random_adv) advise_all(true);
-  pending--;
+  if (first) first = false;
+  else later_ns = 0;
   msi_unlock(&sp_lock);
 }
 
@@ -273,7 +282,7 @@ static void maint_run(uint64_t now_ns) {
     msi_sp_advise_update();
     msi_unlock(&sp_lock);
   }
-  advise_refresh();
+  advise_refresh(now_ns);
 }
 /* work while spilled blocks live (the program dirties their pages without a call: each pass samples), and for
    the auto mode's tick after blocks were asked about; a sleeping maintenance thread wakes at a spilled block's
