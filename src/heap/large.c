@@ -117,7 +117,7 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
 
 /* the slot table, mapped on first use (two threads racing both map it, one keeps its copy); NULL when refused:
    the caller maps its block on its own (direct.c) */
-static slot_meta_t *table_get(void) {
+MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
   void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -159,7 +159,7 @@ static void count_decommit(size_t bytes) {
   msi_os_count_decommit(bytes);
 }
 
-static void *commit(uintptr_t addr, size_t bytes) {
+MSI_HOT_TEXT static void *commit(uintptr_t addr, size_t bytes) {
   void *p = msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) {
     reserve(addr, bytes);
@@ -315,7 +315,7 @@ static unsigned slot_shift_for(size_t bytes) {
    page and no commit charge (MAP_NORESERVE); the secure build's guard markers cover them whole. Refused: the
    slot is mapped alone as before (slot_commit_fresh). Class lock held. */
 #define DENSE_BATCH ((size_t)2 << 20)
-static void dense_batch(lclass_t *c, unsigned k) {
+MSI_HOT_TEXT static void dense_batch(lclass_t *c, unsigned k) {
   uint64_t n = c->bump / 4 + 1, most = DENSE_BATCH >> k;
   if (n > most) n = most;
   if (n > c->nslots - c->bump) n = c->nslots - c->bump;
@@ -449,7 +449,7 @@ static bool mid_cache_room(size_t bytes) {
    donor's rest (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of
    16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
    malloc-large, which then committed afresh.) */
-static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
+MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
   if (c->ncached >= c->cache_max || k > msi_heap_limits.large_max_shift ||
@@ -571,7 +571,7 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
    growth), plus one for each time realloc moved the block to a bigger slot (move_block moves it piece by piece
    and commits its tail, as before borrowing), and the program's mapping count stays bounded by its slots in use
    (vm.max_map_count; see LARGE_SPLIT_MAX). false + errno: refused (the pages from `have` on reserved again). */
-static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
+MSI_HOT_TEXT static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
   size_t start = (size_t)have << page_shift, need = (size_t)npages << page_shift;
   uint32_t got = dense(k) ? 0 : borrow_pages(k, addr, have, npages - have);
   size_t mid = start + ((size_t)got << page_shift);
@@ -595,7 +595,7 @@ static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npage
    into a reserved slot, never a cached one), else into a mapping of its own (realloc_to_direct).
    CACHED: the slot is live already, *clean set; FRESH: *bumped as slot_take_fresh says. Takes c's lock. */
 typedef enum { PLACE_DIRECT, PLACE_CACHED, PLACE_FRESH } place_t;
-static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
+MSI_HOT_TEXT static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
                      bool *bumped) {
   lclass_t *c = k <= msi_heap_g.sub_shift ? &classes[k - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
   if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !table_get())) return PLACE_DIRECT;
@@ -670,7 +670,7 @@ static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages,
   return (void *)addr;
 }
 
-void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
+MSI_HOT_TEXT void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT) || alignment > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) {
     errno = ENOMEM;
     return NULL;
@@ -691,7 +691,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   return p ? p : direct_after_refusal(size, alignment);
 }
 
-void msi_large_free(void *p) {
+MSI_HOT_TEXT void msi_large_free(void *p) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
@@ -976,8 +976,8 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
   return total;
 }
 
-uint64_t msi_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes(); }
-uint64_t msi_large_dirty_bytes(void) { return atomic_load_explicit(&dirty_bytes, memory_order_relaxed); }
+MSI_HOT_TEXT uint64_t msi_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes(); }
+MSI_HOT_TEXT uint64_t msi_large_dirty_bytes(void) { return atomic_load_explicit(&dirty_bytes, memory_order_relaxed); }
 uint64_t msi_large_cached_bytes(void) { return atomic_load_explicit(&cached_bytes, memory_order_relaxed); }
 
 /* the class of the longest-cached slot whose pages were not dropped (*j_out: its entry), or NULL; takes each
@@ -1036,7 +1036,7 @@ void msi_large_trim(uint64_t keep) {
 
 /* statistics: heap_mapped_peak_bytes, kept at each commit (a system call: the note costs nothing beside it) */
 _Atomic uint64_t msi_heap_mapped_peak;
-void msi_heap_mapped_peak_note(void) {
+MSI_HOT_TEXT void msi_heap_mapped_peak_note(void) {
   uint64_t m = atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
                atomic_load_explicit(&committed_bytes, memory_order_relaxed);
   uint64_t p = atomic_load_explicit(&msi_heap_mapped_peak, memory_order_relaxed);

@@ -83,7 +83,7 @@ static void count_fixed_add(uintptr_t start, size_t size) {
   atomic_store_explicit(&counted[i].end, start + size, memory_order_release);
 }
 
-void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
+MSI_HOT_TEXT void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
   INJECT(MS_FAULT_MMAP, MAP_FAILED);
   COUNT_CALL();
   void *p;
@@ -323,8 +323,10 @@ bool msi_os_may_lock(size_t bytes) {
   return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_IPC_LOCK) & 1;
 }
 void msi_os_yield(void) { sched_yield(); }
-/* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included */
-bool msi_os_seccomp_filtered(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }
+/* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included. Through
+   syscall(), which the heap's start-up has bound already: no lookup of prctl by the dynamic loader in the first
+   allocation (the seccomp watch starts there) */
+MSI_HOT_TEXT bool msi_os_seccomp_filtered(void) { return syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);
   COUNT_CALL();
@@ -364,14 +366,14 @@ void msi_os_sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 /* the vDSO's clock: no system call, not counted */
-uint64_t msi_now_ns(void) {
+MSI_HOT_TEXT uint64_t msi_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 /* CLOCK_MONOTONIC as of the last timer tick, in milliseconds (wraps after 49 days): the vDSO reads it without the
    time-stamp counter */
-uint32_t msi_now_coarse_ms(void) {
+MSI_HOT_TEXT uint32_t msi_now_coarse_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
@@ -401,7 +403,7 @@ long msi_os_mbind(void *addr, size_t size, int node) {
    open is not seen. Before that start no question is asked (the constructor asks none). */
 static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
 static _Thread_local bool reads_late;
-void msi_os_reads_watch(void) {
+MSI_STARTUP_TEXT void msi_os_reads_watch(void) {
   if (atomic_load_explicit(&reads_watch, memory_order_relaxed)) return;
   int expected = 0;
   atomic_compare_exchange_strong(&reads_watch, &expected, msi_os_seccomp_filtered() ? 2 : 1);
@@ -411,7 +413,7 @@ static bool reads_refused(void) {
   if (!reads_late && msi_os_seccomp_filtered()) reads_late = true;
   return reads_late;
 }
-static int open_ro(const char *path) {
+MSI_HOT_TEXT static int open_ro(const char *path) {
   if (reads_refused()) {
     errno = EPERM;
     return -1;
@@ -479,7 +481,7 @@ bool msi_os_sysinfo_value(const char *key, uint64_t *bytes) {
 }
 
 /* a number file of /proc or /sys gives its whole text in one read: open, read, close (no read of the end) */
-bool msi_os_read_ull(const char *path, unsigned long long *value) {
+MSI_HOT_TEXT bool msi_os_read_ull(const char *path, unsigned long long *value) {
   char buf[64];
   uint64_t v;
   int fd = open_ro(path);
@@ -699,7 +701,7 @@ static bool thp_never(void) {
          strstr(buf, "[never]") != NULL;
 }
 
-size_t msi_os_page_size(void) {
+MSI_HOT_TEXT size_t msi_os_page_size(void) {
   MSI_START_DATA static _Atomic size_t cached; /* read, then written, by every allocating process */
   size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
   if (MSI_UNLIKELY(p == 0)) {
