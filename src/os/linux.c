@@ -207,14 +207,14 @@ void *msi_os_mremap_probe(void *old, size_t old_size, size_t new_size) {
     return r_;                                                                                                 \
   } while (0)
 
-int msi_os_munmap(void *addr, size_t size) {
+MSI_HOT_TEXT int msi_os_munmap(void *addr, size_t size) {
   COUNT_CALL();
   int r = munmap(addr, size);
   if (r) COUNT_FAIL();
   return r;
 }
 int msi_os_mprotect(void *addr, size_t size, int prot) { RETRY_INT(MS_FAULT_MPROTECT, mprotect(addr, size, prot)); }
-int msi_os_madvise(void *addr, size_t size, int advice) { RETRY_INT(MS_FAULT_MADVISE, madvise(addr, size, advice)); }
+MSI_HOT_TEXT int msi_os_madvise(void *addr, size_t size, int advice) { RETRY_INT(MS_FAULT_MADVISE, madvise(addr, size, advice)); }
 int msi_os_mlock(const void *addr, size_t size) { RETRY_INT(MS_FAULT_MLOCK, mlock(addr, size)); }
 int msi_os_munlock(const void *addr, size_t size) {
   COUNT_CALL();
