@@ -520,9 +520,11 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
   bool probed = !have; /* the block's own mappings are probed (system calls) only once a donor may exist */
   for (unsigned step = 1; step < 2 * MSI_HEAP_LARGE_CLASSES; step++) {
     unsigned kd = step & 1 ? k + (step + 1) / 2 : k - step / 2; /* k+1, k-1, k+2, k-2... */
-    if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT || dense(kd)) continue;
+    if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT) continue;
     lclass_t *d = &classes[kd - MSI_HEAP_LARGE_MIN_SHIFT];
-    if (!atomic_load_explicit(&d->ncached, memory_order_relaxed)) continue;
+    /* (a class with nothing cached is passed before dense() asks the overcommit mode: no read for a donor that
+       cannot be) */
+    if (!atomic_load_explicit(&d->ncached, memory_order_relaxed) || dense(kd)) continue;
     if (!probed && !two_mappings(block, (size_t)have << page_shift)) return 0;
     probed = true;
     msi_lock(lock_of(d));
