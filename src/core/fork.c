@@ -65,7 +65,7 @@ extern void *__dso_handle __attribute__((weak, visibility("hidden")));
 
 MSI_START_DATA static _Atomic int reg_state;        /* 0 not registered, 1 being registered, 2 registered */
 MSI_START_DATA static _Atomic uintptr_t reg_thread; /* the thread registering */
-void msi_fork_register(void) {
+MSI_STARTUP_TEXT void msi_fork_register(void) {
   if (MSI_LIKELY(atomic_load_explicit(&reg_state, memory_order_acquire) == 2)) return;
   int expect = 0;
   if (atomic_compare_exchange_strong(&reg_state, &expect, 1)) {

@@ -28,7 +28,7 @@ static _Atomic int state;
 #define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
 static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
-void msi_maint_register(const msi_maint_task_t *task) {
+MSI_STARTUP_TEXT void msi_maint_register(const msi_maint_task_t *task) {
   msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
   MSI_REGISTER_ONCE(tasks, MAX_TASKS, &task_count, &task_lock, task);
 }
@@ -88,7 +88,7 @@ _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch, msi_maint_tight;
 #define MAX_HOOKS 4
 static const msi_maint_task_t *hooks[MAX_HOOKS];
 static _Atomic int hook_count;
-void msi_maint_on_pressure(const msi_maint_task_t *release) {
+MSI_HOT_TEXT void msi_maint_on_pressure(const msi_maint_task_t *release) {
   MSI_REGISTER_ONCE(hooks, MAX_HOOKS, &hook_count, &task_lock, release);
 }
 
@@ -267,7 +267,7 @@ static void wake_slow(void) {
   int s = M_ASLEEP;
   if (atomic_compare_exchange_strong(&state, &s, M_RUNNING)) msi_os_futex_wake(&state, 1);
 }
-void msi_maint_wake(void) {
+MSI_HOT_TEXT void msi_maint_wake(void) {
   atomic_signal_fence(memory_order_seq_cst); /* after the work's stores (see above) */
   if (MSI_UNLIKELY(atomic_load_explicit(&state, memory_order_relaxed) == M_ASLEEP)) wake_slow();
 }
@@ -403,7 +403,7 @@ void msi_maint_note_thread(void) {
   if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) atomic_store(&multi_threaded, 1);
 }
 
-bool msi_maint_running(void) {
+MSI_HOT_TEXT bool msi_maint_running(void) {
   int s = atomic_load(&state);
   return s == M_RUNNING || s == M_ASLEEP;
 }
@@ -424,7 +424,7 @@ static bool second_thread(void) {
   return multi;
 }
 
-void msi_maint_kick(void) {
+MSI_HOT_TEXT void msi_maint_kick(void) {
   atomic_signal_fence(memory_order_seq_cst); /* after the work's stores (maint_sleep) */
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (MSI_LIKELY(s == M_RUNNING)) return;

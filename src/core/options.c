@@ -78,8 +78,8 @@ MSI_START_DATA static _Atomic int opt_state; /* 0 not read, 1 reading, 2 read */
    comes before it (the options were then read as all defaults, for good). Until the library constructor says
    the environment is final, a NULL environ leaves the options unread (their defaults apply meanwhile). */
 MSI_START_DATA static _Atomic bool environ_final; /* written by every process at start-up */
-void msi_options_environ_final(void) { atomic_store_explicit(&environ_final, true, memory_order_relaxed); }
-bool msi_options_read(void) { return atomic_load_explicit(&opt_state, memory_order_acquire) == 2; }
+MSI_STARTUP_TEXT void msi_options_environ_final(void) { atomic_store_explicit(&environ_final, true, memory_order_relaxed); }
+MSI_STARTUP_TEXT bool msi_options_read(void) { return atomic_load_explicit(&opt_state, memory_order_acquire) == 2; }
 
 const char *msi_getenv(const char *name) {
   if (!environ || !name) return NULL;
@@ -323,7 +323,7 @@ static bool environ_options(const char *vals[MS_OPTION_COUNT]) {
   return stray;
 }
 
-void msi_options_init(void) {
+MSI_STARTUP_TEXT void msi_options_init(void) {
   int expected = 0;
   if (atomic_load_explicit(&opt_state, memory_order_acquire) == 2) return;
   if (!atomic_compare_exchange_strong(&opt_state, &expected, 1)) {

@@ -61,7 +61,7 @@ static void small_below_sync(void) {
 
 size_t msi_route_small_below(void) { return atomic_load_explicit(&fast.small_below, memory_order_acquire); }
 
-void msi_route_init(void) {
+MSI_HOT_TEXT void msi_route_init(void) {
   unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_acquire), mask = old & MSI_ROUTE_START;
   if (msi_opt(MS_OPTION_SPILL_THRESHOLD) != 0) mask |= MSI_ROUTE_SPILL; /* a size, or auto */
   if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) mask |= MSI_ROUTE_SPACE;
@@ -159,7 +159,7 @@ static void count(_Atomic uint64_t *counter) { atomic_fetch_add_explicit(counter
 /* where a request goes under `mask` (nothing counted). Spill answers NULL + errno 0 when it is unusable (no
    directory...): the request is then served from RAM. The caller's errno is kept when spill serves it (C: no
    library function sets errno to zero) */
-static void *alloc_in(size_t size, size_t alignment, bool zero, unsigned mask) {
+MSI_HOT_TEXT static void *alloc_in(size_t size, size_t alignment, bool zero, unsigned mask) {
   if (MSI_UNLIKELY(mask & (MSI_ROUTE_SPILL | MSI_ROUTE_SPACE))) {
     if (route_of(size, mask) == OWNER_SPILL) {
       int saved = errno;
@@ -223,7 +223,7 @@ static MSI_NOINLINE MSI_COLD void *alloc_routed(size_t size, size_t alignment, b
 }
 
 /* any request but the small one with nothing routed */
-static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) {
+MSI_HOT_TEXT static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) {
   /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
      wrap to a small block) */
   if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
@@ -233,7 +233,7 @@ static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) 
 }
 
 /* every pointer but a small heap block's (NULL included); nothing counted */
-static void route_free(void *p) {
+MSI_HOT_TEXT static void route_free(void *p) {
   switch (owner_of(p)) {
   case OWNER_HEAP: msi_heap_free(p); return;
   case OWNER_SPILL: msi_spill_free(p); return;
@@ -255,7 +255,7 @@ static MSI_NOINLINE MSI_COLD void free_counted(void *p) {
 }
 
 /* every pointer but a small heap block whose base the fast test knows */
-static MSI_NOINLINE void free_slow(void *p) {
+MSI_HOT_TEXT static MSI_NOINLINE void free_slow(void *p) {
   if (!p) return;
   if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT)) return free_counted(p);
   if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good (extra checks off) */
@@ -266,12 +266,12 @@ static MSI_NOINLINE void free_slow(void *p) {
 }
 
 /* the fast paths: one compare with small_below on malloc; on free the small-block test first */
-void *msi_malloc(size_t size) {
+MSI_HOT_TEXT void *msi_malloc(size_t size) {
   if (MSI_LIKELY(size < atomic_load_explicit(&fast.small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
   return route_alloc(size, 0, false);
 }
 
-void msi_free(void *p) {
+MSI_HOT_TEXT void msi_free(void *p) {
   if (MSI_LIKELY((uintptr_t)p - FREE_BASE() < FREE_TOP()))
     return msi_heap_free_small_unchecked(p);
   return free_slow(p);
@@ -280,7 +280,7 @@ void msi_free(void *p) {
 /* the extra checks switched (ms_option_set): free's fast test fails until a free finds them off (free_slow) */
 static void free_base_reset(void) { __atomic_store_n(&fast.free_base, FREE_NEVER, __ATOMIC_RELAXED); }
 
-void *msi_calloc(size_t count, size_t size) {
+MSI_HOT_TEXT void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
   if (MSI_LIKELY(total < atomic_load_explicit(&fast.small_below, memory_order_acquire))) {
@@ -291,7 +291,7 @@ void *msi_calloc(size_t count, size_t size) {
   return route_alloc(total, 0, true);
 }
 
-void *msi_aligned_alloc(size_t alignment, size_t size) {
+MSI_HOT_TEXT void *msi_aligned_alloc(size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   if (alignment <= 16) return msi_malloc(size);
   return route_alloc(size, alignment, false);
@@ -390,7 +390,7 @@ static MSI_NOINLINE MSI_COLD void *realloc_routed(void *p, size_t size, unsigned
   return q;
 }
 
-void *msi_realloc(void *p, size_t size) {
+MSI_HOT_TEXT void *msi_realloc(void *p, size_t size) {
   if (!p) return msi_malloc(size);
   if (size == 0) { msi_free(p); return NULL; }
   if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; }

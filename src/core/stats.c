@@ -15,7 +15,7 @@ MSI_START_DATA static const msi_stats_source_t *sources[MAX_SOURCES]; /* registe
 MSI_START_DATA static _Atomic int source_count;
 MSI_START_DATA static msi_lock_t source_lock = MSI_LOCK_INIT;
 
-void msi_stats_register(const msi_stats_source_t *s) {
+MSI_STARTUP_TEXT void msi_stats_register(const msi_stats_source_t *s) {
   MSI_REGISTER_ONCE(sources, MAX_SOURCES, &source_count, &source_lock, s);
 }
 

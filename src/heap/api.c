@@ -19,7 +19,7 @@ static void *small_aligned(size_t size, size_t alignment) {
   return msi_heap_small_alloc_slow(msi_heap_class_size[c] - MSI_HEAP_CANARY);
 }
 
-void *msi_heap_alloc(size_t size, size_t alignment, bool zero) {
+MSI_HOT_TEXT void *msi_heap_alloc(size_t size, size_t alignment, bool zero) {
   void *p;
   if (size <= MSI_HEAP_SMALL_REQ && alignment <= 16) {
     p = msi_heap_malloc_small(size);
@@ -50,7 +50,7 @@ MSI_NOINLINE MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s) {
   msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
 }
 
-void msi_heap_free(void *p) {
+MSI_HOT_TEXT void msi_heap_free(void *p) {
   if (msi_heap_in_small(p)) return msi_heap_free_small(p);
   if (msi_heap_in_large(p)) { MSI_TRACK_FREE(p); msi_large_free(p); return; }
   msi_heap_bad_pointer(p, "free(): invalid pointer"); /* in the reservation, in no segment */
@@ -78,7 +78,7 @@ size_t msi_heap_usable(const void *p) {
   return msi_direct_usable(p);
 }
 
-size_t msi_heap_realloc_check(const void *p) {
+MSI_HOT_TEXT size_t msi_heap_realloc_check(const void *p) {
   if (msi_heap_in_small(p)) {
     msi_span_t *s;
     if (MSI_UNLIKELY(!msi_heap_small_valid(p, &s))) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
@@ -100,7 +100,7 @@ size_t msi_heap_realloc_check(const void *p) {
 }
 
 /* realloc by a copy into a new heap block of `alloc` >= size bytes (grown_size), tracked as `size` */
-static void *realloc_move(void *p, size_t old_usable, size_t size, size_t alloc) {
+MSI_HOT_TEXT static void *realloc_move(void *p, size_t old_usable, size_t size, size_t alloc) {
   void *n = msi_heap_alloc(alloc, 0, false);
   if (!n) return NULL;
   if (alloc != size) MSI_TRACK_RESIZE(n, alloc, size); /* valgrind reports writes past what was asked */
@@ -123,7 +123,7 @@ static size_t grown_size(size_t bs, size_t size) {
   return more < MSI_HEAP_SMALL_REQ ? more : MSI_HEAP_SMALL_REQ;
 }
 
-void *msi_heap_realloc(void *p, size_t size, bool exact) {
+MSI_HOT_TEXT void *msi_heap_realloc(void *p, size_t size, bool exact) {
   size_t old = msi_heap_realloc_check(p);
   if (msi_heap_in_small(p)) {
     size_t bs = old;

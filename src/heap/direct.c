@@ -282,7 +282,7 @@ void *msi_direct_realloc(void *p, size_t size) {
 
 bool msi_direct_was_freed(const void *p) { return ask_locked(p, in_freed); }
 
-uint64_t msi_direct_bytes(void) {
+MSI_HOT_TEXT uint64_t msi_direct_bytes(void) {
   if (!atomic_load_explicit(&used, memory_order_relaxed)) return 0;
   msi_lock(&direct_lock);
   uint64_t b = bytes;

@@ -419,7 +419,7 @@ static msi_segment_t *segment_new(void) {
   return seg;
 }
 
-static msi_segment_t *segment_map(void) {
+MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
   void *addr = (void *)(msi_heap_g.base + top);
@@ -989,7 +989,7 @@ _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 #define ST_LARGE_MAX (4 * MSI_HEAP_ST_PURGE_BYTES)
 #define ST_LARGE_STEP (MSI_HEAP_ST_PURGE_BYTES / 2)
 static _Atomic uint64_t st_large_check = ST_LARGE_MIN, st_large_live;
-static void st_large_budget(bool force) {
+MSI_HOT_TEXT static void st_large_budget(bool force) {
   uint64_t cached = msi_large_dirty_bytes(), check = atomic_load_explicit(&st_large_check, memory_order_relaxed);
   uint64_t live = msi_large_live_bytes(), top = atomic_load_explicit(&st_large_live, memory_order_relaxed);
   if (live > top) atomic_store_explicit(&st_large_live, live, memory_order_relaxed); /* the most held since */
@@ -1039,7 +1039,7 @@ static void st_pressure(uint64_t now_ns) {
    malloc-large: 20 live of 5-25 MiB) would be purged every few frees and fault each new block in afresh. A budget
    that follows what the rest of the heap holds keeps the slots a program reuses, and lets one that holds little
    keep little. */
-void msi_heap_maybe_purge(void) {
+MSI_HOT_TEXT void msi_heap_maybe_purge(void) {
   pressure_check();
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 || msi_maint_running()) return;
@@ -1364,7 +1364,7 @@ static void span_populate(const msi_heap_t *h, msi_span_t *s, uintptr_t p, uintp
 #endif
 }
 
-static void span_carve(msi_heap_t *h, msi_span_t *s) {
+MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
   uint32_t bs = s->block_size;
   uintptr_t p = msi_span_bump(s), end = msi_span_end(s), key = s->key;
   if (p - s->base >= s->touched) span_populate(h, s, p, end);
@@ -1736,7 +1736,7 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
   return p;
 }
 
-void *msi_heap_small_alloc_slow(size_t size) {
+MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP)) {
     if (MSI_UNLIKELY(heap_exited)) return alloc_exiting(size);
@@ -1783,7 +1783,7 @@ void *msi_heap_small_alloc_slow(size_t size) {
   return alloc_from(n);
 }
 
-bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
+MSI_HOT_TEXT bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
   if (!msi_heap_in_small(p)) return false;
   msi_span_t *s = msi_heap_span_of(p);
   if (s->state != MSI_SPAN_ACTIVE) return false;
@@ -1793,7 +1793,7 @@ bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
 }
 
 /* free of a block whose span is not owned by the calling thread's heap, or a local free needing bookkeeping */
-void msi_heap_small_free_slow(void *p, msi_span_t *s) {
+MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (s->owner == h) {

@@ -63,29 +63,43 @@ typedef struct cache_entry_s {
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
 MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
-/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
-   initialises and fixed for the process */
-static bool strict;
+/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored): 0 not read yet, 1 not
+   strict, 2 strict; read once, at the first question (strict_mode), and fixed for the process */
+static _Atomic uint8_t strict_state;
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
    that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
-   mode is read from /proc when the heap initialises (the first allocation) all the same: read at the first dense
-   block it killed a program that had installed a seccomp filter against open() by then (a sandbox), and two
-   threads whose reads disagreed would place blocks under both answers. A probe mapping instead of the read (a
-   large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
-   kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
+   mode is read from /proc at the first question, which the first large block of 64 KiB-1 MiB asks (dense()), or
+   the first trim of a cached slot: a process that makes neither (`sed`, `awk`, a shell) saves the open, read and
+   close. The heap's start (the first allocation) starts the OS layer's seccomp watch instead (one prctl): a
+   filter the program installs after that (a sandbox, which may kill it for an open()) makes the read refused
+   (EPERM, no open), and the mode is then taken for not strict, as when /proc cannot be read. A filter there
+   before the first allocation (a container's) lets the read go on. The first answer is kept (compare-and-swap):
+   two threads asking at once place blocks under one answer. A probe mapping instead of the read (a large
+   writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the kernel
+   fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
+
+/* strict overcommit (mode 2), read at the first call (see above) */
+static bool strict_mode(void) {
+  uint8_t s = atomic_load_explicit(&strict_state, memory_order_acquire);
+  if (MSI_LIKELY(s)) return s == 2;
+  int saved = errno; /* a refused read of /proc leaves the caller's errno alone */
+  unsigned long long mode;
+  uint8_t read = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2 ? 2 : 1;
+  errno = saved;
+  if (!atomic_compare_exchange_strong_explicit(&strict_state, &s, read, memory_order_acq_rel, memory_order_acquire))
+    read = s;
+  return read == 2;
+}
 
 MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
   dense_ok = !MSI_HEAP_SECURE || msi_heap_g.guard_markers;
-  int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
-  unsigned long long mode;
-  strict = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
-  errno = saved;
+  msi_os_reads_watch(); /* for the overcommit mode's read at the first large block (see above) */
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
   size_t total = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
@@ -103,7 +117,7 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
 
 /* the slot table, mapped on first use (two threads racing both map it, one keeps its copy); NULL when refused:
    the caller maps its block on its own (direct.c) */
-static slot_meta_t *table_get(void) {
+MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
   void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -145,7 +159,7 @@ static void count_decommit(size_t bytes) {
   msi_os_count_decommit(bytes);
 }
 
-static void *commit(uintptr_t addr, size_t bytes) {
+MSI_HOT_TEXT static void *commit(uintptr_t addr, size_t bytes) {
   void *p = msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) {
     reserve(addr, bytes);
@@ -176,7 +190,7 @@ static void decommit(uintptr_t addr, size_t bytes) {
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
 static bool dense(unsigned k) {
-  return dense_ok && !strict && k <= LARGE_DENSE_MAX_SHIFT;
+  return dense_ok && k <= LARGE_DENSE_MAX_SHIFT && !strict_mode();
 }
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
@@ -301,7 +315,7 @@ static unsigned slot_shift_for(size_t bytes) {
    page and no commit charge (MAP_NORESERVE); the secure build's guard markers cover them whole. Refused: the
    slot is mapped alone as before (slot_commit_fresh). Class lock held. */
 #define DENSE_BATCH ((size_t)2 << 20)
-static void dense_batch(lclass_t *c, unsigned k) {
+MSI_HOT_TEXT static void dense_batch(lclass_t *c, unsigned k) {
   uint64_t n = c->bump / 4 + 1, most = DENSE_BATCH >> k;
   if (n > most) n = most;
   if (n > c->nslots - c->bump) n = c->nslots - c->bump;
@@ -435,7 +449,7 @@ static bool mid_cache_room(size_t bytes) {
    donor's rest (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of
    16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
    malloc-large, which then committed afresh.) */
-static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
+MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
   if (c->ncached >= c->cache_max || k > msi_heap_limits.large_max_shift ||
@@ -506,9 +520,11 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
   bool probed = !have; /* the block's own mappings are probed (system calls) only once a donor may exist */
   for (unsigned step = 1; step < 2 * MSI_HEAP_LARGE_CLASSES; step++) {
     unsigned kd = step & 1 ? k + (step + 1) / 2 : k - step / 2; /* k+1, k-1, k+2, k-2... */
-    if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT || dense(kd)) continue;
+    if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT) continue;
     lclass_t *d = &classes[kd - MSI_HEAP_LARGE_MIN_SHIFT];
-    if (!atomic_load_explicit(&d->ncached, memory_order_relaxed)) continue;
+    /* (a class with nothing cached is passed before dense() asks the overcommit mode: no read for a donor that
+       cannot be) */
+    if (!atomic_load_explicit(&d->ncached, memory_order_relaxed) || dense(kd)) continue;
     if (!probed && !two_mappings(block, (size_t)have << page_shift)) return 0;
     probed = true;
     msi_lock(lock_of(d));
@@ -557,7 +573,7 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
    growth), plus one for each time realloc moved the block to a bigger slot (move_block moves it piece by piece
    and commits its tail, as before borrowing), and the program's mapping count stays bounded by its slots in use
    (vm.max_map_count; see LARGE_SPLIT_MAX). false + errno: refused (the pages from `have` on reserved again). */
-static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
+MSI_HOT_TEXT static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
   size_t start = (size_t)have << page_shift, need = (size_t)npages << page_shift;
   uint32_t got = dense(k) ? 0 : borrow_pages(k, addr, have, npages - have);
   size_t mid = start + ((size_t)got << page_shift);
@@ -581,7 +597,7 @@ static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npage
    into a reserved slot, never a cached one), else into a mapping of its own (realloc_to_direct).
    CACHED: the slot is live already, *clean set; FRESH: *bumped as slot_take_fresh says. Takes c's lock. */
 typedef enum { PLACE_DIRECT, PLACE_CACHED, PLACE_FRESH } place_t;
-static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
+MSI_HOT_TEXT static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
                      bool *bumped) {
   lclass_t *c = k <= msi_heap_g.sub_shift ? &classes[k - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
   if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !table_get())) return PLACE_DIRECT;
@@ -656,7 +672,7 @@ static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages,
   return (void *)addr;
 }
 
-void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
+MSI_HOT_TEXT void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT) || alignment > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) {
     errno = ENOMEM;
     return NULL;
@@ -677,7 +693,7 @@ void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   return p ? p : direct_after_refusal(size, alignment);
 }
 
-void msi_large_free(void *p) {
+MSI_HOT_TEXT void msi_large_free(void *p) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
@@ -962,8 +978,8 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force) {
   return total;
 }
 
-uint64_t msi_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes(); }
-uint64_t msi_large_dirty_bytes(void) { return atomic_load_explicit(&dirty_bytes, memory_order_relaxed); }
+MSI_HOT_TEXT uint64_t msi_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed) + msi_direct_bytes(); }
+MSI_HOT_TEXT uint64_t msi_large_dirty_bytes(void) { return atomic_load_explicit(&dirty_bytes, memory_order_relaxed); }
 uint64_t msi_large_cached_bytes(void) { return atomic_load_explicit(&cached_bytes, memory_order_relaxed); }
 
 /* the class of the longest-cached slot whose pages were not dropped (*j_out: its entry), or NULL; takes each
@@ -998,6 +1014,7 @@ void msi_large_trim(uint64_t keep) {
   lclass_t *c;
   while (atomic_load_explicit(&dirty_bytes, memory_order_relaxed) > keep && (c = oldest_dirty(now, &j))) {
     unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+    bool strict = strict_mode(); /* (a file read at the first question: before the lock) */
     msi_lock(lock_of(c));
     if (j >= c->ncached || (meta_of(c)[c->cached[j].idx].pages & SLOT_CLEAN)) { /* changed meanwhile */
       msi_unlock(lock_of(c));
@@ -1021,7 +1038,7 @@ void msi_large_trim(uint64_t keep) {
 
 /* statistics: heap_mapped_peak_bytes, kept at each commit (a system call: the note costs nothing beside it) */
 _Atomic uint64_t msi_heap_mapped_peak;
-void msi_heap_mapped_peak_note(void) {
+MSI_HOT_TEXT void msi_heap_mapped_peak_note(void) {
   uint64_t m = atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
                atomic_load_explicit(&committed_bytes, memory_order_relaxed);
   uint64_t p = atomic_load_explicit(&msi_heap_mapped_peak, memory_order_relaxed);

@@ -83,7 +83,7 @@ static void count_fixed_add(uintptr_t start, size_t size) {
   atomic_store_explicit(&counted[i].end, start + size, memory_order_release);
 }
 
-void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
+MSI_HOT_TEXT void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
   INJECT(MS_FAULT_MMAP, MAP_FAILED);
   COUNT_CALL();
   void *p;
@@ -207,14 +207,14 @@ void *msi_os_mremap_probe(void *old, size_t old_size, size_t new_size) {
     return r_;                                                                                                 \
   } while (0)
 
-int msi_os_munmap(void *addr, size_t size) {
+MSI_HOT_TEXT int msi_os_munmap(void *addr, size_t size) {
   COUNT_CALL();
   int r = munmap(addr, size);
   if (r) COUNT_FAIL();
   return r;
 }
 int msi_os_mprotect(void *addr, size_t size, int prot) { RETRY_INT(MS_FAULT_MPROTECT, mprotect(addr, size, prot)); }
-int msi_os_madvise(void *addr, size_t size, int advice) { RETRY_INT(MS_FAULT_MADVISE, madvise(addr, size, advice)); }
+MSI_HOT_TEXT int msi_os_madvise(void *addr, size_t size, int advice) { RETRY_INT(MS_FAULT_MADVISE, madvise(addr, size, advice)); }
 int msi_os_mlock(const void *addr, size_t size) { RETRY_INT(MS_FAULT_MLOCK, mlock(addr, size)); }
 int msi_os_munlock(const void *addr, size_t size) {
   COUNT_CALL();
@@ -323,8 +323,10 @@ bool msi_os_may_lock(size_t bytes) {
   return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_IPC_LOCK) & 1;
 }
 void msi_os_yield(void) { sched_yield(); }
-/* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included */
-bool msi_os_seccomp_filtered(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }
+/* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included. Through
+   syscall(), which the heap's start-up has bound already: no lookup of prctl by the dynamic loader in the first
+   allocation (the seccomp watch starts there) */
+MSI_HOT_TEXT bool msi_os_seccomp_filtered(void) { return syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) != 0; }
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len) {
   INJECT(MS_FAULT_FALLOCATE, -1);
   COUNT_CALL();
@@ -364,14 +366,14 @@ void msi_os_sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 /* the vDSO's clock: no system call, not counted */
-uint64_t msi_now_ns(void) {
+MSI_HOT_TEXT uint64_t msi_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 /* CLOCK_MONOTONIC as of the last timer tick, in milliseconds (wraps after 49 days): the vDSO reads it without the
    time-stamp counter */
-uint32_t msi_now_coarse_ms(void) {
+MSI_HOT_TEXT uint32_t msi_now_coarse_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
@@ -390,17 +392,18 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
 /* Reading files under a seccomp filter, once a part that reads files in the background or on large allocations
-   has started (msi_os_reads_watch: the maintenance thread, spill). A filter already there then (a container's,
+   has started (msi_os_reads_watch: the heap's first allocation, which reads the overcommit mode at its first
+   large block, the maintenance thread, spill). A filter already there then (a container's,
    inherited across exec; or one the program installed before) let the process come this far and stays as it is:
    reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
    SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC attribute sets, it filters every thread, the maintenance thread
    too), and it may kill the process for an open(): a thread under such a filter reads no file from then on (EPERM,
    as a refusing filter answers; the callers treat the file as unreadable). One question (prctl: a filter is the
    thread's) per read while no filter was there at the start; a filter installed between the question and the
-   open is not seen. Before that start no question is asked (nothing added to a small program's first malloc). */
+   open is not seen. Before that start no question is asked (the constructor asks none). */
 static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
 static _Thread_local bool reads_late;
-void msi_os_reads_watch(void) {
+MSI_STARTUP_TEXT void msi_os_reads_watch(void) {
   if (atomic_load_explicit(&reads_watch, memory_order_relaxed)) return;
   int expected = 0;
   atomic_compare_exchange_strong(&reads_watch, &expected, msi_os_seccomp_filtered() ? 2 : 1);
@@ -410,7 +413,7 @@ static bool reads_refused(void) {
   if (!reads_late && msi_os_seccomp_filtered()) reads_late = true;
   return reads_late;
 }
-static int open_ro(const char *path) {
+MSI_HOT_TEXT static int open_ro(const char *path) {
   if (reads_refused()) {
     errno = EPERM;
     return -1;
@@ -483,7 +486,7 @@ bool msi_os_sysinfo_value(const char *key, uint64_t *bytes) {
 }
 
 /* a number file of /proc or /sys gives its whole text in one read: open, read, close (no read of the end) */
-bool msi_os_read_ull(const char *path, unsigned long long *value) {
+MSI_HOT_TEXT bool msi_os_read_ull(const char *path, unsigned long long *value) {
   char buf[64];
   uint64_t v;
   int fd = open_ro(path);
@@ -703,7 +706,7 @@ static bool thp_never(void) {
          strstr(buf, "[never]") != NULL;
 }
 
-size_t msi_os_page_size(void) {
+MSI_HOT_TEXT size_t msi_os_page_size(void) {
   MSI_START_DATA static _Atomic size_t cached; /* read, then written, by every allocating process */
   size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
   if (MSI_UNLIKELY(p == 0)) {

@@ -240,7 +240,7 @@ void msi_malloc_elsewhere_note(void) {
    end): no jump between the exported name and the front door. The rest of the family, which a short-lived program's
    C library calls too (sed's and mawk's reallocarray), sits at the start of the text with the front door rather
    than on a page of its own at the far end, one page fault more in each such process */
-#define FAMILY_TEXT __attribute__((section(".text.hot")))
+#define FAMILY_TEXT MSI_HOT_TEXT
 MS_API void cfree(void *p);
 MS_API void cfree(void *p) { msi_free(p); }
 FAMILY_TEXT MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
