@@ -98,6 +98,7 @@ static void size_classes(void **state) {
    each class gets: its capacity (less the secure build's guard page), the inverse and shift of its size */
 static void size_class_tables(void **state) {
   (void)state;
+  msi_heap_mini_off = true; /* the layout of each class's normal span (a mini span: test_heap_mini) */
   uint32_t sz[MSI_HEAP_CLASSES];
   unsigned c = 0;
   for (uint32_t s = 16; s <= 128; s += 16) sz[c++] = s;
@@ -118,9 +119,17 @@ static void size_class_tables(void **state) {
     }
     assert_int_equal(msi_heap_class_chunks[c], best);
     for (size_t u = c ? (sz[c - 1] >> 4) + 1 : 0; u <= bs >> 4; u++) assert_int_equal(msi_heap_size_lut[u], c);
-    void *p = ms_malloc(bs - MSI_HEAP_CANARY);
+    void *p = ms_malloc(bs - MSI_HEAP_CANARY), *mini[64];
     assert_non_null(p);
     msi_span_t *s = msi_heap_span_of(p);
+    unsigned nmini = 0;
+    while (msi_span_is_mini(s)) { /* a mini span an earlier case left current: its blocks, then a normal span */
+      assert_true(nmini < 64);
+      mini[nmini++] = p;
+      assert_non_null(p = ms_malloc(bs - MSI_HEAP_CANARY));
+      s = msi_heap_span_of(p);
+    }
+    while (nmini) ms_free(mini[--nmini]);
     assert_int_equal(s->block_size, bs);
     size_t colour = s->base & (MSI_HEAP_CHUNK - 1); /* (heap.c span_colour: blocks start past the chunk) */
     assert_true(colour < 4096 && colour % 64 == 0);
@@ -129,6 +138,7 @@ static void size_class_tables(void **state) {
     assert_true(s->inv * (bs >> __builtin_ctz(bs)) == 1);
     ms_free(p);
   }
+  msi_heap_mini_off = false;
 }
 
 /* a span on fresh chunks carves its first 1 KiB of blocks (heap.c CARVE_FIRST), the rest of its page at its next
@@ -156,6 +166,7 @@ static void *first_carve_thread(void *arg) {
 /* (in a child: a second thread would leave this process multithreaded for the single-threaded tests after it) */
 static int first_carve_child(void) {
   uint64_t carved[6] = {0, 0, 0, 0, 1, 0};
+  msi_heap_mini_off = true; /* (a normal span's first carve) */
   pthread_t t;
   if (pthread_create(&t, NULL, first_carve_thread, carved) != 0 || pthread_join(t, NULL) != 0) return 1;
   if (!carved[2]) return 2;
@@ -663,6 +674,7 @@ static void stats_print(void **state) {
 #define KEPT_SIZE 1000
 static void *kept_v[4 * 64];
 static int kept_reuse(void) {
+  msi_heap_mini_off = true; /* (spans that go to the caches: no mini span) */
   ms_heap_collect(1); /* every cache empty: the spans below are the only ones cached */
   void *first = ms_malloc(KEPT_SIZE);
   msi_span_t *s0 = msi_heap_span_of(first);
@@ -702,6 +714,7 @@ static int kept_reuse(void) {
 }
 /* a free of a block of a kept span, retired and taken again, that is still on its free list */
 static int kept_double_free(void) {
+  msi_heap_mini_off = true; /* (spans that go to the caches: no mini span) */
   ms_heap_collect(1);
   void *first = ms_malloc(KEPT_SIZE);
   unsigned cap = msi_heap_span_of(first)->capacity;
@@ -722,6 +735,7 @@ static void *kept_thread(void *arg) {
   return NULL;
 }
 static int kept_never_allocated(void) {
+  msi_heap_mini_off = true; /* (spans that go to the caches: no mini span) */
   ms_heap_collect(1);
   void *theirs = NULL;
   pthread_t t;
