@@ -1457,17 +1457,17 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
     h->mini_taken[cls] = MINI_DONE;
     return NULL;
   }
-  for (unsigned i = seg->mini_used; i < g; i++) seg->mini_map[i] = MSI_HEAP_MINI_NONE;
-  for (unsigned i = g; i < g + k; i++) seg->mini_map[i] = (uint8_t)g;
+  for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
   msi_span_t *s = &seg->mini[g];
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   s->owner = h;
-  s->cls = s->last_cls = (uint8_t)cls;
+  MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields spans_tally reads from other threads: MSI_SEEN) */
+  s->last_cls = (uint8_t)cls;
   s->block_size = bs;
   s->inv = class_inv[cls];
   s->shift = class_shift[cls];
   s->key = msi_heap_g.secret ^ s->base ^ bs;
-  s->capacity = (uint32_t)(k * MSI_HEAP_MINI_SIZE / bs);
+  MSI_SEEN_SET(s->capacity, (uint32_t)(k * MSI_HEAP_MINI_SIZE / bs));
   s->free = msi_span_list_end(s);
   s->touched = (uint32_t)(k * MSI_HEAP_MINI_SIZE); /* resident with the header's chunk: carved whole, never populated */
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
@@ -2018,7 +2018,8 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
       if (st) tally_blocks(st, s);
     }
 #if MSI_HEAP_MINI
-    for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) tally_blocks(st, &seg->mini[g]); /* (no bytes: the header's chunk) */
+    for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) /* (no bytes: the header's chunk) */
+      if (MSI_SEEN(seg->mini_map[g]) == g) tally_blocks(st, &seg->mini[g]);
 #endif
   }
 }

@@ -451,8 +451,10 @@ static inline msi_span_t *msi_heap_mini_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
 #if MSI_HEAP_MINI
   uintptr_t g = (((uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1)) - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT;
-  if (g < MSI_SEEN(seg->mini_used) && seg->mini_map[g] != MSI_HEAP_MINI_NONE) /* (below the area: g wraps past it) */
-    return &seg->mini[seg->mini_map[g]];
+  if (g < MSI_SEEN(seg->mini_used)) { /* (below the area g wraps past any count) */
+    uint8_t first = MSI_SEEN(seg->mini_map[g]);
+    if (first != MSI_HEAP_MINI_NONE) return &seg->mini[first];
+  }
 #endif
   return &seg->spans[0];
 }

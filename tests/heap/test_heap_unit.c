@@ -758,42 +758,11 @@ static int kept_never_allocated(void) {
   ms_free((void *)never);
   return 1;
 }
-/* runs fn in a child with stderr captured: it must die of SIGABRT with a message holding `what` and the pointer it
-   printed */
-static void child_aborts(int (*fn)(void), const char *what) {
-  int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(fds[1], 2);
-    close(fds[0]);
-    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
-    _exit(fn());
-  }
-  close(fds[1]);
-  char buf[4096];
-  FILE *in = fdopen(fds[0], "r");
-  assert_non_null(in);
-  buf[fread(buf, 1, sizeof buf - 1, in)] = 0; /* (to the child's end: it writes two lines) */
-  fclose(in);
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  fprintf(stderr, "%s", buf);
-  char ptr[40] = "";
-  const char *tag = strstr(buf, "pointer 0x");
-  if (tag) snprintf(ptr, sizeof ptr, "%.*s", (int)strcspn(tag + 8, "\n"), tag + 8);
-  if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)) fail_msg("%s: the child did not abort (status 0x%x)", what, st);
-  assert_true(ptr[0]);
-  const char *msg = strstr(buf, what);
-  if (!msg || !strstr(msg, ptr)) fail_msg("no '%s' naming %s in: %s", what, ptr, buf);
-}
 static void kept_spans_need_no_carving(void **state) {
   (void)state;
   assert_int_equal(ms_test_in_child(kept_reuse), 0);
-  child_aborts(kept_double_free, "free(): double free");
-  child_aborts(kept_never_allocated, "a block never allocated");
+  ms_test_child_aborts(kept_double_free, "free(): double free");
+  ms_test_child_aborts(kept_never_allocated, "a block never allocated");
 }
 
 /* MEMSPACE_SECURE's extra checks switched on at run time (ms_option_set): the next free searches the span's free
@@ -811,7 +780,7 @@ static int checks_switched_on(void) {
 }
 static void extra_checks_switched_at_run_time(void **state) {
   (void)state;
-  child_aborts(checks_switched_on, "free(): double free");
+  ms_test_child_aborts(checks_switched_on, "free(): double free");
 }
 
 /* The block-start check (heap.h msi_span_block_start: the exact-division test by the block size's odd part and
