@@ -1425,7 +1425,9 @@ static void span_carve(msi_heap_t *h, msi_span_t *s) {
    segment has room: a short-lived program (a shell's commands) using a few blocks of many classes shares a page
    of blocks among several classes, where a span of its own per class took a page each (`head` touched 19 pages
    of its segment, glibc's heap 5). A mini span serves its class while it is current and leaves it when it runs
-   out of blocks or its class took MINI_FREES local frees from it: its blocks' frees take the free slow path
+   out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
+   cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a
+   shell's subshells): its blocks' frees take the free slow path
    (map[] leads to spans[0]), which a loop freeing and taking blocks of the class would pay at every free. It is
    never filed on a partial list, cached or given back: it stays its heap's, its blocks freed as they come (by
    its owner or remotely) and never handed out again once it left its class. A class's blocks past its mini
@@ -1469,6 +1471,7 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   s->key = msi_heap_g.secret ^ s->base ^ bs;
   MSI_SEEN_SET(s->capacity, (uint32_t)(k * MSI_HEAP_MINI_SIZE / bs));
   s->free = msi_span_list_end(s);
+  s->cached_ms = 0; /* (its local frees while current: mini_free) */
   s->touched = (uint32_t)(k * MSI_HEAP_MINI_SIZE); /* resident with the header's chunk: carved whole, never populated */
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
   MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k)); /* (its blocks are handed out after this: any free finds it) */
@@ -1489,7 +1492,7 @@ static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
     msi_heap_free_error(p, s);
   if (msi_heap_checks) msi_heap_check_free(s, p);
   unsigned c = s->cls;
-  if (s == h->current[c] && ++h->mini_frees[c] >= MINI_FREES) {
+  if (s == h->current[c] && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
     h->current[c] = &msi_empty_span;
     h->mini_taken[c] = MINI_DONE;
   }
