@@ -59,7 +59,7 @@ MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s);
 /* p in the small area (msi_heap_in_small); `checks`: msi_heap_checks may be set (the extra checks run when it
    is). Every call is a tail call: the fast path saves no register */
 static inline void msi_heap_free_small_as(void *p, bool checks) {
-  msi_span_t *s = msi_heap_span_of(p);
+  msi_span_t *s = msi_heap_span_at(p); /* (a mini span's block: spans[0], whose owner never matches) */
   if (MSI_LIKELY(s->owner == msi_tls_heap)) {
     /* a live block start (O(1): heap.h msi_span_block_start) whose cookie (second word: the line the link store below
        writes anyway) does not say "free"; the secure build also checks the canary after the block */

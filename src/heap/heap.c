@@ -2,7 +2,7 @@
 /* heap.c: the small-block heap. Region and segments, spans, thread heaps with lock-free fast paths, remote
    (cross-thread) frees, span caches (thread -> global -> segment), orphaned heaps, purge/decay, fork.
    The design is described in docs/heap.md and heap.h. */
-#include "heap.h"
+#include "entry.h"
 #include "os.h"
 #include "track.h"
 #include <errno.h>
@@ -471,10 +471,13 @@ MSI_START_DATA static uint64_t seg_avail_first;
 static inline uint64_t *seg_avail_word(size_t w) { return w ? &seg_avail[w] : &seg_avail_first; }
 #define SEG_ALL_FREE (~(uint64_t)1) /* every chunk but the header's */
 /* after a change of the segment's free mask: its bit in seg_avail; a segment with every chunk free serves no heap */
-static void seg_avail_update(msi_segment_t *seg) {
+static void seg_avail_bit(msi_segment_t *seg) {
   size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
   if (seg->free_mask) *seg_avail_word(i / 64) |= 1ull << (i % 64);
   else *seg_avail_word(i / 64) &= ~(1ull << (i % 64));
+}
+static void seg_avail_update(msi_segment_t *seg) {
+  seg_avail_bit(seg);
   if (seg->free_mask == SEG_ALL_FREE && seg->owner) seg->owner = NULL;
 }
 
@@ -490,8 +493,8 @@ static bool seg_claimable(const msi_segment_t *seg) {
   return !o || atomic_load_explicit(&o->gone, memory_order_relaxed) || atomic_load_explicit(&o->orphan, memory_order_relaxed);
 }
 
-static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
-  msi_lock(&seg_lock);
+/* a segment with a run of n free chunks for h (at: its first chunk), now h's (under seg_lock); NULL: none */
+static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   msi_segment_t *seg = NULL, *claim = NULL, *shared = NULL;
   int at = -1, claim_at = -1, shared_at = -1;
@@ -515,10 +518,19 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
       seg = shared, at = shared_at;
       errno = saved;
     }
-    if (!seg) { msi_unlock(&seg_lock); return NULL; }
+    if (!seg) return NULL;
   }
   if (seg != shared) seg->owner = h;
   h->seg = seg;
+  *at_out = at;
+  return seg;
+}
+
+static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
+  msi_lock(&seg_lock);
+  int at;
+  msi_segment_t *seg = segment_pick(h, n, &at);
+  if (!seg) { msi_unlock(&seg_lock); return NULL; }
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   seg->free_mask &= ~bits;
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
@@ -1081,6 +1093,7 @@ MSI_HOT_TEXT void msi_heap_maybe_purge(void) {
    longest to gather free blocks. Taking the newest (a span that had just got its first block back) switched
    spans after a block or two, scattering consecutive allocations over many spans and their cache lines. */
 static void partial_push(msi_heap_t *h, msi_span_t *s) {
+  if (msi_span_is_mini(s)) return; /* (serves its class only while current: mini_take) */
   msi_span_t *tail = h->partial_tail[s->cls];
   s->next = NULL;
   s->prev = tail;
@@ -1102,6 +1115,7 @@ static void partial_remove(msi_heap_t *h, msi_span_t *s) {
    carved is on its free lists then: they stay linked while it is cached (kept), for span_init to take back if the
    same class takes the span again; its segment drops them (segment_release_span) */
 static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
+  if (msi_span_is_mini(s)) return; /* stays its heap's (mini_take) */
   if (s->in_partial) partial_remove(h, s);
   msi_span_set_floor(s, 0); /* (no block used) */
   s->last_cls = s->cls;
@@ -1404,6 +1418,85 @@ MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
   h->carved_bytes += n * bs;
   __atomic_store_n(&s->carved, s->carved + n, __ATOMIC_RELAXED);
   if (p - s->base > s->touched) s->touched = (uint32_t)(p - s->base);
+}
+
+/* Mini spans (heap.h MSI_HEAP_MINI): a class of at most MSI_HEAP_MINI_MAX bytes that needs a span takes one of 1
+   KiB (2 KiB above 1 KiB) from its heap's segment's chunk 0 first, up to MINI_PER_CLASS KiB of them, while the
+   segment has room: a short-lived program (a shell's commands) using a few blocks of many classes shares a page
+   of blocks among several classes, where a span of its own per class took a page each (`head` touched 19 pages
+   of its segment, glibc's heap 5). A mini span serves its class while it is current and leaves it when it runs
+   out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
+   cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a
+   shell's subshells): its blocks' frees take the free slow path
+   (map[] leads to spans[0]), which a loop freeing and taking blocks of the class would pay at every free. It is
+   never filed on a partial list, cached or given back: it stays its heap's, its blocks freed as they come (by
+   its owner or remotely) and never handed out again once it left its class. A class's blocks past its mini
+   spans, or once it took a normal span, come from normal spans. */
+bool msi_heap_mini_off;
+#define MINI_PER_CLASS 4
+#define MINI_DONE UINT8_MAX
+#define MINI_FREES 64
+static inline bool mini_class(unsigned cls) { return MSI_HEAP_MINI && cls < MSI_HEAP_MINI_CLASSES; }
+#if MSI_HEAP_MINI
+_Static_assert(CLS_SIZE(MSI_HEAP_MINI_CLASSES - 1) == MSI_HEAP_MINI_MAX && CLS_SIZE(MSI_HEAP_MINI_CLASSES) > MSI_HEAP_MINI_MAX,
+               "the mini classes are those up to MSI_HEAP_MINI_MAX");
+_Static_assert(MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK, "the mini area fits in chunk 0");
+_Static_assert(MSI_HEAP_MINI_MAX <= 2 * MSI_HEAP_MINI_SIZE, "a mini span holds a block of its class");
+#endif
+/* a mini span of class cls for h, current and carved; NULL: no room left in h's segment (the class takes no more) */
+static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
+#if MSI_HEAP_MINI
+  uint32_t bs = msi_heap_class_size[cls];
+  unsigned k = bs > MSI_HEAP_MINI_SIZE ? 2 : 1; /* granules */
+  msi_lock(&seg_lock);
+  msi_segment_t *seg = h->seg;
+  int at;
+  if (!seg && (seg = segment_pick(h, 1, &at))) /* a new heap's first span: the segment its spans will come from */
+    seg_avail_bit(seg); /* (its room seen by a heap looking for some: its chunks are all free, it stays h's) */
+  unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (2 KiB ones 2 KiB-aligned) */
+  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS) {
+    msi_unlock(&seg_lock);
+    h->mini_taken[cls] = MINI_DONE;
+    return NULL;
+  }
+  for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
+  msi_span_t *s = &seg->mini[g];
+  s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
+  s->owner = h;
+  MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields spans_tally reads from other threads: MSI_SEEN) */
+  s->last_cls = (uint8_t)cls;
+  s->block_size = bs;
+  s->inv = class_inv[cls];
+  s->shift = class_shift[cls];
+  s->key = msi_heap_g.secret ^ s->base ^ bs;
+  MSI_SEEN_SET(s->capacity, (uint32_t)(k * MSI_HEAP_MINI_SIZE / bs));
+  s->free = msi_span_list_end(s);
+  s->cached_ms = 0; /* (its local frees while current: mini_free) */
+  s->touched = (uint32_t)(k * MSI_HEAP_MINI_SIZE); /* resident with the header's chunk: carved whole, never populated */
+  MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
+  MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k)); /* (its blocks are handed out after this: any free finds it) */
+  msi_unlock(&seg_lock);
+  h->mini_taken[cls] = h->mini_taken[cls] + k >= MINI_PER_CLASS ? MINI_DONE : (uint8_t)(h->mini_taken[cls] + k);
+  h->current[cls] = s;
+  span_carve(h, s);
+  return s;
+#else
+  (void)h, (void)cls;
+  return NULL;
+#endif
+}
+/* a free by its owner of p in a mini span s (from the free slow path: map[] led to spans[0]): the fast path's
+   checks, the block pushed; the MINI_FREES-th local free of the class's current mini span makes it leave */
+static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
+  if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
+    msi_heap_free_error(p, s);
+  if (msi_heap_checks) msi_heap_check_free(s, p);
+  unsigned c = s->cls;
+  if (s == h->current[c] && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
+    h->current[c] = &msi_empty_span;
+    h->mini_taken[c] = MINI_DONE;
+  }
+  msi_heap_free_local(p, s);
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -1774,7 +1867,12 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
     if (span_free_empty(p) && !span_take_rfree(p)) span_carve(h, p);
     return alloc_from(p);
   }
+  if (mini_class(cls) && h->mini_taken[cls] != MINI_DONE && !msi_heap_mini_off) {
+    msi_span_t *m = mini_take(h, cls);
+    if (m) return alloc_from(m);
+  }
   msi_heap_maybe_purge();
+  if (mini_class(cls)) h->mini_taken[cls] = MINI_DONE; /* (a normal span: the class is past its first blocks) */
   msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
@@ -1795,13 +1893,19 @@ MSI_HOT_TEXT bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
 /* free of a block whose span is not owned by the calling thread's heap, or a local free needing bookkeeping */
 MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   msi_heap_t *h = msi_tls_heap;
-  if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
+    s = msi_heap_mini_of(p); /* map[] led to spans[0]: p lies in chunk 0, maybe in a mini span */
+    if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
+    if (s->owner == h) return mini_free(h, p, s);
+    goto remote;
+  }
   if (s->owner == h) {
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
       msi_span_set_floor(s, 0);
       span_collect(s, true, false);
     }
+    if (msi_span_is_mini(s)) return; /* (never filed: mini_take) */
     if (s == h->current[s->cls]) {
       if (msi_span_used(s) != 0) return;
       if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
@@ -1825,6 +1929,7 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     return;
   }
   /* remote free: validate, then push on the span's list; the first push queues the span on its owner */
+remote:
   if (MSI_UNLIKELY(!msi_span_block_start(s, p))) msi_heap_bad_pointer(p, "free(): invalid pointer");
   msi_block_t *b = p;
   if (MSI_UNLIKELY(msi_block_is_free(s, b))) msi_heap_freed_again(s, p, "free");
@@ -1891,6 +1996,14 @@ void msi_heap_thread_collect(bool force) {
    value one that was stored, a span maybe counted in its former state */
 /* walks the segments: the bytes of idle spans (free chunks still resident, cached spans) and of spans serving a
    class; with st, each active span's blocks into its class's entry */
+static void tally_blocks(ms_stats_t *st, const msi_span_t *s) {
+  ms_stats_class_t *c = msi_stats_class(st, MSI_SEEN(s->cls));
+  uint32_t used = msi_span_used_seen(s), cap = MSI_SEEN(s->capacity);
+  if (used > cap) used = cap;
+  c->allocated += used;
+  c->cached += cap - used;
+  c->mapped += cap;
+}
 static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   *idle = *active = 0;
@@ -1905,14 +2018,12 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
       if (state == MSI_SPAN_CACHED) { *idle += bytes; continue; }
       if (state != MSI_SPAN_ACTIVE) continue;
       *active += bytes;
-      if (!st) continue;
-      ms_stats_class_t *c = msi_stats_class(st, MSI_SEEN(s->cls));
-      uint32_t used = msi_span_used_seen(s), cap = MSI_SEEN(s->capacity);
-      if (used > cap) used = cap;
-      c->allocated += used;
-      c->cached += cap - used;
-      c->mapped += cap;
+      if (st) tally_blocks(st, s);
     }
+#if MSI_HEAP_MINI
+    for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) /* (no bytes: the header's chunk) */
+      if (MSI_SEEN(seg->mini_map[g]) == g) tally_blocks(st, &seg->mini[g]);
+#endif
   }
 }
 

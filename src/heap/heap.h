@@ -107,15 +107,39 @@ typedef struct msi_span_s {
 _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
 _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");
 
+/* Mini spans (docs/heap.md "Mini spans"): a thread heap's first blocks of a class of at most MSI_HEAP_MINI_MAX
+   bytes come from spans of 1 KiB (2 KiB for classes over 1 KiB) carved from the tail of chunk 0, after the
+   header, so a program that uses a few blocks of many classes shares pages among them, where a span of its own
+   per class took a page each. map[0] is 0, so a free of such a block finds spans[0] (no owner, never ACTIVE) and
+   takes the free slow path, which finds the mini span's descriptor by the block's offset (msi_heap_span_of). Left
+   out of the secure build (a guard page per span). */
+#define MSI_HEAP_MINI (!MSI_HEAP_SECURE)
+#define MSI_HEAP_MINI_SHIFT 10
+#define MSI_HEAP_MINI_SIZE ((size_t)1 << MSI_HEAP_MINI_SHIFT) /* a granule of the mini area */
+#define MSI_HEAP_MINI_SPANS 48          /* granules per segment: descriptors after spans[], blocks to chunk 0's end */
+#define MSI_HEAP_MINI_MAX 2048          /* largest class served from mini spans */
+#define MSI_HEAP_MINI_CLASSES 40        /* the classes up to MSI_HEAP_MINI_MAX */
+#define MSI_HEAP_MINI_NONE 0xFF         /* mini_map: a granule of no mini span */
+
 typedef struct msi_segment_s {
   uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */
   uint64_t free_mask;                /* chunks free in the segment allocator (under the segment lock) */
   uint64_t dirty_mask;               /* free chunks whose pages are still resident (purged after the delay) */
   uint32_t dirty_ms;                 /* when the first of them became free */
+  uint8_t mini_used;                 /* granules of mini spans handed out (under the segment lock; read by any
+                                        thread, after mini_map) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
+#if MSI_HEAP_MINI
+  uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's first granule (MSI_HEAP_MINI_NONE: none) */
+  _Alignas(64) msi_span_t mini[MSI_HEAP_MINI_SPANS]; /* the mini span whose first granule is g: mini[g] */
+#endif
 } msi_segment_t;
+/* the mini area's offset in its segment: 2 KiB-aligned, as a 2 KiB mini span is (its block aligned as its size) */
+#define MSI_HEAP_MINI_BASE ((sizeof(msi_segment_t) + 2 * MSI_HEAP_MINI_SIZE - 1) & ~(2 * MSI_HEAP_MINI_SIZE - 1))
+_Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK,
+               "the mini spans fit in chunk 0");
 
 typedef struct msi_span_list_s {
   msi_span_t *_Atomic head; /* written under a lock, peeked at without */
@@ -155,6 +179,7 @@ typedef struct msi_heap_s {
   uint32_t id;
   uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (heap.c span_populate) */
   struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */
+  uint8_t mini_taken[MSI_HEAP_MINI_CLASSES]; /* granules of mini spans a class took (heap.c mini_take; MINI_DONE: no more) */
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
   msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */
@@ -414,12 +439,34 @@ static inline uintptr_t msi_span_end(const msi_span_t *s) { return s->base + (ui
    is made once (shift, lea) in a register that every field access then uses (left to itself the compiler folds
    part of it into each access's displacement and computes it a second time for the callers that need the
    pointer itself) */
-static inline msi_span_t *msi_heap_span_of(const void *p) {
+static inline msi_span_t *msi_heap_span_at(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
   uintptr_t at = (uintptr_t)seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)] * sizeof(msi_span_t);
   __asm__("" : "+r"(at));
   return (msi_span_t *)((uintptr_t)seg->spans + at);
 }
+/* p in chunk 0 of its segment: the mini span holding it, else spans[0] (heap.h MSI_HEAP_MINI) */
+static inline msi_span_t *msi_heap_mini_of(const void *p) {
+  msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
+#if MSI_HEAP_MINI
+  uintptr_t g = (((uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1)) - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT;
+  if (g < MSI_SEEN(seg->mini_used)) { /* (below the area g wraps past any count) */
+    uint8_t first = MSI_SEEN(seg->mini_map[g]);
+    if (first != MSI_HEAP_MINI_NONE) return &seg->mini[first];
+  }
+#endif
+  return &seg->spans[0];
+}
+/* the descriptor of the span holding p: map[] (msi_heap_span_at, the free fast path's), or a mini span in chunk 0 */
+static inline msi_span_t *msi_heap_span_of(const void *p) {
+  if (MSI_HEAP_MINI && MSI_UNLIKELY((((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)) == 0))
+    return msi_heap_mini_of(p);
+  return msi_heap_span_at(p);
+}
+/* no mini spans are taken while set: tests of the layout of a class's normal spans set it */
+extern bool msi_heap_mini_off;
+/* a mini span (nchunks 0: every other span that serves a class has chunks) */
+static inline bool msi_span_is_mini(const msi_span_t *s) { return MSI_HEAP_MINI && s->nchunks == 0; }
 
 /* valgrind build only: the heap reads and writes the header (link, cookie) of blocks it marked free */
 #if defined(MEMSPACE_VALGRIND) && MEMSPACE_VALGRIND

@@ -155,6 +155,7 @@ static inline int ms_test_temp_file(char *path, const char *text) {
 }
 
 #ifdef MEMSPACE_H
+#include <signal.h>
 #include <sys/wait.h>
 /* fn run in a forked child with one thread and MEMSPACE_PURGE_DELAY -1, so no maintenance thread runs and
    idleness happens only where the test says: the child's exit status (fn's result), -1 when it did not exit */
@@ -169,5 +170,38 @@ static inline int ms_test_in_child(int (*fn)(void)) {
   int st;
   return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+#ifdef CMOCKA_H_
+/* a death test (cmocka): fn run in a forked child (MEMSPACE_PURGE_DELAY -1) with stderr captured must die of
+   SIGABRT with a message holding `what` and the pointer it printed on a line "pointer 0x..." */
+static inline void ms_test_child_aborts(int (*fn)(void), const char *what) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
+    _exit(fn());
+  }
+  close(fds[1]);
+  char buf[4096];
+  FILE *in = fdopen(fds[0], "r");
+  assert_non_null(in);
+  buf[fread(buf, 1, sizeof buf - 1, in)] = 0; /* (to the child's end: it writes two lines) */
+  fclose(in);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  fprintf(stderr, "%s", buf);
+  char ptr[40] = "";
+  const char *tag = strstr(buf, "pointer 0x");
+  if (tag) snprintf(ptr, sizeof ptr, "%.*s", (int)strcspn(tag + 8, "\n"), tag + 8);
+  if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)) fail_msg("%s: the child did not abort (status 0x%x)", what, st);
+  assert_true(ptr[0]);
+  const char *msg = strstr(buf, what);
+  if (!msg || !strstr(msg, ptr)) fail_msg("no '%s' naming %s in: %s", what, ptr, buf);
+}
+#endif
 #endif
 #endif

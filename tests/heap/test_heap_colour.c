@@ -54,6 +54,7 @@ static unsigned first_block_offsets(size_t size) {
    (1100 bytes: class 1152) */
 static void spans_start_at_several_offsets(void **state) {
   (void)state;
+  msi_heap_mini_off = true; /* (normal spans: a mini span's blocks lie in chunk 0) */
   const size_t sizes[] = {4368, 1100};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     unsigned colours = msi_heap_class_colours[msi_heap_class_of(sizes[i])];
@@ -67,6 +68,7 @@ static void spans_start_at_several_offsets(void **state) {
     assert_true(colours >= 8);
     assert_true(d >= 8); /* without colouring: 1 (every span's first block at its chunk's start) */
   }
+  msi_heap_mini_off = false;
 }
 
 /* every aligned request small enough for a class gets a block aligned as asked, however many spans its class has */

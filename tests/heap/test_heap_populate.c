@@ -72,6 +72,7 @@ static uintptr_t first_window(const msi_span_t *s, uintptr_t *chunk) {
    (the secure build). errno as the caller left it */
 static void fresh_span_window(void **state) {
   (void)state;
+  msi_heap_mini_off = true; /* (a normal span's window: a mini span is resident with its segment's header) */
   skip_without_populate();
   grow_heap();
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);

@@ -188,6 +188,7 @@ enum { BURST = 2048, BURST_SIZE = 1000, LARGE_N = 8, LARGE_SIZE = 256 << 10 };
 static void frees_under_pressure_go_back_at_once(void **state) {
   (void)state;
   assert_int_equal(ms_option_set(MS_OPTION_CACHE, 1), 0);
+  msi_heap_mini_off = true; /* (normal spans: mini spans stay in their segment's header chunk) */
   static void *b[BURST], *l[LARGE_N];
   static msi_span_t *spans[BURST];
   size_t nspans = 0;
@@ -213,6 +214,7 @@ static void frees_under_pressure_go_back_at_once(void **state) {
   assert_true(nspans >= 16);
   assert_true(kept <= 3); /* the thread cache's two spans of one chunk, and the current one */
   assert_true(gone_large >= LARGE_N - 4);
+  msi_heap_mini_off = false;
 }
 
 int main(void) {

@@ -98,6 +98,7 @@ static void size_classes(void **state) {
    each class gets: its capacity (less the secure build's guard page), the inverse and shift of its size */
 static void size_class_tables(void **state) {
   (void)state;
+  msi_heap_mini_off = true; /* the layout of each class's normal span (a mini span: test_heap_mini) */
   uint32_t sz[MSI_HEAP_CLASSES];
   unsigned c = 0;
   for (uint32_t s = 16; s <= 128; s += 16) sz[c++] = s;
@@ -118,9 +119,17 @@ static void size_class_tables(void **state) {
     }
     assert_int_equal(msi_heap_class_chunks[c], best);
     for (size_t u = c ? (sz[c - 1] >> 4) + 1 : 0; u <= bs >> 4; u++) assert_int_equal(msi_heap_size_lut[u], c);
-    void *p = ms_malloc(bs - MSI_HEAP_CANARY);
+    void *p = ms_malloc(bs - MSI_HEAP_CANARY), *mini[64];
     assert_non_null(p);
     msi_span_t *s = msi_heap_span_of(p);
+    unsigned nmini = 0;
+    while (msi_span_is_mini(s)) { /* a mini span an earlier case left current: its blocks, then a normal span */
+      assert_true(nmini < 64);
+      mini[nmini++] = p;
+      assert_non_null(p = ms_malloc(bs - MSI_HEAP_CANARY));
+      s = msi_heap_span_of(p);
+    }
+    while (nmini) ms_free(mini[--nmini]);
     assert_int_equal(s->block_size, bs);
     size_t colour = s->base & (MSI_HEAP_CHUNK - 1); /* (heap.c span_colour: blocks start past the chunk) */
     assert_true(colour < 4096 && colour % 64 == 0);
@@ -129,6 +138,7 @@ static void size_class_tables(void **state) {
     assert_true(s->inv * (bs >> __builtin_ctz(bs)) == 1);
     ms_free(p);
   }
+  msi_heap_mini_off = false;
 }
 
 /* a span on fresh chunks carves its first 1 KiB of blocks (heap.c CARVE_FIRST), the rest of its page at its next
@@ -156,6 +166,7 @@ static void *first_carve_thread(void *arg) {
 /* (in a child: a second thread would leave this process multithreaded for the single-threaded tests after it) */
 static int first_carve_child(void) {
   uint64_t carved[6] = {0, 0, 0, 0, 1, 0};
+  msi_heap_mini_off = true; /* (a normal span's first carve) */
   pthread_t t;
   if (pthread_create(&t, NULL, first_carve_thread, carved) != 0 || pthread_join(t, NULL) != 0) return 1;
   if (!carved[2]) return 2;
@@ -663,6 +674,7 @@ static void stats_print(void **state) {
 #define KEPT_SIZE 1000
 static void *kept_v[4 * 64];
 static int kept_reuse(void) {
+  msi_heap_mini_off = true; /* (spans that go to the caches: no mini span) */
   ms_heap_collect(1); /* every cache empty: the spans below are the only ones cached */
   void *first = ms_malloc(KEPT_SIZE);
   msi_span_t *s0 = msi_heap_span_of(first);
@@ -702,6 +714,7 @@ static int kept_reuse(void) {
 }
 /* a free of a block of a kept span, retired and taken again, that is still on its free list */
 static int kept_double_free(void) {
+  msi_heap_mini_off = true; /* (spans that go to the caches: no mini span) */
   ms_heap_collect(1);
   void *first = ms_malloc(KEPT_SIZE);
   unsigned cap = msi_heap_span_of(first)->capacity;
@@ -722,6 +735,7 @@ static void *kept_thread(void *arg) {
   return NULL;
 }
 static int kept_never_allocated(void) {
+  msi_heap_mini_off = true; /* (spans that go to the caches: no mini span) */
   ms_heap_collect(1);
   void *theirs = NULL;
   pthread_t t;
@@ -744,42 +758,11 @@ static int kept_never_allocated(void) {
   ms_free((void *)never);
   return 1;
 }
-/* runs fn in a child with stderr captured: it must die of SIGABRT with a message holding `what` and the pointer it
-   printed */
-static void child_aborts(int (*fn)(void), const char *what) {
-  int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(fds[1], 2);
-    close(fds[0]);
-    ms_option_set(MS_OPTION_PURGE_DELAY, -1);
-    _exit(fn());
-  }
-  close(fds[1]);
-  char buf[4096];
-  FILE *in = fdopen(fds[0], "r");
-  assert_non_null(in);
-  buf[fread(buf, 1, sizeof buf - 1, in)] = 0; /* (to the child's end: it writes two lines) */
-  fclose(in);
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  fprintf(stderr, "%s", buf);
-  char ptr[40] = "";
-  const char *tag = strstr(buf, "pointer 0x");
-  if (tag) snprintf(ptr, sizeof ptr, "%.*s", (int)strcspn(tag + 8, "\n"), tag + 8);
-  if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)) fail_msg("%s: the child did not abort (status 0x%x)", what, st);
-  assert_true(ptr[0]);
-  const char *msg = strstr(buf, what);
-  if (!msg || !strstr(msg, ptr)) fail_msg("no '%s' naming %s in: %s", what, ptr, buf);
-}
 static void kept_spans_need_no_carving(void **state) {
   (void)state;
   assert_int_equal(ms_test_in_child(kept_reuse), 0);
-  child_aborts(kept_double_free, "free(): double free");
-  child_aborts(kept_never_allocated, "a block never allocated");
+  ms_test_child_aborts(kept_double_free, "free(): double free");
+  ms_test_child_aborts(kept_never_allocated, "a block never allocated");
 }
 
 /* MEMSPACE_SECURE's extra checks switched on at run time (ms_option_set): the next free searches the span's free
@@ -797,7 +780,7 @@ static int checks_switched_on(void) {
 }
 static void extra_checks_switched_at_run_time(void **state) {
   (void)state;
-  child_aborts(checks_switched_on, "free(): double free");
+  ms_test_child_aborts(checks_switched_on, "free(): double free");
 }
 
 /* The block-start check (heap.h msi_span_block_start: the exact-division test by the block size's odd part and

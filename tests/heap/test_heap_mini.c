@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* test_heap_mini.c: mini spans (heap.h MSI_HEAP_MINI, docs/heap.md "Mini spans"). A thread's first blocks of the
+   classes up to 2 KiB come from 1-2 KiB spans in the tail of its segment's chunk 0, so blocks of many classes
+   share pages (a span per class took a page each). Their frees take the free slow path, which finds the mini
+   span; every check of a normal block holds on them (double free, a pointer inside a block, a block never
+   handed out, realloc, usable size, remote frees, statistics). A class leaves its mini span after 64 local frees
+   or when it runs out, and its blocks then come from normal spans. Each case runs in a child (ms_test_in_child):
+   a fresh heap, no maintenance thread. The secure build has no mini spans: the cases skip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "heap.h"
+#include "ms_test.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void skip_without_minis(void) {
+  if (!MSI_HEAP_MINI) {
+    print_message("the secure build has no mini spans (a guard page per span)\n");
+    skip();
+  }
+}
+
+static bool in_chunk0(const void *p) { return (((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)) == 0; }
+
+/* one block of each class up to MSI_HEAP_MINI_MAX from a fresh thread: all in mini spans, in at most 12 pages
+   (48 KiB of mini area: 32 classes of one 1 KiB span, 8 of one 2 KiB span); a span per class took 40 pages */
+#define NCLS MSI_HEAP_MINI_CLASSES
+static uintptr_t pages_of[NCLS];
+static void *one_of_each(void *arg) {
+  void **b = arg;
+  for (unsigned c = 0; c < NCLS; c++) {
+    b[c] = ms_malloc(msi_heap_class_size[c]);
+    if (b[c]) memset(b[c], 1, msi_heap_class_size[c]);
+  }
+  return NULL;
+}
+static int layout_child(void) {
+  void *b[NCLS];
+  pthread_t t;
+  if (pthread_create(&t, NULL, one_of_each, b) != 0 || pthread_join(t, NULL) != 0) return 1;
+  unsigned pages = 0;
+  for (unsigned c = 0; c < NCLS; c++) {
+    if (!b[c]) return 2;
+    msi_span_t *s = msi_heap_span_of(b[c]);
+    if (!in_chunk0(b[c]) || !msi_span_is_mini(s) || s->cls != c) return 3;
+    if (ms_usable_size(b[c]) != msi_heap_class_size[c]) return 4;
+    if (((uintptr_t)b[c] & 15) != 0) return 5;
+    uintptr_t pg = (uintptr_t)b[c] >> 12;
+    bool seen = false;
+    for (unsigned i = 0; i < pages; i++) seen |= pages_of[i] == pg;
+    if (!seen) pages_of[pages++] = pg;
+  }
+  print_message("blocks of %u classes in %u pages\n", NCLS, pages);
+  if (pages > 12) return 6;
+  for (unsigned c = 0; c < NCLS; c++) ms_free(b[c]); /* (a dead thread's heap: remote frees) */
+  return 0;
+}
+static void first_blocks_share_pages(void **state) {
+  (void)state;
+  skip_without_minis();
+  assert_int_equal(ms_test_in_child(layout_child), 0);
+}
+
+/* a loop taking and freeing a block: its class leaves the mini span after 64 local frees (each one took the free
+   slow path); the blocks live in it stay valid, and the class's next blocks come from a normal span */
+static int leave_child(void) {
+  void *keep = ms_malloc(48), *p = NULL;
+  msi_span_t *mini = msi_heap_span_of(keep);
+  if (!msi_span_is_mini(mini)) return 1;
+  unsigned i;
+  for (i = 0; i < 1000; i++) {
+    p = ms_malloc(48);
+    if (!p) return 2;
+    if (!msi_span_is_mini(msi_heap_span_of(p))) break;
+    ms_free(p);
+  }
+  if (i != 64) { fprintf(stderr, "left after %u frees\n", i); return 3; }
+  if (in_chunk0(p) || msi_heap_span_of(p)->cls != mini->cls) return 4;
+  if (ms_usable_size(keep) != 48) return 5;
+  ms_free(p);
+  ms_free(keep);
+  if (msi_span_used(mini) != 0 || mini->state != MSI_SPAN_ACTIVE) return 6; /* never cached */
+  return 0;
+}
+static void class_leaves_after_frees(void **state) {
+  (void)state;
+  skip_without_minis();
+  assert_int_equal(ms_test_in_child(leave_child), 0);
+}
+
+/* realloc of a mini block: in place while it fits, else moved with its bytes; aligned requests stay aligned */
+static int realloc_child(void) {
+  char *p = ms_malloc(100);
+  if (!p || !msi_span_is_mini(msi_heap_span_of(p))) return 1;
+  memset(p, 7, 100);
+  char *q = ms_realloc(p, 110);
+  if (q != p) return 2;
+  char *r = ms_realloc(q, 1500);
+  if (!r || r == q || r[99] != 7 || r[0] != 7) return 3;
+  if (!msi_span_is_mini(msi_heap_span_of(r))) return 4;
+  ms_free(r);
+  for (size_t a = 16; a <= 2048; a *= 2) {
+    void *b = ms_aligned_alloc(a, a);
+    if (!b || ((uintptr_t)b & (a - 1))) return 5;
+    ms_free(b);
+  }
+  return 0;
+}
+static void realloc_and_alignment(void **state) {
+  (void)state;
+  skip_without_minis();
+  assert_int_equal(ms_test_in_child(realloc_child), 0);
+}
+
+/* blocks of a mini span freed by another thread go back to it; the statistics count its blocks */
+static void *free_all(void *arg) {
+  void **v = arg;
+  for (unsigned i = 0; i < 8; i++) ms_free(v[i]);
+  return NULL;
+}
+static int remote_child(void) {
+  void *v[8];
+  for (unsigned i = 0; i < 8; i++) v[i] = ms_malloc(64);
+  msi_span_t *s = msi_heap_span_of(v[0]);
+  if (!msi_span_is_mini(s) || msi_span_used(s) != 8) return 1;
+  ms_stats_t st;
+  if (ms_stats_get(&st, sizeof st) != 0) return 2;
+  if (ms_stats_class(&st, s->cls)->allocated < 8) return 3;
+  pthread_t t;
+  if (pthread_create(&t, NULL, free_all, v) != 0 || pthread_join(t, NULL) != 0) return 4;
+  ms_heap_collect(0); /* the remote frees collected */
+  if (msi_span_used(s) != 0) return 5;
+  void *again = ms_malloc(64); /* the class's current span: the mini one, its blocks back */
+  if (msi_heap_span_of(again) != s) return 6;
+  ms_free(again);
+  return 0;
+}
+static void remote_frees_come_back(void **state) {
+  (void)state;
+  skip_without_minis();
+  assert_int_equal(ms_test_in_child(remote_child), 0);
+}
+
+/* ---- bad frees of mini blocks abort naming the pointer ---- */
+
+static int double_free(void) {
+  void *p = ms_malloc(32), *q = ms_malloc(32);
+  fprintf(stderr, "pointer %p\n", p);
+  ms_free(p);
+  ms_free(p);
+  ms_free(q);
+  return 0;
+}
+static int inside_block(void) {
+  char *p = ms_malloc(200);
+  fprintf(stderr, "pointer %p\n", (void *)(p + 16));
+  ms_free(p + 16);
+  return 0;
+}
+static int never_allocated(void) {
+  char *p = ms_malloc(200); /* its mini span carved whole: the next block is carved, never handed out */
+  fprintf(stderr, "pointer %p\n", (void *)(p + msi_heap_span_of(p)->block_size));
+  ms_free(p + msi_heap_span_of(p)->block_size);
+  return 0;
+}
+static int header_pointer(void) {
+  char *p = ms_malloc(200);
+  char *h = (char *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1)) + 4096; /* the segment header's descriptors */
+  fprintf(stderr, "pointer %p\n", (void *)h);
+  ms_free(h);
+  return 0;
+}
+static int past_minis(void) {
+  char *p = ms_malloc(200); /* the mini area's first span: the granules after it belong to none */
+  char *h = p + 8 * MSI_HEAP_MINI_SIZE;
+  fprintf(stderr, "pointer %p\n", (void *)h);
+  ms_free(h);
+  return 0;
+}
+
+static void bad_frees_abort(void **state) {
+  (void)state;
+  skip_without_minis();
+  ms_test_child_aborts(double_free, "free(): double free");
+  ms_test_child_aborts(inside_block, "free(): invalid pointer");
+  ms_test_child_aborts(never_allocated, "a block never allocated");
+  ms_test_child_aborts(header_pointer, "free(): invalid pointer");
+  ms_test_child_aborts(past_minis, "free(): invalid pointer");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(first_blocks_share_pages),
+      cmocka_unit_test(class_leaves_after_frees),
+      cmocka_unit_test(realloc_and_alignment),
+      cmocka_unit_test(remote_frees_come_back),
+      cmocka_unit_test(bad_frees_abort),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
