@@ -412,7 +412,7 @@ bool msi_heap_fit_limit(void) {
    the limit) and the segment area grows a segment at a time after its last one, which merges with it (as under
    RLIMIT_AS). */
 static msi_segment_t *segment_map(void);
-static msi_segment_t *segment_new(void) {
+MSI_HOT_TEXT static msi_segment_t *segment_new(void) {
   int saved = errno;
   msi_segment_t *seg = segment_map();
   if (MSI_UNLIKELY(!seg) && (fit_limit_locked() || segments_unreserve()) && (seg = segment_map())) errno = saved;

@@ -1142,7 +1142,7 @@ void *ms_space_aligned_alloc(ms_space_t *s, size_t alignment, size_t size) {
   return alloc_order(s, k, size, false);
 }
 
-MSI_NOINLINE static void free_slow(ms_space_t *s, void *p) {
+MSI_NOINLINE static void block_free_slow(ms_space_t *s, void *p) {
   if (MSI_UNLIKELY(!s)) { errno = EINVAL; return; }
   if (gone(s, "ms_space_free")) return;
   size_t off = offset_of(s, p);
@@ -1162,12 +1162,12 @@ MSI_NOINLINE static void free_slow(ms_space_t *s, void *p) {
 }
 
 /* the fast path: an allocated block of at most 64 KiB into the block cache when it has room, no lock;
-   everything else (merging, bad pointers, locking) in free_slow */
+   everything else (merging, bad pointers, locking) in block_free_slow */
 void ms_space_free(ms_space_t *s, void *p) {
   if (!p) return;
   if (MSI_LIKELY(s && s->fast)) {
     size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->data);
-    if (MSI_LIKELY(off < s->end && !(off & ((1u << GSHIFT) - 1)))) { /* inside a granule: free_slow reports it */
+    if (MSI_LIKELY(off < s->end && !(off & ((1u << GSHIFT) - 1)))) { /* inside a granule: block_free_slow reports it */
       unsigned k;
       if (off & ((1u << LSHIFT) - 1)) {
         unsigned v = nib_get(s, off);
@@ -1187,7 +1187,7 @@ void ms_space_free(ms_space_t *s, void *p) {
       }
     }
   }
-  free_slow(s, p);
+  block_free_slow(s, p);
 }
 
 size_t ms_space_usable_size(const ms_space_t *cs, const void *p) {
