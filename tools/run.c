@@ -343,7 +343,7 @@ static int parse_options(int argc, char **argv) {
   static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
   static const char *const ats[] = {"start", "firstalloc", NULL};
   bool space_other = false, spill_threshold = false, spill_auto = false;
-  const char *space_initial_v = NULL, *spill_dir_v = NULL;
+  const char *space_initial_v = NULL, *space_expand_v = NULL, *spill_dir_v = NULL;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
@@ -373,7 +373,7 @@ static int parse_options(int argc, char **argv) {
       continue;
     case RO_SPACE_EXPAND:
       if (need_size(a, v)) return -1;
-      setenv("MEMSPACE_SPACE_EXPAND", v, 1), space_other = true;
+      setenv("MEMSPACE_SPACE_EXPAND", v, 1), space_other = true, space_expand_v = v;
       continue;
     case RO_SPACE_AT:
       if (!one_of(v, ats)) { fprintf(stderr, "memspace run: --space-at takes start or firstalloc\n"); return -1; }
@@ -404,6 +404,15 @@ static int parse_options(int argc, char **argv) {
   const char *env_initial = getenv("MEMSPACE_SPACE_INITIAL");
   if (space_other && !space_initial_v && !(env_initial && *env_initial)) {
     fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
+    return -1;
+  }
+  /* a step no expansion of that space could take: the library would warn and run the space at a fixed size */
+  size_t initial, expand;
+  const char *initial_v = space_initial_v ? space_initial_v : env_initial;
+  if (space_expand_v && initial_v && ms_parse_size(initial_v, &initial) == 0 && initial &&
+      ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max(initial)) {
+    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %zu bytes can take (%zu bytes)\n",
+            space_expand_v, initial, msi_space_expand_max(initial));
     return -1;
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }
