@@ -106,6 +106,13 @@ static size_t format(char *buf, size_t cap, const char *fmt, va_list ap, size_t 
   return o.len;
 }
 
+const char *msi_escape(const char *s, char *buf, size_t cap) {
+  out_t o = {buf, cap, 0};
+  put_arg(&o, s, strlen(s), true);
+  if (cap) buf[o.len < cap ? o.len : cap - 1] = 0;
+  return buf;
+}
+
 size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) { return format(buf, cap, fmt, ap, SIZE_MAX, false); }
 
 size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
