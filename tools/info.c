@@ -262,7 +262,9 @@ static void settings(void) {
   section("memspace settings in the environment (docs/options.md)");
   int n = 0;
   for (int o = 0; o < MS_OPTION_COUNT; o++) {
-    const char *name = ms_option_name((ms_option_t)o), *v = getenv(name);
+    const char *name = ms_option_name((ms_option_t)o), *raw = getenv(name);
+    char buf[1024]; /* a value's control bytes shown escaped: an escape sequence in it must not reach the terminal */
+    const char *v = raw ? msi_escape(raw, buf, sizeof buf) : NULL;
     if (v && msi_option_invalid((ms_option_t)o)) row(name, "%s  (invalid: ignored, the default applies)", v), n++;
     else if (v) row(name, "%s", v), n++;
   }

@@ -12,12 +12,10 @@
 const int msi_tool_process = 1;
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: memspace info\n"
-          "       memspace run [--heap PRESET] [--space-initial SIZE --space-expand SIZE --space-at start|firstalloc]\n"
-          "                    [--spill-threshold SIZE] [--spill-dir DIR] [--inherit] [--stats] -- PROGRAM ARGS...\n"
-          "       memspace bench PART [--out DIR] [--quick | --full]   (PART: pages spaces heap spill dma all)\n"
-          "       memspace version\n");
+  fprintf(f, "usage: memspace info\n");
+  tool_run_synopsis(f, "       ");
+  fprintf(f, "       memspace bench PART [--out DIR] [--quick | --full]   (PART: pages spaces heap spill dma all)\n"
+             "       memspace version\n");
 }
 
 static int command(int argc, char **argv) {

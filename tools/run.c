@@ -253,21 +253,60 @@ static bool one_of(const char *v, const char *const *words) {
   return false;
 }
 
+/* The options, one row each: the parser matches arguments against this table only, and both usage texts (memspace
+   --help, memspace run --help) print it, so an option cannot be accepted without being listed. */
+typedef enum {
+  RO_HEAP, RO_PURGE_DELAY, RO_SPACE_INITIAL, RO_SPACE_EXPAND, RO_SPACE_AT, RO_INHERIT, RO_SPILL_THRESHOLD, RO_SPILL,
+  RO_SPILL_DIR, RO_SECURE, RO_STATS, RO_VERBOSE, RO_HELP, RO_COUNT
+} run_opt_t;
+static const struct {
+  const char *name, *value, *help; /* value: its placeholder, NULL for a flag */
+} run_opts[RO_COUNT] = {
+    [RO_HEAP] = {"--heap", "PRESET", "cache preset: unlimited, performance, size or none (MEMSPACE_CACHE)"},
+    [RO_PURGE_DELAY] = {"--purge-delay", "MS", "idle ms before free memory goes back; -1 never (MEMSPACE_PURGE_DELAY)"},
+    [RO_SPACE_INITIAL] = {"--space-initial", "SIZE", "serve the program from a process space (MEMSPACE_SPACE_INITIAL)"},
+    [RO_SPACE_EXPAND] = {"--space-expand", "SIZE", "the space's growth step; 0 = fixed size (MEMSPACE_SPACE_EXPAND)"},
+    [RO_SPACE_AT] = {"--space-at", "start|firstalloc", "when the space is made (MEMSPACE_SPACE_AT)"},
+    [RO_INHERIT] = {"--inherit", NULL, "children get the same space settings"},
+    [RO_SPILL_THRESHOLD] = {"--spill-threshold", "SIZE", "back blocks of SIZE and more with files (MEMSPACE_SPILL_*)"},
+    [RO_SPILL] = {"--spill", NULL, "large blocks to files once the memory budget runs short (threshold auto)"},
+    [RO_SPILL_DIR] = {"--spill-dir", "DIR", "the directory of the spill files (MEMSPACE_SPILL_DIR)"},
+    [RO_SECURE] = {"--secure", NULL, "the secure mode's checks (MEMSPACE_SECURE=1)"},
+    [RO_STATS] = {"--stats", NULL, "print statistics at exit (MEMSPACE_SHOW_STATS=1)"},
+    [RO_VERBOSE] = {"--verbose", NULL, "say that memspace is active, and its decisions (MEMSPACE_VERBOSE=1)"},
+    [RO_HELP] = {"--help", NULL, "this text (also -h)"},
+};
+
+/* the row argv[*i] names (its value in *value, *i moved past a separate one), or RO_COUNT */
+static run_opt_t run_option(char **argv, int argc, int *i, const char **value) {
+  if (strcmp(argv[*i], "-h") == 0) return RO_HELP;
+  for (int k = 0; k < RO_COUNT; k++) {
+    if (run_opts[k].value ? option_is(argv, argc, i, run_opts[k].name, value) : strcmp(argv[*i], run_opts[k].name) == 0)
+      return (run_opt_t)k;
+  }
+  return RO_COUNT;
+}
+
+void tool_run_synopsis(FILE *f, const char *indent) {
+  int col = fprintf(f, "%smemspace run", indent);
+  for (int k = 0; k < RO_COUNT; k++) {
+    if (k == RO_HELP) continue;
+    int w = (int)strlen(run_opts[k].name) + 3 + (run_opts[k].value ? (int)strlen(run_opts[k].value) + 1 : 0);
+    if (col + w > 110) col = fprintf(f, "\n%s            ", indent) - 1;
+    col += fprintf(f, " [%s%s%s]", run_opts[k].name, run_opts[k].value ? " " : "", run_opts[k].value ? run_opts[k].value : "");
+  }
+  fprintf(f, "%s-- PROGRAM ARGS...\n", col + 20 > 110 ? "\n                   " : " ");
+}
+
 static void usage(void) {
-  printf("usage: memspace run [OPTIONS] [--] PROGRAM ARGS...   (PROGRAM runs with libmemspace preloaded)\n"
-         "  --heap unlimited|performance|size|none   cache preset (MEMSPACE_CACHE)\n"
-         "  --purge-delay MS                         idle ms before free memory goes back; -1 never (MEMSPACE_PURGE_DELAY)\n"
-         "  --space-initial SIZE [--space-expand SIZE] [--space-at start|firstalloc]\n"
-         "                                           serve the program from a process space (MEMSPACE_SPACE_*;\n"
-         "                                           expand 0 = fixed size)\n"
-         "  --inherit                                children get the same space settings\n"
-         "  --spill-threshold SIZE [--spill-dir DIR] back blocks of SIZE and more with files (MEMSPACE_SPILL_*)\n"
-         "  --spill [--spill-dir DIR]                large blocks to files once the memory budget runs short\n"
-         "                                           (MEMSPACE_SPILL_THRESHOLD=auto, docs/spill.md)\n"
-         "  --secure                                 the secure mode's checks (MEMSPACE_SECURE=1)\n"
-         "  --stats                                  print statistics at exit (MEMSPACE_SHOW_STATS=1)\n"
-         "  --verbose                                say that memspace is active, and its decisions (MEMSPACE_VERBOSE=1)\n"
-         "  SIZE: bytes, or a number with K, M, G or T. Options also take the form --name=VALUE. See docs/options.md.\n");
+  printf("usage: memspace run [OPTIONS] [--] PROGRAM ARGS...   (PROGRAM runs with libmemspace preloaded)\n");
+  for (int k = 0; k < RO_COUNT; k++) {
+    char head[64];
+    snprintf(head, sizeof head, "%s%s%s", run_opts[k].name, run_opts[k].value ? " " : "", run_opts[k].value ? run_opts[k].value : "");
+    printf("  %-34s %s\n", head, run_opts[k].help);
+  }
+  printf("  SIZE: bytes, or a number with K, M, G or T. Options also take the form --name=VALUE. --spill-threshold\n"
+         "  takes a SIZE or auto, as --spill does (docs/spill.md). See docs/options.md.\n");
 }
 
 /* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */
@@ -304,15 +343,18 @@ static int parse_options(int argc, char **argv) {
   static const char *const presets[] = {"unlimited", "performance", "size", "none", NULL};
   static const char *const ats[] = {"start", "firstalloc", NULL};
   bool space_other = false, spill_threshold = false, spill_auto = false;
-  const char *space_initial_v = NULL, *spill_dir_v = NULL;
+  const char *space_initial_v = NULL, *space_expand_v = NULL, *spill_dir_v = NULL;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (strcmp(a, "--") == 0) { i++; break; }
-    if (option_is(argv, argc, &i, "--heap", &v)) {
+    run_opt_t o = run_option(argv, argc, &i, &v);
+    switch (o) {
+    case RO_HEAP:
       if (!one_of(v, presets)) { fprintf(stderr, "memspace run: --heap takes unlimited, performance, size or none\n"); return -1; }
       setenv("MEMSPACE_CACHE", v, 1);
-    } else if (option_is(argv, argc, &i, "--purge-delay", &v)) {
+      continue;
+    case RO_PURGE_DELAY: {
       /* digits with an optional '-', as the library reads MEMSPACE_PURGE_DELAY (strtol's leading blanks and '+'
          would pass here, then the library would warn and run with the default) */
       const char *d = v && *v == '-' ? v + 1 : v;
@@ -323,44 +365,54 @@ static int parse_options(int argc, char **argv) {
         return -1;
       }
       setenv("MEMSPACE_PURGE_DELAY", v, 1);
-    } else if (option_is(argv, argc, &i, "--space-initial", &v)) {
+      continue;
+    }
+    case RO_SPACE_INITIAL:
       if (need_size(a, v)) return -1;
       setenv("MEMSPACE_SPACE_INITIAL", v, 1), space_initial_v = v;
-    } else if (option_is(argv, argc, &i, "--space-expand", &v)) {
+      continue;
+    case RO_SPACE_EXPAND:
       if (need_size(a, v)) return -1;
-      setenv("MEMSPACE_SPACE_EXPAND", v, 1), space_other = true;
-    } else if (option_is(argv, argc, &i, "--space-at", &v)) {
+      setenv("MEMSPACE_SPACE_EXPAND", v, 1), space_other = true, space_expand_v = v;
+      continue;
+    case RO_SPACE_AT:
       if (!one_of(v, ats)) { fprintf(stderr, "memspace run: --space-at takes start or firstalloc\n"); return -1; }
       setenv("MEMSPACE_SPACE_AT", v, 1), space_other = true;
-    } else if (option_is(argv, argc, &i, "--spill-threshold", &v)) {
+      continue;
+    case RO_SPILL_THRESHOLD:
       if (!(v && strcmp(v, "auto") == 0) && need_size(a, v)) return -1;
       setenv("MEMSPACE_SPILL_THRESHOLD", v, 1), spill_threshold = true;
-    } else if (strcmp(a, "--spill") == 0) {
-      spill_auto = true; /* MEMSPACE_SPILL_THRESHOLD=auto, unless --spill-threshold gives a size */
-    } else if (option_is(argv, argc, &i, "--spill-dir", &v)) {
+      continue;
+    case RO_SPILL: spill_auto = true; continue; /* MEMSPACE_SPILL_THRESHOLD=auto, unless --spill-threshold gives a size */
+    case RO_SPILL_DIR:
       if (!v || !*v) { fprintf(stderr, "memspace run: --spill-dir needs a directory\n"); return -1; }
       spill_dir_v = v;
-    } else if (strcmp(a, "--inherit") == 0) {
-      setenv("MEMSPACE_SPACE_INHERIT", "1", 1), space_other = true;
-    } else if (strcmp(a, "--stats") == 0) {
-      setenv("MEMSPACE_SHOW_STATS", "1", 1);
-    } else if (strcmp(a, "--secure") == 0) {
-      setenv("MEMSPACE_SECURE", "1", 1);
-    } else if (strcmp(a, "--verbose") == 0) {
-      setenv("MEMSPACE_VERBOSE", "1", 1), verbose_flag = true;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage();
-      return -2;
-    } else if (a[0] == '-') {
+      continue;
+    case RO_INHERIT: setenv("MEMSPACE_SPACE_INHERIT", "1", 1), space_other = true; continue;
+    case RO_STATS: setenv("MEMSPACE_SHOW_STATS", "1", 1); continue;
+    case RO_SECURE: setenv("MEMSPACE_SECURE", "1", 1); continue;
+    case RO_VERBOSE: setenv("MEMSPACE_VERBOSE", "1", 1), verbose_flag = true; continue;
+    case RO_HELP: usage(); return -2;
+    case RO_COUNT: break;
+    }
+    if (a[0] == '-') {
       fprintf(stderr, "memspace run: unknown option '%s' (memspace run --help lists them)\n", a);
       return -1;
-    } else {
-      break; /* the program, without "--" */
     }
+    break; /* the program, without "--" */
   }
   const char *env_initial = getenv("MEMSPACE_SPACE_INITIAL");
   if (space_other && !space_initial_v && !(env_initial && *env_initial)) {
     fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
+    return -1;
+  }
+  /* a step no expansion of that space could take: the library would warn and run the space at a fixed size */
+  size_t initial, expand;
+  const char *initial_v = space_initial_v ? space_initial_v : env_initial;
+  if (space_expand_v && initial_v && ms_parse_size(initial_v, &initial) == 0 && initial &&
+      ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max(initial)) {
+    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %zu bytes can take (%zu bytes)\n",
+            space_expand_v, initial, msi_space_expand_max(initial));
     return -1;
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }

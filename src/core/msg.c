@@ -29,8 +29,31 @@ static void put_num(out_t *o, unsigned long long v, unsigned base, bool neg, int
   if (left) while (fill-- > 0) put(o, ' ');
 }
 
-/* as msi_vsnprintf; a %s argument longer than str_max shows its first and last str_max/2 bytes around "..." */
-static size_t format(char *buf, size_t cap, const char *fmt, va_list ap, size_t str_max) {
+/* One byte of a message's argument. With `esc`, a byte a terminal would act on shows as \xNN instead: the C0
+   controls and DEL, and a C1 control (0x80-0x9f) as UTF-8 writes it (0xc2 first) or alone (not after a byte that
+   starts or continues a UTF-8 sequence), so a space name or option value such as "\x1b[2J" cannot clear or
+   retitle the terminal reading stderr, while other UTF-8 text stays as it is. `prev` and `next` are the bytes
+   around it (0 at the ends); returns how many bytes of the argument it took (2 for an escaped 0xc2 pair). */
+static size_t put_arg_byte(out_t *o, unsigned char prev, unsigned char c, unsigned char next, bool esc) {
+  bool c1_pair = c == 0xc2 && next >= 0x80 && next <= 0x9f;
+  bool ctl = c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f && prev < 0x80);
+  if (!esc || (!ctl && !c1_pair)) { put(o, (char)c); return 1; }
+  for (size_t k = 0; k < (c1_pair ? 2u : 1u); k++) {
+    unsigned char b = k ? next : c;
+    put(o, '\\'), put(o, 'x'), put(o, "0123456789abcdef"[b >> 4]), put(o, "0123456789abcdef"[b & 15]);
+  }
+  return c1_pair ? 2 : 1;
+}
+
+/* the bytes s[0..n) of an argument (esc: as put_arg_byte shows them) */
+static void put_arg(out_t *o, const char *s, size_t n, bool esc) {
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) i += put_arg_byte(o, i ? u[i - 1] : 0, u[i], i + 1 < n ? u[i + 1] : 0, esc);
+}
+
+/* as msi_vsnprintf; a %s argument longer than str_max shows its first and last str_max/2 bytes around "...";
+   with `esc` (messages) the control bytes of %s and %c arguments show escaped (put_arg_byte) */
+static size_t format(char *buf, size_t cap, const char *fmt, va_list ap, size_t str_max, bool esc) {
   out_t o = {buf, cap, 0};
   for (const char *f = fmt; *f; f++) {
     if (*f != '%') { put(&o, *f); continue; }
@@ -48,19 +71,21 @@ static size_t format(char *buf, size_t cap, const char *fmt, va_list ap, size_t 
     case 's': {
       const char *s = va_arg(ap, const char *);
       if (!s) s = "(null)";
-      size_t len = strlen(s);
-      int n = len > INT32_MAX ? INT32_MAX : (int)len, fill = width > n ? width - n : 0;
+      size_t len = strlen(s), head = len > str_max ? str_max / 2 : len, tail = len > str_max ? str_max / 2 : 0;
+      out_t count = {NULL, 0, head > 0 && tail > 0 ? 3 : 0}; /* the width the argument takes, as shown */
+      put_arg(&count, s, head, esc), put_arg(&count, s + len - tail, tail, esc);
+      int n = count.len > INT32_MAX ? INT32_MAX : (int)count.len, fill = width > n ? width - n : 0;
       if (!left) while (fill-- > 0) put(&o, ' ');
-      if (len > str_max) {
-        for (size_t i = 0; i < str_max / 2; i++) put(&o, s[i]);
-        put(&o, '.'), put(&o, '.'), put(&o, '.');
-        s += len - str_max / 2;
-      }
-      while (*s) put(&o, *s++);
+      put_arg(&o, s, head, esc);
+      if (tail) put(&o, '.'), put(&o, '.'), put(&o, '.'), put_arg(&o, s + len - tail, tail, esc);
       if (left) while (fill-- > 0) put(&o, ' ');
       break;
     }
-    case 'c': put(&o, (char)va_arg(ap, int)); break;
+    case 'c': {
+      char c = (char)va_arg(ap, int);
+      put_arg(&o, &c, 1, esc);
+      break;
+    }
     case 'd': case 'i': {
       long long v = lng == 0 ? va_arg(ap, int) : lng == 1 ? va_arg(ap, long) : lng == 3 ? (long long)va_arg(ap, ptrdiff_t) : va_arg(ap, long long);
       put_num(&o, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, 10, v < 0, width, pad, left);
@@ -81,7 +106,14 @@ static size_t format(char *buf, size_t cap, const char *fmt, va_list ap, size_t 
   return o.len;
 }
 
-size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) { return format(buf, cap, fmt, ap, SIZE_MAX); }
+const char *msi_escape(const char *s, char *buf, size_t cap) {
+  out_t o = {buf, cap, 0};
+  put_arg(&o, s, strlen(s), true);
+  if (cap) buf[o.len < cap ? o.len : cap - 1] = 0;
+  return buf;
+}
+
+size_t msi_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap) { return format(buf, cap, fmt, ap, SIZE_MAX, false); }
 
 size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
   va_list ap;
@@ -125,8 +157,8 @@ static void emit_to(int fd, const char *prefix, const char *fmt, va_list ap) {
   if (n >= sizeof buf) n = sizeof buf - 1;
   va_list again;
   va_copy(again, ap);
-  size_t m = format(buf + n, sizeof buf - n - 1, fmt, ap, SIZE_MAX);
-  if (m >= sizeof buf - n - 1) m = format(buf + n, sizeof buf - n - 1, fmt, again, 160);
+  size_t m = format(buf + n, sizeof buf - n - 1, fmt, ap, SIZE_MAX, true);
+  if (m >= sizeof buf - n - 1) m = format(buf + n, sizeof buf - n - 1, fmt, again, 160, true);
   va_end(again);
   n += m < sizeof buf - n - 1 ? m : sizeof buf - n - 2;
   buf[n++] = '\n';

@@ -83,6 +83,8 @@ const char *msi_errtext(int e, char *buf, size_t cap);
 /* n bytes in the largest unit it holds one of (bytes, KiB, MiB, GiB, TiB), with a tenth when not whole (cut, not
    rounded): "512 bytes", "1.5 KiB", "3 MiB", so a size below a unit never reads as 0 of it (MSI_SIZE) */
 const char *msi_sizetext(unsigned long long n, char *buf, size_t cap);
+/* s as messages show an argument (control bytes as \xNN, UTF-8 text as it is), cut to fit buf; returns buf */
+const char *msi_escape(const char *s, char *buf, size_t cap);
 #define MSI_SIZE(n) msi_sizetext((n), (char[24]){0}, 24)
 
 /* ---- statistics registry (src/core/stats.c): each part registers a source once ---- */

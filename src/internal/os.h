@@ -92,6 +92,8 @@ ssize_t msi_os_read_file(const char *path, char *buf, size_t cap);
 bool msi_os_text_value(const char *text, const char *key, uint64_t *v);
 /* a decimal number at s (false: none); one past 2^64 - 1 reads as UINT64_MAX, never as what it wraps to */
 bool msi_os_parse_dec(const char *s, uint64_t *v);
+/* as msi_os_text_value, for a figure in kB (/proc/meminfo's): in bytes, one past 2^64 - 1 read as UINT64_MAX */
+bool msi_os_text_kb(const char *text, const char *key, uint64_t *bytes);
 /* a /proc/meminfo field in bytes (its kB times 1024); without a readable /proc/meminfo, sysinfo(2)'s figure
    (msi_os_sysinfo_value); false when absent */
 bool msi_os_meminfo(const char *key, uint64_t *bytes);

@@ -460,13 +460,17 @@ bool msi_os_text_value(const char *text, const char *key, uint64_t *v) {
   return false;
 }
 
+bool msi_os_text_kb(const char *text, const char *key, uint64_t *bytes) {
+  uint64_t kb;
+  if (!msi_os_text_value(text, key, &kb)) return false;
+  *bytes = kb > UINT64_MAX / 1024 ? UINT64_MAX : kb * 1024;
+  return true;
+}
+
 bool msi_os_meminfo(const char *key, uint64_t *bytes) {
   char buf[8192];
-  uint64_t kb;
   if (msi_os_read_file("/proc/meminfo", buf, sizeof buf) <= 0) return msi_os_sysinfo_value(key, bytes);
-  if (!msi_os_text_value(buf, key, &kb)) return false;
-  *bytes = kb * 1024;
-  return true;
+  return msi_os_text_kb(buf, key, bytes);
 }
 
 /* sysinfo(2) needs no /proc (a chroot, a container without it). It has no page-cache figure, so MemAvailable
@@ -568,7 +572,7 @@ int msi_os_smaps_walk(uintptr_t from, uintptr_t to, bool (*fn)(const msi_os_mapp
       while (*p == ' ') p++;
       uint64_t kb;
       msi_os_parse_u64(p, 10, &kb);
-      m.page = (size_t)kb * 1024;
+      m.page = kb > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kb * 1024;
     } else if (in && strncmp(r.line, "VmFlags:", 8) == 0) {
       m.vmflags = r.line, in = false;
       if (!fn(&m, arg)) break;

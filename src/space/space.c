@@ -68,7 +68,7 @@ struct ms_space_s {
   size_t meta_size;
   size_t data_map_size;     /* length of the data mapping (>= reserved) */
   void *data_map;
-  const char *name;
+  char name[64];            /* the config's name, copied (the caller's string may be a temporary); "" for none */
   void *lock_addr;          /* ms_space_create_in with MS_SPACE_LOCKED: the caller's range it locked */
   size_t lock_len;
   size_t expand;            /* automatic expansion step, 0 = fixed */
@@ -109,6 +109,10 @@ struct ms_space_s {
   struct ms_space_s *hnext; /* chain of the live-handle hash */
   region_t regions[MAX_REGIONS];
 };
+
+/* the name messages give a space: its config's (the first 63 bytes), or "(unnamed)" */
+static const char *space_name(const ms_space_t *s) { return s->name[0] ? s->name : "(unnamed)"; }
+static const char *config_name(const ms_space_config_t *c) { return c->name && c->name[0] ? c->name : "(unnamed)"; }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* registry and statistics                                                                            */
@@ -449,7 +453,7 @@ static int backing_check(ms_space_t *s, size_t bytes) {
   if (msi_space_backing(s->size + bytes, s->flags & MS_SPACE_LOCKED, why, sizeof why) == 0) return 0;
   if (!s->backing_warned) {
     s->backing_warned = 1;
-    msi_error("space %s: %zu bytes cannot be backed: %s", s->name ? s->name : "(unnamed)", s->size + bytes, why);
+    msi_error("space %s: %zu bytes cannot be backed: %s", space_name(s), s->size + bytes, why);
   }
   return ENOMEM;
 }
@@ -545,8 +549,8 @@ static bool strict_mode(void) {
 /* a bad pointer was given: reported always; fatal in debug/secure builds and with MEMSPACE_SECURE=1 */
 MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p, const char *call, const char *what) {
   if (strict_mode())
-    msi_fatal("space %s: %s(%p): %s", s->name ? s->name : "(unnamed)", call, p, what);
-  msi_error("space %s: %s(%p): %s; ignored", s->name ? s->name : "(unnamed)", call, p, what);
+    msi_fatal("space %s: %s(%p): %s", space_name(s), call, p, what);
+  msi_error("space %s: %s(%p): %s; ignored", space_name(s), call, p, what);
   errno = EINVAL;
 }
 
@@ -601,7 +605,7 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
     } else if (!s->commit_warned) {
       s->commit_warned = 1;
       msi_warning("space %s: committing the initial %zu bytes at first allocation failed (%s); retried at "
-                  "the next allocation", s->name ? s->name : "(unnamed)", s->regions[0].size, MSI_ERRNO(e));
+                  "the next allocation", space_name(s), s->regions[0].size, MSI_ERRNO(e));
     }
   }
   if (!s->expand) return false;
@@ -617,12 +621,12 @@ MSI_NOINLINE static bool refill(ms_space_t *s, unsigned k) {
       s->expand_warned = 1;
       msi_warning("space %s: expanding by %zu bytes failed: locking them was refused (%s: RLIMIT_MEMLOCK, "
                   "without CAP_IPC_LOCK); allocations that need more room fail with ENOMEM",
-                  s->name ? s->name : "(unnamed)", step, MSI_ERRNO(e));
+                  space_name(s), step, MSI_ERRNO(e));
     }
     return false;
   }
   s->expands++;
-  msi_verbose("space %s: expanded by %zu bytes (now %zu; expansion %llu)", s->name ? s->name : "(unnamed)",
+  msi_verbose("space %s: expanded by %zu bytes (now %zu; expansion %llu)", space_name(s),
               step, s->size, (unsigned long long)s->expands);
   return (s->free_mask >> k) != 0;
 }
@@ -820,7 +824,9 @@ static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
   s->flags = flags;
   s->fast = !(flags & (MS_SPACE_THREAD_SAFE | MS_SPACE_ZERO));
   s->numa_node = -1;
-  s->name = name;
+  size_t n = 0;
+  for (; name && name[n] && n + 1 < sizeof s->name; n++) s->name[n] = name[n];
+  s->name[n] = 0;
   if (flags & MS_SPACE_THREAD_SAFE) {
     init_lock(s);
     s->lock_on = 1;
@@ -866,7 +872,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   bool huge = c->flags & MS_SPACE_HUGE_PAGES;
   char why[160];
   if (!huge && msi_space_backing(initial, c->flags & MS_SPACE_LOCKED, why, sizeof why)) {
-    msi_error("space %s: %zu bytes cannot be backed: %s", c->name ? c->name : "(unnamed)", initial, why);
+    msi_error("space %s: %zu bytes cannot be backed: %s", config_name(c), initial, why);
     errno = ENOMEM;
     return NULL;
   }
@@ -880,7 +886,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
       errno = lock_error(e);
       return NULL;
     }
-    if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", c->name ? c->name : "(unnamed)", dm.page_size);
+    if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", config_name(c), dm.page_size);
     reserved = initial = dm.size;
     expand = 0;
   } else {
@@ -912,7 +918,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
     }
     if (reserved < msi_space_reserve_size(initial, expand))
       msi_verbose("space %s: address space limited (RLIMIT_AS): %zu bytes reserved, room for %zu bytes of expansion",
-                  c->name ? c->name : "(unnamed)", reserved, reserved - initial);
+                  config_name(c), reserved, reserved - initial);
   }
   if (huge && (e = reserve_meta(reserved, &mm))) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
   ms_space_t *s = mm.addr;
@@ -947,7 +953,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   }
   registry_add(s);
   msi_verbose("space %s: created: %zu bytes%s, expand %zu, %zu bytes of address space reserved, %zu of metadata",
-              s->name ? s->name : "(unnamed)", initial, c->at == MS_SPACE_AT_FIRSTALLOC ? " at first allocation" : "",
+              space_name(s), initial, c->at == MS_SPACE_AT_FIRSTALLOC ? " at first allocation" : "",
               expand, reserved, mm.size);
   return s;
 }
@@ -1076,7 +1082,7 @@ MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t 
                 used, total, why);
   else if ((n & (n - 1)) == 0)
     msi_verbose("space %s: no room for %zu bytes (%zu of %zu bytes in use, %s): NULL + ENOMEM; failure %llu (said "
-                "at the 1st, 2nd, 4th, 8th... failure)", s->name ? s->name : "(unnamed)", size, used, total, why,
+                "at the 1st, 2nd, 4th, 8th... failure)", space_name(s), size, used, total, why,
                 (unsigned long long)n);
   errno = ENOMEM;
   return NULL;
@@ -1401,7 +1407,7 @@ int ms_space_walk(const ms_space_t *cs, int (*visit)(const void *, size_t, int, 
   int r = walk_blocks(s, visit, arg, &why, &bad);
   space_unlock(s);
   if (r < 0) {
-    msi_error("space %s: walk stopped at offset %zu: %s", s->name ? s->name : "(unnamed)", bad, why);
+    msi_error("space %s: walk stopped at offset %zu: %s", space_name(s), bad, why);
     return errno = EFAULT;
   }
   return r;
@@ -1504,7 +1510,7 @@ int ms_space_check(const ms_space_t *cs) {
   if (!why && s->peak < s->used) why = "peak below used";
   space_unlock(s);
   if (why) {
-    msi_error("space %s: invariant broken: %s (at %zu)", s->name ? s->name : "(unnamed)", why, bad);
+    msi_error("space %s: invariant broken: %s (at %zu)", space_name(s), why, bad);
     return errno = EFAULT;
   }
   return 0;

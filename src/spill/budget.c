@@ -27,10 +27,11 @@ void msi_sp_sample(uint64_t *dirty, uint64_t *anon) {
   static char buf[8192];
   uint64_t d, a;
   if (msi_trylock(&msi_sp_buf_lock)) {
-    bool ok = msi_os_read_file(bud.cg.stat_path[0] ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
-              msi_os_text_value(buf, bud.cg.dirty_key, &d) && msi_os_text_value(buf, bud.cg.anon_key, &a);
+    bool cg = bud.cg.stat_path[0] != 0; /* else /proc/meminfo: kB */
+    bool ok = msi_os_read_file(cg ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
+              (cg ? msi_os_text_value(buf, bud.cg.dirty_key, &d) && msi_os_text_value(buf, bud.cg.anon_key, &a)
+                  : msi_os_text_kb(buf, bud.cg.dirty_key, &d) && msi_os_text_kb(buf, bud.cg.anon_key, &a));
     msi_unlock(&msi_sp_buf_lock);
-    if (ok && !bud.cg.stat_path[0]) d *= 1024, a *= 1024; /* meminfo: kB */
     if (ok) {
       atomic_store_explicit(&bud.dirty, d, memory_order_relaxed);
       atomic_store_explicit(&bud.anon, a, memory_order_relaxed);
@@ -183,9 +184,9 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
     }
   }
   uint64_t avail, swap;
-  if (meminfo && msi_os_read_file(meminfo, buf, sizeof buf) > 0 && msi_os_text_value(buf, "MemAvailable:", &avail)) {
-    if (!msi_os_text_value(buf, "SwapFree:", &swap)) swap = 0;
-    s->avail = (avail + swap) * 1024;
+  if (meminfo && msi_os_read_file(meminfo, buf, sizeof buf) > 0 && msi_os_text_kb(buf, "MemAvailable:", &avail)) {
+    if (!msi_os_text_kb(buf, "SwapFree:", &swap)) swap = 0;
+    s->avail = avail + swap < avail ? UINT64_MAX : avail + swap;
   } else if (msi_os_sysinfo_value("MemAvailable", &avail)) { /* no /proc: sysinfo's lower bound (no page cache) */
     s->avail = avail + (msi_os_sysinfo_value("SwapFree", &swap) ? swap : 0);
   } else if (!cg->stat_path[0]) {

@@ -146,10 +146,39 @@ static void disk_full_sizes(void **state) {
   assert_non_null(strstr(buf, "is full (0 bytes free, 512 KiB asked for)"));
 }
 
+
+/* A message's arguments show their control bytes escaped: a space name "\x1b[2J" or a MEMSPACE_SPILL_DIR with an
+   escape sequence reached the terminal raw (and cleared it). Plain and UTF-8 text stays as it is; the format's own
+   text, and msi_snprintf (paths, file contents), are untouched. */
+static void controls_escaped(void **state) {
+  (void)state;
+  char buf[1024];
+  CAPTURE(buf, msi_warning("space %s: dir %s; %c", "\x1b[2J\x07", "/tmp/a\nb\r\x7f", '\t'));
+  assert_string_equal(buf, "memspace: warning: space \\x1b[2J\\x07: dir /tmp/a\\x0ab\\x0d\\x7f; \\x09\n");
+  /* UTF-8 stays readable; C1 controls (U+009B CSI as UTF-8, a bare 0x9b) do not pass */
+  CAPTURE(buf, msi_error("%s|%s|%s", "caf\xc3\xa9 \xe2\x82\xac", "\xc2\x9b" "2J", "a\x9b" "b"));
+  assert_string_equal(buf, "memspace: error: caf\xc3\xa9 \xe2\x82\xac|\\xc2\\x9b2J|a\\x9bb\n");
+  /* a width counts the escaped text */
+  CAPTURE(buf, msi_error("[%6s]", "\x1b"));
+  assert_string_equal(buf, "memspace: error: [  \\x1b]\n");
+  /* a cut long argument escapes both of its ends */
+  char arg[2000];
+  memset(arg, 'a', sizeof arg - 1), arg[sizeof arg - 1] = 0, arg[0] = 0x1b, arg[sizeof arg - 2] = 0x1b;
+  CAPTURE(buf, msi_error("%s", arg));
+  assert_null(strchr(buf, 0x1b));
+  assert_non_null(strstr(buf, "\\x1baaa"));
+  assert_non_null(strstr(buf, "...aaa"));
+  assert_non_null(strstr(buf, "a\\x1b\n"));
+  char plain[64];
+  msi_snprintf(plain, sizeof plain, "%s", "a\x1b\n");
+  assert_string_equal(plain, "a\x1b\n");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(conversions),      cmocka_unit_test(truncation),
                                      cmocka_unit_test(writes_to_stderr), cmocka_unit_test(long_message_cut),
                                      cmocka_unit_test(errno_names),      cmocka_unit_test(size_units),
-                                     cmocka_unit_test(disk_full_sizes)};
+                                     cmocka_unit_test(disk_full_sizes),
+                                     cmocka_unit_test(controls_escaped)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

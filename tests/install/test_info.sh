@@ -9,5 +9,9 @@ for want in "base page" "transparent huge pages" "hugetlb" "NUMA nodes" "RLIMIT_
             "kernel.numa_balancing" "kernel.sched_rt_runtime_us" "glibc" "jemalloc" "mimalloc" "tcmalloc" "tbbmalloc"; do
   echo "$out" | grep -q "$want" || { echo "FAIL: no line for '$want'"; fail=1; }
 done
+# a setting's control bytes are shown escaped, never sent to the terminal raw
+out=$(MEMSPACE_SPILL_DIR="$(printf '/tmp/\033[2Jx')" "$tool" info)
+case $out in *"$(printf '\033')"*) echo "FAIL: an escape byte of MEMSPACE_SPILL_DIR printed raw"; fail=1 ;; esac
+echo "$out" | grep -qF '/tmp/\x1b[2Jx' || { echo "FAIL: MEMSPACE_SPILL_DIR not shown escaped"; fail=1; }
 "$tool" info extra >/dev/null 2>&1 && { echo "FAIL: extra argument accepted"; fail=1; }
 exit $fail

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
 #include "space_test.h"
 
@@ -554,6 +555,42 @@ static void adversarial(void **state) {
   ms_space_destroy(s);
 }
 
+/* A space keeps its own copy of the config's name: a name built in a buffer the caller reuses or frees (a loop
+   creating "worker%d" spaces) named the wrong space in later messages, or read freed memory. A name longer than
+   the copy is cut, never read past. */
+static void name_copied(void **state) {
+  (void)state;
+  char *name = malloc(32);
+  assert_non_null(name);
+  snprintf(name, 32, "worker%d", 7);
+  ms_space_config_t c = {.initial_size = 1 << 16, .numa_node = -1, .name = name};
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  memset(name, 'X', 31), name[31] = 0;
+  free(name);
+  char out[512], local = 0;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  int saved = dup(2);
+  dup2(fds[1], 2);
+  ms_space_free(s, &local); /* not a block of the space: reported, naming it */
+  dup2(saved, 2);
+  close(saved), close(fds[1]);
+  ssize_t n = read(fds[0], out, sizeof out - 1);
+  close(fds[0]);
+  out[n > 0 ? n : 0] = 0;
+  printf("%s", out);
+  assert_non_null(strstr(out, "space worker7: free("));
+  ms_space_destroy(s);
+  char longname[300];
+  memset(longname, 'n', sizeof longname - 1), longname[sizeof longname - 1] = 0;
+  c.name = longname;
+  s = ms_space_create(&c);
+  assert_non_null(s);
+  assert_int_equal(ms_space_check(s), 0);
+  ms_space_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(basics),          cmocka_unit_test(bad_input), cmocka_unit_test(expand_step_never_possible), cmocka_unit_test(deep_bitmaps),
@@ -562,7 +599,7 @@ int main(void) {
       cmocka_unit_test(property_caller_memory), cmocka_unit_test(full_and_recovery),
       cmocka_unit_test(expansion_counted), cmocka_unit_test(first_alloc),
       cmocka_unit_test(thousands),       cmocka_unit_test(walk),
-      cmocka_unit_test(adversarial),     cmocka_unit_test(huge_and_numa),
+      cmocka_unit_test(adversarial),     cmocka_unit_test(huge_and_numa), cmocka_unit_test(name_copied),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

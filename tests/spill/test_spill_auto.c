@@ -329,6 +329,21 @@ static void test_odd_limits(void **state) {
   put("odd/memory.stat", "anon 18446744073709551617\nshmem 4096\nfile_dirty 0\nfile_writeback 0\nfile 0\n");
   msi_sp_auto_read(&cg, NULL, NULL, &s);
   assert_int_equal(msi_sp_auto_cg_room(&s), 0);
+  /* a /proc/meminfo figure in kB whose bytes pass 2^64 (a faked file) is the most, not what kB * 1024 wraps to
+     (2^54 kB wrapped to 0 bytes available: every large block spilled) */
+  uint64_t b;
+  assert_true(msi_os_text_kb("MemAvailable: 18014398509481984 kB\n", "MemAvailable:", &b));
+  assert_true(b == UINT64_MAX);
+  assert_true(msi_os_text_kb("Dirty: 18014398509481983 kB\n", "Dirty", &b));
+  assert_true(b == UINT64_MAX - 1023);
+  assert_true(msi_os_text_kb("Dirty: 99999999999999999999999 kB\n", "Dirty", &b));
+  assert_true(b == UINT64_MAX);
+  put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 18014398509481984 kB\nSwapFree: 0 kB\n");
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_true(s.avail == UINT64_MAX);
+  put("meminfo", "MemTotal: 8388608 kB\nMemAvailable: 18014398509481983 kB\nSwapFree: 18014398509481983 kB\n");
+  msi_sp_auto_read(&cg, at("meminfo"), NULL, &s);
+  assert_true(s.avail == UINT64_MAX);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   assert_int_equal(system(cmd), 0);

@@ -37,6 +37,14 @@ msg=$("$tool" run --space-expand 0 -- true 2>&1); st=$?
 check "--space-expand without a space: status 2" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
 out=$(MEMSPACE_SPACE_INITIAL=16M "$tool" run --space-expand 1M -- sh -c 'echo ok' 2>/dev/null)
 check "--space-expand with MEMSPACE_SPACE_INITIAL from the environment runs" '[ "$out" = ok ]'
+# an expand step no expansion of that space could take: the library would warn and run the space at a fixed size
+msg=$("$tool" run --space-initial 1M --space-expand 64T -- true 2>&1); st=$?
+check "--space-expand above the largest step: status 2 and the limit, got: $msg" \
+  '[ $st = 2 ] && [[ "$msg" == *"--space-expand 64T: above the largest step"*"68719476736 bytes"* ]]'
+msg=$(MEMSPACE_SPACE_INITIAL=1M "$tool" run --space-expand 65G -- true 2>&1); st=$?
+check "...with the space's size from the environment, got: $msg" '[ $st = 2 ]'
+msg=$("$tool" run --space-initial 1M --space-expand 64G -- true 2>&1); st=$?
+check "--space-expand at the largest step runs, got: $msg" '[ $st = 0 ] && [ -z "$msg" ]'
 out=$("$tool" run --heap=size --purge-delay=-1 --secure --verbose -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_PURGE_DELAY $MEMSPACE_SECURE $MEMSPACE_VERBOSE"' 2>/dev/null)
 check "--name=value options and the flags become variables" '[ "$out" = "size -1 1 1" ]'
 "$tool" run --purge-delay soon -- true 2>/dev/null; check "bad --purge-delay refused" '[ $? = 2 ]'
