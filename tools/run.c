@@ -30,15 +30,15 @@ static int resolve(const char *prog, char *out, size_t cap) {
   if (strchr(prog, '/')) { snprintf(out, cap, "%s", prog); return access(out, X_OK); }
   const char *path = getenv("PATH");
   if (!path) path = "/usr/bin:/bin";
-  while (*path) {
+  for (;;) { /* (a trailing ':' ends the list with an empty entry too) */
     const char *colon = strchr(path, ':');
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
     if (len) snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
     else snprintf(out, cap, "./%s", prog); /* an empty entry: the current directory, as execvp takes it */
     if (access(out, X_OK) == 0) return 0;
-    path += len + (colon ? 1 : 0);
+    if (!colon) return -1;
+    path = colon + 1;
   }
-  return -1;
 }
 
 /* Why the dynamic loader would ignore LD_PRELOAD for this program, or NULL. Secure-execution mode (AT_SECURE) comes

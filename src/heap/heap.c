@@ -1431,7 +1431,8 @@ MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
    (map[] leads to spans[0]), which a loop freeing and taking blocks of the class would pay at every free. It is
    never filed on a partial list, cached or given back: it stays its heap's, its blocks freed as they come (by
    its owner or remotely) and never handed out again once it left its class. A class's blocks past its mini
-   spans, or once it took a normal span, come from normal spans. */
+   spans, or once it took a normal span, come from normal spans. A heap takes at most MSI_HEAP_MINI_SPANS
+   granules in all (mini_total), whichever segments its spans come from. */
 bool msi_heap_mini_off;
 #define MINI_PER_CLASS 4
 #define MINI_DONE UINT8_MAX
@@ -1454,7 +1455,9 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   if (!seg && (seg = segment_pick(h, 1, &at))) /* a new heap's first span: the segment its spans will come from */
     seg_avail_bit(seg); /* (its room seen by a heap looking for some: its chunks are all free, it stays h's) */
   unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (2 KiB ones 2 KiB-aligned) */
-  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS) {
+  /* (a heap whose spans moved to another segment would find room in its mini area too: the heap's own total
+     keeps its mini spans to one area's worth, what docs/heap.md bounds) */
+  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || h->mini_total + k > MSI_HEAP_MINI_SPANS) {
     msi_unlock(&seg_lock);
     h->mini_taken[cls] = MINI_DONE;
     return NULL;
@@ -1476,6 +1479,7 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
   MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k)); /* (its blocks are handed out after this: any free finds it) */
   msi_unlock(&seg_lock);
+  h->mini_total = (uint8_t)(h->mini_total + k);
   h->mini_taken[cls] = h->mini_taken[cls] + k >= MINI_PER_CLASS ? MINI_DONE : (uint8_t)(h->mini_taken[cls] + k);
   h->current[cls] = s;
   span_carve(h, s);

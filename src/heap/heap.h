@@ -180,6 +180,8 @@ typedef struct msi_heap_s {
   uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (heap.c span_populate) */
   struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */
   uint8_t mini_taken[MSI_HEAP_MINI_CLASSES]; /* granules of mini spans a class took (heap.c mini_take; MINI_DONE: no more) */
+  uint8_t mini_total;                /* granules of mini spans it took, in all its segments (at most
+                                        MSI_HEAP_MINI_SPANS: heap.c mini_take) */
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
   msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */

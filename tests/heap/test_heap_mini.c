@@ -146,6 +146,46 @@ static void remote_frees_come_back(void **state) {
   assert_int_equal(ms_test_in_child(remote_child), 0);
 }
 
+/* a heap takes at most one mini area's worth of mini spans (MSI_HEAP_MINI_SPANS granules, docs/heap.md "Mini
+   spans"), also when its spans move on to other segments, each with a mini area of its own: a thread taking the
+   classes' mini spans a few classes at a time, with 4.5 MiB of normal spans between, held 120 KiB and more */
+static void *spread_classes(void *arg) {
+  unsigned *granules = arg;
+  msi_span_t *seen[NCLS * 4];
+  unsigned nseen = 0;
+  for (unsigned c = 0; c < NCLS; c++) {
+    for (unsigned i = 0; i < 4 * MSI_HEAP_MINI_SIZE / msi_heap_class_size[c] + 1; i++) {
+      void *p = ms_malloc(msi_heap_class_size[c]);
+      if (!p) return NULL;
+      msi_span_t *s = msi_heap_span_of(p);
+      if (!msi_span_is_mini(s)) break;
+      bool known = false;
+      for (unsigned j = 0; j < nseen; j++) known |= seen[j] == s;
+      if (!known && nseen < NCLS * 4) {
+        seen[nseen++] = s;
+        *granules += s->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
+      }
+    }
+    if (c % 8 == 7) /* normal spans past the segment's chunks: the heap's next spans come from another segment */
+      for (unsigned i = 0; i < 600; i++)
+        if (!ms_malloc(8000)) return NULL;
+  }
+  return arg;
+}
+static int bound_child(void) {
+  unsigned granules = 0;
+  pthread_t t;
+  void *r;
+  if (pthread_create(&t, NULL, spread_classes, &granules) != 0 || pthread_join(t, &r) != 0 || !r) return 1;
+  print_message("one heap's mini spans: %u KiB\n", granules);
+  return granules <= MSI_HEAP_MINI_SPANS ? 0 : 2;
+}
+static void one_area_per_heap(void **state) {
+  (void)state;
+  skip_without_minis();
+  assert_int_equal(ms_test_in_child(bound_child), 0);
+}
+
 /* ---- bad frees of mini blocks abort naming the pointer ---- */
 
 static int double_free(void) {
@@ -199,6 +239,7 @@ int main(void) {
       cmocka_unit_test(class_leaves_after_frees),
       cmocka_unit_test(realloc_and_alignment),
       cmocka_unit_test(remote_frees_come_back),
+      cmocka_unit_test(one_area_per_heap),
       cmocka_unit_test(bad_frees_abort),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

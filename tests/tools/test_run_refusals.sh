@@ -73,6 +73,8 @@ if [ -n "$peer" ]; then
     msg=$(cd "$tmp/origin" && LD_PRELOAD=$entry PATH="/nonexistent::$PATH" "$tool" run -- prog 2>&1); st=$?
     check "...also for a program found through an empty PATH entry (the current directory)" \
       '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    msg=$(cd "$tmp/origin" && LD_PRELOAD=$entry PATH="/nonexistent:" "$tool" run -- prog 2>&1); st=$?
+    check "...also through a trailing ':' (an empty last entry)" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     printf '#!%s\n' "$tmp/origin/prog" > "$tmp/script" && chmod +x "$tmp/script"
     msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script" 2>&1); st=$?
     check "...and for a script whose interpreter lies there" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
