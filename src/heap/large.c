@@ -63,43 +63,30 @@ typedef struct cache_entry_s {
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
 MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
 static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
-/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored): 0 not read yet, 1 not
-   strict, 2 strict; read once, at the first question (strict_mode), and fixed for the process */
-static _Atomic uint8_t strict_state;
+/* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
+   initialises and fixed for the process */
+static bool strict;
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
    that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
-   mode is read from /proc at the first question, which the first large block of 64 KiB-1 MiB asks (dense()), or
-   the first trim of a cached slot: a process that makes neither (`sed`, `awk`, a shell) saves the open, read and
-   close. The heap's start (the first allocation) starts the OS layer's seccomp watch instead (one prctl): a
-   filter the program installs after that (a sandbox, which may kill it for an open()) makes the read refused
-   (EPERM, no open), and the mode is then taken for not strict, as when /proc cannot be read. A filter there
-   before the first allocation (a container's) lets the read go on. The first answer is kept (compare-and-swap):
-   two threads asking at once place blocks under one answer. A probe mapping instead of the read (a large
-   writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the kernel
-   fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
+   mode is read from /proc when the heap initialises (the first allocation) all the same: read at the first dense
+   block it ran under any seccomp filter the program had installed by then (a sandbox may kill it for the open(),
+   or for the prctl that would ask whether there is a filter), and two threads whose reads disagreed would place
+   blocks under both answers. A probe mapping instead of the read (a
+   large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
+   kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
-
-/* strict overcommit (mode 2), read at the first call (see above) */
-static bool strict_mode(void) {
-  uint8_t s = atomic_load_explicit(&strict_state, memory_order_acquire);
-  if (MSI_LIKELY(s)) return s == 2;
-  int saved = errno; /* a refused read of /proc leaves the caller's errno alone */
-  unsigned long long mode;
-  uint8_t read = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2 ? 2 : 1;
-  errno = saved;
-  if (!atomic_compare_exchange_strong_explicit(&strict_state, &s, read, memory_order_acq_rel, memory_order_acquire))
-    read = s;
-  return read == 2;
-}
 
 MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
   dense_ok = !MSI_HEAP_SECURE || msi_heap_g.guard_markers;
-  msi_os_reads_watch(); /* for the overcommit mode's read at the first large block (see above) */
+  int saved = errno; /* a refused read of /proc leaves the first malloc's errno alone */
+  unsigned long long mode;
+  strict = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
+  errno = saved;
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
   size_t total = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
@@ -190,7 +177,7 @@ static void decommit(uintptr_t addr, size_t bytes) {
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
 static bool dense(unsigned k) {
-  return dense_ok && k <= LARGE_DENSE_MAX_SHIFT && !strict_mode();
+  return dense_ok && !strict && k <= LARGE_DENSE_MAX_SHIFT;
 }
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
@@ -522,8 +509,6 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
     unsigned kd = step & 1 ? k + (step + 1) / 2 : k - step / 2; /* k+1, k-1, k+2, k-2... */
     if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT) continue;
     lclass_t *d = &classes[kd - MSI_HEAP_LARGE_MIN_SHIFT];
-    /* (a class with nothing cached is passed before dense() asks the overcommit mode: no read for a donor that
-       cannot be) */
     if (!atomic_load_explicit(&d->ncached, memory_order_relaxed) || dense(kd)) continue;
     if (!probed && !two_mappings(block, (size_t)have << page_shift)) return 0;
     probed = true;
@@ -1014,7 +999,6 @@ void msi_large_trim(uint64_t keep) {
   lclass_t *c;
   while (atomic_load_explicit(&dirty_bytes, memory_order_relaxed) > keep && (c = oldest_dirty(now, &j))) {
     unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
-    bool strict = strict_mode(); /* (a file read at the first question: before the lock) */
     msi_lock(lock_of(c));
     if (j >= c->ncached || (meta_of(c)[c->cached[j].idx].pages & SLOT_CLEAN)) { /* changed meanwhile */
       msi_unlock(lock_of(c));

@@ -392,15 +392,14 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
 /* Reading files under a seccomp filter, once a part that reads files in the background or on large allocations
-   has started (msi_os_reads_watch: the heap's first allocation, which reads the overcommit mode at its first
-   large block, the maintenance thread, spill). A filter already there then (a container's,
+   has started (msi_os_reads_watch: the maintenance thread, spill). A filter already there then (a container's,
    inherited across exec; or one the program installed before) let the process come this far and stays as it is:
    reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
    SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC attribute sets, it filters every thread, the maintenance thread
    too), and it may kill the process for an open(): a thread under such a filter reads no file from then on (EPERM,
    as a refusing filter answers; the callers treat the file as unreadable). One question (prctl: a filter is the
    thread's) per read while no filter was there at the start; a filter installed between the question and the
-   open is not seen. Before that start no question is asked (the constructor asks none). */
+   open is not seen. Before that start no question is asked (nothing added to a small program's first malloc). */
 static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
 static _Thread_local bool reads_late;
 MSI_STARTUP_TEXT void msi_os_reads_watch(void) {

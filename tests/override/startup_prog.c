@@ -1,6 +1,6 @@
-/* startup_prog none|one|dense|big|faults|entry: a program that allocates nothing, or makes one malloc and one free
-   (test_startup.sh); dense: one malloc and free of 200,000 bytes (a large block of the dense sizes); big: the same
-   of 3 MiB (sort's buffer; above the dense sizes); faults: the same malloc and free, printing the minor page faults they took (the heap's
+/* startup_prog none|one|dense|faults|entry: a program that allocates nothing, or makes one malloc and one free
+   (test_startup.sh); dense: one malloc and free of 200,000 bytes (a large block of the dense sizes); faults: the
+   same malloc and free, printing the minor page faults they took (the heap's
    start-up: its first segment, its own variables); entry: the minor page faults taken before main (the dynamic
    loader and the constructors); forkpages OFFSET SIZE: one malloc and free, then a fork; the child prints how many
    of the pages at [OFFSET, OFFSET + SIZE) of the preloaded libmemspace are in its page table after the fork
@@ -58,8 +58,8 @@ int main(int argc, char **argv) {
     int st;
     return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   }
-  if (strcmp(mode, "dense") == 0 || strcmp(mode, "big") == 0) {
-    char *volatile p = malloc(strcmp(mode, "big") == 0 ? (size_t)3 << 20 : 200000);
+  if (strcmp(mode, "dense") == 0) {
+    char *volatile p = malloc(200000);
     if (!p) return 1;
     p[0] = 1;
     free(p);
