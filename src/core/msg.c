@@ -30,13 +30,14 @@ static void put_num(out_t *o, unsigned long long v, unsigned base, bool neg, int
 }
 
 /* One byte of a message's argument. With `esc`, a byte a terminal would act on shows as \xNN instead: the C0
-   controls and DEL, and a C1 control (0x80-0x9f) as UTF-8 writes it (0xc2 first) or alone (not after a byte that
-   starts or continues a UTF-8 sequence), so a space name or option value such as "\x1b[2J" cannot clear or
-   retitle the terminal reading stderr, while other UTF-8 text stays as it is. `prev` and `next` are the bytes
-   around it (0 at the ends); returns how many bytes of the argument it took (2 for an escaped 0xc2 pair). */
-static size_t put_arg_byte(out_t *o, unsigned char prev, unsigned char c, unsigned char next, bool esc) {
+   controls and DEL, and a C1 control (0x80-0x9f) as UTF-8 writes it (0xc2 first) or alone (any such byte that
+   does not continue a UTF-8 sequence in progress: after ASCII, after a complete character, after 0xff), so a
+   space name or option value such as "\x1b[2J" cannot clear or retitle the terminal reading stderr, while other
+   UTF-8 text stays as it is. `cont` says the byte continues a sequence its lead byte started, `next` is the byte
+   after it (0 at the end); returns how many bytes of the argument it took (2 for an escaped 0xc2 pair). */
+static size_t put_arg_byte(out_t *o, bool cont, unsigned char c, unsigned char next, bool esc) {
   bool c1_pair = c == 0xc2 && next >= 0x80 && next <= 0x9f;
-  bool ctl = c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f && prev < 0x80);
+  bool ctl = c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f && !cont);
   if (!esc || (!ctl && !c1_pair)) { put(o, (char)c); return 1; }
   for (size_t k = 0; k < (c1_pair ? 2u : 1u); k++) {
     unsigned char b = k ? next : c;
@@ -45,10 +46,18 @@ static size_t put_arg_byte(out_t *o, unsigned char prev, unsigned char c, unsign
   return c1_pair ? 2 : 1;
 }
 
-/* the bytes s[0..n) of an argument (esc: as put_arg_byte shows them) */
+/* the bytes s[0..n) of an argument (esc: as put_arg_byte shows them); `need` counts the continuation bytes the
+   last lead byte still expects */
 static void put_arg(out_t *o, const char *s, size_t n, bool esc) {
   const unsigned char *u = (const unsigned char *)s;
-  for (size_t i = 0; i < n;) i += put_arg_byte(o, i ? u[i - 1] : 0, u[i], i + 1 < n ? u[i + 1] : 0, esc);
+  unsigned need = 0;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = u[i];
+    bool cont = need && c >= 0x80 && c <= 0xbf;
+    size_t took = put_arg_byte(o, cont, c, i + 1 < n ? u[i + 1] : 0, esc);
+    need = took == 2 ? 0 : cont ? need - 1 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : 0;
+    i += took;
+  }
 }
 
 /* as msi_vsnprintf; a %s argument longer than str_max shows its first and last str_max/2 bytes around "...";

@@ -158,6 +158,10 @@ static void controls_escaped(void **state) {
   /* UTF-8 stays readable; C1 controls (U+009B CSI as UTF-8, a bare 0x9b) do not pass */
   CAPTURE(buf, msi_error("%s|%s|%s", "caf\xc3\xa9 \xe2\x82\xac", "\xc2\x9b" "2J", "a\x9b" "b"));
   assert_string_equal(buf, "memspace: error: caf\xc3\xa9 \xe2\x82\xac|\\xc2\\x9b2J|a\\x9bb\n");
+  /* a bare C1 byte after a complete character or a byte no sequence starts with is escaped too; the
+     continuation bytes of a character (0x82 of the euro sign) stay as they are */
+  CAPTURE(buf, msi_error("%s|%s|%s", "\xff\x9b" "2J", "\xc3\xa9\x9b" "2J", "\xe2\x82\xac\xe2\x82\x9b"));
+  assert_string_equal(buf, "memspace: error: \xff\\x9b2J|\xc3\xa9\\x9b2J|\xe2\x82\xac\xe2\x82\x9b\n");
   /* a width counts the escaped text */
   CAPTURE(buf, msi_error("[%6s]", "\x1b"));
   assert_string_equal(buf, "memspace: error: [  \\x1b]\n");
