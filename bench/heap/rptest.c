@@ -63,7 +63,7 @@ static struct {
   size_t sizes[SIZE_TABLE];
   size_t stride_free, stride_alloc;
   worker_t *w;
-  pthread_barrier_t warm, go, done_loops, freed, leave;
+  pthread_barrier_t warm, go, done_loops, counted, freed, leave;
   _Atomic int64_t live, peak_live;
 } g;
 
@@ -208,6 +208,7 @@ static void *worker(void *arg) {
   w->ops_done = w->ops;
   w->end_s = now_s();
   pthread_barrier_wait(&g.done_loops);
+  pthread_barrier_wait(&g.counted); /* the main thread has read the CPU time: the frees below are not in it */
   if (g.cross) drain_inbox(w);
   if (slot) {
     int64_t delta = 0;
@@ -277,6 +278,7 @@ int main(int argc, char **argv) {
   pthread_barrier_init(&g.warm, NULL, (unsigned)g.threads + 1);
   pthread_barrier_init(&g.go, NULL, (unsigned)g.threads + 1);
   pthread_barrier_init(&g.done_loops, NULL, (unsigned)g.threads + 1);
+  pthread_barrier_init(&g.counted, NULL, (unsigned)g.threads + 1);
   pthread_barrier_init(&g.freed, NULL, (unsigned)g.threads + 1);
   pthread_barrier_init(&g.leave, NULL, (unsigned)g.threads + 1);
   for (int t = 0; t < g.threads; t++) {
@@ -285,13 +287,15 @@ int main(int argc, char **argv) {
   }
   /* the window's start is read while every worker waits between `warm` and `go`, its end is the last worker's own
      clock: a main thread scheduled late (2 threads on 2 CPUs) leaves no measured loop out of the window. The CPU
-     time is the process's: the workers wait blocked at the barriers around the reads */
+     time is the process's: the workers wait blocked at the barriers around the reads (`warm`/`go` at the start,
+     `done_loops`/`counted` at the end, before they free their blocks) */
   pthread_barrier_wait(&g.warm);
   usage_t u0 = usage_now();
   double t0 = now_s();
   pthread_barrier_wait(&g.go);
   pthread_barrier_wait(&g.done_loops);
   usage_t u1 = usage_now();
+  pthread_barrier_wait(&g.counted);
   double t1 = t0;
   for (int t = 0; t < g.threads; t++) t1 = g.w[t].end_s > t1 ? g.w[t].end_s : t1;
   double wall = t1 - t0, user = u1.user - u0.user, sys = u1.sys - u0.sys, cpu = user + sys;
