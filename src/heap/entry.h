@@ -58,16 +58,18 @@ MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s);
 
 /* p in the small area (msi_heap_in_small); `checks`: msi_heap_checks may be set (the extra checks run when it
    is). Every call is a tail call: the fast path saves no register */
+/* a free of p by the owner of its span s: a live block start (O(1): heap.h msi_span_block_start) whose cookie
+   (second word: the line the link store writes anyway) does not say "free"; the secure build also checks the canary
+   after the block. An invalid p is reported (msi_heap_free_error) */
+static inline void msi_heap_free_owned(void *p, msi_span_t *s, bool checks) {
+  if (MSI_UNLIKELY(!msi_span_block_start_in(s, p, s->carved) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
+    return msi_heap_free_error(p, s);
+  if (checks && MSI_UNLIKELY(msi_heap_checks)) return msi_heap_free_checked(p, s);
+  return msi_heap_free_local(p, s);
+}
 static inline void msi_heap_free_small_as(void *p, bool checks) {
   msi_span_t *s = msi_heap_span_at(p); /* (a mini span's block: spans[0], whose owner never matches) */
-  if (MSI_LIKELY(s->owner == msi_tls_heap)) {
-    /* a live block start (O(1): heap.h msi_span_block_start) whose cookie (second word: the line the link store below
-       writes anyway) does not say "free"; the secure build also checks the canary after the block */
-    if (MSI_UNLIKELY(!msi_span_block_start_in(s, p, s->carved) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
-      return msi_heap_free_error(p, s);
-    if (checks && MSI_UNLIKELY(msi_heap_checks)) return msi_heap_free_checked(p, s);
-    return msi_heap_free_local(p, s);
-  }
+  if (MSI_LIKELY(s->owner == msi_tls_heap)) return msi_heap_free_owned(p, s, checks);
   return msi_heap_small_free_slow(p, s);
 }
 static inline void msi_heap_free_small(void *p) { msi_heap_free_small_as(p, true); }

@@ -1441,7 +1441,6 @@ static inline bool mini_class(unsigned cls) { return MSI_HEAP_MINI && cls < MSI_
 #if MSI_HEAP_MINI
 _Static_assert(CLS_SIZE(MSI_HEAP_MINI_CLASSES - 1) == MSI_HEAP_MINI_MAX && CLS_SIZE(MSI_HEAP_MINI_CLASSES) > MSI_HEAP_MINI_MAX,
                "the mini classes are those up to MSI_HEAP_MINI_MAX");
-_Static_assert(MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK, "the mini area fits in chunk 0");
 _Static_assert(MSI_HEAP_MINI_MAX <= 2 * MSI_HEAP_MINI_SIZE, "a mini span holds a block of its class");
 #endif
 /* a mini span of class cls for h, current and carved; NULL: no room left in h's segment (the class takes no more) */
@@ -1489,18 +1488,15 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   return NULL;
 #endif
 }
-/* a free by its owner of p in a mini span s (from the free slow path: map[] led to spans[0]): the fast path's
-   checks, the block pushed; the MINI_FREES-th local free of the class's current mini span makes it leave */
+/* a free by its owner of p in a mini span s (from the free slow path: map[] led to spans[0]): the MINI_FREES-th
+   local free of the class's current mini span makes it leave; then the fast path's free (an invalid p aborts) */
 static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
-  if (MSI_UNLIKELY(!msi_span_block_start(s, p) || msi_block_is_free(s, p) || !msi_block_canary_ok(s, p)))
-    msi_heap_free_error(p, s);
-  if (msi_heap_checks) msi_heap_check_free(s, p);
   unsigned c = s->cls;
   if (s == h->current[c] && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
     h->current[c] = &msi_empty_span;
     h->mini_taken[c] = MINI_DONE;
   }
-  msi_heap_free_local(p, s);
+  msi_heap_free_owned(p, s, true);
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */

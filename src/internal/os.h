@@ -113,7 +113,7 @@ bool msi_os_lines_open(msi_os_lines_t *r, const char *path);
 bool msi_os_lines_next(msi_os_lines_t *r);
 void msi_os_lines_close(msi_os_lines_t *r);
 /* for /proc lines: the number at s (base 10, or 16 in lower case) into *v; the first character after it */
-const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v);
+const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v); /* (saturating, as msi_os_parse_dec) */
 /* for a /proc/self/smaps "VmFlags:" line: whether it holds the two-letter flag f ("lo", "dc", "ht") */
 bool msi_os_vmflag(const char *line, const char *f);
 /* one mapping of /proc/self/smaps as msi_os_smaps_walk reports it */

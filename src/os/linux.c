@@ -434,18 +434,11 @@ ssize_t msi_os_read_file(const char *path, char *buf, size_t cap) {
   return (ssize_t)len;
 }
 
-/* a decimal number; one past 2^64 - 1 reads as UINT64_MAX (no limit, the most), never as what it wraps to */
-static bool parse_ull(const char *s, uint64_t *v) {
+bool msi_os_parse_dec(const char *s, uint64_t *v) {
   if (*s < '0' || *s > '9') return false;
-  uint64_t x = 0;
-  for (; *s >= '0' && *s <= '9'; s++) {
-    unsigned d = (unsigned)(*s - '0');
-    x = x > (UINT64_MAX - d) / 10 ? UINT64_MAX : x * 10 + d;
-  }
-  *v = x;
+  msi_os_parse_u64(s, 10, v);
   return true;
 }
-bool msi_os_parse_dec(const char *s, uint64_t *v) { return parse_ull(s, v); }
 
 bool msi_os_text_value(const char *text, const char *key, uint64_t *v) {
   size_t kl = strlen(key);
@@ -453,7 +446,7 @@ bool msi_os_text_value(const char *text, const char *key, uint64_t *v) {
     if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == ':')) {
       const char *s = l + kl + 1;
       while (*s == ' ') s++;
-      return parse_ull(s, v);
+      return msi_os_parse_dec(s, v);
     }
   }
   return false;
@@ -498,7 +491,7 @@ MSI_HOT_TEXT bool msi_os_read_ull(const char *path, unsigned long long *value) {
   msi_os_close(fd);
   if (n <= 0) return false;
   buf[n] = 0;
-  if (!parse_ull(buf, &v)) return false;
+  if (!msi_os_parse_dec(buf, &v)) return false;
   *value = v;
   return true;
 }
@@ -536,7 +529,7 @@ const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v) {
   for (;; s++) {
     unsigned d = *s >= '0' && *s <= '9' ? (unsigned)(*s - '0') : *s >= 'a' && *s <= 'f' ? (unsigned)(*s - 'a' + 10) : 99;
     if (d >= base) break;
-    x = x * base + d;
+    x = x > (UINT64_MAX - d) / base ? UINT64_MAX : x * base + d; /* (past 2^64 - 1: the most, not what it wraps to) */
   }
   *v = x;
   return s;
@@ -594,7 +587,7 @@ static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, con
       char path[PATH_MAX + 64], val[64];
       uint64_t v;
       msi_snprintf(path, sizeof path, "%s%s%s/%s", sysfs, sub, d, files[f]);
-      if (msi_os_read_file(path, val, sizeof val) > 0 && parse_ull(val, &v) && v < out->limit && v < (1ull << 62)) {
+      if (msi_os_read_file(path, val, sizeof val) > 0 && msi_os_parse_dec(val, &v) && v < out->limit && v < (1ull << 62)) {
         out->limit = v;
         msi_snprintf(out->stat_path, sizeof out->stat_path, "%s%s%s/memory.stat", sysfs, sub, d);
       }

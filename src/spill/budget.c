@@ -142,7 +142,6 @@ static unsigned read_pressure(const char *path, char *buf, size_t size) {
   return v > 100 ? 100 : v;
 }
 
-
 /* Reads one sample from the named files (meminfo and pressure may be NULL or unreadable): the cgroup's counted
    bytes (stat_path of cg, "" for none), MemAvailable + SwapFree, the machine's pressure and the cgroup's own (v2
    memory.pressure beside its memory.stat, when present). Separate for tests.
