@@ -61,6 +61,9 @@ void msi_proc_space_free(void *p);
 size_t msi_proc_space_usable_size(const void *p);
 void *msi_proc_space_realloc(void *p, size_t size);  /* NULL + ENOMEM, block unchanged */
 bool msi_proc_space_info(ms_space_info_t *info);     /* false when there is no process space (mallinfo2) */
+/* p lies in a live ms_space_create space's data range: its name (the first cap-1 bytes) copied to `name`, true.
+   For the report of a malloc-family call given a space's block; false also when another thread holds the registry */
+bool msi_space_owner_name(const void *p, char *name, size_t cap);
 
 /* ---- foreign pointers (not ours): the override layer hands them to the C library (src/override/override.c;
    without it, the C library's functions in route.c) ---- */

@@ -122,6 +122,12 @@ static void foreign_keep(const void *p, const char *call) {
 
 /* the pointer is handed to the C library: OWN_MAYBE, or aborts; OWN_UNKNOWN returned (keep it) */
 static int foreign_check(const void *p, const char *call) {
+  char space[64];
+  if (MSI_UNLIKELY(msi_space_owner_name(p, space, sizeof space))) {
+    msi_error("%s(): invalid pointer: %p is a block of memory space \"%s\" (the ms_space_ calls take it); aborting", call,
+              p, space);
+    abort();
+  }
   const char *why = on_own_stack(p) ? "an address on this thread's stack" : foreign_fault(p);
   int own = why ? OWN_NONE : libc_may_own(p);
   if (!why && own == OWN_NONE) why = "not memspace's, and the C library's malloc holds no such block";

@@ -157,6 +157,18 @@ static bool registry_remove(ms_space_t *s) {
   msi_unlock(&registry_lock);
   return true;
 }
+bool msi_space_owner_name(const void *p, char *name, size_t cap) {
+  if (!msi_trylock(&registry_lock)) return false; /* (an abort path: never wait) */
+  const ms_space_t *s = registry;
+  while (s && (uintptr_t)p - (uintptr_t)s->data >= s->reserved) s = s->next;
+  if (s && cap) {
+    size_t n = strnlen(space_name(s), cap - 1);
+    memcpy(name, space_name(s), n);
+    name[n] = 0;
+  }
+  msi_unlock(&registry_lock);
+  return s != NULL;
+}
 /* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */
 static bool strict_mode(void);
 MSI_COLD MSI_NOINLINE static void bad_handle(const void *s, const char *call) {

@@ -63,6 +63,13 @@ static void invalid_pointer_debug(void **state) {
   expect_abort(MS_DEBUG_LIB, "invalid_pointer", "invalid pointer");
   expect_abort(MS_DEBUG_LIB, "invalid_large", "invalid pointer");
 }
+/* a block of a memory space given to free or realloc: the message names the space (the first block's header
+   bytes lie in no mapping, so the C library's free would fault on it without a word) */
+static void space_block_named(void **state) {
+  (void)state;
+  expect_abort(MS_RELEASE_LIB, "space_block", "is a block of memory space \"rt-space\"");
+  expect_abort(MS_RELEASE_LIB, "space_block_realloc", "is a block of memory space \"rt-space\"");
+}
 /* the release build checks pointers always, and double frees too with MEMSPACE_SECURE=1 */
 static void release_build_checks(void **state) {
   (void)state;
@@ -134,6 +141,7 @@ int main(void) {
       cmocka_unit_test(double_free_debug),
       cmocka_unit_test(invalid_pointer_debug),
       cmocka_unit_test(release_build_checks),
+      cmocka_unit_test(space_block_named),
       cmocka_unit_test(foreign_pointer_no_complaint),
       cmocka_unit_test(foreign_without_mallinfo2),
   };
