@@ -263,10 +263,15 @@ static void settings(void) {
   int n = 0;
   for (int o = 0; o < MS_OPTION_COUNT; o++) {
     const char *name = ms_option_name((ms_option_t)o), *raw = getenv(name);
-    char buf[1024]; /* a value's control bytes shown escaped: an escape sequence in it must not reach the terminal */
-    const char *v = raw ? msi_escape(raw, buf, sizeof buf) : NULL;
-    if (v && msi_option_invalid((ms_option_t)o)) row(name, "%s  (invalid: ignored, the default applies)", v), n++;
-    else if (v) row(name, "%s", v), n++;
+    if (!raw) continue;
+    /* a value's control bytes shown escaped (\xNN: 4 bytes each): an escape sequence must not reach the terminal */
+    size_t cap = strlen(raw) * 4 + 1;
+    char *buf = malloc(cap);
+    const char *v = buf ? msi_escape(raw, buf, cap) : "(no memory to show it)";
+    if (msi_option_invalid((ms_option_t)o)) row(name, "%s  (invalid: ignored, the default applies)", v);
+    else row(name, "%s", v);
+    free(buf);
+    n++;
   }
   if (!n) row("(none set)", "defaults apply");
 }

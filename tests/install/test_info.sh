@@ -13,5 +13,9 @@ done
 out=$(MEMSPACE_SPILL_DIR="$(printf '/tmp/\033[2Jx')" "$tool" info)
 case $out in *"$(printf '\033')"*) echo "FAIL: an escape byte of MEMSPACE_SPILL_DIR printed raw"; fail=1 ;; esac
 echo "$out" | grep -qF '/tmp/\x1b[2Jx' || { echo "FAIL: MEMSPACE_SPILL_DIR not shown escaped"; fail=1; }
+# a long value (a path near PATH_MAX) is shown whole, escaped, with its end
+long=/tmp/$(printf '%03000d' 0)$(printf '\001')end
+out=$(MEMSPACE_SPILL_DIR="$long" "$tool" info)
+echo "$out" | grep -q '0\\x01end' || { echo "FAIL: a 3000-byte MEMSPACE_SPILL_DIR not shown to its end"; fail=1; }
 "$tool" info extra >/dev/null 2>&1 && { echo "FAIL: extra argument accepted"; fail=1; }
 exit $fail
