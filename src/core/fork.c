@@ -64,18 +64,18 @@ extern void *__dso_handle __attribute__((weak, visibility("hidden")));
 #endif
 
 MSI_START_DATA static _Atomic int reg_state;        /* 0 not registered, 1 being registered, 2 registered */
-MSI_START_DATA static _Atomic uintptr_t reg_thread; /* the thread registering */
+MSI_START_DATA static _Atomic uintptr_t reg_thread; /* the thread registering (msi_self_tag: no libc lookup) */
 MSI_STARTUP_TEXT void msi_fork_register(void) {
   if (MSI_LIKELY(atomic_load_explicit(&reg_state, memory_order_acquire) == 2)) return;
   int expect = 0;
   if (atomic_compare_exchange_strong(&reg_state, &expect, 1)) {
-    atomic_store(&reg_thread, (uintptr_t)pthread_self());
+    atomic_store(&reg_thread, msi_self_tag());
     FORK_REGISTER(fork_prepare, fork_parent, fork_child);
     atomic_store_explicit(&reg_state, 2, memory_order_release);
     return;
   }
   /* another thread is registering: wait, unless it is this thread (an allocation inside pthread_atfork) */
   while (atomic_load_explicit(&reg_state, memory_order_acquire) != 2 &&
-         atomic_load(&reg_thread) != (uintptr_t)pthread_self())
+         atomic_load(&reg_thread) != msi_self_tag())
     msi_cpu_relax();
 }

@@ -237,7 +237,10 @@ int msi_os_close(int fd) {
   return NOCANCEL(SYS_close, fd); /* never retried: the descriptor is gone even on EINTR */
 }
 int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
-int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, pipe2(fds, O_CLOEXEC)); }
+/* pipe2, fstat and copy_file_range through syscall() too: each libc wrapper of a newer glibc version (2.9, 2.33,
+   2.27) was a version the dynamic loader checks against the C library's in every process that loads memspace,
+   spill's or not (about 250 instructions each) */
+int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_pipe2, fds, O_CLOEXEC)); }
 /* ppoll through syscall(): glibc's poll is a cancellation point, and spill looks under its lock */
 bool msi_os_hung_up(int fd) {
   COUNT_CALL();
@@ -272,16 +275,22 @@ ssize_t msi_os_write(int fd, const void *buf, size_t len) {
 int msi_os_unlink(const char *path) { RETRY_INT(MS_FAULT_OP_COUNT, unlink(path)); }
 int msi_os_ftruncate(int fd, off_t size) { RETRY_INT(MS_FAULT_FALLOCATE, ftruncate(fd, size)); }
 int msi_os_fstatfs(int fd, struct statfs *st) { RETRY_INT(MS_FAULT_OP_COUNT, fstatfs(fd, st)); }
+/* (the kernel's struct stat is the C library's on 64-bit Linux; elsewhere the C library converts) */
+#if defined(SYS_fstat) && __SIZEOF_LONG__ == 8
+#define FSTAT(fd, st) NOCANCEL(SYS_fstat, fd, st)
+#else
+#define FSTAT(fd, st) fstat(fd, st)
+#endif
 long long msi_os_fstat_blocks(int fd) {
   struct stat st;
   COUNT_CALL();
-  if (fstat(fd, &st) != 0) { COUNT_FAIL(); return -1; }
+  if (FSTAT(fd, &st) != 0) { COUNT_FAIL(); return -1; }
   return (long long)st.st_blocks * 512;
 }
 int msi_os_fstat_id(int fd, unsigned long long *dev, unsigned long long *ino, long long *bytes) {
   struct stat st;
   COUNT_CALL();
-  if (fstat(fd, &st) != 0) { COUNT_FAIL(); return -1; }
+  if (FSTAT(fd, &st) != 0) { COUNT_FAIL(); return -1; }
   *dev = (unsigned long long)st.st_dev;
   *ino = (unsigned long long)st.st_ino;
   if (bytes) *bytes = (long long)st.st_blocks * 512;
@@ -331,7 +340,7 @@ ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_ou
   INJECT(MS_FAULT_FALLOCATE, -1);
   COUNT_CALL();
   ssize_t r;
-  do r = copy_file_range(fd_in, &off_in, fd_out, &off_out, len, 0); while (r < 0 && errno == EINTR);
+  do r = syscall(SYS_copy_file_range, fd_in, &off_in, fd_out, &off_out, len, 0u); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r;
 }

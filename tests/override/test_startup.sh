@@ -22,7 +22,7 @@
 # instructions inside msi_constructor), 200 more environment variables cost at most 20 instructions each (a
 # search of the environment per option cost about 600 each).
 set -u
-lib=$1 prog=$2 build=${3:-default}
+lib=$1 prog=$2 build=${3:-default} layout=${4:-1}
 . "$(dirname "$0")/../common/ms_test.sh"
 fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
@@ -43,17 +43,21 @@ emost=11
 check "start-up: at most $emost page faults more than without the library" \
   '[ -n "$plain" ] && [ -n "$loaded" ] && [ $((loaded - plain)) -le $emost ]'
 # libc functions and variables the library binds in one malloc and free (each a symbol lookup by the dynamic loader,
-# about 700 instructions when lazily bound): at most 12 (no sysconf, getrlimit, syscall or memset at start-up, no
+# about 700 instructions when lazily bound): at most 11 (no sysconf, getrlimit, syscall or memset at start-up, no
 # clock_gettime: the heap's secrets come from the kernel's random bytes, and the purge reads the clock only once
-# something is idle), 14 in the secure build (its guard-marker probe's madvise and munmap). glibc's LD_DEBUG lists
+# something is idle), 13 in the secure build (its guard-marker probe's madvise and munmap). glibc's LD_DEBUG lists
 # them; without its output (another libc) the check is left out.
-bound=$(LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" one 2>&1 | grep "binding file [^ ]*libmemspace[^ ]* .* to [^ ]*libc\.so")
-binds=$(printf '%s\n' "$bound" | grep -c .)
-echo "libc symbols bound by memspace in one malloc and free: $binds"
-bmost=12; [ "$build" = secure ] && bmost=14
+# A program that allocates nothing binds at most 6 (the variables the library reads, getauxval, __cxa_finalize and
+# the fork handlers' registration; the registering thread is told by a thread-local address, not pthread_self).
+libc_bound() { LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" "$1" 2>&1 | grep "binding file [^ ]*libmemspace[^ ]* .* to [^ ]*libc\.so"; }
+bound=$(libc_bound one); bound_none=$(libc_bound none)
+binds=$(printf '%s\n' "$bound" | grep -c .); binds_none=$(printf '%s\n' "$bound_none" | grep -c .)
+echo "libc symbols bound by memspace: allocating nothing $binds_none, one malloc and free $binds"
+bmost=11; [ "$build" = secure ] && bmost=13
 if [ "$binds" -gt 0 ]; then
   check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
   check "one malloc and free: no clock read" '! printf "%s\n" "$bound" | grep -q "clock_gettime"'
+  check "allocating nothing: at most 6 libc symbols bound" '[ "$binds_none" -le 6 ]'
 fi
 # the library's own symbols the loader looks up for it in every process (a lookup through every loaded object's
 # table each, about 1,700 instructions): only malloc, whose process-wide definition decides which copy of the
@@ -73,6 +77,14 @@ rplain=$(relative ""); rloaded=$(relative "$lib")
 if [ -n "$rplain" ] && [ -n "$rloaded" ]; then
   echo "relative relocations of the library: $((rloaded - rplain))"
   check "start-up: at most 200 relative relocations in the library" '[ $((rloaded - rplain)) -le 200 ]'
+fi
+# the C library versions the library requires (readelf -V: its version needs), each checked by the dynamic loader
+# against the C library's in every process (about 250 instructions apiece): at most 7 (system calls whose wrappers
+# came in a later version, pipe2, fstat, copy_file_range, go through syscall(), as os.h's others do)
+if ms_need_cmd readelf; then
+  nver=$(readelf -VW "$lib" | awk '/Version needs section/ {v = 1} v && $2 == "Name:" && $3 ~ /^GLIBC_/ {n++} END {print n + 0}')
+  echo "C library versions required: $nver"
+  check "at most 7 C library versions required" '[ "$nver" -le 7 ]'
 fi
 # every system call of the process, counted by strace (the C library's and memspace's raw ones, prlimit64 among
 # them): one malloc and free add at most 7 to a program that allocates nothing (its two getrusage calls, the
@@ -108,6 +120,24 @@ if ms_need_cmd nm && ms_need_cmd readelf; then
   echo "fork page at $fp ($fsize bytes), .data at $da ($dsize bytes)"
   check "the fork page lies whole on the page of .data's end" \
     '[ -n "$fp" ] && [ -n "$da" ] && [ $((fp / pg)) = $(((fp + fsize - 1) / pg)) ] && [ $((fp / pg)) = $(((da + dsize - 1) / pg)) ]'
+fi
+# the library's LOAD segments (cmake/layout.ld, with readelf): three, read-only (headers, dynamic symbols, constants,
+# unwind tables), code and data: one mmap in every process fewer than with constants in a segment of their own, and
+# the executable one holds code only (no constant or table that could be run). A linker that cannot add to its
+# default script (layout "0") links four; the code stays alone then too.
+if ms_need_cmd readelf; then
+  read -r nload exec_sections < <(readelf -lW "$lib" | awk '
+    /^Program Headers:/ {ph = 1; getline; next}
+    ph && NF == 0 {ph = 0}
+    ph {i++; if ($1 == "LOAD") {n++; if ($0 ~ / R?W?E /) ex = sprintf("%02d", i - 1)}}
+    /Section to Segment mapping/ {sm = 1}
+    sm && $1 == ex && ex != "" {$1 = ""; s = $0}
+    END {print n, s}')
+  echo "LOAD segments: $nload; the executable one holds:$exec_sections"
+  most=3; [ "$layout" = 0 ] && most=4
+  check "the library has at most $most LOAD segments" '[ -n "$nload" ] && [ "$nload" -le $most ]'
+  check "the executable segment holds code only" \
+    '[ -n "$exec_sections" ] && ! printf "%s\n" "$exec_sections" | grep -qE "\.(rodata|eh_frame|dynsym|dynstr|rela)"'
 fi
 # a fork child of a program that never used spill (a shell's subshell) reads and writes none of spill's .bss, whose
 # pages the parent never touched: each would cost the child a page fault at every fork (src/spill/fork.c)
