@@ -1056,7 +1056,24 @@ def spill_past_target(run, lang, f, s):
                                         run.vals("past-run-spill", lang, "alloc_s", size=s))]
     return verdict(med <= 1.1, f"{what}: {x(med)} (in turn, median of {num(n, 0)} rounds' ratios, round 1 the sweeps' "
                                f"runs; range {num(lo)}-{num(hi)}; the rounds: {', '.join(x(r) for r in each)})"
-                               f"{spill_fill_context(run, lang, s, 'auto', 'spill', 'past-run-')}")
+                               f"{spill_fill_context(run, lang, s, 'auto', 'spill', 'past-run-')}"
+                               f"{spill_thread_context(run, lang, s)}")
+
+
+def spill_thread_context(run, lang, s):
+    """past the limit, the fill split by thread (seed.py's fill_main_cpu_s, fill_main_wait_s, fill_maint_cpu_s,
+    fill_dirty_bytes; medians over the rounds), auto's against the threshold's, as text ("" in a run without them).
+    A round whose maintenance thread found no CPU for its idle-priority write-back ends its fill with hundreds of
+    MiB dirty and its program's thread waiting for a CPU, under either configuration"""
+    keys = ("fill_main_cpu_s", "fill_main_wait_s", "fill_maint_cpu_s", "fill_dirty_bytes")
+    m = {(c, k): run.med(f"past-run-{c}", lang, k, size=s) for c in ("auto", "spill") for k in keys}
+    if None in m.values():
+        return ""
+    return (f"; the fill's threads (medians, auto against the threshold): the program's {num(m['auto', keys[0]])} s on a "
+            f"CPU and {num(m['auto', keys[1]])} s waiting for one against {num(m['spill', keys[0]])} and "
+            f"{num(m['spill', keys[1]])} s, the maintenance thread's {num(m['auto', keys[2]])} s against "
+            f"{num(m['spill', keys[2]])} s, dirty at the fill's end {num(m['auto', keys[3]] / 2**20, 0)} MiB against "
+            f"{num(m['spill', keys[3]] / 2**20, 0)} MiB")
 
 
 def spill_fill_usage(run, lang, s, cfg, prefix="pair-run-"):

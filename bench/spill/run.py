@@ -130,8 +130,15 @@ def rows(case, impl, size, d):
 # (read_s, write_s: a window's length, or one batch's). Equal faults and CPU with a slower wall time is the host's
 # (this VM's host backs fresh memory again first: its cost shows as system time of the same faults) or the
 # machine's load (wall time beyond the CPU time), not the configuration's
+# seed.py also splits the fill by thread where the kernel keeps schedstat: the program's own thread's CPU seconds
+# and its wait for a CPU, the maintenance thread's CPU seconds (spill's write-back), and the cgroup's dirty bytes
+# right after the fill. Past the limit a fill whose write-back got the other CPU ends with little dirty; one whose
+# maintenance thread (idle priority while it writes back) found both CPUs taken ends with hundreds of MiB dirty,
+# its program's thread waiting for a CPU, and its random reads slower behind the backlog, under either
+# configuration: the rows tell such a round from a cost of the configuration's
 USAGE = ("fill_page_faults", "fill_user_s", "fill_sys_s", "read_page_faults", "write_page_faults", "read_cpu_s",
-         "write_cpu_s", "read_s", "write_s")
+         "write_cpu_s", "read_s", "write_s", "fill_main_cpu_s", "fill_main_wait_s", "fill_maint_cpu_s",
+         "fill_dirty_bytes")
 
 
 def usage_rows(case, impl, size, d):
@@ -939,6 +946,22 @@ def main():
         return (f"; fill CPU {a['fill_user_s'] + a['fill_sys_s']:.2f} s against {s['fill_user_s'] + s['fill_sys_s']:.2f} s, "
                 f"page faults {a['fill_page_faults']:.0f} against {s['fill_page_faults']:.0f}")
 
+    def thread_split(pr):
+        """past the limit: the medians of the fill's split by thread (seed.py), auto's against the threshold's"""
+        def med(config, k):
+            v = sorted(d[k] for d in pr[config][1] if k in d)
+            return v[len(v) // 2] if v else None
+        m = {(c, k): med(c, k) for c in ("auto", "spill")
+             for k in ("fill_main_cpu_s", "fill_main_wait_s", "fill_maint_cpu_s", "fill_dirty_bytes")}
+        if None in m.values():
+            return ""
+        return ("; the fill's threads (medians, auto against the threshold): the program's "
+                f"{m['auto', 'fill_main_cpu_s']:.2f} s on a CPU and {m['auto', 'fill_main_wait_s']:.2f} s waiting for "
+                f"one against {m['spill', 'fill_main_cpu_s']:.2f} and {m['spill', 'fill_main_wait_s']:.2f} s, the "
+                f"maintenance thread's {m['auto', 'fill_maint_cpu_s']:.2f} s against {m['spill', 'fill_maint_cpu_s']:.2f} s, "
+                f"dirty at the fill's end {m['auto', 'fill_dirty_bytes'] / MiB:.0f} MiB against "
+                f"{m['spill', 'fill_dirty_bytes'] / MiB:.0f} MiB")
+
     def target(ok, text):
         say(f"  {'PASS' if ok else 'MISS'}  {text}")
     for lang in LANGS:
@@ -986,7 +1009,8 @@ def main():
                 med, lo, hi = pair_ratios(pr, "auto", "spill")[0]
                 target(med <= 1.1, f"{lang}: auto at {f}x limit completes (plain: {p.get('status', 'completes')}), "
                        f"allocation {med:.2f}x the 64M threshold's (<= 1.1x; in turn, median of "
-                       f"{len(pr['auto'][1])} rounds' ratios, range {lo:.2f}-{hi:.2f}; round 1 the sweeps')")
+                       f"{len(pr['auto'][1])} rounds' ratios, range {lo:.2f}-{hi:.2f}; round 1 the sweeps'"
+                       f"{thread_split(pr)})")
             elif pr:
                 target(False, f"{lang}: auto at {f}x limit: {pr[0]} failed in round {pr[2]} (exit {pr[1]})")
             elif "alloc_s" in a and "alloc_s" in s:

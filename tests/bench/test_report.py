@@ -217,6 +217,16 @@ class Fixture(unittest.TestCase):
         self.assertIn("beside it the fill's CPU time 1.00x [1.00-1.00] plain's (median and range of the rounds' "
                       "ratios: user 0.030 + system 0.100 s against 0.030 + 0.100 s), page faults 768 against 768", doc)
 
+    def write_spill_past(self, csv_rows, s, runs, ratios):
+        """spill.csv of csv_rows, then each config's rounds at size s (runs: config -> [{metric: value}], rows
+        past-run-CONFIG) and the rows past-ratio-auto (ratios: (metric, value)); the report's text"""
+        for cfg, each in runs.items():
+            csv_rows += [f"spill,past-run-{cfg},python,1,{s},{m},{v}" for d in each for m, v in d.items()]
+        csv_rows += [f"spill,past-ratio-auto,python,1,{s},{m},{v}" for m, v in ratios]
+        with open(os.path.join(self.results, "spill.csv"), "w") as f:
+            f.write(HEADER + "\n".join(csv_rows) + "\n")
+        return self.write()[1]
+
     def test_spill_past_rounds(self):
         # past the limit (issue #23): auto and the 64M threshold in turn, three rounds at 1.5x a 1 GiB limit
         # (round 1 the sweeps' runs): each round's allocation times, the median of the rounds' own ratios and
@@ -226,18 +236,12 @@ class Fixture(unittest.TestCase):
         csv_rows = ["spill,spill,python,1,1073741824,max_completed_bytes,3221225472",
                     f"spill,spill,python,1,{s},alloc_s,1.0", f"spill,auto,python,1,{s},alloc_s,1.5",
                     f"spill,spill,python,1,{s3},alloc_s,2.0", f"spill,auto,python,1,{s3},alloc_s,2.4"]
-        for cfg, walls in (("spill", (1.0, 2.0, 3.0)), ("auto", (1.5, 2.0, 2.7))):
-            for w in walls:
-                for m, v in (("alloc_s", w), ("read_ops_per_s", 1e4), ("write_ops_per_s", 1e4),
-                             ("fill_page_faults", 1000), ("fill_user_s", 0.1), ("fill_sys_s", 0.4)):
-                    csv_rows.append(f"spill,past-run-{cfg},python,1,{s},{m},{v}")
-        for m, v in (("alloc_x", 1.0), ("alloc_x_min", 0.9), ("alloc_x_max", 1.5), ("reads_x", 1.0),
-                     ("reads_x_min", 1.0), ("reads_x_max", 1.0), ("writes_x", 1.0), ("writes_x_min", 1.0),
-                     ("writes_x_max", 1.0), ("rounds", 3)):
-            csv_rows.append(f"spill,past-ratio-auto,python,1,{s},{m},{v}")
-        with open(os.path.join(self.results, "spill.csv"), "w") as f:
-            f.write(HEADER + "\n".join(csv_rows) + "\n")
-        _, doc = self.write()
+        runs = {cfg: [{"alloc_s": w, "read_ops_per_s": 1e4, "write_ops_per_s": 1e4, "fill_page_faults": 1000,
+                       "fill_user_s": 0.1, "fill_sys_s": 0.4} for w in walls]
+                for cfg, walls in (("spill", (1.0, 2.0, 3.0)), ("auto", (1.5, 2.0, 2.7)))}
+        doc = self.write_spill_past(csv_rows, s, runs, (
+            ("alloc_x", 1.0), ("alloc_x_min", 0.9), ("alloc_x_max", 1.5), ("reads_x", 1.0), ("reads_x_min", 1.0),
+            ("reads_x_max", 1.0), ("writes_x", 1.0), ("writes_x_min", 1.0), ("writes_x_max", 1.0), ("rounds", 3)))
         self.assertIn("- met: python: auto at 1.5x the limit completes, allocation within 1.1x the 64M threshold's: "
                       "1.00x (in turn, median of 3 rounds' ratios, round 1 the sweeps' runs; range 0.90-1.50; the "
                       "rounds: 1.50x, 1.00x, 0.90x); beside it the fill's CPU time 1.00x [1.00-1.00] the 64M "
@@ -252,6 +256,25 @@ class Fixture(unittest.TestCase):
         _, doc = self.write()
         self.assertIn("- **missed**: python: auto at 3x the limit completes, allocation within 1.1x the 64M "
                       "threshold's: auto failed in the rounds in turn", doc)
+
+    def test_spill_past_thread_split(self):
+        # past the limit (issue #23): beside the rounds' ratio, the fill split by thread (seed.py), medians of auto's
+        # rounds against the threshold's, so that a round whose maintenance thread found no CPU (its write-back
+        # behind, the program's thread waiting for a CPU) reads as the machine's, not as auto's
+        s = 3 << 29
+        csv_rows = ["spill,spill,python,1,1073741824,max_completed_bytes,1610612736",
+                    f"spill,spill,python,1,{s},alloc_s,1.0", f"spill,auto,python,1,{s},alloc_s,1.6"]
+        runs = {cfg: [{"alloc_s": 1.0 + wait, "read_ops_per_s": 1e4, "write_ops_per_s": 1e4, "fill_main_cpu_s": main,
+                       "fill_main_wait_s": wait, "fill_maint_cpu_s": maint, "fill_dirty_bytes": dirty}
+                      for main, wait, maint, dirty in split]
+                for cfg, split in (("spill", ((1.1, 0.0, 0.3, 80 << 20),) * 3),
+                                   ("auto", ((1.1, 0.5, 0.05, 500 << 20), (1.2, 0.4, 0.1, 400 << 20),
+                                             (1.0, 0.6, 0.0, 600 << 20))))}
+        doc = self.write_spill_past(csv_rows, s, runs, (("alloc_x", 1.5), ("alloc_x_min", 1.4), ("alloc_x_max", 1.6),
+                                                        ("rounds", 3)))
+        self.assertIn("rounds: 1.50x, 1.40x, 1.60x); the fill's threads (medians, auto against the threshold): the "
+                      "program's 1.10 s on a CPU and 0.50 s waiting for one against 1.10 and 0.00 s, the maintenance "
+                      "thread's 0.05 s against 0.30 s, dirty at the fill's end 500 MiB against 80 MiB", doc)
 
     def test_spill_auto_probe_past_the_limit(self):
         # auto's probe target (issue #23, past the limit) is judged on auto's runs in the rounds in turn against the
