@@ -955,7 +955,7 @@ static bool release_task_busy(void) {
   bool changed = committed != release_seen_committed;
   release_seen_committed = committed;
   if (changed || purge_task_busy()) return true;
-  if (!(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & 1)) return false;
+  if (!(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_LOOK)) return false;
   for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all)
     for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
       if (atomic_load_explicit(&h->spare[c], memory_order_relaxed)) return true;
@@ -1125,8 +1125,9 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
 
 /* A class's current span that its last free empties stays the class's for its next block (the preset's
    keep_empty_current). Its owner allocates from a current span without a lock, so no other thread may take it:
-   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So while memory is tight
-   (msi_maint_tight: pressure, or the cgroup at half its limit) the free that empties a span whose blocks were
+   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So while a forced purge may
+   come (msi_maint_tight: a cgroup limits the process, or a second thread allocates before any look read the
+   limit, or memory is tight: internal.h) the free that empties a span whose blocks were
    carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current[]
    gets the empty span, the span goes in the atomic spare[] slot; the owner's next allocation of the class finds
    the empty span, takes the slow path and the span back (spare_take); a forced purge (memory pressure) takes it
@@ -1602,7 +1603,7 @@ static __thread bool heap_exited;
    (preset `none`: nothing is kept). */
 static bool heap_keep_at_exit(void) {
   return msi_maint_running() && msi_opt(MS_OPTION_PURGE_DELAY) >= 0 && msi_heap_limits.global_bucket &&
-         !atomic_load_explicit(&msi_maint_tight, memory_order_relaxed);
+         !(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_MEMORY);
 }
 
 static void heap_thread_exit(void *arg) {
@@ -1908,14 +1909,17 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     if (msi_span_is_mini(s)) return; /* (never filed: mini_take) */
     if (s == h->current[s->cls]) {
       if (msi_span_used(s) != 0) return;
+      uint32_t tight;
       if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
-      } else if (s->touched > SPARE_MIN + s->block_size && atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) &&
+      } else if (s->touched > SPARE_MIN + s->block_size &&
+                 (tight = atomic_load_explicit(&msi_maint_tight, memory_order_relaxed)) != 0 &&
                  atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         span_empty_current(h, s); /* kept where a forced purge can take it, or with little resident */
+        if (tight & MSI_TIGHT_UNSEEN) msi_maint_kick(); /* the maintenance thread's start: its look reads the limit */
       }
       return;
     }
