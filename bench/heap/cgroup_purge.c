@@ -24,6 +24,10 @@
                  limit before the burst too, so that the burst's peak is over half of it, as a container's is;
                  at its peak the burst thread waits until memspace's statistics say memory is tight (docs/stats.md,
                  `memory`; memspace then sets emptied spans aside where a purge can take them) before its frees.
+     --roomy     (with --test --idle) the limit is the cgroup's from the child's start, four times the live and
+                 burst bytes: memory is never tight (the burst's peak under a third of it) and the burst thread
+                 frees without waiting; only knowing that a limit exists (docs/heap.md, memory pressure) makes
+                 memspace set the emptied spans aside where the pressure signal's purge can take them.
      --single    (with --test) a single-threaded program (no maintenance thread: memspace looks at the cgroup from
                  its allocation slow paths): the burst is allocated and freed by the main thread, which keeps
                  working after the limit is set (every 10 ms it allocates and frees 1 MiB in 8 KiB blocks).
@@ -259,7 +263,7 @@ static void keep_working(void) {
 }
 
 static int child(const char *cg, int version, size_t live, size_t burst, double wait_s, bool test, bool single,
-                 bool idle) {
+                 bool idle, bool roomy) {
   /* a program that has run a while: a thread came and went (memspace's maintenance thread runs from then on) */
   pthread_t th = 0;
   if (!single && (pthread_create(&th, NULL, warm_up, NULL) != 0 || pthread_join(th, NULL) != 0)) return 2;
@@ -276,8 +280,8 @@ static int child(const char *cg, int version, size_t live, size_t burst, double 
     bytes += sz;
   }
   work_t w = {.burst = burst, .cg = cg, .version = version, .mu = PTHREAD_MUTEX_INITIALIZER,
-              .cv = PTHREAD_COND_INITIALIZER, .exit_after = test && !idle, .wait_tight = idle};
-  if (idle) { /* the burst's peak over half the limit (memory tight), far from it (no pressure) */
+              .cv = PTHREAD_COND_INITIALIZER, .exit_after = test && !idle, .wait_tight = idle && !roomy};
+  if (idle && !roomy) { /* the burst's peak over half the limit (memory tight), far from it (no pressure) */
     unsigned long long u = read_num(cg, usage_file(version)), lim = ((u + burst) * 8 / 5 + 4095) & ~4095ull;
     if (!write_file(cg, version == 1 ? "memory.limit_in_bytes" : "memory.max", lim)) {
       printf("MS_SKIP refused: setting the memory limit of %s: %s\n", cg, strerror(errno));
@@ -361,7 +365,7 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "--child")) {
     size_t live = 64, burst = 192;
     double wait_s = -1;
-    bool test = false, single = false, idle = false;
+    bool test = false, single = false, idle = false, roomy = false;
     for (int i = 4; i < argc; i++) {
       if (!strcmp(argv[i], "--live") && i + 1 < argc) live = (size_t)atol(argv[++i]);
       else if (!strcmp(argv[i], "--burst") && i + 1 < argc) burst = (size_t)atol(argv[++i]);
@@ -369,16 +373,22 @@ int main(int argc, char **argv) {
       else if (!strcmp(argv[i], "--test")) test = true;
       else if (!strcmp(argv[i], "--single")) single = true;
       else if (!strcmp(argv[i], "--idle")) idle = true;
+      else if (!strcmp(argv[i], "--roomy")) roomy = true;
     }
     if (wait_s < 0) wait_s = test ? 60 : 2;
-    return child(argv[2], atoi(argv[3]), live << 20, burst << 20, wait_s, test, single && test, idle && test && !single);
+    idle = idle && test && !single;
+    return child(argv[2], atoi(argv[3]), live << 20, burst << 20, wait_s, test, single && test, idle, roomy && idle);
   }
   if (argc >= 2 && !strcmp(argv[1], "--cleanup")) return cleanup();
-  bool test = false;
+  bool test = false, roomy = false;
+  unsigned long long live = 64, burst = 192;
   char *args[12];
   int na = 0;
   for (int i = 1; i < argc && na < 11; i++) {
     test |= !strcmp(argv[i], "--test");
+    roomy |= !strcmp(argv[i], "--roomy");
+    if (!strcmp(argv[i], "--live") && i + 1 < argc) live = strtoull(argv[i + 1], NULL, 10);
+    if (!strcmp(argv[i], "--burst") && i + 1 < argc) burst = strtoull(argv[i + 1], NULL, 10);
     args[na++] = argv[i];
   }
   args[na] = NULL;
@@ -398,7 +408,10 @@ int main(int argc, char **argv) {
     return 77;
   }
   int rc;
-  if (test) {
+  if (test && roomy && !write_file(cg, version == 1 ? "memory.limit_in_bytes" : "memory.max", (live + burst) << 22)) {
+    printf("MS_SKIP refused: setting the memory limit of %s: %s\n", cg, strerror(errno));
+    rc = 77;
+  } else if (test) {
     rc = run_child("/proc/self/exe", cg, version, args, NULL, 0);
   } else {
     /* the first run measures the usage at the peak; the limit makes it 90% */

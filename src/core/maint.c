@@ -170,18 +170,34 @@ static void pressure_find(msi_pressure_t *p, msi_os_cgroup_t *cg_out) {
   p->limit = cg->limit;
 }
 
+/* A look has read the cgroup's limit (once set, until a fork): msi_maint_note_thread sets MSI_TIGHT_UNSEEN only
+   before. Both sides store, then load the other's word, in one total order: either the note sees the flag (and
+   takes its bit back) or the reading sees the bit (and clears it), so the bit never outlives the first reading */
+static _Atomic int limit_read;
+/* the limit read: MSI_TIGHT_LIMIT says whether there is one, MSI_TIGHT_UNSEEN goes (written only when changed) */
+static void limit_seen(bool limited) {
+  if (!atomic_load_explicit(&limit_read, memory_order_relaxed)) atomic_store(&limit_read, 1);
+  uint32_t t = atomic_load(&msi_maint_tight);
+  if (limited != ((t & MSI_TIGHT_LIMIT) != 0)) {
+    if (limited) atomic_fetch_or_explicit(&msi_maint_tight, MSI_TIGHT_LIMIT, memory_order_relaxed);
+    else atomic_fetch_and_explicit(&msi_maint_tight, ~MSI_TIGHT_LIMIT, memory_order_relaxed);
+  }
+  if (t & MSI_TIGHT_UNSEEN) atomic_fetch_and(&msi_maint_tight, ~MSI_TIGHT_UNSEEN);
+}
+
 /* one look: under pressure, every release task runs now */
 static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, uint64_t *next_find, uint64_t *next_psi) {
   if (now >= *next_find) {
     *next_find = now + PRESSURE_FIND_MS * 1000000ull;
     pressure_find(p, cg);
+    limit_seen(p->limit != 0);
   }
   bool psi_due = now >= *next_psi;
   if (psi_due) *next_psi = now + PRESSURE_PSI_MS * 1000000ull;
   bool under = msi_pressure_look(p, now, psi_due);
-  if (p->tight != ((atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & 1) != 0)) {
-    if (p->tight) atomic_fetch_or_explicit(&msi_maint_tight, 1, memory_order_relaxed);
-    else atomic_fetch_and_explicit(&msi_maint_tight, ~1u, memory_order_relaxed);
+  if (p->tight != ((atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_LOOK) != 0)) {
+    if (p->tight) atomic_fetch_or_explicit(&msi_maint_tight, MSI_TIGHT_LOOK, memory_order_relaxed);
+    else atomic_fetch_and_explicit(&msi_maint_tight, ~MSI_TIGHT_LOOK, memory_order_relaxed);
   }
   if (under != (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) != 0)) {
     atomic_store_explicit(&msi_maint_pressure, under, memory_order_relaxed);
@@ -399,13 +415,23 @@ MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
     if (atomic_load(&next_check)) atomic_store(&next_check, 0);
     if (atomic_load(&msi_maint_pressure)) atomic_store(&msi_maint_pressure, 0); /* until the child's own look */
     if (atomic_load(&msi_maint_tight)) atomic_store(&msi_maint_tight, 0);
+    if (atomic_load(&limit_read)) atomic_store(&limit_read, 0); /* (the child's looks read the limit afresh) */
     if (atomic_load(&poll_busy)) atomic_store(&poll_busy, 0); /* a look another thread of the parent was taking */
     msi_lock_reset(&task_lock);
   }
 }
 
+/* Until a look has read the cgroup's limit, a second thread's heap takes the process for limited
+   (MSI_TIGHT_UNSEEN): the spans its frees empty are set aside where a forced purge can take them, whenever the
+   maintenance thread's first look comes (it may come after a burst was freed by a thread that then idles) */
 void msi_maint_note_thread(void) {
   if (!atomic_load_explicit(&multi_threaded, memory_order_relaxed)) atomic_store(&multi_threaded, 1);
+  if (atomic_load_explicit(&limit_read, memory_order_relaxed) ||
+      (atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_UNSEEN) ||
+      msi_opt(MS_OPTION_PURGE_DELAY) < 0)
+    return;
+  atomic_fetch_or(&msi_maint_tight, MSI_TIGHT_UNSEEN);
+  if (atomic_load(&limit_read)) atomic_fetch_and(&msi_maint_tight, ~MSI_TIGHT_UNSEEN); /* (limit_read above) */
 }
 
 MSI_HOT_TEXT bool msi_maint_running(void) {

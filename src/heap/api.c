@@ -206,7 +206,8 @@ static void heap_stats_print(msi_stats_writer_t *w) {
   long long preset = msi_opt(MS_OPTION_CACHE);
   msi_stats_text(w, "preset", preset >= 0 && preset < 4 ? presets[preset] : "?");
   msi_stats_text(w, "memory", atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) ? "pressure"
-                              : atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) ? "tight" : "headroom");
+                              : atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_MEMORY ? "tight"
+                              : "headroom");
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     const ms_stats_class_t *k = msi_stats_class(&st, c);
     if (!k->mapped && !k->returned) continue;

@@ -955,7 +955,7 @@ static bool release_task_busy(void) {
   bool changed = committed != release_seen_committed;
   release_seen_committed = committed;
   if (changed || purge_task_busy()) return true;
-  if (!(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & 1)) return false;
+  if (!(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_LOOK)) return false;
   for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all)
     for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
       if (atomic_load_explicit(&h->spare[c], memory_order_relaxed)) return true;
@@ -1125,8 +1125,9 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
 
 /* A class's current span that its last free empties stays the class's for its next block (the preset's
    keep_empty_current). Its owner allocates from a current span without a lock, so no other thread may take it:
-   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So while memory is tight
-   (msi_maint_tight: pressure, or the cgroup at half its limit) the free that empties a span whose blocks were
+   an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So while a forced purge may
+   come (msi_maint_tight: a cgroup limits the process, or a second thread allocates before any look read the
+   limit, or memory is tight: internal.h) the free that empties a span whose blocks were
    carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current[]
    gets the empty span, the span goes in the atomic spare[] slot; the owner's next allocation of the class finds
    the empty span, takes the slow path and the span back (spare_take); a forced purge (memory pressure) takes it
@@ -1135,8 +1136,9 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
    blocks it carved given back (span_trim_tail: what a populate window or a former class left resident): such a
    loop keeps its fast paths, and an idle thread keeps at most SPARE_MIN plus a block and a page per class.
    A loop of a few blocks in a span carved further (a batch before it) would set the span aside and take it back
-   at every turn: a span that comes back from spare[] notes the block SPARE_LOOK deep in its free list, and when
-   it empties with that block still near the head (at most SPARE_LOOK blocks were used meanwhile) it is set aside
+   at every turn: a span that comes back from spare[] notes the block SPARE_LOOK deep in its free list and the block
+   it links to, and when it empties with that link still there (the block never taken: at most SPARE_LOOK blocks
+   were used meanwhile, or all freed back in reverse order) it is set aside
    uncarved (its lists dropped: it carves afresh from its base, over pages still resident), so the loop's next
    turn carves one batch and goes on in a span that stays current. */
 #define SPARE_MIN ((uintptr_t)16384)
@@ -1163,16 +1165,30 @@ static msi_block_t *free_list_walk(const msi_span_t *s, unsigned steps, const ms
   }
   return b;
 }
-/* a span back from spare[] with its blocks linked: the block SPARE_LOOK deep noted */
+/* a block of the span in 16-byte units from its base, + 1 (a span's 512 KiB: 15 bits); 0 for the list's end */
+_Static_assert(((size_t)MSI_HEAP_MAX_SPAN_CHUNKS << MSI_HEAP_CHUNK_SHIFT) >> 4 < 0xFFFF, "spare_mark's halves");
+static uint32_t spare_unit(const msi_span_t *s, const msi_block_t *b) {
+  return b == msi_span_list_end(s) ? 0 : (uint32_t)(((uintptr_t)b - s->base) >> 4) + 1;
+}
+/* a free block's link, its header opened under valgrind */
+static msi_block_t *spare_link(const msi_span_t *s, const msi_block_t *b) {
+  MSI_HEAP_VG_OPEN(b);
+  msi_block_t *n = msi_block_next(s, b);
+  MSI_HEAP_VG_CLOSE(b);
+  return n;
+}
+/* a span back from spare[] with its blocks linked: the block SPARE_LOOK deep and the one it links to noted */
 static void spare_note(msi_span_t *s) {
   msi_block_t *b = free_list_walk(s, SPARE_LOOK, NULL);
-  s->spare_mark = b == msi_span_list_end(s) ? 0 : (uint32_t)((uintptr_t)b - s->base) + 1;
+  s->spare_mark = b == msi_span_list_end(s) ? 0 : spare_unit(s, b) << 16 | spare_unit(s, spare_link(s, b));
 }
-/* the noted block lies at most 2 SPARE_LOOK links from the head: at most SPARE_LOOK blocks used since */
+/* the noted block links to the same block (one load, where walking the list to it cost a cache miss a block): it
+   was never taken (a block freed above it was taken first: at most SPARE_LOOK blocks used since), or the blocks
+   taken were freed back in reverse order (the list as it was) */
 static bool spare_near(const msi_span_t *s) {
   if (!s->spare_mark) return false;
-  const msi_block_t *m = (const msi_block_t *)(s->base + s->spare_mark - 1);
-  return free_list_walk(s, 2 * SPARE_LOOK, m) == m;
+  const msi_block_t *m = (const msi_block_t *)(s->base + (((uintptr_t)(s->spare_mark >> 16) - 1) << 4));
+  return msi_block_is_free(s, m) && spare_unit(s, spare_link(s, m)) == (s->spare_mark & 0xFFFF);
 }
 /* an empty span drops its free lists: it carves afresh from its base */
 static void span_uncarve(msi_span_t *s) {
@@ -1602,7 +1618,7 @@ static __thread bool heap_exited;
    (preset `none`: nothing is kept). */
 static bool heap_keep_at_exit(void) {
   return msi_maint_running() && msi_opt(MS_OPTION_PURGE_DELAY) >= 0 && msi_heap_limits.global_bucket &&
-         !atomic_load_explicit(&msi_maint_tight, memory_order_relaxed);
+         !(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_MEMORY);
 }
 
 static void heap_thread_exit(void *arg) {
@@ -1908,14 +1924,17 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     if (msi_span_is_mini(s)) return; /* (never filed: mini_take) */
     if (s == h->current[s->cls]) {
       if (msi_span_used(s) != 0) return;
+      uint32_t tight;
       if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         h->current[s->cls] = &msi_empty_span;
         span_retire(h, s, true);
         msi_maint_kick();
-      } else if (s->touched > SPARE_MIN + s->block_size && atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) &&
+      } else if (s->touched > SPARE_MIN + s->block_size &&
+                 (tight = atomic_load_explicit(&msi_maint_tight, memory_order_relaxed)) != 0 &&
                  atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
         span_empty_current(h, s); /* kept where a forced purge can take it, or with little resident */
+        if (tight & MSI_TIGHT_UNSEEN) msi_maint_kick(); /* the maintenance thread's start: its look reads the limit */
       }
       return;
     }

@@ -91,8 +91,8 @@ typedef struct msi_span_s {
   uint8_t in_partial;
   uint8_t kept;                /* cached with its blocks of class last_cls still linked on free/rfree (heap.c
                                   span_retire): taken again for that class, it needs no carving (span_init) */
-  uint32_t spare_mark;         /* back from the owner's spare[] slot: the offset + 1 of the block SPARE_LOOK deep
-                                  in its free list then (heap.c spare_near; 0: none) */
+  uint32_t spare_mark;         /* back from the owner's spare[] slot: the block SPARE_LOOK deep in its free list
+                                  then and the block it linked to, 16 bits each (heap.c spare_note; 0: none) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out

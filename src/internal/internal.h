@@ -182,11 +182,17 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    (heap.c msi_heap_maybe_purge), so a small or short-lived program never opens a file from malloc. True when
    that look found pressure (the release tasks have run). */
 extern _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
-/* 1 while memory is tight: pressure, or the cgroup's usage at half its limit or more (the last look's). The heap
-   then sets an emptied current span aside where a forced purge can take it (heap.c spare_put), at a cost on
-   loops that empty a span every turn; with headroom it keeps the span current, out of every purge's reach.
-   Bit 0 is the looks'; a test holds memory tight with bit 1 */
+/* Nonzero while a forced purge may come for the heap's spans: the heap then sets an emptied current span aside
+   where a forced purge can take it from any thread (heap.c spare_put), at a cost on loops that empty a span every
+   turn; at zero it keeps the span current, out of every purge's reach. MSI_TIGHT_MEMORY's bits say memory is
+   tight (the statistics' `memory` line, the exit's flush); the others only that a limit exists or may exist, so
+   the span an idle thread emptied before any look saw its cgroup tight still goes back under pressure */
 extern _Atomic uint32_t msi_maint_tight;
+#define MSI_TIGHT_LOOK 1u   /* the last look found pressure or the cgroup's usage at half its limit or more */
+#define MSI_TIGHT_TEST 2u   /* a test holds memory tight */
+#define MSI_TIGHT_LIMIT 4u  /* a cgroup limits the process's memory (the last reading of the limit) */
+#define MSI_TIGHT_UNSEEN 8u /* a second thread allocates and no look has read the cgroup's limit yet */
+#define MSI_TIGHT_MEMORY (MSI_TIGHT_LOOK | MSI_TIGHT_TEST)
 void msi_maint_on_pressure(const msi_maint_task_t *release); /* its run(); its period is not used */
 typedef struct {
   uint64_t limit;             /* the cgroup's limit in bytes; 0: no cgroup look */

@@ -1,6 +1,7 @@
 /* The maintenance thread: not started in a single-threaded program, started when a second thread exists and
-   work is kicked, re-created in a forked child, off with MEMSPACE_PURGE_DELAY=-1. Threads are counted in
-   /proc/self/task. Behaviour only: waits are generous upper bounds, never timing checks. */
+   work is kicked, re-created in a forked child, off with MEMSPACE_PURGE_DELAY=-1. A second thread makes the process
+   count as limited by a cgroup until the thread's first look has read the limit (MSI_TIGHT_UNSEEN: the heap sets
+   emptied spans aside meanwhile). Threads are counted in /proc/self/task. Behaviour only: waits are generous upper bounds, never timing checks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "internal.h"
+#include "os.h"
 
 static _Atomic int runs;
 static void task_run(uint64_t now) { (void)now; atomic_fetch_add(&runs, 1); }
@@ -70,6 +72,7 @@ static void off_with_purge_delay(void **state) {
     pthread_t t;
     if (pthread_create(&t, NULL, sleeper, NULL) != 0) _exit(3);
     msi_maint_note_thread();
+    if (atomic_load(&msi_maint_tight) & MSI_TIGHT_UNSEEN) _exit(2); /* (no thread: no look would ever clear it) */
     msi_maint_kick();
     usleep(100000);
     _exit(msi_maint_running() || maint_threads() != 0 ? 1 : 0);
@@ -131,6 +134,38 @@ static void survives_fork(void **state) {
   assert_true(wait_runs(before + 2));
 }
 
+/* In a forked child (no look made there yet) a second thread's note sets MSI_TIGHT_UNSEEN; the started thread's
+   first look takes it away, with MSI_TIGHT_LIMIT saying whether a cgroup limits the process, and later notes do
+   not set it again */
+static void limit_unseen_until_first_look(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (atomic_load(&msi_maint_tight) || msi_maint_running()) _exit(1); /* (reset in the child) */
+    pthread_t t;
+    if (pthread_create(&t, NULL, sleeper, NULL) != 0) _exit(2);
+    msi_maint_note_thread();
+    if (!(atomic_load(&msi_maint_tight) & MSI_TIGHT_UNSEEN)) _exit(3);
+    msi_maint_kick();
+    for (int i = 0; i < 1000 && (atomic_load(&msi_maint_tight) & MSI_TIGHT_UNSEEN); i++) usleep(10000);
+    if (atomic_load(&msi_maint_tight) & MSI_TIGHT_UNSEEN) _exit(4);
+    msi_os_cgroup_t cg;
+    msi_os_cgroup_budget(UINT64_MAX, &cg);
+    char usage[4200];
+    bool limited = cg.limit != UINT64_MAX &&
+                   msi_os_cgroup_file(&cg, cg.version == 1 ? "memory.usage_in_bytes" : "memory.current", usage,
+                                      sizeof usage);
+    if (limited != ((atomic_load(&msi_maint_tight) & MSI_TIGHT_LIMIT) != 0)) _exit(5);
+    msi_maint_note_thread();
+    _exit(atomic_load(&msi_maint_tight) & MSI_TIGHT_UNSEEN ? 6 : 0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* the sleeping thread's bound on its look at whether it is alone: never without a limit once no other thread is
    left (the program's last thread may end between two looks without a kick: one without a heap, or one whose
    kick found the thread awake) */
@@ -154,6 +189,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(off_with_purge_delay), cmocka_unit_test(single_threaded),
       cmocka_unit_test(started_with_second_thread), cmocka_unit_test(survives_fork),
-      cmocka_unit_test(alone_wait_bounds)};
+      cmocka_unit_test(limit_unseen_until_first_look), cmocka_unit_test(alone_wait_bounds)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
