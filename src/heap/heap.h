@@ -199,6 +199,7 @@ typedef struct msi_heap_globals_s {
   uintptr_t small_size;    /* bytes of the segment area (its capacity) */
   uintptr_t small_reserved; /* bytes of it reserved up front: all of it, or 0 under RLIMIT_AS (heap.c region_init) */
   _Atomic uintptr_t small_top; /* bytes of the segment area in use (segments below are committed) */
+  uintptr_t table_area;    /* the large slots' table's place, before the segment area (0: none; large.c table_get) */
   uintptr_t large_base;    /* large slot area */
   uintptr_t large_size;
   size_t sub_shift;        /* log2 of each large class's sub-region */
@@ -299,6 +300,7 @@ _Static_assert(__builtin_offsetof(msi_heap_t, current) == 0, "the empty heap is 
 
 /* large blocks */
 void msi_large_init(void);
+size_t msi_large_table_bytes(size_t sub_shift); /* the slot table's bytes, with sub-regions of 2^sub_shift bytes */
 void *msi_large_alloc(size_t size, size_t alignment, bool zero);
 void msi_large_free(void *p);
 size_t msi_large_usable(const void *p);
