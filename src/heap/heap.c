@@ -323,8 +323,8 @@ static void region_large(uintptr_t base, size_t shift) {
    just below the libraries: there it pushed every later
    mapping (the locale archive, a dlopen()ed library, a thread's stack) below its 4 TiB, away from the libraries,
    and each short process paid for their page-table pages of their own. The slot table's place comes first
-   (large.c table_get), the segment area right after it, in the same gibibyte: the first segment and the table's
-   first page share their page-table pages above the last level. */
+   (large.c table_get: the entries past each size's first 16 slots), the segment area right after it, in the same
+   gibibyte: the first segment and the table share their page-table pages above the last level. */
 MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
   size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
   msi_os_reservation_t r = {.want = (8 + classes) * top, .min = min, .align = top, .flags = MSI_OS_RESERVE_HALVE_ALIGN};

@@ -39,8 +39,8 @@ typedef struct lclass_s {
   uint32_t cache_max;       /* room of cached[] */
   size_t cached_bytes;      /* committed bytes of the cached slots */
   struct cache_entry_s *cached; /* the cached slots, oldest first (cache_store) */
-  size_t meta_off;    /* where the table holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
-  size_t head_off;    /* where the table holds its first TABLE_HEAD entries (meta_at) */
+  size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
+  size_t head_off;    /* where table_head holds its first TABLE_HEAD entries */
 } lclass_t;
 
 static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
@@ -69,13 +69,14 @@ static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the de
 static bool strict;
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
-/* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
-   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the system call at start-up. Every
-   class's first TABLE_HEAD entries lie together at its start (one page, whichever classes a short program uses:
-   the entries of a class's first slots were pages 16, 8, 4... MiB apart, each a page-table page of its own), the
-   rest class after class. With a whole reservation it has its place there, before the segment area (heap.c
-   region_unlimited: the first segment's page-table pages serve it too); else (no such place, or refused) it is
-   mapped anywhere. The overcommit mode is read from /proc when the heap initialises
+/* The slot table: a slot_meta_t per slot of every class. Every class's first TABLE_HEAD entries lie together in
+   table_head (.lbss: a page written only where a large block is made, next to the library's other pages); the
+   rest, class after class, in a NORESERVE mapping made when a class first takes a slot past them (table_get): a
+   program making a few large blocks of each size (most short-lived programs: `sort`, `cat`, a shell) makes no
+   mapping and no page-table page for it, where the entries of each class's first slots, 16, 8, 4... MiB apart in
+   one mapping, took a page-table page each. With a whole reservation the mapping has its place there, before the
+   segment area (heap.c region_unlimited: the first segment's page-table pages serve it too); else (no such place,
+   or refused) it is mapped anywhere. The overcommit mode is read from /proc when the heap initialises
    (the first allocation) all the same: read at the first dense
    block it ran under any seccomp filter the program had installed by then (a sandbox may kill it for the open(),
    or for the prctl that would ask whether there is a filter), and two threads whose reads disagreed would place
@@ -83,6 +84,7 @@ static bool strict;
    large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
    kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
 #define TABLE_HEAD 16
+MSI_COLD_BSS static slot_meta_t table_head[TABLE_HEAD * MSI_HEAP_LARGE_CLASSES];
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
@@ -95,7 +97,7 @@ static uint64_t class_slots(unsigned i, size_t shift) {
 static uint64_t body_slots(uint64_t nslots) { return nslots > TABLE_HEAD ? nslots - TABLE_HEAD : 0; }
 
 MSI_STARTUP_TEXT size_t msi_large_table_bytes(size_t sub_shift) {
-  size_t total = (size_t)TABLE_HEAD * MSI_HEAP_LARGE_CLASSES;
+  size_t total = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) total += body_slots(class_slots(i, sub_shift));
   return msi_round_up(total * sizeof(slot_meta_t), msi_os_page_size());
 }
@@ -109,7 +111,7 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   strict = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
   errno = saved;
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
-  size_t body = (size_t)TABLE_HEAD * MSI_HEAP_LARGE_CLASSES, stored = 0;
+  size_t body = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     classes[i].cache_max = k <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
@@ -148,9 +150,10 @@ MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   return p;
 }
 
-/* slot idx's entry of class c; only for a class with a slot in use (which was taken after table_get) */
+/* slot idx's entry of class c; only for a slot taken (past the first TABLE_HEAD: after table_get) */
 static inline slot_meta_t *meta_at(const lclass_t *c, uint64_t idx) {
-  return atomic_load_explicit(&table, memory_order_relaxed) + (idx < TABLE_HEAD ? c->head_off : c->meta_off) + idx;
+  if (idx < TABLE_HEAD) return &table_head[c->head_off + idx];
+  return atomic_load_explicit(&table, memory_order_relaxed) + (c->meta_off + idx); /* (meta_off may wrap) */
 }
 
 /* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
@@ -352,10 +355,13 @@ static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
     return idx;
   }
   if (c->bump >= c->nslots) return -1;
+  if (c->bump >= TABLE_HEAD && !atomic_load_explicit(&table, memory_order_acquire)) return -1; /* (see place) */
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   if (dense(k) && c->bump >= c->mapped) dense_batch(c, k);
   *bumped = c->bump >= c->mapped;
-  return (int64_t)c->bump++;
+  uint64_t idx = c->bump;
+  __atomic_store_n(&c->bump, idx + 1, __ATOMIC_RELAXED); /* (place reads it without the lock) */
+  return (int64_t)idx;
 }
 static void slot_put_fresh(lclass_t *c, uint32_t idx) {
   meta_at(c, idx)->pages = 0;
@@ -373,8 +379,9 @@ static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
   if (in & (((uintptr_t)1 << k) - 1)) return NULL;
   uint64_t idx = in >> k;
-  if (idx >= __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !atomic_load_explicit(&table, memory_order_relaxed))
-    return NULL; /* past the slots kept (msi_large_release_unused), or no large block yet */
+  if (idx >= __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) ||
+      (idx >= TABLE_HEAD && !atomic_load_explicit(&table, memory_order_relaxed)))
+    return NULL; /* past the slots kept (msi_large_release_unused), or past table_head with no table yet */
   *idx_out = (uint32_t)idx;
   return c;
 }
@@ -614,7 +621,13 @@ typedef enum { PLACE_DIRECT, PLACE_CACHED, PLACE_FRESH } place_t;
 MSI_HOT_TEXT static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
                      bool *bumped) {
   lclass_t *c = k <= msi_heap_g.sub_shift ? &classes[k - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
-  if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !table_get())) return PLACE_DIRECT;
+  if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED))) return PLACE_DIRECT;
+  /* the table's mapping before a fresh slot past table_head (table_get takes locks under a lowered RLIMIT_AS, so
+     not under c's: a slot taken meanwhile by another thread may leave the fresh one without it, then DIRECT). With
+     every slot taken none is fresh: the cached and free ones have their entries already */
+  uint64_t bump = __atomic_load_n(&c->bump, __ATOMIC_RELAXED);
+  if (bump >= TABLE_HEAD && bump < __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) && MSI_UNLIKELY(!table_get()))
+    return PLACE_DIRECT;
   *c_out = c;
   place_t w = PLACE_DIRECT;
   msi_lock(lock_of(c));
@@ -1092,8 +1105,8 @@ size_t msi_large_release_unused(void) {
       size_t len = (size_t)(had - keep) << k;
       if (msi_os_munmap((void *)from, len) == 0) total += len;
       if (t && had > TABLE_HEAD) { /* the table's pages wholly of the given-back slots */
-        uintptr_t a = msi_align_up((uintptr_t)(t + c->meta_off + (keep > TABLE_HEAD ? keep : TABLE_HEAD)), page_size);
-        uintptr_t b = msi_align_down((uintptr_t)(t + c->meta_off + had), page_size);
+        uintptr_t a = msi_align_up((uintptr_t)(t + (c->meta_off + (keep > TABLE_HEAD ? keep : TABLE_HEAD))), page_size);
+        uintptr_t b = msi_align_down((uintptr_t)(t + (c->meta_off + had)), page_size);
         if (a < b && msi_os_munmap((void *)a, b - a) == 0) total += b - a;
       }
     }

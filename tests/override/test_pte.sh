@@ -2,12 +2,13 @@
 # Page-table pages of a short program (issue #26): what a program that runs for a millisecond touches of the
 # heap's address space shares page-table pages (docs/heap.md "Address space"). A program making a few small
 # blocks and one block of each large size of 64 KiB-1 MiB holds at most 17 page-table pages (VmPTE) more than the
-# same program allocating nothing, a later mapping of both (the locale archive's, one page) included: the first
-# segment and the slot table's first page share their upper levels, the slot table's entries of every class's
-# first slots lie on one page, the reservation leaves the place below the libraries to the program's later
-# mappings; each large size used takes two (its slot's last-level table and the gibibyte's table above), a
-# quarter of a third level each. Measured 15 (medians); the layout before took 21-22 (the table's entries a page
-# apart, five pages, and a later mapping below the 4 TiB reservation, three levels of its own).
+# same program allocating nothing, a later mapping of both (the locale archive's, one page) included: the region
+# leaves the place below the libraries to the program's later mappings, the first segment and the slot table's
+# place share their upper levels, the entries of every large size's first slots lie in the library's .lbss (no
+# table mapping); each large size used takes two (its slot's last-level table and its gibibyte's table above),
+# and a 512 GiB table serves four sizes. Measured 14 (medians); the layout before took 21-22 (the table's
+# entries of each size a page-table page apart, and a later mapping below the 4 TiB reservation, three levels of
+# its own).
 # Medians of 7 runs each, interleaved: the layout depends on where the kernel placed the libraries.
 set -u
 lib=$1 prog=$2
