@@ -320,11 +320,11 @@ static void region_large(uintptr_t base, size_t shift) {
 /* The reservation without a limit: 2^37 sub-regions (8 of them for the slot table and the segments), down to `min`
    bytes when refused. It is asked for 64 GiB above the program (its headers: getauxval, no system call; its break
    lies between, as under RLIMIT_AS: small_area_above_break), not where the kernel puts a mapping without a hint,
-   just below the libraries: there it pushed every later
-   mapping (the locale archive, a dlopen()ed library, a thread's stack) below its 4 TiB, away from the libraries,
-   and each short process paid for their page-table pages of their own. The slot table's place comes first
-   (large.c table_get: the entries past each size's first 16 slots), the segment area right after it, in the same
-   gibibyte: the first segment and the table share their page-table pages above the last level. */
+   just below the libraries: there it pushed every later mapping (the locale archive, a dlopen()ed library, a
+   thread's stack) below its 4 TiB, away from the libraries, and each short process paid for their page-table
+   pages of their own. The slot table's place comes first (large.c table_get: the entries past each size's first
+   16 slots), the segment area right after it, in the same gibibyte: the first segment and the table share their
+   page-table pages above the last level. */
 MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
   size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
   msi_os_reservation_t r = {.want = (8 + classes) * top, .min = min, .align = top, .flags = MSI_OS_RESERVE_HALVE_ALIGN};
