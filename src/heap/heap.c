@@ -282,8 +282,9 @@ static uint32_t carve_random(uint32_t bound) {
    is met when a mapping is refused: msi_heap_fit_limit. */
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
+#define BREAK_MARGIN ((size_t)64 << 30) /* room left to the program's break (sbrk) */
 static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t large_size) {
-  size_t margin = limit < ((size_t)1 << 60) && limit / 4 * 8 > ((size_t)64 << 30) ? limit / 4 * 8 : (size_t)64 << 30;
+  size_t margin = limit < ((size_t)1 << 60) && limit / 4 * 8 > BREAK_MARGIN ? limit / 4 * 8 : BREAK_MARGIN;
   uintptr_t base = msi_align_up((uintptr_t)sbrk(0) + margin, MSI_HEAP_SEG_SIZE);
   if (base < margin || base + SMALL_AREA_MAX < base || (base + SMALL_AREA_MAX) >> 47) return false;
   if (base < large_base + large_size && large_base < base + SMALL_AREA_MAX) return false; /* overlap */
@@ -316,15 +317,26 @@ static void region_large(uintptr_t base, size_t shift) {
   msi_heap_g.sub_shift = shift; /* below MSI_HEAP_LARGE_MIN_SHIFT: no slot (large.c) */
 }
 
-/* the reservation without a limit: 2^37 sub-regions (8 of them for segments), down to `min` bytes when refused */
+/* The reservation without a limit: 2^37 sub-regions (8 of them for the slot table and the segments), down to `min`
+   bytes when refused. It is asked for 64 GiB above the program (its headers: getauxval, no system call; its break
+   lies between, as under RLIMIT_AS: small_area_above_break), not where the kernel puts a mapping without a hint,
+   just below the libraries: there it pushed every later mapping (the locale archive, a dlopen()ed library, a
+   thread's stack) below its 4 TiB, away from the libraries, and each short process paid for their page-table
+   pages of their own. The slot table's place comes first (large.c table_get: the entries past each size's first
+   16 slots), the segment area right after it, in the same gibibyte: the first segment and the table share their
+   page-table pages above the last level. */
 MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
   size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
   msi_os_reservation_t r = {.want = (8 + classes) * top, .min = min, .align = top, .flags = MSI_OS_RESERVE_HALVE_ALIGN};
+  uintptr_t prog = (uintptr_t)getauxval(AT_PHDR), hint = msi_align_up(prog + BREAK_MARGIN, top);
+  if (prog && hint > prog && !((hint + r.want + top) >> 47)) r.hint = hint;
   if (!region_reserve(&r)) return false;
-  size_t sub = r.got_align;
-  msi_heap_g.base = (uintptr_t)r.addr;
-  msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub;
-  region_large(msi_heap_g.base + 8 * sub, (size_t)__builtin_ctzll(sub));
+  size_t sub = r.got_align, shift = (size_t)__builtin_ctzll(sub);
+  size_t table = msi_align_up(msi_large_table_bytes(shift), MSI_HEAP_SEG_SIZE);
+  msi_heap_g.table_area = (uintptr_t)r.addr;
+  msi_heap_g.base = (uintptr_t)r.addr + table;
+  msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub - table;
+  region_large((uintptr_t)r.addr + 8 * sub, shift);
   if (sub != top)
     msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "
                 "are mapped on their own", r.map_size >> 20, sub >> 20);

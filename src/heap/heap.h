@@ -2,9 +2,11 @@
 /* heap.h: the heap's internal structures, shared by the src/heap sources, src/override/ and the heap's unit tests.
    Never installed. See docs/heap.md for the design.
 
-   Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused). Its first part holds
-   4 MiB segments (bump-allocated, committed whole), the rest holds large blocks in power-of-two slots, one
-   sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, in proportion to the room
+   Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused), asked for 64 GiB above
+   the program (heap.c region_unlimited: the place below the libraries stays the program's later mappings'). It
+   starts with the large slots' table's place (large.c table_get), then 4 MiB segments (bump-allocated,
+   committed whole) in the same gibibyte, so that a short process's first segment and table share their upper
+   page-table pages; the rest holds large blocks in power-of-two slots, one sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, in proportion to the room
    under the limit (none when it is small), and the segment area, above the program's break, takes address space
    a segment at a time (heap.c region_init); a limit lowered later gives the unused reservations back
    (msi_heap_fit_limit). A pointer is ours when it
@@ -199,6 +201,7 @@ typedef struct msi_heap_globals_s {
   uintptr_t small_size;    /* bytes of the segment area (its capacity) */
   uintptr_t small_reserved; /* bytes of it reserved up front: all of it, or 0 under RLIMIT_AS (heap.c region_init) */
   _Atomic uintptr_t small_top; /* bytes of the segment area in use (segments below are committed) */
+  uintptr_t table_area;    /* the large slots' table's place, before the segment area (0: none; large.c table_get) */
   uintptr_t large_base;    /* large slot area */
   uintptr_t large_size;
   size_t sub_shift;        /* log2 of each large class's sub-region */
@@ -299,6 +302,7 @@ _Static_assert(__builtin_offsetof(msi_heap_t, current) == 0, "the empty heap is 
 
 /* large blocks */
 void msi_large_init(void);
+size_t msi_large_table_bytes(size_t sub_shift); /* the slot table's bytes, with sub-regions of 2^sub_shift bytes */
 void *msi_large_alloc(size_t size, size_t alignment, bool zero);
 void msi_large_free(void *p);
 size_t msi_large_usable(const void *p);

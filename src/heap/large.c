@@ -39,7 +39,8 @@ typedef struct lclass_s {
   uint32_t cache_max;       /* room of cached[] */
   size_t cached_bytes;      /* committed bytes of the cached slots */
   struct cache_entry_s *cached; /* the cached slots, oldest first (cache_store) */
-  size_t meta_off;    /* this class's first entry in the slot table */
+  size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
+  size_t head_off;    /* where table_head holds its first TABLE_HEAD entries */
 } lclass_t;
 
 static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
@@ -68,16 +69,38 @@ static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the de
 static bool strict;
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
-/* The slot table (a slot_meta_t per slot of every class, NORESERVE) is mapped at the first large block: a process
-   that makes none (most short-lived programs: `ls`, `sed`, a shell) saves the mmap at start-up. The overcommit
-   mode is read from /proc when the heap initialises (the first allocation) all the same: read at the first dense
+/* The slot table: a slot_meta_t per slot of every class. Every class's first TABLE_HEAD entries lie together in
+   table_head (.lbss: a page written only where a large block is made, next to the library's other pages); the
+   rest, class after class, in a NORESERVE mapping made when a class first takes a slot past them (table_get): a
+   program making a few large blocks of each size (most short-lived programs: `sort`, `cat`, a shell) makes no
+   mapping and no page-table page for it, where the entries of each class's first slots, 16, 8, 4... MiB apart in
+   one mapping, took a page-table page each. With a whole reservation the mapping has its place there, before the
+   segment area (heap.c region_unlimited: the first segment's page-table pages serve it too); else (no such place,
+   or refused) it is mapped anywhere. The overcommit mode is read from /proc when the heap initialises
+   (the first allocation) all the same: read at the first dense
    block it ran under any seccomp filter the program had installed by then (a sandbox may kill it for the open(),
    or for the prctl that would ask whether there is a filter), and two threads whose reads disagreed would place
    blocks under both answers. A probe mapping instead of the read (a
    large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
    kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
+#define TABLE_HEAD 16
+MSI_COLD_BSS static slot_meta_t table_head[TABLE_HEAD * MSI_HEAP_LARGE_CLASSES];
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
+static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
+
+/* class i's slots with sub-regions of 2^shift bytes */
+static uint64_t class_slots(unsigned i, size_t shift) {
+  unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+  return k <= shift ? (uint64_t)1 << (shift - k) : 0;
+}
+static uint64_t body_slots(uint64_t nslots) { return nslots > TABLE_HEAD ? nslots - TABLE_HEAD : 0; }
+
+MSI_STARTUP_TEXT size_t msi_large_table_bytes(size_t sub_shift) {
+  size_t total = 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) total += body_slots(class_slots(i, sub_shift));
+  return msi_round_up(total * sizeof(slot_meta_t), msi_os_page_size());
+}
 
 MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
@@ -88,26 +111,32 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   strict = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
   errno = saved;
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
-  size_t total = 0, stored = 0;
+  size_t body = 0, stored = 0;
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
     classes[i].cache_max = k <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
     classes[i].cached = &cache_store[stored];
     stored += classes[i].cache_max;
     classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
-    classes[i].nslots = k <= msi_heap_g.sub_shift ? (uint64_t)1 << (msi_heap_g.sub_shift - k) : 0;
-    classes[i].meta_off = total;
-    total += classes[i].nslots;
+    classes[i].nslots = class_slots(i, msi_heap_g.sub_shift);
+    classes[i].head_off = (size_t)i * TABLE_HEAD;
+    classes[i].meta_off = body - TABLE_HEAD;
+    body += body_slots(classes[i].nslots);
   }
-  table_bytes = msi_round_up(total * sizeof(slot_meta_t), page_size);
+  table_bytes = msi_large_table_bytes(msi_heap_g.sub_shift);
+  atomic_store_explicit(&table_place, msi_heap_g.table_area, memory_order_relaxed);
 }
 
-/* the slot table, mapped on first use (two threads racing both map it, one keeps its copy); NULL when refused:
-   the caller maps its block on its own (direct.c) */
+/* the slot table, mapped on first use (two threads racing both may map one, one keeps its copy);
+   NULL when refused: the caller maps its block on its own (direct.c) */
 MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
-  void *p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  /* one thread takes the place: a second MAP_FIXED there would drop what the first wrote */
+  uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  void *p = place ? msi_os_mmap((void *)place, table_bytes, PROT_READ | PROT_WRITE, flags | MAP_FIXED, -1, 0) : MAP_FAILED;
+  if (p == MAP_FAILED) p = msi_os_mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED && msi_heap_fit_limit()) return NULL; /* RLIMIT_AS lowered: no slot is left to take */
   if (p == MAP_FAILED) {
     MSI_WARN_ONCE("heap: no memory for the large-block table (%s); large blocks are mapped on their own",
@@ -121,8 +150,11 @@ MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   return p;
 }
 
-/* a class's entries; only for a class with a slot in use (which was taken after table_get) */
-static inline slot_meta_t *meta_of(const lclass_t *c) { return atomic_load_explicit(&table, memory_order_relaxed) + c->meta_off; }
+/* slot idx's entry of class c; only for a slot taken (past the first TABLE_HEAD: after table_get) */
+static inline slot_meta_t *meta_at(const lclass_t *c, uint64_t idx) {
+  if (idx < TABLE_HEAD) return &table_head[c->head_off + idx];
+  return atomic_load_explicit(&table, memory_order_relaxed) + (c->meta_off + idx); /* (meta_off may wrap) */
+}
 
 /* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
    (a process past vm.max_map_count, which direct blocks may take it to: see msi_large_alloc), the pages are
@@ -318,19 +350,22 @@ static int64_t slot_take_fresh(lclass_t *c, bool *bumped) {
   *bumped = false;
   if (c->free_head) {
     uint32_t idx = c->free_head - 1;
-    c->free_head = meta_of(c)[idx].link;
-    meta_of(c)[idx].link = 0;
+    c->free_head = meta_at(c, idx)->link;
+    meta_at(c, idx)->link = 0;
     return idx;
   }
   if (c->bump >= c->nslots) return -1;
+  if (c->bump >= TABLE_HEAD && !atomic_load_explicit(&table, memory_order_acquire)) return -1; /* (see place) */
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   if (dense(k) && c->bump >= c->mapped) dense_batch(c, k);
   *bumped = c->bump >= c->mapped;
-  return (int64_t)c->bump++;
+  uint64_t idx = c->bump;
+  __atomic_store_n(&c->bump, idx + 1, __ATOMIC_RELAXED); /* (place reads it without the lock) */
+  return (int64_t)idx;
 }
 static void slot_put_fresh(lclass_t *c, uint32_t idx) {
-  meta_of(c)[idx].pages = 0;
-  meta_of(c)[idx].link = c->free_head;
+  meta_at(c, idx)->pages = 0;
+  meta_at(c, idx)->link = c->free_head;
   c->free_head = idx + 1;
 }
 
@@ -344,8 +379,9 @@ static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
   if (in & (((uintptr_t)1 << k) - 1)) return NULL;
   uint64_t idx = in >> k;
-  if (idx >= __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !atomic_load_explicit(&table, memory_order_relaxed))
-    return NULL; /* past the slots kept (msi_large_release_unused), or no large block yet */
+  if (idx >= __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) ||
+      (idx >= TABLE_HEAD && !atomic_load_explicit(&table, memory_order_relaxed)))
+    return NULL; /* past the slots kept (msi_large_release_unused), or past table_head with no table yet */
   *idx_out = (uint32_t)idx;
   return c;
 }
@@ -374,9 +410,9 @@ static bool excess_dropped(unsigned k, uint32_t have, uint32_t npages) {
 /* the accounting of cached slot idx of class c leaving the cache (class lock held): its committed bytes; *clean:
    its pages had been dropped */
 static size_t cached_unlink(lclass_t *c, uint32_t idx, bool *clean) {
-  uint32_t pg = meta_of(c)[idx].pages;
+  uint32_t pg = meta_at(c, idx)->pages;
   size_t bytes = (size_t)(pg & SLOT_PAGES) << page_shift;
-  meta_of(c)[idx].pages = pg & SLOT_PAGES;
+  meta_at(c, idx)->pages = pg & SLOT_PAGES;
   c->cached_bytes -= bytes;
   atomic_fetch_sub_explicit(&cached_bytes, bytes, memory_order_relaxed);
   if (dense((unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT))
@@ -450,7 +486,7 @@ MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uin
   memmove(&c->cached[j + 1], &c->cached[j], (c->ncached - j) * sizeof c->cached[0]);
   if (dense(k)) atomic_fetch_add_explicit(&mid_cached_bytes, bytes, memory_order_relaxed);
   c->cached_bytes += bytes;
-  meta_of(c)[idx].pages = SLOT_CACHED | have;
+  meta_at(c, idx)->pages = SLOT_CACHED | have;
   c->cached[j] = (cache_entry_t){idx, ms};
   c->ncached++;
   atomic_fetch_add_explicit(&cached_bytes, bytes, memory_order_relaxed);
@@ -470,7 +506,7 @@ static uint32_t cached_take(lclass_t *c, uint32_t npages, bool *clean) {
   uint32_t n = c->ncached, best = n - 1, best_have = 0;
   bool fits = false, keep = slot_keeps(k, npages);
   for (uint32_t j = n, seen = 0; j-- > 0 && seen < CACHE_SCAN; seen++) {
-    uint32_t have = meta_of(c)[c->cached[j].idx].pages & SLOT_PAGES;
+    uint32_t have = meta_at(c, c->cached[j].idx)->pages & SLOT_PAGES;
     bool f = have >= npages && !excess_dropped(k, have, npages);
     if (keep ? have > best_have : (f && (!fits || have < best_have)) || (!f && !fits && have > best_have)) {
       best = j;
@@ -514,14 +550,14 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
     probed = true;
     msi_lock(lock_of(d));
     uint32_t j = d->ncached;
-    while (j-- > 0 && (meta_of(d)[d->cached[j].idx].pages & SLOT_CLEAN)) {} /* the most recently cached slot with its pages */
+    while (j-- > 0 && (meta_at(d, d->cached[j].idx)->pages & SLOT_CLEAN)) {} /* the most recently cached slot with its pages */
     if (j >= d->ncached) {
       msi_unlock(lock_of(d));
       continue;
     }
     uint32_t idx = d->cached[j].idx, ms = d->cached[j].ms;
     uintptr_t slot = d->base + ((uintptr_t)idx << kd);
-    size_t have = (size_t)(meta_of(d)[idx].pages & SLOT_PAGES) << page_shift;
+    size_t have = (size_t)(meta_at(d, idx)->pages & SLOT_PAGES) << page_shift;
     size_t bytes = have < ((size_t)npages << page_shift) ? have : (size_t)npages << page_shift, left = have - bytes;
     if (one_mapping(slot + left, bytes) != bytes) { /* its tail is pieces borrowed before: it keeps them */
       msi_unlock(lock_of(d));
@@ -585,13 +621,19 @@ typedef enum { PLACE_DIRECT, PLACE_CACHED, PLACE_FRESH } place_t;
 MSI_HOT_TEXT static place_t place(unsigned k, uint32_t npages, bool want_cached, lclass_t **c_out, uint32_t *idx, bool *clean,
                      bool *bumped) {
   lclass_t *c = k <= msi_heap_g.sub_shift ? &classes[k - MSI_HEAP_LARGE_MIN_SHIFT] : NULL;
-  if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED) || !table_get())) return PLACE_DIRECT;
+  if (!c || MSI_UNLIKELY(!__atomic_load_n(&c->nslots, __ATOMIC_RELAXED))) return PLACE_DIRECT;
+  /* the table's mapping before a fresh slot past table_head (table_get takes locks under a lowered RLIMIT_AS, so
+     not under c's: a slot taken meanwhile by another thread may leave the fresh one without it, then DIRECT). With
+     every slot taken none is fresh: the cached and free ones have their entries already */
+  uint64_t bump = __atomic_load_n(&c->bump, __ATOMIC_RELAXED);
+  if (bump >= TABLE_HEAD && bump < __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) && MSI_UNLIKELY(!table_get()))
+    return PLACE_DIRECT;
   *c_out = c;
   place_t w = PLACE_DIRECT;
   msi_lock(lock_of(c));
   if (want_cached && c->ncached) {
     *idx = cached_take(c, npages, clean);
-    meta_of(c)[*idx].pages |= SLOT_LIVE;
+    meta_at(c, *idx)->pages |= SLOT_LIVE;
     w = PLACE_CACHED;
   } else if (!dense(k) && split_full()) {
     /* and for good: frees in between would hand split slots to new blocks again, while the direct blocks freed
@@ -612,7 +654,7 @@ MSI_HOT_TEXT static place_t place(unsigned k, uint32_t npages, bool want_cached,
 /* a cached slot (place: CACHED) made ready for a block of npages: committed further where short of it, its excess
    dropped where the preset says, cleared for calloc. NULL: refused (the slot free again) */
 static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool clean) {
-  slot_meta_t *m = &meta_of(c)[idx];
+  slot_meta_t *m = meta_at(c, idx);
   uint32_t have = m->pages & SLOT_PAGES;
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
   if (have < npages) {
@@ -651,7 +693,7 @@ static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages,
     }
     return NULL;
   }
-  meta_of(c)[idx].pages = SLOT_LIVE | npages;
+  meta_at(c, idx)->pages = SLOT_LIVE | npages;
   atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
   split_count(k, 1);
   return (void *)addr;
@@ -684,7 +726,7 @@ MSI_HOT_TEXT void msi_large_free(void *p) {
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   msi_lock(lock_of(c));
-  slot_meta_t *m = &meta_of(c)[idx];
+  slot_meta_t *m = meta_at(c, idx);
   if (!(m->pages & SLOT_LIVE)) {
     msi_unlock(lock_of(c));
     msi_heap_bad_pointer(p, m->pages & SLOT_CACHED ? "free(): double free" : "free(): invalid pointer");
@@ -712,7 +754,7 @@ size_t msi_large_usable(const void *p) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) return 0;
-  uint32_t pg = meta_of(c)[idx].pages;
+  uint32_t pg = meta_at(c, idx)->pages;
   return pg & SLOT_LIVE ? (size_t)(pg & SLOT_PAGES) << page_shift : 0;
 }
 
@@ -894,11 +936,11 @@ static void *by_copy(void *p, size_t old_bytes, size_t size, void *q) {
 void *msi_large_realloc(void *p, size_t size) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
-  if (!c || !(meta_of(c)[idx].pages & SLOT_LIVE)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+  if (!c || !(meta_at(c, idx)->pages & SLOT_LIVE)) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
   if (size > ((size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT)) { errno = ENOMEM; return NULL; }
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t need = msi_round_up(size, page_size);
-  uint32_t npages = (uint32_t)(need >> page_shift), have = meta_of(c)[idx].pages & SLOT_PAGES;
+  uint32_t npages = (uint32_t)(need >> page_shift), have = meta_at(c, idx)->pages & SLOT_PAGES;
   uintptr_t addr = (uintptr_t)p;
   if (need + MSI_HEAP_GUARD <= ((size_t)1 << k)) { /* in place inside the slot */
     if (npages > have) {
@@ -909,7 +951,7 @@ void *msi_large_realloc(void *p, size_t size) {
     } else {
       return p; /* what is committed stays usable */
     }
-    meta_of(c)[idx].pages = SLOT_LIVE | npages;
+    meta_at(c, idx)->pages = SLOT_LIVE | npages;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
@@ -937,7 +979,7 @@ void *msi_large_realloc(void *p, size_t size) {
     return realloc_to_direct(c, idx, k, have, size);
   }
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
-  meta_of(c2)[idx2].pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
+  meta_at(c2, idx2)->pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -977,7 +1019,7 @@ static lclass_t *oldest_dirty(uint32_t now, uint32_t *j_out) {
     if (!atomic_load_explicit(&c->ncached, memory_order_relaxed)) continue;
     msi_lock(lock_of(c));
     uint32_t j = 0; /* entries are oldest first */
-    while (j < c->ncached && (meta_of(c)[c->cached[j].idx].pages & SLOT_CLEAN)) j++;
+    while (j < c->ncached && (meta_at(c, c->cached[j].idx)->pages & SLOT_CLEAN)) j++;
     if (j < c->ncached && (!best || now - c->cached[j].ms > best_age)) {
       best = c;
       best_age = now - c->cached[j].ms;
@@ -1000,14 +1042,14 @@ void msi_large_trim(uint64_t keep) {
   while (atomic_load_explicit(&dirty_bytes, memory_order_relaxed) > keep && (c = oldest_dirty(now, &j))) {
     unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
     msi_lock(lock_of(c));
-    if (j >= c->ncached || (meta_of(c)[c->cached[j].idx].pages & SLOT_CLEAN)) { /* changed meanwhile */
+    if (j >= c->ncached || (meta_at(c, c->cached[j].idx)->pages & SLOT_CLEAN)) { /* changed meanwhile */
       msi_unlock(lock_of(c));
       continue;
     }
     uint32_t idx = c->cached[j].idx;
-    size_t bytes = (size_t)(meta_of(c)[idx].pages & SLOT_PAGES) << page_shift;
+    size_t bytes = (size_t)(meta_at(c, idx)->pages & SLOT_PAGES) << page_shift;
     if (!strict && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
-      meta_of(c)[idx].pages |= SLOT_CLEAN;
+      meta_at(c, idx)->pages |= SLOT_CLEAN;
       atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
       msi_unlock(lock_of(c));
       atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
@@ -1062,14 +1104,16 @@ size_t msi_large_release_unused(void) {
       uintptr_t from = c->base + ((uintptr_t)keep << k);
       size_t len = (size_t)(had - keep) << k;
       if (msi_os_munmap((void *)from, len) == 0) total += len;
-      if (t) { /* the table's pages wholly of the given-back slots */
-        uintptr_t a = msi_align_up((uintptr_t)(t + c->meta_off + keep), page_size);
-        uintptr_t b = msi_align_down((uintptr_t)(t + c->meta_off + had), page_size);
+      if (t && had > TABLE_HEAD) { /* the table's pages wholly of the given-back slots */
+        uintptr_t a = msi_align_up((uintptr_t)(t + (c->meta_off + (keep > TABLE_HEAD ? keep : TABLE_HEAD))), page_size);
+        uintptr_t b = msi_align_down((uintptr_t)(t + (c->meta_off + had)), page_size);
         if (a < b && msi_os_munmap((void *)a, b - a) == 0) total += b - a;
       }
     }
     msi_unlock(lock_of(c));
   }
+  uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed); /* a table never made */
+  if (place && msi_os_munmap((void *)place, table_bytes) == 0) total += table_bytes;
   return total;
 }
 

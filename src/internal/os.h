@@ -196,6 +196,8 @@ typedef struct msi_os_reservation_s {
   size_t unit;            /* in: sizes are multiples of it (0: the page; MAP_HUGETLB: the huge page) */
   unsigned flags;         /* in: MSI_OS_RESERVE_* */
   int prot, map_flags;    /* in: 0, 0: PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE (nothing committed) */
+  uintptr_t hint;         /* in: where the mapping should start (aligned to `align`), or 0: the kernel's choice. A
+                             hint only: a range taken there is placed as without it */
   void *addr;             /* out: the aligned start */
   size_t size, got_align; /* out: bytes from addr; addr's alignment asked for */
   void *map;              /* out: the whole mapping (addr unless KEEP_SLACK) */

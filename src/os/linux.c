@@ -116,10 +116,10 @@ MSI_STARTUP_TEXT static void *map_aligned(msi_os_reservation_t *r, size_t size, 
   int prot = r->prot, flags = r->map_flags ? r->map_flags : MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   size_t total = size + (align > natural ? align - natural : 0);
   if (total < size) { errno = ENOMEM; return NULL; }
-  void *p = msi_os_mmap(NULL, total, prot, flags, -1, 0);
+  void *p = msi_os_mmap((void *)r->hint, total, prot, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
   uintptr_t start = msi_align_up((uintptr_t)p, align);
-  if ((start + size) >> 48) { /* the kernel was asked for no address: never here, but the heap relies on it */
+  if ((start + size) >> 48) { /* asked for no address above 2^47: never here, but the heap relies on it */
     msi_os_munmap(p, total);
     errno = ENOMEM;
     return NULL;
