@@ -172,20 +172,30 @@ enum { PRELOAD_NONE, PRELOAD_SELF, PRELOAD_OTHER };
 
 /* The directory the loader's $ORIGIN names for the program at `path` (found on PATH): its executable's directory,
    with the links resolved (the loader reads /proc/self/exe). For a script ("#!"), the kernel runs its interpreter,
-   whose directory that is. False when the program cannot be read (the exec then fails on its own). */
+   whose directory that is; an interpreter that is a script itself is followed as the kernel follows it (at most
+   4 levels: BINPRM_MAX_RECURSION). A file that is neither ELF nor "#!" (a script without one) the kernel refuses
+   (ENOEXEC) and execvp runs it with /bin/sh: the directory is the shell's. False when the program cannot be read
+   (the exec then fails on its own). */
 static bool program_origin(const char *path, char *out, size_t cap) {
   char exe[PATH_MAX], line[PATH_MAX];
   snprintf(exe, sizeof exe, "%s", path);
-  int fd = open(exe, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
+  for (int level = 0; level <= 4; level++) { /* (a chain past 4 levels fails the exec: ELOOP) */
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
     ssize_t n = read(fd, line, sizeof line - 1);
     close(fd);
+    if (n < 0 || (n >= SELFMAG && memcmp(line, ELFMAG, SELFMAG) == 0)) break; /* (unreadable: execute-only) */
+    char *interp = NULL;
     if (n > 2 && line[0] == '#' && line[1] == '!') {
       line[n] = 0;
-      char *interp = line + 2 + strspn(line + 2, " \t");
+      interp = line + 2 + strspn(line + 2, " \t");
       interp[strcspn(interp, " \t\n")] = 0;
-      if (*interp) snprintf(exe, sizeof exe, "%s", interp);
     }
+    if (!interp || !*interp) { /* ENOEXEC: execvp's fallback */
+      snprintf(exe, sizeof exe, "%s", "/bin/sh");
+      break;
+    }
+    snprintf(exe, sizeof exe, "%s", interp);
   }
   char real[PATH_MAX];
   if (!realpath(exe, real)) return false;

@@ -78,6 +78,18 @@ if [ -n "$peer" ]; then
     printf '#!%s\n' "$tmp/origin/prog" > "$tmp/script" && chmod +x "$tmp/script"
     msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script" 2>&1); st=$?
     check "...and for a script whose interpreter lies there" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    printf '#!%s\n' "$tmp/script" > "$tmp/script2" && chmod +x "$tmp/script2"
+    msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script2" 2>&1); st=$?
+    check "...and for a script whose interpreter is that script (the kernel runs the last interpreter), got: $msg" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    # a script without "#!" beside the library: the kernel refuses it (ENOEXEC) and execvp runs it with /bin/sh,
+    # whose directory the loader's $ORIGIN names: the library is not loaded, and memspace serves the script
+    printf 'echo "$LD_PRELOAD"\n' > "$tmp/origin/noshebang" && chmod +x "$tmp/origin/noshebang"
+    if [ ! -e "$(dirname "$(realpath /bin/sh)")/$(basename "$peer")" ]; then
+      msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/origin/noshebang" 2>/dev/null); st=$?
+      check "a script without #! beside a malloc library named by \$ORIGIN runs with memspace, got: $st $msg" \
+        '[ $st = 0 ] && [[ "$msg" == "$entry":/*libmemspace.so* ]]'
+    fi
   fi
 else
   echo "SKIP: no peer allocator installed to preload"
