@@ -25,9 +25,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+/* a file execve can start: executable and not a directory (execve gives EACCES, and execvp looks further) */
+static bool runnable(const char *path) {
+  struct stat st;
+  return access(path, X_OK) == 0 && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 /* Finds `prog` on PATH like execvp does; returns 0 and the path, or -1. */
 static int resolve(const char *prog, char *out, size_t cap) {
-  if (strchr(prog, '/')) { snprintf(out, cap, "%s", prog); return access(out, X_OK); }
+  if (strchr(prog, '/')) { snprintf(out, cap, "%s", prog); return runnable(out) ? 0 : -1; }
   const char *path = getenv("PATH");
   if (!path) path = "/usr/bin:/bin";
   for (;;) { /* (a trailing ':' ends the list with an empty entry too) */
@@ -35,7 +41,7 @@ static int resolve(const char *prog, char *out, size_t cap) {
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
     if (len) snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
     else snprintf(out, cap, "./%s", prog); /* an empty entry: the current directory, as execvp takes it */
-    if (access(out, X_OK) == 0) return 0;
+    if (runnable(out)) return 0;
     if (!colon) return -1;
     path = colon + 1;
   }

@@ -75,6 +75,10 @@ if [ -n "$peer" ]; then
       '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     msg=$(cd "$tmp/origin" && LD_PRELOAD=$entry PATH="/nonexistent:" "$tool" run -- prog 2>&1); st=$?
     check "...also through a trailing ':' (an empty last entry)" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    mkdir -p "$tmp/dirs/prog"
+    msg=$(cd / && LD_PRELOAD=$entry PATH="$tmp/dirs:$tmp/origin:$PATH" "$tool" run -- prog 2>&1); st=$?
+    check "...also past a directory of the program's name earlier on PATH (execvp passes it by), got: $msg" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     printf '#!%s\n' "$tmp/origin/prog" > "$tmp/script" && chmod +x "$tmp/script"
     msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script" 2>&1); st=$?
     check "...and for a script whose interpreter lies there" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
