@@ -325,6 +325,13 @@ static void usage(void) {
          "  takes a SIZE or auto, as --spill does (docs/spill.md). See docs/options.md.\n");
 }
 
+/* MEMSPACE_SPILL_THRESHOLD as the program's library will read it: a size above 0 or auto (" 0 ", "0K" and an
+   invalid value, which the library reports and replaces by its default 0, spill nothing) */
+static bool spill_on(void) {
+  long long v;
+  return msi_option_parse(MS_OPTION_SPILL_THRESHOLD, getenv("MEMSPACE_SPILL_THRESHOLD"), &v) == 0 && v != 0;
+}
+
 /* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */
 static bool verbose_flag;
 
@@ -434,8 +441,7 @@ static int parse_options(int argc, char **argv) {
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }
   if (check_machine(space_initial_v, spill_dir_v)) return -1;
   if (spill_auto && !spill_threshold) setenv("MEMSPACE_SPILL_THRESHOLD", "auto", 1);
-  const char *thr = getenv("MEMSPACE_SPILL_THRESHOLD");
-  if (spill_dir_v && (!thr || !*thr || strcmp(thr, "0") == 0))
+  if (spill_dir_v && !spill_on())
     fprintf(stderr, "memspace run: a spill directory without --spill or a spill threshold (--spill-threshold SIZE): nothing "
                     "is spilled\n");
   return i;
@@ -488,8 +494,8 @@ int tool_run(int argc, char **argv) {
      exec'ed by a run that checked (the same pid) does not check again. */
   char pid[24];
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
-  const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
-  if (spill && *spill && strcmp(spill, "0") != 0 && !(checked && strcmp(checked, pid) == 0)) {
+  const char *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
+  if (spill_on() && !(checked && strcmp(checked, pid) == 0)) {
     /* the directory the program takes: the variable without the spaces around it (nothing but spaces: none) */
     const char *env_dir = getenv("MEMSPACE_SPILL_DIR");
     char dir[PATH_MAX];
