@@ -424,18 +424,20 @@ static int parse_options(int argc, char **argv) {
     }
     break; /* the program, without "--" */
   }
-  const char *env_initial = getenv("MEMSPACE_SPACE_INITIAL");
-  if (space_other && !space_initial_v && !(env_initial && *env_initial)) {
-    fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
+  /* the space's size as the program's library reads it (--space-initial, else the environment's): 0, and an invalid
+     value (the library reports it and keeps the default 0), make no space, and the space options nothing */
+  long long initial = 0;
+  const char *initial_v = space_initial_v ? space_initial_v : getenv("MEMSPACE_SPACE_INITIAL");
+  if (initial_v && msi_option_parse(MS_OPTION_SPACE_INITIAL, initial_v, &initial) != 0) initial = 0;
+  if (space_other && initial <= 0) {
+    fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE (above 0)\n");
     return -1;
   }
   /* a step no expansion of that space could take: the library would warn and run the space at a fixed size */
-  size_t initial, expand;
-  const char *initial_v = space_initial_v ? space_initial_v : env_initial;
-  if (space_expand_v && initial_v && ms_parse_size(initial_v, &initial) == 0 && initial &&
-      ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max(initial)) {
-    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %zu bytes can take (%zu bytes)\n",
-            space_expand_v, initial, msi_space_expand_max(initial));
+  size_t expand;
+  if (space_expand_v && ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max((size_t)initial)) {
+    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %lld bytes can take (%zu bytes)\n",
+            space_expand_v, initial, msi_space_expand_max((size_t)initial));
     return -1;
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }

@@ -35,6 +35,15 @@ check "no program after an unusable --spill-dir: status 2, that alone, got: $msg
   '[ $st = 2 ] && [[ "$msg" == "memspace run: no program given"* ]] && [[ "$msg" != *"$tmp/missing"* ]]'
 msg=$("$tool" run --space-expand 0 -- true 2>&1); st=$?
 check "--space-expand without a space: status 2" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+# a size the library reads as no space (0, and an invalid value it replaces by the default 0) is no space either
+for v in 0 0K junk " "; do
+  msg=$(MEMSPACE_SPACE_INITIAL=$v "$tool" run --space-expand 1M -- true 2>&1); st=$?
+  check "--space-expand with MEMSPACE_SPACE_INITIAL='$v' (no space): status 2, got: $st $msg" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+done
+msg=$("$tool" run --space-initial 0 --inherit -- true 2>&1); st=$?
+check "--inherit with --space-initial 0: status 2, got: $st $msg" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+out=$(MEMSPACE_SPACE_INITIAL=" 16M " "$tool" run --space-at firstalloc -- sh -c 'echo ok' 2>/dev/null)
+check "--space-at with MEMSPACE_SPACE_INITIAL=' 16M ' from the environment runs" '[ "$out" = ok ]'
 out=$(MEMSPACE_SPACE_INITIAL=16M "$tool" run --space-expand 1M -- sh -c 'echo ok' 2>/dev/null)
 check "--space-expand with MEMSPACE_SPACE_INITIAL from the environment runs" '[ "$out" = ok ]'
 # an expand step no expansion of that space could take: the library would warn and run the space at a fixed size
