@@ -336,16 +336,15 @@ static bool spill_on(void) {
 static bool verbose_flag;
 
 /* The checks of the machine behind two options, made once every argument is known to be valid (an argument error
-   is said first, alone): a process space the machine cannot back would be pre-faulted into memory pressure and
+   is said first, alone): a process space the machine cannot back (`initial` bytes, from --space-initial or the
+   environment's MEMSPACE_SPACE_INITIAL, which the program reads as well) would be pre-faulted into memory pressure and
    the program OOM-killed without a word (the library refuses it too, at process start; checked without locking:
    the library runs the space unlocked when the lock is refused), and a spill directory the program could not use.
    0, or -1 after saying why. */
-static int check_machine(const char *space_initial, const char *spill_dir) {
-  size_t initial;
+static int check_machine(const char *space_from, const char *space_text, long long initial, const char *spill_dir) {
   char why[160];
-  if (space_initial && ms_parse_size(space_initial, &initial) == 0 && msi_space_backing(initial, false, why, sizeof why)) {
-    fprintf(stderr, "memspace run: --space-initial %s: a space of %zu bytes cannot be backed: %s\n", space_initial,
-            initial, why);
+  if (initial > 0 && msi_space_backing((size_t)initial, false, why, sizeof why)) {
+    fprintf(stderr, "memspace run: %s%s: a space of %lld bytes cannot be backed: %s\n", space_from, space_text, initial, why);
     return -1;
   }
   if (spill_dir) {
@@ -441,7 +440,9 @@ static int parse_options(int argc, char **argv) {
     return -1;
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }
-  if (check_machine(space_initial_v, spill_dir_v)) return -1;
+  if (check_machine(space_initial_v ? "--space-initial " : "MEMSPACE_SPACE_INITIAL=", initial_v ? initial_v : "", initial,
+                    spill_dir_v))
+    return -1;
   if (spill_auto && !spill_threshold) setenv("MEMSPACE_SPILL_THRESHOLD", "auto", 1);
   if (spill_dir_v && !spill_on())
     fprintf(stderr, "memspace run: a spill directory without --spill or a spill threshold (--spill-threshold SIZE): nothing "

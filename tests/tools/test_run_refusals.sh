@@ -35,6 +35,10 @@ check "no program after an unusable --spill-dir: status 2, that alone, got: $msg
   '[ $st = 2 ] && [[ "$msg" == "memspace run: no program given"* ]] && [[ "$msg" != *"$tmp/missing"* ]]'
 msg=$("$tool" run --space-expand 0 -- true 2>&1); st=$?
 check "--space-expand without a space: status 2" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+# a space the machine cannot back is refused when its size comes from the environment too (the program reads it)
+msg=$(MEMSPACE_SPACE_INITIAL=1000000G "$tool" run -- sh -c 'echo started' 2>&1); st=$?
+check "MEMSPACE_SPACE_INITIAL=1000000G: status 2, the program not started, got: $st $msg" \
+  '[ $st = 2 ] && [[ "$msg" == "memspace run: MEMSPACE_SPACE_INITIAL=1000000G: a space of "*"cannot be backed"* ]]'
 # a size the library reads as no space (0, and an invalid value it replaces by the default 0) is no space either
 for v in 0 0K junk " "; do
   msg=$(MEMSPACE_SPACE_INITIAL=$v "$tool" run --space-expand 1M -- true 2>&1); st=$?
