@@ -230,6 +230,8 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// Memory others take after that look is not counted. ms_pages_populate and ms_pages_lock on a range of the
 /// caller's make no such look.
 /// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
+/// The other ms_pages_* calls change the caller's reservations (and, where they say so, its other memory), never
+/// the memory of the library's spaces, frame allocators or DMA buffers: ENOMEM, left to its owner.
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
 /// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
