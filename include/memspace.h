@@ -230,6 +230,8 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// Memory others take after that look is not counted. ms_pages_populate and ms_pages_lock on a range of the
 /// caller's make no such look.
 /// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
+/// The other ms_pages_* calls change the caller's reservations (and, where they say so, its other memory), never
+/// the memory of the library's spaces, frame allocators or DMA buffers: ENOMEM, left to its owner.
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
 /// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
@@ -238,13 +240,14 @@ MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int n
 MS_API int ms_pages_commit(void *addr, size_t size);
 /// Gives the pages back and makes the range inaccessible (MADV_DONTNEED + PROT_NONE; hugetlb ranges stay
 /// accessible). Contents are lost: committed again, the range reads as zero. Returns 0 or an errno value
-/// (EINVAL, ENOMEM for a range not inside reservations: a hole or other memory, left untouched). Two system
+/// (EINVAL, also for locked pages, which the kernel does not take back: nothing changes, ms_pages_unlock first;
+/// ENOMEM for a range not inside reservations: a hole or other memory, left untouched). Two system
 /// calls; about 0.3 us per resident 4 KiB page. Thread-safe.
 MS_API int ms_pages_decommit(void *addr, size_t size);
 /// Lazy reset: the kernel may take the pages back when it needs memory (MADV_FREE, else MADV_DONTNEED).
 /// The range stays accessible and is NOT promised to read as zero afterwards; until the kernel takes them the
-/// pages still count in RSS (as LazyFree). Returns 0 or an errno value (EINVAL, ENOMEM for a range not inside
-/// reservations, as for ms_pages_decommit). Thread-safe.
+/// pages still count in RSS (as LazyFree). Returns 0 or an errno value (EINVAL, also for locked pages, and
+/// ENOMEM for a range not inside reservations, as for ms_pages_decommit). Thread-safe.
 MS_API int ms_pages_reset(void *addr, size_t size);
 /// Pre-faults [addr, addr+size) (MADV_POPULATE_WRITE; before Linux 5.14 mlock + munlock). Never touches the
 /// memory itself: an uncommitted range gives EINVAL (or ENOMEM), a hole ENOMEM, never a crash. Never changes

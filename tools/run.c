@@ -25,9 +25,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+/* a file execve can start: executable and not a directory (execve gives EACCES, and execvp looks further) */
+static bool runnable(const char *path) {
+  struct stat st;
+  return access(path, X_OK) == 0 && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 /* Finds `prog` on PATH like execvp does; returns 0 and the path, or -1. */
 static int resolve(const char *prog, char *out, size_t cap) {
-  if (strchr(prog, '/')) { snprintf(out, cap, "%s", prog); return access(out, X_OK); }
+  if (strchr(prog, '/')) { snprintf(out, cap, "%s", prog); return runnable(out) ? 0 : -1; }
   const char *path = getenv("PATH");
   if (!path) path = "/usr/bin:/bin";
   for (;;) { /* (a trailing ':' ends the list with an empty entry too) */
@@ -35,7 +41,7 @@ static int resolve(const char *prog, char *out, size_t cap) {
     size_t len = colon ? (size_t)(colon - path) : strlen(path);
     if (len) snprintf(out, cap, "%.*s/%s", (int)len, path, prog);
     else snprintf(out, cap, "./%s", prog); /* an empty entry: the current directory, as execvp takes it */
-    if (access(out, X_OK) == 0) return 0;
+    if (runnable(out)) return 0;
     if (!colon) return -1;
     path = colon + 1;
   }
@@ -172,20 +178,30 @@ enum { PRELOAD_NONE, PRELOAD_SELF, PRELOAD_OTHER };
 
 /* The directory the loader's $ORIGIN names for the program at `path` (found on PATH): its executable's directory,
    with the links resolved (the loader reads /proc/self/exe). For a script ("#!"), the kernel runs its interpreter,
-   whose directory that is. False when the program cannot be read (the exec then fails on its own). */
+   whose directory that is; an interpreter that is a script itself is followed as the kernel follows it (at most
+   4 levels: BINPRM_MAX_RECURSION). A file that is neither ELF nor "#!" (a script without one) the kernel refuses
+   (ENOEXEC) and execvp runs it with /bin/sh: the directory is the shell's. False when the program cannot be read
+   (the exec then fails on its own). */
 static bool program_origin(const char *path, char *out, size_t cap) {
   char exe[PATH_MAX], line[PATH_MAX];
   snprintf(exe, sizeof exe, "%s", path);
-  int fd = open(exe, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
+  for (int level = 0; level <= 4; level++) { /* (a chain past 4 levels fails the exec: ELOOP) */
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
     ssize_t n = read(fd, line, sizeof line - 1);
     close(fd);
+    if (n < 0 || (n >= SELFMAG && memcmp(line, ELFMAG, SELFMAG) == 0)) break; /* (unreadable: execute-only) */
+    char *interp = NULL;
     if (n > 2 && line[0] == '#' && line[1] == '!') {
       line[n] = 0;
-      char *interp = line + 2 + strspn(line + 2, " \t");
+      interp = line + 2 + strspn(line + 2, " \t");
       interp[strcspn(interp, " \t\n")] = 0;
-      if (*interp) snprintf(exe, sizeof exe, "%s", interp);
     }
+    if (!interp || !*interp) { /* ENOEXEC: execvp's fallback */
+      snprintf(exe, sizeof exe, "%s", "/bin/sh");
+      break;
+    }
+    snprintf(exe, sizeof exe, "%s", interp);
   }
   char real[PATH_MAX];
   if (!realpath(exe, real)) return false;
@@ -309,20 +325,26 @@ static void usage(void) {
          "  takes a SIZE or auto, as --spill does (docs/spill.md). See docs/options.md.\n");
 }
 
+/* MEMSPACE_SPILL_THRESHOLD as the program's library will read it: a size above 0 or auto (" 0 ", "0K" and an
+   invalid value, which the library reports and replaces by its default 0, spill nothing) */
+static bool spill_on(void) {
+  long long v;
+  return msi_option_parse(MS_OPTION_SPILL_THRESHOLD, getenv("MEMSPACE_SPILL_THRESHOLD"), &v) == 0 && v != 0;
+}
+
 /* --verbose given: the library in this process read MEMSPACE_VERBOSE before the option set it */
 static bool verbose_flag;
 
 /* The checks of the machine behind two options, made once every argument is known to be valid (an argument error
-   is said first, alone): a process space the machine cannot back would be pre-faulted into memory pressure and
+   is said first, alone): a process space the machine cannot back (`initial` bytes, from --space-initial or the
+   environment's MEMSPACE_SPACE_INITIAL, which the program reads as well) would be pre-faulted into memory pressure and
    the program OOM-killed without a word (the library refuses it too, at process start; checked without locking:
    the library runs the space unlocked when the lock is refused), and a spill directory the program could not use.
    0, or -1 after saying why. */
-static int check_machine(const char *space_initial, const char *spill_dir) {
-  size_t initial;
+static int check_machine(const char *space_from, const char *space_text, long long initial, const char *spill_dir) {
   char why[160];
-  if (space_initial && ms_parse_size(space_initial, &initial) == 0 && msi_space_backing(initial, false, why, sizeof why)) {
-    fprintf(stderr, "memspace run: --space-initial %s: a space of %zu bytes cannot be backed: %s\n", space_initial,
-            initial, why);
+  if (initial > 0 && msi_space_backing((size_t)initial, false, why, sizeof why)) {
+    fprintf(stderr, "memspace run: %s%s: a space of %lld bytes cannot be backed: %s\n", space_from, space_text, initial, why);
     return -1;
   }
   if (spill_dir) {
@@ -401,25 +423,28 @@ static int parse_options(int argc, char **argv) {
     }
     break; /* the program, without "--" */
   }
-  const char *env_initial = getenv("MEMSPACE_SPACE_INITIAL");
-  if (space_other && !space_initial_v && !(env_initial && *env_initial)) {
-    fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE\n");
+  /* the space's size as the program's library reads it (--space-initial, else the environment's): 0, and an invalid
+     value (the library reports it and keeps the default 0), make no space, and the space options nothing */
+  long long initial = 0;
+  const char *initial_v = space_initial_v ? space_initial_v : getenv("MEMSPACE_SPACE_INITIAL");
+  if (initial_v && msi_option_parse(MS_OPTION_SPACE_INITIAL, initial_v, &initial) != 0) initial = 0;
+  if (space_other && initial <= 0) {
+    fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE (above 0)\n");
     return -1;
   }
   /* a step no expansion of that space could take: the library would warn and run the space at a fixed size */
-  size_t initial, expand;
-  const char *initial_v = space_initial_v ? space_initial_v : env_initial;
-  if (space_expand_v && initial_v && ms_parse_size(initial_v, &initial) == 0 && initial &&
-      ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max(initial)) {
-    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %zu bytes can take (%zu bytes)\n",
-            space_expand_v, initial, msi_space_expand_max(initial));
+  size_t expand;
+  if (space_expand_v && ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max((size_t)initial)) {
+    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %lld bytes can take (%zu bytes)\n",
+            space_expand_v, initial, msi_space_expand_max((size_t)initial));
     return -1;
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }
-  if (check_machine(space_initial_v, spill_dir_v)) return -1;
+  if (check_machine(space_initial_v ? "--space-initial " : "MEMSPACE_SPACE_INITIAL=", initial_v ? initial_v : "", initial,
+                    spill_dir_v))
+    return -1;
   if (spill_auto && !spill_threshold) setenv("MEMSPACE_SPILL_THRESHOLD", "auto", 1);
-  const char *thr = getenv("MEMSPACE_SPILL_THRESHOLD");
-  if (spill_dir_v && (!thr || !*thr || strcmp(thr, "0") == 0))
+  if (spill_dir_v && !spill_on())
     fprintf(stderr, "memspace run: a spill directory without --spill or a spill threshold (--spill-threshold SIZE): nothing "
                     "is spilled\n");
   return i;
@@ -472,8 +497,8 @@ int tool_run(int argc, char **argv) {
      exec'ed by a run that checked (the same pid) does not check again. */
   char pid[24];
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
-  const char *spill = getenv("MEMSPACE_SPILL_THRESHOLD"), *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
-  if (spill && *spill && strcmp(spill, "0") != 0 && !(checked && strcmp(checked, pid) == 0)) {
+  const char *checked = getenv("MEMSPACE_RUN_SPILL_CHECKED");
+  if (spill_on() && !(checked && strcmp(checked, pid) == 0)) {
     /* the directory the program takes: the variable without the spaces around it (nothing but spaces: none) */
     const char *env_dir = getenv("MEMSPACE_SPILL_DIR");
     char dir[PATH_MAX];

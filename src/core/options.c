@@ -386,6 +386,11 @@ MSI_STARTUP_TEXT void msi_options_init(void) {
   atomic_store_explicit(&opt_state, 2, memory_order_release);
 }
 
+int msi_option_parse(ms_option_t o, const char *text, long long *value) {
+  if ((unsigned)o >= MS_OPTION_COUNT || opt_table[o].kind == KIND_STR || !text || !*text) return EINVAL;
+  return parse_value(&opt_table[o], text, value);
+}
+
 long long ms_option_get(ms_option_t o) {
   if ((unsigned)o >= MS_OPTION_COUNT) { errno = EINVAL; return 0; }
   msi_options_init();

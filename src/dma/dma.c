@@ -152,7 +152,7 @@ static struct ms_dma_buffer_s *desc_new(void) {
     size_t sz = msi_round_up(sizeof *b, 64);
     if (carve_end - carve_at < (ptrdiff_t)sz) {
       ms_pages_t p;
-      int r = ms_pages_reserve(16 * sz, 0, MS_PAGES_COMMIT, -1, &p);
+      int r = msi_pages_reserve_exact(16 * sz, 0, MS_PAGES_COMMIT, -1, &p);
       if (r) { msi_unlock(&desc_lock); errno = r; return NULL; }
       carve_at = p.addr;
       carve_end = carve_at + p.size;
@@ -167,7 +167,7 @@ static struct ms_dma_buffer_s *desc_new(void) {
 }
 
 static void desc_free(struct ms_dma_buffer_s *b) {
-  if (b->store) ms_pages_release(b->store, b->store_size);
+  if (b->store) msi_pages_release(b->store, b->store_size);
   b->store = NULL;
   b->magic = DMA_DEAD;
   msi_lock(&desc_lock);
@@ -205,7 +205,7 @@ MSI_COLD void msi_fork_dma(msi_fork_phase_t phase, bool locking) {
 static int store_new(size_t cap, void **store, size_t *size) {
   size_t bytes = cap * (sizeof(ms_dma_segment_t) + sizeof(size_t));
   ms_pages_t p;
-  int r = ms_pages_reserve(bytes, 0, MS_PAGES_COMMIT, -1, &p);
+  int r = msi_pages_reserve_exact(bytes, 0, MS_PAGES_COMMIT, -1, &p);
   if (r) return r;
   *store = p.addr;
   *size = p.size;
@@ -285,7 +285,7 @@ static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
     ms_pages_t tmp = {0};
     if (n > STACK_ENTRIES) {
       chunk = n < BULK_ENTRIES ? n : BULK_ENTRIES;
-      err = ms_pages_reserve(chunk * 8, 0, MS_PAGES_COMMIT, -1, &tmp);
+      err = msi_pages_reserve_exact(chunk * 8, 0, MS_PAGES_COMMIT, -1, &tmp);
       buf = tmp.addr;
     }
     for (size_t i = 0; i < n && !err; i += chunk) {
@@ -299,7 +299,7 @@ static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
         if (!err) seg_add(sb, phys, off + ps <= b->size ? ps : b->size - off);
       }
     }
-    if (tmp.addr) ms_pages_release(tmp.addr, tmp.size);
+    if (tmp.addr) msi_pages_release(tmp.addr, tmp.size);
   }
   msi_os_close(fd);
   if (!err) {
@@ -411,7 +411,7 @@ int ms_dma_verify(ms_dma_buffer_t *b, size_t *moved_out) {
       }
       if (moved_out) *moved_out = moved;
     }
-    ms_pages_release(store, store_size);
+    msi_pages_release(store, store_size);
   }
   msi_unlock(&b->lock);
   return ret(r);
@@ -486,18 +486,18 @@ static int try_page(size_t page, void *arg) {
       memlock_error("ms_dma_alloc", size, e);
       return e;
     }
-    int r = ms_pages_reserve(size, 0, MS_PAGES_COMMIT, node, p);
+    int r = msi_pages_reserve_exact(size, 0, MS_PAGES_COMMIT, node, p);
     if (r) return r;
     /* populate for writing first: mlock would too, but sanitizer runtimes replace mlock with a no-op */
     r = msi_pages_populate(p->addr, p->size);
     if (r) {
-      ms_pages_release(p->addr, p->size);
+      msi_pages_release(p->addr, p->size);
       return r;
     }
     r = msi_pages_lock(p->addr, p->size);
     if (r) {
       memlock_error("ms_dma_alloc", p->size, r);
-      ms_pages_release(p->addr, p->size);
+      msi_pages_release(p->addr, p->size);
       return r;
     }
   } else {
@@ -505,13 +505,13 @@ static int try_page(size_t page, void *arg) {
     if (msi_os_huge_size(kind) != page) return ENOENT;
     unsigned flags = (kind == MS_PAGE_HUGE_1G ? MS_PAGES_HUGE_1G : MS_PAGES_HUGE_2M) | MS_PAGES_NO_FALLBACK |
                      MS_PAGES_COMMIT;
-    int r = ms_pages_reserve(size, page, flags, node, p);
+    int r = msi_pages_reserve_exact(size, page, flags, node, p);
     if (r) return r == ENOENT ? ENOENT : ENOMEM;
     /* pre-fault instead of mlock: hugetlb pages are never swapped; a fault failing here (e.g. the node's pool
        is empty) is an error now instead of SIGBUS later */
     r = msi_pages_populate(p->addr, p->size);
     if (r) {
-      ms_pages_release(p->addr, p->size);
+      msi_pages_release(p->addr, p->size);
       return ENOMEM;
     }
   }
@@ -520,7 +520,7 @@ static int try_page(size_t page, void *arg) {
   if (msi_os_madvise(p->addr, p->size, MADV_DONTFORK)) {
     int r = errno;
     msi_error("dma: MADV_DONTFORK refused (%s)", MSI_ERRNO(r));
-    ms_pages_release(p->addr, p->size);
+    msi_pages_release(p->addr, p->size);
     return r;
   }
   return 0;
@@ -578,7 +578,7 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
   struct ms_dma_buffer_s *b = desc_new();
   if (!b) {
     int e = errno;
-    ms_pages_release(p.addr, p.size);
+    msi_pages_release(p.addr, p.size);
     errno = e;
     return NULL;
   }
@@ -603,7 +603,7 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
       r = 0; /* one page is contiguous by construction; it just cannot be shown */
     }
     if (r) {
-      ms_pages_release(p.addr, p.size);
+      msi_pages_release(p.addr, p.size);
       desc_free(b);
       errno = r;
       return NULL;
@@ -712,7 +712,7 @@ static void undo_pins(void *memory, size_t size, const range_facts_t *f, bool lo
       uintptr_t a = pre_runs[k][i][0], e = pre_runs[k][i][1] < f->runs_end ? pre_runs[k][i][1] : f->runs_end;
       if (a >= e) break;
       if (k) msi_os_madvise((void *)a, e - a, MADV_DOFORK);
-      else ms_pages_unlock((void *)a, e - a);
+      else msi_pages_unlock((void *)a, e - a);
     }
   }
   uintptr_t end = (uintptr_t)memory + size;
@@ -866,7 +866,7 @@ static void unpin_uncovered(struct ms_dma_buffer_s *b) {
     }
     if (covered > cur) { cur = covered; continue; }
     if (b->dontfork) msi_os_madvise((void *)cur, next - cur, MADV_DOFORK);
-    if (b->locked) ms_pages_unlock((void *)cur, next - cur);
+    if (b->locked) msi_pages_unlock((void *)cur, next - cur);
     cur = next;
   }
   msi_unlock(&reg_lock);
@@ -879,8 +879,8 @@ static struct ms_dma_buffer_s *registered_in(const struct ms_dma_buffer_s *b) {
 
 /* an allocated buffer's pages back to the kernel; b has left the registry (caller holds pin_lock) */
 static void release_pages(struct ms_dma_buffer_s *b) {
-  if (b->locked) ms_pages_unlock(b->addr, b->mapped);
-  ms_pages_release(b->addr, b->mapped);
+  if (b->locked) msi_pages_unlock(b->addr, b->mapped);
+  msi_pages_release(b->addr, b->mapped);
 }
 
 /* Releases the pending buffers (freed while registrations lay inside them) overlapping [s, e) that no live

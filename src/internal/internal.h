@@ -36,6 +36,9 @@ void msi_options_environ_final(void);
 bool msi_options_read(void);                   /* the options were read from the environment */
 /* true when the option's variable was set to an invalid value (reported, default kept) */
 bool msi_option_invalid(ms_option_t o);
+/* a variable's text read as the library reads it for option o (not a string option): 0 and the value, else EINVAL
+   or ERANGE (the library then keeps the default) */
+int msi_option_parse(ms_option_t o, const char *text, long long *value);
 /* true when the option was given a valid value (its variable, or ms_option_set), even one equal to the default */
 bool msi_option_given(ms_option_t o);
 /* Defined (non-zero) by the memspace tool only (hidden weak: 0 everywhere else). The tool carries its own copy of

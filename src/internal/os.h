@@ -205,13 +205,24 @@ typedef struct msi_os_reservation_s {
 } msi_os_reservation_t;
 int msi_os_reserve(msi_os_reservation_t *r);
 
-/* ms_pages_lock and ms_pages_populate under hidden names (aliases): the library's own calls and function pointers
-   bind at link time, not through a symbol lookup at start-up or a PLT entry */
-int msi_pages_lock(void *addr, size_t size);
+/* The page layer for the library's own parts (spaces, frame allocators, DMA buffers): the public calls without
+   their refusal of internal ranges, which msi_pages_reserve and msi_pages_reserve_exact make (the public calls
+   refuse them with ENOMEM: a program's ms_pages_release of a DMA buffer's address would unpin and unmap it under
+   its owner). Hidden: the library's own calls and function pointers bind at link time, not through a symbol
+   lookup at start-up or a PLT entry */
+int msi_pages_commit(void *addr, size_t size);
+int msi_pages_decommit(void *addr, size_t size);
+int msi_pages_reset(void *addr, size_t size);
 int msi_pages_populate(void *addr, size_t size);
-/* ms_pages_reserve with back-off (msi_os_reserve): `size` bytes, else down to `min` (halving the room above it),
-   first aligned to `alignment`, after a refusal to `min_align`; out->size says what was reserved. Hugetlb
-   flags take `size` alone. A space's data range. */
+int msi_pages_lock(void *addr, size_t size);
+int msi_pages_unlock(void *addr, size_t size);
+int msi_pages_bind(void *addr, size_t size, int node);
+int msi_pages_release(void *addr, size_t size);
+/* ms_pages_reserve of an internal range */
+int msi_pages_reserve_exact(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
+/* ms_pages_reserve of an internal range with back-off (msi_os_reserve): `size` bytes, else down to `min` (halving
+   the room above it), first aligned to `alignment`, after a refusal to `min_align`; out->size says what was
+   reserved. Hugetlb flags take `size` alone. A space's data range. */
 int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
                       ms_pages_t *out);
 

@@ -143,7 +143,7 @@ ms_frame_t *ms_frame_create(const ms_frame_config_t *config) {
   for (size_t i = 0; i < MSI_ARRAY_LEN(config->reserved); i++)
     if (config->reserved[i]) { errno = EINVAL; return NULL; }
   ms_pages_t self;
-  int r = ms_pages_reserve(sizeof(ms_frame_t), 0, MS_PAGES_COMMIT, -1, &self);
+  int r = msi_pages_reserve_exact(sizeof(ms_frame_t), 0, MS_PAGES_COMMIT, -1, &self);
   if (r) { errno = r; return NULL; }
   ms_frame_t *f = self.addr;
   memset(f, 0, sizeof *f);
@@ -159,10 +159,10 @@ ms_frame_t *ms_frame_create(const ms_frame_config_t *config) {
     else if (hp >= (long long)(2 * MSI_MiB)) flags |= MS_PAGES_HUGE_2M;
   }
   for (int i = 0; i < 2; i++) {
-    r = ms_pages_reserve(config->range_size, 0, flags, -1, &f->pages[i]);
+    r = msi_pages_reserve_exact(config->range_size, 0, flags, -1, &f->pages[i]);
     if (r) {
-      if (i) ms_pages_release(f->pages[0].addr, f->pages[0].size);
-      ms_pages_release(self.addr, self.size);
+      if (i) msi_pages_release(f->pages[0].addr, f->pages[0].size);
+      msi_pages_release(self.addr, self.size);
       errno = r;
       return NULL;
     }
@@ -225,7 +225,7 @@ static void apply_policy(ms_frame_t *f, unsigned i) {
     return;
   case MS_FRAME_RESET:
     /* pages stay resident (LazyFree) until the kernel needs them: hw is kept for the idle reclaim */
-    if (ms_pages_reset(addr, bytes) == 0) return;
+    if (msi_pages_reset(addr, bytes) == 0) return;
     break;
   case MS_FRAME_DECOMMIT:
   case MS_FRAME_HUGE:
@@ -308,11 +308,11 @@ void ms_frame_destroy(ms_frame_t *f) {
   else list_head = f->next;
   if (f->next) f->next->prev = f->prev;
   msi_unlock(&list_lock);
-  ms_pages_release(f->pages[0].addr, f->pages[0].size);
-  ms_pages_release(f->pages[1].addr, f->pages[1].size);
+  msi_pages_release(f->pages[0].addr, f->pages[0].size);
+  msi_pages_release(f->pages[1].addr, f->pages[1].size);
   BUMP(total_frames, (uint64_t)-1);
   ms_pages_t self = f->self;
-  ms_pages_release(self.addr, self.size);
+  msi_pages_release(self.addr, self.size);
 }
 
 /* ---- the maintenance task: reclaims frame allocators idle for idle_ms ---- */

@@ -34,7 +34,9 @@ static void sub_clamped(_Atomic uint64_t *c, uint64_t v) {
    doubles (never malloc), so any number of ranges is known, O(log n) per lookup under one lock. Chosen over a
    header page in front of each range (a whole huge page for a hugetlb range, and it shifts the alignment) and
    over reading /proc/self/smaps (an open that a sandbox may forbid, on paths that must not fail). */
-typedef struct { uintptr_t start, end; size_t page, committed, locked; } range_t;
+/* internal: made for the library's own parts (spaces, frame allocators, DMA buffers and their lists: msi_pages_*),
+   which the public calls refuse (ENOMEM, as memory that is not a reservation of this layer) */
+typedef struct { uintptr_t start, end; size_t page, committed, locked; bool internal; } range_t;
 #define STATIC_RANGES 64
 static range_t static_ranges[STATIC_RANGES];
 static range_t *ranges = static_ranges;
@@ -78,7 +80,7 @@ static size_t ranges_after(uintptr_t a) {
 }
 
 /* records a fresh mapping; entries it overlaps are stale (the kernel handed these addresses out again) */
-static bool range_add(void *addr, size_t size, size_t page, size_t committed) {
+static bool range_add(void *addr, size_t size, size_t page, size_t committed, bool internal) {
   uintptr_t s = (uintptr_t)addr, e = s + size;
   msi_fork_register(); /* fork.c */
   msi_lock(&range_lock);
@@ -88,7 +90,7 @@ static bool range_add(void *addr, size_t size, size_t page, size_t committed) {
   if (ok) {
     memmove(&ranges[i + 1], &ranges[j], (nranges - j) * sizeof(range_t));
     nranges = nranges + 1 - (j - i);
-    ranges[i] = (range_t){s, e, page, committed, 0};
+    ranges[i] = (range_t){s, e, page, committed, 0, internal};
   }
   msi_unlock(&range_lock);
   return ok;
@@ -319,7 +321,7 @@ static int room_check(size_t bytes, bool locked) {
 }
 
 static int finish_flags(ms_pages_t *out, unsigned flags, int numa_node) {
-  if (numa_node >= 0 && ms_pages_bind(out->addr, out->size, numa_node) == 0) out->numa_node = numa_node;
+  if (numa_node >= 0 && msi_pages_bind(out->addr, out->size, numa_node) == 0) out->numa_node = numa_node;
   /* a lock mlock will refuse (RLIMIT_MEMLOCK, without CAP_IPC_LOCK) fails before the populate faults every page in */
   if ((flags & MS_PAGES_LOCK) && out->kind < MS_PAGE_HUGE_2M && !msi_os_may_lock(out->size)) {
     struct rlimit rl = {1, 1};
@@ -395,13 +397,22 @@ static int reserve_one(size_t page, void *arg) {
 
 #define PAGES_FLAGS (MS_PAGES_COMMIT | MS_PAGES_POPULATE | MS_PAGES_LOCK | MS_PAGES_HUGE_2M | MS_PAGES_HUGE_1G | \
                      MS_PAGES_THP | MS_PAGES_NO_FALLBACK)
+static int reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
+                   ms_pages_t *out, bool internal);
 int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out) {
   if (flags & ~PAGES_FLAGS) FAIL(EINVAL); /* a flag this library does not know: not silently left out */
-  return msi_pages_reserve(size, size, alignment, alignment, flags, numa_node, out);
+  return reserve(size, size, alignment, alignment, flags, numa_node, out, false);
 }
-
+int msi_pages_reserve_exact(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out) {
+  return reserve(size, size, alignment, alignment, flags, numa_node, out, true);
+}
 int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
                       ms_pages_t *out) {
+  return reserve(size, min, alignment, min_align, flags, numa_node, out, true);
+}
+
+static int reserve(size_t size, size_t min, size_t alignment, size_t min_align, unsigned flags, int numa_node,
+                   ms_pages_t *out, bool internal) {
   if (!out || size == 0 || min > size || (alignment && !msi_is_pow2(alignment)) ||
       (min_align && !msi_is_pow2(min_align)))
     FAIL(EINVAL);
@@ -428,7 +439,7 @@ int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_alig
   out->fallback = got > 0 || out->fallback;
   bool huge = out->kind >= MS_PAGE_HUGE_2M;
   size_t committed = (out->flags & MS_PAGES_COMMIT) ? out->size : 0;
-  if (!range_add(out->addr, out->size, out->page_size, committed)) {
+  if (!range_add(out->addr, out->size, out->page_size, committed, internal)) {
     msi_os_munmap(out->addr, out->size);
     memset(out, 0, sizeof *out);
     FAIL(ENOMEM);
@@ -438,7 +449,7 @@ int msi_pages_reserve(size_t size, size_t min, size_t alignment, size_t min_alig
   if (huge) ADD(hugetlb, out->size);
   int r = finish_flags(out, flags, numa_node);
   if (r) {
-    ms_pages_release(out->addr, out->size);
+    msi_pages_release(out->addr, out->size);
     memset(out, 0, sizeof *out);
     FAIL(r);
   }
@@ -461,7 +472,7 @@ static size_t page_round(size_t size) { return msi_round_up(size, msi_os_page_si
     if (!reserved_here(addr, page_round(size))) FAIL(ENOMEM);                                                     \
   } while (0)
 
-int ms_pages_commit(void *addr, size_t size) {
+int msi_pages_commit(void *addr, size_t size) {
   CHECK_OURS(addr, size);
   size = page_round(size);
   if (msi_os_mprotect(addr, size, PROT_READ | PROT_WRITE)) return errno;
@@ -469,7 +480,7 @@ int ms_pages_commit(void *addr, size_t size) {
   return 0;
 }
 
-int ms_pages_decommit(void *addr, size_t size) {
+int msi_pages_decommit(void *addr, size_t size) {
   CHECK_OURS(addr, size);
   size = page_round(size);
   if (msi_os_madvise(addr, size, MADV_DONTNEED)) return errno;
@@ -478,7 +489,7 @@ int ms_pages_decommit(void *addr, size_t size) {
   return 0;
 }
 
-int ms_pages_reset(void *addr, size_t size) {
+int msi_pages_reset(void *addr, size_t size) {
   CHECK_OURS(addr, size);
   size = page_round(size);
   if (is_hugetlb(addr) || !msi_os_has_madv_free()) {
@@ -562,7 +573,7 @@ static int populate_by_lock(uintptr_t s, uintptr_t e) {
   return 0;
 }
 
-int ms_pages_populate(void *addr, size_t size) {
+int msi_pages_populate(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_has_populate_write()) {
@@ -571,7 +582,6 @@ int ms_pages_populate(void *addr, size_t size) {
   }
   return populate_by_lock((uintptr_t)addr, (uintptr_t)addr + size);
 }
-int msi_pages_populate(void *addr, size_t size) __attribute__((alias("ms_pages_populate")));
 
 static struct rlimit memlock_limit(void) {
   struct rlimit rl = {0, 0};
@@ -579,7 +589,7 @@ static struct rlimit memlock_limit(void) {
   return rl;
 }
 
-int ms_pages_lock(void *addr, size_t size) {
+int msi_pages_lock(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_mlock(addr, size)) {
@@ -596,9 +606,8 @@ int ms_pages_lock(void *addr, size_t size) {
   count_range((uintptr_t)addr, size, LOCKED, true);
   return 0;
 }
-int msi_pages_lock(void *addr, size_t size) __attribute__((alias("ms_pages_lock")));
 
-int ms_pages_unlock(void *addr, size_t size) {
+int msi_pages_unlock(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_munlock(addr, size)) return errno;
@@ -606,7 +615,7 @@ int ms_pages_unlock(void *addr, size_t size) {
   return 0;
 }
 
-int ms_pages_bind(void *addr, size_t size, int node) {
+int msi_pages_bind(void *addr, size_t size, int node) {
   CHECK(addr, size);
   if (!msi_os_numa_node_ok(node)) FAIL(EINVAL);
   if (msi_os_mbind(addr, page_round(size), node)) {
@@ -618,7 +627,7 @@ int ms_pages_bind(void *addr, size_t size, int node) {
   return 0;
 }
 
-int ms_pages_release(void *addr, size_t size) {
+int msi_pages_release(void *addr, size_t size) {
   CHECK(addr, size);
   size_t ps = msi_os_page_size(), hp = range_page(addr);
   if (hp > ps && ((uintptr_t)addr & (hp - 1))) FAIL(EINVAL); /* inside a huge page */
@@ -637,3 +646,25 @@ int ms_pages_release(void *addr, size_t size) {
   if (msi_os_munmap(addr, size)) return errno;
   return 0;
 }
+
+/* ---- the public calls: the caller's own reservations (and its other memory where a call takes it), never the
+   library's (internal ranges: a space's data, a frame allocator's ranges, a pinned DMA buffer, which decommit,
+   release or munlock would take from under their owner) ---- */
+static bool touches_internal(const void *addr, size_t size) {
+  uintptr_t a = (uintptr_t)addr, end = a + page_round(size);
+  if (!addr || !size || end <= a) return false; /* (the call's own checks refuse it) */
+  bool hit = false;
+  msi_lock(&range_lock);
+  for (size_t i = ranges_after(a); !hit && i < nranges && ranges[i].start < end; i++) hit = ranges[i].internal;
+  msi_unlock(&range_lock);
+  return hit;
+}
+#define PUBLIC(addr, size) do { if (touches_internal(addr, size)) FAIL(ENOMEM); } while (0)
+int ms_pages_commit(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_commit(addr, size); }
+int ms_pages_decommit(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_decommit(addr, size); }
+int ms_pages_reset(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_reset(addr, size); }
+int ms_pages_populate(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_populate(addr, size); }
+int ms_pages_lock(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_lock(addr, size); }
+int ms_pages_unlock(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_unlock(addr, size); }
+int ms_pages_bind(void *addr, size_t size, int node) { PUBLIC(addr, size); return msi_pages_bind(addr, size, node); }
+int ms_pages_release(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_release(addr, size); }

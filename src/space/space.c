@@ -480,8 +480,8 @@ static int region_commit(ms_space_t *s, size_t a, size_t b) {
   if (s->in_caller) return 0;
   int e = backing_check(s, b - a);
   if (e) return e;
-  if ((e = ms_pages_commit(s->data + a, b - a))) return e;
-  if (s->numa_node >= 0) ms_pages_bind(s->data + a, b - a, s->numa_node);
+  if ((e = msi_pages_commit(s->data + a, b - a))) return e;
+  if (s->numa_node >= 0) msi_pages_bind(s->data + a, b - a, s->numa_node);
   bool locked = false;
   if (s->flags & MS_SPACE_LOCKED) {
     if ((e = msi_pages_lock(s->data + a, b - a))) { e = lock_error(e); goto fail; }
@@ -491,16 +491,16 @@ static int region_commit(ms_space_t *s, size_t a, size_t b) {
   if ((e = msi_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, msi_pages_populate))) goto fail;
   return 0;
 fail:
-  if (locked) ms_pages_unlock(s->data + a, b - a); /* MADV_DONTNEED refuses locked pages */
-  ms_pages_decommit(s->data + a, b - a);
+  if (locked) msi_pages_unlock(s->data + a, b - a); /* MADV_DONTNEED refuses locked pages */
+  msi_pages_decommit(s->data + a, b - a);
   return e;
 }
 
 static void region_decommit(ms_space_t *s, size_t a, size_t b) {
   if (s->in_caller) return;
   MSI_TRACK_UNDEFINED(s->data + a, b - a);
-  if (s->flags & MS_SPACE_LOCKED) ms_pages_unlock(s->data + a, b - a);
-  ms_pages_decommit(s->data + a, b - a);
+  if (s->flags & MS_SPACE_LOCKED) msi_pages_unlock(s->data + a, b - a);
+  msi_pages_decommit(s->data + a, b - a);
 }
 
 /* adds [a, a+size) as a new region (committing it); 0 or an errno value */
@@ -827,7 +827,7 @@ static size_t meta_layout(ms_space_t *s, size_t reserved, char *base) {
    so malloc and free find it without page walks. 0 or an errno. */
 static int reserve_meta(size_t reserved, ms_pages_t *mm) {
   size_t msize = msi_round_up(meta_layout(NULL, reserved, NULL), msi_os_page_size());
-  return ms_pages_reserve(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, mm);
+  return msi_pages_reserve_exact(msize, 0, MS_PAGES_COMMIT | (msize >= MSI_MiB ? MS_PAGES_THP : 0), -1, mm);
 }
 
 static void init_lock(ms_space_t *s);
@@ -891,10 +891,10 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   if (huge) {
     /* hugetlb memory is committed when mapped: a huge-page space is fixed at its (rounded) initial size */
     unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE;
-    e = ms_pages_reserve(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
+    e = msi_pages_reserve_exact(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
     if (e) { errno = e; return NULL; }
     if ((c->flags & MS_SPACE_LOCKED) && (e = msi_pages_lock(dm.addr, dm.size))) {
-      ms_pages_release(dm.addr, dm.size);
+      msi_pages_release(dm.addr, dm.size);
       errno = lock_error(e);
       return NULL;
     }
@@ -922,7 +922,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
       if (e) { errno = e; return NULL; }
       if (dm.size < reserved) reserved = dm.size;
       if (!(e = reserve_meta(reserved, &mm))) break;
-      ms_pages_release(dm.addr, dm.size);
+      msi_pages_release(dm.addr, dm.size);
       if (e != ENOMEM || reserved == initial) { errno = e; return NULL; }
       size_t smaller = msi_round_up(initial + (reserved - initial) / 2, ps);
       reserved = smaller < reserved ? smaller : initial;
@@ -932,7 +932,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
       msi_verbose("space %s: address space limited (RLIMIT_AS): %zu bytes reserved, room for %zu bytes of expansion",
                   config_name(c), reserved, reserved - initial);
   }
-  if (huge && (e = reserve_meta(reserved, &mm))) { ms_pages_release(dm.addr, dm.size); errno = e; return NULL; }
+  if (huge && (e = reserve_meta(reserved, &mm))) { msi_pages_release(dm.addr, dm.size); errno = e; return NULL; }
   ms_space_t *s = mm.addr;
   meta_layout(s, reserved, mm.addr);
   init_struct(s, c->flags, c->name);
@@ -958,8 +958,8 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   }
   if (e) {
     if (s->lock_on) pthread_mutex_destroy(&s->lock);
-    ms_pages_release(dm.addr, dm.size);
-    ms_pages_release(mm.addr, mm.size);
+    msi_pages_release(dm.addr, dm.size);
+    msi_pages_release(mm.addr, mm.size);
     errno = e;
     return NULL;
   }
@@ -1045,17 +1045,17 @@ void ms_space_destroy(ms_space_t *s) {
   if (s->lock_on) pthread_mutex_destroy(&s->lock);
   MSI_TRACK_UNDEFINED(s->data, s->reserved); /* freed blocks were poisoned: the range outlives the space */
   if (s->in_caller) {
-    if (s->lock_len) ms_pages_unlock(s->lock_addr, s->lock_len);
+    if (s->lock_len) msi_pages_unlock(s->lock_addr, s->lock_len);
     return;
   }
   if (s->flags & MS_SPACE_LOCKED) {
     for (int i = 0; i < s->nregions; i++)
-      if (s->regions[i].state == REGION_ACTIVE) ms_pages_unlock(s->data + s->regions[i].start, s->regions[i].size);
+      if (s->regions[i].state == REGION_ACTIVE) msi_pages_unlock(s->data + s->regions[i].start, s->regions[i].size);
   }
   void *dmap = s->data_map, *mbase = s->meta_base;
   size_t dsize = s->data_map_size, msize = s->meta_size;
-  ms_pages_release(dmap, dsize);
-  ms_pages_release(mbase, msize);
+  msi_pages_release(dmap, dsize);
+  msi_pages_release(mbase, msize);
 }
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -1,7 +1,7 @@
-/* ms_pages_commit, decommit, reset and release change only memory this layer reserved (the header: "inside a
-   reservation", ENOMEM for a hole; release: ENOMEM for foreign memory). Memory the caller mapped itself, and a
-   range running past the end of a reservation into a neighbouring mapping, are refused with ENOMEM and left as
-   they were: not zeroed, not unmapped, not made accessible. */
+/* ms_pages_commit, decommit, reset and release change only memory this layer reserved for the caller (the header:
+   "inside a reservation", ENOMEM for a hole; release: ENOMEM for foreign memory). Memory the caller mapped itself,
+   a range running past the end of a reservation into a neighbouring mapping, and the memory of the library's own
+   parts, are refused with ENOMEM and left as they were: not zeroed, not unmapped, not made accessible. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,8 +72,66 @@ static void past_a_reservation(void **state) {
   munmap(n, pg);
 }
 
+/* the memory of the library's own parts (a space's data, a frame allocator's range, a pinned DMA buffer) is not
+   the caller's reservation: every ms_pages_* call that changes memory refuses it with ENOMEM and leaves it to its
+   owner (a release or decommit of a space block's page left the space's block unmapped: SIGSEGV at its next use;
+   a release of a DMA buffer's address unmapped the pinned buffer under its handle) */
+static void parts_memory(void **state) {
+  (void)state;
+  size_t pg = ms_page_size();
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 1 << 20;
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  char *b = ms_space_malloc(s, 100);
+  assert_non_null(b);
+  memset(b, 5, 100);
+  void *page = (void *)((uintptr_t)b & ~(uintptr_t)(pg - 1));
+  errno = 0;
+  assert_int_equal(ms_pages_release(page, pg), ENOMEM);
+  assert_int_equal(errno, ENOMEM);
+  assert_int_equal(ms_pages_decommit(page, pg), ENOMEM);
+  assert_int_equal(ms_pages_reset(page, pg), ENOMEM);
+  assert_int_equal(ms_pages_commit(page, pg), ENOMEM);
+  assert_int_equal(ms_pages_lock(page, pg), ENOMEM);
+  assert_int_equal(ms_pages_unlock(page, pg), ENOMEM);
+  assert_int_equal(ms_pages_populate(page, pg), ENOMEM);
+  assert_int_equal(b[99], 5); /* mapped, contents kept */
+  ms_space_free(s, b);
+  assert_int_equal(ms_space_check(s), 0);
+  ms_space_destroy(s);
+  ms_frame_config_t fc;
+  memset(&fc, 0, sizeof fc);
+  fc.range_size = 1 << 20;
+  ms_frame_t *f = ms_frame_create(&fc);
+  assert_non_null(f);
+  char *q = ms_frame_alloc(f, 64, 0);
+  assert_non_null(q);
+  q[0] = 3;
+  assert_int_equal(ms_pages_release((void *)((uintptr_t)q & ~(uintptr_t)(pg - 1)), pg), ENOMEM);
+  assert_int_equal(q[0], 3);
+  ms_frame_destroy(f);
+  ms_dma_buffer_t *d = ms_dma_alloc(2 * pg, NULL);
+  if (d) { /* (pinning may be refused without CAP_IPC_LOCK: nothing to attack then) */
+    char *a = ms_dma_addr(d);
+    a[0] = 4;
+    assert_int_equal(ms_pages_release(a, 2 * pg), ENOMEM);
+    assert_int_equal(ms_pages_unlock(a, 2 * pg), ENOMEM);
+    assert_int_equal(ms_pages_decommit(a, pg), ENOMEM);
+    assert_int_equal(a[0], 4);
+    ms_dma_free(d);
+  }
+  /* the caller's own reservation beside them still works */
+  ms_pages_t r;
+  assert_int_equal(ms_pages_reserve(2 * pg, 0, MS_PAGES_COMMIT, -1, &r), 0);
+  assert_int_equal(ms_pages_decommit(r.addr, pg), 0);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(parts_memory),
       cmocka_unit_test(foreign_mapping),
       cmocka_unit_test(past_a_reservation),
   };

@@ -381,6 +381,34 @@ static void become_ordinary_user(size_t limit) {
   if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(3);
 }
 
+/* decommit and reset of locked pages fail with EINVAL and change nothing (the kernel refuses MADV_DONTNEED and
+   MADV_FREE on locked pages): the contents, the lock and the statistics stay; after ms_pages_unlock both work */
+static void locked_decommit_refused(void **state) {
+  (void)state;
+  if (!MLOCK_REAL) ms_skip_refused(0, "this sanitizer build's runtime replaces mlock with a no-op");
+  ms_pages_t r;
+  int e = ms_pages_reserve(2 * ps, 0, MS_PAGES_LOCK, -1, &r);
+  if (e) ms_skip_refused(e, "ms_pages_reserve(MS_PAGES_LOCK)");
+  memset(r.addr, 7, 2 * ps);
+  ms_stats_t a, b;
+  assert_int_equal(ms_stats_get(&a, sizeof a), 0);
+  errno = 0;
+  assert_int_equal(ms_pages_decommit(r.addr, ps), EINVAL);
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
+  assert_int_equal(ms_pages_reset(r.addr, 2 * ps), EINVAL);
+  assert_int_equal(errno, EINVAL);
+  assert_int_equal(((unsigned char *)r.addr)[0], 7); /* still committed, contents kept */
+  assert_int_equal(((unsigned char *)r.addr)[2 * ps - 1], 7);
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_int_equal(b.os_locked_bytes, a.os_locked_bytes);
+  assert_int_equal(b.os_committed_bytes, a.os_committed_bytes);
+  assert_int_equal(ms_pages_unlock(r.addr, r.size), 0);
+  assert_int_equal(ms_pages_reset(r.addr, ps), 0);
+  assert_int_equal(ms_pages_decommit(r.addr, ps), 0);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
 /* what a refused lock returns, as the header says: the kernel's mlock gives ENOMEM above a non-zero
    RLIMIT_MEMLOCK and EPERM when the limit is 0 */
 static void mlock_above_limit(void **state) {
@@ -485,6 +513,7 @@ int main(void) {
       cmocka_unit_test_setup(reserve_commit_release, setup),
       cmocka_unit_test_setup(reserve_committed_aligned, setup),
       cmocka_unit_test_setup(reserve_populate_lock, setup),
+      cmocka_unit_test_setup(locked_decommit_refused, setup),
       cmocka_unit_test_setup(populate_beyond_memory_refused, setup),
       cmocka_unit_test_setup(bad_input, setup),
       cmocka_unit_test_setup(foreign_and_beyond, setup),

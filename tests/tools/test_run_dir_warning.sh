@@ -60,4 +60,14 @@ out=$(MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOA
 out=$out$(MEMSPACE_SPILL_THRESHOLD=auto MEMSPACE_SPILL_DIR=/nonexistent-red2 LD_PRELOAD=$lib sh -c "$script_big" 2>&1)
 echo "plain LD_PRELOAD, nothing spilled: $(lines "$out") line(s)"
 [ "$(lines "$out")" = 0 ] || { echo "FAIL: processes without a large block checked the directory"; echo "$out"; fail=1; }
+# a threshold the library reads as 0 (spaces around it, a suffix, leading zeros) or as invalid (reported, the
+# default 0 kept) spills nothing: the tool says nothing of the directory, nor that a --spill-dir spills nothing
+# without a threshold only when one is set
+for t in " 0 " 0K 00 junk; do
+  out=$(MEMSPACE_SPILL_THRESHOLD=$t MEMSPACE_SPILL_DIR=/nonexistent-red2 "$tool" run -- /bin/true 2>&1)
+  echo "MEMSPACE_SPILL_THRESHOLD='$t': $(lines "$out") line(s)"
+  [ "$(lines "$out")" = 0 ] || { echo "FAIL: spill is off, the directory was reported:"; echo "$out"; fail=1; }
+  out=$(MEMSPACE_SPILL_THRESHOLD=$t "$tool" run --spill-dir /tmp -- /bin/true 2>&1)
+  [[ "$out" == *"nothing is spilled"* ]] || { echo "FAIL: --spill-dir with spill off ('$t') not said to spill nothing: $out"; fail=1; }
+done
 ms_finish $fail

@@ -35,6 +35,19 @@ check "no program after an unusable --spill-dir: status 2, that alone, got: $msg
   '[ $st = 2 ] && [[ "$msg" == "memspace run: no program given"* ]] && [[ "$msg" != *"$tmp/missing"* ]]'
 msg=$("$tool" run --space-expand 0 -- true 2>&1); st=$?
 check "--space-expand without a space: status 2" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+# a space the machine cannot back is refused when its size comes from the environment too (the program reads it)
+msg=$(MEMSPACE_SPACE_INITIAL=1000000G "$tool" run -- sh -c 'echo started' 2>&1); st=$?
+check "MEMSPACE_SPACE_INITIAL=1000000G: status 2, the program not started, got: $st $msg" \
+  '[ $st = 2 ] && [[ "$msg" == "memspace run: MEMSPACE_SPACE_INITIAL=1000000G: a space of "*"cannot be backed"* ]]'
+# a size the library reads as no space (0, and an invalid value it replaces by the default 0) is no space either
+for v in 0 0K junk " "; do
+  msg=$(MEMSPACE_SPACE_INITIAL=$v "$tool" run --space-expand 1M -- true 2>&1); st=$?
+  check "--space-expand with MEMSPACE_SPACE_INITIAL='$v' (no space): status 2, got: $st $msg" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+done
+msg=$("$tool" run --space-initial 0 --inherit -- true 2>&1); st=$?
+check "--inherit with --space-initial 0: status 2, got: $st $msg" '[ $st = 2 ] && [[ "$msg" == *"need --space-initial"* ]]'
+out=$(MEMSPACE_SPACE_INITIAL=" 16M " "$tool" run --space-at firstalloc -- sh -c 'echo ok' 2>/dev/null)
+check "--space-at with MEMSPACE_SPACE_INITIAL=' 16M ' from the environment runs" '[ "$out" = ok ]'
 out=$(MEMSPACE_SPACE_INITIAL=16M "$tool" run --space-expand 1M -- sh -c 'echo ok' 2>/dev/null)
 check "--space-expand with MEMSPACE_SPACE_INITIAL from the environment runs" '[ "$out" = ok ]'
 # an expand step no expansion of that space could take: the library would warn and run the space at a fixed size
@@ -75,9 +88,25 @@ if [ -n "$peer" ]; then
       '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     msg=$(cd "$tmp/origin" && LD_PRELOAD=$entry PATH="/nonexistent:" "$tool" run -- prog 2>&1); st=$?
     check "...also through a trailing ':' (an empty last entry)" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    mkdir -p "$tmp/dirs/prog"
+    msg=$(cd / && LD_PRELOAD=$entry PATH="$tmp/dirs:$tmp/origin:$PATH" "$tool" run -- prog 2>&1); st=$?
+    check "...also past a directory of the program's name earlier on PATH (execvp passes it by), got: $msg" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
     printf '#!%s\n' "$tmp/origin/prog" > "$tmp/script" && chmod +x "$tmp/script"
     msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script" 2>&1); st=$?
     check "...and for a script whose interpreter lies there" '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    printf '#!%s\n' "$tmp/script" > "$tmp/script2" && chmod +x "$tmp/script2"
+    msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/script2" 2>&1); st=$?
+    check "...and for a script whose interpreter is that script (the kernel runs the last interpreter), got: $msg" \
+      '[ $st = 2 ] && [[ "$msg" == *"defines malloc"* ]]'
+    # a script without "#!" beside the library: the kernel refuses it (ENOEXEC) and execvp runs it with /bin/sh,
+    # whose directory the loader's $ORIGIN names: the library is not loaded, and memspace serves the script
+    printf 'echo "$LD_PRELOAD"\n' > "$tmp/origin/noshebang" && chmod +x "$tmp/origin/noshebang"
+    if [ ! -e "$(dirname "$(realpath /bin/sh)")/$(basename "$peer")" ]; then
+      msg=$(LD_PRELOAD=$entry "$tool" run -- "$tmp/origin/noshebang" 2>/dev/null); st=$?
+      check "a script without #! beside a malloc library named by \$ORIGIN runs with memspace, got: $st $msg" \
+        '[ $st = 0 ] && [[ "$msg" == "$entry":/*libmemspace.so* ]]'
+    fi
   fi
 else
   echo "SKIP: no peer allocator installed to preload"
