@@ -414,8 +414,11 @@ MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
     if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
     if (atomic_load(&next_check)) atomic_store(&next_check, 0);
     if (atomic_load(&msi_maint_pressure)) atomic_store(&msi_maint_pressure, 0); /* until the child's own look */
-    if (atomic_load(&msi_maint_tight)) atomic_store(&msi_maint_tight, 0);
-    if (atomic_load(&limit_read)) atomic_store(&limit_read, 0); /* (the child's looks read the limit afresh) */
+    /* the child is in its parent's cgroup: a limit the parent read stays known until the child's own first look
+       reads it again; what the parent's looks found of its memory, and its threads yet to be seen, stay behind */
+    uint32_t tight = atomic_load(&msi_maint_tight);
+    if (tight & ~MSI_TIGHT_LIMIT) atomic_store(&msi_maint_tight, tight & MSI_TIGHT_LIMIT);
+    if (atomic_load(&limit_read)) atomic_store(&limit_read, 0);
     if (atomic_load(&poll_busy)) atomic_store(&poll_busy, 0); /* a look another thread of the parent was taking */
     msi_lock_reset(&task_lock);
   }

@@ -318,17 +318,29 @@ static void region_large(uintptr_t base, size_t shift) {
 }
 
 /* The reservation without a limit: 2^37 sub-regions (8 of them for the slot table and the segments), down to `min`
-   bytes when refused. It is asked for 64 GiB above the program (its headers: getauxval, no system call; its break
-   lies between, as under RLIMIT_AS: small_area_above_break), not where the kernel puts a mapping without a hint,
+   bytes when refused. It is asked for at least 64 GiB above the program (its headers: getauxval, no system call; its
+   break lies between, as under RLIMIT_AS: small_area_above_break; region_place adds 0-63 x 128 GiB), not where the kernel puts a mapping without a hint,
    just below the libraries: there it pushed every later mapping (the locale archive, a dlopen()ed library, a
    thread's stack) below its 4 TiB, away from the libraries, and each short process paid for their page-table
    pages of their own. The slot table's place comes first (large.c table_get: the entries past each size's first
    16 slots), the segment area right after it, in the same gibibyte: the first segment and the table share their
    page-table pages above the last level. */
+/* which of 64 places 128 GiB apart above the program the region asks for: the kernel's random bytes and the stack's
+   address (randomised apart from the program), so the program's address does not give the heap's. A multiply's top
+   bits: 6 bits of a product reveal nothing usable of the heap's secrets (msi_heap_global_init) */
+MSI_STARTUP_TEXT static unsigned region_place(void) {
+  uint64_t r[2] = {0, 0};
+  const void *at_random = (const void *)getauxval(AT_RANDOM);
+  if (at_random) memcpy(r, at_random, sizeof r);
+  uint64_t x = (r[0] + r[1] * 0xD6E8FEB86659FD93ull) ^ (uintptr_t)__builtin_frame_address(0);
+  return (unsigned)((x * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
 MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
   size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
   msi_os_reservation_t r = {.want = (8 + classes) * top, .min = min, .align = top, .flags = MSI_OS_RESERVE_HALVE_ALIGN};
-  uintptr_t prog = (uintptr_t)getauxval(AT_PHDR), hint = msi_align_up(prog + BREAK_MARGIN, top);
+  uintptr_t prog = (uintptr_t)getauxval(AT_PHDR);
+  uintptr_t hint = msi_align_up(prog + BREAK_MARGIN, top) + (uintptr_t)region_place() * top;
   if (prog && hint > prog && !((hint + r.want + top) >> 47)) r.hint = hint;
   if (!region_reserve(&r)) return false;
   size_t sub = r.got_align, shift = (size_t)__builtin_ctzll(sub);
@@ -1194,7 +1206,7 @@ static void spare_note(msi_span_t *s) {
   msi_block_t *b = free_list_walk(s, SPARE_LOOK, NULL);
   s->spare_mark = b == msi_span_list_end(s) ? 0 : spare_unit(s, b) << 16 | spare_unit(s, spare_link(s, b));
 }
-/* the noted block links to the same block (one load, where walking the list to it cost a cache miss a block): it
+/* the noted block links to the same block (one load; walking the list to it would cost a cache miss a block): it
    was never taken (a block freed above it was taken first: at most SPARE_LOOK blocks used since), or the blocks
    taken were freed back in reverse order (the list as it was) */
 static bool spare_near(const msi_span_t *s) {

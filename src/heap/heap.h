@@ -2,15 +2,15 @@
 /* heap.h: the heap's internal structures, shared by the src/heap sources, src/override/ and the heap's unit tests.
    Never installed. See docs/heap.md for the design.
 
-   Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused), asked for 64 GiB above
-   the program (heap.c region_unlimited: the place below the libraries stays the program's later mappings'). It
-   starts with the large slots' table's place (large.c table_get), then 4 MiB segments (bump-allocated,
-   committed whole) in the same gibibyte, so that a short process's first segment and table share their upper
-   page-table pages; the rest holds large blocks in power-of-two slots, one sub-region per slot size. Under RLIMIT_AS only the slot sub-regions are reserved, in proportion to the room
-   under the limit (none when it is small), and the segment area, above the program's break, takes address space
-   a segment at a time (heap.c region_init); a limit lowered later gives the unused reservations back
-   (msi_heap_fit_limit). A pointer is ours when it
-   falls inside the segments in use or the slot area: a subtraction and compare each.
+   Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused), asked for one of 64 places
+   above the program (heap.c region_unlimited: the place below the libraries stays the program's later mappings'). It
+   starts with the large slots' table's place (large.c table_get), then 4 MiB segments (bump-allocated, committed
+   whole) in the same gibibyte, so that a short process's first segment and table share their upper page-table pages;
+   the rest holds large blocks in power-of-two slots, one sub-region per slot size. Under RLIMIT_AS only the slot
+   sub-regions are reserved, in proportion to the room under the limit (none when it is small), and the segment area,
+   above the program's break, takes address space a segment at a time (heap.c region_init); a limit lowered later
+   gives the unused reservations back (msi_heap_fit_limit). A pointer is ours when it falls inside the segments in
+   use or the slot area: a subtraction and compare each.
 
    Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
    chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A segment

@@ -73,8 +73,8 @@ static bool strict;
    table_head (.lbss: a page written only where a large block is made, next to the library's other pages); the
    rest, class after class, in a NORESERVE mapping made when a class first takes a slot past them (table_get): a
    program making a few large blocks of each size (most short-lived programs: `sort`, `cat`, a shell) makes no
-   mapping and no page-table page for it, where the entries of each class's first slots, 16, 8, 4... MiB apart in
-   one mapping, took a page-table page each. With a whole reservation the mapping has its place there, before the
+   mapping and no page-table page for it (in one mapping the entries of each class's first slots lie 16, 8, 4...
+   MiB apart, a page-table page each). With a whole reservation the mapping has its place there, before the
    segment area (heap.c region_unlimited: the first segment's page-table pages serve it too); else (no such place,
    or refused) it is mapped anywhere. The overcommit mode is read from /proc when the heap initialises
    (the first allocation) all the same: read at the first dense
@@ -127,6 +127,15 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   atomic_store_explicit(&table_place, msi_heap_g.table_area, memory_order_relaxed);
 }
 
+/* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
+   (a process past vm.max_map_count, which direct blocks may take it to: see msi_large_alloc), the pages are
+   dropped instead: the memory goes back and the range stays accessible, reading zeros. */
+static void reserve(uintptr_t addr, size_t bytes) {
+  if (msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
+      MAP_FAILED)
+    msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
+}
+
 /* the slot table, mapped on first use (two threads racing both may map one, one keeps its copy);
    NULL when refused: the caller maps its block on its own (direct.c) */
 MSI_HOT_TEXT static slot_meta_t *table_get(void) {
@@ -144,7 +153,8 @@ MSI_HOT_TEXT static slot_meta_t *table_get(void) {
     return NULL;
   }
   if (!atomic_compare_exchange_strong_explicit(&table, &t, (slot_meta_t *)p, memory_order_acq_rel, memory_order_acquire)) {
-    msi_os_munmap(p, table_bytes);
+    if (place && (uintptr_t)p == place) reserve(place, table_bytes); /* the place stays the region's, not a hole */
+    else msi_os_munmap(p, table_bytes);
     return t;
   }
   return p;
@@ -156,14 +166,6 @@ static inline slot_meta_t *meta_at(const lclass_t *c, uint64_t idx) {
   return atomic_load_explicit(&table, memory_order_relaxed) + (c->meta_off + idx); /* (meta_off may wrap) */
 }
 
-/* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
-   (a process past vm.max_map_count, which direct blocks may take it to: see msi_large_alloc), the pages are
-   dropped instead: the memory goes back and the range stays accessible, reading zeros. */
-static void reserve(uintptr_t addr, size_t bytes) {
-  if (msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
-      MAP_FAILED)
-    msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
-}
 
 /* every commit and decommit of a block's pages, dense slots' included, counts in the heap's mapped bytes and
    the OS layer's committed bytes, once each way */

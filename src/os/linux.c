@@ -275,8 +275,8 @@ ssize_t msi_os_write(int fd, const void *buf, size_t len) {
 int msi_os_unlink(const char *path) { RETRY_INT(MS_FAULT_OP_COUNT, unlink(path)); }
 int msi_os_ftruncate(int fd, off_t size) { RETRY_INT(MS_FAULT_FALLOCATE, ftruncate(fd, size)); }
 int msi_os_fstatfs(int fd, struct statfs *st) { RETRY_INT(MS_FAULT_OP_COUNT, fstatfs(fd, st)); }
-/* (the kernel's struct stat is the C library's on 64-bit Linux; elsewhere the C library converts) */
-#if defined(SYS_fstat) && __SIZEOF_LONG__ == 8
+/* (the kernel's struct stat is the C library's on x86_64, aarch64 and riscv64; elsewhere the C library converts) */
+#if defined(SYS_fstat) && (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
 #define FSTAT(fd, st) NOCANCEL(SYS_fstat, fd, st)
 #else
 #define FSTAT(fd, st) fstat(fd, st)
@@ -340,7 +340,8 @@ ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_ou
   INJECT(MS_FAULT_FALLOCATE, -1);
   COUNT_CALL();
   ssize_t r;
-  do r = syscall(SYS_copy_file_range, fd_in, &off_in, fd_out, &off_out, len, 0u); while (r < 0 && errno == EINTR);
+  int64_t in = off_in, out = off_out; /* (the kernel's loff_t, whatever off_t is) */
+  do r = syscall(SYS_copy_file_range, fd_in, &in, fd_out, &out, len, 0u); while (r < 0 && errno == EINTR);
   if (r < 0) COUNT_FAIL();
   return r;
 }

@@ -6,9 +6,8 @@
 # leaves the place below the libraries to the program's later mappings, the first segment and the slot table's
 # place share their upper levels, the entries of every large size's first slots lie in the library's .lbss (no
 # table mapping); each large size used takes two (its slot's last-level table and its gibibyte's table above),
-# and a 512 GiB table serves four sizes. Measured 14 (medians); the layout before took 21-22 (the table's
-# entries of each size a page-table page apart, and a later mapping below the 4 TiB reservation, three levels of
-# its own).
+# and a 512 GiB table serves four sizes. A layout that put the region below the libraries (a later mapping then
+# needs three levels of its own) or each size's first entries a page-table page apart exceeds the bound.
 # Medians of 7 runs each, interleaved: the layout depends on where the kernel placed the libraries.
 set -u
 lib=$1 prog=$2
