@@ -230,8 +230,10 @@ MS_API size_t ms_huge_page_size(ms_page_kind_t kind);
 /// Memory others take after that look is not counted. ms_pages_populate and ms_pages_lock on a range of the
 /// caller's make no such look.
 /// Any number of reservations may be live: each one's page size is recorded (ENOMEM when that record cannot grow).
-/// The other ms_pages_* calls change the caller's reservations (and, where they say so, its other memory), never
-/// the memory of the library's spaces, frame allocators or DMA buffers: ENOMEM, left to its owner.
+/// ms_pages_commit, _decommit, _reset and _release change the caller's reservations only, never the memory of
+/// the library's spaces, frame allocators or DMA buffers (ENOMEM, left to its owner); ms_pages_unlock refuses
+/// (ENOMEM) the pages the library locked (a DMA buffer, a MS_SPACE_LOCKED space). ms_pages_populate, _lock and
+/// _bind take any memory of the caller's, blocks the library gave it included.
 MS_API int ms_pages_reserve(size_t size, size_t alignment, unsigned flags, int numa_node, ms_pages_t *out);
 /// Makes [addr, addr+size) readable and writable (size rounded up to the page). Range must be page-aligned
 /// inside a reservation. Returns 0 or an errno value, also stored in errno: EINVAL (NULL, unaligned, size 0,
@@ -259,7 +261,8 @@ MS_API int ms_pages_populate(void *addr, size_t size);
 /// CAP_IPC_LOCK: ENOMEM above a non-zero RLIMIT_MEMLOCK (or a hole), EPERM when RLIMIT_MEMLOCK is 0, EAGAIN when
 /// some pages could not be locked; reported under MEMSPACE_VERBOSE with the limit. EINVAL bad range. Thread-safe.
 MS_API int ms_pages_lock(void *addr, size_t size);
-/// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole).
+/// munlock the range (pages stay resident). Returns 0 or an errno value (EINVAL bad range, ENOMEM hole, or a
+/// range with pages the library locked: a DMA buffer's, a locked space's; nothing is unlocked).
 MS_API int ms_pages_unlock(void *addr, size_t size);
 /// Binds the range to NUMA node `node` with the mbind system call. Returns 0 or an errno value (EINVAL: no
 /// such node; ENOSYS: no NUMA support; EFAULT: part of the range is not mapped). Failure is also reported

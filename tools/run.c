@@ -25,10 +25,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-/* a file execve can start: executable and not a directory (execve gives EACCES, and execvp looks further) */
+/* a file execve can start: an executable regular file (a directory, a FIFO or a device gives EACCES, and execvp
+   looks further) */
 static bool runnable(const char *path) {
   struct stat st;
-  return access(path, X_OK) == 0 && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+  return access(path, X_OK) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* Finds `prog` on PATH like execvp does; returns 0 and the path, or -1. */
@@ -186,7 +187,9 @@ static bool program_origin(const char *path, char *out, size_t cap) {
   char exe[PATH_MAX], line[PATH_MAX];
   snprintf(exe, sizeof exe, "%s", path);
   for (int level = 0; level <= 4; level++) { /* (a chain past 4 levels fails the exec: ELOOP) */
-    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    int fd = open(exe, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* (a FIFO named by a "#!" line: never waited on) */
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) close(fd), fd = -1; /* execve refuses it */
     if (fd < 0) break;
     ssize_t n = read(fd, line, sizeof line - 1);
     close(fd);

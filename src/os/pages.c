@@ -36,7 +36,9 @@ static void sub_clamped(_Atomic uint64_t *c, uint64_t v) {
    over reading /proc/self/smaps (an open that a sandbox may forbid, on paths that must not fail). */
 /* internal: made for the library's own parts (spaces, frame allocators, DMA buffers and their lists: msi_pages_*),
    which the public calls refuse (ENOMEM, as memory that is not a reservation of this layer) */
-typedef struct { uintptr_t start, end; size_t page, committed, locked; bool internal; } range_t;
+/* pinned: an internal range the library locked pages of (a DMA buffer, a locked space), which ms_pages_unlock
+   refuses; the caller's own locks on a part's blocks do not set it */
+typedef struct { uintptr_t start, end; size_t page, committed, locked; bool internal, pinned; } range_t;
 #define STATIC_RANGES 64
 static range_t static_ranges[STATIC_RANGES];
 static range_t *ranges = static_ranges;
@@ -90,7 +92,7 @@ static bool range_add(void *addr, size_t size, size_t page, size_t committed, bo
   if (ok) {
     memmove(&ranges[i + 1], &ranges[j], (nranges - j) * sizeof(range_t));
     nranges = nranges + 1 - (j - i);
-    ranges[i] = (range_t){s, e, page, committed, 0, internal};
+    ranges[i] = (range_t){s, e, page, committed, 0, internal, false};
   }
   msi_unlock(&range_lock);
   return ok;
@@ -589,7 +591,18 @@ static struct rlimit memlock_limit(void) {
   return rl;
 }
 
+static int lock_pages(void *addr, size_t size);
+/* the library's lock: its ranges become pinned */
 int msi_pages_lock(void *addr, size_t size) {
+  int r = lock_pages(addr, size);
+  if (r) return r;
+  uintptr_t a = (uintptr_t)addr, end = a + page_round(size);
+  msi_lock(&range_lock);
+  for (size_t i = ranges_after(a); i < nranges && ranges[i].start < end; i++) ranges[i].pinned = ranges[i].internal;
+  msi_unlock(&range_lock);
+  return 0;
+}
+static int lock_pages(void *addr, size_t size) {
   CHECK(addr, size);
   size = page_round(size);
   if (msi_os_mlock(addr, size)) {
@@ -648,23 +661,30 @@ int msi_pages_release(void *addr, size_t size) {
 }
 
 /* ---- the public calls: the caller's own reservations (and its other memory where a call takes it), never the
-   library's (internal ranges: a space's data, a frame allocator's ranges, a pinned DMA buffer, which decommit,
-   release or munlock would take from under their owner) ---- */
-static bool touches_internal(const void *addr, size_t size) {
+   library's where the call would take memory from under its owner (internal ranges: a space's data, a frame
+   allocator's ranges, a pinned DMA buffer): commit, decommit, reset and release of them are refused, and unlock
+   of one the library locked (a DMA buffer, a locked space). Populate, lock and bind change nothing an owner relies
+   on: the caller may use them on blocks the library gave it (a space's block, a frame's object, malloc's memory
+   under a process space) ---- */
+static bool touches_internal(const void *addr, size_t size, bool pinned_only) {
   uintptr_t a = (uintptr_t)addr, end = a + page_round(size);
   if (!addr || !size || end <= a) return false; /* (the call's own checks refuse it) */
   bool hit = false;
   msi_lock(&range_lock);
-  for (size_t i = ranges_after(a); !hit && i < nranges && ranges[i].start < end; i++) hit = ranges[i].internal;
+  for (size_t i = ranges_after(a); !hit && i < nranges && ranges[i].start < end; i++)
+    hit = ranges[i].internal && (!pinned_only || ranges[i].pinned);
   msi_unlock(&range_lock);
   return hit;
 }
-#define PUBLIC(addr, size) do { if (touches_internal(addr, size)) FAIL(ENOMEM); } while (0)
+#define PUBLIC(addr, size) do { if (touches_internal(addr, size, false)) FAIL(ENOMEM); } while (0)
 int ms_pages_commit(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_commit(addr, size); }
 int ms_pages_decommit(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_decommit(addr, size); }
 int ms_pages_reset(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_reset(addr, size); }
-int ms_pages_populate(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_populate(addr, size); }
-int ms_pages_lock(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_lock(addr, size); }
-int ms_pages_unlock(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_unlock(addr, size); }
-int ms_pages_bind(void *addr, size_t size, int node) { PUBLIC(addr, size); return msi_pages_bind(addr, size, node); }
+int ms_pages_populate(void *addr, size_t size) { return msi_pages_populate(addr, size); }
+int ms_pages_lock(void *addr, size_t size) { return lock_pages(addr, size); }
+int ms_pages_unlock(void *addr, size_t size) {
+  if (touches_internal(addr, size, true)) FAIL(ENOMEM);
+  return msi_pages_unlock(addr, size);
+}
+int ms_pages_bind(void *addr, size_t size, int node) { return msi_pages_bind(addr, size, node); }
 int ms_pages_release(void *addr, size_t size) { PUBLIC(addr, size); return msi_pages_release(addr, size); }

@@ -111,6 +111,12 @@ if [ -n "$peer" ]; then
 else
   echo "SKIP: no peer allocator installed to preload"
 fi
+# a "#!" line naming a FIFO: execve refuses it (EACCES); following it for $ORIGIN must not wait on the FIFO
+fifodir=$(mktemp -d) && mkfifo "$fifodir/fifo" && chmod +x "$fifodir/fifo" &&
+  printf '#!%s\n' "$fifodir/fifo" > "$fifodir/s" && chmod +x "$fifodir/s"
+LD_PRELOAD='$ORIGIN/libnone.so' timeout 20 "$tool" run -- "$fifodir/s" >/dev/null 2>&1; st=$?
+check "a script whose interpreter is a FIFO is refused by the exec, not waited on (status $st)" '[ $st = 126 ]'
+rm -rf "$fifodir"
 shim=$(ls /usr/lib/*/libpthread.so.0 2>/dev/null | head -1)
 if [ -n "$shim" ]; then
   out=$(LD_PRELOAD=$shim "$tool" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
