@@ -325,13 +325,20 @@ static void region_large(uintptr_t base, size_t shift) {
    pages of their own. The slot table's place comes first (large.c table_get: the entries past each size's first
    16 slots), the segment area right after it, in the same gibibyte: the first segment and the table share their
    page-table pages above the last level. */
+/* the kernel's 16 random bytes for this process (AT_RANDOM), or zeros (false) */
+MSI_STARTUP_TEXT static bool kernel_random(uint64_t r[2]) {
+  const void *at_random = (const void *)getauxval(AT_RANDOM);
+  r[0] = r[1] = 0;
+  if (at_random) memcpy(r, at_random, 2 * sizeof *r);
+  return at_random != NULL;
+}
+
 /* which of 64 places 128 GiB apart above the program the region asks for: the kernel's random bytes and the stack's
    address (randomised apart from the program), so the program's address does not give the heap's. A multiply's top
    bits: 6 bits of a product reveal nothing usable of the heap's secrets (msi_heap_global_init) */
 MSI_STARTUP_TEXT static unsigned region_place(void) {
-  uint64_t r[2] = {0, 0};
-  const void *at_random = (const void *)getauxval(AT_RANDOM);
-  if (at_random) memcpy(r, at_random, sizeof r);
+  uint64_t r[2];
+  kernel_random(r); /* (zeros without them: the stack's address alone) */
   uint64_t x = (r[0] + r[1] * 0xD6E8FEB86659FD93ull) ^ (uintptr_t)__builtin_frame_address(0);
   return (unsigned)((x * 0x9E3779B97F4A7C15ull) >> 58);
 }
@@ -1808,10 +1815,8 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
   msi_heap_checks = MSI_HEAP_CHECKS_BUILD || msi_opt(MS_OPTION_SECURE);
   /* secrets: the kernel's 16 random bytes for this process (AT_RANDOM), mixed with an address; the time only
      without them (reading the clock first faults in the vDSO's data page) */
-  uint64_t rnd[2] = {0, 0};
-  const void *at_random = (const void *)getauxval(AT_RANDOM);
-  if (at_random) memcpy(rnd, at_random, sizeof rnd);
-  else rnd[0] = msi_now_ns();
+  uint64_t rnd[2];
+  if (!kernel_random(rnd)) rnd[0] = msi_now_ns();
   uintptr_t secret = (uintptr_t)rnd[0] * 0x9E3779B97F4A7C15ull;
   secret ^= (uintptr_t)&secret;
   msi_heap_g.secret = secret | 1 | (uintptr_t)1 << 63; /* odd, top bit set: heap.h msi_span_list_end */

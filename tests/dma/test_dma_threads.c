@@ -18,12 +18,18 @@ static bool readable;
 
 static void discard(const char *text, void *arg) { (void)text, (void)arg; }
 
-static void *worker(void *arg) {
-  int id = (int)(intptr_t)arg;
+/* a buffer on base pages (4 KiB), no NUMA preference */
+static ms_dma_config_t base_pages(void) {
   ms_dma_config_t c;
   memset(&c, 0, sizeof c);
   c.page_size = 4096;
   c.numa_node = -1;
+  return c;
+}
+
+static void *worker(void *arg) {
+  int id = (int)(intptr_t)arg;
+  ms_dma_config_t c = base_pages();
   char src[8192];
   memset(src, id + 1, sizeof src);
   for (int r = 0; r < ROUNDS; r++) {
@@ -56,10 +62,7 @@ static void *worker(void *arg) {
 
 static void threads_share_buffers(void **state) {
   (void)state;
-  ms_dma_config_t c;
-  memset(&c, 0, sizeof c);
-  c.page_size = 4096;
-  c.numa_node = -1;
+  ms_dma_config_t c = base_pages();
   shared = ms_dma_alloc(THREADS * 65536, &c);
   assert_non_null(shared);
   ms_dma_buffer_t *probe = ms_dma_alloc(4096, &c);
@@ -91,10 +94,7 @@ static void *race_free(void *arg) {
 }
 static void racing_double_free(void **state) {
   (void)state;
-  ms_dma_config_t c;
-  memset(&c, 0, sizeof c);
-  c.page_size = 4096;
-  c.numa_node = -1;
+  ms_dma_config_t c = base_pages();
   ms_stats_t before;
   ms_stats_get(&before, sizeof before);
   for (int r = 0; r < RACES; r++) {
