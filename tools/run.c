@@ -472,7 +472,8 @@ int tool_run(int argc, char **argv) {
   }
   const char *old = getenv("LD_PRELOAD");
   char first[PATH_MAX], prog[PATH_MAX], origin[PATH_MAX];
-  bool has_origin = old && *old && resolve(argv[i], prog, sizeof prog) == 0 && program_origin(prog, origin, sizeof origin);
+  bool found = resolve(argv[i], prog, sizeof prog) == 0; /* (the program as execvp finds it) */
+  bool has_origin = old && *old && found && program_origin(prog, origin, sizeof origin);
   int held = old && *old ? preload_scan(old, abs, has_origin ? origin : NULL, first, sizeof first) : PRELOAD_NONE;
   if (held == PRELOAD_OTHER) {
     fprintf(stderr, "memspace run: LD_PRELOAD already holds %s, which defines malloc and would serve the program "
@@ -488,11 +489,10 @@ int tool_run(int argc, char **argv) {
   } else if (!old || !*old) {
     setenv("LD_PRELOAD", abs, 1);
   }
-  char path[PATH_MAX];
   /* MEMSPACE_VERBOSE parsed as the library parses it (1/true/yes/on), not just "set and not 0", or --verbose */
-  if ((verbose_flag || ms_option_get(MS_OPTION_VERBOSE) == 1) && resolve(argv[i], path, sizeof path) == 0) {
-    const char *why = preload_ignored(path);
-    if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", path, why);
+  if ((verbose_flag || ms_option_get(MS_OPTION_VERBOSE) == 1) && found) {
+    const char *why = preload_ignored(prog);
+    if (why) fprintf(stderr, "memspace: %s will not use memspace: %s\n", prog, why);
   }
   /* the spill directory is checked here, once for the process tree, as it starts: the library checks it only at a
      process's first spill candidate, and under MEMSPACE_RUN_PID says a problem only under MEMSPACE_VERBOSE, the

@@ -122,10 +122,7 @@ static bool machine_short(const msi_pressure_t *p) {
 static bool psi_total(const char *text, uint64_t *v) {
   const char *nl = strchr(text, '\n'), *t = strstr(text, "total=");
   if (!t || (nl && t > nl)) return false;
-  t += 6;
-  if (*t < '0' || *t > '9') return false;
-  for (*v = 0; *t >= '0' && *t <= '9'; t++) *v = *v * 10 + (uint64_t)(*t - '0');
-  return true;
+  return msi_os_parse_dec(t + 6, v);
 }
 
 /* The drain: pressure found lasts while the usage keeps falling by DRAIN_STEP or more from one look to the next.
@@ -170,6 +167,13 @@ static void pressure_find(msi_pressure_t *p, msi_os_cgroup_t *cg_out) {
   p->limit = cg->limit;
 }
 
+/* one bit of msi_maint_tight set or cleared, written only when it changes */
+static void tight_put(uint32_t bit, bool on) {
+  if (on == ((atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & bit) != 0)) return;
+  if (on) atomic_fetch_or_explicit(&msi_maint_tight, bit, memory_order_relaxed);
+  else atomic_fetch_and_explicit(&msi_maint_tight, ~bit, memory_order_relaxed);
+}
+
 /* A look has read the cgroup's limit (once set, until a fork): msi_maint_note_thread sets MSI_TIGHT_UNSEEN only
    before. Both sides store, then load the other's word, in one total order: either the note sees the flag (and
    takes its bit back) or the reading sees the bit (and clears it), so the bit never outlives the first reading */
@@ -177,11 +181,8 @@ static _Atomic int limit_read;
 /* the limit read: MSI_TIGHT_LIMIT says whether there is one, MSI_TIGHT_UNSEEN goes (written only when changed) */
 static void limit_seen(bool limited) {
   if (!atomic_load_explicit(&limit_read, memory_order_relaxed)) atomic_store(&limit_read, 1);
-  uint32_t t = atomic_load(&msi_maint_tight);
-  if (limited != ((t & MSI_TIGHT_LIMIT) != 0)) {
-    if (limited) atomic_fetch_or_explicit(&msi_maint_tight, MSI_TIGHT_LIMIT, memory_order_relaxed);
-    else atomic_fetch_and_explicit(&msi_maint_tight, ~MSI_TIGHT_LIMIT, memory_order_relaxed);
-  }
+  uint32_t t = atomic_load(&msi_maint_tight); /* (seq_cst after limit_read's store: msi_maint_note_thread) */
+  tight_put(MSI_TIGHT_LIMIT, limited);
   if (t & MSI_TIGHT_UNSEEN) atomic_fetch_and(&msi_maint_tight, ~MSI_TIGHT_UNSEEN);
 }
 
@@ -195,10 +196,7 @@ static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, u
   bool psi_due = now >= *next_psi;
   if (psi_due) *next_psi = now + PRESSURE_PSI_MS * 1000000ull;
   bool under = msi_pressure_look(p, now, psi_due);
-  if (p->tight != ((atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_LOOK) != 0)) {
-    if (p->tight) atomic_fetch_or_explicit(&msi_maint_tight, MSI_TIGHT_LOOK, memory_order_relaxed);
-    else atomic_fetch_and_explicit(&msi_maint_tight, ~MSI_TIGHT_LOOK, memory_order_relaxed);
-  }
+  tight_put(MSI_TIGHT_LOOK, p->tight);
   if (under != (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) != 0)) {
     atomic_store_explicit(&msi_maint_pressure, under, memory_order_relaxed);
     msi_verbose("memory pressure %s (cgroup usage %llu of its limit %llu, 0: no limit; stall from %s)",

@@ -1185,17 +1185,6 @@ static msi_span_t *spare_take(msi_heap_t *h, unsigned cls) {
   if (!atomic_load_explicit(&h->spare[cls], memory_order_relaxed)) return NULL;
   return atomic_exchange_explicit(&h->spare[cls], NULL, memory_order_acquire);
 }
-/* the block `steps` links from the head of the span's free list that `stop` is reached at, or the list's end */
-static msi_block_t *free_list_walk(const msi_span_t *s, unsigned steps, const msi_block_t *stop) {
-  msi_block_t *b = s->free;
-  for (unsigned i = 0; i < steps && b != stop && b != msi_span_list_end(s); i++) {
-    MSI_HEAP_VG_OPEN(b);
-    msi_block_t *next = msi_block_next(s, b);
-    MSI_HEAP_VG_CLOSE(b);
-    b = next;
-  }
-  return b;
-}
 /* a block of the span in 16-byte units from its base, + 1 (a span's 512 KiB: 15 bits); 0 for the list's end */
 _Static_assert(((size_t)MSI_HEAP_MAX_SPAN_CHUNKS << MSI_HEAP_CHUNK_SHIFT) >> 4 < 0xFFFF, "spare_mark's halves");
 static uint32_t spare_unit(const msi_span_t *s, const msi_block_t *b) {
@@ -1210,7 +1199,8 @@ static msi_block_t *spare_link(const msi_span_t *s, const msi_block_t *b) {
 }
 /* a span back from spare[] with its blocks linked: the block SPARE_LOOK deep and the one it links to noted */
 static void spare_note(msi_span_t *s) {
-  msi_block_t *b = free_list_walk(s, SPARE_LOOK, NULL);
+  msi_block_t *b = s->free;
+  for (unsigned i = 0; i < SPARE_LOOK && b != msi_span_list_end(s); i++) b = spare_link(s, b);
   s->spare_mark = b == msi_span_list_end(s) ? 0 : spare_unit(s, b) << 16 | spare_unit(s, spare_link(s, b));
 }
 /* the noted block links to the same block (one load; walking the list to it would cost a cache miss a block): it

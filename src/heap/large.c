@@ -40,7 +40,6 @@ typedef struct lclass_s {
   size_t cached_bytes;      /* committed bytes of the cached slots */
   struct cache_entry_s *cached; /* the cached slots, oldest first (cache_store) */
   size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
-  size_t head_off;    /* where table_head holds its first TABLE_HEAD entries */
 } lclass_t;
 
 static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
@@ -84,7 +83,7 @@ static bool strict;
    large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
    kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
 #define TABLE_HEAD 16
-MSI_COLD_BSS static slot_meta_t table_head[TABLE_HEAD * MSI_HEAP_LARGE_CLASSES];
+MSI_COLD_BSS static slot_meta_t table_head[MSI_HEAP_LARGE_CLASSES][TABLE_HEAD];
 static size_t table_bytes;
 static _Atomic(slot_meta_t *) table;
 static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
@@ -119,11 +118,10 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
     stored += classes[i].cache_max;
     classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
     classes[i].nslots = class_slots(i, msi_heap_g.sub_shift);
-    classes[i].head_off = (size_t)i * TABLE_HEAD;
     classes[i].meta_off = body - TABLE_HEAD;
     body += body_slots(classes[i].nslots);
   }
-  table_bytes = msi_large_table_bytes(msi_heap_g.sub_shift);
+  table_bytes = msi_round_up(body * sizeof(slot_meta_t), page_size); /* (msi_large_table_bytes) */
   atomic_store_explicit(&table_place, msi_heap_g.table_area, memory_order_relaxed);
 }
 
@@ -162,7 +160,7 @@ MSI_HOT_TEXT static slot_meta_t *table_get(void) {
 
 /* slot idx's entry of class c; only for a slot taken (past the first TABLE_HEAD: after table_get) */
 static inline slot_meta_t *meta_at(const lclass_t *c, uint64_t idx) {
-  if (idx < TABLE_HEAD) return &table_head[c->head_off + idx];
+  if (idx < TABLE_HEAD) return &table_head[c - classes][idx];
   return atomic_load_explicit(&table, memory_order_relaxed) + (c->meta_off + idx); /* (meta_off may wrap) */
 }
 
@@ -1107,8 +1105,8 @@ size_t msi_large_release_unused(void) {
       size_t len = (size_t)(had - keep) << k;
       if (msi_os_munmap((void *)from, len) == 0) total += len;
       if (t && had > TABLE_HEAD) { /* the table's pages wholly of the given-back slots */
-        uintptr_t a = msi_align_up((uintptr_t)(t + (c->meta_off + (keep > TABLE_HEAD ? keep : TABLE_HEAD))), page_size);
-        uintptr_t b = msi_align_down((uintptr_t)(t + (c->meta_off + had)), page_size);
+        uintptr_t a = msi_align_up((uintptr_t)meta_at(c, keep > TABLE_HEAD ? keep : TABLE_HEAD), page_size);
+        uintptr_t b = msi_align_down((uintptr_t)meta_at(c, had), page_size);
         if (a < b && msi_os_munmap((void *)a, b - a) == 0) total += b - a;
       }
     }

@@ -26,6 +26,7 @@ static inline bool msi_is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; 
 static inline uintptr_t msi_align_up(uintptr_t x, size_t a) { return (x + (a - 1)) & ~(uintptr_t)(a - 1); }
 static inline uintptr_t msi_align_down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }
 /* size rounded up to a multiple of a (power of two); 0 on overflow */
+static inline uint64_t msi_add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 static inline size_t msi_round_up(size_t x, size_t a) { return x > SIZE_MAX - (a - 1) ? 0 : (x + a - 1) & ~(a - 1); }
 
 /* ---- options (src/core/options.c): the table in options.def ---- */

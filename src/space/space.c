@@ -161,11 +161,7 @@ bool msi_space_owner_name(const void *p, char *name, size_t cap) {
   if (!msi_trylock(&registry_lock)) return false; /* (an abort path: never wait) */
   const ms_space_t *s = registry;
   while (s && (uintptr_t)p - (uintptr_t)s->data >= s->reserved) s = s->next;
-  if (s && cap) {
-    size_t n = strnlen(space_name(s), cap - 1);
-    memcpy(name, space_name(s), n);
-    name[n] = 0;
-  }
+  if (s) msi_snprintf(name, cap, "%s", space_name(s));
   msi_unlock(&registry_lock);
   return s != NULL;
 }
@@ -440,12 +436,11 @@ static void machine_read(void) {
   atomic_store_explicit(&machine.state, 2, memory_order_release);
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 int msi_space_backing(size_t bytes, bool locked, char *why, size_t cap) {
   machine_read();
   uint64_t swap = locked || machine.swap == UINT64_MAX ? 0 : machine.swap;
-  uint64_t mach = add_sat(machine.ram, swap), cgl = add_sat(machine.cgroup, swap);
+  uint64_t mach = msi_add_sat(machine.ram, swap), cgl = msi_add_sat(machine.cgroup, swap);
   if (bytes > mach) {
     msi_snprintf(why, cap, "more than the machine's %llu bytes of RAM%s", (unsigned long long)mach,
                  locked ? " (locked memory cannot be swapped)" : swap ? " + swap" : " (no swap)");
@@ -836,9 +831,7 @@ static void init_struct(ms_space_t *s, unsigned flags, const char *name) {
   s->flags = flags;
   s->fast = !(flags & (MS_SPACE_THREAD_SAFE | MS_SPACE_ZERO));
   s->numa_node = -1;
-  size_t n = 0;
-  for (; name && name[n] && n + 1 < sizeof s->name; n++) s->name[n] = name[n];
-  s->name[n] = 0;
+  msi_snprintf(s->name, sizeof s->name, "%s", name ? name : "");
   if (flags & MS_SPACE_THREAD_SAFE) {
     init_lock(s);
     s->lock_on = 1;

@@ -168,7 +168,7 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
     s->ok = msi_os_read_file(cg->stat_path, buf, sizeof buf) > 0;
     for (unsigned i = 0; s->ok && i < 5; i++) {
       if (!msi_os_text_value(buf, keys[i], &v[i]) && i == 0) s->ok = false; /* not a memory.stat */
-      if (i < 4) s->used = s->used + v[i] < s->used ? UINT64_MAX : s->used + v[i]; /* (a value past 2^64: the most) */
+      if (i < 4) s->used = msi_add_sat(s->used, v[i]); /* (a value past 2^64: the most) */
     }
     char path[sizeof cg->stat_path];
     uint64_t usage;
@@ -185,7 +185,7 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
   uint64_t avail, swap;
   if (meminfo && msi_os_read_file(meminfo, buf, sizeof buf) > 0 && msi_os_text_kb(buf, "MemAvailable:", &avail)) {
     if (!msi_os_text_kb(buf, "SwapFree:", &swap)) swap = 0;
-    s->avail = avail + swap < avail ? UINT64_MAX : avail + swap;
+    s->avail = msi_add_sat(avail, swap);
   } else if (msi_os_sysinfo_value("MemAvailable", &avail)) { /* no /proc: sysinfo's lower bound (no page cache) */
     s->avail = avail + (msi_os_sysinfo_value("SwapFree", &swap) ? swap : 0);
   } else if (!cg->stat_path[0]) {
