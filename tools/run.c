@@ -435,11 +435,14 @@ static int parse_options(int argc, char **argv) {
     fprintf(stderr, "memspace run: --space-expand, --space-at and --inherit need --space-initial SIZE (above 0)\n");
     return -1;
   }
-  /* a step no expansion of that space could take: the library would warn and run the space at a fixed size */
+  /* a step no expansion of that space could take (--space-expand, else the environment's, which the program reads as
+     well): the library would warn and run the space at a fixed size */
+  const char *expand_v = space_expand_v ? space_expand_v : getenv("MEMSPACE_SPACE_EXPAND");
   size_t expand;
-  if (space_expand_v && ms_parse_size(space_expand_v, &expand) == 0 && expand > msi_space_expand_max((size_t)initial)) {
-    fprintf(stderr, "memspace run: --space-expand %s: above the largest step a space of %lld bytes can take (%zu bytes)\n",
-            space_expand_v, initial, msi_space_expand_max((size_t)initial));
+  if (initial > 0 && expand_v && ms_parse_size(expand_v, &expand) == 0 && expand > msi_space_expand_max((size_t)initial)) {
+    fprintf(stderr, "memspace run: %s%s: above the largest step a space of %lld bytes can take (%zu bytes)\n",
+            space_expand_v ? "--space-expand " : "MEMSPACE_SPACE_EXPAND=", expand_v, initial,
+            msi_space_expand_max((size_t)initial));
     return -1;
   }
   if (i >= argc) { fprintf(stderr, "memspace run: no program given (memspace run [options] -- PROGRAM ARGS...)\n"); return -1; }

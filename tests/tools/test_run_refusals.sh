@@ -56,6 +56,11 @@ check "--space-expand above the largest step: status 2 and the limit, got: $msg"
   '[ $st = 2 ] && [[ "$msg" == *"--space-expand 64T: above the largest step"*"68719476736 bytes"* ]]'
 msg=$(MEMSPACE_SPACE_INITIAL=1M "$tool" run --space-expand 65G -- true 2>&1); st=$?
 check "...with the space's size from the environment, got: $msg" '[ $st = 2 ]'
+msg=$(MEMSPACE_SPACE_EXPAND=64T "$tool" run --space-initial 1M -- sh -c 'echo started' 2>&1); st=$?
+check "...with the step from the environment (the program reads it): status 2, not started, got: $msg" \
+  '[ $st = 2 ] && [[ "$msg" == "memspace run: MEMSPACE_SPACE_EXPAND=64T: above the largest step"* ]]'
+out=$(MEMSPACE_SPACE_EXPAND=64T "$tool" run -- sh -c 'echo ok' 2>&1)
+check "...but with no space the environment's step is nothing to refuse, got: $out" '[ "$out" = ok ]'
 msg=$("$tool" run --space-initial 1M --space-expand 64G -- true 2>&1); st=$?
 check "--space-expand at the largest step runs, got: $msg" '[ $st = 0 ] && [ -z "$msg" ]'
 out=$("$tool" run --heap=size --purge-delay=-1 --secure --verbose -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_PURGE_DELAY $MEMSPACE_SECURE $MEMSPACE_VERBOSE"' 2>/dev/null)
