@@ -12,7 +12,8 @@ read_page_faults=.. write_page_faults=.. read_cpu_s=.. write_cpu_s=.. (the gathe
 faults of their temporaries' fresh pages, user + system seconds), and the phases' wall seconds read_s=..
 write_s=..; where the kernel shows them, the fill's split by thread: fill_main_cpu_s=.. fill_main_wait_s=.. (the
 program's own thread on a CPU, and runnable but waiting for one: /proc/self/task/PID/schedstat), fill_maint_cpu_s=..
-(memspace's maintenance thread on a CPU: spill's write-back passes) and fill_dirty_bytes=.. (the dirty page cache
+and fill_maint_wait_s=.. (memspace's maintenance thread on a CPU, spill's write-back passes, and runnable but
+waiting for one: the rest of the fill it slept, on its period or on the disk) and fill_dirty_bytes=.. (the dirty page cache
 of the process's memory cgroup right after the fill: the write-back's backlog)."""
 import os
 import resource
@@ -37,9 +38,9 @@ def usage():
 
 
 def threads():
-    """(the program's thread's on-CPU ns, its run-queue wait ns, the maintenance thread's on-CPU ns), or None
-    where the kernel keeps no schedstat"""
-    main = wait = maint = 0
+    """(the program's thread's on-CPU ns, its run-queue wait ns, the maintenance thread's on-CPU ns and run-queue
+    wait ns), or None where the kernel keeps no schedstat"""
+    main = wait = maint = maint_wait = 0
     try:
         for t in os.listdir("/proc/self/task"):
             try:
@@ -48,11 +49,12 @@ def threads():
                     main, wait = run, queued
                 elif open(f"/proc/self/task/{t}/comm").read().strip() == "memspace-maint":
                     maint += run
+                    maint_wait += queued
             except OSError:
                 pass  # (a thread that ended meanwhile)
     except (OSError, ValueError):
         return None
-    return main, wait, maint
+    return main, wait, maint, maint_wait
 
 
 def cgroup_dirty():
@@ -97,7 +99,7 @@ dirty = cgroup_dirty()
 split = ""
 if th0 and th1:
     split = (f"fill_main_cpu_s={(th1[0] - th0[0]) / 1e9:.6f} fill_main_wait_s={(th1[1] - th0[1]) / 1e9:.6f} "
-             f"fill_maint_cpu_s={(th1[2] - th0[2]) / 1e9:.6f} ")
+             f"fill_maint_cpu_s={(th1[2] - th0[2]) / 1e9:.6f} fill_maint_wait_s={(th1[3] - th0[3]) / 1e9:.6f} ")
 if dirty is not None:
     split += f"fill_dirty_bytes={dirty} "
 rng = np.random.default_rng(1)

@@ -19,9 +19,11 @@ allocation time over the threshold's (the median of the rounds' ratios is the co
 MSB_FACTORS=1.5,3 MSB_LANGS=python,r MSB_CONFIGS=auto,spill choose the runs; MSB_BLOCK_MIB=N allocates the data as
 N-MiB numpy arrays instead of one vector. More configurations: plain (no library) and heap (the library without
 spill) for the data-fits size, spillb (the 64M threshold again: an A/A check of the method), autoENV (auto with
-ENV=1 in the environment, for a bisecting build); the last configuration is the base of the ratios.
+ENV=1 in the environment, for a bisecting build), CONFIG+VAR (any of them with VAR=1 in the environment: an
+experimental switch measured under both configurations); the last configuration is the base of the ratios.
 MSB_VERBOSE=all gives every configuration auto's MEMSPACE_VERBOSE=1; MSB_PROBES=0 runs without the probes;
-MSB_SEED_R=experiments/seed_threads.R splits the fill's CPU by thread; MSB_ACCESSES=N (default 2000)."""
+MSB_SEED_R=experiments/seed_threads.R splits the fill's CPU by thread; MSB_ACCESSES=N (default 2000).
+With the probes it prints, per configuration, the p50, p99 and worst of each probe's rounds that overlap its runs."""
 import os
 import re
 import subprocess
@@ -45,12 +47,22 @@ LANGS = os.environ.get("MSB_LANGS", "python,r").split(",")
 CONFIGS = os.environ.get("MSB_CONFIGS", "auto,spill").split(",")
 SPILL_DIR = os.environ.get("MEMSPACE_SPILL_DIR", "/var/tmp")
 STATS_DIR = f"/tmp/auto-past-limit-{os.getpid()}"
+PROBE_LOG = STATS_DIR + "-{}.log"  # each probe's rounds (start, latency), written when it ends
 STAT_KEYS = ("spill_writebacks", "spill_writebacks_full", "spill_writebacks_urgent", "spill_write_behind",
              "spill_write_behind_waits", "spill_advice_switches", "spill_auto_samples", "spill_moves",
              "spill_blocks", "syscalls")
 
 
 def env_for(config):
+    """config's environment; CONFIG+VAR: config's with VAR=1"""
+    config, _, var = config.partition("+")
+    e = env_for_base(config)
+    if var:
+        e[var] = "1"
+    return e
+
+
+def env_for_base(config):
     e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSPACE_") and k != "LD_PRELOAD"}
     if config == "plain":  # no library (the data-fits target's base)
         return e
@@ -177,10 +189,11 @@ def main():
         # MSB_PROBES=0: none (the benchmark's data-fits rounds run without them)
         for name, period in (("probe-idle", 2000), ("probe-10ms", 10)) if os.environ.get("MSB_PROBES") != "0" else ():
             g = parent.child(name)
-            pr = g.popen([PROBE, str(period), "64"], stdout=subprocess.PIPE, text=True)
+            pr = g.popen([PROBE, str(period), "64", PROBE_LOG.format(name)], stdout=subprocess.PIPE, text=True)
             pr.stdout.readline()
-            probes.append(pr)
+            probes.append((name, pr))
         runs = {}  # (lang, size, config) -> [figures]
+        spans = {}  # config -> [(start, end) of each run, CLOCK_MONOTONIC ns], to attribute the probes' rounds
         csv = open(OUT, "w") if OUT else None
         if csv:
             csv.write("round,lang,size,config,metric,value\n")
@@ -190,7 +203,9 @@ def main():
                     size = int(LIMIT * f)
                     order = CONFIGS if r % 2 == 0 else CONFIGS[::-1]
                     for config in order:
+                        t0 = time.monotonic_ns()
                         d = run_one(parent, lang, size, config)
+                        spans.setdefault(config, []).append((t0, time.monotonic_ns()))
                         runs.setdefault((lang, f, config), []).append(d)
                         print(f"round {r} {lang} {f}x {config}: alloc {d.get('alloc_s', -1):.3f} s, user "
                               f"{d.get('fill_user_s', -1):.3f} sys {d.get('fill_sys_s', -1):.3f} faults "
@@ -222,9 +237,22 @@ def main():
                         if rat:
                             print(f"  {lang} {f}x {config} {m}: {rat[len(rat) // 2]:.3f}x [{rat[0]:.3f}-{rat[-1]:.3f}] "
                                   f"({' '.join(f'{x:.2f}' for x in rat)})")
-    finally:
-        for pr in probes:
+        for name, pr in probes:
             pr.terminate()
+            pr.wait()
+            rounds = [[float(x) for x in line.split()[:2]] for line in open(PROBE_LOG.format(name))]
+            for config, sp in spans.items():
+                lats = sorted(lat for t0, lat in rounds if any(t0 < b and t0 + lat > a for a, b in sp))
+                if lats:
+                    print(f"{name} during {config}'s runs: {len(lats)} rounds, p50 {lats[len(lats) // 2] / 1e6:.2f} ms, "
+                          f"p99 {lats[min(int(len(lats) * 0.99), len(lats) - 1)] / 1e6:.2f} ms, "
+                          f"worst {lats[-1] / 1e6:.2f} ms")
+    finally:
+        for name, pr in probes:
+            pr.terminate()
+            pr.wait()
+            if os.path.exists(PROBE_LOG.format(name)):
+                os.unlink(PROBE_LOG.format(name))
         parent.remove()
         for f in os.listdir(STATS_DIR):
             os.unlink(os.path.join(STATS_DIR, f))
