@@ -1062,17 +1062,21 @@ def spill_past_target(run, lang, f, s):
 
 def spill_thread_context(run, lang, s):
     """past the limit, the fill split by thread (seed.py's fill_main_cpu_s, fill_main_wait_s, fill_maint_cpu_s,
-    fill_dirty_bytes; medians over the rounds), auto's against the threshold's, as text ("" in a run without them).
+    fill_maint_wait_s where recorded, fill_dirty_bytes; medians over the rounds), auto's against the threshold's, as text ("" in a run without them).
     A round whose maintenance thread found no CPU for its idle-priority write-back ends its fill with hundreds of
     MiB dirty and its program's thread waiting for a CPU, under either configuration"""
     keys = ("fill_main_cpu_s", "fill_main_wait_s", "fill_maint_cpu_s", "fill_dirty_bytes")
     m = {(c, k): run.med(f"past-run-{c}", lang, k, size=s) for c in ("auto", "spill") for k in keys}
     if None in m.values():
         return ""
+
+    def maint_wait(c):  # fill_maint_wait_s: in runs that record it
+        w = run.med(f"past-run-{c}", lang, "fill_maint_wait_s", size=s)
+        return "" if w is None else f" on a CPU and {num(w)} s waiting for one"
     return (f"; the fill's threads (medians, auto against the threshold): the program's {num(m['auto', keys[0]])} s on a "
             f"CPU and {num(m['auto', keys[1]])} s waiting for one against {num(m['spill', keys[0]])} and "
-            f"{num(m['spill', keys[1]])} s, the maintenance thread's {num(m['auto', keys[2]])} s against "
-            f"{num(m['spill', keys[2]])} s, dirty at the fill's end {num(m['auto', keys[3]] / 2**20, 0)} MiB against "
+            f"{num(m['spill', keys[1]])} s, the maintenance thread's {num(m['auto', keys[2]])} s{maint_wait('auto')} "
+            f"against {num(m['spill', keys[2]])} s{maint_wait('spill')}, dirty at the fill's end {num(m['auto', keys[3]] / 2**20, 0)} MiB against "
             f"{num(m['spill', keys[3]] / 2**20, 0)} MiB")
 
 
