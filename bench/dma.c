@@ -485,7 +485,7 @@ int msb_bench_dma(msb_ctx_t *ctx) {
                  m == M_NT ? "ms_dma_write" : "ms_dma_stream", lim[1].memset_gbs, worst, te, tb,
                  m == M_NT ? " [fence per event: not the target's path]" : " [one fence per 64 KiB]");
       snprintf(cs, sizeof cs, "target-%s-vs-memset", method_case[m]);
-      msb_row(ctx, cs, "memspace", 1, 0, "worst_ratio", worst);
+      msb_row(ctx, cs, "memspace", 1, 0, "worst_x", worst);
     }
   } else {
     msb_printf("  ----  NT writes vs memset on 2 MiB pages: not measured (no 2 MiB pages)\n");
@@ -502,7 +502,7 @@ int msb_bench_dma(msb_ctx_t *ctx) {
   if (t2m > 0 && t4k > 0) {
     msb_printf("  %s  %s on 2 MiB pages allocated in <= 0.5x the base-page path: %.2fx (%.1f vs %.1f ms)\n",
                t2m <= 0.5 * t4k ? "PASS" : "MISS", tag, t2m / t4k, t2m * 1e3, t4k * 1e3);
-    msb_row(ctx, "target-alloc-2m-vs-4k", "memspace", 1, big, "ratio", t2m / t4k);
+    msb_row(ctx, "target-alloc-2m-vs-4k", "memspace", 1, big, "time_x", t2m / t4k);
   } else {
     msb_printf("  ----  allocation 2 MiB vs base pages: not measured\n");
   }

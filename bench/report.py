@@ -953,8 +953,8 @@ def spill_long(run):
             sp, au = (run.vals(f"past-run-{c}", lang, "alloc_s", size=s) for c in ("spill", "auto"))
             rows.append((lang, size_tag(s), f"{s / lim:.2g}x", ", ".join(f"{t:.2f} / {a:.2f}" for t, a in zip(sp, au)))
                         + tuple(f"{x(run.first('past-ratio-auto', lang, m + '_x', size=s))} "
-                                f"[{num(run.first('past-ratio-auto', lang, m + '_x_min', size=s))}-"
-                                f"{num(run.first('past-ratio-auto', lang, m + '_x_max', size=s))}]"
+                                f"[{num(run.first('past-ratio-auto', lang, m + '_min_x', size=s))}-"
+                                f"{num(run.first('past-ratio-auto', lang, m + '_max_x', size=s))}]"
                                 for m in ("alloc", "reads", "writes")))
     if rows:
         out.append("#### Past the limit: auto and the 64M threshold in turn (round 1 the sweeps' runs, then the order "
@@ -1051,7 +1051,7 @@ def spill_past_target(run, lang, f, s):
         a, t = (run.first(c, lang, "alloc_s", size=s) for c in ("auto", "spill"))
         return verdict(None if t is None else a is not None and a <= 1.1 * t,
                        f"{what}: {x(ratio(a, t))}" + (" (one run of each, in their own sweeps)" if a and t else ""))
-    lo, hi, n = (run.first("past-ratio-auto", lang, m, size=s) for m in ("alloc_x_min", "alloc_x_max", "rounds"))
+    lo, hi, n = (run.first("past-ratio-auto", lang, m, size=s) for m in ("alloc_min_x", "alloc_max_x", "rounds"))
     each = [ratio(a, t) for a, t in zip(run.vals("past-run-auto", lang, "alloc_s", size=s),
                                         run.vals("past-run-spill", lang, "alloc_s", size=s))]
     return verdict(med <= 1.1, f"{what}: {x(med)} (in turn, median of {num(n, 0)} rounds' ratios, round 1 the sweeps' "
@@ -1154,7 +1154,7 @@ def pair_how(run, lang, s, cfg="pair-spill"):
 def spill_pair_ranges(run, lang, s, cfg="pair-spill"):
     """the rounds' ranges of the three ratios as text ("" in a run without them)"""
     c = cfg.replace("pair-", "pair-ratio-")
-    r = [(run.first(c, lang, f"{m}_x_min", size=s), run.first(c, lang, f"{m}_x_max", size=s)) for m in ("alloc", "reads", "writes")]
+    r = [(run.first(c, lang, f"{m}_min_x", size=s), run.first(c, lang, f"{m}_max_x", size=s)) for m in ("alloc", "reads", "writes")]
     if any(None in p for p in r):
         return ""
     return " (ranges of the rounds: " + ", ".join(f"{lo:.2f}-{hi:.2f}" for lo, hi in r) + ")"
@@ -1290,7 +1290,7 @@ def dma_long(run):
     out.append(f"Consumer check: {bad:.0f} wrong events in all cells.")
     out.append("#### Targets (DMA)")
     for method, name in (("ntbatch", "ms_dma_stream"),):
-        csv_w = run.first(f"target-{method}-vs-memset", "memspace", "worst_ratio")
+        csv_w = run.first(f"target-{method}-vs-memset", "memspace", "worst_x")
         w = dma_worst(run, method)
         where = f" ({size_tag(w[3])} events, {w[2]} buffer)" if w else ""
         out.append(verdict(None if csv_w is None else csv_w >= 0.9,
@@ -1303,7 +1303,7 @@ def dma_long(run):
     out.append(verdict(ok, f"list of a {size_tag(size)} buffer on 2 MiB pages: {num(e, 0)} entries (<= {size / (2 << 20):.0f}), "
                            f"built in {ms(b * 1e9 if b else None)}, re-translated in {ms(v * 1e9 if v else None)} "
                            f"(< {size / 2**30:.2f} ms)"))
-    r = run.first("target-alloc-2m-vs-4k", "memspace", "ratio")
+    r = run.first("target-alloc-2m-vs-4k", "memspace", "time_x")
     out.append(verdict(None if r is None else r <= 0.5,
                        f"a pinned buffer on 2 MiB pages allocated in <= 0.5x the base-page time: {x(r)}"))
     return out

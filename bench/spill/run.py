@@ -735,8 +735,8 @@ def main():
                             if config != "plain":  # the judged figures: medians of the rounds' own ratios
                                 for m, (med, lo, hi) in zip(("alloc", "reads", "writes"), pair_ratios(pr, config)):
                                     row(f"pair-ratio-{config}", lang, size, f"{m}_x", med)
-                                    row(f"pair-ratio-{config}", lang, size, f"{m}_x_min", lo)
-                                    row(f"pair-ratio-{config}", lang, size, f"{m}_x_max", hi)
+                                    row(f"pair-ratio-{config}", lang, size, f"{m}_min_x", lo)
+                                    row(f"pair-ratio-{config}", lang, size, f"{m}_max_x", hi)
         finally:
             if parent:
                 parent.remove()
@@ -778,8 +778,8 @@ def main():
                                 usage_rows(f"past-run-{config}", lang, size, e)
                         for m, (med, lo, hi) in zip(("alloc", "reads", "writes"), pair_ratios(pr, "auto", "spill")):
                             row("past-ratio-auto", lang, size, f"{m}_x", med)
-                            row("past-ratio-auto", lang, size, f"{m}_x_min", lo)
-                            row("past-ratio-auto", lang, size, f"{m}_x_max", hi)
+                            row("past-ratio-auto", lang, size, f"{m}_min_x", lo)
+                            row("past-ratio-auto", lang, size, f"{m}_max_x", hi)
                         row("past-ratio-auto", lang, size, "rounds", len(pr["auto"][1]))
         finally:
             if probes:

@@ -54,6 +54,29 @@ class Committed(unittest.TestCase):
         self.assertEqual(r.returncode, 0, "README.md or docs/results.md differ from bench/results "
                                           "(run python3 bench/report.py):\n" + r.stderr)
 
+    def test_committed_csv_follows_the_contract(self):
+        """every committed bench/results/*.csv: the contract's header, seven fields a row, impl [a-z0-9-]+, and each
+        metric ending in its unit (docs/contract.md §2), or a count, or a status"""
+        import re
+        units = ("_ns", "_s", "seconds", "_bytes", "_x")
+        counts = {"entries", "events_bad", "failed", "instructions", "minor_faults", "moves", "ops", "page_faults",
+                  "reallocs", "rounds", "syscalls", "windows", "spill_began_reason"}
+        results = os.path.join(SRC, "bench", "results")
+        for name in sorted(f for f in os.listdir(results) if f.endswith(".csv")):
+            with open(os.path.join(results, name)) as f:
+                lines = f.read().splitlines()
+            self.assertEqual(lines[0] + "\n", HEADER, name)
+            for line in lines[1:]:
+                cells = line.split(",")
+                self.assertEqual(len(cells), 7, f"{name}: {line}")
+                impl, metric, value = cells[2], cells[5], cells[6]
+                self.assertRegex(impl, r"^[a-z0-9-]+$", f"{name}: {line}")
+                if metric == "status":
+                    continue
+                ok = metric.endswith(units) or metric in counts or metric.endswith("_page_faults")
+                self.assertTrue(ok, f"{name}: metric {metric!r} does not end in its unit: {line}")
+                self.assertTrue(re.match(r"^-?[0-9.]+(e[-+]?[0-9]+)?$", value), f"{name}: {line}")
+
 
 class Fixture(unittest.TestCase):
     def setUp(self):
@@ -204,8 +227,8 @@ class Fixture(unittest.TestCase):
                              ("fill_page_faults", 768), ("fill_user_s", users[i]), ("fill_sys_s", syss[i]),
                              ("read_page_faults", 392), ("write_page_faults", 0), ("read_cpu_s", 0.012)):
                     csv_rows.append(f"spill,pair-run-{cfg},python,1,{half},{m},{v}")
-        for m, v in (("alloc_x", 2.0), ("reads_x", 1.0), ("writes_x", 1.0), ("alloc_x_min", 2.0), ("alloc_x_max", 2.0),
-                     ("reads_x_min", 1.0), ("reads_x_max", 1.0), ("writes_x_min", 1.0), ("writes_x_max", 1.0)):
+        for m, v in (("alloc_x", 2.0), ("reads_x", 1.0), ("writes_x", 1.0), ("alloc_min_x", 2.0), ("alloc_max_x", 2.0),
+                     ("reads_min_x", 1.0), ("reads_max_x", 1.0), ("writes_min_x", 1.0), ("writes_max_x", 1.0)):
             csv_rows.append(f"spill,pair-ratio-auto,python,1,{half},{m},{v}")
         with open(os.path.join(self.results, "spill.csv"), "w") as f:
             f.write(HEADER + "\n".join(csv_rows) + "\n")
@@ -240,8 +263,8 @@ class Fixture(unittest.TestCase):
                        "fill_user_s": 0.1, "fill_sys_s": 0.4} for w in walls]
                 for cfg, walls in (("spill", (1.0, 2.0, 3.0)), ("auto", (1.5, 2.0, 2.7)))}
         doc = self.write_spill_past(csv_rows, s, runs, (
-            ("alloc_x", 1.0), ("alloc_x_min", 0.9), ("alloc_x_max", 1.5), ("reads_x", 1.0), ("reads_x_min", 1.0),
-            ("reads_x_max", 1.0), ("writes_x", 1.0), ("writes_x_min", 1.0), ("writes_x_max", 1.0), ("rounds", 3)))
+            ("alloc_x", 1.0), ("alloc_min_x", 0.9), ("alloc_max_x", 1.5), ("reads_x", 1.0), ("reads_min_x", 1.0),
+            ("reads_max_x", 1.0), ("writes_x", 1.0), ("writes_min_x", 1.0), ("writes_max_x", 1.0), ("rounds", 3)))
         self.assertIn("- met: python: auto at 1.5x the limit completes, allocation within 1.1x the 64M threshold's: "
                       "1.00x (in turn, median of 3 rounds' ratios, round 1 the sweeps' runs; range 0.90-1.50; the "
                       "rounds: 1.50x, 1.00x, 0.90x); beside it the fill's CPU time 1.00x [1.00-1.00] the 64M "
@@ -270,7 +293,7 @@ class Fixture(unittest.TestCase):
                 for cfg, split in (("spill", ((1.1, 0.0, 0.3, 80 << 20),) * 3),
                                    ("auto", ((1.1, 0.5, 0.05, 500 << 20), (1.2, 0.4, 0.1, 400 << 20),
                                              (1.0, 0.6, 0.0, 600 << 20))))}
-        doc = self.write_spill_past(csv_rows, s, runs, (("alloc_x", 1.5), ("alloc_x_min", 1.4), ("alloc_x_max", 1.6),
+        doc = self.write_spill_past(csv_rows, s, runs, (("alloc_x", 1.5), ("alloc_min_x", 1.4), ("alloc_max_x", 1.6),
                                                         ("rounds", 3)))
         self.assertIn("rounds: 1.50x, 1.40x, 1.60x); the fill's threads (medians, auto against the threshold): the "
                       "program's 1.10 s on a CPU and 0.50 s waiting for one against 1.10 and 0.00 s, the maintenance "
