@@ -524,6 +524,18 @@ static bool seg_claimable(const msi_segment_t *seg) {
   return !o || atomic_load_explicit(&o->gone, memory_order_relaxed) || atomic_load_explicit(&o->orphan, memory_order_relaxed);
 }
 
+/* Under an address-space limit a segment of its own per thread would spend the limit 4 MiB per thread, however
+   little each allocates: a program of a thousand threads under `ulimit -v 4000000` ran out at about 950, the
+   threads' stacks refused first (pthread_create: ENOMEM), where glibc's arenas run four thousand. So once the
+   segments take a quarter of the limit, a heap that needs room shares a segment that has it (the false sharing
+   of span descriptors costs time, not memory) and maps a new one only when none has. One getrlimit, and only
+   when a new segment would be mapped under a limit. */
+static bool seg_share_first(uintptr_t top) {
+  if (!msi_heap_g.as_limited) return false;
+  size_t limit = msi_os_as_limit();
+  return limit != SIZE_MAX && top >= limit / 4;
+}
+
 /* a segment with a run of n free chunks for h (at: its first chunk), now h's (under seg_lock); NULL: none */
 static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
@@ -541,6 +553,7 @@ static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
       else if (!shared) shared = s, shared_at = a;
     }
   if (!seg && claim) seg = claim, at = claim_at;
+  if (!seg && shared && seg_share_first(top)) seg = shared, at = shared_at;
   if (!seg) {
     int saved = errno;
     seg = segment_new();

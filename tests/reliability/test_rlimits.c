@@ -117,6 +117,41 @@ static void reexec_limited(int resource, rlim_t value, const char *arg) {
 static void as_child(void) { reexec_limited(RLIMIT_AS, 256u << 20, "--as-probe"); }
 static void limit_as(void **state) { (void)state; in_child(as_child, "RLIMIT_AS"); }
 
+/* ---- RLIMIT_AS 1 GiB: 600 live threads, each holding a small block (a segment of its own per thread would take
+   2.4 GiB of the limit; the threads' stacks and blocks need about 45 MiB, as under glibc) ---- */
+enum { AS_THREADS = 600 };
+static pthread_barrier_t as_bar;
+static void *as_thread(void *arg) {
+  char *p = ms_malloc(100 + (size_t)(uintptr_t)arg);
+  if (p) memset(p, 1, 100);
+  pthread_barrier_wait(&as_bar); /* every thread holds its block until all have one */
+  return p;
+}
+static int as_threads_probe(void) {
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 64u << 10);
+  pthread_barrier_init(&as_bar, NULL, AS_THREADS);
+  static pthread_t t[AS_THREADS];
+  for (int i = 0; i < AS_THREADS; i++) {
+    int e = pthread_create(&t[i], &at, as_thread, (void *)(uintptr_t)i);
+    CHECK(e == 0, "RLIMIT_AS 1 GiB: thread %d of %d not created (%s): the heap took the address space", i + 1,
+          AS_THREADS, strerror(e));
+  }
+  int nulls = 0;
+  for (int i = 0; i < AS_THREADS; i++) {
+    void *p;
+    pthread_join(t[i], &p);
+    nulls += p == NULL;
+    ms_free(p);
+  }
+  CHECK(nulls == 0, "RLIMIT_AS 1 GiB: %d of %d threads got NULL for 100 bytes", nulls, AS_THREADS);
+  printf("RLIMIT_AS 1 GiB: %d threads each holding a block\n", AS_THREADS);
+  return 0;
+}
+static void as_threads_child(void) { reexec_limited(RLIMIT_AS, 1u << 30, "--as-threads"); }
+static void limit_as_threads(void **state) { (void)state; in_child(as_threads_child, "RLIMIT_AS threads"); }
+
 /* ---- RLIMIT_MEMLOCK: 64 KiB, without CAP_IPC_LOCK ---- */
 static void memlock_child(void) {
   drop_cap(CAP_IPC_LOCK);
@@ -504,8 +539,9 @@ static void map_count_exhausted(void **state) { (void)state; in_child(exhausted_
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--spill-probe")) return spill_probe(argv[2]);
   if (argc > 1 && !strcmp(argv[1], "--as-probe")) return as_probe();
+  if (argc > 1 && !strcmp(argv[1], "--as-threads")) return as_threads_probe();
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(limit_as), cmocka_unit_test(limit_memlock), cmocka_unit_test(limit_nofile),
+    cmocka_unit_test(limit_as), cmocka_unit_test(limit_as_threads), cmocka_unit_test(limit_memlock), cmocka_unit_test(limit_nofile),
     cmocka_unit_test(no_huge_pages), cmocka_unit_test(spill_read_only),
     cmocka_unit_test(no_privilege), cmocka_unit_test(limit_as_programs),
     cmocka_unit_test(limit_as_lowered), cmocka_unit_test(map_count_limit), cmocka_unit_test(map_count_exhausted),
