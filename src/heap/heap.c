@@ -525,11 +525,10 @@ static bool seg_claimable(const msi_segment_t *seg) {
 }
 
 /* Under an address-space limit a segment of its own per thread would spend the limit 4 MiB per thread, however
-   little each allocates: a program of a thousand threads under `ulimit -v 4000000` ran out at about 950, the
-   threads' stacks refused first (pthread_create: ENOMEM), where glibc's arenas run four thousand. So once the
-   segments take a quarter of the limit, a heap that needs room shares a segment that has it (the false sharing
-   of span descriptors costs time, not memory) and maps a new one only when none has. One getrlimit, and only
-   when a new segment would be mapped under a limit. */
+   little each allocates, until the threads' stacks are refused (pthread_create: ENOMEM) where glibc's arenas
+   still fit. So once the segments take a quarter of the limit, a heap that needs room shares a segment that has
+   it (the false sharing of span descriptors costs time, not memory) and maps a new one only when none has. One
+   getrlimit, and only when a new segment would be mapped under a limit. */
 static bool seg_share_first(uintptr_t top) {
   if (!msi_heap_g.as_limited) return false;
   size_t limit = msi_os_as_limit();
