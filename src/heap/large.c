@@ -395,6 +395,14 @@ static bool slot_keeps(unsigned k, uint32_t npages) {
   return dense(k) && !MSI_HEAP_SECURE && ((size_t)npages << page_shift) > ((size_t)1 << (k - 1));
 }
 
+/* A live block in a dense slot keeps the `have` pages committed to it when realloc makes it npages long while they
+   are no more than a slot of its own size holds (at most twice the block): slot_keeps, and a block that realloc
+   moved into the next larger size's slot (grown_into_next), whose pages past its end are there for its growth */
+static bool live_keeps(unsigned k, uint32_t have, uint32_t npages) {
+  size_t own = (size_t)1 << slot_shift_for((size_t)npages << page_shift);
+  return slot_keeps(k, npages) || (dense(k) && !MSI_HEAP_SECURE && ((size_t)have << page_shift) <= own);
+}
+
 /* Committed pages a reused slot keeps past its new block. Dropping every excess of a quarter (as realloc's shrink
    does) cost a system call in a quarter of the reuses of a churn of blocks of one slot size, and the commit that
    the next, bigger block then needed another: 0.76 mmap and 0.15 madvise per malloc-free pair of blocks of 1 B ..
@@ -681,6 +689,40 @@ static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages
   return (void *)addr;
 }
 
+/* A block that realloc moves out of a dense slot into the slot size 2^k, when no slot of that size is cached:
+   the cached slot of the next larger dense size, 2^(k+1), with its pages, as glibc grows a block into the free
+   memory beside it. Its pages past 2^k go back, so the block holds at most what a slot of its own size would
+   (twice its size), and a block still growing writes the rest without a page fault. Without it, a block grown by
+   small steps through the dense sizes (a Python list, a vector) faulted each size's fresh slot in while the
+   larger slot a freed block left stayed cached unused. Only for realloc's growth: a malloc of one size after
+   frees of the next would cost an madvise per block and leave the next size's blocks to fault afresh. The
+   secure build's guard follows the block: not there. NULL: no such slot (then msi_large_alloc) */
+static void *grown_into_next(unsigned k, uint32_t npages) {
+  if (MSI_HEAP_SECURE || !dense(k) || !dense(k + 1) || k + 1 > msi_heap_g.sub_shift) return NULL;
+  lclass_t *c = &classes[k - MSI_HEAP_LARGE_MIN_SHIFT], *b = c + 1;
+  if (atomic_load_explicit(&c->ncached, memory_order_relaxed) ||
+      !atomic_load_explicit(&b->ncached, memory_order_relaxed))
+    return NULL;
+  msi_lock(lock_of(b));
+  if (!b->ncached) {
+    msi_unlock(lock_of(b));
+    return NULL;
+  }
+  bool clean;
+  uint32_t idx = cached_take(b, npages, &clean);
+  slot_meta_t *m = meta_at(b, idx);
+  m->pages |= SLOT_LIVE;
+  msi_unlock(lock_of(b));
+  uint32_t have = m->pages & SLOT_PAGES, own = (uint32_t)(((size_t)1 << k) >> page_shift);
+  if (have > own) {
+    slot_decommit(k + 1, b->base + ((uintptr_t)idx << (k + 1)) + ((uintptr_t)own << page_shift),
+                  (size_t)(have - own) << page_shift);
+    m->pages = SLOT_LIVE | own;
+    have = own;
+  }
+  return cached_ready(b, k + 1, idx, npages > have ? npages : have, false, clean);
+}
+
 /* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again, unless it is a
    dense one taken from the bump whose mapping failed: the free list holds mapped ones only) */
 static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool bumped) {
@@ -946,7 +988,7 @@ void *msi_large_realloc(void *p, size_t size) {
     if (npages > have) {
       if (!slot_commit(k, addr + ((uintptr_t)have << page_shift), (size_t)(npages - have) << page_shift))
         return realloc_to_direct(c, idx, k, have, size); /* refused: the mapping limit */
-    } else if (have - npages >= 16 && have - npages >= have / 4 && !slot_keeps(k, npages)) {
+    } else if (have - npages >= 16 && have - npages >= have / 4 && !live_keeps(k, have, npages)) {
       slot_decommit(k, addr + ((uintptr_t)npages << page_shift), (size_t)(have - npages) << page_shift);
     } else {
       return p; /* what is committed stays usable */
@@ -956,7 +998,10 @@ void *msi_large_realloc(void *p, size_t size) {
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
   }
-  if (dense(k)) return by_copy(p, (size_t)have << page_shift, size, msi_large_alloc(size, 0, false)); /* <= 1 MiB */
+  if (dense(k)) { /* <= 1 MiB */
+    void *q = grown_into_next(slot_shift_for(need + MSI_HEAP_GUARD), npages);
+    return by_copy(p, (size_t)have << page_shift, size, q ? q : msi_large_alloc(size, 0, false));
+  }
   /* move to a bigger slot with mremap: the pages move, nothing is copied (move_block). The new slot is committed
      whole, so further growth inside it needs no system call. Only the pages touched count in RSS. */
   unsigned k2 = slot_shift_for(need + MSI_HEAP_GUARD);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include "heap.h"
 
@@ -153,6 +154,50 @@ static void realloc_growth_probes_little(void **state) {
   assert_true(probes <= (uint64_t)moves * (moves + 1)); /* a probe a piece: moves * (moves + 1) / 2, and slack */
 }
 
+/* resident pages of [p, p + n) */
+static size_t resident(const char *p, size_t n) {
+  static unsigned char vec[256];
+  assert_true(n / 4096 <= sizeof vec);
+  assert_int_equal(mincore((void *)p, n, vec), 0);
+  size_t r = 0;
+  for (size_t i = 0; i < n / 4096; i++) r += vec[i] & 1;
+  return r;
+}
+
+/* A block grown by realloc out of its dense slot (100 KiB in a 128 KiB slot, to 140 KiB) when no slot of the new
+   size (256 KiB) is cached takes the cached slot of the next size (512 KiB) a freed block of 400 KiB left, with its
+   pages: the copy and the growth by small steps to 240 KiB (realloc'd in place, each step asking less than the
+   pages the block holds) write resident pages, where a fresh slot faulted 60 in (a Python list grown past a dict's
+   freed keys table), and the slot keeps no more of them than a slot of the block's own size (256 KiB): the rest go
+   back. */
+static void realloc_growth_takes_next_cached(void **state) {
+  (void)state;
+  if (guards_follow_blocks()) skip();
+  ms_heap_collect(1); /* no slot cached */
+  char *x = ms_malloc(400 << 10);
+  assert_non_null(x);
+  touch(x, 400 << 10);
+  ms_free(x);
+  size_t n = 100 << 10;
+  char *q = ms_malloc(n);
+  assert_non_null(q);
+  touch(q, n);
+  long f0 = minor_faults();
+  static const size_t steps[] = {140 << 10, 160 << 10, 200 << 10, 240 << 10};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    assert_non_null(q = ms_realloc(q, steps[i]));
+    touch(q + n, steps[i] - n);
+    n = steps[i];
+  }
+  long faults = minor_faults() - f0;
+  fprintf(stderr, "realloc growth out of a dense slot: %ld page faults, %s slot\n", faults,
+          q == x ? "the freed 512 KiB" : "another");
+  assert_ptr_equal(q, x);
+  assert_true(faults <= 4); /* 60 pages written */
+  assert_int_equal(resident(x + (256 << 10), 144 << 10), 0);
+  ms_free(q);
+}
+
 /* the cache's bound: the 'size' preset keeps at most 4 MiB of them over all their sizes */
 static void bounded_in_bytes(void **state) {
   (void)state;
@@ -179,6 +224,7 @@ int main(void) {
       cmocka_unit_test(batches_fault_nothing),
       cmocka_unit_test(realloc_growth_faults_little),
       cmocka_unit_test(realloc_growth_probes_little),
+      cmocka_unit_test(realloc_growth_takes_next_cached),
       cmocka_unit_test(bounded_in_bytes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
