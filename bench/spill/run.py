@@ -64,13 +64,11 @@ ACCESSES_BELOW = 2000000
 # array numpy advised MADV_HUGEPAGE after the maintenance thread's re-advice takes about half the time in either
 # configuration: a median of three rounds moves by more than the target's 10%
 REPEATS_PAST = {"quick": 2, "default": 7, "full": 9}[MODE]
-# Python at 1.5x: 15 rounds. Its fill (about 1.2 s) is bimodal under either configuration: where the maintenance
-# thread's idle-priority write-back finds the other CPU taken, the program's own reclaim works around the dirty
-# pages (0.3-0.5 s more of its CPU), so one round's ratio of two identical configurations is about 0.7, 1 or 1.4.
-# Drawing pairs from the 14 runs of one bench run (both configurations, the same code) puts the median of 7 such
-# ratios past 1.1 in 19% of draws, of 15 in 10%; 45 runs of auto, the threshold and the threshold again in turn
-# (auto_past_limit.py's spillb; 15 rounds on the shared VM) the same.
-# Its rounds are the shortest past the limit (about 3.5 s a run with the idle window): the 8 more take about 55 s
+# Python at 1.5x: 15 rounds. Its fill is bimodal under either configuration: where the maintenance thread's
+# idle-priority write-back finds the other CPU taken, the program's own reclaim works around the dirty pages, so
+# one round's ratio of two identical configurations lands well above or below 1, and a median of seven such rounds
+# passes the target's 1.1 with identical code about twice as often as one of fifteen (docs/spill.md). Its rounds
+# are the shortest past the limit, so the extra ones cost under a minute
 REPEATS_PAST_AT = {("python", 1.5): {"quick": 2, "default": 15, "full": 15}[MODE]}
 FACTORS_PAST = (1.5, 3)
 PROBE_MIB = 16 if MODE == "quick" else 64

@@ -518,17 +518,18 @@ static void seg_avail_update(msi_segment_t *seg) {
    other core's lines from it (docs/heap.md, "A segment per thread"). So a heap takes chunks from its own segments
    (its last one first, then the lowest with room), else claims one that serves no live heap (none: every chunk was
    free; its thread ended: an orphan, or gone in a forked child), else maps a new one; only when no segment can be
-   mapped does it share another heap's. A span later taken by another heap from a cache stays where it is. */
+   mapped, or under an address-space limit it spends too much of (seg_share_first), does it share another heap's. A span later taken by another heap from a cache stays where it is. */
 static bool seg_claimable(const msi_segment_t *seg) {
   const msi_heap_t *o = seg->owner;
   return !o || atomic_load_explicit(&o->gone, memory_order_relaxed) || atomic_load_explicit(&o->orphan, memory_order_relaxed);
 }
 
 /* Under an address-space limit a segment of its own per thread would spend the limit 4 MiB per thread, however
-   little each allocates, until the threads' stacks are refused (pthread_create: ENOMEM) where glibc's arenas
+   little each allocates, until the threads' stacks are refused (pthread_create: EAGAIN) where glibc's arenas
    still fit. So once the segments take a quarter of the limit, a heap that needs room shares a segment that has
-   it (the false sharing of span descriptors costs time, not memory) and maps a new one only when none has. One
-   getrlimit, and only when a new segment would be mapped under a limit. */
+   it (the false sharing of span descriptors costs time, not memory) and maps a new one only when none has. It
+   costs a getrlimit under seg_lock, only under a limit, at each span a heap finds no room for in its own or a
+   claimable segment. */
 static bool seg_share_first(uintptr_t top) {
   if (!msi_heap_g.as_limited) return false;
   size_t limit = msi_os_as_limit();

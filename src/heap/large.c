@@ -10,7 +10,8 @@
    last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
    (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
    its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a mapping
-   of its own in direct.c) is decided in one place: place(). */
+   of its own in direct.c) is decided in one place: place(); realloc's growth of a dense block alone may take the
+   next size's cached slot instead (grown_into_next). */
 #include "heap.h"
 #include "os.h"
 #include "track.h"
@@ -692,9 +693,10 @@ static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages
 /* A block that realloc moves out of a dense slot into the slot size 2^k, when no slot of that size is cached:
    the cached slot of the next larger dense size, 2^(k+1), with its pages, as glibc grows a block into the free
    memory beside it. Its pages past 2^k go back, so the block holds at most what a slot of its own size would
-   (twice its size), and a block still growing writes the rest without a page fault. Without it, a block grown by
-   small steps through the dense sizes (a Python list, a vector) faulted each size's fresh slot in while the
-   larger slot a freed block left stayed cached unused. Only for realloc's growth: a malloc of one size after
+   (twice its size), and a block still growing writes the rest without a page fault where the slot's pages are
+   resident (not a clean slot: its pages are gone already and stay counted, as in cached_ready). A block grown by
+   small steps through the dense sizes (a Python list, a vector) would otherwise fault each size's fresh slot in
+   while the larger slot a freed block left stays cached unused. Only for realloc's growth: a malloc of one size after
    frees of the next would cost an madvise per block and leave the next size's blocks to fault afresh. The
    secure build's guard follows the block: not there. NULL: no such slot (then msi_large_alloc) */
 static void *grown_into_next(unsigned k, uint32_t npages) {
@@ -709,12 +711,13 @@ static void *grown_into_next(unsigned k, uint32_t npages) {
     return NULL;
   }
   bool clean;
-  uint32_t idx = cached_take(b, npages, &clean);
+  uint32_t own = (uint32_t)(((size_t)1 << k) >> page_shift);
+  uint32_t idx = cached_take(b, own, &clean); /* the slot whose pages come closest to what the block keeps */
   slot_meta_t *m = meta_at(b, idx);
   m->pages |= SLOT_LIVE;
   msi_unlock(lock_of(b));
-  uint32_t have = m->pages & SLOT_PAGES, own = (uint32_t)(((size_t)1 << k) >> page_shift);
-  if (have > own) {
+  uint32_t have = m->pages & SLOT_PAGES;
+  if (have > own && !clean) {
     slot_decommit(k + 1, b->base + ((uintptr_t)idx << (k + 1)) + ((uintptr_t)own << page_shift),
                   (size_t)(have - own) << page_shift);
     m->pages = SLOT_LIVE | own;
