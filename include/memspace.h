@@ -109,7 +109,9 @@ typedef struct ms_stats_s {
   uint32_t version;             ///< MS_STATS_VERSION
   /* page layer */
   uint64_t os_reserved_bytes;   ///< address space reserved and not released
-  uint64_t os_committed_bytes;  ///< committed (readable/writable) bytes
+  uint64_t os_committed_bytes;  ///< bytes made readable/writable less those decommitted or released, counted
+                                ///< per call: a commit or decommit of pages already so counts them again, the
+                                ///< count kept within 0 and each reservation's size (docs/stats.md)
   uint64_t os_reset_bytes;      ///< lazily reset bytes (may still show in RSS as LazyFree)
   uint64_t os_locked_bytes;     ///< mlocked bytes
   uint64_t os_hugetlb_bytes;    ///< bytes backed by the hugetlb pool (not RSS, never "returned")

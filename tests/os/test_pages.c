@@ -507,6 +507,31 @@ static void stats_counters(void **state) {
   assert_int_equal(b.os_reserved_bytes, a.os_reserved_bytes);
 }
 
+/* os_committed_bytes is a count per call, kept within each reservation's size (docs/stats.md): committing pages
+   already committed counts them again up to that size, decommitting pages not committed subtracts them again */
+static void stats_commit_counts_per_call(void **state) {
+  (void)state;
+  ms_stats_t a, b;
+  ms_pages_t r;
+  assert_int_equal(ms_stats_get(&a, sizeof a), 0);
+  assert_int_equal(ms_pages_reserve(4 * ps, 0, 0, -1, &r), 0);
+  char *p = r.addr;
+  assert_int_equal(ms_pages_commit(p, 2 * ps), 0);
+  assert_int_equal(ms_pages_commit(p, 2 * ps), 0); /* the same pages again: counted again */
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_int_equal(b.os_committed_bytes - a.os_committed_bytes, 4 * ps);
+  assert_int_equal(ms_pages_commit(p, 4 * ps), 0); /* never above the reservation's size */
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_int_equal(b.os_committed_bytes - a.os_committed_bytes, 4 * ps);
+  assert_int_equal(ms_pages_decommit(p, ps), 0);
+  assert_int_equal(ms_pages_decommit(p, 2 * ps), 0); /* page 0 again: subtracted again */
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_int_equal(b.os_committed_bytes - a.os_committed_bytes, ps);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0); /* subtracts what the reservation held, no more */
+  assert_int_equal(ms_stats_get(&b, sizeof b), 0);
+  assert_int_equal(b.os_committed_bytes, a.os_committed_bytes);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(page_sizes, setup),
@@ -525,6 +550,7 @@ int main(void) {
       cmocka_unit_test_setup(mlock_above_limit, setup),
       cmocka_unit_test_setup(stats_counters, setup),
       cmocka_unit_test_setup(stats_release_what_is_held, setup),
+      cmocka_unit_test_setup(stats_commit_counts_per_call, setup),
       cmocka_unit_test_setup(many_ranges, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,7 @@
    space). Every block's bytes are checked before each use; every few thousand calls ms_space_check must pass and
    ms_space_walk, ms_space_info and the test's own list of live blocks must agree: the same used bytes and block
    count, blocks in address order tiling the committed size, each a power of two aligned to its size (up to
-   4 KiB). MEMSPACE_FUZZ_SEED picks another seed (the failing one is printed), MEMSPACE_FUZZ_OPS the length. */
+   4 KiB). MS_FUZZ_SEED picks another seed (the failing one is printed), MS_FUZZ_OPS the length. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,7 +77,7 @@ static void agree(long op) {
 
 static void fuzz(void **state) {
   (void)state;
-  const char *e = getenv("MEMSPACE_FUZZ_SEED"), *o = getenv("MEMSPACE_FUZZ_OPS");
+  const char *e = getenv("MS_FUZZ_SEED"), *o = getenv("MS_FUZZ_OPS");
   rng = e ? strtoull(e, NULL, 0) : 0x5eed5eedull;
   long ops = o ? atol(o) : 2000000;
   if (!rng) rng = 1;
