@@ -14,7 +14,7 @@ static void *small_aligned(size_t size, size_t alignment) {
          ((msi_heap_class_size[c] & (alignment - 1)) || (alignment > 64 && msi_heap_class_colours[c] > 1)))
     c++;
   if (c >= MSI_HEAP_CLASSES) return NULL;
-  msi_block_t *b = msi_heap_pop(msi_tls_heap->current[c]);
+  msi_block_t *b = msi_heap_pop(msi_heap_current(msi_tls_heap, c));
   if (MSI_LIKELY(b)) return b;
   return msi_heap_small_alloc_slow(msi_heap_class_size[c] - MSI_HEAP_CANARY);
 }
