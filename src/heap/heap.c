@@ -1943,7 +1943,8 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
       msi_span_set_floor(s, 0);
-      span_collect(s, true, false);
+      /* (no call for a full span's first free, the common case: nothing to collect, bit 0 alone is no block) */
+      if (atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1) span_collect(s, true, false);
     }
     if (msi_span_is_mini(s)) return; /* (never filed: mini_take) */
     if (msi_heap_is_current(h, s->cls, s)) {
