@@ -105,7 +105,7 @@ MSI_HOT_TEXT static void *realloc_move(void *p, size_t old_usable, size_t size, 
   if (!n) return NULL;
   if (alloc != size) MSI_TRACK_RESIZE(n, alloc, size); /* valgrind reports writes past what was asked */
   /* the whole usable size is the caller's (valgrind only knows the size asked for: no report for the rest) */
-  MSI_HEAP_VG_QUIET(memcpy(n, p, old_usable < size ? old_usable : size));
+  MSI_HEAP_VG_QUIET(msi_memcpy(n, p, old_usable < size ? old_usable : size));
   if (msi_heap_region_has(p)) msi_heap_free(p);
   else msi_heap_free_direct(p);
   return n;

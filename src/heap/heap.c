@@ -331,7 +331,7 @@ static void region_large(uintptr_t base, size_t shift) {
 MSI_STARTUP_TEXT static bool kernel_random(uint64_t r[2]) {
   const void *at_random = (const void *)getauxval(AT_RANDOM);
   r[0] = r[1] = 0;
-  if (at_random) memcpy(r, at_random, 2 * sizeof *r);
+  if (at_random) msi_memcpy(r, at_random, 2 * sizeof *r);
   return at_random != NULL;
 }
 
