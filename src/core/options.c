@@ -66,7 +66,7 @@ static const char *str_trim(int option, const char *s) {
     if (used == STR_SLOTS) return NULL;
     slot = str_slot[option] = (signed char)++used;
   }
-  memcpy(str_copy[slot - 1], s, len);
+  msi_memcpy(str_copy[slot - 1], s, len);
   str_copy[slot - 1][len] = 0;
   return str_copy[slot - 1];
 }
@@ -175,7 +175,7 @@ static int parse_enum(const opt_desc_t *d, const char *s, long long *out) {
 /* the first len bytes of s as a string, cut to fit cap */
 static const char *copy_word(char *buf, size_t cap, const char *s, size_t len) {
   if (len >= cap) len = cap - 1;
-  memcpy(buf, s, len);
+  msi_memcpy(buf, s, len);
   buf[len] = 0;
   return buf;
 }

@@ -340,7 +340,7 @@ static void *route_move(void *p, size_t old, size_t size, owner_t from, bool awa
     return NULL;
   }
   /* the whole usable size is the caller's (valgrind only knows the size asked for: no report for the rest) */
-  MSI_HEAP_VG_QUIET(memcpy(q, p, old < size ? old : size));
+  MSI_HEAP_VG_QUIET(msi_memcpy(q, p, old < size ? old : size));
   if (from == OWNER_SPILL) msi_spill_free(p);
   else route_free(p);
   return q;

@@ -38,7 +38,7 @@ int ms_stats_get(ms_stats_t *stats, size_t size) {
   size_t copy = size < sizeof full ? size : sizeof full;
   full.size = copy;
   if (copy <= offsetof(ms_stats_t, heap_class_more)) full.version = 1; /* the layout that caller knows */
-  memcpy(stats, &full, copy);
+  msi_memcpy(stats, &full, copy);
   return 0;
 }
 
@@ -105,8 +105,8 @@ static void json_string(msi_stats_writer_t *w, const char *value) {
     size_t len = c < 0x80 ? 1 : utf8_len(p);
     if (c == '"' || c == '\\') buf[n++] = '\\', buf[n++] = (char)c;
     else if (c < 0x20) n += msi_snprintf(buf + n, sizeof buf - n, "\\u%04x", c);
-    else if (len) memcpy(buf + n, p, len), n += len;
-    else memcpy(buf + n, "\xef\xbf\xbd", 3), n += 3, len = 1;
+    else if (len) msi_memcpy(buf + n, p, len), n += len;
+    else msi_memcpy(buf + n, "\xef\xbf\xbd", 3), n += 3, len = 1;
     p += len ? len : 1;
   }
   buf[n] = 0;
@@ -219,7 +219,7 @@ void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
     for (size_t l = 0; l < MSI_ARRAY_LEN(lines); l++)
       if (lines[l].offset != NO_FIELD && strcmp(lines[l].section, src->name) == 0) {
         uint64_t v;
-        memcpy(&v, (const char *)&s + lines[l].offset, sizeof v);
+        msi_memcpy(&v, (const char *)&s + lines[l].offset, sizeof v);
         msi_stats_field(&w, lines[l].name, v, strcmp(lines[l].unit, "bytes") == 0 ? "bytes" : "");
       }
     if (src->print) src->print(&w);
@@ -253,7 +253,7 @@ static void exit_out(const char *text, void *arg) {
   for (size_t n = strlen(text); n;) {
     if (exit_len == sizeof exit_buf) exit_flush();
     size_t k = n < sizeof exit_buf - exit_len ? n : sizeof exit_buf - exit_len;
-    memcpy(exit_buf + exit_len, text, k);
+    msi_memcpy(exit_buf + exit_len, text, k);
     exit_len += k, text += k, n -= k;
   }
 }
@@ -269,10 +269,10 @@ static bool stats_file_name(const char *pattern, char *name, size_t cap) {
     size_t len = 1;
     if (p[0] == '%' && p[1] == 'p') piece = pid, len = strlen(pid), p++, pid_seen = true;
     if (n + len >= cap) return false;
-    memcpy(name + n, piece, len), n += len;
+    msi_memcpy(name + n, piece, len), n += len;
   }
   if (!pid_seen && n + 1 + strlen(pid) >= cap) return false;
-  if (!pid_seen) name[n++] = '.', memcpy(name + n, pid, strlen(pid)), n += strlen(pid);
+  if (!pid_seen) name[n++] = '.', msi_memcpy(name + n, pid, strlen(pid)), n += strlen(pid);
   name[n] = 0;
   return true;
 }

@@ -61,16 +61,16 @@ static stream_fn *pick(void) {
 /* non-temporal copy, no fence; length >= 64 */
 static void copy_nt(char *d, const char *s, size_t length) {
   size_t head = (size_t)(-(uintptr_t)d) & (MSI_CACHE_LINE - 1);
-  memcpy(d, s, head);
+  msi_memcpy(d, s, head);
   d += head, s += head, length -= head;
   size_t body = length & ~(size_t)(MSI_CACHE_LINE - 1);
   pick()(d, s, body);
-  if (length > body) memcpy(d + body, s + body, length - body);
+  if (length > body) msi_memcpy(d + body, s + body, length - body);
 }
 
 void ms_dma_copy(void *dst, const void *src, size_t length) {
   if (length < SHORT_COPY) {
-    if (length) memcpy(dst, src, length);
+    if (length) msi_memcpy(dst, src, length);
     return;
   }
   copy_nt(dst, src, length);
@@ -80,7 +80,7 @@ void ms_dma_fence(void) { _mm_sfence(); }
 
 void msi_dma_copy_fenced(void *dst, const void *src, size_t length) {
   if (length < SHORT_FENCED_COPY) {
-    if (length) memcpy(dst, src, length);
+    if (length) msi_memcpy(dst, src, length);
     return;
   }
   copy_nt(dst, src, length);
@@ -89,7 +89,7 @@ void msi_dma_copy_fenced(void *dst, const void *src, size_t length) {
 
 #else
 void ms_dma_copy(void *dst, const void *src, size_t length) {
-  if (length) memcpy(dst, src, length);
+  if (length) msi_memcpy(dst, src, length);
 }
 
 void ms_dma_fence(void) {

@@ -398,8 +398,8 @@ int ms_dma_verify(ms_dma_buffer_t *b, size_t *moved_out) {
     if (!r) {
       size_t moved = moved_bytes(b->segs, b->count, sb.segs, sb.count);
       if (moved || sb.count != b->count) {
-        memcpy(b->segs, sb.segs, sb.count * sizeof *sb.segs);
-        memcpy(b->offs, sb.offs, sb.count * sizeof *sb.offs);
+        msi_memcpy(b->segs, sb.segs, sb.count * sizeof *sb.segs);
+        msi_memcpy(b->offs, sb.offs, sb.count * sizeof *sb.offs);
         b->count = sb.count;
         b->largest = sb.largest;
         if (moved) {
@@ -428,7 +428,8 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
   if (c->page_size) {
     int k = 0;
     while (k < 3 && all[k] != c->page_size) k++;
-    for (; k < 3; k++) list[n++] = all[k];
+    n = 3 - k; /* the sizes from the one asked down (a copy loop here a compiler makes a memcpy call) */
+    msi_memcpy(list, all + k, (size_t)n * sizeof list[0]);
     if (nofb) n = 1;
   } else {
     long long cap = msi_opt(MS_OPTION_HUGE_PAGES);
@@ -455,10 +456,10 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
       return 0;
     }
     if (nofb && m > 1) m = 1;
-    memcpy(list, keep, sizeof keep);
+    msi_memcpy(list, keep, sizeof keep);
     n = m;
   }
-  memcpy(out, list, (size_t)n * sizeof *list);
+  msi_memcpy(out, list, (size_t)n * sizeof *list);
   return n;
 }
 

@@ -14,7 +14,7 @@ static void *small_aligned(size_t size, size_t alignment) {
          ((msi_heap_class_size[c] & (alignment - 1)) || (alignment > 64 && msi_heap_class_colours[c] > 1)))
     c++;
   if (c >= MSI_HEAP_CLASSES) return NULL;
-  msi_block_t *b = msi_heap_pop(msi_tls_heap->current[c]);
+  msi_block_t *b = msi_heap_pop(msi_heap_current(msi_tls_heap, c));
   if (MSI_LIKELY(b)) return b;
   return msi_heap_small_alloc_slow(msi_heap_class_size[c] - MSI_HEAP_CANARY);
 }
@@ -105,7 +105,7 @@ MSI_HOT_TEXT static void *realloc_move(void *p, size_t old_usable, size_t size, 
   if (!n) return NULL;
   if (alloc != size) MSI_TRACK_RESIZE(n, alloc, size); /* valgrind reports writes past what was asked */
   /* the whole usable size is the caller's (valgrind only knows the size asked for: no report for the rest) */
-  MSI_HEAP_VG_QUIET(memcpy(n, p, old_usable < size ? old_usable : size));
+  MSI_HEAP_VG_QUIET(msi_memcpy(n, p, old_usable < size ? old_usable : size));
   if (msi_heap_region_has(p)) msi_heap_free(p);
   else msi_heap_free_direct(p);
   return n;

@@ -28,7 +28,7 @@ static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
 /* a request of `size` <= MSI_HEAP_SMALL_REQ bytes: the calling thread's current span of the class, no lock, no
    atomic */
 static inline void *msi_heap_malloc_small(size_t size) {
-  msi_block_t *b = msi_heap_pop(msi_tls_heap->current[msi_heap_class_of(size)]);
+  msi_block_t *b = msi_heap_pop(msi_heap_current(msi_tls_heap, msi_heap_class_of(size)));
   if (MSI_LIKELY(b)) {
     MSI_TRACK_MALLOC(b, size, false);
     return b;

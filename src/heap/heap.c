@@ -98,13 +98,15 @@ static uintptr_t span_colour(uintptr_t chunk, unsigned cls) {
 /* the first chunk of a span (its blocks start at a colour past it) */
 static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI_HEAP_CHUNK - 1); }
 
-/* The empty span and heap: a new thread's heap pointer starts at the empty heap whose current spans are all the
-   empty span, so the fast path needs no initialisation test. Of the empty heap only current[] is ever read (the
-   fast path's load; every other use compares a heap's address with it first), so only current[] exists: a
-   constant, not a whole heap in .data, where its 3 KiB took a page more for the dynamic loader to copy in every
-   process (heap.h MSI_EMPTY_HEAP). */
-msi_span_t msi_empty_span = {.free = (msi_block_t *)&msi_empty_span, .key = (uintptr_t)1 << 63}; /* (list_end) */
-const struct msi_empty_heap_s msi_empty_heap_current = {.current = {[0 ... MSI_HEAP_CLASSES - 1] = &msi_empty_span}};
+/* The empty heap: a new thread's heap pointer starts at the empty heap whose current spans are all its empty
+   span, so the fast path needs no initialisation test. Of the empty heap only current_at[] is ever read (the
+   fast path's load; every other use compares a heap's address with it first), so only current_at[] exists, with
+   the empty span it names: a constant, not a whole heap in .data, where its 3 KiB took a page more for the
+   dynamic loader to copy in every process (heap.h MSI_EMPTY_HEAP). Its entries are offsets, constants: as
+   pointers they were 96 relocations for the dynamic loader in every process. */
+const struct msi_empty_heap_s msi_empty_heap = {
+    .current_at = {[0 ... MSI_HEAP_CLASSES - 1] = MSI_HEAP_EMPTY_AT},
+    .empty = {.free = (msi_block_t *)&msi_empty_heap.empty, .key = MSI_EMPTY_SPAN_KEY}};
 __thread msi_heap_t *msi_tls_heap = MSI_EMPTY_HEAP;
 
 #define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
@@ -329,7 +331,7 @@ static void region_large(uintptr_t base, size_t shift) {
 MSI_STARTUP_TEXT static bool kernel_random(uint64_t r[2]) {
   const void *at_random = (const void *)getauxval(AT_RANDOM);
   r[0] = r[1] = 0;
-  if (at_random) memcpy(r, at_random, 2 * sizeof *r);
+  if (at_random) msi_memcpy(r, at_random, 2 * sizeof *r);
   return at_random != NULL;
 }
 
@@ -1191,7 +1193,7 @@ static bool span_spare_worthy(const msi_span_t *s) {
   return msi_span_bump(s) - s->base > SPARE_MIN + s->block_size;
 }
 static void spare_put(msi_heap_t *h, msi_span_t *s) {
-  h->current[s->cls] = &msi_empty_span; /* first: the owner's fast path no longer reaches it */
+  msi_heap_set_current_empty(h, s->cls); /* first: the owner's fast path no longer reaches it */
   atomic_store_explicit(&h->spare[s->cls], s, memory_order_release);
 }
 static msi_span_t *spare_take(msi_heap_t *h, unsigned cls) {
@@ -1335,7 +1337,7 @@ static void heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) 
   while (s) {
     msi_span_t *next = atomic_load_explicit(&s->rnext, memory_order_relaxed);
     span_collect(s, false, park);
-    if (s != h->current[s->cls]) {
+    if (!msi_heap_is_current(h, s->cls, s)) {
       if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
       else if (!s->in_partial && span_has_free(s)) partial_push(h, s);
     }
@@ -1530,7 +1532,7 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   msi_unlock(&seg_lock);
   h->mini_total = (uint8_t)(h->mini_total + k);
   h->mini_taken[cls] = h->mini_taken[cls] + k >= MINI_PER_CLASS ? MINI_DONE : (uint8_t)(h->mini_taken[cls] + k);
-  h->current[cls] = s;
+  msi_heap_set_current(h, cls, s);
   span_carve(h, s);
   return s;
 #else
@@ -1542,8 +1544,8 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
    local free of the class's current mini span makes it leave; then the fast path's free (an invalid p aborts) */
 static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
   unsigned c = s->cls;
-  if (s == h->current[c] && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
-    h->current[c] = &msi_empty_span;
+  if (msi_heap_is_current(h, c, s) && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
+    msi_heap_set_current_empty(h, c);
     h->mini_taken[c] = MINI_DONE;
   }
   msi_heap_free_owned(p, s, true);
@@ -1553,8 +1555,11 @@ static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
 /* thread heaps                                                                                                 */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/* a zeroed heap's classes, each on the heap's empty span */
 static void heap_reset_current(msi_heap_t *h) {
-  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) h->current[c] = &msi_empty_span;
+  h->empty.free = msi_span_list_end(&h->empty);
+  h->empty.key = MSI_EMPTY_SPAN_KEY;
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) msi_heap_set_current_empty(h, c);
 }
 
 static msi_heap_t *heap_new(void) {
@@ -1624,9 +1629,9 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
   heap_remote_process(h, !orphaning, false);
   heap_take_spares(h, !orphaning);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    msi_span_t *s = h->current[c];
-    if (s == &msi_empty_span) continue;
-    h->current[c] = &msi_empty_span;
+    msi_span_t *s = msi_heap_current(h, c);
+    if (s == msi_heap_empty_span(h)) continue;
+    msi_heap_set_current_empty(h, c);
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
     else if (span_has_free(s) && !s->in_partial) partial_push(h, s);
@@ -1885,16 +1890,16 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
     if (!h) { errno = ENOMEM; return NULL; }
   }
   unsigned cls = msi_heap_class_of(size);
-  msi_span_t *s = h->current[cls];
+  msi_span_t *s = msi_heap_current(h, cls);
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
-  msi_span_t *sp = s == &msi_empty_span ? spare_take(h, cls) : NULL; /* the class's span set aside */
+  msi_span_t *sp = msi_heap_current_empty(h, cls) ? spare_take(h, cls) : NULL; /* the class's span set aside */
   if (sp) {
-    h->current[cls] = sp;
+    msi_heap_set_current(h, cls, sp);
     if (span_free_empty(sp) && !span_take_rfree(sp)) span_carve(h, sp); /* uncarved (else its blocks are linked) */
     else spare_note(sp);
     return alloc_from(sp);
   }
-  if (s != &msi_empty_span) {
+  if (!msi_heap_current_empty(h, cls)) {
     /* blocks freed by other threads first, never-used ones after: carving while remote frees wait would fault
        in the span's further pages with as many of its blocks free */
     if (atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1) { /* (bit 0 alone: queued, no block) */
@@ -1911,7 +1916,7 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *p = h->partial[cls];
   if (p) {
     partial_remove(h, p);
-    h->current[cls] = p;
+    msi_heap_set_current(h, cls, p);
     if (span_free_empty(p) && !span_take_rfree(p)) span_carve(h, p);
     return alloc_from(p);
   }
@@ -1924,7 +1929,7 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
-  h->current[cls] = n;
+  msi_heap_set_current(h, cls, n);
   if (span_free_empty(n) && !span_take_rfree(n)) span_carve(h, n);
   return alloc_from(n);
 }
@@ -1951,15 +1956,16 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
       msi_span_set_floor(s, 0);
-      span_collect(s, true, false);
+      /* (no call for a full span's first free, the common case: nothing to collect, bit 0 alone is no block) */
+      if (atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1) span_collect(s, true, false);
     }
     if (msi_span_is_mini(s)) return; /* (never filed: mini_take) */
-    if (s == h->current[s->cls]) {
+    if (msi_heap_is_current(h, s->cls, s)) {
       if (msi_span_used(s) != 0) return;
       uint32_t tight;
       if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
           atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
-        h->current[s->cls] = &msi_empty_span;
+        msi_heap_set_current_empty(h, s->cls);
         span_retire(h, s, true);
         msi_maint_kick();
       } else if (s->touched > SPARE_MIN + s->block_size &&
@@ -2010,11 +2016,11 @@ remote:
 static void heap_release_current(msi_heap_t *h) {
   heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    msi_span_t *s = h->current[c];
-    if (s == &msi_empty_span || msi_span_used(s) != 0) continue;
+    msi_span_t *s = msi_heap_current(h, c);
+    if (s == msi_heap_empty_span(h) || msi_span_used(s) != 0) continue;
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
-      h->current[c] = &msi_empty_span;
+      msi_heap_set_current_empty(h, c);
       span_retire(h, s, false);
     }
   }
@@ -2032,10 +2038,10 @@ void msi_heap_thread_collect(bool force) {
       span_collect(s, true, false); /* parked lists */
       if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
     }
-    msi_span_t *s = h->current[c];
-    if (s != &msi_empty_span) span_collect(s, true, false);
-    if (force && s != &msi_empty_span && msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
-      h->current[c] = &msi_empty_span;
+    msi_span_t *s = msi_heap_current(h, c);
+    if (s != msi_heap_empty_span(h)) span_collect(s, true, false);
+    if (force && s != msi_heap_empty_span(h) && msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      msi_heap_set_current_empty(h, c);
       span_retire(h, s, false);
     }
   }

@@ -159,7 +159,14 @@ typedef struct msi_cache_hold_s {
 } msi_cache_hold_t;
 
 typedef struct msi_heap_s {
-  msi_span_t *current[MSI_HEAP_CLASSES];  /* span allocations come from (never NULL: the empty span) */
+  /* the span allocations of each class come from, as its address less the heap's (msi_heap_current); never none:
+     the heap's own empty span (MSI_HEAP_EMPTY_AT). The empty heap's entries are then link-time constants, no table
+     of 96 pointers for the dynamic loader to relocate in every process; the fast path's loads address the span as
+     heap + entry at no cost, and the slow paths' tests and stores of "empty" take an immediate */
+  uintptr_t current_at[MSI_HEAP_CLASSES];
+  /* the empty span: no block (its list ends at itself: msi_span_list_end, and its key's top bit is set, so a pop
+     fails on it and writes nothing), never owned, never written after the heap's creation (heap.c heap_new) */
+  msi_span_t empty;
   msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap.c partial_push) */
   msi_span_t *partial_tail[MSI_HEAP_CLASSES];
   /* spans with remote frees to collect: pushed by other threads (a CAS at the first remote free into a span),
@@ -291,14 +298,38 @@ static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
 
 /* the fast paths' state (initial-exec TLS) */
 extern __thread msi_heap_t *msi_tls_heap;
-extern msi_span_t msi_empty_span;
-/* the empty heap (heap.c): its current[] alone, read-only, aligned as a heap; reached as a msi_heap_t whose other
-   members are never read (a write would fault) */
+/* the empty heap (heap.c): a heap's current_at[] and empty span alone, read-only, aligned as a heap; reached as a
+   msi_heap_t whose other members are never read (a write would fault). Nothing in it but the empty span's link to
+   itself needs relocating */
 extern const struct msi_empty_heap_s {
-  _Alignas(msi_heap_t) msi_span_t *current[MSI_HEAP_CLASSES];
-} msi_empty_heap_current;
-_Static_assert(__builtin_offsetof(msi_heap_t, current) == 0, "the empty heap is a heap's current[]");
-#define MSI_EMPTY_HEAP ((msi_heap_t *)(void *)&msi_empty_heap_current)
+  _Alignas(msi_heap_t) uintptr_t current_at[MSI_HEAP_CLASSES];
+  msi_span_t empty;
+} msi_empty_heap;
+_Static_assert(__builtin_offsetof(msi_heap_t, current_at) == 0, "the empty heap is a heap's current_at[]");
+_Static_assert(__builtin_offsetof(msi_heap_t, empty) == __builtin_offsetof(struct msi_empty_heap_s, empty),
+               "the empty heap's empty span lies where a heap's does");
+#define MSI_EMPTY_HEAP ((msi_heap_t *)(void *)&msi_empty_heap)
+/* an empty span's key: the top bit set, as no free block's link agrees with it */
+#define MSI_EMPTY_SPAN_KEY ((uintptr_t)1 << 63)
+/* current_at[] of a class whose current span is the heap's empty span */
+#define MSI_HEAP_EMPTY_AT ((uintptr_t)__builtin_offsetof(msi_heap_t, empty))
+/* h's empty span */
+static inline msi_span_t *msi_heap_empty_span(const msi_heap_t *h) {
+  return (msi_span_t *)(void *)((const char *)h + MSI_HEAP_EMPTY_AT);
+}
+/* class c's current span of heap h (the fast path's: one load, the span addressed as h + entry) */
+static inline msi_span_t *msi_heap_current(const msi_heap_t *h, size_t c) {
+  return (msi_span_t *)(void *)((const char *)h + h->current_at[c]);
+}
+static inline void msi_heap_set_current(msi_heap_t *h, size_t c, msi_span_t *s) {
+  h->current_at[c] = (uintptr_t)s - (uintptr_t)h;
+}
+static inline void msi_heap_set_current_empty(msi_heap_t *h, size_t c) { h->current_at[c] = MSI_HEAP_EMPTY_AT; }
+static inline bool msi_heap_current_empty(const msi_heap_t *h, size_t c) { return h->current_at[c] == MSI_HEAP_EMPTY_AT; }
+/* s is class c's current span of h (a compare with the entry in memory) */
+static inline bool msi_heap_is_current(const msi_heap_t *h, size_t c, const msi_span_t *s) {
+  return h->current_at[c] == (uintptr_t)s - (uintptr_t)h;
+}
 
 /* large blocks */
 void msi_large_init(void);

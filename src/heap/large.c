@@ -881,7 +881,7 @@ static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes) {
   if (own) {
     hint.at = made <= HINT_PIECES && done == bytes ? to : 0;
     hint.n = made <= HINT_PIECES ? made : 0;
-    memcpy(hint.pages, pages, hint.n * sizeof pages[0]);
+    msi_memcpy(hint.pages, pages, hint.n * sizeof pages[0]);
     atomic_store_explicit(&hint_busy, false, memory_order_release);
   }
   return done;
@@ -906,7 +906,7 @@ static bool copy_rest(void *d, void *p, size_t moved, size_t old, size_t len) {
     msi_fatal("realloc(): the kernel refused to move a block of %zu bytes at %p and to restore its new mapping",
               old, p);
   }
-  MSI_HEAP_VG_QUIET(memcpy((char *)d + moved, (char *)p + moved, old - moved));
+  MSI_HEAP_VG_QUIET(msi_memcpy((char *)d + moved, (char *)p + moved, old - moved));
   reserve((uintptr_t)p + moved, old - moved);
   return true;
 }
@@ -973,7 +973,7 @@ static void *realloc_to_direct(lclass_t *c, uint32_t idx, unsigned k, uint32_t h
 /* realloc by a copy into `q` (NULL: refused, p unchanged) */
 static void *by_copy(void *p, size_t old_bytes, size_t size, void *q) {
   if (!q) return NULL;
-  MSI_HEAP_VG_QUIET(memcpy(q, p, old_bytes < size ? old_bytes : size)); /* committed pages beyond the block too */
+  MSI_HEAP_VG_QUIET(msi_memcpy(q, p, old_bytes < size ? old_bytes : size)); /* committed pages beyond the block too */
   msi_large_free(p);
   return q;
 }

@@ -22,6 +22,15 @@
 #define MSI_MiB (MSI_KiB * 1024)
 #define MSI_GiB (MSI_MiB * 1024)
 
+/* copies n bytes between objects that do not overlap: memmove, not memcpy, whose symbol in the C library has a
+   version of its own (GLIBC_2.14 on x86-64: every other function the library calls has the base version there),
+   one more version for the dynamic loader to check in every process (test_startup). glibc serves both from one
+   routine; a constant n is inlined as memcpy's is. (The empty asm hides where d and s point: a compiler that
+   proves the two apart, a local buffer, makes a memmove a memcpy call again) */
+static inline void *msi_memcpy(void *d, const void *s, size_t n) {
+  __asm__("" : "+r"(d), "+r"(s));
+  return __builtin_memmove(d, s, n);
+}
 static inline bool msi_is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 static inline uintptr_t msi_align_up(uintptr_t x, size_t a) { return (x + (a - 1)) & ~(uintptr_t)(a - 1); }
 static inline uintptr_t msi_align_down(uintptr_t x, size_t a) { return x & ~(uintptr_t)(a - 1); }

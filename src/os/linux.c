@@ -611,7 +611,7 @@ static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, con
 
 static void copy_span(char *dst, size_t cap, const char *src, size_t n) {
   if (n >= cap) n = cap - 1;
-  memcpy(dst, src, n);
+  msi_memcpy(dst, src, n);
   dst[n] = 0;
 }
 
@@ -676,8 +676,8 @@ bool msi_os_cgroup_file(const msi_os_cgroup_t *cg, const char *name, char *out, 
   size_t n = slash ? (size_t)(slash - cg->stat_path) + 1 : 0, m = strlen(name);
   out[0] = 0;
   if (!slash || n + m >= size) return false;
-  memcpy(out, cg->stat_path, n);
-  memcpy(out + n, name, m + 1);
+  msi_memcpy(out, cg->stat_path, n);
+  msi_memcpy(out + n, name, m + 1);
   return true;
 }
 

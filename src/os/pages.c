@@ -63,7 +63,7 @@ static bool ranges_room(size_t need) {
   size_t cap = cap_ranges * 2, bytes = msi_round_up(cap * sizeof(range_t), msi_os_page_size());
   void *p = msi_os_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) { errno = ENOMEM; return false; }
-  memcpy(p, ranges, nranges * sizeof(range_t));
+  msi_memcpy(p, ranges, nranges * sizeof(range_t));
   if (ranges != static_ranges) msi_os_munmap(ranges, msi_round_up(cap_ranges * sizeof(range_t), msi_os_page_size()));
   ranges = p;
   cap_ranges = bytes / sizeof(range_t);

@@ -188,7 +188,7 @@ void *msi_foreign_realloc(void *p, size_t size) {
   }
   void *n = msi_malloc(size);
   if (!n) return NULL;
-  memcpy(n, p, old < size ? old : size);
+  msi_memcpy(n, p, old < size ? old : size);
   libc_free_checked(p); /* (checked above) */
   return n;
 }

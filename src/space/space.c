@@ -1262,7 +1262,7 @@ void *ms_space_realloc(ms_space_t *s, void *p, size_t size) {
   space_unlock(s);
   if (!q) return no_room(s, size, oom, 0);
   MSI_TRACK_MALLOC(q, (size_t)1 << n, 0);
-  memcpy(q, p, (size_t)1 << k);
+  msi_memcpy(q, p, (size_t)1 << k);
   if (s->flags & MS_SPACE_ZERO) memset((char *)q + ((size_t)1 << k), 0, ((size_t)1 << n) - ((size_t)1 << k));
   space_lock(s);
   MSI_TRACK_FREE(p);

@@ -165,7 +165,7 @@ static bool copy_private(sp_class_t *k, unsigned c, size_t a, size_t b) {
   void *tmp = msi_os_mmap(NULL, b - a, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (tmp == MAP_FAILED) { sp.fail_op = "mapping memory for a private copy"; return false; }
   for (size_t slot = a >> c; slot < (b >> c) && slot < k->next; slot++)
-    if (k->meta[slot]) memcpy((char *)tmp + ((slot << c) - a), (const void *)(k->start + (slot << c)), k->meta[slot]);
+    if (k->meta[slot]) msi_memcpy((char *)tmp + ((slot << c) - a), (const void *)(k->start + (slot << c)), k->meta[slot]);
   if (msi_os_mremap(tmp, b - a, b - a, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(k->start + a)) == MAP_FAILED) {
     int e = errno;
     msi_os_munmap(tmp, b - a);

@@ -321,7 +321,7 @@ void *msi_spill_realloc(void *p, size_t size) {
     done += (size_t)n;
   }
   /* no copy_file_range here, or the child's private copy */
-  if (done < cur) memcpy((void *)(q + done), (const char *)p + done, cur - done);
+  if (done < cur) msi_memcpy((void *)(q + done), (const char *)p + done, cur - done);
   atomic_fetch_add_explicit(&sp.moves, 1, memory_order_relaxed);
   msi_sp_slot_free(c, slot);
   msi_unlock(&sp_lock);

@@ -78,7 +78,7 @@ typedef struct {
 /* the span a heap keeps for a class's next block: its current span, or the empty one it set aside (spare); NULL
    for neither */
 static msi_span_t *held_span(msi_heap_t *h, unsigned c) {
-  if (h->current[c] != &msi_empty_span) return h->current[c];
+  if (msi_heap_current(h, c) != msi_heap_empty_span(h)) return msi_heap_current(h, c);
   return atomic_load_explicit(&h->spare[c], memory_order_relaxed);
 }
 static void *pattern(void *arg) {

@@ -144,31 +144,31 @@ static void empty_current_spans_leave_under_pressure(void **state) {
   unsigned ca = msi_heap_class_of(3000), cb = msi_heap_class_of(5000), cc = msi_heap_class_of(7000);
   msi_heap_t *h = msi_tls_heap;
   ms_free(a);
-  msi_span_t *sa = h->current[ca];
-  assert_ptr_not_equal(sa, &msi_empty_span); /* kept, empty */
+  msi_span_t *sa = msi_heap_current(h, ca);
+  assert_ptr_not_equal(sa, msi_heap_empty_span(h)); /* kept, empty */
   assert_int_equal(msi_span_used(sa), 0);
   atomic_fetch_add(&msi_maint_pressure_epoch, 1);
   void *b = ms_malloc(5000); /* a class's first block: the slow path */
   assert_non_null(b);
-  assert_ptr_equal(h->current[ca], &msi_empty_span);
-  assert_ptr_not_equal(h->current[cb], &msi_empty_span);
+  assert_ptr_equal(msi_heap_current(h, ca), msi_heap_empty_span(h));
+  assert_ptr_not_equal(msi_heap_current(h, cb), msi_heap_empty_span(h));
   atomic_store(&msi_maint_pressure, 1);
   ms_free(b); /* the last block of a current span */
-  assert_ptr_equal(h->current[cb], &msi_empty_span);
+  assert_ptr_equal(msi_heap_current(h, cb), msi_heap_empty_span(h));
   b = ms_malloc(5000); /* once per class and look: a loop of one block pays a slow path once */
   assert_non_null(b);
   ms_free(b);
-  assert_ptr_not_equal(h->current[cb], &msi_empty_span);
+  assert_ptr_not_equal(msi_heap_current(h, cb), msi_heap_empty_span(h));
   atomic_fetch_add(&msi_maint_pressure_epoch, 1); /* the next look */
   b = ms_malloc(5000);
   assert_non_null(b);
   ms_free(b);
-  assert_ptr_equal(h->current[cb], &msi_empty_span);
+  assert_ptr_equal(msi_heap_current(h, cb), msi_heap_empty_span(h));
   atomic_store(&msi_maint_pressure, 0);
   void *c = ms_malloc(7000);
   assert_non_null(c);
   ms_free(c);
-  assert_ptr_not_equal(h->current[cc], &msi_empty_span); /* no pressure: kept again */
+  assert_ptr_not_equal(msi_heap_current(h, cc), msi_heap_empty_span(h)); /* no pressure: kept again */
 }
 
 /* pages of [addr, addr + len) resident */

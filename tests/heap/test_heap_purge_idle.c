@@ -49,7 +49,7 @@ static void *idle_worker(void *arg) {
     if (!b[i]) return NULL;
     memset(b[i], 0x5a, SIZE);
   }
-  msi_span_t *s = msi_tls_heap->current[msi_heap_class_of(SIZE)];
+  msi_span_t *s = msi_heap_current(msi_tls_heap, msi_heap_class_of(SIZE));
   span_base = s->base;
   span_touched = s->touched;
   for (int i = 0; i < BLOCKS; i++) ms_free(b[i]);
@@ -94,7 +94,7 @@ static void idle_threads_span_goes_back(void **state) {
   assert_true(span_touched > 16384);
   assert_true(resident_pages(span_base, span_touched) > 0);
   msi_heap_purge(msi_heap_now_ms(), true);
-  assert_ptr_not_equal(worker_heap->current[cls], worker_span);
+  assert_ptr_not_equal(msi_heap_current(worker_heap, cls), worker_span);
   assert_int_not_equal(worker_span->state, MSI_SPAN_ACTIVE);
   assert_int_equal(resident_pages(span_base, span_touched), 0);
   set_phase(2);
@@ -163,7 +163,7 @@ static void with_headroom_span_stays_current(void **state) {
   assert_int_equal(pthread_create(&t, NULL, idle_worker, NULL), 0);
   wait_phase(1);
   bool tight = atomic_load(&msi_maint_tight) != 0;
-  msi_span_t *cur = worker_heap->current[msi_heap_class_of(SIZE)];
+  msi_span_t *cur = msi_heap_current(worker_heap, msi_heap_class_of(SIZE));
   set_phase(2);
   wait_phase(3);
   assert_int_equal(pthread_join(t, NULL), 0);

@@ -744,7 +744,7 @@ static int kept_never_allocated(void) {
   if (s->state != MSI_SPAN_CACHED || !s->kept) return 3;
   msi_heap_t *h = msi_tls_heap;
   unsigned cls = msi_heap_class_of(48);
-  if (h != MSI_EMPTY_HEAP && h->current[cls] != &msi_empty_span) { /* this thread's own span of the class: used up */
+  if (h != MSI_EMPTY_HEAP && msi_heap_current(h, cls) != msi_heap_empty_span(h)) { /* this thread's own span of the class: used up */
     for (int i = 0; i < 100000 && msi_heap_span_of(ms_malloc(48)) != s; i++) {
     }
   } else if (msi_heap_span_of(ms_malloc(48)) != s) {
