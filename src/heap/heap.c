@@ -1174,7 +1174,7 @@ static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
    an idle thread (a pool's) would keep a span per class, whatever the memory pressure. So while a forced purge may
    come (msi_maint_tight: a cgroup limits the process, or a second thread allocates before any look read the
    limit, or memory is tight: internal.h) the free that empties a span whose blocks were
-   carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current[]
+   carved past SPARE_MIN bytes and a block sets it aside instead (spare_put): current_at[]
    gets the empty span, the span goes in the atomic spare[] slot; the owner's next allocation of the class finds
    the empty span, takes the slow path and the span back (spare_take); a forced purge (memory pressure) takes it
    from any thread (heap_take_spares). Whoever exchanges the slot for NULL owns the span.

@@ -194,9 +194,9 @@ typedef struct msi_heap_s {
   uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
   msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */
-  /* a class's empty span, set aside out of current[] by the free that emptied it (heap.c spare_put): the owner
+  /* a class's empty span, set aside out of current_at[] by the free that emptied it (heap.c spare_put): the owner
      takes it back at its next allocation of the class, a forced purge (memory pressure) from any thread; whoever
-     exchanges the pointer for NULL owns the span. Non-NULL only while current[] holds the empty span */
+     exchanges the pointer for NULL owns the span. Non-NULL only while current_at[] names the empty span */
   msi_span_t *_Atomic spare[MSI_HEAP_CLASSES];
 } msi_heap_t;
 _Static_assert(__builtin_offsetof(msi_heap_t, cache_lock) - __builtin_offsetof(msi_heap_t, remote) >= MSI_CACHE_LINE,

@@ -87,6 +87,7 @@ if ms_need_cmd readelf; then
   nver=$(readelf -VW "$lib" | awk '/Version needs section/ {v = 1} v && $2 == "Name:" && $3 ~ /^GLIBC_/ {n++} END {print n + 0}')
   echo "C library versions required: $nver"
   check "at most 6 C library versions required" '[ "$nver" -le 6 ]'
+  check "no GLIBC_2.14 (memcpy) among them" '! readelf -VW "$lib" | grep -q "Name: GLIBC_2.14 "'
 fi
 # every system call of the process, counted by strace (the C library's and memspace's raw ones, prlimit64 among
 # them): one malloc and free add at most 7 to a program that allocates nothing (its two getrusage calls, the
