@@ -32,7 +32,7 @@ else
   dir="$build/secure"
   echo "== secure build (-DMEMSPACE_SECURE=ON): tests labelled hardening"
   if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMSPACE_SECURE=ON -DMEMSPACE_BUILD_BENCH=OFF >/dev/null &&
-     cmake --build "$dir" -j "$jobs" --target memspace test_hardening ms_count_prog >/dev/null; then
+     cmake --build "$dir" -j "$jobs" --target memspace test_hardening ms_count_prog test_faults >/dev/null; then
     ( cd "$dir" && ctest --output-on-failure --no-tests=error -j "$jobs" -L hardening -LE "$exclude" ) || status=1
   else
     echo "secure build failed"; status=1

@@ -34,10 +34,11 @@ static size_t guard_put(uintptr_t at) {
   if (msi_os_mprotect((void *)at, msi_os_page_size(), PROT_NONE) == 0) return G_PAGE | G_PROT;
   return G_PAGE;
 }
-/* the guard page after a block of entry value f becomes ordinary memory (the block moves or grows with it) */
-static void guard_take(uintptr_t at, size_t f) {
-  if (f & G_MARKER) msi_os_madvise((void *)at, msi_os_page_size(), MADV_GUARD_REMOVE);
-  if (f & G_PROT) msi_os_mprotect((void *)at, msi_os_page_size(), PROT_READ | PROT_WRITE);
+/* the guard page after a block of entry value f becomes ordinary memory (the block moves or grows with it); false:
+   refused, the guard stays (a block grown over it would fault where the program writes) */
+static bool guard_take(uintptr_t at, size_t f) {
+  if ((f & G_MARKER) && msi_os_madvise((void *)at, msi_os_page_size(), MADV_GUARD_REMOVE) != 0) return false;
+  return !(f & G_PROT) || msi_os_mprotect((void *)at, msi_os_page_size(), PROT_READ | PROT_WRITE) == 0;
 }
 
 static entry_t *table;
@@ -255,7 +256,12 @@ void *msi_direct_realloc(void *p, size_t size) {
   if (i < 0) { msi_unlock(&direct_lock); msi_heap_bad_pointer(p, "realloc(): invalid pointer"); }
   size_t f = table[i].len, old = len_of(f), g = mapped_of(f) - old;
   if (len == old) { msi_unlock(&direct_lock); return p; }
-  guard_take((uintptr_t)p + old, f); /* the guard page moves or grows with the block, and is put back after it */
+  /* the guard page moves or grows with the block, and is put back after it; refused: the block stays as it is */
+  if (!guard_take((uintptr_t)p + old, f)) {
+    msi_unlock(&direct_lock);
+    errno = ENOMEM;
+    return NULL;
+  }
   void *q = msi_os_mremap(p, old + g, len + g, MREMAP_MAYMOVE, NULL);
   if (q == MAP_FAILED && errno == EFAULT && len > old) q = grow_pieces(p, old, len, g);
   if (q == MAP_FAILED) {
