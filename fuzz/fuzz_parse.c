@@ -117,13 +117,23 @@ static void check_options(char **env) {
     size_t n = strlen(opt_env(d));
     for (char **e = env; *e; e++)
       if (strncmp(*e, opt_env(d), n) == 0 && (*e)[n] == '=') { s = *e + n + 1; break; }
-    if (d->kind == KIND_STR) { /* the value without the spaces around it; nothing but spaces: unset */
+    if (d->kind == KIND_STR) { /* the value without the spaces around it, a relative one after the current
+                                  directory (when the whole fits); nothing but spaces: unset */
       const char *t = s ? s + strspn(s, " ") : NULL;
       size_t len = t ? strlen(t) : 0;
       while (len && t[len - 1] == ' ') len--;
       const char *got = opt_strings[i];
+      char want[2 * STR_COPY_MAX] = "";
+      if (len && t[0] != '/' && getcwd(want, STR_COPY_MAX) && strlen(want) + 1 + len < STR_COPY_MAX) {
+        if (strcmp(want, "/") != 0) strcat(want, "/");
+      } else {
+        want[0] = 0;
+      }
+      size_t at = strlen(want);
+      if (len) memcpy(want + at, t, len);
+      want[at + len] = 0;
       if (!len) { if (got) FAIL("%s unset or blank but string option set", opt_env(d)); }
-      else if (got && (strlen(got) != len || memcmp(got, t, len) != 0))
+      else if (got && strcmp(got, want) != 0)
         FAIL("%s: string option is not the value without the spaces around it", opt_env(d));
       else if (!got && len < 4000) FAIL("%s: string option unset", opt_env(d));
       continue;

@@ -2,6 +2,7 @@
 /* options.c: the option table (options.def) mapped to MEMSPACE_* environment variables, read from environ
    without allocating. An invalid value is reported once, naming the variable, and the default is kept. */
 #include "internal.h"
+#include "os.h"
 #include "route.h"
 #include <errno.h>
 #include <limits.h>
@@ -53,22 +54,34 @@ static const char *opt_strings[MS_OPTION_COUNT];
 #define STR_COPY_MAX 4096
 MSI_COLD_BSS static char str_copy[STR_SLOTS][STR_COPY_MAX];
 static signed char str_slot[MS_OPTION_COUNT];
-static const char *str_trim(int option, const char *s) {
-  while (*s == ' ') s++;
-  size_t len = strlen(s);
-  if (len == 0) return NULL;
-  if (s[len - 1] != ' ') return s;
-  while (s[len - 1] == ' ') len--;
-  if (len >= STR_COPY_MAX) return NULL;
+static char *str_buffer(int option) { /* the option's copy slot; NULL: none left */
   int slot = str_slot[option];
   if (!slot) {
     static int used;
     if (used == STR_SLOTS) return NULL;
     slot = str_slot[option] = (signed char)++used;
   }
-  msi_memcpy(str_copy[slot - 1], s, len);
-  str_copy[slot - 1][len] = 0;
   return str_copy[slot - 1];
+}
+/* Both string options are paths (a directory, a file), used long after start: a relative one is made absolute
+   against the directory the process starts in, as it was meant when the variable was set, not the one the
+   program has moved to by its first spill or its exit. Kept relative when the current directory cannot be read
+   or the whole does not fit. */
+static const char *str_trim(int option, const char *s) {
+  while (*s == ' ') s++;
+  size_t len = strlen(s);
+  if (len == 0) return NULL;
+  while (s[len - 1] == ' ') len--;
+  if (s[len] == 0 && s[0] == '/') return s;
+  char *b = str_buffer(option);
+  long cwd = s[0] == '/' || !b ? -1 : msi_os_getcwd(b, STR_COPY_MAX);
+  size_t at = cwd < 0 ? 0 : (size_t)cwd + (cwd > 1); /* (after "/" no second slash) */
+  if (b && at + len >= STR_COPY_MAX) at = 0, cwd = -1; /* too long with the directory: relative, as given */
+  if (!b || len >= STR_COPY_MAX) return s[len] == 0 ? s : NULL;
+  if (cwd > 1) b[cwd] = '/';
+  msi_memcpy(b + at, s, len);
+  b[at + len] = 0;
+  return b;
 }
 MSI_START_DATA static _Atomic unsigned opt_invalid; /* bit per option set to an invalid value */
 MSI_START_DATA static _Atomic unsigned opt_given;   /* bit per option given a valid value (environment or ms_option_set) */

@@ -58,6 +58,9 @@ ssize_t msi_os_pread(int fd, void *buf, size_t len, off_t offset);
 ssize_t msi_os_write(int fd, const void *buf, size_t len);
 bool msi_os_read_ull(const char *path, unsigned long long *v); /* the decimal number a small file starts with (sysfs, procfs) */
 int msi_os_unlink(const char *path);
+/* the current directory's absolute path in buf (NUL-terminated): its length, or -1 + errno (ERANGE: buf too small;
+   ENOENT: a directory outside the process's root, whose path the kernel gives relative) */
+long msi_os_getcwd(char *buf, size_t size);
 int msi_os_ftruncate(int fd, off_t size);
 int msi_os_fstatfs(int fd, struct statfs *st);
 long long msi_os_fstat_blocks(int fd);                  /* bytes allocated on disk (st_blocks*512), -1 + errno */

@@ -273,6 +273,12 @@ ssize_t msi_os_write(int fd, const void *buf, size_t len) {
   return r;
 }
 int msi_os_unlink(const char *path) { RETRY_INT(MS_FAULT_OP_COUNT, unlink(path)); }
+long msi_os_getcwd(char *buf, size_t size) {
+  COUNT_CALL();
+  long n = syscall(SYS_getcwd, buf, size); /* (the length with its NUL) */
+  if (n > 0 && buf[0] != '/') { errno = ENOENT; return -1; }
+  return n > 0 ? n - 1 : -1;
+}
 int msi_os_ftruncate(int fd, off_t size) { RETRY_INT(MS_FAULT_FALLOCATE, ftruncate(fd, size)); }
 int msi_os_fstatfs(int fd, struct statfs *st) { RETRY_INT(MS_FAULT_OP_COUNT, fstatfs(fd, st)); }
 /* (the kernel's struct stat is the C library's on x86_64, aarch64 and riscv64; elsewhere the C library converts) */

@@ -50,6 +50,11 @@ run env MEMSPACE_STATS_FILE="$dir/plain" MEMSPACE_STATS_FORMAT=json bash -c 'tru
 f=$(ls "$dir"/plain.* 2>/dev/null | head -1)
 check "stats file without %p: .PID appended" '[ -n "$f" ] && [[ "$f" =~ /plain\.[0-9]+$ ]]'
 check "stats file, json: valid, pid of the name" '[ -n "$f" ] && [ ! -x $py ] || $py -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"pid\"]==int(sys.argv[1].rsplit(\".\",1)[1])" "$f"'
+# a relative path names a file in the directory the process started in, not the one it exits from
+mkdir "$dir/start" "$dir/start/sub"
+(cd "$dir/start" && run env MEMSPACE_STATS_FILE=rel.%p bash -c 'cd sub; true' 2>/dev/null)
+check "relative stats file: written in the start directory, not the one the program moved to" \
+  '[ "$(ls "$dir/start" | grep -c "^rel\.")" = 1 ] && [ -z "$(ls "$dir/start/sub")" ]'
 msg=$(run env MEMSPACE_STATS_FILE="$dir/missing/st" bash -c 'true' 2>&1)
 check "stats file unopenable: reported, block on stderr" '[[ "$msg" == *"MEMSPACE_STATS_FILE: cannot open"* ]] && [[ "$msg" == *"statistics of pid"* ]]'
 
