@@ -19,10 +19,7 @@
 #include <unistd.h>
 
 static void skip_without_minis(void) {
-  if (!MSI_HEAP_MINI) {
-    print_message("the secure build has no mini spans (a guard page per span)\n");
-    skip();
-  }
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
 }
 
 static bool in_chunk0(const void *p) { return (((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)) == 0; }
