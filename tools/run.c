@@ -438,8 +438,9 @@ static int parse_options(int argc, char **argv) {
   /* a step no expansion of that space could take (--space-expand, else the environment's, which the program reads as
      well): the library would warn and run the space at a fixed size */
   const char *expand_v = space_expand_v ? space_expand_v : getenv("MEMSPACE_SPACE_EXPAND");
-  size_t expand;
-  if (initial > 0 && expand_v && ms_parse_size(expand_v, &expand) == 0 && expand > msi_space_expand_max((size_t)initial)) {
+  long long expand;
+  if (initial > 0 && expand_v && msi_option_parse(MS_OPTION_SPACE_EXPAND, expand_v, &expand) == 0 &&
+      (size_t)expand > msi_space_expand_max((size_t)initial)) {
     fprintf(stderr, "memspace run: %s%s: above the largest step a space of %lld bytes can take (%zu bytes)\n",
             space_expand_v ? "--space-expand " : "MEMSPACE_SPACE_EXPAND=", expand_v, initial,
             msi_space_expand_max((size_t)initial));

@@ -181,7 +181,7 @@ static void heap_stats_get(ms_stats_t *st) {
   uint64_t alloc = 0, cached = cached_spans;
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     const ms_stats_class_t *k = msi_stats_class(st, c);
-    alloc += k->allocated * (k->block_size - MSI_HEAP_CANARY); /* usable sizes, as usable() (the secure build's canary) */
+    alloc += k->allocated * (k->block_size - MSI_HEAP_CANARY); /* usable sizes (usable(): less the canary) */
     cached += k->cached * k->block_size;
   }
   st->heap_allocated_bytes += alloc + large_alloc;

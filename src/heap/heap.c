@@ -102,8 +102,8 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
    span, so the fast path needs no initialisation test. Of the empty heap only current_at[] is ever read (the
    fast path's load; every other use compares a heap's address with it first), so only current_at[] exists, with
    the empty span it names: a constant, not a whole heap in .data, where its 3 KiB took a page more for the
-   dynamic loader to copy in every process (heap.h MSI_EMPTY_HEAP). Its entries are offsets, constants: as
-   pointers they were 96 relocations for the dynamic loader in every process. */
+   dynamic loader to copy in every process (heap.h MSI_EMPTY_HEAP). Its entries are offsets, constants, where
+   pointers would need a relocation each in every process. */
 const struct msi_empty_heap_s msi_empty_heap = {
     .current_at = {[0 ... MSI_HEAP_CLASSES - 1] = MSI_HEAP_EMPTY_AT},
     .empty = {.free = (msi_block_t *)&msi_empty_heap.empty, .key = MSI_EMPTY_SPAN_KEY}};
@@ -520,7 +520,8 @@ static void seg_avail_update(msi_segment_t *seg) {
    other core's lines from it (docs/heap.md, "A segment per thread"). So a heap takes chunks from its own segments
    (its last one first, then the lowest with room), else claims one that serves no live heap (none: every chunk was
    free; its thread ended: an orphan, or gone in a forked child), else maps a new one; only when no segment can be
-   mapped, or under an address-space limit it spends too much of (seg_share_first), does it share another heap's. A span later taken by another heap from a cache stays where it is. */
+   mapped, or under an address-space limit it spends too much of (seg_share_first), does it share another heap's.
+   A span later taken by another heap from a cache stays where it is. */
 static bool seg_claimable(const msi_segment_t *seg) {
   const msi_heap_t *o = seg->owner;
   return !o || atomic_load_explicit(&o->gone, memory_order_relaxed) || atomic_load_explicit(&o->orphan, memory_order_relaxed);
@@ -1282,6 +1283,10 @@ static void list_append(const msi_span_t *s, msi_block_t *list, msi_block_t *tai
    walking them to a tail is a chain of cache misses. With both lists in use, may_park leaves the list in the word
    and only clears the queued bit (the span is collected when it runs out of blocks, or queued again by the next
    remote free); a span the list would empty is taken whole, walking the shorter of the two lists. */
+/* remote frees wait in s's word (bit 0 alone: queued, no block): what span_collect(s, true, ...) would find */
+static inline bool span_remote_waits(const msi_span_t *s) {
+  return atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1;
+}
 static void span_collect(msi_span_t *s, bool keep_flag, bool may_park) {
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed);
   bool park;
@@ -1629,8 +1634,8 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
   heap_remote_process(h, !orphaning, false);
   heap_take_spares(h, !orphaning);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
+    if (msi_heap_current_empty(h, c)) continue;
     msi_span_t *s = msi_heap_current(h, c);
-    if (s == msi_heap_empty_span(h)) continue;
     msi_heap_set_current_empty(h, c);
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, !orphaning);
@@ -1902,7 +1907,7 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   if (!msi_heap_current_empty(h, cls)) {
     /* blocks freed by other threads first, never-used ones after: carving while remote frees wait would fault
        in the span's further pages with as many of its blocks free */
-    if (atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1) { /* (bit 0 alone: queued, no block) */
+    if (span_remote_waits(s)) {
       span_collect(s, true, false);
       if (!span_free_empty(s)) return alloc_from(s);
     }
@@ -1956,8 +1961,7 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
       msi_span_set_floor(s, 0);
-      /* (no call for a full span's first free, the common case: nothing to collect, bit 0 alone is no block) */
-      if (atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1) span_collect(s, true, false);
+      if (span_remote_waits(s)) span_collect(s, true, false); /* (a full span's first free: mostly nothing) */
     }
     if (msi_span_is_mini(s)) return; /* (never filed: mini_take) */
     if (msi_heap_is_current(h, s->cls, s)) {
@@ -2017,7 +2021,7 @@ static void heap_release_current(msi_heap_t *h) {
   heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_span_t *s = msi_heap_current(h, c);
-    if (s == msi_heap_empty_span(h) || msi_span_used(s) != 0) continue;
+    if (msi_heap_current_empty(h, c) || msi_span_used(s) != 0) continue;
     span_collect(s, true, false); /* a list parked by the allocation path */
     if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       msi_heap_set_current_empty(h, c);
@@ -2038,9 +2042,10 @@ void msi_heap_thread_collect(bool force) {
       span_collect(s, true, false); /* parked lists */
       if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
     }
+    if (msi_heap_current_empty(h, c)) continue;
     msi_span_t *s = msi_heap_current(h, c);
-    if (s != msi_heap_empty_span(h)) span_collect(s, true, false);
-    if (force && s != msi_heap_empty_span(h) && msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    span_collect(s, true, false);
+    if (force && msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
       msi_heap_set_current_empty(h, c);
       span_retire(h, s, false);
     }

@@ -26,8 +26,8 @@
    version of its own (GLIBC_2.14 on x86-64: every other function the library calls has the base version there),
    one more version for the dynamic loader to check in every process (test_startup). glibc serves both from one
    routine. A constant n is inlined by clang as memcpy's is, by GCC only for 1, 2, 4, 8 and 16 bytes (other sizes
-   call memmove: no path where that matters copies a constant size). (The empty asm hides where d and s point: a compiler that
-   proves the two apart, a local buffer, makes a memmove a memcpy call again) */
+   call memmove: no path where that matters copies a constant size). The empty asm hides where d and s point: a
+   compiler that proves the two apart (a local buffer) makes a memmove a memcpy call again. */
 static inline void *msi_memcpy(void *d, const void *s, size_t n) {
   __asm__("" : "+r"(d), "+r"(s));
   return __builtin_memmove(d, s, n);
