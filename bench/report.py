@@ -87,7 +87,7 @@ def read_cmd(path):
             for line in f:
                 k, sep, v = line.partition(":")
                 if sep and k.strip() in ("command", "mode", "date", "machine", "libraries", "seconds", "exit",
-                                         "heap parameters"):
+                                         "heap parameters", "host"):
                     info.setdefault(k.strip(), v.strip())
     except OSError:
         pass
@@ -182,7 +182,8 @@ def date_line(run):
 
 def run_line(run):
     mode = run.cmd.get("mode", "?")
-    return f"{date_line(run)}, `{run.cmd.get('command', '?')}` ({mode} mode), {machine_line(run)}"
+    held = ", freed memory kept from the host while it ran" if "host" in run.cmd else ""
+    return f"{date_line(run)}, `{run.cmd.get('command', '?')}` ({mode} mode), {machine_line(run)}{held}"
 
 
 def compare(run, value_of, higher_better, fmt, peers=PEERS, baseline="glibc", case_of=None):

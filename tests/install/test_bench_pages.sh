@@ -1,11 +1,13 @@
 #!/bin/sh
 # memspace bench pages --quick: finishes, writes pages.csv (docs/contract.md §2 header, metrics with units, the
-# published Windows figures apart) and pages.cmd, and leaves nr_hugepages as it found it.
+# published Windows figures apart) and pages.cmd, and leaves nr_hugepages as it found it, and the free page
+# reporting values it holds while it runs (a fixture directory stands for /sys/module/page_reporting/parameters).
 tool=$1
 out=$(mktemp -d /tmp/memspace-bench-pages.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 before=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null)
-"$tool" bench pages --quick --out "$out" || { echo "FAIL: bench exited $?"; exit 1; }
+mkdir "$out/params" && echo 7 > "$out/params/min_free_ms" && echo 9 > "$out/params/max_waiting_mib"
+MSB_PAGE_REPORTING_DIR=$out/params "$tool" bench pages --quick --out "$out" || { echo "FAIL: bench exited $?"; exit 1; }
 after=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null)
 fail=0
 # other jobs on the machine may change the pool meanwhile: a difference is reported, not failed
@@ -19,5 +21,9 @@ done
 # impl is [a-z0-9-]+; every metric ends in a unit or is a count, and its value is a number; status rows say why not
 bad=$(awk -F, 'NR > 1 && ($3 !~ /^[a-z0-9-]+$/ || ($6 == "status" ? $7 !~ /^(skipped|not_installed)$/ : ($6 !~ /(_ns|_s|_bytes|^page_faults)$/ || $7 !~ /^-?[0-9.e+-]+$/)))' "$csv" | head -3)
 [ -z "$bad" ] || { echo "FAIL: bad rows: $bad"; fail=1; }
+[ "$(cat "$out/params/min_free_ms") $(cat "$out/params/max_waiting_mib")" = "7 9" ] ||
+  { echo "FAIL: free page reporting not restored: $(cat "$out/params/min_free_ms") $(cat "$out/params/max_waiting_mib")"; fail=1; }
+grep -q "^host: free page reporting min_free_ms=300000 (was 7) max_waiting_mib=65536 (was 9)$" "$out/pages.cmd" ||
+  { echo "FAIL: pages.cmd has no host line for the hold"; fail=1; }
 grep -q "^machine:" "$out/pages.cmd" || { echo "FAIL: pages.cmd without machine line"; fail=1; }
 exit $fail
