@@ -445,6 +445,20 @@ bool msi_heap_fit_limit(void) {
    the limit) and the segment area grows a segment at a time after its last one, which merges with it (as under
    RLIMIT_AS). */
 static msi_segment_t *segment_map(void);
+/* a segment freshly mapped (zeros): its header set up, counted */
+MSI_HOT_TEXT static void segment_init(msi_segment_t *seg) {
+#if MSI_HEAP_SECURE
+  guard_install((uintptr_t)seg + MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* between the header and chunk 1 */
+#endif
+  MSI_SEEN_SET(seg->free_mask, ~(uint64_t)1); /* chunk 0 is the header */
+  /* the descriptors are fresh zeros (MSI_SPAN_FREE); each one's base is set when its chunk first starts a span
+     (segment_alloc_span: only map[] leads to a descriptor), so a new segment touches one page of its 8 KiB of
+     descriptors, not three. spans[0], where map[] sends every chunk outside a span, is set here. */
+  seg->spans[0].base = (uintptr_t)seg;
+  atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+  msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
+  msi_heap_mapped_peak_note();
+}
 MSI_HOT_TEXT static msi_segment_t *segment_new(void) {
   int saved = errno;
   msi_segment_t *seg = segment_map();
@@ -474,17 +488,7 @@ MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
     return NULL;
   }
   msi_segment_t *seg = p;
-#if MSI_HEAP_SECURE
-  guard_install((uintptr_t)seg + MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* between the header and chunk 1 */
-#endif
-  seg->free_mask = ~(uint64_t)1; /* chunk 0 is the header */
-  /* the descriptors are fresh zeros (MSI_SPAN_FREE); each one's base is set when its chunk first starts a span
-     (segment_alloc_span: only map[] leads to a descriptor), so a new segment touches one page of its 8 KiB of
-     descriptors, not three. spans[0], where map[] sends every chunk outside a span, is set here. */
-  seg->spans[0].base = (uintptr_t)seg;
-  atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
-  msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
-  msi_heap_mapped_peak_note();
+  segment_init(seg);
   atomic_store_explicit(&msi_heap_g.small_top, top + MSI_HEAP_SEG_SIZE, memory_order_release);
   return seg;
 }
@@ -539,6 +543,41 @@ static bool seg_share_first(uintptr_t top) {
   return limit != SIZE_MAX && top >= limit / 4;
 }
 
+/* Released segments (segments_reclaim): an idle segment beyond those kept for the next threads goes back whole, its
+   range mapped afresh read-only and MAP_NORESERVE (no page, no commit charge; the address stays the heap's, so no
+   other mapping lands inside the segment area, and a read of its header finds zeros: no room, no span, which every
+   scan of the segments takes as an unused segment). A heap needing room maps the lowest one read-write again
+   before it maps a new segment (segment_pick). Under seg_lock; the bitmap's words are read unlocked by the scans
+   (MSI_SEEN) to skip them. */
+MSI_COLD_BSS static uint64_t seg_released[MAX_SEGMENTS / 64];
+static size_t seg_released_n;
+static size_t seg_index(const msi_segment_t *seg) { return ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT; }
+static bool seg_is_released(size_t i) { return MSI_SEEN(seg_released[i / 64]) >> (i % 64) & 1; }
+static void seg_released_set(size_t i, bool on) {
+  uint64_t w = seg_released[i / 64], b = 1ull << (i % 64);
+  MSI_SEEN_SET(seg_released[i / 64], on ? w | b : w & ~b);
+  seg_released_n += on ? 1 : (size_t)-1;
+}
+/* the lowest released segment mapped read-write again, set up as a new one (under seg_lock); NULL: refused */
+static msi_segment_t *segment_revive(void) {
+  for (size_t w = 0; w < MAX_SEGMENTS / 64; w++) {
+    if (!seg_released[w]) continue;
+    size_t i = w * 64 + (size_t)__builtin_ctzll(seg_released[w]);
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + (i << MSI_HEAP_SEG_SHIFT));
+    int saved = errno;
+    void *p = msi_os_mmap(seg, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p != (void *)seg) { /* (the commit charge or the mapping limit): the range stays the heap's, unused */
+      msi_os_mmap(seg, MSI_HEAP_SEG_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+      errno = saved;
+      return NULL;
+    }
+    seg_released_set(i, false);
+    segment_init(seg);
+    return seg;
+  }
+  return NULL;
+}
+
 /* a segment with a run of n free chunks for h (at: its first chunk), now h's (under seg_lock); NULL: none */
 static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
@@ -556,6 +595,7 @@ static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
       else if (!shared) shared = s, shared_at = a;
     }
   if (!seg && claim) seg = claim, at = claim_at;
+  if (!seg && seg_released_n && (seg = segment_revive())) at = 1; /* (no address space more: before sharing) */
   if (!seg && shared && seg_share_first(top)) seg = shared, at = shared_at;
   if (!seg) {
     int saved = errno;
@@ -579,7 +619,8 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   msi_segment_t *seg = segment_pick(h, n, &at);
   if (!seg) { msi_unlock(&seg_lock); return NULL; }
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
-  seg->free_mask &= ~bits;
+  MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~bits);
+  if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
@@ -628,7 +669,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], 0);
   MSI_SEEN_SET(s->state, MSI_SPAN_FREE);
   MSI_SEEN_SET(s->nchunks, 0);
-  seg->free_mask |= bits;
+  MSI_SEEN_SET(seg->free_mask, seg->free_mask | bits);
   seg_avail_update(seg);
   if (!purge_now) { /* the segment's dirty_ms: when its oldest dirty chunk became idle */
     if (!seg->dirty_mask || (int32_t)(idle_since - seg->dirty_ms) < 0) seg->dirty_ms = idle_since;
@@ -656,7 +697,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
       continue;
     }
     MSI_SEEN_SET(seg->dirty_mask, 0);
-    seg->free_mask &= ~m;
+    MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~m);
     seg_avail_update(seg);
     msi_unlock(&seg_lock);
     for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
@@ -669,10 +710,101 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
       i = j;
     }
     msi_lock(&seg_lock);
-    seg->free_mask |= m;
+    MSI_SEEN_SET(seg->free_mask, seg->free_mask | m);
     seg_avail_update(seg);
     msi_unlock(&seg_lock);
   }
+}
+
+/* Idle segments. A segment with every chunk free and purged (idle for the purge delay: segments_purge) and no mini
+   span, serving no live thread, holds only its header's pages: a program whose burst of threads has ended
+   (a thread-per-connection server after a burst of connections) would keep a segment per thread of the burst,
+   4 MiB mapped and a few pages resident each, however long it idles. Each pass keeps the lowest SEG_KEEP of them
+   mapped with chunk 0 past its first page given back (bare: the next threads' spans take them without a system
+   call) and releases the rest whole (segment_release, read back by segment_revive). SEG_KEEP is twice the CPUs
+   the process may run on, 4 to 64: a burst of new threads runs that many at a time at most, and the next burst's
+   first threads find their segments mapped; each further one maps its segment again (one mmap, beside the one for
+   its stack glibc makes past its stack cache). */
+static _Atomic unsigned seg_keep_n;
+static unsigned seg_keep(void) {
+  unsigned k = atomic_load_explicit(&seg_keep_n, memory_order_relaxed);
+  if (!k) {
+    k = 2 * msi_os_cpu_count();
+    k = k < 4 ? 4 : k > 64 ? 64 : k;
+    atomic_store_explicit(&seg_keep_n, k, memory_order_relaxed);
+  }
+  return k;
+}
+/* n neighbouring idle segments from seg (segments_reclaim), out of the free masks, go back whole in one call (see
+   seg_released) */
+static void segments_release(msi_segment_t *seg, size_t n) {
+  size_t bytes = n * MSI_HEAP_SEG_SIZE;
+  void *p = msi_os_mmap(seg, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  bool fresh = p != (void *)seg && /* refused (the mapping limit: a read-only range inside the segments splits
+                                      their mapping): mapped afresh, new segments' zeros (the refused call may have
+                                      unmapped them) */
+               msi_os_mmap(seg, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == (void *)seg;
+  msi_lock(&seg_lock);
+  for (size_t i = 0; i < n; i++) {
+    msi_segment_t *s = (msi_segment_t *)((uintptr_t)seg + i * MSI_HEAP_SEG_SIZE);
+    if (p != (void *)seg && fresh) {
+      atomic_fetch_sub_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+      msi_os_count_decommit(MSI_HEAP_CHUNK);
+      segment_init(s);
+      seg_avail_update(s);
+      continue;
+    }
+    seg_released_set(seg_index(s), true); /* (neither worked: never used again, a scan skips it) */
+    if (p != (void *)seg) continue;
+    atomic_fetch_sub_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
+    msi_os_count_decommit(MSI_HEAP_CHUNK); /* its header's chunk (segment_init); the others were purged */
+    chunks_purged(MSI_HEAP_CHUNK);
+  }
+  msi_unlock(&seg_lock);
+}
+static void segments_reclaim(void) {
+  int saved = errno; /* (a single-threaded program purges from malloc and free) */
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  unsigned keep = seg_keep(), kept = 0;
+  uintptr_t ps = msi_os_page_size();
+  msi_segment_t *run = NULL; /* neighbouring segments to release, from run */
+  size_t run_n = 0;
+  for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (run_n && (uintptr_t)run + run_n * MSI_HEAP_SEG_SIZE != (uintptr_t)seg) {
+      segments_release(run, run_n);
+      run_n = 0;
+    }
+    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || MSI_SEEN(seg->free_mask) != SEG_ALL_FREE ||
+        MSI_SEEN(seg->dirty_mask) || MSI_SEEN(seg->mini_used))
+      continue;
+    if (kept < keep && MSI_SEEN(seg->bare)) { kept++; continue; }
+    msi_lock(&seg_lock);
+    if (seg->free_mask != SEG_ALL_FREE || seg->dirty_mask || seg->mini_used || !seg_claimable(seg)) {
+      msi_unlock(&seg_lock);
+      continue;
+    }
+    bool release = kept >= keep;
+    MSI_SEEN_SET(seg->free_mask, 0); /* no heap takes it meanwhile */
+    seg_avail_update(seg);
+    seg->owner = NULL;
+    msi_unlock(&seg_lock);
+    if (release) {
+      if (!run_n++) run = seg;
+      continue;
+    }
+    /* the descriptors past the first page and the mini spans' area (a guard's page at its end left alone) */
+    msi_os_madvise((char *)seg + ps, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps, MADV_DONTNEED);
+    chunks_purged(MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps);
+    msi_lock(&seg_lock);
+    MSI_SEEN_SET(seg->bare, 1);
+    MSI_SEEN_SET(seg->free_mask, SEG_ALL_FREE);
+    seg_avail_update(seg);
+    msi_unlock(&seg_lock);
+    kept++;
+  }
+  if (run_n) segments_release(run, run_n);
+  errno = saved;
 }
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -952,6 +1084,7 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     }
   }
   segments_purge(now, delay, force);
+  segments_reclaim();
   msi_large_purge(now, delay, force_large);
 }
 /* force (memory pressure, ms_heap_collect(1)): every thread's spare spans first, so they go back with the rest */
@@ -980,7 +1113,8 @@ static bool purge_task_busy(void) {
     bool remote = false;
     msi_lock(&heaps_lock);
     for (msi_heap_t *h = orphans; h && !remote; h = h->next_orphan)
-      remote = h->intact || atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL;
+      remote = h->intact || atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL ||
+               (h->idle_seen && !h->reclaimed); /* (orphans_collect reclaims it after the delay) */
     msi_unlock(&heaps_lock);
     if (remote) return true;
   }
@@ -1163,6 +1297,7 @@ static void partial_remove(msi_heap_t *h, msi_span_t *s) {
    same class takes the span again; its segment drops them (segment_release_span) */
 static void span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   if (msi_span_is_mini(s)) return; /* stays its heap's (mini_take) */
+  atomic_fetch_sub_explicit(&h->spans_held, 1, memory_order_relaxed);
   if (s->in_partial) partial_remove(h, s);
   msi_span_set_floor(s, 0); /* (no block used) */
   s->last_cls = s->cls;
@@ -1383,6 +1518,7 @@ static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   s->in_partial = 0;
   s->next = s->prev = NULL;
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
+  atomic_fetch_add_explicit(&h->spans_held, 1, memory_order_relaxed);
   msi_heap_note_active((int64_t)s->nchunks * MSI_HEAP_CHUNK);
 }
 
@@ -1513,11 +1649,16 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (2 KiB ones 2 KiB-aligned) */
   /* (a heap whose spans moved to another segment would find room in its mini area too: the heap's own total
      keeps its mini spans to one area's worth, what docs/heap.md bounds) */
-  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || h->mini_total + k > MSI_HEAP_MINI_SPANS) {
+  unsigned si = 0; /* (its place in h's mini_seg[]: a heap's mini spans are found there, orphan_empty) */
+  while (si < h->mini_nseg && h->mini_seg[si] != seg) si++;
+  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || h->mini_total + k > MSI_HEAP_MINI_SPANS ||
+      si == sizeof h->mini_seg / sizeof h->mini_seg[0]) {
     msi_unlock(&seg_lock);
     h->mini_taken[cls] = MINI_DONE;
     return NULL;
   }
+  if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
+  if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
   msi_span_t *s = &seg->mini[g];
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
@@ -1530,6 +1671,11 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   s->key = msi_heap_g.secret ^ s->base ^ bs;
   MSI_SEEN_SET(s->capacity, (uint32_t)(k * MSI_HEAP_MINI_SIZE / bs));
   s->free = msi_span_list_end(s);
+  s->rfree = NULL; /* (a descriptor an orphan's mini span left: orphan_reclaim) */
+  s->rfree_n = 0;
+  __atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
+  MSI_SEEN_SET(s->used_floor, 0);
+  msi_span_held_set(s, 0);
   s->cached_ms = 0; /* (its local frees while current: mini_free) */
   s->touched = (uint32_t)(k * MSI_HEAP_MINI_SIZE); /* resident with the header's chunk: carved whole, never populated */
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
@@ -1575,6 +1721,7 @@ static msi_heap_t *heap_new(void) {
     atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
     h->carved_bytes = 0; /* (the new thread's own figure: span_populate) */
+    h->idle_seen = h->reclaimed = false;
     if (atomic_load_explicit(&h->gone, memory_order_relaxed)) /* (a forked child's: its thread now) */
       atomic_store_explicit(&h->gone, false, memory_order_relaxed);
     msi_unlock(&heaps_lock);
@@ -1688,6 +1835,67 @@ static void heap_thread_exit(void *arg) {
    The list is taken off while it works (orphans_busy counts such lists, under heaps_lock): a thread starting
    meanwhile makes a heap of its own. */
 static int orphans_busy;
+
+/* An orphan flushed (not kept whole) that holds no live block: no span serving a class (spans_held counts those
+   on its partial lists, the full ones detached from them and the spares), nothing on its remote-span stack, and
+   every mini span of its own empty (they are never filed: found through mini_seg[]). The caller holds the orphan
+   off the list (orphans_collect): no thread adopts it meanwhile, and no other thread frees into it (every block
+   it handed out was seen free) */
+static bool orphan_empty(msi_heap_t *h) {
+  if (h->intact || atomic_load_explicit(&h->spans_held, memory_order_relaxed) ||
+      atomic_load_explicit(&h->remote, memory_order_acquire))
+    return false;
+#if MSI_HEAP_MINI
+  for (unsigned i = 0; i < h->mini_nseg; i++) {
+    msi_segment_t *seg = h->mini_seg[i];
+    for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); g < n; g++) {
+      msi_span_t *m = &seg->mini[g];
+      if (MSI_SEEN(seg->mini_map[g]) == g && m->owner == h &&
+          (msi_span_used(m) || atomic_load_explicit(&m->xfree, memory_order_acquire)))
+        return false;
+    }
+  }
+#endif
+  return true;
+}
+/* An empty orphan idle for the purge delay goes back to a new heap's state: its mini spans leave it (state free, no
+   owner: a free into one is an invalid pointer), and a segment whose mini spans are now all such has its mini
+   area taken back, its pages given back (under seg_lock: no heap takes a mini span there meanwhile). Its segments,
+   once every chunk is free, are then idle segments (segments_reclaim). The heap itself stays on the orphan list,
+   for the next new thread. */
+static void orphan_reclaim(msi_heap_t *h) {
+  int saved = errno;
+  msi_lock(&seg_lock);
+#if MSI_HEAP_MINI
+  for (unsigned i = 0; i < h->mini_nseg; i++) {
+    msi_segment_t *seg = h->mini_seg[i];
+    bool others = false;
+    for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
+      msi_span_t *m = &seg->mini[g];
+      if (seg->mini_map[g] != g) continue;
+      if (m->owner == h) {
+        m->owner = NULL;
+        MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
+      } else if (m->state == MSI_SPAN_ACTIVE) {
+        others = true; /* another heap's, in use: the area stays */
+      }
+    }
+    if (others) continue;
+    MSI_SEEN_SET(seg->mini_used, 0);
+    if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now: segments_reclaim gives back its pages */
+    msi_os_madvise((char *)seg + MSI_HEAP_MINI_BASE, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE, MADV_DONTNEED);
+    chunks_purged(MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE);
+  }
+#endif
+  h->mini_nseg = 0;
+  h->mini_total = 0;
+  memset(h->mini_taken, 0, sizeof h->mini_taken);
+  h->seg = NULL;
+  msi_unlock(&seg_lock);
+  h->reclaimed = true;
+  errno = saved;
+}
+
 static void orphans_collect(bool all) {
   if (!atomic_load_explicit(&orphans, memory_order_relaxed)) return;
   uint64_t pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
@@ -1697,6 +1905,8 @@ static void orphans_collect(bool all) {
   orphans_busy += list != NULL;
   msi_unlock(&heaps_lock);
   if (!list) return;
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
+  uint32_t now = msi_heap_now_ms(), delay = d < 0 ? UINT32_MAX : (uint32_t)d > purge_task.period_ms ? (uint32_t)d - purge_task.period_ms : 0;
   msi_heap_t *last = NULL;
   for (msi_heap_t *h = list; h; h = h->next_orphan) {
     last = h;
@@ -1712,6 +1922,15 @@ static void orphans_collect(bool all) {
         span_collect(s, true, false); /* parked lists */
         if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
       }
+    if (h->reclaimed) continue;
+    if (!orphan_empty(h)) {
+      h->idle_seen = false;
+    } else if (!h->idle_seen && !all) {
+      h->idle_seen = true;
+      h->idle_ms = now;
+    } else if (all || now - h->idle_ms >= delay) {
+      orphan_reclaim(h);
+    }
   }
   msi_lock(&heaps_lock);
   last->next_orphan = orphans;
@@ -2084,7 +2303,7 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
     }
 #if MSI_HEAP_MINI
     for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) /* (no bytes: the header's chunk) */
-      if (MSI_SEEN(seg->mini_map[g]) == g) tally_blocks(st, &seg->mini[g]);
+      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(seg->mini[g].state) == MSI_SPAN_ACTIVE) tally_blocks(st, &seg->mini[g]);
 #endif
   }
 }

@@ -130,6 +130,8 @@ typedef struct msi_segment_s {
   uint32_t dirty_ms;                 /* when the first of them became free */
   uint8_t mini_used;                 /* granules of mini spans handed out (under the segment lock; read by any
                                         thread, after mini_map) */
+  uint8_t bare;                      /* every chunk free, no mini span, and chunk 0's pages past its first given
+                                        back (heap.c segments_reclaim; under the segment lock, read by the pass) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
@@ -185,6 +187,15 @@ typedef struct msi_heap_s {
   _Atomic bool gone;                 /* a forked child's copy of another thread's heap: no thread of the child
                                         owns it (its segments go to whichever heap needs room: segment_alloc_span) */
   uint64_t orphan_pass;
+  /* an orphan that holds no live block (heap.c orphan_empty): the pass that first found it so (idle_ms), and
+     whether its mini spans went back with its segments' pages since (reclaimed: it is then as a new heap; under
+     the orphan list's ownership, orphans_collect) */
+  bool idle_seen, reclaimed;
+  uint32_t idle_ms;
+  _Atomic uint32_t spans_held;       /* normal spans serving its classes (span_init to span_retire; the spares
+                                        taken by a forced purge from another thread too: atomic) */
+  struct msi_segment_s *mini_seg[4]; /* the segments its mini spans lie in (heap.c mini_take: no mini span elsewhere) */
+  uint8_t mini_nseg;
   uint32_t id;
   uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (heap.c span_populate) */
   struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */

@@ -73,6 +73,7 @@ bool msi_os_sched_batch(void);                          /* the calling thread: S
 bool msi_os_sched_idle_reversible(void);                /* the calling thread may return from SCHED_IDLE (CAP_SYS_NICE, RLIMIT_NICE) */
 bool msi_os_may_lock(size_t bytes); /* mlock of `bytes` fits RLIMIT_MEMLOCK, or CAP_IPC_LOCK lifts the limit */
 void msi_os_yield(void);                                 /* sched_yield: a thread waiting for this CPU runs first */
+unsigned msi_os_cpu_count(void);                        /* CPUs the process may run on (its affinity mask; 1 if refused) */
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len);
 int msi_os_getrlimit(int resource, struct rlimit *rl);
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec);

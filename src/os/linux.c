@@ -338,6 +338,15 @@ bool msi_os_may_lock(size_t bytes) {
   return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_IPC_LOCK) & 1;
 }
 void msi_os_yield(void) { sched_yield(); }
+/* through syscall(): no file read (sysconf reads /sys, which a sandbox may forbid), no libc symbol bound for it */
+unsigned msi_os_cpu_count(void) {
+  uint64_t mask[16] = {0};
+  long n = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  unsigned c = 0;
+  for (long i = 0; i < n / 8; i++) /* (no __builtin_popcountll: libgcc's helper without popcnt, heap.h) */
+    for (uint64_t m = mask[i]; m; m &= m - 1) c++;
+  return c ? c : 1;
+}
 /* a seccomp filter (a sandbox) may kill the process for a system call it forbids: open() included. Through
    syscall(), which the heap's start-up has bound already: no lookup of prctl by the dynamic loader in the first
    allocation (the seccomp watch starts there) */
