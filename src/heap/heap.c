@@ -550,6 +550,14 @@ static bool seg_share_first(uintptr_t top) {
    before it maps a new segment (segment_pick). Under seg_lock; the bitmap's words are read unlocked by the scans
    (MSI_SEEN) to skip them. */
 MSI_COLD_BSS static uint64_t seg_released[MAX_SEGMENTS / 64];
+/* ThreadSanitizer takes an mmap for a write of the whole range: the scans' unlocked reads of a header (stats, the
+   maintenance thread's questions), which find the former header or zeros either way, would be reported as races.
+   Its builds give a released segment's pages back with MADV_DONTNEED instead and keep the mapping */
+#if defined(__SANITIZE_THREAD__)
+#define SEG_REMAP 0
+#else
+#define SEG_REMAP 1
+#endif
 static size_t seg_released_n;
 static size_t seg_index(const msi_segment_t *seg) { return ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT; }
 static bool seg_is_released(size_t i) { return MSI_SEEN(seg_released[i / 64]) >> (i % 64) & 1; }
@@ -565,7 +573,8 @@ static msi_segment_t *segment_revive(void) {
     size_t i = w * 64 + (size_t)__builtin_ctzll(seg_released[w]);
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + (i << MSI_HEAP_SEG_SHIFT));
     int saved = errno;
-    void *p = msi_os_mmap(seg, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void *p = SEG_REMAP ? msi_os_mmap(seg, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
+                        : (void *)seg;
     if (p != (void *)seg) { /* (the commit charge or the mapping limit): the range stays the heap's, unused */
       msi_os_mmap(seg, MSI_HEAP_SEG_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
       errno = saved;
@@ -739,7 +748,8 @@ static unsigned seg_keep(void) {
    seg_released) */
 static void segments_release(msi_segment_t *seg, size_t n) {
   size_t bytes = n * MSI_HEAP_SEG_SIZE;
-  void *p = msi_os_mmap(seg, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  void *p = SEG_REMAP ? msi_os_mmap(seg, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0)
+                      : (msi_os_madvise(seg, bytes, MADV_DONTNEED), (void *)seg);
   bool fresh = p != (void *)seg && /* refused (the mapping limit: a read-only range inside the segments splits
                                       their mapping): mapped afresh, new segments' zeros (the refused call may have
                                       unmapped them) */
