@@ -47,9 +47,11 @@ _Atomic long long msi_option_values[MS_OPTION_COUNT] = {
 #undef X
 };
 static const char *opt_strings[MS_OPTION_COUNT];
-/* A string value without the spaces around it (docs/contract.md §3: spaces around any value are ignored): the
-   environment's own text past the leading ones, or a copy when it ends in spaces (one slot per string option, no
-   allocation); NULL (invalid) for nothing but spaces or a copy that does not fit. */
+/* A string value without the spaces around it (docs/contract.md §3: spaces around any value are ignored), always
+   a copy in the library's own storage (one slot per string option, no allocation): a program may reuse the
+   environment's memory once it has started (setproctitle as nginx, postgres and redis do it moves environ to
+   copies and writes the process title over the original strings), and a pointer into it would then read the
+   title as the path. NULL (invalid) for nothing but spaces or a value that does not fit. */
 #define STR_SLOTS 2
 #define STR_COPY_MAX 4096
 MSI_COLD_BSS static char str_copy[STR_SLOTS][STR_COPY_MAX];
@@ -72,12 +74,11 @@ static const char *str_trim(int option, const char *s) {
   size_t len = strlen(s);
   if (len == 0) return NULL;
   while (s[len - 1] == ' ') len--;
-  if (s[len] == 0 && s[0] == '/') return s;
   char *b = str_buffer(option);
-  long cwd = s[0] == '/' || !b ? -1 : msi_os_getcwd(b, STR_COPY_MAX);
+  if (!b || len >= STR_COPY_MAX) return NULL;
+  long cwd = s[0] == '/' ? -1 : msi_os_getcwd(b, STR_COPY_MAX);
   size_t at = cwd < 0 ? 0 : (size_t)cwd + (cwd > 1); /* (after "/" no second slash) */
-  if (b && at + len >= STR_COPY_MAX) at = 0, cwd = -1; /* too long with the directory: relative, as given */
-  if (!b || len >= STR_COPY_MAX) return s[len] == 0 ? s : NULL;
+  if (at + len >= STR_COPY_MAX) at = 0, cwd = -1; /* too long with the directory: relative, as given */
   if (cwd > 1) b[cwd] = '/';
   msi_memcpy(b + at, s, len);
   b[at + len] = 0;

@@ -297,7 +297,8 @@ MSI_HOT_TEXT void *msi_aligned_alloc(size_t alignment, size_t size) {
   return route_alloc(size, alignment, false);
 }
 
-size_t msi_usable_size(const void *p) {
+MSI_HOT_TEXT size_t msi_usable_size(const void *p) {
+  if (MSI_LIKELY(msi_heap_in_small(p))) return msi_heap_small_usable(p); /* (the heap's common case, inline) */
   switch (owner_of(p)) {
   case OWNER_HEAP: return msi_heap_usable(p);
   case OWNER_SPILL: return msi_spill_usable_size(p);

@@ -64,11 +64,7 @@ bool msi_heap_free_direct(void *p) {
 
 /* usable size of a block in the heap's region (0 when not a live block: also a freed small block, by its cookie) */
 static size_t usable(const void *p) {
-  if (msi_heap_in_small(p)) {
-    msi_span_t *s;
-    if (!msi_heap_small_valid(p, &s) || msi_block_is_free(s, p)) return 0;
-    return s->block_size - MSI_HEAP_CANARY;
-  }
+  if (msi_heap_in_small(p)) return msi_heap_small_usable(p);
   if (msi_heap_in_large(p)) return msi_large_usable(p);
   return 0;
 }

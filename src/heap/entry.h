@@ -25,6 +25,16 @@ static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
   return b;
 }
 
+/* the usable size of p, which lies in the small blocks' area (msi_heap_in_small): its block's size less the canary
+   when p starts a live block, else 0 (a freed or never handed out block, an interior pointer, a retired span).
+   Inline for the front door's malloc_usable_size: programs that keep their own count of the bytes they hold (redis
+   calls it at every allocation and free) take it as often as malloc and free */
+static inline size_t msi_heap_small_usable(const void *p) {
+  msi_span_t *s = msi_heap_span_of(p);
+  if (s->state != MSI_SPAN_ACTIVE || !msi_span_block_start(s, p) || msi_block_is_free(s, p)) return 0;
+  return s->block_size - MSI_HEAP_CANARY;
+}
+
 /* a request of `size` <= MSI_HEAP_SMALL_REQ bytes: the calling thread's current span of the class, no lock, no
    atomic */
 static inline void *msi_heap_malloc_small(size_t size) {

@@ -108,6 +108,7 @@ MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
   } else {
     uintptr_t lo;
     size_t span;
+    msi_space_lock_optional(s);
     msi_space_range(s, &lo, &span);
     atomic_store_explicit(&proc_lo, lo, memory_order_relaxed);
     atomic_store_explicit(&proc_span, span, memory_order_release);

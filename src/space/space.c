@@ -104,6 +104,8 @@ struct ms_space_s {
   int numa_node;
   int commit_warned;        /* a refused first-allocation commit was reported */
   int expand_warned;        /* a refused automatic expansion (its lock: RLIMIT_MEMLOCK) was reported */
+  int lock_optional;        /* the process space: a refused lock leaves the rest of the space unlocked */
+  int lock_dropped;         /* lock_optional and a lock was refused: regions committed from then on stay unlocked */
   int backing_warned;       /* a size beyond what the machine can back was reported */
   struct ms_space_s *prev, *next; /* registry of live spaces (stats) */
   struct ms_space_s *hnext; /* chain of the live-handle hash */
@@ -478,13 +480,28 @@ static int region_commit(ms_space_t *s, size_t a, size_t b) {
   if ((e = msi_pages_commit(s->data + a, b - a))) return e;
   if (s->numa_node >= 0) msi_pages_bind(s->data + a, b - a, s->numa_node);
   bool locked = false;
-  if (s->flags & MS_SPACE_LOCKED) {
-    if ((e = msi_pages_lock(s->data + a, b - a))) { e = lock_error(e); goto fail; }
+  if ((s->flags & MS_SPACE_LOCKED) && !s->lock_dropped) {
+    if ((e = msi_pages_lock(s->data + a, b - a))) { e = lock_error(e); goto refused; }
     locked = true;
-    if ((e = meta_apply(s, a, b, msi_pages_lock))) { e = lock_error(e); goto fail; }
+    if ((e = meta_apply(s, a, b, msi_pages_lock))) { e = lock_error(e); goto refused; }
   }
+populate:
   if ((e = msi_pages_populate(s->data + a, b - a)) || (e = meta_apply(s, a, b, msi_pages_populate))) goto fail;
   return 0;
+refused:
+  if (s->lock_optional && (e == EPERM || e == EAGAIN)) {
+    /* the process space serves a program's malloc: as at its creation, a refused lock leaves it unlocked rather
+       than failing the program's allocations (a daemon that drops its privileges after the space was locked:
+       setuid takes CAP_IPC_LOCK away, and RLIMIT_MEMLOCK then refuses every expansion). Said once. The regions
+       locked before stay locked; region_decommit's munlock is harmless on the others. */
+    if (locked) msi_pages_unlock(s->data + a, b - a);
+    meta_apply(s, a, b, msi_pages_unlock);
+    locked = false;
+    s->lock_dropped = 1;
+    msi_warning("space %s: locking %zu more bytes was refused (%s: RLIMIT_MEMLOCK, without CAP_IPC_LOCK); the "
+                "space grows unlocked from here on and may take page faults", space_name(s), b - a, MSI_ERRNO(e));
+    goto populate;
+  }
 fail:
   if (locked) msi_pages_unlock(s->data + a, b - a); /* MADV_DONTNEED refuses locked pages */
   msi_pages_decommit(s->data + a, b - a);
@@ -543,6 +560,12 @@ static inline void space_lock(ms_space_t *s) {
 }
 static inline void space_unlock(ms_space_t *s) {
   if (s->lock_on) pthread_mutex_unlock(&s->lock);
+}
+
+void msi_space_lock_optional(ms_space_t *s) {
+  space_lock(s);
+  s->lock_optional = 1;
+  space_unlock(s);
 }
 
 static bool strict_mode(void) {

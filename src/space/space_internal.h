@@ -17,6 +17,9 @@ size_t msi_space_expand_max(size_t initial_size);
    and the cgroup's memory limit (read once per process, without allocating); else ENOMEM and `why` names the
    limit ("more than the machine's N bytes of RAM + swap"). */
 int msi_space_backing(size_t bytes, bool locked, char *why, size_t cap);
+/* Marks the process space: a lock refused later (an expansion, a first-allocation commit) leaves that memory and
+   every later region unlocked, said once, instead of failing the allocation (proc_space.c, after creation). */
+void msi_space_lock_optional(ms_space_t *space);
 /* The process space (proc_space.c), or NULL when there is none (yet). */
 ms_space_t *msi_proc_space_get(void);
 #endif
