@@ -531,57 +531,123 @@ static uint32_t cached_take(lclass_t *c, uint32_t npages, bool *clean) {
 static size_t move_pages(uintptr_t from, uintptr_t to, size_t bytes);
 static size_t one_mapping(uintptr_t from, size_t len);
 
-/* true when [addr, addr + len) lies in at most two kernel mappings (probed: one_mapping) */
-static bool two_mappings(uintptr_t addr, size_t len) {
-  size_t first = one_mapping(addr, len);
-  return first == len || one_mapping(addr + first, len - first) == len - first;
+/* the longest tail of [from, from + len) that lies in one kernel mapping (one_mapping from each mapping's start
+   on: one call per mapping the range spans) */
+static size_t tail_mapping(uintptr_t from, size_t len) {
+  for (size_t first; (first = one_mapping(from, len)) < len; from += first, len -= first) {}
+  return len;
 }
 
-/* Another size's cached pages for the pages [have, have + n) of the block at `block` (slot sizes above the dense
-   ones; only while its first `have` pages are two mappings at most, see grow_pages), moved there with
+/* the kernel mappings [addr, addr + len) spans, counted up to most + 1 (probed: one_mapping) */
+static unsigned mappings_in(uintptr_t addr, size_t len, unsigned most) {
+  unsigned n = 0;
+  for (size_t first; len && n <= most; addr += first, len -= first, n++) first = one_mapping(addr, len);
+  return n;
+}
+
+/* Other cached slots' pages for the pages [have, have + n) of the block at `block` (slot sizes above the dense
+   ones; only while its first `have` pages and the pieces moved in are BORROW_MAPPINGS kernel mappings at most, see
+   grow_pages), moved there with
    mremap: no page fault and no zeroing for them (a fresh 16 MiB block faults 4,096 pages). Caches are per slot
    size, so frees of one size and allocations of another committed afresh while the cache held pages
-   (blocks of 5-25 MiB fall in slots of 8, 16 and 32 MiB; numpy's temporaries of 1-40 MB in six sizes). The donor is a cached slot of the nearest size
-   (larger first) whose pages were not dropped: the tail of its pages moves, up to npages, if it is one kernel
-   mapping, and the donor stays cached with the rest (from any page, not a 2 MiB boundary: keeping transparent
-   huge pages whole this way costs more page faults than it saves). Returns the pages moved (0:
-   no donor, or the kernel refused the move: the donor's pages are returned then, the target stays reserved);
-   they hold the donor's old contents. */
+   (blocks of 5-25 MiB fall in slots of 8, 16 and 32 MiB; numpy's temporaries of 1-40 MB in six sizes). Donors are
+   cached slots whose pages were not dropped, of any size above the dense ones, the block's own included (a cached
+   slot of its size committed short of it): donor_pick. The tail of a donor's pages moves, up to what the block
+   still needs, as far as it is one kernel mapping (a donor built of pieces gives its last one), and the donor
+   stays cached with the rest (from any page, not a 2 MiB boundary: keeping transparent huge pages whole this way
+   costs more page faults than it saves). Up to BORROW_PIECES donors fill one block, so a block finds the pages
+   of the cache wherever they lie (numpy's churn faulted 1.6 times the pages it held at most when a block took one
+   donor's tail and faulted the rest in while others held as many); while BORROW_MANY_LIVE split blocks or more
+   live, one (a moved piece is a kernel mapping of its own: see grow_pages). Pieces under BORROW_PIECE_MIN stay
+   where they are. Returns the pages moved (the kernel refusing a move ends it: that donor's pages are returned,
+   and those moved into the block so far stay); they hold the donors' old contents. */
+#define BORROW_PIECES 4
+#define BORROW_MAPPINGS 6
+#define BORROW_MANY_LIVE 1024
+#define BORROW_PIECE_MIN ((size_t)256 << 10)
+#define BORROW_SKIP 8
+
+/* The donor for `rest` more bytes of a block of slot size 2^k: among every size's CACHE_SCAN most recently cached
+   slots with their pages (and not in skip[], slot indexes with their class in the top bits), the one committed
+   least that holds `rest` (a donor given whole leaves no piece behind, and a large one stays for a large block),
+   else the one committed furthest (the fewest pieces); between equals the nearest size, larger first. Its class
+   (NULL: none) and *idx. Takes each class lock in turn. */
+static lclass_t *donor_pick(unsigned k, size_t rest, const uint64_t *skip, unsigned nskip, uint32_t *idx) {
+  lclass_t *best = NULL;
+  size_t best_bytes = 0;
+  unsigned best_far = 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    lclass_t *d = &classes[i];
+    unsigned kd = i + MSI_HEAP_LARGE_MIN_SHIFT, far = kd >= k ? 2 * (kd - k) : 2 * (k - kd) + 1;
+    if (kd > msi_heap_g.sub_shift || dense(kd) || !atomic_load_explicit(&d->ncached, memory_order_relaxed)) continue;
+    msi_lock(lock_of(d));
+    for (uint32_t j = d->ncached, seen = 0; j-- > 0 && seen < CACHE_SCAN; seen++) {
+      uint32_t pg = meta_at(d, d->cached[j].idx)->pages;
+      size_t bytes = (size_t)(pg & SLOT_PAGES) << page_shift;
+      uint64_t key = (uint64_t)i << 32 | d->cached[j].idx;
+      bool skipped = pg & SLOT_CLEAN;
+      for (unsigned s = 0; s < nskip && !skipped; s++) skipped = skip[s] == key;
+      if (skipped) continue;
+      bool holds = bytes >= rest, best_holds = best_bytes >= rest;
+      if (!best || (holds && !best_holds) ||
+          (holds == best_holds && (holds ? bytes < best_bytes : bytes > best_bytes)) ||
+          (bytes == best_bytes && far < best_far)) {
+        best = d, best_bytes = bytes, best_far = far, *idx = d->cached[j].idx;
+      }
+    }
+    msi_unlock(lock_of(d));
+  }
+  return best;
+}
+
 static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_t npages) {
   uintptr_t to = block + ((uintptr_t)have << page_shift);
+  size_t want = (size_t)npages << page_shift, got = 0;
   bool probed = !have; /* the block's own mappings are probed (system calls) only once a donor may exist */
-  for (unsigned step = 1; step < 2 * MSI_HEAP_LARGE_CLASSES; step++) {
-    unsigned kd = step & 1 ? k + (step + 1) / 2 : k - step / 2; /* k+1, k-1, k+2, k-2... */
-    if (kd > msi_heap_g.sub_shift || kd < MSI_HEAP_LARGE_MIN_SHIFT) continue;
-    lclass_t *d = &classes[kd - MSI_HEAP_LARGE_MIN_SHIFT];
-    if (!atomic_load_explicit(&d->ncached, memory_order_relaxed) || dense(kd)) continue;
-    if (!probed && !two_mappings(block, (size_t)have << page_shift)) return 0;
-    probed = true;
+  unsigned pieces = atomic_load_explicit(&split_live, memory_order_relaxed) < BORROW_MANY_LIVE ? BORROW_PIECES : 1;
+  uint64_t skip[BORROW_SKIP];
+  unsigned nskip = 0;
+  uint32_t idx = 0;
+  lclass_t *d;
+  while (got < want && pieces && nskip < BORROW_SKIP && (d = donor_pick(k, want - got, skip, nskip, &idx))) {
+    if (!probed) { /* the block's own pages and the pieces moved in: BORROW_MAPPINGS at most */
+      unsigned most = pieces > 1 ? BORROW_MAPPINGS : 3, m = mappings_in(block, (size_t)have << page_shift, most);
+      if (m >= most) return 0;
+      if (pieces > most - m) pieces = most - m;
+      probed = true;
+    }
+    unsigned kd = (unsigned)(d - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
     msi_lock(lock_of(d));
     uint32_t j = d->ncached;
-    while (j-- > 0 && (meta_at(d, d->cached[j].idx)->pages & SLOT_CLEAN)) {} /* the most recently cached slot with its pages */
-    if (j >= d->ncached) {
+    while (j-- > 0 && d->cached[j].idx != idx) {}
+    if (j >= d->ncached || (meta_at(d, idx)->pages & SLOT_CLEAN)) { /* taken or trimmed meanwhile */
       msi_unlock(lock_of(d));
       continue;
     }
-    uint32_t idx = d->cached[j].idx, ms = d->cached[j].ms;
+    uint32_t ms = d->cached[j].ms;
     uintptr_t slot = d->base + ((uintptr_t)idx << kd);
-    size_t have = (size_t)(meta_at(d, idx)->pages & SLOT_PAGES) << page_shift;
-    size_t bytes = have < ((size_t)npages << page_shift) ? have : (size_t)npages << page_shift, left = have - bytes;
-    if (one_mapping(slot + left, bytes) != bytes) { /* its tail is pieces borrowed before: it keeps them */
+    size_t pages = (size_t)(meta_at(d, idx)->pages & SLOT_PAGES) << page_shift;
+    size_t bytes = pages < want - got ? pages : want - got;
+    bytes = tail_mapping(slot + pages - bytes, bytes); /* (the class lock keeps the slot's mappings as they are) */
+    if (bytes < BORROW_PIECE_MIN && bytes < want - got) { /* a piece not worth a mapping: another donor */
       msi_unlock(lock_of(d));
+      skip[nskip++] = (uint64_t)(d - classes) << 32 | idx;
       continue;
     }
+    size_t left = pages - bytes;
     bool clean;
     cached_remove(d, j, &clean);
     msi_unlock(lock_of(d));
-    size_t moved = move_pages(slot + left, to, bytes);
-    if (moved < bytes) { /* refused (the mapping limit): the donor's pages go back, and what moved */
+    size_t moved = move_pages(slot + left, to + got, bytes);
+    if (moved < bytes) { /* refused (the mapping limit): the donor's pages go back, and what moved of them */
       decommit(slot, left);
       decommit(slot + left + moved, bytes - moved);
-      decommit(to, moved);
+      decommit(to + got, moved);
       left = moved = 0;
+      pieces = 1;
     }
+    got += moved;
+    pieces--;
     msi_lock(lock_of(d));
     if (!left || !cache_put(d, idx, (uint32_t)(left >> page_shift), ms)) {
       msi_unlock(lock_of(d));
@@ -590,17 +656,17 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
       slot_put_fresh(d, idx);
     }
     msi_unlock(lock_of(d));
-    return (uint32_t)(moved >> page_shift);
   }
-  return 0;
+  return (uint32_t)(got >> page_shift);
 }
 
 /* The pages [have, npages) of the block at addr, in a slot of size 2^k, become usable (have 0: a fresh slot,
-   `bumped` as slot_take_fresh said): another size's cached pages where they can move in (borrow_pages), the rest
+   `bumped` as slot_take_fresh said): other cached slots' pages where they can move in (borrow_pages), the rest
    committed; zero: the borrowed pages are cleared. A moved piece never merges with its neighbours (committed
-   pages merge with committed ones before them), so pages move in only while the block's pages are two mappings
-   at most: a slot is then five at most (with a commit after the moved piece, and one more after a later
-   growth), plus one for each time realloc moved the block to a bigger slot (move_block moves it piece by piece
+   pages merge with committed ones before them), so pages move in only while the block's pages and the pieces
+   moved in stay within BORROW_MAPPINGS mappings (three, one piece, while BORROW_MANY_LIVE split blocks or more
+   live): a slot is then eight at most (five), with a commit after the moved pieces and one more after a later
+   growth, plus one for each time realloc moved the block to a bigger slot (move_block moves it piece by piece
    and commits its tail, as before borrowing), and the program's mapping count stays bounded by its slots in use
    (vm.max_map_count; see LARGE_SPLIT_MAX). false + errno: refused (the pages from `have` on reserved again). */
 MSI_HOT_TEXT static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, uint32_t npages, bool zero, bool bumped) {
@@ -617,9 +683,46 @@ MSI_HOT_TEXT static bool grow_pages(unsigned k, uintptr_t addr, uint32_t have, u
   return ok;
 }
 
+/* A cached slot of the block's size or larger (above the dense sizes) whose pages hold a block of npages as they
+   are: committed to npages or more, and no more than the block keeps (excess_dropped), the one committed least
+   among each size's CACHE_SCAN most recently cached; taken out of the cache (*clean: see cached_remove), its
+   class (NULL: none). The block lives at the start of the larger slot as in its own (any alignment of its size
+   holds there): no page moves, no system call and no page fault, where its own size's cache would have it borrow
+   those pages piece by piece (each piece a kernel mapping) or fault them in. Not in the secure build, whose
+   guard follows the block. */
+static lclass_t *cached_fit(unsigned k, uint32_t npages, uint32_t *idx, bool *clean) {
+  if (MSI_HEAP_SECURE || dense(k)) return NULL;
+  lclass_t *best = NULL;
+  uint32_t best_have = 0;
+  for (unsigned kd = k; kd <= msi_heap_g.sub_shift && kd < MSI_HEAP_LARGE_MIN_SHIFT + MSI_HEAP_LARGE_CLASSES; kd++) {
+    lclass_t *d = &classes[kd - MSI_HEAP_LARGE_MIN_SHIFT];
+    if (!atomic_load_explicit(&d->ncached, memory_order_relaxed)) continue;
+    msi_lock(lock_of(d));
+    for (uint32_t j = d->ncached, seen = 0; j-- > 0 && seen < CACHE_SCAN; seen++) {
+      uint32_t pg = meta_at(d, d->cached[j].idx)->pages, have = pg & SLOT_PAGES;
+      if (!(pg & SLOT_CLEAN) && have >= npages && !excess_dropped(kd, have, npages) && (!best || have < best_have))
+        best = d, best_have = have, *idx = d->cached[j].idx;
+    }
+    msi_unlock(lock_of(d));
+  }
+  if (!best) return NULL;
+  msi_lock(lock_of(best));
+  uint32_t j = best->ncached;
+  while (j-- > 0 && best->cached[j].idx != *idx) {}
+  if (j >= best->ncached || meta_at(best, *idx)->pages != (SLOT_CACHED | best_have)) { /* taken meanwhile */
+    msi_unlock(lock_of(best));
+    return NULL;
+  }
+  cached_remove(best, j, clean);
+  meta_at(best, *idx)->pages |= SLOT_LIVE;
+  msi_unlock(lock_of(best));
+  return best;
+}
+
 /* Which mechanism serves a new large block, from its slot size 2^k and the heap's state: the one decision.
      no slot of its size (past the largest slot; a region reduced by RLIMIT_AS, or none; no slot table) -> DIRECT
-     a cached slot of its size (its pages resident, or dropped by the trim)                              -> CACHED
+     a cached slot of its size or larger whose pages hold it as they are (cached_fit), else a cached slot
+     of its size (its pages resident, or dropped by the trim)                                             -> CACHED
      a fresh slot: dense sizes (64 KiB-1 MiB, dense()) always, larger ones under the mapping limit      -> FRESH
      larger sizes past the mapping limit (split_full: for good), or every slot of the size taken         -> DIRECT
    DIRECT is a mapping of its own (direct.c), and so is a slot whose pages the kernel refuses afterwards
@@ -637,6 +740,7 @@ MSI_HOT_TEXT static place_t place(unsigned k, uint32_t npages, bool want_cached,
   uint64_t bump = __atomic_load_n(&c->bump, __ATOMIC_RELAXED);
   if (bump >= TABLE_HEAD && bump < __atomic_load_n(&c->nslots, __ATOMIC_RELAXED) && MSI_UNLIKELY(!table_get()))
     return PLACE_DIRECT;
+  if (want_cached && (*c_out = cached_fit(k, npages, idx, clean))) return PLACE_CACHED;
   *c_out = c;
   place_t w = PLACE_DIRECT;
   msi_lock(lock_of(c));
@@ -757,6 +861,7 @@ MSI_HOT_TEXT void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
   bool clean = false, bumped = false;
   place_t w = place(k, npages, true, &c, &idx, &clean, &bumped);
   if (w == PLACE_DIRECT) return msi_direct_alloc(size, alignment);
+  k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT; /* (a cached slot may be of a larger size: cached_fit) */
   void *p = w == PLACE_CACHED ? cached_ready(c, k, idx, npages, zero, clean) : fresh_ready(c, k, idx, npages, zero, bumped);
   /* Refused: the commit limit (strict overcommit), where a mapping of its own fails too (ENOMEM), or the kernel's
      mapping limit (vm.max_map_count, 65,530): a block in a slot whose rest stays reserved is two mappings, so
