@@ -754,6 +754,9 @@ static void segments_release(msi_segment_t *seg, size_t n) {
                                       their mapping): mapped afresh, new segments' zeros (the refused call may have
                                       unmapped them) */
                msi_os_mmap(seg, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == (void *)seg;
+  /* both refused: at the mapping limit the kernel refuses before it changes anything, so the segments are as they
+     were and go back to the free masks (a later pass tries again); a range the refused calls unmapped is released */
+  bool intact = p != (void *)seg && !fresh && msi_os_madvise(seg, bytes, MADV_NORMAL) == 0;
   msi_lock(&seg_lock);
   for (size_t i = 0; i < n; i++) {
     msi_segment_t *s = (msi_segment_t *)((uintptr_t)seg + i * MSI_HEAP_SEG_SIZE);
@@ -764,8 +767,12 @@ static void segments_release(msi_segment_t *seg, size_t n) {
       seg_avail_update(s);
       continue;
     }
-    seg_released_set(seg_index(s), true); /* (neither worked: never used again, a scan skips it) */
-    if (p != (void *)seg) continue;
+    if (intact) {
+      MSI_SEEN_SET(s->free_mask, SEG_ALL_FREE);
+      seg_avail_update(s);
+      continue;
+    }
+    seg_released_set(seg_index(s), true); /* (segment_revive maps it again) */
     atomic_fetch_sub_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
     msi_os_count_decommit(MSI_HEAP_CHUNK); /* its header's chunk (segment_init); the others were purged */
     chunks_purged(MSI_HEAP_CHUNK);
