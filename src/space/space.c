@@ -493,9 +493,10 @@ refused:
     /* the process space serves a program's malloc: as at its creation, a refused lock leaves it unlocked rather
        than failing the program's allocations (a daemon that drops its privileges after the space was locked:
        setuid takes CAP_IPC_LOCK away, and RLIMIT_MEMLOCK then refuses every expansion). Said once. The regions
-       locked before stay locked; region_decommit's munlock is harmless on the others. */
+       locked before stay locked, and so does the metadata (its ranges overlap theirs, and mlock does not nest:
+       an munlock of them would unlock what the earlier regions locked); region_decommit's munlock is harmless on
+       the others. */
     if (locked) msi_pages_unlock(s->data + a, b - a);
-    meta_apply(s, a, b, msi_pages_unlock);
     locked = false;
     s->lock_dropped = 1;
     msi_warning("space %s: locking %zu more bytes was refused (%s: RLIMIT_MEMLOCK, without CAP_IPC_LOCK); the "

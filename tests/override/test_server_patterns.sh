@@ -34,6 +34,7 @@ if [ $rc = 77 ]; then
 else
   check "drop: the program ran" '[ $rc = 0 ]'
   check "drop: every allocation past the initial size served" 'echo "$out" | grep -q "^allocated 32 of 32$"'
+  check "drop: what was locked at start stays locked" '! echo "$out" | grep -q "^lost-lock"'
   check "drop: the refused lock said once" '[ "$(echo "$out" | grep -c "grows unlocked from here on")" = 1 ]'
 fi
 
