@@ -88,6 +88,21 @@ static inline int ms_test_preload_check(void) {
 #ifndef MS_TEST_TSAN
 #define MS_TEST_TSAN 0
 #endif
+/* MS_TEST_MLOCK_NOOP: 1 under AddressSanitizer or ThreadSanitizer, whose runtimes replace mlock, munlock,
+   mlockall and munlockall with no-ops that return 0 (sanitizer_common's interceptors): no lock is observable
+   there (VmLck, the "lo" flag, residency), nor RLIMIT_MEMLOCK's refusals */
+#if MS_TEST_TSAN || defined(__SANITIZE_ADDRESS__)
+#define MS_TEST_MLOCK_NOOP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MS_TEST_MLOCK_NOOP 1
+#endif
+#endif
+#ifndef MS_TEST_MLOCK_NOOP
+#define MS_TEST_MLOCK_NOOP 0
+#endif
+#define MS_TEST_MLOCK_NOOP_WHY "this sanitizer build's runtime replaces mlock and munlock with no-ops"
+
 /* skips the cmocka case under ThreadSanitizer: `what` counts page faults its runtime's shadow memory adds to */
 #define ms_skip_tsan_shadow(what)                                                                              \
   do {                                                                                                         \
