@@ -409,7 +409,14 @@ MSI_COLD void msi_fork_maint(msi_fork_phase_t phase, bool locking) {
   } else {
     if (atomic_load(&state)) atomic_store(&state, 0);
     if (atomic_load(&multi_threaded)) atomic_store(&multi_threaded, 0);
-    if (!msi_single_threaded()) atomic_store(&forked, 1); /* else __libc_single_threaded is right in the child too */
+    /* else __libc_single_threaded is right in the child too. When it is not, second_thread asks /proc on the
+       allocation paths: the reads watch starts now, so that a filter the child installs later (a sandboxed
+       worker) is seen before an open() it may kill the process for (one prctl, in the child of a threaded
+       program only; a watch the parent started is the child's already) */
+    if (!msi_single_threaded()) {
+      atomic_store(&forked, 1);
+      msi_os_reads_watch();
+    }
     if (atomic_load(&next_check)) atomic_store(&next_check, 0);
     if (atomic_load(&msi_maint_pressure)) atomic_store(&msi_maint_pressure, 0); /* until the child's own look */
     /* the child is in its parent's cgroup: a limit the parent read stays known until the child's own first look

@@ -417,7 +417,7 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
 /* Reading files under a seccomp filter, once a part that reads files in the background or on large allocations
-   has started (msi_os_reads_watch: the maintenance thread, spill). A filter already there then (a container's,
+   has started (msi_os_reads_watch: the maintenance thread, spill, the fork child of a threaded program). A filter already there then (a container's,
    inherited across exec; or one the program installed before) let the process come this far and stays as it is:
    reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
    SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC attribute sets, it filters every thread, the maintenance thread

@@ -474,14 +474,24 @@ void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *calle
 
 /* the throwing forms' slow path: the operators jump here (a tail call), so the return address is their caller's;
    where the compiler makes a call instead, runtime_sym finds this library's scope and goes on to the shared
-   runtimes (reading the caller in the operators would cost their fast path a stack load) */
-static MSI_NOINLINE void *new_throwing(size_t size, size_t alignment) {
-  return new_slow(size, alignment, false, __builtin_return_address(0));
+   runtimes (reading the caller in the operators would cost their fast path a stack load). `from`: the caller
+   when the operator read it (NEW_CALLER), else NULL */
+static MSI_NOINLINE void *new_throwing(size_t size, size_t alignment, const void *from) {
+  return new_slow(size, alignment, false, from ? from : __builtin_return_address(0));
 }
+/* Without optimisation (-O0) there is no tail call, and the slow path's return address lies in this library: a
+   C++ runtime linked into the caller (-static-libstdc++) was not found and operator new aborted instead of
+   throwing. There the operator reads its caller itself (new_impl is always inlined into it); optimised, the slow
+   path reads it. nothrow.cc does the same. */
+#ifdef __OPTIMIZE__
+#define NEW_CALLER() NULL
+#else
+#define NEW_CALLER() __builtin_return_address(0)
+#endif
 
-static inline void *new_impl(size_t size, size_t alignment) {
+static inline __attribute__((always_inline)) void *new_impl(size_t size, size_t alignment) {
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
-  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment);
+  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment, NEW_CALLER());
 }
 
 #define OP(name, sym) MS_API name __asm__(sym); FAMILY_TEXT name /* (FAMILY_TEXT: see the malloc family) */
@@ -490,7 +500,7 @@ static void *own_new(size_t) __attribute__((alias("_Znwm")));
 OP(void *op_new_arr(size_t n), "_Znam") { return new_impl(n, 0); }
 /* an alignment that is not a power of two is undefined behaviour in C++; libstdc++ throws std::bad_alloc at once
    (without the new-handler), and so does memspace, also for one of 16 or less (which would take the plain path) */
-static inline void *new_aligned(size_t size, size_t alignment) {
+static inline __attribute__((always_inline)) void *new_aligned(size_t size, size_t alignment) {
   if (MSI_UNLIKELY(!msi_is_pow2(alignment))) throw_bad_alloc(NULL);
   return new_impl(size, alignment);
 }

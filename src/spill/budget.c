@@ -152,7 +152,9 @@ static unsigned read_pressure(const char *path, char *buf, size_t size) {
    of it), and auto then kept sending blocks to RAM until the cgroup had almost no page cache left for spilled
    data. The page counter also holds the kernel's own memory charged to the cgroup, which reclaim does not free
    at once either. */
-void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
+/* Its buffer is static (8 KiB: too much for the stack of a thread in its allocation path): the caller holds
+   aut.lock, as auto_refresh does; msi_sp_auto_read takes it for any other caller. */
+static void auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
   static char buf[8192];
   s->limit = cg->limit;
   s->used = 0;
@@ -193,6 +195,11 @@ void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char
   }
   if (!cg->stat_path[0] && s->avail != UINT64_MAX) s->used = cg->limit > s->avail ? cg->limit - s->avail : 0; /* (for the statistics) */
   s->pressure = read_pressure(pressure, buf, sizeof buf);
+}
+void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
+  msi_lock(&aut.lock);
+  auto_read(cg, meminfo, pressure, s);
+  msi_unlock(&aut.lock);
 }
 
 /* The room a sample leaves: the cgroup's limit minus its counted bytes (UINT64_MAX without a cgroup limit) */
@@ -268,7 +275,7 @@ void msi_sp_auto_init(void) {
 static void auto_refresh(uint64_t now) {
   if (!msi_trylock(&aut.lock)) return;
   msi_sp_auto_sample_t s;
-  msi_sp_auto_read(&bud.cg, meminfo_file, aut.has_pressure ? pressure_file : NULL, &s);
+  auto_read(&bud.cg, meminfo_file, aut.has_pressure ? pressure_file : NULL, &s);
   if (s.ok) {
     atomic_store_explicit(&aut.room, msi_sp_auto_cg_room(&s), memory_order_relaxed);
     atomic_store_explicit(&aut.m_room, s.avail, memory_order_relaxed);

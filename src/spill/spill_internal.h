@@ -220,6 +220,7 @@ typedef struct {
   bool ok;             /* the counted bytes were readable */
 } msi_sp_auto_sample_t;
 enum { MSI_SP_AUTO_BUDGET = 1, MSI_SP_AUTO_MACHINE, MSI_SP_AUTO_PRESSURE }; /* why spilling began */
+/* (takes auto's lock: its file buffer is static, and the maintenance thread samples too) */
 void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s);
 uint64_t msi_sp_auto_room(const msi_sp_auto_sample_t *s);
 uint64_t msi_sp_auto_cg_room(const msi_sp_auto_sample_t *s);

@@ -98,12 +98,7 @@ static void is_ours_answers_for_the_malloc_family(void **state) {
   ms_free(h);
 }
 
-/* AddressSanitizer's runtime replaces mlock with a no-op: locking is not observable in that build */
-#if defined(__SANITIZE_ADDRESS__)
-#define MLOCK_OBSERVABLE 0
-#else
-#define MLOCK_OBSERVABLE 1
-#endif
+#define MLOCK_OBSERVABLE (!MS_TEST_MLOCK_NOOP) /* ms_test.h */
 
 /* registering memory the caller had partly pinned, then unregistering it, leaves the caller's pins in place */
 static void dma_register_keeps_callers_pins(void **state) {

@@ -101,12 +101,14 @@ static long faults_after_warm_up(void (*round)(void), const char *what) {
 
 static void malloc_free_loop_faults_nothing(void **state) {
   (void)state;
+  ms_skip_tsan_shadow("no page fault in a loop of blocks of new sizes");
   if (guards_follow_blocks()) ms_skip_refused(0, "the secure build: a guard follows each block, so pages move with it");
   assert_int_equal(faults_after_warm_up(one_at_a_time, "one at a time"), 0);
 }
 
 static void batches_fault_nothing(void **state) {
   (void)state;
+  ms_skip_tsan_shadow("no page fault in batches of blocks of new sizes");
   batch(40000);
   long f0 = minor_faults();
   batch(40000);

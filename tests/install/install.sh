@@ -1,9 +1,11 @@
 #!/bin/sh
-# install.sh BUILD SRC CC: `cmake --install BUILD --prefix TMP`, then a tiny program against the installed
+# install.sh BUILD SRC CC [SAN]: `cmake --install BUILD --prefix TMP`, then a tiny program against the installed
 # package built three ways and run: pkg-config, a CMake project with find_package(memspace), and statically
-# against libmemspace.a with only -lpthread.
+# against libmemspace.a with only -lpthread. SAN: a sanitizer build's flags (-fsanitize=thread...): its static
+# library calls the sanitizer's runtime, so the static program is built with them too, as any program linking
+# such a build statically must be (the shared library names the runtime itself).
 set -u
-build=$1 src=$2 cc=${3:-cc}
+build=$1 src=$2 cc=${3:-cc} san=${4:-}
 tmp=$(mktemp -d /tmp/memspace-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -56,7 +58,8 @@ cmake -S "$tmp/proj" -B "$tmp/proj/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCM
 cmake --build "$tmp/proj/build" >"$tmp/cb.log" 2>&1 || { cat "$tmp/cb.log"; fail "build with memspace::memspace"; }
 "$tmp/proj/build/hello" || fail "run CMake build"
 # 3. static: libmemspace.a with -lpthread only
-$cc "$tmp/hello.c" -o "$tmp/hello_static" -I"$tmp/prefix/include" "$libdir/libmemspace.a" -lpthread || fail "static link"
+# shellcheck disable=SC2086 # (SAN: flags, split)
+$cc $san "$tmp/hello.c" -o "$tmp/hello_static" -I"$tmp/prefix/include" "$libdir/libmemspace.a" -lpthread || fail "static link"
 "$tmp/hello_static" || fail "run static build"
 echo "installed package works: pkg-config, find_package, static"
 ms_finish 0

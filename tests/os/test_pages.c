@@ -308,17 +308,7 @@ static void drop_ipc_lock(void) {
   syscall(SYS_capset, &h, d);
 }
 
-/* AddressSanitizer replaces mlock with a no-op that always succeeds */
-#if defined(__SANITIZE_ADDRESS__)
-#define MLOCK_REAL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MLOCK_REAL 0
-#endif
-#endif
-#ifndef MLOCK_REAL
-#define MLOCK_REAL 1
-#endif
+#define MLOCK_REAL (!MS_TEST_MLOCK_NOOP) /* ms_test.h */
 
 /* pre-faulting as before Linux 5.14 (mlock + munlock, msi_os_populate_write_hide) leaves the locks the caller had
    taken in the range: the munlock skips them. Pages 2-3 and every fourth page from 8 are the caller's (more runs
@@ -343,7 +333,7 @@ static void populate_fallback_keeps_locks(void **state) {
   assert_int_equal(r, 0);
   unsigned char vec[PAGES];
   assert_int_equal(mincore(m, PAGES * ps, vec), 0);
-  for (int i = 0; i < PAGES && MLOCK_REAL; i++) { /* AddressSanitizer's mlock is a no-op: nothing to see there */
+  for (int i = 0; i < PAGES && MLOCK_REAL; i++) { /* a sanitizer's mlock is a no-op: nothing to see there */
     assert_true(vec[i] & 1);
     assert_int_equal(ms_test_vm_flag(m + i * ps, "lo"), mine[i]);
   }
@@ -385,7 +375,7 @@ static void become_ordinary_user(size_t limit) {
    MADV_FREE on locked pages): the contents, the lock and the statistics stay; after ms_pages_unlock both work */
 static void locked_decommit_refused(void **state) {
   (void)state;
-  if (!MLOCK_REAL) ms_skip_refused(0, "this sanitizer build's runtime replaces mlock with a no-op");
+  if (!MLOCK_REAL) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY);
   ms_pages_t r;
   int e = ms_pages_reserve(2 * ps, 0, MS_PAGES_LOCK, -1, &r);
   if (e) ms_skip_refused(e, "ms_pages_reserve(MS_PAGES_LOCK)");
@@ -413,7 +403,7 @@ static void locked_decommit_refused(void **state) {
    RLIMIT_MEMLOCK and EPERM when the limit is 0 */
 static void mlock_above_limit(void **state) {
   (void)state;
-  if (!MLOCK_REAL) ms_skip_refused(0, "this sanitizer build's runtime replaces mlock with a no-op");
+  if (!MLOCK_REAL) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {

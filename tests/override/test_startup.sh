@@ -21,11 +21,25 @@
 # The library's constructor reads the options in one pass over the environment: counted with valgrind (callgrind,
 # instructions inside msi_constructor), 200 more environment variables cost at most 20 instructions each (a
 # search of the environment per option cost about 600 each).
+# Three of these bounds are properties of an optimised build, left out (and the test reported as skipped) when the
+# library is compiled without optimisation (CMAKE_BUILD_TYPE=Debug: -O0, as ms_startup_prog tells with its
+# "optimised" mode): there every static inline helper of the headers is a function of its own, placed anywhere in
+# the text and outside MSI_HOT_TEXT, and memset and memmove of constant sizes are calls into the C library, not
+# stores. So the start-up's page faults (12 more than the C library alone, measured), the libc symbols bound
+# (memset and memmove: 13) and the stretch of text a short process runs (222 KiB) measure the compiler's -O0, not
+# the library's layout. Every other bound holds there too and is checked.
 set -u
 lib=$1 prog=$2 build=${3:-default} layout=${4:-1}
 . "$(dirname "$0")/../common/ms_test.sh"
 fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+optimised=$("$prog" optimised)
+# optimised_check NAME TEST: check, in an optimised build; elsewhere the part is left out, saying why
+optimised_check() {
+  if [ "$optimised" = 1 ]; then check "$@"; else
+    ms_part_refused "$1: a property of an optimised build; this library is compiled without optimisation (-O0)"
+  fi
+}
 calls() { LD_PRELOAD=$lib MEMSPACE_SHOW_STATS=1 "$prog" "$1" 2>&1 | awk '/^\[pages\]/ {s=1} s && $1 == "syscalls" {print $2}'; }
 
 none=$(calls none); one=$(calls one)
@@ -40,7 +54,7 @@ entry_median() { for i in $(seq 21); do LD_PRELOAD=$1 "$prog" entry; done | sort
 plain=$(entry_median ""); loaded=$(entry_median "$lib")
 echo "minor page faults before main: $plain without the library, $loaded with it"
 emost=11
-check "start-up: at most $emost page faults more than without the library" \
+optimised_check "start-up: at most $emost page faults more than without the library" \
   '[ -n "$plain" ] && [ -n "$loaded" ] && [ $((loaded - plain)) -le $emost ]'
 # libc functions and variables the library binds in one malloc and free (each a symbol lookup by the dynamic loader,
 # about 700 instructions when lazily bound): at most 11 (no sysconf, getrlimit, syscall or memset at start-up, no
@@ -55,7 +69,7 @@ binds=$(printf '%s\n' "$bound" | grep -c .); binds_none=$(printf '%s\n' "$bound_
 echo "libc symbols bound by memspace: allocating nothing $binds_none, one malloc and free $binds"
 bmost=11; [ "$build" = secure ] && bmost=13
 if [ "$binds" -gt 0 ]; then
-  check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
+  optimised_check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
   check "one malloc and free: no clock read" '! printf "%s\n" "$bound" | grep -q "clock_gettime"'
   check "allocating nothing: at most 6 libc symbols bound" '[ "$binds_none" -le 6 ]'
 fi
@@ -187,7 +201,7 @@ if ms_need_cmd valgrind && ms_need_cmd callgrind_annotate valgrind && ms_need_cm
   rm -rf "$d"
   if [ "$n" -gt 10 ]; then
     echo "text a short process runs: $n functions in $(((hi - lo) / 1024)) KiB"
-    check "a short process runs at most 48 KiB of text in one stretch" '[ $((hi - lo)) -le 49152 ]'
+    optimised_check "a short process runs at most 48 KiB of text in one stretch" '[ $((hi - lo)) -le 49152 ]'
   else
     check "callgrind names the functions a short process runs (found $n)" false
   fi

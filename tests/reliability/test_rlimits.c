@@ -29,6 +29,16 @@
 /* child helpers: a failed check exits with a message */
 #define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "child: " __VA_ARGS__); fputc('\n', stderr); _exit(1); } } while (0)
 
+/* Under ThreadSanitizer the cases on address space and on the mapping count cannot run: its runtime reserves
+   ranges of its own and maps shadow memory beside each mapping the program makes, so under a small RLIMIT_AS or
+   near the mapping limit its own mmap is refused and it ends the process ("ThreadSanitizer failed to allocate",
+   exit 66; under RLIMIT_AS from the start a CHECK of its allocator, SIGSEGV) before the heap sees a refusal */
+static void skip_tsan_maps(void) {
+  if (MS_TEST_TSAN)
+    ms_skip_refused(0, "ThreadSanitizer's runtime maps shadow memory beside every mapping: the limit refuses its "
+                       "own mappings, and it ends the process, before the heap's");
+}
+
 /* runs fn in a child; 0 ok, 77 skipped */
 static void in_child(void (*fn)(void), const char *name) {
   fflush(NULL);
@@ -115,7 +125,11 @@ static void reexec_limited(int resource, rlim_t value, const char *arg) {
   _exit(126);
 }
 static void as_child(void) { reexec_limited(RLIMIT_AS, 256u << 20, "--as-probe"); }
-static void limit_as(void **state) { (void)state; in_child(as_child, "RLIMIT_AS"); }
+static void limit_as(void **state) {
+  (void)state;
+  skip_tsan_maps();
+  in_child(as_child, "RLIMIT_AS");
+}
 
 /* ---- RLIMIT_AS 1 GiB: 600 live threads, each holding a small block (a segment of its own per thread would take
    2.4 GiB of the limit; the threads' stacks and blocks need about 45 MiB, as under glibc) ---- */
@@ -150,7 +164,11 @@ static int as_threads_probe(void) {
   return 0;
 }
 static void as_threads_child(void) { reexec_limited(RLIMIT_AS, 1u << 30, "--as-threads"); }
-static void limit_as_threads(void **state) { (void)state; in_child(as_threads_child, "RLIMIT_AS threads"); }
+static void limit_as_threads(void **state) {
+  (void)state;
+  skip_tsan_maps();
+  in_child(as_threads_child, "RLIMIT_AS threads");
+}
 
 /* ---- RLIMIT_MEMLOCK: 64 KiB, without CAP_IPC_LOCK ---- */
 static void memlock_child(void) {
@@ -185,7 +203,11 @@ static void memlock_child(void) {
   CHECK(h != NULL, "heap unusable under RLIMIT_MEMLOCK");
   ms_free(h);
 }
-static void limit_memlock(void **state) { (void)state; in_child(memlock_child, "RLIMIT_MEMLOCK"); }
+static void limit_memlock(void **state) {
+  (void)state;
+  if (MS_TEST_MLOCK_NOOP) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY);
+  in_child(memlock_child, "RLIMIT_MEMLOCK");
+}
 
 /* ---- RLIMIT_NOFILE: no descriptor left ---- */
 static void nofile_child(void) {
@@ -374,6 +396,7 @@ static int run_limited(char *const argv[], const char *preload) {
 }
 static void limit_as_programs(void **state) {
   (void)state;
+  skip_tsan_maps(); /* (the limited child is this test's own, before its exec) */
   const char *lib = MEMSPACE_BINARY_DIR "/libmemspace.so";
   if (access(lib, R_OK) != 0) ms_skip_refused(errno, "no %s (a sanitizer build has no preloadable library)", lib);
   char *ls[] = {"ls", "/", NULL}, *py[] = {"python3", "-c", "print(1)", NULL},
@@ -453,7 +476,11 @@ static void lowered_child(void) {
   printf("RLIMIT_AS lowered to 256 MiB: %zu small blocks, a thread, %d blocks of 1 MiB, then NULL + ENOMEM\n", n, nb);
   fflush(stdout);
 }
-static void limit_as_lowered(void **state) { (void)state; in_child(lowered_child, "RLIMIT_AS lowered"); }
+static void limit_as_lowered(void **state) {
+  (void)state;
+  skip_tsan_maps();
+  in_child(lowered_child, "RLIMIT_AS lowered");
+}
 
 /* ---- vm.max_map_count of 1,000, simulated without touching the system setting: the child fills all but 1,000 of
    the kernel's limit with mappings of its own, and tells the heap the limit it would have read. glibc serves 3,000
@@ -515,7 +542,11 @@ static void mapcount_child(void) {
          "(with %zu filler)\n", sim, before - pages, after - pages, pages);
   fflush(stdout);
 }
-static void map_count_limit(void **state) { (void)state; in_child(mapcount_child, "vm.max_map_count"); }
+static void map_count_limit(void **state) {
+  (void)state;
+  skip_tsan_maps();
+  in_child(mapcount_child, "vm.max_map_count");
+}
 
 /* ---- the same filler, the heap not told: its blocks reach the kernel's limit (~485 of 1.5 MB), and the refusal
    is NULL + ENOMEM; small blocks go on (a new segment split the reservation, which the kernel refuses at the limit:
@@ -534,7 +565,11 @@ static void exhausted_child(void) {
   printf("mapping limit reached by the process's own mappings: %d blocks of 1.5 MB, then small blocks go on\n", n);
   fflush(stdout);
 }
-static void map_count_exhausted(void **state) { (void)state; in_child(exhausted_child, "mapping limit reached"); }
+static void map_count_exhausted(void **state) {
+  (void)state;
+  skip_tsan_maps();
+  in_child(exhausted_child, "mapping limit reached");
+}
 
 int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--spill-probe")) return spill_probe(argv[2]);

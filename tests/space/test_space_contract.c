@@ -180,6 +180,7 @@ static int faults_child(void) {
 
 static void locked_space_takes_no_fault(void **state) {
   (void)state;
+  if (MS_TEST_MLOCK_NOOP) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY); /* (a locked space is not locked there) */
   expect_child("--faults");
 }
 
@@ -375,6 +376,7 @@ static long vm_locked_kb(void) {
 
 static void create_in_locked_unlocks_at_destroy(void **state) {
   (void)state;
+  if (MS_TEST_MLOCK_NOOP) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY);
   size_t len = 1 << 20;
   void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   assert_true(mem != MAP_FAILED);
@@ -433,6 +435,7 @@ static int lock_child(void) {
 
 static void refused_lock_is_eperm(void **state) {
   (void)state;
+  if (MS_TEST_MLOCK_NOOP) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY);
   expect_child("--lock");
 }
 
@@ -543,6 +546,7 @@ static long smaps_field(uintptr_t start, const char *field) {
 
 static void hot_metadata_locked_whole(void **state) {
   (void)state;
+  if (MS_TEST_MLOCK_NOOP) ms_skip_refused(0, MS_TEST_MLOCK_NOOP_WHY);
   /* 32 MiB fixed: a 128 MiB reserve, about 6 MiB of metadata (above 4 MiB, where it is locked in slices) */
   ms_space_config_t c = {.initial_size = 32 << 20, .at = MS_SPACE_AT_START, .flags = MS_SPACE_LOCKED,
                          .numa_node = -1, .name = "hot"};
