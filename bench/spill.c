@@ -20,7 +20,7 @@ int msb_bench_spill(msb_ctx_t *ctx) {
     msb_printf("spill: the source directory's path is too long\n");
     return 1;
   }
-  snprintf(cmd, sizeof cmd, "MSB_LIB=%s %s %s %s %s 2>&1", msb_sh_quote(q_lib, sizeof q_lib, msb_memspace_lib()), py,
+  snprintf(cmd, sizeof cmd, "MSB_LIB=%s %s -B %s %s %s 2>&1", msb_sh_quote(q_lib, sizeof q_lib, msb_memspace_lib()), py,
            msb_sh_quote(q_run, sizeof q_run, run), mode, msb_sh_quote(q_bin, sizeof q_bin, msb_binary_dir()));
   if (ctx->cmd) fprintf(ctx->cmd, "workload: %s\n", cmd);
   /* no machine lock taken here: `make bench` may itself run under it (flock /tmp/memspace-bench.lock) */

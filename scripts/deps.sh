@@ -5,8 +5,8 @@ set -u
 what=${1:-build}
 pkgs="cmake make gcc g++ libcmocka-dev python3"
 case "$what" in
-  test)  pkgs="$pkgs pkg-config python3-matplotlib python3-numpy sqlite3 git valgrind clang libclang-rt-14-dev libpython3.11-testsuite e2fsprogs xfsprogs util-linux libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 libtbbmalloc2 r-base-core" ;;
-  bench) pkgs="$pkgs python3-matplotlib python3-numpy sqlite3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 libtbbmalloc2 r-base-core" ;;
+  test)  pkgs="$pkgs pkg-config python3-matplotlib python3-numpy sqlite3 git valgrind strace libcap2-bin clang libclang-rt-14-dev libpython3.11-testsuite e2fsprogs xfsprogs util-linux libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 libtbbmalloc2 r-base-core" ;;
+  bench) pkgs="$pkgs python3-matplotlib python3-numpy sqlite3 git libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 libtbbmalloc2 r-base-core" ;;
 esac
 ci=0
 case "${CI:-}" in true|1) ci=1 ;; esac
@@ -35,7 +35,10 @@ if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>
 fi
 if [ "$(id -u)" != 0 ]; then
   echo "memspace: missing Debian packages:$missing" >&2
-  echo "memspace: install them with: sudo apt-get install$missing" >&2
+  # a fresh Debian 12 installed with a root password has no sudo: then su, which asks for root's password
+  how="sudo apt-get install$missing"
+  command -v sudo >/dev/null 2>&1 || how="su -c 'apt-get install$missing'"
+  echo "memspace: install them with: $how (or run make $what as root)" >&2
   exit 1
 fi
 echo "memspace: installing$missing"

@@ -153,9 +153,9 @@ static void write_report(const char *py, const char *out_dir) {
   snprintf(path, sizeof path, "%s/results.md", out_dir);
   msb_sh_quote(q_doc, sizeof q_doc, path);
   if (in_tree)
-    snprintf(cmd, sizeof cmd, "%s %s --results %s >/dev/null 2>&1", py, q_report, q_out);
+    snprintf(cmd, sizeof cmd, "%s -B %s --results %s >/dev/null 2>&1", py, q_report, q_out);
   else
-    snprintf(cmd, sizeof cmd, "%s %s --results %s --readme '' --doc %s >/dev/null 2>&1", py, q_report, q_out, q_doc);
+    snprintf(cmd, sizeof cmd, "%s -B %s --results %s --readme '' --doc %s >/dev/null 2>&1", py, q_report, q_out, q_doc);
   if (system(cmd) != 0) msb_printf("(results tables not written: %s failed)\n", cmd);
 }
 
@@ -208,13 +208,15 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   }
   char plot[PATH_MAX * 12], q_plot[PATH_MAX * 4 + 8], q_csv[PATH_MAX * 4 + 8], q_out[PATH_MAX * 4 + 8];
   char path[PATH_MAX + 32];
-  /* Debian's python3 has python3-matplotlib; a python3 earlier in PATH (pyenv, venv) may not */
+  /* Debian's python3 has python3-matplotlib; a python3 earlier in PATH (pyenv, venv) may not. Its scripts run with
+     -B (here, in write_report and in bench spill): the modules they import write no __pycache__ into the source
+     tree or an installed prefix, which `make uninstall` would leave behind. */
   const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
   snprintf(path, sizeof path, "%s/bench/plot.py", msb_source_dir());
   msb_sh_quote(q_plot, sizeof q_plot, path);
   msb_sh_quote(q_csv, sizeof q_csv, csv_path);
   msb_sh_quote(q_out, sizeof q_out, out_dir);
-  snprintf(plot, sizeof plot, "%s %s %s %s >/dev/null 2>&1", py, q_plot, q_csv, q_out);
+  snprintf(plot, sizeof plot, "%s -B %s %s %s >/dev/null 2>&1", py, q_plot, q_csv, q_out);
   if (system(plot) != 0) msb_printf("(plots for %s not written: python3 with matplotlib is needed)\n", ctx.part);
   write_report(py, out_dir);
   return r;

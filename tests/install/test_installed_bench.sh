@@ -15,7 +15,8 @@ for f in heap_churn.py heap_numpy_churn.py heap_http_load.py heap_r_growth.R lib
   [ -e "$prefix/libexec/memspace/bench/$f" ] || fail "bench helper $f not installed"
 done
 mkdir "$tmp/work"
-(cd "$tmp/work" && "$prefix/bin/memspace" bench spaces --quick >"$tmp/bench.log" 2>&1) ||
+# without PYTHONDONTWRITEBYTECODE, as a new user runs it: the scripts it runs must write no __pycache__ there
+(cd "$tmp/work" && env -u PYTHONDONTWRITEBYTECODE "$prefix/bin/memspace" bench spaces --quick >"$tmp/bench.log" 2>&1) ||
   { tail -20 "$tmp/bench.log"; fail "installed memspace bench spaces --quick"; }
 grep -q "cannot run" "$tmp/bench.log" && { grep "cannot run" "$tmp/bench.log"; fail "a helper program was not found"; }
 [ "$(head -1 "$tmp/work/memspace-results/spaces.csv")" = "part,case,impl,threads,size_bytes,metric,value" ] ||
