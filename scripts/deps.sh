@@ -35,9 +35,10 @@ if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>
 fi
 if [ "$(id -u)" != 0 ]; then
   echo "memspace: missing Debian packages:$missing" >&2
-  # a fresh Debian 12 installed with a root password has no sudo: then su, which asks for root's password
+  # a fresh Debian 12 installed with a root password has no sudo: then su with a login shell (Debian's plain su
+  # keeps the caller's PATH, without /usr/sbin, where dpkg's helpers are), which asks for root's password
   how="sudo apt-get install$missing"
-  command -v sudo >/dev/null 2>&1 || how="su -c 'apt-get install$missing'"
+  command -v sudo >/dev/null 2>&1 || how="su - -c 'apt-get install$missing'"
   echo "memspace: install them with: $how (or run make $what as root)" >&2
   exit 1
 fi

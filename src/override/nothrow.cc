@@ -16,15 +16,9 @@ __asm__(".weak __cxa_begin_catch\n\t.weak __cxa_end_catch\n\t.weak __gxx_persona
 extern "C" void *msi_new_nothrow_elsewhere(std::size_t size, std::size_t alignment, const void *caller);
 extern "C" void __gxx_personality_v0() __attribute__((weak));
 
-/* the operators jump here (a tail call): the return address is their caller's (override.c's runtime_sym); `from`:
-   the caller when the operator read it (NEW_CALLER: no tail call without optimisation, as override.c says) */
-#ifdef __OPTIMIZE__
-#define NEW_CALLER() nullptr
-#else
-#define NEW_CALLER() __builtin_return_address(0)
-#endif
-__attribute__((noinline)) static void *nothrow_slow(std::size_t size, std::size_t alignment, const void *from) noexcept {
-  const void *caller = from ? from : __builtin_return_address(0);
+/* the operators' slow path; `caller`: the operator's return address, which it passes (override.c's
+   new_throwing says why) */
+__attribute__((noinline)) static void *nothrow_slow(std::size_t size, std::size_t alignment, const void *caller) noexcept {
   /* the personality routine is bound when this library is loaded: without it the catch below catches nothing */
   if (!&__gxx_personality_v0) return msi_new_nothrow_elsewhere(size, alignment, caller);
   try {
@@ -37,7 +31,7 @@ __attribute__((noinline)) static void *nothrow_slow(std::size_t size, std::size_
 static inline __attribute__((always_inline)) void *nothrow_new(std::size_t size, std::size_t alignment) noexcept {
   if (alignment & (alignment - 1)) return nullptr; /* not a power of two (0: the unaligned forms) */
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
-  return p ? p : nothrow_slow(size, alignment, NEW_CALLER());
+  return p ? p : nothrow_slow(size, alignment, __builtin_return_address(0));
 }
 
 MS_API void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return nothrow_new(n, 0); }

@@ -472,26 +472,18 @@ void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *calle
   return new_slow(size, alignment, true, caller);
 }
 
-/* the throwing forms' slow path: the operators jump here (a tail call), so the return address is their caller's;
-   where the compiler makes a call instead, runtime_sym finds this library's scope and goes on to the shared
-   runtimes (reading the caller in the operators would cost their fast path a stack load). `from`: the caller
-   when the operator read it (NEW_CALLER), else NULL */
+/* the throwing forms' slow path. The operators pass their return address, their caller (new_impl is always
+   inlined into them): a C++ runtime linked into the caller (-static-libstdc++) is found from it. Reading it
+   costs the slow path one load, the fast path nothing; the slow path's own return address would be this
+   library's wherever the compiler makes a call instead of a tail call (-O0, -O1, -Og), and operator new would
+   abort instead of throwing. nothrow.cc does the same. */
 static MSI_NOINLINE void *new_throwing(size_t size, size_t alignment, const void *from) {
-  return new_slow(size, alignment, false, from ? from : __builtin_return_address(0));
+  return new_slow(size, alignment, false, from);
 }
-/* Without optimisation (-O0) there is no tail call, and the slow path's return address lies in this library: a
-   C++ runtime linked into the caller (-static-libstdc++) was not found and operator new aborted instead of
-   throwing. There the operator reads its caller itself (new_impl is always inlined into it); optimised, the slow
-   path reads it. nothrow.cc does the same. */
-#ifdef __OPTIMIZE__
-#define NEW_CALLER() NULL
-#else
-#define NEW_CALLER() __builtin_return_address(0)
-#endif
 
 static inline __attribute__((always_inline)) void *new_impl(size_t size, size_t alignment) {
   void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
-  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment, NEW_CALLER());
+  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment, __builtin_return_address(0));
 }
 
 #define OP(name, sym) MS_API name __asm__(sym); FAMILY_TEXT name /* (FAMILY_TEXT: see the malloc family) */

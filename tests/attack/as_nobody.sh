@@ -13,9 +13,9 @@ drop="setpriv --reuid=65534 --regid=65534 --clear-groups"
 if ! $drop test -x "$prog" || ! $drop test -r "$lib"; then
   tmp=$(mktemp -d) || exit 1
   trap 'rm -rf "$tmp"' EXIT
-  chmod 755 "$tmp" && cp "$prog" "$lib" "$tmp/" || exit 1
+  chmod 755 "$tmp" && cp "$prog" "$lib" "$tmp/" && chmod a+rX "$tmp"/* || exit 1 # (whatever root's umask)
   prog=$tmp/$(basename "$prog") lib=$tmp/$(basename "$lib")
-  $drop test -x "$prog" || { echo "MS_SKIP refused: user nobody cannot run $prog"; exit 77; }
+  $drop test -x "$prog" && $drop test -r "$lib" || { echo "MS_SKIP refused: user nobody cannot run $prog"; exit 77; }
 fi
 export prog lib
 $drop sh -c "$script"

@@ -386,7 +386,7 @@ enum { MI_USABLE_SMALL, MI_USABLE_LARGE, MI_OURS_HEAP, MI_OURS_LARGE, MI_OURS_SP
 static int misc_pipe[2];
 static size_t misc_chunks[SCALES];
 
-/* n heap blocks of 16 B - 4 KiB, one in 97 of 300 KiB (a large block); n/4 frame allocations (at least 10) in
+/* n heap blocks of 16 B - 4 KiB, one in 97 of 300 KiB (a large block; the last one when n < 97); n/4 frame allocations (at least 10) in
    the current frame; min(n, 40) spilled blocks; then every O(1) call of those parts, 16 times */
 static int misc_child(void *arg) {
   int scale = (int)(intptr_t)arg;
@@ -399,8 +399,9 @@ static int misc_child(void *arg) {
   ms_frame_t *f = ms_frame_create(&fc);
   ms_space_t *sp = make(1 << 20, 0, MS_SPACE_AT_START, 0);
   if (!heap || !f || !sp) return 2;
+  size_t large_at = n > 96 ? 96 : n - 1; /* a large block at every N, also below 97 blocks */
   for (size_t i = 0; i < n; i++)
-    if (!(heap[i] = ms_malloc(i % 97 == 96 ? 300 << 10 : (size_t)16 << (i % 9)))) return 3;
+    if (!(heap[i] = ms_malloc(i % 97 == 96 || i == large_at ? 300 << 10 : (size_t)16 << (i % 9)))) return 3;
   for (size_t i = 0; i < nf; i++)
     if (!ms_frame_alloc(f, 16 + i % 200, 0)) return 4;
   /* ms_stats_get before spill is used: once in use, it also samples every page spill has mapped (mincore) */
@@ -416,7 +417,9 @@ static int misc_child(void *arg) {
   void *blk = ms_space_malloc(sp, 100);
   char local = 0;
   for (int k = 0; k < 16; k++) {
-    void *small = heap[(size_t)k * 2654435761u % n], *large = heap[96 % n];
+    size_t si = (size_t)k * 2654435761u % n;
+    while (si % 97 == 96 || si == large_at) si = (si + 1) % n; /* a small block */
+    void *small = heap[si], *large = heap[large_at];
     MEASURE(MI_USABLE_SMALL, scale, sink = ms_usable_size(small));
     MEASURE(MI_USABLE_LARGE, scale, sink = ms_usable_size(large));
     MEASURE(MI_OURS_HEAP, scale, sink = (uintptr_t)ms_is_ours(small));
