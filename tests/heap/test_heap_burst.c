@@ -188,6 +188,7 @@ static void fork_child_after_release(void **state) {
    them; the statistics follow what is mapped throughout */
 static void release_at_mapping_limit(void **state) {
   (void)state;
+  if (TSAN) ms_skip_refused(0, "ThreadSanitizer's runtime maps and unmaps memory of its own, which the mapping limit refuses");
   ms_free(ms_malloc(100));
   ms_heap_collect(1);
   figures_t base = figures();
