@@ -1009,7 +1009,7 @@ static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
 /* purge                                                                                                        */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-static void orphans_collect(bool all);
+static void orphans_collect(bool all, uint32_t now, uint32_t delay);
 static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active);
 static void purge_task_run(uint64_t now_ns);
 
@@ -1047,7 +1047,7 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   delay = delay > purge_task.period_ms ? delay - purge_task.period_ms : 0;
   atomic_store_explicit(&last_purge_ms, now, memory_order_relaxed);
   atomic_fetch_add_explicit(&msi_heap_counters.purges, 1, memory_order_relaxed);
-  orphans_collect(force);
+  orphans_collect(force, now, delay);
   for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) {
     if (force) msi_lock(&h->cache_lock);
     else if (!msi_trylock(&h->cache_lock)) continue;
@@ -1913,7 +1913,8 @@ static void orphan_reclaim(msi_heap_t *h) {
   errno = saved;
 }
 
-static void orphans_collect(bool all) {
+/* all: every orphan flushed, and the empty ones reclaimed at once; else after `delay` ms idle (purge's) */
+static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   if (!atomic_load_explicit(&orphans, memory_order_relaxed)) return;
   uint64_t pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
   msi_lock(&heaps_lock);
@@ -1922,8 +1923,6 @@ static void orphans_collect(bool all) {
   orphans_busy += list != NULL;
   msi_unlock(&heaps_lock);
   if (!list) return;
-  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
-  uint32_t now = msi_heap_now_ms(), delay = d < 0 ? UINT32_MAX : (uint32_t)d > purge_task.period_ms ? (uint32_t)d - purge_task.period_ms : 0;
   msi_heap_t *last = NULL;
   for (msi_heap_t *h = list; h; h = h->next_orphan) {
     last = h;
@@ -1959,7 +1958,7 @@ static void orphans_collect(bool all) {
 /* every orphan flushed, also those another collector held when this one looked (it puts them back soon) */
 void msi_heap_orphans_flush(void) {
   for (;;) {
-    orphans_collect(true);
+    orphans_collect(true, 0, 0);
     msi_lock(&heaps_lock);
     bool busy = orphans_busy != 0;
     msi_unlock(&heaps_lock);

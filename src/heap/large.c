@@ -441,6 +441,13 @@ static size_t cached_remove(lclass_t *c, uint32_t j, bool *clean) {
   return bytes;
 }
 
+/* the entry of class c's cache that holds slot idx, c->ncached when none does (taken meanwhile; class lock held) */
+static uint32_t cached_find(const lclass_t *c, uint32_t idx) {
+  uint32_t j = c->ncached;
+  while (j-- > 0 && c->cached[j].idx != idx) {}
+  return j < c->ncached ? j : c->ncached;
+}
+
 /* takes the `n` oldest entries out of class c's cache (class lock held), their indexes into old[] and committed
    bytes into bytes[]: one move of the rest, however many go */
 static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
@@ -618,9 +625,8 @@ static uint32_t borrow_pages(unsigned k, uintptr_t block, uint32_t have, uint32_
     }
     unsigned kd = (unsigned)(d - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
     msi_lock(lock_of(d));
-    uint32_t j = d->ncached;
-    while (j-- > 0 && d->cached[j].idx != idx) {}
-    if (j >= d->ncached || (meta_at(d, idx)->pages & SLOT_CLEAN)) { /* taken or trimmed meanwhile */
+    uint32_t j = cached_find(d, idx);
+    if (j == d->ncached || (meta_at(d, idx)->pages & SLOT_CLEAN)) { /* taken or trimmed meanwhile */
       msi_unlock(lock_of(d));
       continue;
     }
@@ -707,9 +713,8 @@ static lclass_t *cached_fit(unsigned k, uint32_t npages, uint32_t *idx, bool *cl
   }
   if (!best) return NULL;
   msi_lock(lock_of(best));
-  uint32_t j = best->ncached;
-  while (j-- > 0 && best->cached[j].idx != *idx) {}
-  if (j >= best->ncached || meta_at(best, *idx)->pages != (SLOT_CACHED | best_have)) { /* taken meanwhile */
+  uint32_t j = cached_find(best, *idx);
+  if (j == best->ncached || meta_at(best, *idx)->pages != (SLOT_CACHED | best_have)) { /* taken meanwhile */
     msi_unlock(lock_of(best));
     return NULL;
   }

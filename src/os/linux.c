@@ -417,9 +417,9 @@ long msi_os_mbind(void *addr, size_t size, int node) {
 
 /* ---- system files: whole small files into a caller buffer, larger ones line by line; no stdio, no allocation ---- */
 /* Reading files under a seccomp filter, once a part that reads files in the background or on large allocations
-   has started (msi_os_reads_watch: the maintenance thread, spill, the fork child of a threaded program). A filter already there then (a container's,
-   inherited across exec; or one the program installed before) let the process come this far and stays as it is:
-   reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
+   has started (msi_os_reads_watch: the maintenance thread, spill, the fork child of a threaded program). A filter
+   already there then (a container's, inherited across exec; or one the program installed before) let the process
+   come this far and stays as it is: reads go on. One that comes later is the program sandboxing itself (a browser's renderer; with
    SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's TSYNC attribute sets, it filters every thread, the maintenance thread
    too), and it may kill the process for an open(): a thread under such a filter reads no file from then on (EPERM,
    as a refusing filter answers; the callers treat the file as unreadable). One question (prctl: a filter is the
