@@ -6,7 +6,7 @@
 
 Writes the README's block between `<!-- results:begin -->` and `<!-- results:end -->` (one compact table per
 part) and the whole of the results document (every figure the bench prints as a target, with medians and
-ranges). --check writes nothing and exits 1 when either file differs from what it would write. Defaults are
+ranges, and the heap's free-list checks against a build without them, from check_cost.csv when present). --check writes nothing and exits 1 when either file differs from what it would write. Defaults are
 relative to this script's repository: bench/results, README.md, docs/results.md; an empty --readme or --doc
 leaves that file out (e.g. --results ./memspace-results --readme '' --doc ./memspace-results/results.md after
 an installed `memspace bench`). Python 3 standard library
@@ -87,7 +87,7 @@ def read_cmd(path):
             for line in f:
                 k, sep, v = line.partition(":")
                 if sep and k.strip() in ("command", "mode", "date", "machine", "libraries", "seconds", "exit",
-                                         "heap parameters", "host"):
+                                         "heap parameters", "host", "source", "ref"):
                     info.setdefault(k.strip(), v.strip())
     except OSError:
         pass
@@ -96,7 +96,7 @@ def read_cmd(path):
 
 def load(results):
     runs = {}
-    for part in PARTS:
+    for part in PARTS + ("check_cost",):
         path = os.path.join(results, part + ".csv")
         if not os.path.exists(path):
             continue
@@ -1322,6 +1322,43 @@ TITLE = {"heap": "heap: memspace (performance preset) against glibc and the peer
          "dma": "dma: ring writes, scatter/gather lists, pinned allocation"}
 
 
+CHECK_COST_CASES = {"rptest_16_16000": "the seed workload (rptest), 1 thread, 16-16,000 B",
+                    "rptest_16_256": "the seed workload (rptest), 1 thread, 16-256 B",
+                    "python_churn": "python3 (dict and list churn, `PYTHONMALLOC=malloc`), preloaded",
+                    "sqlite3": "sqlite3 (an in-memory table, indexed and queried), preloaded"}
+
+
+def check_cost_doc(run):
+    """the section of bench/heap/check_cost.sh's figures: the heap's free-list checks against the same source
+    built without them (-DMSI_HEAP_LIST_CHECKS=0)"""
+    c = run.cmd
+    cases = list(dict.fromkeys(r["case"] for r in run.rows))
+    nruns = max((len(run.vals(k, "checked", "wall_s")) for k in cases), default=0)
+    out = ["## heap: what the free-list checks cost", "",
+           f"`{c.get('command', '?')}` (source {c.get('source', 'not recorded')[:12]}): the library as shipped, "
+           "checks on, against the same source built with `-DMSI_HEAP_LIST_CHECKS=0` ([reliability.md]"
+           "(reliability.md) says what the checks are). Instructions: valgrind's cachegrind, the whole program, one run per library (the "
+           f"machine's load does not move them); times: median [min-max] of {nruns} interleaved runs, seconds.",
+           ""]
+
+    def spread(case, impl, metric):
+        v = run.vals(case, impl, metric)
+        return f"{num(statistics.median(v), 3)} [{num(min(v), 3)}-{num(max(v), 3)}]" if v else NM
+
+    rows = []
+    for k in cases:
+        ic, iu = run.first(k, "checked", "instructions"), run.first(k, "unchecked", "instructions")
+        r = ratio(ic, iu)
+        rows.append([CHECK_COST_CASES.get(k, k), num(ic / 1e6 if ic else None, 1, " M"),
+                     num(iu / 1e6 if iu else None, 1, " M"),
+                     f"{(r - 1) * 100:+.2f}%" if r is not None else "-",
+                     spread(k, "checked", "cpu_s"), spread(k, "unchecked", "cpu_s"),
+                     spread(k, "checked", "wall_s"), spread(k, "unchecked", "wall_s")])
+    out.append(table(["case", "instructions, checks", "without", "checks add", "CPU s, checks", "without",
+                      "wall s, checks", "without"], rows))
+    return "\n".join(out)
+
+
 def readme_block(runs):
     out = [BEGIN, NOTE, ""]
     out.append("Ratios divide memspace's figure by the other's, both measured in the same run. The best peer is the "
@@ -1379,6 +1416,8 @@ def results_doc(runs):
                 out.append(block)  # one list
             else:
                 out += ["", block]
+    if "check_cost" in runs:
+        out += ["", check_cost_doc(runs["check_cost"])]
     return "\n".join(out) + "\n"
 
 

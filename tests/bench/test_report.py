@@ -214,6 +214,27 @@ class Fixture(unittest.TestCase):
         with open(self.doc) as f:
             self.assertIn("| 1 | memspace-performance | 6.00 M [5.00 M-9.00 M] |", f.read())
 
+    def test_check_cost(self):
+        """bench/heap/check_cost.sh's CSV becomes a section of the document: instructions with and without the
+        checks and their difference, times as median [min-max]; without the CSV there is no such section"""
+        self.assertNotIn("free-list checks cost", self.write()[1])
+        with open(os.path.join(self.results, "check_cost.csv"), "w") as f:
+            f.write(HEADER + "check_cost,sqlite3,checked,1,0,instructions,1020000000\n"
+                    "check_cost,sqlite3,unchecked,1,0,instructions,1000000000\n" +
+                    "".join(f"check_cost,sqlite3,{impl},1,0,{m},{v}\n" for impl, m, vs in (
+                        ("checked", "cpu_s", (.3, .5, .4)), ("unchecked", "cpu_s", (.2, .4, .3)),
+                        ("checked", "wall_s", (.6, 1.0, .8)), ("unchecked", "wall_s", (.5, .9, .7))) for v in vs))
+        with open(os.path.join(self.results, "check_cost.cmd"), "w") as f:
+            f.write("command: bench/heap/check_cost.sh --runs 3\nsource: 0123456789abcdef0123\n")
+        readme, doc = self.write()
+        self.assertIn("## heap: what the free-list checks cost", doc)
+        self.assertIn("`bench/heap/check_cost.sh --runs 3` (source 0123456789ab)", doc)
+        self.assertIn("median [min-max] of 3 interleaved runs", doc)
+        self.assertEqual(self.row(doc, "| sqlite3")[1:], ["1020.0 M", "1000.0 M", "+2.00%", "0.400 [0.300-0.500]",
+                                                          "0.300 [0.200-0.400]", "0.800 [0.600-1.000]",
+                                                          "0.700 [0.500-0.900]"])
+        self.assertNotIn("check_cost", readme)
+
     def test_spill_fill_usage(self):
         # the rounds at 0.5x a 1 GiB limit with what each run spent (issue #23): plain and auto, three rounds each;
         # auto's fill 2x plain's wall time with the same faults and CPU time: the table's medians, the target
