@@ -147,8 +147,8 @@ static int trace(int (*fn)(void *), void *arg) {
 }
 
 /* Not under ThreadSanitizer: its instrumentation calls into its runtime at every memory access, so the counts
-   are the runtime's (bounds made for the library's own instructions fail), and single-stepping them all took
-   the test past its 10 minutes */
+   are the runtime's (bounds made for the library's own instructions fail), and single-stepping them all would
+   take the test past its 10 minutes */
 #define TRACE(fn, arg)                                                                                         \
   do {                                                                                                         \
     if (MS_TEST_TSAN) ms_skip_refused(0, "instruction counts of ThreadSanitizer-instrumented code");          \

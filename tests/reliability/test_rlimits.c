@@ -429,8 +429,9 @@ static void stats_sane(const char *when) {
 static void *thread_fn(void *arg) { return ms_malloc((size_t)(uintptr_t)arg); }
 
 /* ---- RLIMIT_AS lowered at run time (setrlimit) below the heap's reservation (3.75 TiB of PROT_NONE): the kernel
-   then refused every mapping, and the heap gave nothing more, not even 100 bytes, nor the program a thread
-   stack. glibc serves 64 MiB of small blocks under a 256 MiB limit; so must the heap, then NULL + ENOMEM. ---- */
+   then refuses every new mapping, and a heap that kept its reservation would give nothing more, not even 100
+   bytes, nor the program a thread stack. glibc serves 64 MiB of small blocks under a 256 MiB limit; so must the
+   heap, then NULL + ENOMEM. ---- */
 static void lowered_child(void) {
   ms_free(ms_malloc(100));
   ms_free(ms_malloc(3u << 20)); /* the large-block table mapped */
