@@ -399,7 +399,7 @@ MSI_STARTUP_TEXT static bool region_init(void) {
 
 /* A limit lowered at run time (setrlimit(RLIMIT_AS) below the address space the process holds) makes the kernel
    refuse every mapping, even one that replaces reserved pages (the reservation alone is over the limit): small
-   blocks ended at once, and every other mapping of the program (a thread's stack) with them, where glibc goes on.
+   blocks would end at once, and every other mapping of the program (a thread's stack) with them, where glibc goes on.
    After a refusal under a limit the reservations beyond what is in use go back: the segment area's past the
    segments made (it then grows a segment at a time, as when limited from the start) and the slot area's
    (msi_large_release_unused). Seg lock held. true: something went back. */
@@ -438,7 +438,7 @@ bool msi_heap_fit_limit(void) {
 
 /* A new segment inside the reservation replaces its first pages, which splits the reservation: the kernel refuses
    that when the process is at vm.max_map_count (its own mappings may take it there; blocks of the slot area take
-   at most a quarter: large.c split_max), and small blocks ended there, malloc(100) included, where glibc's brk
+   at most a quarter: large.c split_max), and small blocks would end there, malloc(100) included, where glibc's brk
    heap grows its one mapping. Then the rest of the reservation goes back (cutting a mapping's head is allowed at
    the limit) and the segment area grows a segment at a time after its last one, which merges with it (as under
    RLIMIT_AS). */
@@ -1189,7 +1189,7 @@ _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 /* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving
    a class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back
    (msi_large_trim), down to 3/4 of it. Counted from the heap's own figures, not the resident size: reading that
-   (/proc/self/statm) on a free killed a sandboxed program that forbids open() (test_heap_unit:
+   (/proc/self/statm) on a free would kill a sandboxed program that forbids open() (test_heap_unit:
    large_blocks_in_a_sandbox), so blocks in use count by their size, touched or not. Measured only when the cache
    rose a step above the lowest it was since the last measurement, when the large blocks in use fell a step below
    the most they were since, or after a purge of the spans (force): most frees read three atomics. */
@@ -2106,7 +2106,7 @@ static void *alloc_from(msi_span_t *s) {
 
 /* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
    served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
-   the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
+   the dead thread when glibc runs no further round of destructors: each such thread would lose its heap's spans */
 static MSI_NOINLINE void *alloc_exiting(size_t size) {
   heap_exited = false;
   void *p = msi_heap_small_alloc_slow(size);
