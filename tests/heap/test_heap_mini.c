@@ -145,7 +145,8 @@ static void remote_frees_come_back(void **state) {
 
 /* a heap takes at most one mini area's worth of mini spans (MSI_HEAP_MINI_SPANS granules, docs/heap.md "Mini
    spans"), also when its spans move on to other segments, each with a mini area of its own: a thread taking the
-   classes' mini spans a few classes at a time, with 4.5 MiB of normal spans between, held 120 KiB and more */
+   classes' mini spans a few classes at a time, with 4.5 MiB of normal spans between, would otherwise hold a mini
+   area in each segment */
 static void *spread_classes(void *arg) {
   unsigned *granules = arg;
   msi_span_t *seen[NCLS * 4];

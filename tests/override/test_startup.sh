@@ -20,7 +20,7 @@
 # No maintenance thread starts in a single-threaded program (nothing in /proc/PID/task but the program).
 # The library's constructor reads the options in one pass over the environment: counted with valgrind (callgrind,
 # instructions inside msi_constructor), 200 more environment variables cost at most 20 instructions each (a
-# search of the environment per option cost about 600 each).
+# search of the environment per option would cost far more: a pass over it for every option).
 # Three of these bounds are properties of an optimised build, left out (and the test reported as skipped) when the
 # library is compiled without optimisation (CMAKE_BUILD_TYPE=Debug: -O0, as ms_startup_prog tells with its
 # "optimised" mode): there every static inline helper of the headers is a function of its own, placed anywhere in
