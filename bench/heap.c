@@ -846,7 +846,8 @@ static const bool wl_single[N_WL] = {[W_GSIMPLE] = true, [W_MLARGE] = true}; /* 
 /* the workloads issue #26 sets targets on: at least wl_target_rounds interleaved rounds, whatever wl_rounds is */
 static const bool wl_target[N_WL] = {[W_SH6] = true, [W_GSIMPLE] = true, [W_LARSON] = true, [W_MSTRESS] = true};
 /* the two judged on time (within 1.05x of the fastest peer): at wl_timed_scale, so a run is a window of about half
-   a second and not a moment of 0.08 s that one scheduler hiccup on a 2-core machine moves by 20% */
+   a second and not a moment of a few hundredths that one scheduler hiccup on a 2-core machine moves past the
+   target */
 static const bool wl_timed[N_WL] = {[W_SH6] = true, [W_GSIMPLE] = true};
 static double wl_scale_of(const hb_params_t *p, int w) { return wl_timed[w] ? p->wl_timed_scale : p->wl_scale; }
 enum { WM_SEC, WM_CPU, WM_OPS, WM_RSS, N_WM };

@@ -391,7 +391,7 @@ def heap_long(run):
         out.append("#### Memory kept after everything is freed (threads alive, 1 s idle, first round)")
         out.append(table(("threads", "allocator", "peak RSS", "RSS after 1 s", "% of peak"), rows))
     real = [i for i in ("memspace", "glibc") + PEERS]
-    floor = [FLOOR] if FLOOR in run.impls() else []  # (runs from before the floor existed have none)
+    floor = [FLOOR] if FLOOR in run.impls() else []  # (a CSV may hold no floor rows)
     rows = []
     for p in [p for p in HEAP_PROGS if run.impls(p)]:
         gw, gr = run.med(p, "glibc", "wall_s"), run.med(p, "glibc", "peak_rss_bytes")

@@ -2,7 +2,7 @@
 """Allocation-heavy Python workload for `memspace bench heap` (real programs): dicts, lists, strings and
 bytes created and dropped in waves, with a working set that grows and shrinks. Run plain and with
 PYTHONMALLOC=malloc (then every object goes through the preloaded malloc, not CPython's pymalloc).
-Usage: churn.py [WAVES [N]]: WAVES waves of N records each (default 3 x 25000: about 1 s on a 2 GHz core).
+Usage: churn.py [WAVES [N]]: WAVES waves of N records each (default 3 x 25000).
 Prints a checksum, the same under every allocator."""
 import sys
 

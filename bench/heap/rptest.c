@@ -10,8 +10,8 @@
    cross-thread frees unless --cross: then each loop a thread also allocates ops/4 blocks and hands them to
    the next thread, which frees them at the start of its next loop.
 
-   --warmup W loops run first, untimed: the heap fills from empty (the occupancy reaches 94% of its steady
-   state after 2 loops). Operations, CPU and wall time are counted over the --loops measured loops (every
+   --warmup W loops run first, untimed: the heap fills from empty (the occupancy is near its steady state after
+   2 loops). Operations, CPU and wall time are counted over the --loops measured loops (every
    thread between two barriers); --warmup 0 --loops 30 measures 30 loops from an empty heap, as the seed's
    1000 loops do.
 
@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
   g.page = (size_t)sysconf(_SC_PAGESIZE);
   uint64_t seed = 0x5eed0002;
   /* the inverse CDF of the density 2(1-x) on [0,1] at the table's evenly spaced quantiles (so the table's mean is
-     the distribution's: random draws gave one 0.8% high, and the overhead over live bytes low by as much), then
+     the distribution's: random draws can put it a percent off, and the overhead over live bytes with it), then
      shuffled by the fixed seed */
   for (size_t i = 0; i < SIZE_TABLE; i++) {
     double u = ((double)i + 0.5) / SIZE_TABLE;

@@ -28,47 +28,48 @@ MiB = 1 << 20
 LIMIT = {"quick": 128 * MiB, "default": 1024 * MiB, "full": 1024 * MiB}[MODE]
 ACCESSES = {"quick": 500, "default": 2000, "full": 0}[MODE]  # 0: the seed's 10% of the elements
 # sizes that fit in memory: accesses take ~100 ns, so many more are needed for a stable rate. Each configuration's
-# sweep runs them REPEATS_FIT times (the median of each figure is reported). By default once: allocation times of
-# one run vary up to 20x between consecutive runs on the project's VM (plain 0.08-1.48 s for the same 512 MiB), so
-# the targets there are judged on the rounds in turn below, not on the sweeps, whose points are the plot's and
-# the table's
+# sweep runs them REPEATS_FIT times (the median of each figure is reported). By default once: in a VM guest whose
+# host backs freed memory again at the next touch, the allocation time of the same 512 MiB varies many times over
+# between consecutive runs, so the targets there are judged on the rounds in turn below, not on the sweeps, whose
+# points are the plot's and the table's
 ACCESSES_FIT = {"quick": 20000, "default": 200000, "full": 0}[MODE]
-# the file mapping (the limit) from the limit up: its random accesses go to the disk at ~100-500 a second, so 2,000
-# of each took ~20 s at 3x; 500 still make a rate (nearly every access a page of its own among 786,432), and the
-# figure compared with it (spill's at 3x: 30-50x) is far from the 0.9 the target asks
+# the file mapping (the limit) from the limit up: its random accesses go to the disk, a few hundred a second, so
+# 2,000 of each would take tens of seconds at 3x; 500 still make a rate (nearly every access a page of its own
+# among 786,432), and the figure compared with it (spill's at 3x) is far from the 0.9 the target asks
 ACCESSES_FILE = {"quick": 500, "default": 500, "full": 0}[MODE]
 REPEATS_FIT = {"quick": 1, "default": 1, "full": 5}[MODE]
 # the rounds (plain, spill and auto in turn) the data-fits targets are judged on, by the median of each round's
-# own ratio: this VM's host makes a run's fresh memory 2x slower in a third of the runs (it backs memory the guest
-# returned again first: 25 or 50 ms for the same 16 MB gather, in either configuration)
-# (7 by default below the threshold: the 1.02x targets sit inside one round's spread, so a median of 5 flips; 9
-# with --full)
+# own ratio: a VM guest's host can make a run's fresh memory several times slower in some runs (it backs memory
+# the guest returned again first, in either configuration)
+# (7 by default below the threshold: the 1.02x targets sit inside one round's spread, so a median of 5 can flip;
+# 9 with --full)
 REPEATS_PAIRS = {"quick": 1, "default": 7, "full": 9}[MODE]
 # at 0.5x the reads and the writes are each a window of PAIR_WINDOW_S seconds (batches of WINDOW_BATCH accesses
-# until it has passed; MSB_SPILL_WINDOW=S another, 0 the single batch of ACCESSES_FIT): one batch of 200,000 took
-# 2-14 ms, so a round's ratio was whatever the scheduler did in those milliseconds (R's writes 0.50-1.49x). The
+# until it has passed; MSB_SPILL_WINDOW=S another, 0 the single batch of ACCESSES_FIT): one batch of 200,000 takes
+# a few milliseconds, so a round's ratio would be whatever the scheduler did in those milliseconds. The
 # windows (0.5 s by default, which keeps make bench inside its 20 minutes) take about 1 s more a run, so these
 # rounds are REPEATS_WINDOWED (5 by default, 9 with --full), not 7
 PAIR_WINDOW_S = float(os.environ.get("MSB_SPILL_WINDOW", {"quick": 0.1, "default": 0.5, "full": 2.0}[MODE]))
 WINDOW_BATCH = {"quick": 20000, "default": 200000, "full": 200000}[MODE]
 REPEATS_WINDOWED = {"quick": 1, "default": 5, "full": 9}[MODE] if PAIR_WINDOW_S > 0 else REPEATS_PAIRS
-# below the threshold the target is 1.02x: 200,000 accesses of a 48 MiB vector took 2-4 ms, under this VM's
-# resolution (R's writes 0.94-1.10x between runs); 2,000,000 take 15-50 ms (more would time the 32 MB
-# temporaries of numpy's and R's gathers: fresh pages, which this VM's host makes 1-10x slower after a pause)
+# below the threshold the target is 1.02x: 200,000 accesses of a 48 MiB vector take a few milliseconds, where one
+# scheduler hiccup moves the ratio past the target; 2,000,000 take tens of milliseconds (more would time the 32 MB
+# temporaries of numpy's and R's gathers: fresh pages, which a VM guest's host can make many times slower after a
+# pause)
 ACCESSES_BELOW = 2000000
 # past the limit (1.5x and 3x) auto's allocation target is judged against the 64M threshold's by the median of
 # REPEATS_PAST rounds' own ratios: round 1 is the two sweeps' runs (spill's sweep runs before auto's), the others
 # run auto and the threshold in turn after the data-fits rounds, the order alternating every round. One run of
-# each, minutes apart, gave 0.73-1.11x between runs with the same page faults, bytes written and CPU seconds; the
-# threshold against itself in turn (an A/A check at 3x on the shared VM) gives 0.5-1.4x per round, and a fill whose
-# array numpy advised MADV_HUGEPAGE after the maintenance thread's re-advice takes about half the time in either
-# configuration: a median of three rounds moves by more than the target's 10%
+# each, minutes apart, can differ by more than the target with the same page faults, bytes written and CPU
+# seconds; the threshold against itself in turn (an A/A check at 3x on a shared machine) lands well above or
+# below 1 per round, and a fill whose array numpy advised MADV_HUGEPAGE after the maintenance thread's re-advice
+# takes about half the time in either configuration: a median of three rounds moves by more than the target's 10%
 REPEATS_PAST = {"quick": 2, "default": 7, "full": 9}[MODE]
 # Python at 1.5x: 15 rounds. Its fill is bimodal under either configuration: where the maintenance thread's
 # idle-priority write-back finds the other CPU taken, the program's own reclaim works around the dirty pages, so
 # one round's ratio of two identical configurations lands well above or below 1, and a median of seven such rounds
 # passes the target's 1.1 with identical code about twice as often as one of fifteen (docs/spill.md). Its rounds
-# are the shortest past the limit, so the extra ones cost under a minute
+# are the shortest past the limit, so the extra ones cost little
 REPEATS_PAST_AT = {("python", 1.5): {"quick": 2, "default": 15, "full": 15}[MODE]}
 FACTORS_PAST = (1.5, 3)
 PROBE_MIB = 16 if MODE == "quick" else 64
@@ -92,7 +93,7 @@ FACTORS_SPILL = sorted(set(FACTORS) | ({1.5} if not os.environ.get("MSB_SPILL_FA
 def factors_of(config):
     """the sizes (x the limit) config's sweep runs: at the limit itself (1x) only plain, which it kills (no target
     or plot needs the others there), and below it swap and the file mapping only with --full (swap is plain while
-    the data fits; no target reads the file mapping there: their runs, ~9 s, went to the windows of the rounds at
+    the data fits; no target reads the file mapping there: their runs' time goes to the windows of the rounds at
     0.5x). --full and MSB_SPILL_FACTORS keep every size for every configuration"""
     f = FACTORS_SPILL if config in ("spill", "auto") else FACTORS
     if config != "plain" and MODE != "full" and not os.environ.get("MSB_SPILL_FACTORS"):
@@ -132,9 +133,9 @@ def rows(case, impl, size, d):
 
 # beside the pairs' wall times (the judged figures), what each run spent, from getrusage outside the timed parts
 # (seed.py, seed.R): the fill's page faults and CPU seconds, the gather's and scatter's page faults and CPU
-# seconds (user + system: R's proc.time counts milliseconds, a gather takes 10-40), and the phases' wall seconds
+# seconds (user + system: R's proc.time counts milliseconds, a gather a few dozen), and the phases' wall seconds
 # (read_s, write_s: a window's length, or one batch's). Equal faults and CPU with a slower wall time is the host's
-# (this VM's host backs fresh memory again first: its cost shows as system time of the same faults) or the
+# (a VM guest's host backs fresh memory again first: its cost shows as system time of the same faults) or the
 # machine's load (wall time beyond the CPU time), not the configuration's
 # seed.py also splits the fill by thread where the kernel keeps schedstat: the program's own thread's CPU seconds
 # and its wait for a CPU, the maintenance thread's CPU seconds (spill's write-back) and its wait for a CPU (rows
@@ -344,8 +345,8 @@ class Probes:
 
 # The idle machine's 10-ms probe, the reference of the probe targets: windows of that probe alone (no benchmark
 # program; the running configuration's probes paused), IDLE_WINDOW_S each, after every run of the sweeps, so that
-# it is measured across the same minutes as the configurations it is compared with. A single window at the start,
-# minutes before auto's sweep, caught the machine in another state (0.74 ms, the run before 1.33 ms). The
+# it is measured across the same minutes as the configurations it is compared with (a single window at the start,
+# minutes before auto's sweep, can catch the machine in another state). The
 # reference's p99 is over every window's rounds together, as a configuration's is over its sweep's; the windows'
 # own p99s (median, range) say how much the machine's idle state moved. The 2-s probe's reference (its worst
 # round) stays the first 30 s (a window of 1 s holds none of its rounds).
@@ -432,7 +433,7 @@ while time.time() < t:
     a.fill(1.0)
     del a
 """
-BELOW = 48 * MiB  # below spill's 64 MiB threshold: the spill configuration must cost nothing there (16 MiB: 3 ms fills, too short)
+BELOW = 48 * MiB  # below spill's 64 MiB threshold: the spill configuration must cost nothing there (16 MiB: fills of a few ms, too short)
 
 
 def below(lang, config, parent, probes=None):
@@ -474,8 +475,9 @@ def sweep(lang, config, parent, probes=None):
 def paired(lang, size, parent, configs=("plain", "spill", "auto"), window=0, rounds=REPEATS_PAIRS):
     """plain, spill and auto (configs) in turn, rounds rounds, in leaves of parent, each phase of each run a window
     of window seconds (0: one batch). Each configuration's own
-    sequence runs minutes apart from the other's, and this VM's host state drifts in between (the same 512 MiB
-    allocation took 0.06-1.06 s); runs next to each other compare the configurations under the same conditions.
+    sequence runs minutes apart from the other's, and the host's state (in a VM guest) drifts in between, changing
+    the time of the same 512 MiB allocation many times over; runs next to each other compare the configurations
+    under the same conditions.
     The order rotates every round, so that no configuration always runs first after a pause (the host backs
     memory the guest returned a moment ago again first). Returns {config: (median figures, [each round's])} or
     None when a run failed."""
@@ -647,15 +649,15 @@ def main():
         try:
             pr = Probes(parent, "idle")
             # 30 s: ~15 rounds of the 2-s probe, about as many as it has beside spill's or auto's sweep (a worst
-            # of n grows with n; ~14 there on a quiet machine, more under load), and ~3,000 of the 10-ms probe
+            # of n grows with n), and ~3,000 of the 10-ms probe
             time.sleep(3 if MODE == "quick" else 30)
             probe_res["idle"] = pr.stop()
         finally:
             parent.remove()
     # a busy machine for reference: the probes beside a program that allocates, fills and frees half the limit
     # in plain memory (no spill, no disk) for BUSY_S seconds, the work spill's program does while its data fits.
-    # On this project's 2-vCPU VM such a neighbour alone doubles the 10-ms probe's rounds (its pages' walks wait
-    # for memory): it shows how much of a configuration's probe figures is the neighbour's memory traffic.
+    # On a small machine such a neighbour alone slows the 10-ms probe's rounds (its pages' walks wait for
+    # memory): it shows how much of a configuration's probe figures is the neighbour's memory traffic.
     if not why and "busy" not in os.environ.get("MSB_SPILL_SKIP", ""):
         section("busy")
         parent = mscgroup.Group("bench-busy", LIMIT)
@@ -746,9 +748,8 @@ def main():
     # The probes' rounds are also kept here, split by the run they overlap (rows past-auto and past-spill,
     # probe-10ms), with windows of the idle machine before each run (past-idle): auto's probe target is past the
     # limit, and judged on these runs in turn. Its sweep's probe figures (below) hold the sizes that fit too, where
-    # auto runs as plain does, and come from other minutes than spill's sweep and the idle windows: under the other
-    # helpers' load one run's idle windows had a p50 of 0.26-0.55 ms during spill's sweep and 0.74-1.12 ms during
-    # auto's, minutes later
+    # auto runs as plain does, and come from other minutes than spill's sweep and the idle windows: under other
+    # programs' load the idle windows' p50 can differ by twice between spill's sweep and auto's, minutes later
     past = {}
     past_idle, spans = IdleWindows(IDLE.enabled), {}
     if "spill" in configs and "auto" in configs and "past" not in SKIP and any(
@@ -841,7 +842,7 @@ def main():
             else:
                 results[("python", "file_mmap", size)] = {"status": f"failed ({rc})"}
         if os.path.exists(lim_file):
-            disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "full" else 1)  # ~7,000 reads a second
+            disk_rate, err = disk_random_read_rate(lim_file, 2 if MODE == "full" else 1)
             if disk_rate:
                 row("disk", "o-direct", 4096, "read_ops_per_s", disk_rate)
     except StopIteration:

@@ -356,9 +356,9 @@ static void *maint_main(void *arg) {
   MSI_COLD_BSS static msi_os_cgroup_t cg; /* the maintenance thread's */
   msi_pressure_init(&pressure, 0, NULL, "/proc/pressure/memory", "/proc/meminfo");
   /* the first look now: the cgroup's limit found, the looks come every PRESSURE_CGROUP_MS from the start (found at
-     the first round's end, they waited a PSI period, 100 ms: a program that grew past half its limit and freed a
-     burst meanwhile had it never tight, and the emptied current spans of a thread then idle stayed with it, where
-     no pressure pass reaches them) */
+     the first round's end, they would wait a PSI period, 100 ms: a program that grows past half its limit and
+     frees a burst meanwhile would never see it tight, and the emptied current spans of a thread then idle would
+     stay with it, where no pressure pass reaches them) */
   if (msi_opt(MS_OPTION_PURGE_DELAY) >= 0) pressure_run(&pressure, &cg, msi_now_ns(), &next_find, &next_psi);
   for (;;) {
     unsigned period;

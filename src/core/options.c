@@ -319,8 +319,8 @@ static bool has_prefix(const char *s, const char *prefix, size_t n) {
 
 /* Every process reads its options at start-up, and most have no MEMSPACE_* variable: one pass over environ finds
    each option's value (the first entry of its name, as msi_getenv) and tells whether a MEMSPACE_* variable names no
-   option (then report_unknown looks closer), where a search of environ per option made reading the options the
-   largest part of the library's start-up. */
+   option (then report_unknown looks closer), where a search of environ per option would make reading the options
+   the largest part of the library's start-up. */
 static bool environ_options(const char *vals[MS_OPTION_COUNT]) {
   bool stray = false;
   for (char **e = environ; e && *e; e++) {

@@ -69,17 +69,16 @@ static const uint32_t class_capacity[MSI_HEAP_CLASSES] = {CLS_ALL(CLS_E_CAP)};
 
 /* Span colouring. Spans start on 64 KiB chunks, so without it the n-th block of every span of a class lies at the
    same offset in its 4 KiB page, and so in the same sets of a cache indexed by the low address bits (L1: 4 KiB a
-   way): the first block of every span at offset 0, and for classes such as 4608 or 7168 (SQLite's page cache: a
-   page and its header a block) every block's header in an eighth or a sixteenth of the sets. SQLite building an
-   index missed L1 far more often than under glibc's heap, whose chunks follow each other at no fixed stride. So
-   a span's blocks start at a colour past its chunk: a multiple of 64, taken from the chunk's address (Fibonacci
-   hashing: no shared counter, and neighbouring chunks differ), among the class's colours: as many as its waste
-   allows (what its chunks hold beyond its blocks; at most 64 colours, 4032 bytes), and at least 8 (up to 448
-   bytes: a span whose colour passes its waste holds the blocks that still fit, a few fewer). Blocks stay aligned
-   to 64, and to their size's power of two up to that; the powers of two from 128 on keep a single colour (their
-   blocks aligned to their size), and an aligned request above 64 bytes takes such a class (small_aligned in
-   api.c). The secure build does not colour (its guard page makes every class's waste large, and its carving is
-   shuffled anyway). */
+   way): the first block of every span at offset 0, and for classes such as 4608 or 7168 (SQLite's page cache: a page
+   and its header a block) every block's header in an eighth or a sixteenth of the sets. SQLite building an index then
+   misses L1 far more often than under glibc's heap, whose chunks follow each other at no fixed stride. So a span's
+   blocks start at a colour past its chunk: a multiple of 64, taken from the chunk's address (Fibonacci hashing: no
+   shared counter, and neighbouring chunks differ), among the class's colours: as many as its waste allows (what its
+   chunks hold beyond its blocks; at most 64 colours, 4032 bytes), and at least 8 (up to 448 bytes: a span whose colour
+   passes its waste holds the blocks that still fit, a few fewer). Blocks stay aligned to 64, and to their size's power
+   of two up to that; the powers of two from 128 on keep a single colour (their blocks aligned to their size), and an
+   aligned request above 64 bytes takes such a class (small_aligned in api.c). The secure build does not colour (its
+   guard page makes every class's waste large, and its carving is shuffled anyway). */
 #define CLS_WASTE_COLOURS(c) (CLS_WASTE(CLS_CHUNKS(c), CLS_SIZE(c)) / 64 + 1)
 #define CLS_POW2(c) ((CLS_SIZE(c) & (CLS_SIZE(c) - 1)) == 0)
 #define CLS_COLOURS(c) (MSI_HEAP_SECURE || (CLS_POW2(c) && CLS_SIZE(c) >= 128) ? 1u \
@@ -101,8 +100,8 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
 /* The empty heap: a new thread's heap pointer starts at the empty heap whose current spans are all its empty
    span, so the fast path needs no initialisation test. Of the empty heap only current_at[] is ever read (the
    fast path's load; every other use compares a heap's address with it first), so only current_at[] exists, with
-   the empty span it names: a constant, not a whole heap in .data, where its 3 KiB took a page more for the
-   dynamic loader to copy in every process (heap.h MSI_EMPTY_HEAP). Its entries are offsets, constants, where
+   the empty span it names: a constant, not a whole heap in .data, where its 3 KiB would take a page more for
+   the dynamic loader to copy in every process (heap.h MSI_EMPTY_HEAP). Its entries are offsets, constants, where
    pointers would need a relocation each in every process. */
 const struct msi_empty_heap_s msi_empty_heap = {
     .current_at = {[0 ... MSI_HEAP_CLASSES - 1] = MSI_HEAP_EMPTY_AT},
@@ -268,20 +267,19 @@ static uint32_t carve_random(uint32_t bound) {
 /* ------------------------------------------------------------------------------------------------------------ */
 
 /* Under RLIMIT_AS a reservation counts against the limit, and so does every mapping of the program: the heap takes
-   a share of the room left under the limit at start-up (the limit less VmSize), never a fixed amount (a fixed
-   92 MiB made `ls` and Python fail at start-up under `ulimit -v 100000`, which glibc runs). The large slot sizes'
-   sub-regions (22 of them) take at most a sixteenth of that room, with sub-regions from 128 GiB down to 64 KiB;
-   with less room there is no slot area, and every large block is mapped on its own (direct.c), as glibc maps
-   its large blocks. Larger blocks, and blocks finding every slot of their size taken, are direct too. The
-   segment area is not reserved at all there (small_reserved 0): it starts 64 GiB (or twice the limit) above the
-   program's break, the far end of the kernel's placement in both layouts (top-down from below the stack;
-   bottom-up from a third of the address space, below a PIE program), and grows a segment at a time with
-   MAP_FIXED_NOREPLACE (segment_new), which never replaces a mapping that landed there (a reservation of a share
-   of the limit would cap small blocks at that share: glibc and mimalloc hold 3.4 GiB of 100-byte blocks under
-   `ulimit -v 4000000`). Only where that address is unusable is a segment area reserved: an eighth of the room.
-   (Put just below the sub-regions, a program's own mappings spread downwards could end the area: many mmaps of
-   which the program keeps a page each leave it almost nothing.) A limit lowered later (setrlimit)
-   is met when a mapping is refused: msi_heap_fit_limit. */
+   a share of the room left under the limit at start-up (the limit less VmSize), never a fixed amount (a fixed 92 MiB
+   would make `ls` and Python fail at start-up under `ulimit -v 100000`, which glibc runs). The large slot sizes'
+   sub-regions (22 of them) take at most a sixteenth of that room, with sub-regions from 128 GiB down to 64 KiB; with
+   less room there is no slot area, and every large block is mapped on its own (direct.c), as glibc maps its large
+   blocks. Larger blocks, and blocks finding every slot of their size taken, are direct too. The segment area is not
+   reserved at all there (small_reserved 0): it starts 64 GiB (or twice the limit) above the program's break, the far
+   end of the kernel's placement in both layouts (top-down from below the stack; bottom-up from a third of the address
+   space, below a PIE program), and grows a segment at a time with MAP_FIXED_NOREPLACE (segment_new), which never
+   replaces a mapping that landed there (a reservation of a share of the limit would cap small blocks at that share:
+   glibc and mimalloc fill nearly the whole limit with 100-byte blocks under `ulimit -v 4000000`). Only where that
+   address is unusable is a segment area reserved: an eighth of the room. (Put just below the sub-regions, a program's
+   own mappings spread downwards could end the area: many mmaps of which the program keeps a page each leave it almost
+   nothing.) A limit lowered later (setrlimit) is met when a mapping is refused: msi_heap_fit_limit. */
 #define MAX_SEGMENTS (1u << 18) /* 1 TiB of segments */
 #define SMALL_AREA_MAX ((size_t)MAX_SEGMENTS << MSI_HEAP_SEG_SHIFT)
 #define BREAK_MARGIN ((size_t)64 << 30) /* room left to the program's break (sbrk) */
@@ -322,8 +320,8 @@ static void region_large(uintptr_t base, size_t shift) {
 /* The reservation without a limit: 2^37 sub-regions (8 of them for the slot table and the segments), down to `min`
    bytes when refused. It is asked for at least 64 GiB above the program (its headers: getauxval, no system call; its
    break lies between, as under RLIMIT_AS: small_area_above_break; region_place adds 0-63 x 128 GiB), not where the kernel puts a mapping without a hint,
-   just below the libraries: there it pushed every later mapping (the locale archive, a dlopen()ed library, a
-   thread's stack) below its 4 TiB, away from the libraries, and each short process paid for their page-table
+   just below the libraries: there it would push every later mapping (the locale archive, a dlopen()ed library, a
+   thread's stack) below its 4 TiB, away from the libraries, and each short process would pay for their page-table
    pages of their own. The slot table's place comes first (large.c table_get: the entries past each size's first
    16 slots), the segment area right after it, in the same gibibyte: the first segment and the table share their
    page-table pages above the last level. */
@@ -401,7 +399,7 @@ MSI_STARTUP_TEXT static bool region_init(void) {
 
 /* A limit lowered at run time (setrlimit(RLIMIT_AS) below the address space the process holds) makes the kernel
    refuse every mapping, even one that replaces reserved pages (the reservation alone is over the limit): small
-   blocks ended at once, and every other mapping of the program (a thread's stack) with them, where glibc goes on.
+   blocks would end at once, and every other mapping of the program (a thread's stack) with them, where glibc goes on.
    After a refusal under a limit the reservations beyond what is in use go back: the segment area's past the
    segments made (it then grows a segment at a time, as when limited from the start) and the slot area's
    (msi_large_release_unused). Seg lock held. true: something went back. */
@@ -440,7 +438,7 @@ bool msi_heap_fit_limit(void) {
 
 /* A new segment inside the reservation replaces its first pages, which splits the reservation: the kernel refuses
    that when the process is at vm.max_map_count (its own mappings may take it there; blocks of the slot area take
-   at most a quarter: large.c split_max), and small blocks ended there, malloc(100) included, where glibc's brk
+   at most a quarter: large.c split_max), and small blocks would end there, malloc(100) included, where glibc's brk
    heap grows its one mapping. Then the rest of the reservation goes back (cutting a mapping's head is allowed at
    the limit) and the segment area grows a segment at a time after its last one, which merges with it (as under
    RLIMIT_AS). */
@@ -1016,8 +1014,8 @@ static void purge_task_run(uint64_t now_ns);
 /* The global cache beyond a quarter of the spans serving a class (at least GLOBAL_KEEP_MIN) goes back at each
    purge pass, oldest first, without waiting out the purge delay: dead threads' spans arrive there in bulk (a
    thread's empty spans at its exit, its heap's once other threads freed their blocks), and a program that
-   replaces its threads (a server's pool, larson, mstress) had a second generation of spans cached beside the one
-   in use. The newest are kept (the cache is newest first): the spans a new thread takes next. */
+   replaces its threads (a server's pool, larson, mstress) would keep a second generation of spans cached beside
+   the one in use. The newest are kept (the cache is newest first): the spans a new thread takes next. */
 #define GLOBAL_KEEP_MIN (16 * MSI_HEAP_CHUNK)
 /* With the maintenance thread the spans in use are tallied (spans_tally: every span descriptor of every segment,
    the owners' hot lines among them, read at each pass: a line its owner writes at its next malloc or free then
@@ -1191,7 +1189,7 @@ _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 /* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving
    a class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back
    (msi_large_trim), down to 3/4 of it. Counted from the heap's own figures, not the resident size: reading that
-   (/proc/self/statm) on a free killed a sandboxed program that forbids open() (test_heap_unit:
+   (/proc/self/statm) on a free would kill a sandboxed program that forbids open() (test_heap_unit:
    large_blocks_in_a_sandbox), so blocks in use count by their size, touched or not. Measured only when the cache
    rose a step above the lowest it was since the last measurement, when the large blocks in use fell a step below
    the most they were since, or after a purge of the spans (force): most frees read three atomics. */
@@ -1288,7 +1286,7 @@ MSI_HOT_TEXT void msi_heap_maybe_purge(void) {
 #define XF_PTR (XF_ONE - 16)
 
 /* A span joins its class's partial list at the tail, and the allocation path takes the head: the span that had
-   longest to gather free blocks. Taking the newest (a span that had just got its first block back) switched
+   longest to gather free blocks. Taking the newest (a span that has just got its first block back) would switch
    spans after a block or two, scattering consecutive allocations over many spans and their cache lines. */
 static void partial_push(msi_heap_t *h, msi_span_t *s) {
   if (msi_span_is_mini(s)) return; /* (serves its class only while current: mini_take) */
@@ -1630,19 +1628,18 @@ MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
   if (p - s->base > s->touched) s->touched = (uint32_t)(p - s->base);
 }
 
-/* Mini spans (heap.h MSI_HEAP_MINI): a class of at most MSI_HEAP_MINI_MAX bytes that needs a span takes one of 1
-   KiB (2 KiB above 1 KiB) from its heap's segment's chunk 0 first, up to MINI_PER_CLASS KiB of them, while the
-   segment has room: a short-lived program (a shell's commands) using a few blocks of many classes shares a page
-   of blocks among several classes, where a span of its own per class took a page each (`head` touched 19 pages
-   of its segment, glibc's heap 5). A mini span serves its class while it is current and leaves it when it runs
-   out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
-   cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a
-   shell's subshells): its blocks' frees take the free slow path
-   (map[] leads to spans[0]), which a loop freeing and taking blocks of the class would pay at every free. It is
-   never filed on a partial list, cached or given back: it stays its heap's, its blocks freed as they come (by
-   its owner or remotely) and never handed out again once it left its class. A class's blocks past its mini
-   spans, or once it took a normal span, come from normal spans. A heap takes at most MSI_HEAP_MINI_SPANS
-   granules in all (mini_total), whichever segments its spans come from. */
+/* Mini spans (heap.h MSI_HEAP_MINI): a class of at most MSI_HEAP_MINI_MAX bytes that needs a span takes one of 1 KiB (2
+   KiB above 1 KiB) from its heap's segment's chunk 0 first, up to MINI_PER_CLASS KiB of them, while the segment has
+   room: a short-lived program (a shell's commands) using a few blocks of many classes shares a page of blocks among
+   several classes, where a span of its own per class would take a page each (a program such as `head` would touch
+   several times the pages glibc's heap does). A mini span serves its class while it is current and leaves it when it
+   runs out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
+   cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a shell's
+   subshells): its blocks' frees take the free slow path (map[] leads to spans[0]), which a loop freeing and taking
+   blocks of the class would pay at every free. It is never filed on a partial list, cached or given back: it stays its
+   heap's, its blocks freed as they come (by its owner or remotely) and never handed out again once it left its class. A
+   class's blocks past its mini spans, or once it took a normal span, come from normal spans. A heap takes at most
+   MSI_HEAP_MINI_SPANS granules in all (mini_total), whichever segments its spans come from. */
 bool msi_heap_mini_off;
 #define MINI_PER_CLASS 4
 #define MINI_DONE UINT8_MAX
@@ -2109,7 +2106,7 @@ static void *alloc_from(msi_span_t *s) {
 
 /* An allocation by an exiting thread after its heap was orphaned (another key's destructor, a C++ thread_local's):
    served by a heap taken for this one allocation and orphaned again at once. A heap kept would stay attached to
-   the dead thread when glibc runs no further round of destructors: each such thread lost its heap's spans */
+   the dead thread when glibc runs no further round of destructors: each such thread would lose its heap's spans */
 static MSI_NOINLINE void *alloc_exiting(size_t size) {
   heap_exited = false;
   void *p = msi_heap_small_alloc_slow(size);

@@ -112,7 +112,7 @@ _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lin
 /* Mini spans (docs/heap.md "Mini spans"): a thread heap's first blocks of a class of at most MSI_HEAP_MINI_MAX
    bytes come from spans of 1 KiB (2 KiB for classes over 1 KiB) carved from the tail of chunk 0, after the
    header, so a program that uses a few blocks of many classes shares pages among them, where a span of its own
-   per class took a page each. map[0] is 0, so a free of such a block finds spans[0] (no owner, never ACTIVE) and
+   per class would take a page each. map[0] is 0, so a free of such a block finds spans[0] (no owner, never ACTIVE) and
    takes the free slow path, which finds the mini span's descriptor by the block's offset (msi_heap_span_of). Left
    out of the secure build (a guard page per span). */
 #define MSI_HEAP_MINI (!MSI_HEAP_SECURE)

@@ -199,14 +199,15 @@ static void decommit(uintptr_t addr, size_t bytes) {
 
 /* Dense slot sizes (64 KiB .. 1 MiB; in the secure build only with guard markers, see dense_guard): a slot
    is mapped read-write whole when it is first taken from the bump (a batch of them at a time: dense_batch) and
-   stays so; freed pages go back with MADV_DONTNEED. Adjacent slots are then one kernel mapping. Committing only the block's pages made each live
-   block two mappings (its pages, and the reserved rest of its slot), and the kernel's limit (vm.max_map_count,
-   65,530 by default) stopped a program at about 32,750 live blocks of 40 KB, where glibc's heap holds 50,000
-   and more; past the limit even the decommits failed (mmap refused), so the memory never came back. Dense
-   slots are mapped MAP_NORESERVE: with the kernel's default overcommit (modes 0 and 1) no request of 1 MiB is
-   ever refused anyway, and an accounted mapping growing with every slot ever used kept its commit charge after
-   the frees (+13.8 GiB Committed_AS after five phases of 2 GiB) and made fork() fail once one class's mapping
-   passed RAM + swap. Under strict overcommit (mode 2, every page accounted) they are off: slots are committed
+   stays so; freed pages go back with MADV_DONTNEED. Adjacent slots are then one kernel mapping. Committing only
+   the block's pages would make each live block two mappings (its pages, and the reserved rest of its slot), and
+   the kernel's limit (vm.max_map_count, 65,530 by default) would stop a program at about 32,750 live blocks of
+   40 KB, where glibc's heap holds 50,000 and more; past the limit even the decommits fail (mmap refused), so the
+   memory never comes back. Dense slots are mapped MAP_NORESERVE: with the kernel's default overcommit (modes 0
+   and 1) no request of 1 MiB is ever refused anyway, and an accounted mapping growing with every slot ever used
+   would keep its commit charge after the frees (Committed_AS growing with each phase of a program that allocates
+   and frees) and make fork() fail once one class's mapping passes RAM + swap. Under strict overcommit (mode 2,
+   every page accounted) they are off: slots are committed
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
 static bool dense(unsigned k) {
@@ -214,10 +215,10 @@ static bool dense(unsigned k) {
 }
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
-   slot). The kernel's limit (vm.max_map_count, 65,530 by default) stopped a program at ~32,750 such blocks,
-   where glibc, jemalloc and mimalloc hold 40,000 blocks of 1.5 MB in a few dozen mappings; and once a split took
-   the count past the limit, every mmap failed, also the reservations that give freed blocks back and the
-   segments of small blocks. Past a quarter of the limit (16,382 live blocks) a new block is mapped on its own
+   slot). The kernel's limit (vm.max_map_count, 65,530 by default) stops a program at ~32,750 such blocks, where
+   glibc, jemalloc and mimalloc hold 40,000 blocks of 1.5 MB in a few dozen mappings; and once a split takes the
+   count past the limit, every mmap fails, also the reservations that give freed blocks back and the segments of
+   small blocks. Past a quarter of the limit (16,382 live blocks) a new block is mapped on its own
    (direct.c) where the kernel chooses: neighbouring blocks merge into one mapping, as with the peers, and half the
    limit at least stays for the program's other mappings and the heap's small blocks. (Cached slots add at most
    CACHE_MAX per size.) The limit is the kernel's default, not read from /proc/sys/vm/max_map_count: a read at
@@ -249,8 +250,8 @@ static void *direct_after_refusal(size_t size, size_t alignment) {
 
 /* the secure build's guards in dense slots: markers (MADV_GUARD_INSTALL) on the slot's pages past its block and
    on a freed block's pages, so that any access there faults while the slots stay one mapping (guard pages as
-   PROT_NONE reservations split them: the secure build stopped at ~32,750 live blocks of 40 KB, where the default
-   build holds 40,000). Installing zaps the pages. Kernels before 6.13 have no markers: no dense slots in the
+   PROT_NONE reservations would split them, and the secure build would stop at ~32,750 live blocks of 40 KB, half
+   the kernel's mapping limit). Installing zaps the pages. Kernels before 6.13 have no markers: no dense slots in the
    secure build there. true: done; false + errno: refused (mlock'd pages) */
 static bool dense_guard(uintptr_t addr, size_t bytes, bool on) {
   if (!MSI_HEAP_SECURE || !bytes) return true;
@@ -261,7 +262,7 @@ static bool dense_guard(uintptr_t addr, size_t bytes, bool on) {
 
 /* a dense slot's range mapped read-write afresh (zero pages, no commit charge); false + errno. Never transparent
    huge pages (with THP "always" a 2 MiB page would back one 64 KiB block and its free neighbours: 32x its RSS),
-   as when each block was a mapping of its own under 2 MiB: ranges past the first DENSE_PLAIN bytes of their
+   as for a block mapped on its own under 2 MiB: ranges past the first DENSE_PLAIN bytes of their
    size's sub-region are advised MADV_NOHUGEPAGE, and merge with each other. Ranges inside the first DENSE_PLAIN
    bytes go without the advice (dense_plain), one system call instead of two: a program using a few blocks of a
    dense size (git's directory reads, `ls`) maps them there. They merge with each other, not with the advised
@@ -405,9 +406,9 @@ static bool live_keeps(unsigned k, uint32_t have, uint32_t npages) {
 }
 
 /* Committed pages a reused slot keeps past its new block. Dropping every excess of a quarter (as realloc's shrink
-   does) cost a system call in a quarter of the reuses of a churn of blocks of one slot size, and the commit that
-   the next, bigger block then needed another: 0.76 mmap and 0.15 madvise per malloc-free pair of blocks of 1 B ..
-   4 MiB, 0.23 M pairs/s where glibc made 0.88 M. Kept up to half the block, a slot's pages stay committed for the
+   does) would cost a system call in a good share of the reuses of a churn of blocks of one slot size (1 B ..
+   4 MiB), and the commit that the next, bigger block then needs another: most malloc-free pairs would make a
+   system call, where glibc's heap makes few. Kept up to half the block, a slot's pages stay committed for the
    sizes it serves (the RSS they hold is at most 1.5x the block's, and usable: malloc_usable_size counts them); the
    purge returns them once the slot is idle. */
 static bool excess_dropped(unsigned k, uint32_t have, uint32_t npages) {
@@ -475,7 +476,7 @@ static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
    committed pages over all these sizes together (64 MiB by default), whatever their count: a program that frees
    and allocates again such blocks in batches (R's vectors freed by its collector by the thousand; compression
    contexts, parsers' buffers) reuses their pages with no system call and no page fault, as glibc's heap reuses
-   them, where a cache of 64 slots dropped the pages of all but 64 and faulted every page of the next blocks in
+   them, where a cache of 64 slots would drop the pages of all but 64 and fault every page of the next blocks in
    again. The purge returns them after MEMSPACE_PURGE_DELAY like the other cached slots, and a single-threaded
    program's budget drops their pages first (msi_large_trim). The bound is checked without a common lock: threads
    caching at once may pass it by a slot each. */
@@ -563,9 +564,10 @@ static unsigned mappings_in(uintptr_t addr, size_t len, unsigned most) {
    still needs, as far as it is one kernel mapping (a donor built of pieces gives its last one), and the donor
    stays cached with the rest (from any page, not a 2 MiB boundary: keeping transparent huge pages whole this way
    costs more page faults than it saves). Up to BORROW_PIECES donors fill one block, so a block finds the pages
-   of the cache wherever they lie (numpy's churn faulted 1.6 times the pages it held at most when a block took one
-   donor's tail and faulted the rest in while others held as many); while BORROW_MANY_LIVE split blocks or more
-   live, one (a moved piece is a kernel mapping of its own: see grow_pages). Pieces under BORROW_PIECE_MIN stay
+   of the cache wherever they lie (with one donor's tail per block, a churn such as numpy's faults the rest of each
+   block in while other donors hold as many pages, and faults more than it ever holds); while BORROW_MANY_LIVE
+   split blocks or more live, one (a moved piece is a kernel mapping of its own: see grow_pages). Pieces under
+   BORROW_PIECE_MIN stay
    where they are. Returns the pages moved (the kernel refusing a move ends it: that donor's pages are returned,
    and those moved into the block so far stay); they hold the donors' old contents. */
 #define BORROW_PIECES 4
@@ -928,8 +930,8 @@ static size_t one_mapping(uintptr_t from, size_t len) {
 
 /* Moves the pages of [from, from + bytes) to `to` (reserved or committed), no byte copied, and reserves each moved
    piece of `from` again. Never a hole in the region, not even for a moment: another thread's mmap (a thread
-   stack) landing there would be replaced by the reservation (stress_signal caught the maintenance thread's
-   256 KiB stack so). So each piece moves with MREMAP_DONTUNMAP (its old range stays mapped, empty, until
+   stack) landing there would be replaced by the reservation (the maintenance thread's 256 KiB stack, say, under
+   tests/reliability/stress_signal). So each piece moves with MREMAP_DONTUNMAP (its old range stays mapped, empty, until
    reserved), within one mapping (one_mapping: mremap moves within one only, and a block grown in place or moved
    before is several, the kernel not merging a moved mapping with its new neighbours; probing by a failing move
    would unmap the target first on kernels before 6.17), and at most LARGE_MOVE_PIECE at a time (the kernel charges
@@ -1191,7 +1193,7 @@ static lclass_t *oldest_dirty(uint32_t now, uint32_t *j_out) {
 /* Drops the pages of the longest-cached slots until at most `keep` cached bytes hold pages. The slots stay
    cached, committed: reusing one needs no system call, only the page faults of a fresh block (and calloc no
    memset), and a cache of barely touched blocks costs an madvise each, not a decommit and a commit (a churn of
-   blocks of 1 B-16 MiB touching one page each ran at 0.18 M pairs/s when trimmed slots were decommitted). Pages
+   blocks of 1 B-16 MiB touching one page each would otherwise make two system calls per reuse). Pages
    the kernel will not drop (mlock) go back with their slot, and so does every slot under strict overcommit (a
    kept slot would keep its commit charge, which later allocations may need). */
 void msi_large_trim(uint64_t keep) {

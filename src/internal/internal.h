@@ -173,7 +173,7 @@ void msi_maint_idle(bool idle);
    Linux re-picks the running thread at a wake-up or a tick (up to 4-10 ms), not when a policy changes or a slice
    is spent, and a kernel without preemption never inside a system call: an interactive process preempted for a
    moment (by a kernel thread) could then wait for the whole of the thread's next calls. No-op outside the
-   maintenance thread; costs one system call (~1 us) when nothing waits. */
+   maintenance thread; costs one system call when nothing waits. */
 void msi_maint_yield(void);
 long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no allocation); 0 when unreadable */
 /* Memory pressure (maint.c). While the maintenance thread runs, it looks every 25 ms at the memory cgroup that

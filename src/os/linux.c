@@ -238,8 +238,8 @@ int msi_os_close(int fd) {
 }
 int msi_os_dup_high(int fd, int min_fd) { RETRY_INT(MS_FAULT_OP_COUNT, fcntl(fd, F_DUPFD_CLOEXEC, min_fd)); }
 /* pipe2, fstat and copy_file_range through syscall() too: each libc wrapper of a newer glibc version (2.9, 2.33,
-   2.27) was a version the dynamic loader checks against the C library's in every process that loads memspace,
-   spill's or not (about 250 instructions each) */
+   2.27) would add a version the dynamic loader checks against the C library's in every process that loads
+   memspace, spill's or not */
 int msi_os_pipe(int fds[2]) { RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_pipe2, fds, O_CLOEXEC)); }
 /* ppoll through syscall(): glibc's poll is a cancellation point, and spill looks under its lock */
 bool msi_os_hung_up(int fd) {
@@ -706,7 +706,7 @@ size_t msi_os_vm_size(void) {
 
 /* RLIMIT_AS's soft limit in bytes, SIZE_MAX when unlimited (or unreadable). prlimit64 through syscall(), the
    system call glibc's getrlimit makes: every allocating process binds syscall() anyway (NOCANCEL below), and a
-   lazily bound libc function costs its first caller a symbol lookup (about 700 instructions) */
+   lazily bound libc function costs its first caller a symbol lookup through the loaded libraries */
 MSI_STARTUP_TEXT size_t msi_os_as_limit(void) {
   struct rlimit rl;
   _Static_assert(sizeof rl == 2 * sizeof(uint64_t) && sizeof rl.rlim_cur == sizeof(uint64_t), "struct rlimit64");
@@ -913,6 +913,6 @@ __attribute__((constructor(102))) static void pages_register(void) { msi_stats_r
 
 /* The shared library's DT_FINI (CMakeLists.txt: -Wl,-fini=msi_fini), which the dynamic loader calls at exit:
    nothing to do, as the C runtime's _fini (destructors run from .fini_array). _fini lies alone at the far end of
-   the text, a page each process faulted in at exit for it; this one lies with the start-up code. */
+   the text, a page each process would fault in at exit for it; this one lies with the start-up code. */
 MSI_STARTUP_TEXT void msi_fini(void);
 MSI_STARTUP_TEXT void msi_fini(void) {}

@@ -98,9 +98,10 @@ uint64_t msi_sp_snapshot_cap(void) { return bud.cg.limit / 16; }
    - Hysteresis: once spilling, a block comes back to RAM only when room - block >= headroom + budget/8, so a
      program near the mark does not flap between the two.
    - When it is read: never per malloc. The sample (memory.stat, the page counter, meminfo, the pressure files: 3-5
-     small files, about 50 us) is taken at a candidate block when the last one is older than AUTO_PERIOD_NS and
-     the block is a large one (aut.step: budget/64, at least 4 MiB), the estimate is near the mark (msi_sp_auto_stale)
-     or spilling; a small block far from the mark takes one only when the last is older than AUTO_FAR_NS. Also on
+     small files, each opened, read and closed) is taken at a candidate block when the last one is older than
+     AUTO_PERIOD_NS and the block is a large one (aut.step: budget/64, at least 4 MiB), the estimate is near the
+     mark (msi_sp_auto_stale) or spilling; a small block far from the mark takes one only when the last is older
+     than AUTO_FAR_NS. Also on
      the maintenance tick once spill runs, once more to confirm before spilling begins, and at the next candidate
      once the spilled blocks freed since the last sample reach budget/8 (msi_sp_auto_freed). Between samples the
      bytes sent to RAM since the last sample count as used (frees do not: the estimate errs towards spilling, and
@@ -148,10 +149,10 @@ static unsigned read_pressure(const char *path, char *buf, size_t size) {
    The counted bytes are the larger of two readings of the same thing: memory.stat's anonymous, shmem, dirty and
    writeback bytes, and the cgroup's usage counter (v1 memory.usage_in_bytes, v2 memory.current) less
    memory.stat's clean page cache. memory.stat is the kernel's per-CPU statistics, which it folds in lazily: a
-   program filling memory fast was seen counted hundreds of MiB low for a moment (the page counter, exact, ahead
-   of it), and auto then kept sending blocks to RAM until the cgroup had almost no page cache left for spilled
-   data. The page counter also holds the kernel's own memory charged to the cgroup, which reclaim does not free
-   at once either. */
+   program filling memory fast can be counted hundreds of MiB low for a moment (the page counter, exact, is ahead
+   of it), and auto would then keep sending blocks to RAM until the cgroup had almost no page cache left for
+   spilled data. The page counter also holds the kernel's own memory charged to the cgroup, which reclaim does not
+   free at once either. */
 /* Its buffer is static (8 KiB: too much for the stack of a thread in its allocation path): the caller holds
    aut.lock, as auto_refresh does; msi_sp_auto_read takes it for any other caller. */
 static void auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
@@ -375,7 +376,7 @@ static MSI_COLD MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int re
    could let it take the last quarter), and near the mark, where the estimate leaves the block less than an
    eighth of the budget beyond what the decision keeps: growth elsewhere since the last sample could decide. A
    small block far from the mark (a temporary of a program whose data fits) uses the estimate up to
-   AUTO_FAR_NS: the files' reads (about 50 us) would land in the middle of its work, every 50 ms. */
+   AUTO_FAR_NS: the files' reads (3-5 opens, reads and closes) would land in the middle of its work, every 50 ms. */
 bool msi_sp_auto_stale(const msi_sp_auto_view_t *v, uint64_t block, uint64_t step, uint64_t age_ns) {
   if (age_ns < AUTO_PERIOD_NS) return false;
   if (v->spilling || block >= step || age_ns >= AUTO_FAR_NS) return true;

@@ -14,7 +14,7 @@ msi_lock_t msi_sp_buf_lock = MSI_LOCK_INIT; /* sample's read buffer */
 /* The parent waits in its handler until the child's handler has made the child's view private (fork_child):
    otherwise the parent, returning from fork first, keeps writing its spilled blocks (an interpreter's stacks,
    a vector header) and freeing them (holes read as zeros) through the still-shared mapping, and the child
-   copies a half-changed state. (R's mclapply workers crashed so with a 1 MiB threshold.) The child closes the
+   copies a half-changed state (R's mclapply workers with a 1 MiB threshold crash so). The child closes the
    pipe's write end when done; its death or a failed fork closes it as well. */
 static int fork_sync[2] = {-1, -1};
 static bool any_shared(void) { /* a region the child must make private */

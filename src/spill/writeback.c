@@ -71,8 +71,8 @@ static void advise_refresh(uint64_t now) { /* maintenance thread only */
    in a VM (most of a CPU beyond memory). So there (unmap: the data does not fit) each 2 MiB unit
    is first unmapped from the program with MADV_DONTNEED, which on a shared file mapping drops only the page-table
    entries (dirty bits move to the page cache, nothing is lost or evicted) with one flush for the unit, and
-   written back right after, before the program can map many of its pages again (with 32 MiB unmapped at once a
-   sequential fill wrote into the chunk while it was written back: half the thread's CPU went to IPIs again); a
+   written back right after, before the program can map many of its pages again (with a larger unit a sequential
+   fill writes into it while it is written back, and the IPIs come back); a
    page the program touches again costs a minor fault. (The mappings are MADV_RANDOM then, so reclaim ignores
    their accessed bits anyway.) Never below the floor (there the mapping is a forked child's private copy:
    MADV_DONTNEED would drop its data). The unmap runs at the pass's normal priority (it holds the address space's

@@ -1,6 +1,6 @@
 #!/bin/sh
 # memspace bench PART --out with no directory: exit 2 and "--out needs a directory", before any benchmark runs
-# (an empty name made the output "/PART.csv"). Usage: bench_out_missing.sh MEMSPACE
+# (an empty name would make the output "/PART.csv"). Usage: bench_out_missing.sh MEMSPACE
 tool=$1
 check() {
   out=$("$tool" bench pages --quick "$@" 2>&1)

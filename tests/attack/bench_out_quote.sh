@@ -1,8 +1,9 @@
 #!/bin/sh
 # bench_out_quote.sh MEMSPACE SRC: memspace bench PART --out DIR with a quote in DIR (/home/o'brien/...) writes the
 # plots (docs/contract.md §2: PART.png or PART-*.png) and DIR/results.md, and leaves SRC's README.md and
-# docs/results.md alone: the shell commands that run plot.py and report.py put the paths in '...' unescaped, so the
-# plots failed (the tool blamed a missing matplotlib) and report.py, its --readme '' lost, rewrote both files.
+# docs/results.md alone: the shell commands that run plot.py and report.py put the paths in '...', and a quote
+# left unescaped there would fail the plots (the tool blaming a missing matplotlib) and lose report.py's
+# --readme '', so that it rewrites both files.
 tool=$1 src=$2
 . "$(dirname "$0")/../common/ms_test.sh"
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || ms_skip_missing "python3-matplotlib for the plots"

@@ -1,6 +1,6 @@
 /* preinit_prog: allocates from a preinit_array function, which runs before the C library's initialiser has set
-   environ: memspace (preloaded, or linked in) still reads its MEMSPACE_* variables (they were all taken as
-   defaults: no statistics at exit, no process space, the variables ignored without a word) */
+   environ: memspace (preloaded, or linked in) still reads its MEMSPACE_* variables (taken as all defaults, they
+   would give no statistics at exit, no process space, the variables ignored without a word) */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # realloc_modes.sh TOOL PROG DIR MODE: realloc_inplace under `memspace run` in heap mode and in MODE (spill: a
 # fixed threshold of 1 MiB, spill_auto: --spill; spill files in DIR). Its in-place checks pass in both, and a block
-# grown by small steps moves about as often in MODE as in heap mode (spill's front door asked the heap for exact
-# sizes: every realloc of a small block moved, 2050 moves against 45, then every class change, 98 against 45).
+# grown by small steps moves about as often in MODE as in heap mode (a front door asking the heap for exact sizes
+# would move a small block at every realloc, then at every class change, many times heap mode's moves).
 set -u
 tool=$1 prog=$2 dir=$3 mode=$4
 case $mode in

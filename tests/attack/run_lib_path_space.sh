@@ -1,7 +1,7 @@
 #!/bin/sh
 # run_lib_path_space.sh BUILD: memspace run from a build directory whose path holds a space (/home/me/my code/...)
-# refuses with exit 2 and the reason: the loader splits LD_PRELOAD at spaces and colons, so the program ran without
-# memspace (ld.so's "cannot be preloaded: ignored", exit status 0). The copies of the tool and library keep a
+# refuses with exit 2 and the reason: the loader splits LD_PRELOAD at spaces and colons, so the program would run
+# without memspace (ld.so's "cannot be preloaded: ignored", exit status 0). The copies of the tool and library keep a
 # CMakeCache.txt beside them, as build/ does, so the tool looks for the library there.
 build=$1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ms-lib-path.XXXXXX") || exit 1

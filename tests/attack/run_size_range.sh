@@ -1,7 +1,7 @@
 #!/bin/sh
 # run_size_range.sh TOOL: memspace run refuses (exit 2, naming the option) a size the library would ignore: a
-# MEMSPACE_* size option takes at most LLONG_MAX bytes, and the tool passed 2^63..2^64-1 on, so the program ran
-# with a warning and the default instead (no spilling, or a fixed-size space) while the tool had accepted it.
+# MEMSPACE_* size option takes at most LLONG_MAX bytes, and a tool passing 2^63..2^64-1 on would leave the program
+# running with a warning and the default instead (no spilling, or a fixed-size space) after accepting it.
 tool=$1
 fail=0
 for opt in --spill-threshold --space-expand; do

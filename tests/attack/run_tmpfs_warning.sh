@@ -1,7 +1,8 @@
 #!/bin/sh
 # run_tmpfs_warning.sh TOOL: memspace run --spill-dir on tmpfs runs the program (its exit status) and says what
-# happens, once: the library refuses a spill directory in RAM and keeps the blocks in RAM (docs/spill.md); the tool said
-# the spilled data would take the memory it should save, "except what goes to swap", as if it spilled there.
+# happens, once: the library refuses a spill directory in RAM and keeps the blocks in RAM (docs/spill.md); the tool
+# does not say the spilled data would take the memory it should save, "except what goes to swap", as if it spilled
+# there.
 tool=$1
 . "$(dirname "$0")/../common/ms_test.sh"
 [ -d /dev/shm ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ] || ms_skip_refused "/dev/shm is not a tmpfs here"

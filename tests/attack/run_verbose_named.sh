@@ -2,7 +2,7 @@
 # run_verbose_named.sh TOOL PROG: `memspace run --verbose` names the programs that ignore LD_PRELOAD as
 # MEMSPACE_VERBOSE=1 does (the usage says --verbose is MEMSPACE_VERBOSE=1; docs/contract.md §2): a static
 # program (ldconfig, static-pie on Debian) and, run by root, a setuid copy of PROG owned by another user. The
-# tool read MEMSPACE_VERBOSE before the option set it, so --verbose said nothing at all for them.
+# tool reads MEMSPACE_VERBOSE after the option sets it (read before, --verbose would say nothing for them).
 set -u
 tool=$1 prog=$2
 . "$(dirname "$0")/../common/ms_test.sh"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # spill_aslimit.sh TOOL PROG DIR: PROG (aslimit_prog) lowers RLIMIT_AS below its address space under a spill
 # threshold of 64 KiB (files in DIR), so mapping the spill file is refused with ENOMEM. The refusal is reported as
-# the failed mapping, and the block goes to RAM like any other refusal; it is not reported as a full disk (it was:
-# "the disk of DIR is full (79 GiB free, 4 MiB asked for)", and the block failed without trying RAM). Then under
+# the failed mapping, and the block goes to RAM like any other refusal; it is not reported as a full disk ("the
+# disk of DIR is full (79 GiB free, 4 MiB asked for)"), nor does the block fail without trying RAM. Then under
 # `ulimit -v` (spill's reservation cut to a quarter of the limit) blocks of 1 MiB until one is refused: the
 # class's used-up address space is named, not "the filesystem's largest file".
 set -u

@@ -1,8 +1,8 @@
 /* The public API with bad arguments, as an outside tester tries them against the header's /// promises: sizes and
    alignments near SIZE_MAX, alignments that are not powers of two, zero sizes, NULL and freed handles, unknown
    options, flags and policies, ranges that wrap. Each call fails with the errno the header names (or is ignored
-   where it says so), never a crash; the objects used stay intact. ms_pages_reserve took unknown flags without a
-   word (every other call with flags refuses them with EINVAL). */
+   where it says so), never a crash; the objects used stay intact. ms_pages_reserve refuses unknown flags with
+   EINVAL, as every other call with flags does. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* A message whose string argument (a spill directory, a file name) is longer than the message buffer keeps its
-   reason: the long argument is cut in its middle ("..."), the text after it stays whole. It was cut at the end, so
-   a long MEMSPACE_SPILL_DIR printed "spill directory /a/b/c..." without saying what was wrong. */
+   reason: the long argument is cut in its middle ("..."), the text after it stays whole. Cut at the end, a long
+   MEMSPACE_SPILL_DIR would print "spill directory /a/b/c..." without saying what is wrong. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -75,8 +75,8 @@ static void past_a_reservation(void **state) {
 /* the memory of the library's own parts (a space's data, a frame allocator's range, a pinned DMA buffer) is not
    the caller's reservation: commit, decommit, reset and release refuse it with ENOMEM and leave it to its owner,
    and so does unlock where the library locked it (a DMA buffer); lock, unlock and populate of a space's block are
-   the caller's (a release or decommit of a space block's page left the space's block unmapped: SIGSEGV at its next use;
-   a release of a DMA buffer's address unmapped the pinned buffer under its handle) */
+   the caller's (a release or decommit of a space block's page would leave the space's block unmapped: SIGSEGV at
+   its next use; a release of a DMA buffer's address would unmap the pinned buffer under its handle) */
 static void parts_memory(void **state) {
   (void)state;
   size_t pg = ms_page_size();

@@ -1,22 +1,23 @@
 /* A red-team pass over the spaces, the page layer's users and ms_is_ours, against include/memspace.h's /// promises:
-   - an MS_SPACE_AT_FIRSTALLOC space expanded before its first allocation left its initial size uncommitted past
-     that allocation (which took the expansion): a later allocation committed it, system calls and page faults in
-     what the header calls the steady state after the first allocation;
-   - ms_is_ours promised 1 for any space's memory; it answers for the memory the malloc family manages;
-   - ms_dma_free of registered memory munlocked, and marked MADV_DOFORK, the whole range, also the parts the caller
-     had mlocked or marked MADV_DONTFORK itself (its real-time memory swappable, its device buffer copied on fork);
+   - an MS_SPACE_AT_FIRSTALLOC space expanded before its first allocation commits its initial size at that
+     allocation (which takes the expansion), not at a later one: no system calls and page faults in what the
+     header calls the steady state after the first allocation;
+   - ms_is_ours answers for the memory the malloc family manages, not for any space's memory;
+   - ms_dma_free of registered memory munlocks, and marks MADV_DOFORK, only what the registration locked and
+     marked, not the parts the caller had mlocked or marked MADV_DONTFORK itself (its real-time memory would turn
+     swappable, its device buffer copied on fork);
    - ms_dma_free of an allocated buffer with memory registered inside it still live must not unmap it (the
      registration's list would name pages the kernel gives to the next mapping): the pages stay until the last
      registration inside them is freed;
-   - a NUMA node was checked against the count of node directories up to the first gap: on a machine whose node ids
-     have gaps (a node taken offline, memory-only nodes: online "0,2-3") nodes 2 and 3 were refused with EINVAL.
-     Nodes are checked against the kernel's online list now (msi_os_numa_parse, tested on such lists);
-   - ms_space_aligned_alloc with an alignment no block of the space has said "no room for 100 bytes (4096 of
-     67108864 bytes in use)": the message names the alignment and the most the space gives now;
-   - a failed ms_dma_register left its own mlock on the range when the caller had locked a part, and undid the
-     locks of a live buffer the range overlapped otherwise;
-   - ms_dma_register of a file mapping that runs past the end of its file failed with EFAULT and "pre-faulting
-     failed" naming no address, where the header promises the message names the first such address. */
+   - a NUMA node is checked against the kernel's online list (msi_os_numa_parse, tested on such lists), not the
+     count of node directories up to the first gap: on a machine whose node ids have gaps (a node taken offline,
+     memory-only nodes: online "0,2-3") nodes 2 and 3 are valid;
+   - ms_space_aligned_alloc with an alignment no block of the space has names the alignment and the most the
+     space gives, not "no room for 100 bytes (4096 of 67108864 bytes in use)";
+   - a failed ms_dma_register undoes its own mlock on the range when the caller had locked a part, and leaves the
+     locks of a live buffer the range overlaps;
+   - ms_dma_register of a file mapping that runs past the end of its file fails with EFAULT and a message naming
+     the first such address, as the header promises, not a bare "pre-faulting failed". */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

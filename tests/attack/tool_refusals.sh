@@ -1,9 +1,9 @@
 #!/bin/sh
 # tool_refusals.sh MEMSPACE: a value `memspace run` lets through must be one the library takes, and a refused
 # command leaves nothing behind.
-# - --purge-delay ' 5' and '+5' passed the tool's strtol check, then the library warned "invalid value" and ran the
-#   program with the default delay (exit 0): refused up front now, exit 2 naming the option;
-# - `memspace bench nosuchpart --out DIR` made DIR (and its parents), then refused the part.
+# - --purge-delay ' 5' and '+5' pass strtol, but the library would warn "invalid value" and run the program with
+#   the default delay (exit 0): the tool refuses them up front, exit 2 naming the option;
+# - `memspace bench nosuchpart --out DIR` refuses the part before making DIR (or its parents).
 tool=$1
 . "$(dirname "$0")/../common/ms_test.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ms-tool-refusals.XXXXXX") || exit 1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A program linked with libmemspace.a and run with libmemspace.so preloaded (LD_PRELOAD, or `memspace run`): the
 # program's own copy serves malloc, the preloaded one stays inert. One copy reads the MEMSPACE_* variables and
-# prints the statistics at exit, once (both printed them; and the preloaded copy, constructed first, created the
-# process space nobody used and cleared MEMSPACE_SPACE_* before the program's copy could read them).
+# prints the statistics at exit, once (two live copies would both print them, and the preloaded copy, constructed
+# first, would create the process space nobody uses and clear MEMSPACE_SPACE_* before the program's copy reads them).
 # Usage: two_copies.sh MEMSPACE_TOOL LIBMEMSPACE_SO PROG (two_copies_prog) NOPIE_PROG (malloc_address_prog)
 #        DLOPEN_HOST (dlopen_host)
 set -u

@@ -74,8 +74,8 @@ static inline int ms_test_preload_check(void) {
 /* MS_TEST_TSAN: 1 in a ThreadSanitizer build. Its runtime gives every byte of application memory a shadow
    (several bytes a byte, in mappings of its own) that each access reads or writes, so page-fault counts and the
    process's RSS measure the shadow too: the first write to a byte whose shadow page was never written takes a fault though
-   the byte's own page is resident (one buffer written at one byte a page took 10,807 faults for its 3,600 pages,
-   the same pages written at every 64th byte afterwards 21,848 more), and the shadow of the pages the heap gives
+   the byte's own page is resident (a buffer written at one byte a page takes several faults a page, and the same
+   pages written again at every 64th byte several more), and the shadow of the pages the heap gives
    back (madvise) stays resident. A test bounding either says so with ms_skip_tsan_shadow, or measures the heap's
    own mappings instead. */
 #if defined(__SANITIZE_THREAD__)

@@ -147,8 +147,8 @@ static int trace(int (*fn)(void *), void *arg) {
 }
 
 /* Not under ThreadSanitizer: its instrumentation calls into its runtime at every memory access, so the counts
-   are the runtime's (bounds made for the library's own instructions fail), and single-stepping them all took
-   the test past its 10 minutes */
+   are the runtime's (bounds made for the library's own instructions fail), and single-stepping them all would
+   take the test past its 10 minutes */
 #define TRACE(fn, arg)                                                                                         \
   do {                                                                                                         \
     if (MS_TEST_TSAN) ms_skip_refused(0, "instruction counts of ThreadSanitizer-instrumented code");          \
@@ -500,7 +500,7 @@ static int th_pipe[2]; /* each scale's child: the heap's mapped bytes after its 
 static int hold[2], ready[2];
 static void *parked(void *arg) {
   void *volatile p = malloc((size_t)(uintptr_t)arg); /* a thread cache of its own (volatile: the optimiser drops a
-                                                         free(malloc(n)) pair, and the thread then had none) */
+                                                         free(malloc(n)) pair, and the thread then has none) */
   free(p);
   char c = 1;
   if (write(ready[1], &c, 1) != 1) return NULL;
@@ -524,7 +524,7 @@ static int threads_child(void *arg) {
 }
 
 /* x: threads + classes + the heap's mapped 64 KiB chunks, the promise's terms (each thread's segment adds a span
-   table of 64 chunks to walk: at -O0 that walk, not the threads, was most of the growth) */
+   table of 64 chunks to walk: at -O0 that walk, not the threads, is most of the growth) */
 static void stats_threads_steps(void **state) {
   (void)state;
   assert_int_equal(pipe(th_pipe), 0);

@@ -46,8 +46,8 @@ static size_t churn_size(void) {
 
 /* The resident bytes the bound is about: the process's (/proc/self/statm). Under ThreadSanitizer the heap
    region's alone (its mappings' Rss in /proc/self/smaps): the runtime's shadow of every byte the churn wrote lies
-   in mappings of its own and stays resident when the heap gives the pages back (RSS - live read 69 MiB once idle
-   there, the region's own 12 MiB), while metadata outside the region is left out. */
+   in mappings of its own and stays resident when the heap gives the pages back (RSS - live there is several
+   times the region's own), while metadata outside the region is left out. */
 static size_t rss(void) {
   if (!MS_TEST_TSAN) return ms_test_rss_bytes();
   uintptr_t lo = msi_heap_g.table_area ? msi_heap_g.table_area : msi_heap_g.base;

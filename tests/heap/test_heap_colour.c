@@ -3,8 +3,8 @@
    hold more than its blocks starts each span's blocks at a colour (a multiple of 64 up to that waste), so the
    first blocks of its spans, and their n-th blocks alike, do not all share the same offset in their pages (the
    same sets of a cache indexed by the low address bits). Without it SQLite's page cache (blocks of 4368 bytes,
-   class 4608: 8 offsets in a page for every one of its thousands of blocks) took a third more L1 misses than
-   under glibc's heap. The secure build does not colour. Aligned requests above 64 bytes still get aligned
+   class 4608: 8 offsets in a page for every one of its thousands of blocks) takes far more L1 misses than under
+   glibc's heap. The secure build does not colour. Aligned requests above 64 bytes still get aligned
    blocks: they take a class with a single colour. Its own process: the test makes spans by the hundred. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_heap_mini.c: mini spans (heap.h MSI_HEAP_MINI, docs/heap.md "Mini spans"). A thread's first blocks of the
    classes up to 2 KiB come from 1-2 KiB spans in the tail of its segment's chunk 0, so blocks of many classes
-   share pages (a span per class took a page each). Their frees take the free slow path, which finds the mini
+   share pages (a span per class would take a page each). Their frees take the free slow path, which finds the mini
    span; every check of a normal block holds on them (double free, a pointer inside a block, a block never
    handed out, realloc, usable size, remote frees, statistics). A class leaves its mini span after 64 local frees
    or when it runs out, and its blocks then come from normal spans. Each case runs in a child (ms_test_in_child):
@@ -25,7 +25,7 @@ static void skip_without_minis(void) {
 static bool in_chunk0(const void *p) { return (((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)) == 0; }
 
 /* one block of each class up to MSI_HEAP_MINI_MAX from a fresh thread: all in mini spans, in at most 12 pages
-   (48 KiB of mini area: 32 classes of one 1 KiB span, 8 of one 2 KiB span); a span per class took 40 pages */
+   (48 KiB of mini area: 32 classes of one 1 KiB span, 8 of one 2 KiB span); a span per class would take 40 pages */
 #define NCLS MSI_HEAP_MINI_CLASSES
 static uintptr_t pages_of[NCLS];
 static void *one_of_each(void *arg) {
@@ -63,7 +63,7 @@ static void first_blocks_share_pages(void **state) {
   assert_int_equal(ms_test_in_child(layout_child), 0);
 }
 
-/* a loop taking and freeing a block: its class leaves the mini span after 64 local frees (each one took the free
+/* a loop taking and freeing a block: its class leaves the mini span after 64 local frees (each one takes the free
    slow path); the blocks live in it stay valid, and the class's next blocks come from a normal span */
 static int leave_child(void) {
   void *keep = ms_malloc(48), *p = NULL;
@@ -145,7 +145,8 @@ static void remote_frees_come_back(void **state) {
 
 /* a heap takes at most one mini area's worth of mini spans (MSI_HEAP_MINI_SPANS granules, docs/heap.md "Mini
    spans"), also when its spans move on to other segments, each with a mini area of its own: a thread taking the
-   classes' mini spans a few classes at a time, with 4.5 MiB of normal spans between, held 120 KiB and more */
+   classes' mini spans a few classes at a time, with 4.5 MiB of normal spans between, would otherwise hold a mini
+   area in each segment */
 static void *spread_classes(void *arg) {
   unsigned *granules = arg;
   msi_span_t *seen[NCLS * 4];

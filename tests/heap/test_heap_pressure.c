@@ -183,7 +183,7 @@ static size_t resident(uintptr_t addr, size_t len) {
 
 /* While pressure lasts, what a thread frees goes back to the OS from the free itself, past a small thread cache
    (128 KiB per span length) and a small large-slot cache (1 MiB): a burst freed under pressure leaves RSS as it
-   goes, whenever the next look comes (the old heap cached it all until the next look's purge) */
+   goes, whenever the next look comes (not cached until the next look's purge) */
 enum { BURST = 2048, BURST_SIZE = 1000, LARGE_N = 8, LARGE_SIZE = 256 << 10 };
 static void frees_under_pressure_go_back_at_once(void **state) {
   (void)state;

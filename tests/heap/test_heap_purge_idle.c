@@ -82,8 +82,8 @@ static size_t resident_pages(uintptr_t addr, size_t len) {
 }
 
 /* The idle thread's empty span goes back at a forced purge from another thread: it leaves the thread's class and
-   its pages are no longer resident (the old heap kept it as the idle thread's current span, out of every purge's
-   reach, until that thread's next allocation). */
+   its pages are no longer resident (kept as the idle thread's current span, it would be out of every purge's
+   reach until that thread's next allocation). */
 static void idle_threads_span_goes_back(void **state) {
   (void)state;
   phase = 0;

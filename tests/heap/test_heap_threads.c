@@ -161,10 +161,9 @@ static void idle_purge(void **state) {
 }
 
 /* A fork child of a multithreaded parent is single-threaded: no maintenance thread, so its frees purge as a
-   single-threaded program's do. The counters behind that were not kept while the parent's maintenance thread ran:
-   the child reused 256 MiB of spans the parent had cached, uncounted, took the idle count 256 MiB below zero, and
-   kept 260 MiB of the 256 MiB it then freed (a review's reproducer; a single-threaded program keeps 68). The child
-   counts them afresh. */
+   single-threaded program's do. The counters behind that are not kept while the parent's maintenance thread runs:
+   uncounted, the 256 MiB of spans the parent cached and the child reuses would take the idle count 256 MiB below
+   zero, and the child would keep all of the 256 MiB it then frees. The child counts them afresh. */
 static void fork_child_of_threads_purges(void **state) {
   (void)state;
   if (SANITIZED) ms_skip_refused(0, "a sanitizer's runtime keeps its own memory resident");

@@ -412,8 +412,8 @@ static void single_threaded_churn_keeps_caches(void **state) {
 }
 
 /* ... and one that holds little besides does not keep much of what it freed: the large caches' budget follows the
-   rest of its heap (a first version keyed to the large bytes in use kept 525 MiB after a review's reproducer
-   freed 180 blocks). Blocks in use count by their size: one holding 512 MiB it never touched may keep up to
+   rest of its heap (a budget keyed to the large bytes in use alone would keep hundreds of MiB of what such a
+   program frees). Blocks in use count by their size: one holding 512 MiB it never touched may keep up to
    256 MiB (reading the resident size would open /proc/self/statm, see large_blocks_in_a_sandbox). */
 static void single_threaded_free_keeps_little(void **state) {
   (void)state;
@@ -421,7 +421,7 @@ static void single_threaded_free_keeps_little(void **state) {
   enum { HOLD = 4, N = 60 };
   void *hold[HOLD], *b[N];
   size_t base = ms_test_rss_bytes();
-  if (base > 64 * MSI_MiB) { /* not a program that holds little: the sanitizer's own memory (353 MiB under ASan) */
+  if (base > 64 * MSI_MiB) { /* not a program that holds little: the sanitizer's own memory (ASan: hundreds of MiB) */
     ms_skip_refused(0, "the process has %zu MiB resident already (a sanitizer's runtime)", base >> 20);
   }
   for (int i = 0; i < HOLD; i++) {
@@ -504,9 +504,9 @@ static void large_pages_move_between_sizes(void **state) {
 
 /* Strings grown by appends, realloc'd to their exact length: a block moves to a bigger class only every eighth or
    so (realloc gives a block growing by small steps an eighth more), and blocks leaving spans for the next class do
-   not count as memory to purge at once (the idle spans are counted net: 1.35 M moves and 33 purges took 1.94 s
-   in a helper's 2,000-string reproducer, mimalloc 0.60 s; now 0.58 M moves, 1.1 s). The delay is set out of
-   reach, so any purge here is a forced one. */
+   not count as memory to purge at once (the idle spans are counted net: counted gross, the spans growing strings
+   leave would force purges while the next class takes as much again). The delay is set out of reach, so any purge
+   here is a forced one. */
 static void realloc_growth_by_appends(void **state) {
   (void)state;
   single_threaded();

@@ -166,12 +166,11 @@ static size_t resident(const char *p, size_t n) {
   return r;
 }
 
-/* A block grown by realloc out of its dense slot (100 KiB in a 128 KiB slot, to 140 KiB) when no slot of the new
-   size (256 KiB) is cached takes the cached slot of the next size (512 KiB) a freed block of 400 KiB left, with its
-   pages: the copy and the growth by small steps to 240 KiB (realloc'd in place, each step asking less than the
-   pages the block holds) write resident pages, where a fresh slot faulted 60 in (a Python list grown past a dict's
-   freed keys table), and the slot keeps no more of them than a slot of the block's own size (256 KiB): the rest go
-   back. */
+/* A block grown by realloc out of its dense slot (100 KiB in a 128 KiB slot, to 140 KiB) when no slot of the new size
+   (256 KiB) is cached takes the cached slot of the next size (512 KiB) a freed block of 400 KiB left, with its pages:
+   the copy and the growth by small steps to 240 KiB (realloc'd in place, each step asking less than the pages the block
+   holds) write resident pages, where a fresh slot would fault each of them in (a Python list grown past a dict's freed
+   keys table), and the slot keeps no more of them than a slot of the block's own size (256 KiB): the rest go back. */
 static void realloc_growth_takes_next_cached(void **state) {
   (void)state;
   if (guards_follow_blocks()) ms_skip_refused(0, "the secure build: a guard follows each block, so pages move with it");

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Unchanged programs under `memspace run` in the process-space mode, where real programs broke:
+# Unchanged programs under `memspace run` in the process-space mode, where real programs can break:
 #  - under RLIMIT_AS (ulimit -v, as sandboxes and batch systems set it) the process space must still be created
-#    (its reserve for 63 expansions took 4 GiB of address space: every malloc failed, Python died at start-up);
-#  - a space's memory is advised for transparent huge pages (a fork then copies one entry per 2 MiB: bash or
-#    Python forking with a 2 GiB space took 90 ms a fork), checked on the mapping's flags, skipped without THP.
+#    (a reserve for 63 expansions would take 4 GiB of address space: every malloc would fail, Python die at
+#    start-up);
+#  - a space's memory is advised for transparent huge pages (a fork then copies one entry per 2 MiB, not one per
+#    4 KiB: bash or Python forking with a 2 GiB space copies 512 times fewer), checked on the mapping's flags,
+#    skipped without THP.
 # usage: run_modes.sh MEMSPACE_TOOL ALLOC_PROG [heap-limit]
 #   heap-limit: the heap under RLIMIT_AS must serve the blocks glibc serves (blocks beyond the reduced region's
 #   slots are mapped on their own: src/heap/direct.c)
@@ -24,8 +26,8 @@ if [ "${3:-}" = heap-limit ]; then
   limited 4000000 "$tool" run -- "$prog" bigs
   check "heap: many large blocks, realloc across slot sizes, calloc, aligned under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
   limited 4000000 env MEMSPACE_SECURE=1 "$tool" run -- "$prog" bigs; check "...and with MEMSPACE_SECURE=1" '[ $? = $g ]'
-  # small blocks under a limit: the segment area was a reservation of an eighth of the limit (250 MB here), now it
-  # takes address space as it grows (src/heap/heap.c region_init)
+  # small blocks under a limit: the segment area takes address space as it grows (src/heap/heap.c region_init),
+  # where a reservation of an eighth of the limit (250 MB here) would cap the blocks at that
   limited 2000000 "$tool" run -- "$prog" small 1024; check "heap: 1 GiB of 100-byte blocks under ulimit -v 2 GB" '[ $? = 0 ]'
   for lim in 4000000 67108864; do # more blocks of one size than the slots (6,000 of 100 KiB), small and generous limits
     limited $lim "$tool" run -- "$prog" many 6000 100; check "heap: 6,000 blocks of 100 KiB under ulimit -v $lim" '[ $? = 0 ]'

@@ -12,7 +12,7 @@ dir=$(mktemp -d "$PWD/server_patterns.XXXXXX"); trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/spill" "$dir/decoy"
 
 # title: the process title written over the environment strings; MEMSPACE_SPILL_DIR and MEMSPACE_STATS_FILE
-# keep naming what they named at start-up (before: the title's bytes, or the empty string, and $TMPDIR then)
+# keep naming what they named at start-up (not the title's bytes, or the empty string, and $TMPDIR then)
 out=$(cd "$dir" && env TMPDIR="$dir/decoy" LD_PRELOAD="$lib" MEMSPACE_SPILL_THRESHOLD=64K \
       MEMSPACE_SPILL_DIR="$dir/spill" MEMSPACE_SHOW_STATS=1 MEMSPACE_STATS_FILE="$dir/stats.%p" "$prog" title 2>&1); rc=$?
 echo "$out"
@@ -24,8 +24,8 @@ check "title: statistics not on stderr" '! echo "$out" | grep -q "statistics of 
 check "title: nothing in the decoy \$TMPDIR" '[ -z "$(ls -A "$dir/decoy")" ]'
 
 # drop: a locked process space in a daemon that gives up root (or lowers RLIMIT_MEMLOCK) once started; its
-# expansions are refused the lock and go on unlocked, said once (before: every allocation past the initial
-# size failed with ENOMEM)
+# expansions are refused the lock and go on unlocked, said once (not ENOMEM for every allocation past the initial
+# size)
 out=$(cd "$dir" && env LD_PRELOAD="$lib" MEMSPACE_SPACE_INITIAL=2M MEMSPACE_SPACE_EXPAND=1M MEMSPACE_SPACE_AT=start \
       "$prog" drop 2>&1); rc=$?
 echo "$out"

@@ -10,17 +10,17 @@
 # The first malloc and free take at most 9 minor page faults (the heap's start-up: its variables packed on two
 # pages of .bss, the fork page's locks on the page of .data the loader writes anyway, large cold arrays after them,
 # its size-class tables constant; one page of the first segment's span descriptors, not three; its once-only code
-# with the constructors; no clock read, whose first read faults in the vDSO's data page; 6-7 measured, by where
-# the kernel's 64 KiB fault-around windows fall on the library's text).
+# with the constructors; no clock read, whose first read faults in the vDSO's data page; the count varies with
+# where the kernel's 64 KiB fault-around windows fall on the library's text).
 # Loading the library and running its constructors, before main, cost at most 11 minor page faults more than the
-# C library alone (medians of 21 runs each, 8-9 measured; mimalloc takes more): the start-up code in one part of the
+# C library alone (medians of 21 runs each): the start-up code in one part of the
 # text (no libgcc or libc_nonshared helper at its far end, no _fini there), no .bss page written by a constructor,
 # no table of pointers for the loader to relocate (the writable file-backed part is two pages). Code stays in a
 # mapping of its own, apart from headers and constants (-z separate-code, as every Debian library is linked).
 # No maintenance thread starts in a single-threaded program (nothing in /proc/PID/task but the program).
 # The library's constructor reads the options in one pass over the environment: counted with valgrind (callgrind,
 # instructions inside msi_constructor), 200 more environment variables cost at most 20 instructions each (a
-# search of the environment per option cost about 600 each).
+# search of the environment per option would cost far more: a pass over it for every option).
 # Three of these bounds are properties of an optimised build, left out (and the test reported as skipped) when the
 # library is compiled without optimisation (CMAKE_BUILD_TYPE=Debug: -O0, as ms_startup_prog tells with its
 # "optimised" mode): there every static inline helper of the headers is a function of its own, placed anywhere in
@@ -83,9 +83,9 @@ if [ -n "$binds" ] && [ "$binds" -gt 0 ]; then
   check "start-up: only malloc of the library's own symbols looked up" '[ "$self" -le 1 ]'
 fi
 # relocations the dynamic loader applies to the library in every process, preloaded or linked, allocating or not
-# (glibc's LD_DEBUG=statistics, the process's count less that of the program alone): at most 120 relative ones (97
-# measured: no table of string pointers, such as the options' and the statistics lines', which took 469 and a
-# page or two more for the loader to copy; the empty heap's current spans are offsets, not 96 pointers, heap.h
+# (glibc's LD_DEBUG=statistics, the process's count less that of the program alone): at most 120 relative ones
+# (no table of string pointers, such as the options' and the statistics lines', which would take hundreds more and
+# a page or two more for the loader to copy; the empty heap's current spans are offsets, not 96 pointers, heap.h
 # msi_heap_t current_at). Without glibc's output the check is left out.
 relative() { LD_DEBUG=statistics LD_PRELOAD=$1 "$prog" none 2>&1 | awk '/number of relative relocations:/ {print $NF; exit}'; }
 rplain=$(relative ""); rloaded=$(relative "$lib")
@@ -182,7 +182,7 @@ fi
 # the text a short-lived process runs (constructors, one small and one 200,000-byte block, a fork and its child's
 # handlers, exit) lies in one stretch of at most 48 KiB of the library's text (src/internal/internal.h
 # MSI_HOT_TEXT: cold code, start-up code and hot code together at the start), so that the kernel's 64 KiB
-# fault-around maps it in one or two faults; spread over the whole text it took three or four. The functions
+# fault-around maps it in one or two faults; spread over the whole text it would take three or four. The functions
 # callgrind saw run, placed by nm (a static name defined twice is left out: which one ran is not known).
 if ms_need_cmd valgrind && ms_need_cmd callgrind_annotate valgrind && ms_need_cmd nm binutils; then
   d=$(mktemp -d)

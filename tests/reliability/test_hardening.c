@@ -144,7 +144,7 @@ static void adjacent_pair(size_t size, char **a, char **b) {
 }
 /* Overflows into a free neighbour: strcpy of 16 characters into a 16-byte block writes its NUL into the freed
    block after it (the link's low byte); 16 bytes more overwrite its whole header. The heap reports the pop of b
-   (before: the next two malloc(16) returned a again while it was live, or crashed later without a message) */
+   (unchecked, the next two malloc(16) would return a again while it is live, or crash later without a message) */
 static void heap_overflow(void **out, size_t bytes) {
   char *a, *b;
   adjacent_pair(16, &a, &b);
@@ -187,7 +187,7 @@ static void heap_link_to_live(void **out) {
   fprintf(stderr, "not detected: %p %p (z %p)\n", a, b, z);
 }
 /* a freed block's link overwritten with a wild pointer, then another free of the span: with MEMSPACE_SECURE=1 the
-   free's list search reports it (it crashed there without a message), else the pop does */
+   free's list search reports it (unchecked, it would crash there without a message), else the pop does */
 static void heap_wild_link(void **out) {
   char *x = ms_malloc(400), *y = ms_malloc(400);
   EXPOSE(x);
@@ -249,8 +249,8 @@ static void dense_guard_write(void **out) { /* a slot of 64 KiB-1 MiB: its guard
   p[ms_usable_size((void *)p)] = 1;
 }
 /* guards made before mlockall must come off when their spans go back (the markers are refused on locked pages
-   after it: a review found the secure build then stopped removing any, and a longer span over the chunks of
-   short ones faulted inside its own blocks). Exits 77 when mlockall is refused. */
+   after it: a secure build that gave up on the refusal would remove none, and a longer span over the chunks of
+   short ones would fault inside its own blocks). Exits 77 when mlockall is refused. */
 static void mlock_span_guards(void **out) {
   enum { N = 200000 };
   static void *v[N];

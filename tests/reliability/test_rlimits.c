@@ -375,7 +375,8 @@ static void nopriv_child(void) {
 static void no_privilege(void **state) { (void)state; in_child(nopriv_child, "no privilege"); }
 
 /* ---- real programs under `ulimit -v 100000` (RLIMIT_AS ~98 MiB): with memspace preloaded they run as with glibc.
-   The heap reserved 92 MiB whatever the limit, and `ls /` and Python failed "memory exhausted" at start-up ---- */
+   A heap reserving a fixed 92 MiB whatever the limit would make `ls /` and Python fail "memory exhausted" at
+   start-up ---- */
 #define SMALL_AS_KIB 100000
 static int run_limited(char *const argv[], const char *preload) {
   fflush(NULL);
@@ -429,8 +430,9 @@ static void stats_sane(const char *when) {
 static void *thread_fn(void *arg) { return ms_malloc((size_t)(uintptr_t)arg); }
 
 /* ---- RLIMIT_AS lowered at run time (setrlimit) below the heap's reservation (3.75 TiB of PROT_NONE): the kernel
-   then refused every mapping, and the heap gave nothing more, not even 100 bytes, nor the program a thread
-   stack. glibc serves 64 MiB of small blocks under a 256 MiB limit; so must the heap, then NULL + ENOMEM. ---- */
+   then refuses every new mapping, and a heap that kept its reservation would give nothing more, not even 100
+   bytes, nor the program a thread stack. glibc serves 64 MiB of small blocks under a 256 MiB limit; so must the
+   heap, then NULL + ENOMEM. ---- */
 static void lowered_child(void) {
   ms_free(ms_malloc(100));
   ms_free(ms_malloc(3u << 20)); /* the large-block table mapped */
@@ -484,8 +486,8 @@ static void limit_as_lowered(void **state) {
 
 /* ---- vm.max_map_count of 1,000, simulated without touching the system setting: the child fills all but 1,000 of
    the kernel's limit with mappings of its own, and tells the heap the limit it would have read. glibc serves 3,000
-   blocks of 1.5 MB in a few dozen mappings (neighbours merge); the heap failed from the 486th (two mappings per
-   block in its slots), and every malloc after it, 100 bytes and fopen included. ---- */
+   blocks of 1.5 MB in a few dozen mappings (neighbours merge); so must the heap, where two mappings per block in
+   its slots would fail from about the 500th, and every malloc after it, 100 bytes and fopen included. ---- */
 static size_t count_maps(void) { /* lines of /proc/self/maps */
   int fd = open("/proc/self/maps", O_RDONLY);
   char buf[65536];

@@ -116,7 +116,7 @@ int main(void) {
           malloc_usable_size(p), n);
     free(p);
   }
-  /* ordinary allocations still work, and their usable sizes are sane (a wrapped class gave 2^64 - 8 KiB) */
+  /* ordinary allocations still work, and their usable sizes are sane (a wrapped class would give 2^64 - 8 KiB) */
   size_t okay[] = {1, 4096, 8192, 65536, 3 << 20};
   for (size_t i = 0; i < sizeof okay / sizeof okay[0]; i++) {
     void *p = NULL;

@@ -1034,7 +1034,7 @@ static size_t cgroup_dirty(void) {
 /* auto beyond memory with many blocks of block_mib MiB (1: a Python dict of bytearrays; up to budget/8), each
    filled right after its malloc: after every spilled malloc past the first 16 MiB, the cgroup's dirty +
    write-back bytes stay under the write-behind window (budget/16, at least 4 MiB) plus 4 MiB: each block is written back at the next spilled malloc, and the
-   program waits for the oldest once the window is full. Without it they grew to the dirty cap and past it (the
+   program waits for the oldest once the window is full. Without it they would grow to the dirty cap and past it (the
    maintenance task's passes reach new blocks too late), and a cgroup whose page cache is all dirty is OOM-killed
    under v1. All blocks are verified; the statistics follow "phase beyond". */
 static int mode_automid(size_t limit_mib, size_t count, size_t block_mib) {

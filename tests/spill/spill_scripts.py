@@ -111,8 +111,8 @@ def full_disk_on(fs, mib):
 
     def helper_run(argv, env):
         """the helper, once the previous one's space is back: xfs frees an unlinked file's blocks in a background
-        worker after the last close, and statfs no longer waits for it, so a helper started at once under load saw
-        the disk still full (the next run's first blocks refused: ENOMEM, 5 of 40 loaded runs)"""
+        worker after the last close, and statfs does not wait for it, so a helper started at once under load can
+        see the disk still full (the next run's first blocks refused: ENOMEM)"""
         deadline = time.time() + 30
         while True:
             st = os.statvfs(MNT)

@@ -201,8 +201,8 @@ static void fake_job(uint64_t rss) {
 
 /* When a sample is taken. A program whose data fits (R at half a 1 GiB limit: its 512 MiB vector, then a 1.6 MB
    temporary of a gather) takes no sample for the small block that follows a large one: the bytes sent to RAM
-   count in the estimate, which leaves the block far from the mark (reading the files, about 50 us, landed inside
-   R's timed gather; they were read again once the bytes sent to RAM passed budget/64). Large blocks, blocks near
+   count in the estimate, which leaves the block far from the mark (reading the files would land inside R's
+   timed gather; they are read again once the bytes sent to RAM pass budget/64). Large blocks, blocks near
    the mark and a spilling program sample every 50 ms; small blocks far from the mark every second. */
 static void test_samples(void **state) {
   (void)state;
@@ -234,10 +234,10 @@ static void test_samples(void **state) {
 }
 
 /* A program spilling that allocates and frees a spilled block in a loop reads the budget's files at most once per
-   period, plus once per eighth of the budget (the hysteresis margin) of spilled bytes freed: each free made the
-   next allocation take a sample, 5,006 samples for 5,000 malloc/free pairs of 1 MiB (a C loop in a 256 MiB cgroup,
-   about 50-150 us each, where the 64M threshold reads none). The bound counts the periods the loop took (its
-   allocations' and the maintenance tick's samples), so a slow machine loosens it and never fails it. */
+   period, plus once per eighth of the budget (the hysteresis margin) of spilled bytes freed, not at every free's
+   next allocation (a sample per malloc/free pair of 1 MiB, where the 64M threshold reads none). The bound counts
+   the periods the loop took (its allocations' and the maintenance tick's samples), so a slow machine loosens it
+   and never fails it. */
 static void test_free_loop_samples(void **state) {
   (void)state;
   fake_job(1000 * MiB); /* 1000 MiB counted of 1024: every candidate block goes to spill */

@@ -3,7 +3,7 @@
 """Data that fits, plain against auto with the machine's drift taken out: fits_abab.py BUILD_DIR [LANG] [SLICES]
 
 `memspace bench spill` judges auto at 0.5x the limit on rounds of separate runs, each configuration's phases
-seconds apart from the other's, and this 2-vCPU VM's load and host move between them. Here both programs are alive
+seconds apart from the other's, and a shared VM's load and host move between them. Here both programs are alive
 at once, each in its own 1 GiB cgroup (the benchmark's limit: auto decides and samples as there), each holding
 its 512 MiB vector, and they take turns: SLICES (default 20) slices of 100 ms of random reads each, A B B A A
 B..., then the same for random writes, so that what the machine does in a second reaches both alike. The workers

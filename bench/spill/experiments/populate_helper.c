@@ -2,9 +2,9 @@
 /* Experiment behind docs/spill.md (the ext4 floor for data that fits): could a second thread populate a fresh
    512 MiB block (MADV_POPULATE_WRITE, 2 MiB at a time from the end) while the program writes it from the start,
    halving the wall time on a 2-core machine? MODE 0: anonymous memory advised MADV_HUGEPAGE (plain numpy);
-   1: a fallocated file in /var/tmp mapped shared (spill); 2: the same with the helper thread. 6 rounds each.
-   2026-11-26 on the project VM: 0 0.048-0.051 s, 1 0.076-0.111 s, 2 0.103-0.243 s: the two threads faulting the
-   same file contend (ext4, the mapping) and the helper makes it slower. Not built: cc -O2 -pthread populate_helper.c; ./a.out MODE */
+   1: a fallocated file in /var/tmp mapped shared (spill); 2: the same with the helper thread. 6 rounds each,
+   printing each round's wall time: the two threads faulting the same file contend (ext4, the mapping), so the
+   helper makes the fill slower (docs/spill.md). Not built: cc -O2 -pthread populate_helper.c; ./a.out MODE */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
 spill/plain: bench/spill/seed.py at SIZE_MIB; hog: a numpy program filling 512 MiB of plain memory 60 times.
 Prints the run's figures and the probe's rounds, p50, p99 and max. For `perf sched record -k CLOCK_MONOTONIC -a`
 around it: the probe's log uses CLOCK_MONOTONIC too, and probe_delays.py names what ran while the probe waited.
-Not built or run by the project; used for docs/spill.md (2026-11-26)."""
+Not built or run by the project; used for docs/spill.md (the maintenance thread's yields)."""
 import os
 import subprocess
 import sys

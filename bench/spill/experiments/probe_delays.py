@@ -5,7 +5,7 @@ PERF_SCRIPT: `perf script -F comm,tid,cpu,time,event,trace` of a `perf record -k
 -e sched:sched_switch -e syscalls:sys_{enter,exit}_{madvise,sync_file_range} -e syscalls:sys_enter_sched_setscheduler`
 taken around probe_beside.py; PROBE_LOG: the probe's rounds. Per slow round (default over 1 ms): the probe's own
 run time and the others' time on its CPU, the maintenance thread's split by policy and system call.
-Not built or run by the project; used for docs/spill.md (2026-11-26)."""
+Not built or run by the project; used for docs/spill.md (the maintenance thread's yields, *Past the limit*)."""
 import collections
 import re
 import sys

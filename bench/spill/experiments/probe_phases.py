@@ -6,7 +6,8 @@ LOG_DIR: the directory of a `memspace bench spill` run (or bench/spill/run.py) w
 which holds phases.log (each run's start and end, CLOCK_MONOTONIC ns) and CONFIG-probe-10ms.log (each round's
 start and latency). Prints, for CONFIG's probe, its figures over all rounds and per run it overlaps (the rounds
 between runs as "between"): rounds, p50, p99, max and the rounds over THRESHOLD_MS (default 3.48: twice an idle
-p99 of 1.74 ms). Not built or run by the project; used for docs/spill.md (*Past the limit*)."""
+machine's p99, the probe target's bound; give twice the run's own idle p99). Not built or run by the project; used
+for docs/spill.md (*Past the limit*)."""
 import collections
 import os
 import sys

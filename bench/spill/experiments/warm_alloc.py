@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Experiment behind docs/spill.md "Data that fits": the allocation cost of spill itself, apart from this VM's
+"""Experiment behind docs/spill.md "Data that fits": the allocation cost of spill itself, apart from a VM guest's
 host. numpy's np.empty(n).fill(1.0) of SIZE_MIB, ROUNDS times in one process (each array freed before the
 next): from the second round on, the pages come from memory the process itself just freed (warm in the host),
 so plain and spill compare as on bare metal. Runs plain, then spill in each DIR given (default /var/tmp).
