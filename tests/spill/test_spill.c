@@ -154,7 +154,7 @@ static void test_small_granules(void **state) {
     else other = i;
   }
   assert_int_equal(mates, PER - 1);
-  msi_spill_free(b[0]); /* beside live blocks: the granule stays */
+  ms_spill_free(b[0]); /* beside live blocks: the granule stays (the header of ms_spill_free) */
   assert_int_equal(disk_now(), d1);
   unsigned char *z = msi_spill_malloc(N, 0, true); /* the freed slot again: zero */
   assert_ptr_equal(z, b[0]);
