@@ -274,7 +274,10 @@ void *msi_spill_realloc(void *p, size_t size) {
     if (rneed > rcur) {
       if (child || msi_os_fallocate(sp.fd, 0, (off_t)file_off(k, off + rcur), (off_t)(rneed - rcur)) != 0) {
         int e = ENOMEM;
-        if (!child) msi_sp_punch(k, off + rcur, rneed - rcur);
+        /* what a failed fallocate reserved goes back, unless a forked child may still read the range: a shrink
+           while such a child lives keeps the tail (below), and a punch would turn the child's bytes into zeros;
+           the reservation then goes with the block */
+        if (!child && !msi_sp_fork_wait()) msi_sp_punch(k, off + rcur, rneed - rcur);
         msi_unlock(&sp_lock);
         errno = e;
         return NULL;

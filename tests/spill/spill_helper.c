@@ -471,6 +471,44 @@ static int mode_movefull(const char *filler) {
   return 0;
 }
 
+/* A 40 MiB block (over the 16 MiB a forked child copies at once, so the child reads the parent's file for most
+   of it) shrunk in place to 20 MiB while a forked child lives (the tail stays for the child), FILLER takes the
+   disk, and the block grows back in place to 60 MiB: the refused growth (ENOMEM) must not punch the kept tail,
+   which the child then reads as zeros. The child checks every page of its inherited block. */
+static int mode_forktail(const char *filler) {
+  size_t mb = (size_t)1 << 20;
+  unsigned char *a = s_alloc(40 * mb);
+  if (!a) FAIL("alloc: %s", strerror(errno));
+  memset(a, 'A', 40 * mb);
+  int go[2];
+  if (pipe(go)) FAIL("pipe: %s", strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  if (pid == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(2);
+    size_t changed = 0;
+    for (size_t i = 0; i < 40 * mb; i += 4096) changed += a[i] != 'A';
+    if (changed) printf("FAIL forktail: %zu of %zu pages of the child's inherited block changed\n", changed, 40 * mb / 4096);
+    _exit(changed != 0);
+  }
+  unsigned char *s = s_realloc(a, 20 * mb);
+  if (s != a) FAIL("the shrink moved the block");
+  fill_disk(filler);
+  errno = 0;
+  unsigned char *g = s_realloc(s, 60 * mb);
+  if (g) FAIL("a growth of 40 MiB on a full disk succeeded");
+  if (errno != ENOMEM) FAIL("growth on a full disk: errno %d, expected ENOMEM", errno);
+  if (write(go[1], "x", 1) != 1) FAIL("pipe write");
+  int st;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) FAIL("the child's block changed (status %#x)", st);
+  for (size_t i = 0; i < 20 * mb; i++) if (s[i] != 'A') FAIL("the parent's block changed at %zu", i);
+  unlink(filler);
+  s_free(s);
+  printf("ok forktail: a growth refused on a full disk left a forked child's kept tail as it was\n");
+  return 0;
+}
+
 static int mode_fork(void) {
   size_t n = 16 << 20;
   unsigned char *p = s_alloc(n);
@@ -1082,6 +1120,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "forkhole")) return mode_forkhole();
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
   if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);
+  if (!strcmp(m, "forktail") && argc > 2) return mode_forktail(argv[2]);
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "smallgrow")) return mode_smallgrow();

@@ -134,6 +134,8 @@ def full_disk_on(fs, mib):
             rc = rc or helper_run([HELPER, "fullholes", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
             # the same, each block advised MADV_HUGEPAGE by the program just before it is written
             rc = rc or helper_run([HELPER, "fullholes", filler, "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
+        # a growth refused on the full disk keeps the tail a shrink kept for a forked child
+        rc = rc or helper_run([HELPER, "forktail", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
         left = [x for x in os.listdir(MNT) if x != "lost+found"]
         if left:
             print("FAIL: files left in the spill directory:", left)
