@@ -509,6 +509,62 @@ static int mode_forktail(const char *filler) {
   return 0;
 }
 
+/* The fork child cannot map the parent's file privately (the first mmap in the child refused, as strict
+   overcommit refuses a large writable private mapping): the blocks it inherited must not stay writable through
+   the parent's shared mapping. The child reads the parent's bytes and its write faults (SIGSEGV); the parent's
+   block keeps every byte. Run with the maintenance thread off (MEMSPACE_PURGE_DELAY=-1): no other thread's mmap
+   takes the injected failure. */
+static int mode_forkro(void) {
+  size_t n = 4 << 20;
+  unsigned char *a = s_alloc(n);
+  if (!a || !ms_spill_is(a)) FAIL("alloc: %s", strerror(errno));
+  memset(a, 'P', n);
+  ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+    if (a[0] != 'P' || a[n - 1] != 'P') _exit(3);
+    ((volatile unsigned char *)a)[n / 2] = 'C';
+    _exit(0);
+  }
+  ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  for (size_t i = 0; i < n; i++) if (a[i] != 'P') FAIL("the child's write reached the parent's block at %zu", i);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 3) FAIL("the child did not read the parent's bytes");
+  s_free(a);
+  printf("ok forkro: the child could not map privately; its write %s, the parent's block intact\n",
+         WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? "faulted" : "went elsewhere");
+  return 0;
+}
+
+/* A spilled block of `mib` MiB (its slot, one chunk of the file, larger than RAM + swap: spill_fork_huge picks
+   the size): a forked child maps it privately (the kernel's default overcommit heuristic refuses a writable
+   private mapping larger than RAM + swap unless MAP_NORESERVE), reads the parent's bytes and writes its own,
+   which the parent never sees. */
+static int mode_forkbig(size_t mib) {
+  size_t n = mib << 20;
+  unsigned char *a = s_alloc(n);
+  if (!a || !ms_spill_is(a)) FAIL("alloc of %zu MiB: %s", mib, strerror(errno));
+  a[n / 2] = 'P';
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (a[n / 2] != 'P') _exit(3);
+    a[n / 2] = 'C';
+    a[n - 1] = 'C';
+    _exit(a[n / 2] == 'C' ? 0 : 4);
+  }
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  if (a[n / 2] != 'P' || a[n - 1] != 0) FAIL("the child's writes reached the parent's block");
+  if (!WIFEXITED(st) || WEXITSTATUS(st)) FAIL("the child failed (status %#x)", st);
+  s_free(a);
+  printf("ok forkbig: %zu MiB, the child's writes its own\n", mib);
+  return 0;
+}
+
 static int mode_fork(void) {
   size_t n = 16 << 20;
   unsigned char *p = s_alloc(n);
@@ -1118,6 +1174,8 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "forkhole")) return mode_forkhole();
+  if (!strcmp(m, "forkro")) return mode_forkro();
+  if (!strcmp(m, "forkbig") && argc > 2) return mode_forkbig(strtoul(argv[2], NULL, 10));
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
   if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);
   if (!strcmp(m, "forktail") && argc > 2) return mode_forktail(argv[2]);
