@@ -565,6 +565,44 @@ static int mode_forkbig(size_t mib) {
   return 0;
 }
 
+/* Blocks of 4 MiB + 4 KiB (8 MiB slots, 6 MiB reserved each) allocated until ENOMEM, then each grown in place to
+   8 MiB until a growth is refused: growth keeps the free-space margin new blocks keep (max(1/64 of the
+   filesystem, 4 MiB) of what unprivileged users may use: ext4 needs free blocks to convert the reserved extents
+   when they are written). Then every byte written and read back. */
+static int mode_growmargin(const char *dir) {
+  enum { MAXB = 1024 };
+  static unsigned char *b[MAXB];
+  static size_t len[MAXB];
+  size_t count = 0, grown = 0, small = (4 << 20) + 4096, big = 8 << 20;
+  while (count < MAXB && (b[count] = s_alloc(small))) len[count++] = small;
+  if (count == MAXB || errno != ENOMEM) FAIL("%zu blocks, errno %d: expected ENOMEM on a full disk", count, errno);
+  for (size_t i = 0; i < count; i++) {
+    errno = 0;
+    unsigned char *q = s_realloc(b[i], big);
+    if (!q) {
+      if (errno != ENOMEM) FAIL("a refused growth: errno %d, expected ENOMEM", errno);
+      break;
+    }
+    if (q != b[i]) FAIL("a growth within the slot moved the block");
+    len[i] = big;
+    grown++;
+  }
+  struct statvfs st;
+  if (statvfs(dir, &st) != 0) FAIL("statvfs: %s", strerror(errno));
+  unsigned long long avail = (unsigned long long)st.f_bavail * st.f_frsize;
+  unsigned long long margin = (unsigned long long)st.f_blocks * st.f_frsize / 64;
+  if (margin < (4ull << 20)) margin = 4ull << 20;
+  if (grown == count) FAIL("every block grew: the disk never filled");
+  if (avail < margin) FAIL("growth took the margin: %llu KiB free for users, the margin is %llu KiB", avail >> 10, margin >> 10);
+  for (size_t i = 0; i < count; i++) memset(b[i], (int)(i + 1), len[i]);
+  for (size_t i = 0; i < count; i++)
+    for (size_t j = 0; j < len[i]; j += 4096) if (b[i][j] != (unsigned char)(i + 1)) FAIL("block %zu byte %zu", i, j);
+  for (size_t i = 0; i < count; i++) s_free(b[i]);
+  printf("ok growmargin: %zu blocks, %zu grown in place, %llu KiB left free (margin %llu KiB), every byte kept\n",
+         count, grown, avail >> 10, margin >> 10);
+  return 0;
+}
+
 static int mode_fork(void) {
   size_t n = 16 << 20;
   unsigned char *p = s_alloc(n);
@@ -1175,6 +1213,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "forkhole")) return mode_forkhole();
   if (!strcmp(m, "forkro")) return mode_forkro();
+  if (!strcmp(m, "growmargin") && argc > 2) return mode_growmargin(argv[2]);
   if (!strcmp(m, "forkbig") && argc > 2) return mode_forkbig(strtoul(argv[2], NULL, 10));
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
   if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);

@@ -136,6 +136,8 @@ def full_disk_on(fs, mib):
             rc = rc or helper_run([HELPER, "fullholes", filler, "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
         # a growth refused on the full disk keeps the tail a shrink kept for a forked child
         rc = rc or helper_run([HELPER, "forktail", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
+        # blocks grown in place until the disk is full keep the free-space margin
+        rc = rc or helper_run([HELPER, "growmargin", MNT], env=env(MEMSPACE_SPILL_DIR=MNT))
         left = [x for x in os.listdir(MNT) if x != "lost+found"]
         if left:
             print("FAIL: files left in the spill directory:", left)
