@@ -523,9 +523,12 @@ MS_API int ms_space_walk(const ms_space_t *space,
 /// the disk cannot hold it or `size` exceeds PTRDIFF_MAX; when spill cannot take it for another reason (no usable
 /// directory, RLIMIT_FSIZE, a refused system call) the block comes from RAM (a warning names the reason once).
 MS_API void *ms_spill_alloc(size_t size);
-/// Frees a block from ms_spill_alloc (or any spilled block); releases its disk space at once. A block that
-/// ms_spill_alloc served from RAM, like any other heap block, is freed as ms_free frees it. NULL is ignored; a
-/// spilled block freed twice, or a pointer inside one, aborts with a message naming the pointer (as the heap).
+/// Frees a block from ms_spill_alloc (or any spilled block); releases its disk space at once, with two
+/// exceptions (docs/spill.md): a block under 2 MiB shares a 2 MiB granule of disk, which goes with the last live
+/// block in it; and while a child forked after the block's allocation lives (until it exits or execs), the
+/// block's disk and bytes stay for the child to read. A block that ms_spill_alloc served from RAM, like any
+/// other heap block, is freed as ms_free frees it. NULL is ignored; a spilled block freed twice, or a pointer
+/// inside one, aborts with a message naming the pointer (as the heap).
 MS_API void ms_spill_free(void *ptr);
 /// 1 when `ptr` is inside a spilled block. O(1), lock-free.
 MS_API int ms_spill_is(const void *ptr);

@@ -201,14 +201,21 @@ MSI_COLD static void fork_child(void) {
     if (m <= k->shared_from) continue; /* unused, or private already (from an earlier fork) */
     /* [shared_from, split): a file spill lost (frozen); [split, m): the current file */
     size_t split = k->floor > m ? m : k->floor > k->shared_from ? k->floor : k->shared_from;
+    size_t shared = k->shared_from; /* [shared, m) is still the parent's shared mapping */
     bool ok = split == k->shared_from || copy_private(k, c, k->shared_from, split);
+    if (ok) shared = split;
     if (ok && m > split && own) {
+      /* MAP_NORESERVE: a writable private mapping is charged to the commit limit whole, and the kernel's default
+         heuristic refuses one larger than RAM + swap (a chunk holding a spilled block larger than memory, which
+         is what spill is for); the child's copies are charged as it writes them, as anonymous memory */
       for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; ok && o < m; o = msi_align_down(o, chunk) + chunk) {
         size_t n = msi_align_down(o, chunk) + chunk - o;
-        if (msi_os_mmap((void *)(k->start + o), n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
-                        (off_t)file_off(k, o)) == MAP_FAILED) {
+        if (msi_os_mmap((void *)(k->start + o), n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
+                        fd, (off_t)file_off(k, o)) == MAP_FAILED) {
           sp.fail_op = "mapping the file privately";
           ok = false;
+        } else {
+          shared = o + n;
         }
       }
       if (ok) {
@@ -217,10 +224,17 @@ MSI_COLD static void fork_child(void) {
       }
     } else if (ok && m > split) {
       ok = copy_private(k, c, split, m);
+      if (ok) shared = m;
     }
-    if (!ok)
-      msi_error("spill: fork child could not make its spilled memory private (%s: %s): its writes reach the "
-                "parent", sp.fail_op, MSI_ERRNO(errno));
+    if (!ok) {
+      /* (strict overcommit, vm.overcommit_memory=2, ignores MAP_NORESERVE) What is still shared stays the
+         parent's data: read-only here, so a write of the child faults instead of changing the parent's blocks */
+      int e = errno;
+      bool ro = msi_os_mprotect((void *)(k->start + shared), m - shared, PROT_READ) == 0;
+      msi_error("spill: fork child could not make its spilled memory private (%s: %s): %s", sp.fail_op,
+                MSI_ERRNO(e), ro ? "the spilled blocks it inherited are read-only in it (a write faults)"
+                                 : "its writes reach the parent");
+    }
     if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
       k->floor = msi_round_up(m, SP_FOLIO_MAX);
     k->shared_from = k->floor;

@@ -272,9 +272,15 @@ void *msi_spill_realloc(void *p, size_t size) {
   if (need <= ((size_t)1 << c) && !(child && need > cur)) { /* in place: no copy, no remap */
     size_t rcur = msi_sp_slot_reserved(c, cur), rneed = msi_sp_slot_reserved(c, need);
     if (rneed > rcur) {
-      if (child || msi_os_fallocate(sp.fd, 0, (off_t)file_off(k, off + rcur), (off_t)(rneed - rcur)) != 0) {
+      /* the free-space margin holds for growth as for new blocks (msi_sp_disk_room) */
+      bool room = !child && msi_sp_disk_room(sp.fd, rneed - rcur);
+      if (!child && !room) atomic_fetch_add(&sp.enospc, 1);
+      if (!room || msi_os_fallocate(sp.fd, 0, (off_t)file_off(k, off + rcur), (off_t)(rneed - rcur)) != 0) {
         int e = ENOMEM;
-        if (!child) msi_sp_punch(k, off + rcur, rneed - rcur);
+        /* what a failed fallocate reserved goes back, unless a forked child may still read the range: a shrink
+           while such a child lives keeps the tail (below), and a punch would turn the child's bytes into zeros;
+           the reservation then goes with the block */
+        if (room && !msi_sp_fork_wait()) msi_sp_punch(k, off + rcur, rneed - rcur);
         msi_unlock(&sp_lock);
         errno = e;
         return NULL;

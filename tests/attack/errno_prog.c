@@ -86,6 +86,21 @@ int main(void) {
   CHECK(b[0] == 'x' && b[31] == 'x' && malloc_usable_size(b) >= 32);
   free(b);
 
+  /* success never sets errno to zero (C11 7.5p3): a realloc that grows, moves and shrinks a block, across the
+     spill threshold both ways (attack_errno_spill: 64K), and the frees */
+  char *g = malloc(200000);
+  CHECK(g != NULL);
+  static const size_t steps[] = {250000, 2000000, 6000000, 100000, 1000, 300000, 70000, 3000000};
+  for (size_t i = 0; g && i < sizeof steps / sizeof steps[0]; i++) {
+    errno = EDOM;
+    char *h = realloc(g, steps[i]);
+    CHECK(h != NULL && errno != 0);
+    if (h) g = h;
+  }
+  errno = EDOM;
+  free(g);
+  CHECK(errno == EDOM);
+
   /* memalign rounds an alignment that is not a power of two up, as glibc does */
   errno = EDOM;
   p = memalign(24, 100);

@@ -471,6 +471,138 @@ static int mode_movefull(const char *filler) {
   return 0;
 }
 
+/* A 40 MiB block (over the 16 MiB a forked child copies at once, so the child reads the parent's file for most
+   of it) shrunk in place to 20 MiB while a forked child lives (the tail stays for the child), FILLER takes the
+   disk, and the block grows back in place to 60 MiB: the refused growth (ENOMEM) must not punch the kept tail,
+   which the child then reads as zeros. The child checks every page of its inherited block. */
+static int mode_forktail(const char *filler) {
+  size_t mb = (size_t)1 << 20;
+  unsigned char *a = s_alloc(40 * mb);
+  if (!a) FAIL("alloc: %s", strerror(errno));
+  memset(a, 'A', 40 * mb);
+  int go[2];
+  if (pipe(go)) FAIL("pipe: %s", strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  if (pid == 0) {
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(2);
+    size_t changed = 0;
+    for (size_t i = 0; i < 40 * mb; i += 4096) changed += a[i] != 'A';
+    if (changed) printf("FAIL forktail: %zu of %zu pages of the child's inherited block changed\n", changed, 40 * mb / 4096);
+    _exit(changed != 0);
+  }
+  unsigned char *s = s_realloc(a, 20 * mb);
+  if (s != a) FAIL("the shrink moved the block");
+  fill_disk(filler);
+  errno = 0;
+  unsigned char *g = s_realloc(s, 60 * mb);
+  if (g) FAIL("a growth of 40 MiB on a full disk succeeded");
+  if (errno != ENOMEM) FAIL("growth on a full disk: errno %d, expected ENOMEM", errno);
+  if (write(go[1], "x", 1) != 1) FAIL("pipe write");
+  int st;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) FAIL("the child's block changed (status %#x)", st);
+  for (size_t i = 0; i < 20 * mb; i++) if (s[i] != 'A') FAIL("the parent's block changed at %zu", i);
+  unlink(filler);
+  s_free(s);
+  printf("ok forktail: a growth refused on a full disk left a forked child's kept tail as it was\n");
+  return 0;
+}
+
+/* The fork child cannot map the parent's file privately (the first mmap in the child refused, as strict
+   overcommit refuses a large writable private mapping): the blocks it inherited must not stay writable through
+   the parent's shared mapping. The child reads the parent's bytes and its write faults (SIGSEGV); the parent's
+   block keeps every byte. Run with the maintenance thread off (MEMSPACE_PURGE_DELAY=-1): no other thread's mmap
+   takes the injected failure. */
+static int mode_forkro(void) {
+  size_t n = 4 << 20;
+  unsigned char *a = s_alloc(n);
+  if (!a || !ms_spill_is(a)) FAIL("alloc: %s", strerror(errno));
+  memset(a, 'P', n);
+  ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+    if (a[0] != 'P' || a[n - 1] != 'P') _exit(3);
+    ((volatile unsigned char *)a)[n / 2] = 'C';
+    _exit(0);
+  }
+  ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  for (size_t i = 0; i < n; i++) if (a[i] != 'P') FAIL("the child's write reached the parent's block at %zu", i);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 3) FAIL("the child did not read the parent's bytes");
+  s_free(a);
+  printf("ok forkro: the child could not map privately; its write %s, the parent's block intact\n",
+         WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? "faulted" : "went elsewhere");
+  return 0;
+}
+
+/* A spilled block of `mib` MiB (its slot, one chunk of the file, larger than RAM + swap: spill_fork_huge picks
+   the size): a forked child maps it privately (the kernel's default overcommit heuristic refuses a writable
+   private mapping larger than RAM + swap unless MAP_NORESERVE), reads the parent's bytes and writes its own,
+   which the parent never sees. */
+static int mode_forkbig(size_t mib) {
+  size_t n = mib << 20;
+  unsigned char *a = s_alloc(n);
+  if (!a || !ms_spill_is(a)) FAIL("alloc of %zu MiB: %s", mib, strerror(errno));
+  a[n / 2] = 'P';
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (a[n / 2] != 'P') _exit(3);
+    a[n / 2] = 'C';
+    a[n - 1] = 'C';
+    _exit(a[n / 2] == 'C' ? 0 : 4);
+  }
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  if (a[n / 2] != 'P' || a[n - 1] != 0) FAIL("the child's writes reached the parent's block");
+  if (!WIFEXITED(st) || WEXITSTATUS(st)) FAIL("the child failed (status %#x)", st);
+  s_free(a);
+  printf("ok forkbig: %zu MiB, the child's writes its own\n", mib);
+  return 0;
+}
+
+/* Blocks of 4 MiB + 4 KiB (8 MiB slots, 6 MiB reserved each) allocated until ENOMEM, then each grown in place to
+   8 MiB until a growth is refused: growth keeps the free-space margin new blocks keep (max(1/64 of the
+   filesystem, 4 MiB) of what unprivileged users may use: ext4 needs free blocks to convert the reserved extents
+   when they are written). Then every byte written and read back. */
+static int mode_growmargin(const char *dir) {
+  enum { MAXB = 1024 };
+  static unsigned char *b[MAXB];
+  static size_t len[MAXB];
+  size_t count = 0, grown = 0, small = (4 << 20) + 4096, big = 8 << 20;
+  while (count < MAXB && (b[count] = s_alloc(small))) len[count++] = small;
+  if (count == MAXB || errno != ENOMEM) FAIL("%zu blocks, errno %d: expected ENOMEM on a full disk", count, errno);
+  for (size_t i = 0; i < count; i++) {
+    errno = 0;
+    unsigned char *q = s_realloc(b[i], big);
+    if (!q) {
+      if (errno != ENOMEM) FAIL("a refused growth: errno %d, expected ENOMEM", errno);
+      break;
+    }
+    if (q != b[i]) FAIL("a growth within the slot moved the block");
+    len[i] = big;
+    grown++;
+  }
+  struct statvfs st;
+  if (statvfs(dir, &st) != 0) FAIL("statvfs: %s", strerror(errno));
+  unsigned long long avail = (unsigned long long)st.f_bavail * st.f_frsize;
+  unsigned long long margin = (unsigned long long)st.f_blocks * st.f_frsize / 64;
+  if (margin < (4ull << 20)) margin = 4ull << 20;
+  if (grown == count) FAIL("every block grew: the disk never filled");
+  if (avail < margin) FAIL("growth took the margin: %llu KiB free for users, the margin is %llu KiB", avail >> 10, margin >> 10);
+  for (size_t i = 0; i < count; i++) memset(b[i], (int)(i + 1), len[i]);
+  for (size_t i = 0; i < count; i++)
+    for (size_t j = 0; j < len[i]; j += 4096) if (b[i][j] != (unsigned char)(i + 1)) FAIL("block %zu byte %zu", i, j);
+  for (size_t i = 0; i < count; i++) s_free(b[i]);
+  printf("ok growmargin: %zu blocks, %zu grown in place, %llu KiB left free (margin %llu KiB), every byte kept\n",
+         count, grown, avail >> 10, margin >> 10);
+  return 0;
+}
+
 static int mode_fork(void) {
   size_t n = 16 << 20;
   unsigned char *p = s_alloc(n);
@@ -1080,8 +1212,12 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "forkhole")) return mode_forkhole();
+  if (!strcmp(m, "forkro")) return mode_forkro();
+  if (!strcmp(m, "growmargin") && argc > 2) return mode_growmargin(argv[2]);
+  if (!strcmp(m, "forkbig") && argc > 2) return mode_forkbig(strtoul(argv[2], NULL, 10));
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);
   if (!strcmp(m, "movefull") && argc > 2) return mode_movefull(argv[2]);
+  if (!strcmp(m, "forktail") && argc > 2) return mode_forktail(argv[2]);
   if (!strcmp(m, "many")) return mode_many(argc > 2 ? strtoul(argv[2], NULL, 10) : 100000);
   if (!strcmp(m, "realloc")) return mode_realloc();
   if (!strcmp(m, "smallgrow")) return mode_smallgrow();

@@ -134,6 +134,10 @@ def full_disk_on(fs, mib):
             rc = rc or helper_run([HELPER, "fullholes", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
             # the same, each block advised MADV_HUGEPAGE by the program just before it is written
             rc = rc or helper_run([HELPER, "fullholes", filler, "huge"], env=env(MEMSPACE_SPILL_DIR=MNT))
+        # a growth refused on the full disk keeps the tail a shrink kept for a forked child
+        rc = rc or helper_run([HELPER, "forktail", filler], env=env(MEMSPACE_SPILL_DIR=MNT))
+        # blocks grown in place until the disk is full keep the free-space margin
+        rc = rc or helper_run([HELPER, "growmargin", MNT], env=env(MEMSPACE_SPILL_DIR=MNT))
         left = [x for x in os.listdir(MNT) if x != "lost+found"]
         if left:
             print("FAIL: files left in the spill directory:", left)
@@ -162,6 +166,24 @@ def full_disk_on(fs, mib):
         subprocess.run(["umount", MNT])
         os.unlink(IMG)
     return rc
+
+
+def fork_huge():
+    """a forked child of a program holding a spilled block whose slot is larger than RAM + swap: the child's
+    private mapping of it (MAP_NORESERVE) must succeed, else its writes would reach the parent (label long: the
+    block takes half of RAM + swap or more of disk, reserved for a moment)"""
+    mem = {}
+    for line in open("/proc/meminfo"):
+        k, v = line.split(":")
+        mem[k] = int(v.split()[0]) << 10
+    total = mem["MemTotal"] + mem.get("SwapTotal", 0)
+    slot = 1 << total.bit_length()  # a power of two above RAM + swap
+    mib = (slot >> 21) + 1  # the smallest block in that slot
+    st = os.statvfs(SPILL_DIR)
+    free, margin = st.f_bavail * st.f_frsize, max(st.f_blocks * st.f_frsize // 64, 4 << 20)
+    if free < (mib << 20) + margin + (4 << 30):
+        skip(f"{SPILL_DIR} has {free >> 20} MiB free: a block of {mib} MiB (slot above RAM + swap) needs more")
+    return run([HELPER, "forkbig", str(mib)], env=env(MEMSPACE_SPILL_DIR=SPILL_DIR))
 
 
 def preload(mode, *args, threshold="1M"):
@@ -476,6 +498,8 @@ def main():
         return cleanup()
     if t == "full_disk":
         return full_disk()
+    if t == "fork_huge":
+        return fork_huge()
     if t == "malloc_huge":
         return malloc_huge()
     if t == "python_fds":

@@ -154,7 +154,7 @@ static void test_small_granules(void **state) {
     else other = i;
   }
   assert_int_equal(mates, PER - 1);
-  msi_spill_free(b[0]); /* beside live blocks: the granule stays */
+  ms_spill_free(b[0]); /* beside live blocks: the granule stays (the header of ms_spill_free) */
   assert_int_equal(disk_now(), d1);
   unsigned char *z = msi_spill_malloc(N, 0, true); /* the freed slot again: zero */
   assert_ptr_equal(z, b[0]);
@@ -368,27 +368,28 @@ static int run_helper(const char *const args[], const char *const env_extra[], c
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* runs the helper in `mode` with one variable set: exit 0 and every string of `want` (NULL-terminated) in its
+   output */
+static void helper_says(const char *mode, const char *setting, const char *const want[]) {
+  char out[4096];
+  const char *args[] = {mode, NULL};
+  const char *env[] = {setting, NULL};
+  assert_int_equal(run_helper(args, env, out, sizeof out), 0);
+  for (int i = 0; want[i]; i++) assert_non_null(strstr(out, want[i]));
+}
+
 static void test_missing_dir(void **state) {
   (void)state;
-  char out[4096];
-  const char *args[] = {"dir", NULL};
-  const char *env[] = {"MEMSPACE_SPILL_DIR=/nonexistent/memspace-spill", NULL};
-  assert_int_equal(run_helper(args, env, out, sizeof out), 0);
-  assert_non_null(strstr(out, "fallback"));
-  assert_non_null(strstr(out, "missing"));
-  assert_non_null(strstr(out, "/nonexistent/memspace-spill"));
+  const char *want[] = {"fallback", "missing", "/nonexistent/memspace-spill", NULL};
+  helper_says("dir", "MEMSPACE_SPILL_DIR=/nonexistent/memspace-spill", want);
 }
 
 static void test_tmpfs_refused(void **state) {
   (void)state;
   struct statfs st;
   if (statfs("/dev/shm", &st) != 0 || st.f_type != 0x01021994) ms_skip_refused(0, "/dev/shm is not a tmpfs here");
-  char out[4096];
-  const char *args[] = {"dir", NULL};
-  const char *env[] = {"MEMSPACE_SPILL_DIR=/dev/shm", NULL};
-  assert_int_equal(run_helper(args, env, out, sizeof out), 0);
-  assert_non_null(strstr(out, "fallback"));
-  assert_non_null(strstr(out, "tmpfs"));
+  const char *want[] = {"fallback", "tmpfs", NULL};
+  helper_says("dir", "MEMSPACE_SPILL_DIR=/dev/shm", want);
 }
 
 /* runs the helper in `mode` (no extra environment): exit 0 and, when given, `want` in its output */
@@ -407,6 +408,12 @@ static void test_fsize(void **state) {
 static void test_fork(void **state) { (void)state; helper_ok("fork", "ok fork"); }
 /* the parent frees, replaces and shrinks blocks a forked child still reads: the child reads their bytes */
 static void test_forkhole(void **state) { (void)state; helper_ok("forkhole", "ok forkhole"); }
+/* the child cannot map the parent's file privately: its inherited blocks are read-only, never the parent's */
+static void test_forkro(void **state) {
+  (void)state;
+  const char *want[] = {"ok forkro", "read-only in it", NULL};
+  helper_says("forkro", "MEMSPACE_PURGE_DELAY=-1", want);
+}
 /* the program closes spill's descriptor or dup2s its own file onto it: spill never touches the number again */
 static void test_closeall(void **state) { (void)state; helper_ok("closeall", "ok closeall"); }
 /* at most two descriptors however many classes hold blocks (ulimit -n 20) */
@@ -525,6 +532,7 @@ int main(void) {
       cmocka_unit_test(test_sandbox_refuses_files),
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork), cmocka_unit_test(test_forkhole),
+      cmocka_unit_test(test_forkro),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
       cmocka_unit_test(test_closeall),       cmocka_unit_test(test_fdbudget),
       cmocka_unit_test(test_misuse_aborts),  cmocka_unit_test(test_strerror),
