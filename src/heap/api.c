@@ -129,9 +129,13 @@ MSI_HOT_TEXT void *msi_heap_realloc(void *p, size_t size, bool exact) {
     }
     return realloc_move(p, bs, size, exact ? size : grown_size(bs, size));
   }
+  /* large and direct blocks try in place first (mremap): a refused try leaves ENOMEM in errno, which a realloc
+     that succeeds by another way must not show (the caller's errno is kept, as glibc keeps it) */
+  int saved = errno;
   if (msi_heap_in_large(p)) {
     if (size <= MSI_HEAP_SMALL_REQ) return realloc_move(p, old, size, size);
     void *q = msi_large_realloc(p, size);
+    if (q) errno = saved;
     if (q == p) {
       MSI_TRACK_RESIZE(q, old, size);
     } else if (q) { /* moved by mremap: the old block is gone, the new one holds the old bytes */
@@ -144,6 +148,7 @@ MSI_HOT_TEXT void *msi_heap_realloc(void *p, size_t size, bool exact) {
   if (size <= MSI_HEAP_SMALL_REQ) return realloc_move(p, old, size, size);
   void *q = msi_direct_realloc(p, size);
   if (q) {
+    errno = saved;
     MSI_TRACK_FREE(p);
     MSI_TRACK_MALLOC(q, size, false);
     MSI_TRACK_DEFINED(q, old < size ? old : size);
