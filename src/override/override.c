@@ -28,6 +28,7 @@
    C library's function found by name is never ours. The exported names' addresses would be the process's winning
    definitions, bound by a symbol lookup at every start-up. */
 static struct mallinfo2 own_mallinfo2(void);
+static struct mallinfo own_mallinfo(void);
 #if defined(__has_attribute) && __has_attribute(copy) /* (GCC's -Wmissing-attributes; clang has neither) */
 #define OWN_COPY(f) __attribute__((copy(f)))
 #else
@@ -101,7 +102,7 @@ static int libc_may_own(const void *p) {
     void *f = libc_sym("mallinfo2");
     st = 1;
     if (!f || f == (void *)own_mallinfo2) f = libc_sym("mallinfo"), st = 2;
-    if (!f) st = 3;
+    if (!f || f == (void *)own_mallinfo) st = 3;
     atomic_store_explicit(&libc_query, f, memory_order_relaxed);
     atomic_store_explicit(&libc_query_state, st, memory_order_release); /* racing threads store the same */
   }
@@ -292,7 +293,8 @@ MS_API void *pvalloc(size_t size) {
   return msi_aligned_alloc(ps, rounded ? rounded : ps);
 }
 
-/* glibc's internal names, which some programs and libraries call directly */
+/* glibc's internal names, which some programs and libraries call directly: heap tracers and debugging libraries that
+   define malloc forward to them, and free blocks of the rest of the family (memspace's) with __libc_free */
 MS_API void *__libc_malloc(size_t size) { return msi_malloc(size); }
 MS_API void __libc_free(void *p) { msi_free(p); }
 MS_API void *__libc_calloc(size_t count, size_t size) { return msi_calloc(count, size); }
@@ -341,7 +343,7 @@ static struct mallinfo2 own_mallinfo2(void) OWN_COPY(mallinfo2) __attribute__((a
 static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
 
 MS_API struct mallinfo mallinfo(void) {
-  struct mallinfo2 m2 = mallinfo2();
+  struct mallinfo2 m2 = own_mallinfo2();
   struct mallinfo mi;
   memset(&mi, 0, sizeof mi);
   mi.arena = clamp_int(m2.arena);
@@ -350,6 +352,7 @@ MS_API struct mallinfo mallinfo(void) {
   mi.fordblks = clamp_int(m2.fordblks);
   return mi;
 }
+static struct mallinfo own_mallinfo(void) __attribute__((alias("mallinfo")));
 
 MS_API void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
 
