@@ -321,19 +321,40 @@ MS_API int mallopt(int param, int value) {
   return 1;
 }
 
-MS_API struct mallinfo2 mallinfo2(void) {
+/* mallinfo2's fields from a snapshot */
+static void mallinfo_of(const ms_stats_t *st, struct mallinfo2 *mi) {
+  memset(mi, 0, sizeof *mi);
+  /* (the large blocks' share of the mapped bytes is not all counted there: never a wrapped difference) */
+  mi->arena = st->heap_mapped_bytes > st->heap_large_bytes ? st->heap_mapped_bytes - st->heap_large_bytes : 0;
+  mi->hblkhd = st->heap_large_bytes + st->spill_bytes; /* spilled blocks are mapped regions too (file-backed) */
+  mi->hblks = st->spill_blocks;
+  mi->uordblks = st->heap_allocated_bytes - st->heap_large_bytes;
+  mi->fordblks = st->heap_cached_bytes;
+}
+
+/* a snapshot on the stack, while another call holds the static one */
+static MSI_NOINLINE void mallinfo_on_stack(struct mallinfo2 *mi) {
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
+  mallinfo_of(&st, mi);
+}
+
+/* The snapshot is a static one that one call at a time takes (a flag, never waited for): glibc's mallinfo2 needs
+   almost no stack, and programs call it where little is left, in a signal handler on an alternate stack of
+   SIGSTKSZ (8 KiB, less the signal frame: 3.5 KiB with AVX-512's state). A call that finds it taken, by another
+   thread or by the handler of a signal that interrupted one (also in a child forked meanwhile, where the flag stays
+   set), takes one on its stack (5.6 KiB). */
+MS_API struct mallinfo2 mallinfo2(void) {
+  static atomic_flag busy = ATOMIC_FLAG_INIT;
+  MSI_COLD_BSS static ms_stats_t snapshot;
   struct mallinfo2 mi;
-  memset(&mi, 0, sizeof mi);
-  /* (the large blocks' share of the mapped bytes is not all counted there: never a wrapped difference) */
-  mi.arena = st.heap_mapped_bytes > st.heap_large_bytes ? st.heap_mapped_bytes - st.heap_large_bytes : 0;
-  mi.hblkhd = st.heap_large_bytes + st.spill_bytes; /* spilled blocks are mapped regions too (file-backed) */
-  mi.hblks = st.spill_blocks;
-  mi.uordblks = st.heap_allocated_bytes - st.heap_large_bytes;
-  mi.fordblks = st.heap_cached_bytes;
-  mi.usmblks = 0;
-  mi.keepcost = 0;
+  if (!atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
+    ms_stats_get(&snapshot, sizeof snapshot);
+    mallinfo_of(&snapshot, &mi);
+    atomic_flag_clear_explicit(&busy, memory_order_release);
+  } else {
+    mallinfo_on_stack(&mi);
+  }
   ms_space_info_t ps; /* MEMSPACE_SPACE_INITIAL: the process space serves malloc, its blocks are the program's */
   if (msi_proc_space_info(&ps)) mi.arena += ps.size, mi.uordblks += ps.used, mi.fordblks += ps.free;
   return mi;

@@ -3,6 +3,9 @@
    call, as under glibc: small, large and huge blocks, a block past the address space, realloc across every size
    range up and down, the aligned forms, calloc, the first allocation of a thread, frees of another thread's blocks,
    mallinfo2, malloc_info, malloc_stats. A call that needs more stack than that kills the process with SIGSEGV.
+   First, a signal handler on an alternate stack of 8 KiB (the classic SIGSTKSZ; the signal frame takes up to 3.5 KiB
+   of it with AVX-512's state), a guard page below it, calls mallinfo2, mallinfo and malloc/free, as crash handlers
+   do (none of them is async-signal-safe, but glibc's run there: mallinfo2 took 5.6 KiB).
    With the argument `exit`, the last small thread calls exit(0) (the statistics at exit, MEMSPACE_SHOW_STATS, are
    then printed on it). Prints "ok" at the end. */
 #include <limits.h>
@@ -11,7 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void *remote;
 static int bad;
@@ -97,6 +102,32 @@ static void *call(void *arg) {
   return NULL;
 }
 
+static void on_signal(int sig) {
+  (void)sig;
+  struct mallinfo2 m = mallinfo2();
+  struct mallinfo m1 = mallinfo();
+  if (m.uordblks + m.hblkhd == 0 || m1.uordblks + m1.hblkhd == 0) fail("mallinfo2 in the handler: nothing allocated");
+  void *p = malloc(100);
+  free(p);
+}
+
+static int alt_stack_calls(void) {
+  size_t guard = 65536, size = 8192;
+  char *m = mmap(NULL, guard + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED || mprotect(m, guard, PROT_NONE) != 0) return 2;
+  stack_t ss = {.ss_sp = m + guard, .ss_size = size}, old;
+  struct sigaction sa, prev;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_ONSTACK;
+  if (sigaltstack(&ss, &old) != 0 || sigaction(SIGUSR1, &sa, &prev) != 0) return 2;
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &prev, NULL);
+  sigaltstack(&old, NULL);
+  munmap(m, guard + size);
+  return 0;
+}
+
 static void *exit_thread(void *arg) {
   (void)arg;
   exit(bad);
@@ -105,6 +136,7 @@ static void *exit_thread(void *arg) {
 int main(int argc, char **argv) {
   int do_exit = argc > 1 && strcmp(argv[1], "exit") == 0;
   void *live = malloc(1000); /* (something for mallinfo2 to count) */
+  if (alt_stack_calls()) return 2;
   pthread_attr_t at;
   pthread_attr_init(&at);
   if (pthread_attr_setstacksize(&at, PTHREAD_STACK_MIN)) return 2;
