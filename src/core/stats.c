@@ -27,18 +27,33 @@ MSI_COLD void msi_fork_stats(msi_fork_phase_t phase, bool locking) {
   else msi_lock_reset(&source_lock);
 }
 
-int ms_stats_get(ms_stats_t *stats, size_t size) {
-  if (!stats || size < offsetof(ms_stats_t, os_reserved_bytes)) { errno = EINVAL; return EINVAL; }
-  ms_stats_t full;
-  memset(&full, 0, sizeof full);
-  full.version = MS_STATS_VERSION;
+/* every source's counters into a whole ms_stats_t */
+static void stats_fill(ms_stats_t *full) {
+  memset(full, 0, sizeof *full);
+  full->version = MS_STATS_VERSION;
   int n = atomic_load(&source_count);
   for (int i = 0; i < n; i++)
-    if (sources[i]->get) sources[i]->get(&full);
-  size_t copy = size < sizeof full ? size : sizeof full;
-  full.size = copy;
-  if (copy <= offsetof(ms_stats_t, heap_class_more)) full.version = 1; /* the layout that caller knows */
-  msi_memcpy(stats, &full, copy);
+    if (sources[i]->get) sources[i]->get(full);
+  full->size = sizeof *full;
+}
+
+/* a caller whose ms_stats_t is an older, shorter one: filled through a whole one on the stack (a frame of its own,
+   so that the common case's frame stays small) */
+static MSI_NOINLINE void stats_get_short(ms_stats_t *stats, size_t size) {
+  ms_stats_t full;
+  stats_fill(&full);
+  full.size = size;
+  if (size <= offsetof(ms_stats_t, heap_class_more)) full.version = 1; /* the layout that caller knows */
+  msi_memcpy(stats, &full, size);
+}
+
+/* The sources fill the caller's own ms_stats_t when it is a whole one: a second copy on the stack (5.6 KiB) made
+   mallinfo2, malloc_info and malloc_stats need more stack than a thread of PTHREAD_STACK_MIN has (about 12 KiB
+   usable once glibc has put its descriptor and TLS there) */
+int ms_stats_get(ms_stats_t *stats, size_t size) {
+  if (!stats || size < offsetof(ms_stats_t, os_reserved_bytes)) { errno = EINVAL; return EINVAL; }
+  if (size >= sizeof *stats) stats_fill(stats);
+  else stats_get_short(stats, size);
   return 0;
 }
 
@@ -48,7 +63,10 @@ struct msi_stats_writer_s {
   bool json;
   int fields;          /* fields written in the current section */
   const char *section; /* the current section's name */
+  const ms_stats_t *stats; /* the snapshot being printed (msi_stats_snapshot) */
 };
+
+const ms_stats_t *msi_stats_snapshot(const msi_stats_writer_t *w) { return w->stats; }
 
 static void stderr_out(const char *text, void *arg) {
   (void)arg;
@@ -193,9 +211,9 @@ __attribute__((constructor(101))) static void process_register(void) {
 }
 
 void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags) {
-  msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0, ""};
   ms_stats_t s;
   ms_stats_get(&s, sizeof s);
+  msi_stats_writer_t w = {out ? out : stderr_out, arg, (flags & MS_STATS_JSON) != 0, 0, "", &s};
   int n = atomic_load(&source_count);
   const char *program = program_invocation_short_name ? program_invocation_short_name : "";
   if (w.json) {

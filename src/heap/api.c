@@ -201,16 +201,14 @@ static void heap_stats_get(ms_stats_t *st) {
 static void heap_stats_print(msi_stats_writer_t *w) {
   static const char *presets[] = {"unlimited", "performance", "size", "none"};
   static const char *const keys[] = {"allocated", "cached", "mapped", "returned"};
-  ms_stats_t st;
-  memset(&st, 0, sizeof st);
-  heap_stats_get(&st);
+  const ms_stats_t *st = msi_stats_snapshot(w);
   long long preset = msi_opt(MS_OPTION_CACHE);
   msi_stats_text(w, "preset", preset >= 0 && preset < 4 ? presets[preset] : "?");
   msi_stats_text(w, "memory", atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) ? "pressure"
                               : atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_MEMORY ? "tight"
                               : "headroom");
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
-    const ms_stats_class_t *k = msi_stats_class(&st, c);
+    const ms_stats_class_t *k = ms_stats_class(st, c);
     if (!k->mapped && !k->returned) continue;
     char name[48];
     msi_snprintf(name, sizeof name, "class %zu", k->block_size);

@@ -116,6 +116,9 @@ void msi_stats_register(const msi_stats_source_t *source); /* idempotent; at mos
 /* print helpers usable from a source's print callback: a named integer field */
 void msi_stats_field(msi_stats_writer_t *w, const char *name, unsigned long long value, const char *unit);
 void msi_stats_text(msi_stats_writer_t *w, const char *name, const char *value);
+/* the snapshot of every source's get that the lines are printed from: a print callback reads its figures there
+   rather than taking a second ms_stats_t on the stack (5.6 KiB; malloc_stats runs on threads of PTHREAD_STACK_MIN) */
+const ms_stats_t *msi_stats_snapshot(const msi_stats_writer_t *w);
 /* n numeric lines of the current section, stats.def's rows `first` to `last` in table order (names and units from
    the table), valued values[0..n-1]: a part's counters without an ms_stats_t field print as one run. Rows that
    are not such a run (a row added between them) print nothing and one error. */

@@ -601,47 +601,58 @@ int msi_os_smaps_walk(uintptr_t from, uintptr_t to, bool (*fn)(const msi_os_mapp
 }
 
 /* ---- the cgroup memory budget ---- */
-/* The smallest limit of the cgroup `dir` (below the mount `sysfs``sub`) and its ancestors, from the files
-   named; lowers out->limit and names the limiting cgroup's memory.stat in out->stat_path when one is below it. */
-static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, const char *const *files,
-                        unsigned nfiles, msi_os_cgroup_t *out) {
-  char d[PATH_MAX];
-  msi_snprintf(d, sizeof d, "%s", dir);
+/* These run on whichever thread first needs the budget (spill's first block, a space's first lock): one path buffer
+   on the stack, the cgroup paths read in place in the text of /proc/self/cgroup, which msi_os_cgroup_budget reads
+   into out->stat_path (the caller's storage), so that a thread of PTHREAD_STACK_MIN (about 12 KiB usable) has room */
+
+/* dst = a b dir[0..n) "/" file, cut to cap */
+static void cgroup_join(char *dst, size_t cap, const char *a, const char *b, const char *dir, size_t n, const char *file) {
+  size_t len = msi_snprintf(dst, cap, "%s%s", a, b);
+  if (len >= cap) return;
+  if (n > cap - 1 - len) n = cap - 1 - len;
+  msi_memcpy(dst + len, dir, n);
+  msi_snprintf(dst + len + n, cap - len - n, "/%s", file);
+}
+
+/* The smallest limit of the cgroup dir[0..n) (below the mount `sysfs``sub`) and its ancestors, from the files
+   named: lowers *limit and sets *limiting to the length of the limiting cgroup's path when one is below it. `path`:
+   scratch of PATH_MAX + 64 bytes. */
+static void cgroup_walk(const char *sysfs, const char *sub, const char *dir, size_t n, const char *const *files,
+                        unsigned nfiles, uint64_t *limit, size_t *limiting, char *path) {
   for (;;) {
     for (unsigned f = 0; f < nfiles; f++) {
-      char path[PATH_MAX + 64], val[64];
+      char val[64];
       uint64_t v;
-      msi_snprintf(path, sizeof path, "%s%s%s/%s", sysfs, sub, d, files[f]);
-      if (msi_os_read_file(path, val, sizeof val) > 0 && msi_os_parse_dec(val, &v) && v < out->limit && v < (1ull << 62)) {
-        out->limit = v;
-        msi_snprintf(out->stat_path, sizeof out->stat_path, "%s%s%s/memory.stat", sysfs, sub, d);
-      }
+      cgroup_join(path, PATH_MAX + 64, sysfs, sub, dir, n, files[f]);
+      if (msi_os_read_file(path, val, sizeof val) > 0 && msi_os_parse_dec(val, &v) && v < *limit && v < (1ull << 62))
+        *limit = v, *limiting = n;
     }
-    char *slash = strrchr(d, '/');
-    if (!slash || (slash == d && !d[1])) break;
-    if (slash == d) d[1] = 0;
-    else *slash = 0;
+    size_t slash = n; /* the parent: up to the last '/', "/" itself for a child of the root */
+    while (slash > 0 && dir[slash - 1] != '/') slash--;
+    if (slash == 0 || (slash == 1 && n == 1)) break;
+    n = slash == 1 ? 1 : slash - 1;
   }
 }
 
-static void copy_span(char *dst, size_t cap, const char *src, size_t n) {
-  if (n >= cap) n = cap - 1;
-  msi_memcpy(dst, src, n);
-  dst[n] = 0;
-}
+typedef struct {
+  const char *at;
+  size_t len;
+} cgroup_span_t;
 
-/* from /proc/self/cgroup's lines "ID:CONTROLLERS:PATH": the v1 memory controller's path and the v2 one's */
-static void cgroup_paths(const char *text, char *v1, char *v2, size_t cap) {
-  v1[0] = v2[0] = 0;
+/* from /proc/self/cgroup's lines "ID:CONTROLLERS:PATH": the v1 memory controller's path and the v2 one's (len 0:
+   none), pointing into text */
+static void cgroup_paths(const char *text, cgroup_span_t *v1, cgroup_span_t *v2) {
+  *v1 = *v2 = (cgroup_span_t){"", 0};
   for (const char *l = text; l && *l;) {
     const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
     const char *c1 = memchr(l, ':', (size_t)(end - l)), *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
     if (c2) {
-      size_t plen = (size_t)(end - c2 - 1);
-      if (c1 == l + 1 && l[0] == '0' && c2 == c1 + 1) copy_span(v2, cap, c2 + 1, plen);
+      cgroup_span_t path = {c2 + 1, (size_t)(end - c2 - 1)};
+      if (path.len >= PATH_MAX) path.len = PATH_MAX - 1;
+      if (c1 == l + 1 && l[0] == '0' && c2 == c1 + 1) *v2 = path;
       for (const char *t = c1 + 1; t < c2;) {
         size_t n = strcspn(t, ",:");
-        if (n == 6 && strncmp(t, "memory", 6) == 0) copy_span(v1, cap, c2 + 1, plen);
+        if (n == 6 && strncmp(t, "memory", 6) == 0) *v1 = path;
         t += n + (t[n] == ',');
       }
     }
@@ -653,37 +664,42 @@ void msi_os_cgroup_find(const char *sysfs, const char *proc_cgroup, uint64_t ram
   static const char *const v1_files[] = {"memory.limit_in_bytes"};
   static const char *const v2_files[] = {"memory.max", "memory.high"};
   static const char *const v2_subs[] = {"", "/unified"};
-  char v1[PATH_MAX], v2[PATH_MAX], probe[PATH_MAX + 64], buf[64];
-  out->limit = ram;
+  char path[PATH_MAX + 64], buf[64];
+  cgroup_span_t v1, v2;
+  cgroup_paths(proc_cgroup, &v1, &v2); /* (proc_cgroup may be out->stat_path: written last) */
+  const char *sub = NULL;
+  cgroup_span_t dir = {"", 0};
+  uint64_t limit = ram;
+  size_t limiting = SIZE_MAX;
   out->version = 0;
-  out->cgroup[0] = 0;
-  out->stat_path[0] = 0;
   out->dirty_key = "Dirty";
   out->anon_key = "AnonPages";
-  cgroup_paths(proc_cgroup, v1, v2, sizeof v1);
-  msi_snprintf(probe, sizeof probe, "%s/memory%s/memory.stat", sysfs, v1);
-  if (v1[0] && msi_os_read_file(probe, buf, sizeof buf) > 0) {
-    out->version = 1;
-    msi_snprintf(out->cgroup, sizeof out->cgroup, "%s", v1);
-    cgroup_walk(sysfs, "/memory", v1, v1_files, 1, out);
-    if (out->stat_path[0]) { out->dirty_key = "total_dirty"; out->anon_key = "total_rss"; }
-    return;
+  cgroup_join(path, sizeof path, sysfs, "/memory", v1.at, v1.len, "memory.stat");
+  if (v1.len && msi_os_read_file(path, buf, sizeof buf) > 0) {
+    out->version = 1, sub = "/memory", dir = v1;
+    cgroup_walk(sysfs, sub, dir.at, dir.len, v1_files, 1, &limit, &limiting, path);
+    if (limiting != SIZE_MAX) out->dirty_key = "total_dirty", out->anon_key = "total_rss";
   }
-  for (unsigned r = 0; v2[0] && r < 2; r++) {
-    msi_snprintf(probe, sizeof probe, "%s%s%s/memory.stat", sysfs, v2_subs[r], v2);
-    if (msi_os_read_file(probe, buf, sizeof buf) <= 0) continue;
-    out->version = 2;
-    msi_snprintf(out->cgroup, sizeof out->cgroup, "%s", v2);
-    cgroup_walk(sysfs, v2_subs[r], v2, v2_files, 2, out);
-    if (out->stat_path[0]) { out->dirty_key = "file_dirty"; out->anon_key = "anon"; }
-    return;
+  for (unsigned r = 0; !out->version && v2.len && r < 2; r++) {
+    cgroup_join(path, sizeof path, sysfs, v2_subs[r], v2.at, v2.len, "memory.stat");
+    if (msi_os_read_file(path, buf, sizeof buf) <= 0) continue;
+    out->version = 2, sub = v2_subs[r], dir = v2;
+    cgroup_walk(sysfs, sub, dir.at, dir.len, v2_files, 2, &limit, &limiting, path);
+    if (limiting != SIZE_MAX) out->dirty_key = "file_dirty", out->anon_key = "anon";
   }
+  path[0] = 0;
+  if (limiting != SIZE_MAX) cgroup_join(path, sizeof path, sysfs, sub, dir.at, limiting, "memory.stat");
+  size_t n = dir.len < sizeof out->cgroup - 1 ? dir.len : sizeof out->cgroup - 1;
+  msi_memcpy(out->cgroup, dir.at, n); /* (a different field from the text, which may be in stat_path) */
+  out->cgroup[n] = 0;
+  msi_snprintf(out->stat_path, sizeof out->stat_path, "%s", path);
+  out->limit = limit;
 }
 
 void msi_os_cgroup_budget(uint64_t ram, msi_os_cgroup_t *out) {
-  char buf[4096];
-  msi_os_read_file("/proc/self/cgroup", buf, sizeof buf);
-  msi_os_cgroup_find("/sys/fs/cgroup", buf, ram, out);
+  _Static_assert(sizeof out->stat_path >= 4096, "room for /proc/self/cgroup");
+  if (msi_os_read_file("/proc/self/cgroup", out->stat_path, sizeof out->stat_path) <= 0) out->stat_path[0] = 0;
+  msi_os_cgroup_find("/sys/fs/cgroup", out->stat_path, ram, out);
 }
 
 bool msi_os_cgroup_file(const msi_os_cgroup_t *cg, const char *name, char *out, size_t size) {

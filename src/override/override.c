@@ -28,6 +28,7 @@
    C library's function found by name is never ours. The exported names' addresses would be the process's winning
    definitions, bound by a symbol lookup at every start-up. */
 static struct mallinfo2 own_mallinfo2(void);
+static struct mallinfo own_mallinfo(void);
 #if defined(__has_attribute) && __has_attribute(copy) /* (GCC's -Wmissing-attributes; clang has neither) */
 #define OWN_COPY(f) __attribute__((copy(f)))
 #else
@@ -101,7 +102,7 @@ static int libc_may_own(const void *p) {
     void *f = libc_sym("mallinfo2");
     st = 1;
     if (!f || f == (void *)own_mallinfo2) f = libc_sym("mallinfo"), st = 2;
-    if (!f) st = 3;
+    if (!f || f == (void *)own_mallinfo) st = 3;
     atomic_store_explicit(&libc_query, f, memory_order_relaxed);
     atomic_store_explicit(&libc_query_state, st, memory_order_release); /* racing threads store the same */
   }
@@ -292,7 +293,8 @@ MS_API void *pvalloc(size_t size) {
   return msi_aligned_alloc(ps, rounded ? rounded : ps);
 }
 
-/* glibc's internal names, which some programs and libraries call directly */
+/* glibc's internal names, which some programs and libraries call directly: heap tracers and debugging libraries that
+   define malloc forward to them, and free blocks of the rest of the family (memspace's) with __libc_free */
 MS_API void *__libc_malloc(size_t size) { return msi_malloc(size); }
 MS_API void __libc_free(void *p) { msi_free(p); }
 MS_API void *__libc_calloc(size_t count, size_t size) { return msi_calloc(count, size); }
@@ -319,19 +321,40 @@ MS_API int mallopt(int param, int value) {
   return 1;
 }
 
-MS_API struct mallinfo2 mallinfo2(void) {
+/* mallinfo2's fields from a snapshot */
+static void mallinfo_of(const ms_stats_t *st, struct mallinfo2 *mi) {
+  memset(mi, 0, sizeof *mi);
+  /* (the large blocks' share of the mapped bytes is not all counted there: never a wrapped difference) */
+  mi->arena = st->heap_mapped_bytes > st->heap_large_bytes ? st->heap_mapped_bytes - st->heap_large_bytes : 0;
+  mi->hblkhd = st->heap_large_bytes + st->spill_bytes; /* spilled blocks are mapped regions too (file-backed) */
+  mi->hblks = st->spill_blocks;
+  mi->uordblks = st->heap_allocated_bytes - st->heap_large_bytes;
+  mi->fordblks = st->heap_cached_bytes;
+}
+
+/* a snapshot on the stack, while another call holds the static one */
+static MSI_NOINLINE void mallinfo_on_stack(struct mallinfo2 *mi) {
   ms_stats_t st;
   ms_stats_get(&st, sizeof st);
+  mallinfo_of(&st, mi);
+}
+
+/* The snapshot is a static one that one call at a time takes (a flag, never waited for): glibc's mallinfo2 needs
+   almost no stack, and programs call it where little is left, in a signal handler on an alternate stack of
+   SIGSTKSZ (8 KiB, less the signal frame: 3.5 KiB with AVX-512's state). A call that finds it taken, by another
+   thread or by the handler of a signal that interrupted one (also in a child forked meanwhile, where the flag stays
+   set), takes one on its stack (5.6 KiB). */
+MS_API struct mallinfo2 mallinfo2(void) {
+  static atomic_flag busy = ATOMIC_FLAG_INIT;
+  MSI_COLD_BSS static ms_stats_t snapshot;
   struct mallinfo2 mi;
-  memset(&mi, 0, sizeof mi);
-  /* (the large blocks' share of the mapped bytes is not all counted there: never a wrapped difference) */
-  mi.arena = st.heap_mapped_bytes > st.heap_large_bytes ? st.heap_mapped_bytes - st.heap_large_bytes : 0;
-  mi.hblkhd = st.heap_large_bytes + st.spill_bytes; /* spilled blocks are mapped regions too (file-backed) */
-  mi.hblks = st.spill_blocks;
-  mi.uordblks = st.heap_allocated_bytes - st.heap_large_bytes;
-  mi.fordblks = st.heap_cached_bytes;
-  mi.usmblks = 0;
-  mi.keepcost = 0;
+  if (!atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
+    ms_stats_get(&snapshot, sizeof snapshot);
+    mallinfo_of(&snapshot, &mi);
+    atomic_flag_clear_explicit(&busy, memory_order_release);
+  } else {
+    mallinfo_on_stack(&mi);
+  }
   ms_space_info_t ps; /* MEMSPACE_SPACE_INITIAL: the process space serves malloc, its blocks are the program's */
   if (msi_proc_space_info(&ps)) mi.arena += ps.size, mi.uordblks += ps.used, mi.fordblks += ps.free;
   return mi;
@@ -341,7 +364,7 @@ static struct mallinfo2 own_mallinfo2(void) OWN_COPY(mallinfo2) __attribute__((a
 static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
 
 MS_API struct mallinfo mallinfo(void) {
-  struct mallinfo2 m2 = mallinfo2();
+  struct mallinfo2 m2 = own_mallinfo2();
   struct mallinfo mi;
   memset(&mi, 0, sizeof mi);
   mi.arena = clamp_int(m2.arena);
@@ -350,6 +373,7 @@ MS_API struct mallinfo mallinfo(void) {
   mi.fordblks = clamp_int(m2.fordblks);
   return mi;
 }
+static struct mallinfo own_mallinfo(void) __attribute__((alias("mallinfo")));
 
 MS_API void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
 
