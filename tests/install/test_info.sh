@@ -9,6 +9,20 @@ for want in "base page" "transparent huge pages" "hugetlb" "NUMA nodes" "RLIMIT_
             "kernel.numa_balancing" "kernel.sched_rt_runtime_us" "glibc" "jemalloc" "mimalloc" "tcmalloc" "tbbmalloc"; do
   echo "$out" | grep -q "$want" || { echo "FAIL: no line for '$want'"; fail=1; }
 done
+# a size without pages reserved names its own sysfs file; /proc/sys/vm/nr_hugepages only for the default size
+# (meminfo's Hugepagesize), the one size it reserves
+deflt=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
+for dir in /sys/kernel/mm/hugepages/hugepages-*kB; do
+  [ -d "$dir" ] || continue
+  kb=${dir##*hugepages-}; kb=${kb%kB}
+  [ "$(cat "$dir/nr_hugepages")" = 0 ] || continue
+  case $kb in 1048576) label="hugetlb 1 GiB pages" ;; 2048) label="hugetlb 2 MiB pages" ;; *) continue ;; esac
+  line=$(echo "$out" | grep "^  $label")
+  echo "$line" | grep -qF "$dir/nr_hugepages" || { echo "FAIL: '$label' does not name $dir/nr_hugepages"; fail=1; }
+  if [ "$kb" != "$deflt" ] && echo "$line" | grep -qF /proc/sys/vm/nr_hugepages; then
+    echo "FAIL: '$label' names /proc/sys/vm/nr_hugepages, which reserves ${deflt} kB pages only"; fail=1
+  fi
+done
 # a setting's control bytes are shown escaped, never sent to the terminal raw
 out=$(MEMSPACE_SPILL_DIR="$(printf '/tmp/\033[2Jx')" "$tool" info)
 case $out in *"$(printf '\033')"*) echo "FAIL: an escape byte of MEMSPACE_SPILL_DIR printed raw"; fail=1 ;; esac
