@@ -251,8 +251,15 @@ static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
 /* An invalid value is reported, then removed from the environment: the default applies here and in the child
    processes, which would otherwise repeat the warning (a shell script's 35 processes, 35 lines). */
 static void report_invalid(const opt_desc_t *d, const char *s) {
-  char def[64];
-  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, opt_env(d), opt_doc(d), default_text(d, def, sizeof def));
+  char def[64], doc[192];
+  /* an enum's table text "what:a,b,c" is shown as "what: a, b, c" */
+  size_t n = 0;
+  for (const char *p = opt_doc(d); *p && n + 3 < sizeof doc; p++) {
+    doc[n++] = *p;
+    if (d->kind == KIND_ENUM && (*p == ':' || *p == ',')) doc[n++] = ' ';
+  }
+  doc[n] = 0;
+  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, opt_env(d), doc, default_text(d, def, sizeof def));
   msi_unsetenv(opt_env(d));
 }
 
