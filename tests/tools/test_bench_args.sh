@@ -20,5 +20,7 @@ done
 err=$("$tool" bench heap pages 2>&1); st=$?
 check "two parts: one PART at a time ($err)" '[ $st = 2 ] && [[ "$err" == *"one PART at a time"* ]]'
 rm -rf "$tmp"
+err=$("$tool" bench pages --quick --out /proc/no/such/dir 2>&1 >/dev/null); st=$?
+check "results that cannot be written: status 1, the directory named ($err)" '[ $st = 1 ] && [[ "$err" == *"/proc/no/such/dir"* ]]'
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
