@@ -296,8 +296,12 @@ static void settings(void) {
     size_t cap = strlen(raw) * 4 + 1;
     char *buf = malloc(cap);
     const char *v = buf ? msi_escape(raw, buf, cap) : "(no memory to show it)";
-    if (msi_option_invalid((ms_option_t)o)) row(name, "%s  (invalid: ignored, the default applies)", v);
-    else row(name, "%s", v);
+    /* an empty value, or one with spaces at an end (read without them; nothing but spaces is invalid), in quotes:
+       otherwise it would print as blank */
+    size_t len = strlen(raw);
+    const char *q = !len || raw[0] == ' ' || raw[len - 1] == ' ' ? "'" : "";
+    if (msi_option_invalid((ms_option_t)o)) row(name, "%s%s%s  (invalid: ignored, the default applies)", q, v, q);
+    else row(name, "%s%s%s", q, v, q);
     free(buf);
     n++;
   }

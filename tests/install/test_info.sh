@@ -27,6 +27,10 @@ done
 out=$(MEMSPACE_SPILL_DIR="$(printf '/tmp/\033[2Jx')" "$tool" info)
 case $out in *"$(printf '\033')"*) echo "FAIL: an escape byte of MEMSPACE_SPILL_DIR printed raw"; fail=1 ;; esac
 echo "$out" | grep -qF '/tmp/\x1b[2Jx' || { echo "FAIL: MEMSPACE_SPILL_DIR not shown escaped"; fail=1; }
+# a value with spaces at an end, or of nothing but spaces, is shown in quotes, not as a blank
+out=$(MEMSPACE_SPILL_DIR="   " MEMSPACE_PURGE_DELAY=" 5 " "$tool" info)
+echo "$out" | grep -q "MEMSPACE_SPILL_DIR  *'   '  (invalid" || { echo "FAIL: a MEMSPACE_SPILL_DIR of spaces not shown quoted"; fail=1; }
+echo "$out" | grep -q "MEMSPACE_PURGE_DELAY  *' 5 '$" || { echo "FAIL: MEMSPACE_PURGE_DELAY=' 5 ' not shown quoted"; fail=1; }
 # a long value (a path near PATH_MAX) is shown whole, escaped, with its end
 long=/tmp/$(printf '%03000d' 0)$(printf '\001')end
 out=$(MEMSPACE_SPILL_DIR="$long" "$tool" info)
