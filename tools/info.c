@@ -213,12 +213,14 @@ static void memory(void) {
 static void numa(void) {
   section("NUMA and physical addresses");
   char buf[256];
+  /* every nodeN directory: node numbers may have gaps (a node offline or absent: "0,2") */
   int nodes = 0;
-  for (int n = 0; n < 1024; n++) {
-    char path[64];
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d", n);
-    if (access(path, F_OK) != 0) break;
-    nodes++;
+  DIR *d = opendir("/sys/devices/system/node");
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (strncmp(e->d_name, "node", 4) == 0 && e->d_name[4] >= '0' && e->d_name[4] <= '9') nodes++;
+    closedir(d);
   }
   if (read_line("/sys/devices/system/node/online", buf, sizeof buf)) row("NUMA nodes", "%d (online %s)", nodes, buf);
   else if (readable_dir("/sys/devices/system")) row("NUMA nodes", "1 (no NUMA support in the kernel)");

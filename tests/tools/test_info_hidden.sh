@@ -1,8 +1,9 @@
 #!/bin/sh
 # memspace info where /proc or /sys is not mounted (a container or sandbox, here a mount namespace with an empty
-# tmpfs over each) and as a user without privileges: exit status 0, every line still printed, and what could not be
+# tmpfs over each): exit status 0, every line still printed, and what could not be
 # read is "unknown", never a statement about the kernel ("not in this kernel", "kernel without THP", "no NUMA
-# support") nor an empty kernel release. Needs root for the mount namespace; the unprivileged run needs `nobody`.
+# support") nor an empty kernel release; NUMA nodes with a gap in their numbers are all counted. Needs root for
+# the mount namespace.
 set -u
 tool=$1
 . "$(dirname "$0")/../common/ms_test.sh"
@@ -21,6 +22,11 @@ for tree in /proc /sys; do
     echo "$out" | grep -qF -- "$lie" && bad "$tree hidden: '$lie' printed, where the file was only unreadable"
   done
 done
+# NUMA node numbers with a gap (node1 offline or absent): both nodes counted, not the run before the gap
+out=$(unshare -m sh -c 'mount -t tmpfs none /sys/devices/system/node && mkdir /sys/devices/system/node/node0 \
+      /sys/devices/system/node/node2 && echo 0,2 > /sys/devices/system/node/online && exec "$1" info' sh "$tool" 2>&1)
+echo "$out" | grep "NUMA nodes"
+echo "$out" | grep -q "NUMA nodes  *2 (online 0,2)" || bad "nodes 0 and 2: not counted as 2"
 # /proc hidden: root's CAP_IPC_LOCK is still seen (capget needs no /proc)
 if [ "$(id -u)" = 0 ]; then
   out=$(unshare -m sh -c 'mount -t tmpfs none /proc && exec "$1" info' sh "$tool" 2>&1)
