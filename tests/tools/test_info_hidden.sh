@@ -9,9 +9,9 @@ tool=$1
 . "$(dirname "$0")/../common/ms_test.sh"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-if ! err=$(unshare -m true 2>&1); then ms_skip_refused "unshare -m: $err"; fi
+if ! err=$(unshare -m --propagation private true 2>&1); then ms_skip_refused "unshare -m: $err"; fi
 for tree in /proc /sys; do
-  out=$(unshare -m sh -c 'mount -t tmpfs none "$1" && exec "$2" info' sh "$tree" "$tool" 2>&1); st=$?
+  out=$(unshare -m --propagation private sh -c 'mount -t tmpfs none "$1" && exec "$2" info' sh "$tree" "$tool" 2>&1); st=$?
   echo "--- $tree hidden (status $st)"; echo "$out"
   [ $st = 0 ] || bad "memspace info with $tree hidden: status $st"
   for line in "base page" "transparent huge pages" "RLIMIT_MEMLOCK" "cgroup memory limit" "NUMA nodes" \
@@ -23,13 +23,13 @@ for tree in /proc /sys; do
   done
 done
 # NUMA node numbers with a gap (node1 offline or absent): both nodes counted, not the run before the gap
-out=$(unshare -m sh -c 'mount -t tmpfs none /sys/devices/system/node && mkdir /sys/devices/system/node/node0 \
+out=$(unshare -m --propagation private sh -c 'mount -t tmpfs none /sys/devices/system/node && mkdir /sys/devices/system/node/node0 \
       /sys/devices/system/node/node2 && echo 0,2 > /sys/devices/system/node/online && exec "$1" info' sh "$tool" 2>&1)
 echo "$out" | grep "NUMA nodes"
 echo "$out" | grep -q "NUMA nodes  *2 (online 0,2)" || bad "nodes 0 and 2: not counted as 2"
 # /proc hidden: root's CAP_IPC_LOCK is still seen (capget needs no /proc)
 if [ "$(id -u)" = 0 ]; then
-  out=$(unshare -m sh -c 'mount -t tmpfs none /proc && exec "$1" info' sh "$tool" 2>&1)
+  out=$(unshare -m --propagation private sh -c 'mount -t tmpfs none /proc && exec "$1" info' sh "$tool" 2>&1)
   echo "$out" | grep -q "RLIMIT_MEMLOCK.*CAP_IPC_LOCK" || bad "/proc hidden: root's CAP_IPC_LOCK not said"
 fi
 ms_finish $fail
