@@ -307,6 +307,18 @@ static void settings(void) {
     free(buf);
     n++;
   }
+  /* a MEMSPACE_* variable that names no option (a misspelling): the program's library ignores it, with a warning */
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    int best = eq ? msi_option_suggest(*e, (size_t)(eq - *e)) : -2;
+    if (best == -2) continue;
+    char raw[64], name[64 * 4 + 1]; /* (its control bytes escaped, as a value's) */
+    snprintf(raw, sizeof raw, "%.*s", (int)(eq - *e) < 63 ? (int)(eq - *e) : 63, *e);
+    msi_escape(raw, name, sizeof name);
+    if (best >= 0) row(name, "(unknown: not an option, ignored; did you mean %s?)", ms_option_name((ms_option_t)best));
+    else row(name, "(unknown: not an option, ignored)");
+    n++;
+  }
   if (!n) row("(none set)", "defaults apply");
 }
 

@@ -292,22 +292,28 @@ static bool script_variable(const char *name, size_t len) {
 
 /* A MEMSPACE_* variable that names no option (a misspelling such as MEMSPACE_SHOWSTATS) is reported with the
    closest option's name, then removed from the environment so child processes do not repeat the warning. */
+int msi_option_suggest(const char *name, size_t len) {
+  if (len < 9 || strncmp(name, "MEMSPACE_", 9) != 0 || script_variable(name, len)) return -2;
+  int best = -1;
+  unsigned best_d = 9;
+  for (int i = 0; i < MS_OPTION_COUNT; i++) {
+    const char *n = opt_env(&opt_table[i]);
+    unsigned dist = name_distance(name, len, n, strlen(n));
+    if (dist < best_d) best_d = dist, best = i;
+  }
+  if (best_d == 0) return -2;
+  return best_d <= 3 ? best : -1;
+}
+
 static void report_unknown(void) {
   for (char **e = environ; e && *e;) {
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-    if (!eq || strncmp(*e, "MEMSPACE_", 9) != 0 || script_variable(*e, len)) { e++; continue; }
-    int best = -1;
-    unsigned best_d = 9;
-    for (int i = 0; i < MS_OPTION_COUNT; i++) {
-      const char *n = opt_env(&opt_table[i]);
-      unsigned dist = name_distance(*e, len, n, strlen(n));
-      if (dist < best_d) best_d = dist, best = i;
-    }
-    if (best_d == 0) { e++; continue; }
+    int best = eq ? msi_option_suggest(*e, len) : -2;
+    if (best == -2) { e++; continue; }
     char name[128];
     copy_word(name, sizeof name, *e, len);
-    if (best >= 0 && best_d <= 3)
+    if (best >= 0)
       msi_warning("unknown variable %s ignored; did you mean %s? (docs/options.md)", name, opt_env(&opt_table[best]));
     else
       msi_warning("unknown variable %s ignored (docs/options.md lists the MEMSPACE_* options)", name);

@@ -31,6 +31,13 @@ echo "$out" | grep -qF '/tmp/\x1b[2Jx' || { echo "FAIL: MEMSPACE_SPILL_DIR not s
 out=$(MEMSPACE_SPILL_DIR="   " MEMSPACE_PURGE_DELAY=" 5 " "$tool" info)
 echo "$out" | grep -q "MEMSPACE_SPILL_DIR  *'   '  (invalid" || { echo "FAIL: a MEMSPACE_SPILL_DIR of spaces not shown quoted"; fail=1; }
 echo "$out" | grep -q "MEMSPACE_PURGE_DELAY  *' 5 '$" || { echo "FAIL: MEMSPACE_PURGE_DELAY=' 5 ' not shown quoted"; fail=1; }
+# a MEMSPACE_* variable that names no option is listed as such, with the option it resembles; the scripts' own
+# variables (MEMSPACE_RUN_PID...) are not
+out=$(MEMSPACE_SHOWSTATS=1 MEMSPACE_RUN_PID=1 "$tool" info)
+echo "$out" | grep -q "MEMSPACE_SHOWSTATS .*unknown: not an option, ignored; did you mean MEMSPACE_SHOW_STATS?" ||
+  { echo "FAIL: the misspelt MEMSPACE_SHOWSTATS not pointed out"; fail=1; }
+echo "$out" | grep -q "MEMSPACE_RUN_PID" && { echo "FAIL: MEMSPACE_RUN_PID listed as a setting"; fail=1; }
+echo "$out" | grep -q "(none set)" && { echo "FAIL: '(none set)' beside an unknown variable"; fail=1; }
 # a long value (a path near PATH_MAX) is shown whole, escaped, with its end
 long=/tmp/$(printf '%03000d' 0)$(printf '\001')end
 out=$(MEMSPACE_SPILL_DIR="$long" "$tool" info)
