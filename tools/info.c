@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <linux/capability.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -136,8 +137,9 @@ static void pages(void) {
 
 /* whether capability `cap` (below 32) is in this process's effective set: capget, which needs no /proc */
 static bool has_cap(int cap) {
-  struct { uint32_t version; int pid; } head = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
-  struct { uint32_t effective, permitted, inheritable; } data[2] = {{0, 0, 0}, {0, 0, 0}};
+  struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+  memset(data, 0, sizeof data);
   if (syscall(SYS_capget, &head, data) != 0) return false;
   return (data[0].effective >> cap) & 1;
 }
@@ -258,10 +260,9 @@ static void realtime(void) {
       cu == 1 ? "  (compaction may move mlocked 4 KiB pages: page faults on locked memory; hugetlb is safe)"
               : cu == 0 ? "  (locked pages stay put)" : "  (unknown)");
   long long nb = read_ll("/proc/sys/kernel/numa_balancing", -1);
-  row("kernel.numa_balancing", "%lld%s", nb,
-      nb > 0 ? "  (NUMA hinting faults on any page)" : nb == 0                            ? "  (off)"
-      : readable_dir("/proc/sys/kernel") ? "  (not in this kernel)"
-                                         : "  (unknown)");
+  const char *nbs = nb > 0 ? "  (NUMA hinting faults on any page)" : nb == 0 ? "  (off)" : "  (unknown)";
+  if (nb < 0 && readable_dir("/proc/sys/kernel")) nbs = "  (not in this kernel)";
+  row("kernel.numa_balancing", "%lld%s", nb, nbs);
   long long rt = read_ll("/proc/sys/kernel/sched_rt_runtime_us", -2), per = read_ll("/proc/sys/kernel/sched_rt_period_us", -1);
   if (rt == -1) row("kernel.sched_rt_runtime_us", "-1  (RT throttling off)");
   else if (rt >= 0) row("kernel.sched_rt_runtime_us", "%lld of %lld  (RT tasks throttled to %.0f%% of each period)", rt, per,
