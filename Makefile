@@ -32,10 +32,15 @@ bench: deps-bench deps-build
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
-# removes what the last `make install` put in place (CMake's install_manifest.txt)
+# removes what the last `make install` put in place (CMake's install_manifest.txt): the files, then the directories
+# of memspace's own that are left empty (share/memspace, libexec/memspace, lib/cmake/memspace and those below
+# them); shared ones (lib/pkgconfig, include, bin) stay
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 1; }
 	@xargs -d '\n' rm -f < $(BUILD)/install_manifest.txt && echo "removed $$(wc -l < $(BUILD)/install_manifest.txt) files"
+	@while IFS= read -r f; do d=$${f%/*}; \
+	  while case $$d in */memspace|*/memspace/*) true ;; *) false ;; esac && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; \
+	done < $(BUILD)/install_manifest.txt
 
 # What does not fit in make test's 15 minutes: every sanitizer build in full, long fuzzing, realworld suites.
 check-all: deps-test build

@@ -159,9 +159,13 @@ typedef struct ms_stats_s {
 /// no heap_class_more) reads as zeros. O(1), no locking, pure.
 static inline const ms_stats_class_t *ms_stats_class(const ms_stats_t *stats, unsigned i) {
   static const ms_stats_class_t none = {0, 0, 0, 0, 0};
+  /* (the entry's end as an offset, without a cast: the header compiles cleanly as C++ under -Wold-style-cast) */
+  size_t end = i < MS_STATS_SIZE_CLASSES
+                   ? offsetof(ms_stats_t, heap_class) + (i + 1) * sizeof(ms_stats_class_t)
+                   : offsetof(ms_stats_t, heap_class_more) + (i - MS_STATS_SIZE_CLASSES + 1) * sizeof(ms_stats_class_t);
   const ms_stats_class_t *c =
       i < MS_STATS_SIZE_CLASSES ? &stats->heap_class[i] : &stats->heap_class_more[i - MS_STATS_SIZE_CLASSES];
-  return (size_t)((const char *)(c + 1) - (const char *)stats) <= stats->size ? c : &none;
+  return end <= stats->size ? c : &none;
 }
 
 /// Fills `stats` with a snapshot (at most `size` bytes). Thread-safe; counters are read without stopping

@@ -222,6 +222,15 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   return r;
 }
 
+/* an argument this command reads as its own: never taken as the value of --out ("--out --quick" lacks a directory;
+   it does not name one "--quick" and run the default mode) */
+static bool bench_word(const char *a) {
+  static const char *const words[] = {"--quick", "--full", "--out", "--help", "-h", "--"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strcmp(a, words[i]) == 0) return true;
+  return false;
+}
+
 int tool_bench(int argc, char **argv) {
   const char *part = NULL, *out = NULL;
   msb_mode_t mode = MSB_DEFAULT;
@@ -233,7 +242,7 @@ int tool_bench(int argc, char **argv) {
     }
     if (asked != MSB_DEFAULT) mode = asked;
     else if (strncmp(argv[i], "--out=", 6) == 0 && argv[i][6]) out = argv[i] + 6;
-    else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc && argv[i + 1][0]) out = argv[++i];
+    else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc && argv[i + 1][0] && !bench_word(argv[i + 1])) out = argv[++i];
     else if (strncmp(argv[i], "--out", 5) == 0 && (argv[i][5] == 0 || argv[i][5] == '=')) {
       fprintf(stderr, "memspace bench: --out needs a directory\n"); /* "--out" last, "--out=", or an empty name */
       return 2;
@@ -243,7 +252,10 @@ int tool_bench(int argc, char **argv) {
              "  PART: pages spaces heap spill dma all; results in DIR (default bench/results from build/, ./memspace-results installed): PART.csv, PART.cmd, plots\n");
       return 0;
     } else if (argv[i][0] != '-' && !part) part = argv[i];
-    else { fprintf(stderr, "memspace bench: unknown argument '%s'\n", argv[i]); return 2; }
+    else if (argv[i][0] != '-') {
+      fprintf(stderr, "memspace bench: one PART at a time ('%s' and '%s' given; all runs every part)\n", part, argv[i]);
+      return 2;
+    } else { fprintf(stderr, "memspace bench: unknown argument '%s'\n", argv[i]); return 2; }
   }
   if (!part) { fprintf(stderr, "usage: memspace bench PART [--out DIR] [--quick | --full]\n"); return 2; }
   /* an unknown part is refused before the output directory is made: a refused command leaves nothing behind */

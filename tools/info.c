@@ -16,6 +16,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* first line of a file without its newline; false when unreadable (the library's reader: os.h) */
@@ -71,8 +74,13 @@ static const char *selected(const char *line, char *buf, size_t cap) {
   return buf;
 }
 
+/* A file of /proc or /sys that cannot be read says nothing about the kernel when the whole tree is hidden (a
+   container or sandbox without /proc or /sys mounted): the line then says "unknown", never "not in this kernel". */
+static bool readable_dir(const char *path) { return access(path, R_OK | X_OK) == 0; }
+
 static void pages(void) {
   char buf[256], sel[64], h[32];
+  bool sysfs_mm = readable_dir("/sys/kernel/mm");
   section("Pages");
   human(h, sizeof h, ms_page_size());
   row("base page", "%s", h);
@@ -85,7 +93,7 @@ static void pages(void) {
     if (read_line("/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf, sizeof buf))
       row("THP for shmem", "%s", selected(buf, sel, sizeof sel));
   } else {
-    row("transparent huge pages", "not available (kernel without THP)");
+    row("transparent huge pages", "%s", sysfs_mm ? "not available (kernel without THP)" : "unknown (/sys/kernel/mm not readable)");
   }
   DIR *d = opendir("/sys/kernel/mm/hugepages");
   int sizes = 0;
@@ -102,6 +110,8 @@ static void pages(void) {
           char t[64];
           memcpy(t, names[i], 64), memcpy(names[i], names[j], 64), memcpy(names[j], t, 64);
         }
+    uint64_t deflt = 0;
+    if (!msi_os_meminfo("Hugepagesize", &deflt)) deflt = 0;
     for (int i = 0; i < sizes; i++) {
       char path[256], label[64];
       unsigned long long kb = strtoull(names[i] + 10, NULL, 10);
@@ -113,23 +123,25 @@ static void pages(void) {
       long long fr = read_ll(path, -1);
       snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/resv_hugepages", names[i]);
       long long rs = read_ll(path, -1);
-      row(label, "reserved %lld, free %lld, promised to mappings %lld%s", nr, fr, rs,
-          nr == 0 ? "  (reserve with /proc/sys/vm/nr_hugepages or the sysfs file)" : "");
+      /* /proc/sys/vm/nr_hugepages reserves pages of the default size (meminfo's Hugepagesize) only; every size
+         has its own sysfs file */
+      char hint[320] = "";
+      snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/%s/nr_hugepages", names[i]);
+      if (nr == 0)
+        snprintf(hint, sizeof hint, "  (reserve with %s%s)", kb * 1024 == deflt ? "/proc/sys/vm/nr_hugepages or " : "", path);
+      row(label, "reserved %lld, free %lld, promised to mappings %lld%s", nr, fr, rs, hint);
     }
   }
-  if (!sizes) row("hugetlb pages", "not available (kernel without hugetlbfs)");
+  if (!sizes) row("hugetlb pages", "%s", sysfs_mm ? "not available (kernel without hugetlbfs)" : "unknown (/sys/kernel/mm not readable)");
 }
 
-/* bit `cap` of CapEff in /proc/self/status */
+/* whether capability `cap` (below 32) is in this process's effective set: capget, which needs no /proc */
 static bool has_cap(int cap) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return false;
-  char line[256];
-  unsigned long long eff = 0;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "CapEff:", 7) == 0) eff = strtoull(line + 7, NULL, 16);
-  fclose(f);
-  return (eff >> cap) & 1;
+  struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capget, &head, data) != 0) return false;
+  return (data[0].effective >> cap) & 1;
 }
 
 static void memory(void) {
@@ -148,7 +160,7 @@ static void memory(void) {
     row("swap", "none");
   }
   long long oc = read_ll("/proc/sys/vm/overcommit_memory", -1);
-  const char *ocs = oc == 0 ? "0 (heuristic)" : oc == 1 ? "1 (always)" : oc == 2 ? "2 (strict: commit limit)" : "?";
+  const char *ocs = oc == 0 ? "0 (heuristic)" : oc == 1 ? "1 (always)" : oc == 2 ? "2 (strict: commit limit)" : "unknown";
   if (oc == 2) row("overcommit", "%s, ratio %lld%%", ocs, read_ll("/proc/sys/vm/overcommit_ratio", -1));
   else row("overcommit", "%s", ocs);
   struct rlimit rl;
@@ -166,6 +178,21 @@ static void memory(void) {
       row("RLIMIT_AS (ulimit -v)", "%s: the heap reserves %s of it for small blocks (and a smaller region for large "
           "ones); larger blocks are mapped one by one", h, h2);
     }
+  }
+  /* Free page reporting (virtio-balloon in a VM guest): freed blocks of 2^order pages go back to the host, which
+     backs them again at the next touch (README "Results"); the delay files exist in some kernels only. */
+  long long order = read_ll("/sys/module/page_reporting/parameters/page_reporting_order", -1);
+  if (order >= 0 && order < 40) {
+    char more[96] = "";
+    long long ms = read_ll("/sys/module/page_reporting/parameters/min_free_ms", -1);
+    long long mib = read_ll("/sys/module/page_reporting/parameters/max_waiting_mib", -1);
+    if (ms >= 0 && mib >= 0) snprintf(more, sizeof more, "; delay min_free_ms=%lld, max_waiting_mib=%lld", ms, mib);
+    human(h, sizeof h, (unsigned long long)ms_page_size() << order);
+    row("free page reporting", "in the kernel: freed blocks of %s and more go back to the host where a balloon device "
+        "takes them%s", h, more);
+  } else {
+    row("free page reporting", "%s", readable_dir("/sys/module") ? "none visible (no /sys/module/page_reporting)"
+                                                          : "unknown (/sys/module not readable)");
   }
   /* the cgroup memory limit spill and spaces work within (os.h: v1 memory.limit_in_bytes, else v2 memory.max and
      memory.high, up the hierarchy, with v2 at the root or under unified/) */
@@ -188,15 +215,18 @@ static void memory(void) {
 static void numa(void) {
   section("NUMA and physical addresses");
   char buf[256];
+  /* every nodeN directory: node numbers may have gaps (a node offline or absent: "0,2") */
   int nodes = 0;
-  for (int n = 0; n < 1024; n++) {
-    char path[64];
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d", n);
-    if (access(path, F_OK) != 0) break;
-    nodes++;
+  DIR *d = opendir("/sys/devices/system/node");
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      if (strncmp(e->d_name, "node", 4) == 0 && e->d_name[4] >= '0' && e->d_name[4] <= '9') nodes++;
+    closedir(d);
   }
   if (read_line("/sys/devices/system/node/online", buf, sizeof buf)) row("NUMA nodes", "%d (online %s)", nodes, buf);
-  else row("NUMA nodes", "1 (no NUMA support in the kernel)");
+  else if (readable_dir("/sys/devices/system")) row("NUMA nodes", "1 (no NUMA support in the kernel)");
+  else row("NUMA nodes", "unknown (/sys/devices/system not readable)");
   /* a present page's PFN from pagemap: 0 without CAP_SYS_ADMIN */
   long ps = sysconf(_SC_PAGESIZE);
   char *p = mmap(NULL, (size_t)ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -230,8 +260,9 @@ static void realtime(void) {
       cu == 1 ? "  (compaction may move mlocked 4 KiB pages: page faults on locked memory; hugetlb is safe)"
               : cu == 0 ? "  (locked pages stay put)" : "  (unknown)");
   long long nb = read_ll("/proc/sys/kernel/numa_balancing", -1);
-  row("kernel.numa_balancing", "%lld%s", nb,
-      nb > 0 ? "  (NUMA hinting faults on any page)" : nb == 0 ? "  (off)" : "  (not in this kernel)");
+  const char *nbs = nb > 0 ? "  (NUMA hinting faults on any page)" : nb == 0 ? "  (off)" : "  (unknown)";
+  if (nb < 0 && readable_dir("/proc/sys/kernel")) nbs = "  (not in this kernel)";
+  row("kernel.numa_balancing", "%lld%s", nb, nbs);
   long long rt = read_ll("/proc/sys/kernel/sched_rt_runtime_us", -2), per = read_ll("/proc/sys/kernel/sched_rt_period_us", -1);
   if (rt == -1) row("kernel.sched_rt_runtime_us", "-1  (RT throttling off)");
   else if (rt >= 0) row("kernel.sched_rt_runtime_us", "%lld of %lld  (RT tasks throttled to %.0f%% of each period)", rt, per,
@@ -268,22 +299,42 @@ static void settings(void) {
     size_t cap = strlen(raw) * 4 + 1;
     char *buf = malloc(cap);
     const char *v = buf ? msi_escape(raw, buf, cap) : "(no memory to show it)";
-    if (msi_option_invalid((ms_option_t)o)) row(name, "%s  (invalid: ignored, the default applies)", v);
-    else row(name, "%s", v);
+    /* an empty value, or one with spaces at an end (read without them; nothing but spaces is invalid), in quotes:
+       otherwise it would print as blank */
+    size_t len = strlen(raw);
+    const char *q = !len || raw[0] == ' ' || raw[len - 1] == ' ' ? "'" : "";
+    if (msi_option_invalid((ms_option_t)o)) row(name, "%s%s%s  (invalid: ignored, the default applies)", q, v, q);
+    else row(name, "%s%s%s", q, v, q);
     free(buf);
+    n++;
+  }
+  /* a MEMSPACE_* variable that names no option (a misspelling): the program's library ignores it, with a warning */
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    int best = eq ? msi_option_suggest(*e, (size_t)(eq - *e)) : -2;
+    if (best == -2) continue;
+    char raw[64], name[64 * 4 + 1]; /* (its control bytes escaped, as a value's) */
+    snprintf(raw, sizeof raw, "%.*s", (int)(eq - *e) < 63 ? (int)(eq - *e) : 63, *e);
+    msi_escape(raw, name, sizeof name);
+    if (best >= 0) row(name, "(unknown: not an option, ignored; did you mean %s?)", ms_option_name((ms_option_t)best));
+    else row(name, "(unknown: not an option, ignored)");
     n++;
   }
   if (!n) row("(none set)", "defaults apply");
 }
 
 int tool_info(int argc, char **argv) {
-  (void)argv;
+  if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) { /* as run and bench take it */
+    printf("usage: memspace info   (what this machine offers a memory allocator: docs/stats.md \"memspace info\")\n");
+    return 0;
+  }
   if (argc > 1) { fprintf(stderr, "usage: memspace info\n"); return 2; }
   int v = ms_version();
   char host[128] = "?";
   gethostname(host, sizeof host);
   char kernel[256] = "";
-  read_line("/proc/sys/kernel/osrelease", kernel, sizeof kernel);
+  struct utsname u; /* (uname needs no /proc) */
+  if (uname(&u) == 0) snprintf(kernel, sizeof kernel, "%s", u.release);
   printf("memspace %d.%d.%d on %s (Linux %s, %ld CPUs)\n\n", v / 10000, v / 100 % 100, v % 100, host, kernel,
          sysconf(_SC_NPROCESSORS_ONLN));
   pages();

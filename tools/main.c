@@ -25,6 +25,10 @@ static int command(int argc, char **argv) {
   if (strcmp(cmd, "run") == 0) return tool_run(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0) return tool_bench(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+      printf("usage: memspace version\n");
+      return 0;
+    }
     if (argc > 2) { fprintf(stderr, "usage: memspace version\n"); return 2; }
     int v = ms_version();
     printf("memspace %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);

@@ -253,15 +253,16 @@ static int preload_scan(const char *list, const char *self, const char *origin, 
   return PRELOAD_NONE;
 }
 
-/* the value of option `name` in argv[*i]: "--name VALUE" (moves *i past it) or "--name=VALUE"; NULL when the
-   argument is another option. *value is NULL when none was given. */
+/* the value of option `name` in argv[*i]: "--name VALUE" (moves *i past it) or "--name=VALUE"; false when the
+   argument is another option. *value is NULL when none was given: nothing follows, or "--" does, which ends the
+   options and is never taken as a value ("--spill-dir -- prog" lacks a directory; it does not name one "--"). */
 static bool option_is(char **argv, int argc, int *i, const char *name, const char **value) {
   size_t n = strlen(name);
   const char *a = argv[*i];
   if (strncmp(a, name, n) != 0) return false;
   if (a[n] == '=') { *value = a + n + 1; return true; }
   if (a[n] != 0) return false;
-  *value = *i + 1 < argc ? argv[*i + 1] : NULL;
+  *value = *i + 1 < argc && strcmp(argv[*i + 1], "--") != 0 ? argv[*i + 1] : NULL;
   if (*value) (*i)++;
   return true;
 }

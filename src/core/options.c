@@ -251,8 +251,15 @@ static const char *default_text(const opt_desc_t *d, char *buf, size_t cap) {
 /* An invalid value is reported, then removed from the environment: the default applies here and in the child
    processes, which would otherwise repeat the warning (a shell script's 35 processes, 35 lines). */
 static void report_invalid(const opt_desc_t *d, const char *s) {
-  char def[64];
-  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, opt_env(d), opt_doc(d), default_text(d, def, sizeof def));
+  char def[64], doc[192];
+  /* an enum's table text "what:a,b,c" is shown as "what: a, b, c" */
+  size_t n = 0;
+  for (const char *p = opt_doc(d); *p && n + 3 < sizeof doc; p++) {
+    doc[n++] = *p;
+    if (d->kind == KIND_ENUM && (*p == ':' || *p == ',')) doc[n++] = ' ';
+  }
+  doc[n] = 0;
+  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, opt_env(d), doc, default_text(d, def, sizeof def));
   msi_unsetenv(opt_env(d));
 }
 
@@ -285,22 +292,28 @@ static bool script_variable(const char *name, size_t len) {
 
 /* A MEMSPACE_* variable that names no option (a misspelling such as MEMSPACE_SHOWSTATS) is reported with the
    closest option's name, then removed from the environment so child processes do not repeat the warning. */
+int msi_option_suggest(const char *name, size_t len) {
+  if (len < 9 || strncmp(name, "MEMSPACE_", 9) != 0 || script_variable(name, len)) return -2;
+  int best = -1;
+  unsigned best_d = 9;
+  for (int i = 0; i < MS_OPTION_COUNT; i++) {
+    const char *n = opt_env(&opt_table[i]);
+    unsigned dist = name_distance(name, len, n, strlen(n));
+    if (dist < best_d) best_d = dist, best = i;
+  }
+  if (best_d == 0) return -2;
+  return best_d <= 3 ? best : -1;
+}
+
 static void report_unknown(void) {
   for (char **e = environ; e && *e;) {
     const char *eq = strchr(*e, '=');
     size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
-    if (!eq || strncmp(*e, "MEMSPACE_", 9) != 0 || script_variable(*e, len)) { e++; continue; }
-    int best = -1;
-    unsigned best_d = 9;
-    for (int i = 0; i < MS_OPTION_COUNT; i++) {
-      const char *n = opt_env(&opt_table[i]);
-      unsigned dist = name_distance(*e, len, n, strlen(n));
-      if (dist < best_d) best_d = dist, best = i;
-    }
-    if (best_d == 0) { e++; continue; }
+    int best = eq ? msi_option_suggest(*e, len) : -2;
+    if (best == -2) { e++; continue; }
     char name[128];
     copy_word(name, sizeof name, *e, len);
-    if (best >= 0 && best_d <= 3)
+    if (best >= 0)
       msi_warning("unknown variable %s ignored; did you mean %s? (docs/options.md)", name, opt_env(&opt_table[best]));
     else
       msi_warning("unknown variable %s ignored (docs/options.md lists the MEMSPACE_* options)", name);

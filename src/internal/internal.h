@@ -47,6 +47,10 @@ void msi_options_environ_final(void);
 bool msi_options_read(void);                   /* the options were read from the environment */
 /* true when the option's variable was set to an invalid value (reported, default kept) */
 bool msi_option_invalid(ms_option_t o);
+/* For the environment variable `name` (its first `len` bytes): -2 when it is no unknown MEMSPACE_* variable (not
+   MEMSPACE_*, an option's name, or a script's own variable), else the option whose name is within 3 edits of it
+   ("did you mean"), or -1. */
+int msi_option_suggest(const char *name, size_t len);
 /* a variable's text read as the library reads it for option o (not a string option): 0 and the value, else EINVAL
    or ERANGE (the library then keeps the default) */
 int msi_option_parse(ms_option_t o, const char *text, long long *value);

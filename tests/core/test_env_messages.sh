@@ -10,6 +10,7 @@ tree='sh -c "sh -c true; sh -c true; env"'
 
 msg=$(MEMSPACE_CACHE=garbage LD_PRELOAD=$lib sh -c "$tree" 2>&1)
 check "invalid value: the default named" '[[ "$msg" == *"invalid value '"'"'garbage'"'"' for MEMSPACE_CACHE"*"using the default performance"* ]]'
+check "invalid value: an enum's choices listed readably" '[[ "$msg" == *"(heap cache preset: unlimited, performance, size, none)"* ]]'
 check "invalid value: reported once in the tree" '[ "$(echo "$msg" | grep -c "invalid value")" = 1 ]'
 check "invalid value: not passed on" '! echo "$msg" | grep -q "^MEMSPACE_CACHE="'
 msg=$(MEMSPACE_SHOWSTATS=1 LD_PRELOAD=$lib sh -c "$tree" 2>&1)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # An installed memspace (docs/contract.md §1-2): `memspace bench` finds its helper programs and scripts under the
 # prefix and writes to ./memspace-results, leaving no partial file; memspace.pc lets a program under a
-# non-system prefix find the library without LD_LIBRARY_PATH; `make uninstall` removes every installed file.
+# non-system prefix find the library without LD_LIBRARY_PATH; `make uninstall` removes every installed file and
+# memspace's own directories.
 set -u
 build=$1 src=$2
 . "$(dirname "$0")/../common/ms_test.sh"
@@ -35,5 +36,7 @@ fi
 make -s -C "$src" uninstall BUILD="$build" >/dev/null || fail "make uninstall"
 left=$(find "$prefix" -type f | head -3)
 [ -z "$left" ] || fail "left after make uninstall: $left"
+left=$(find "$prefix" -type d -name memspace | head -3)
+[ -z "$left" ] || fail "memspace's own directories left after make uninstall: $left"
 echo "1 passed, 0 failed"
 ms_finish 0

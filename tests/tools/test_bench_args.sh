@@ -10,5 +10,17 @@ check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fai
 "$tool" version | grep -q '^memspace [0-9]'; check "version prints" '[ $? = 0 ]'
 "$tool" version extra >/dev/null 2>&1; check "version with an argument: usage, status 2, as info" '[ $? = 2 ]'
 "$tool" info >/dev/null; check "info runs" '[ $? = 0 ]'
+# an option after --out is not its directory: refused before anything runs or is made (status 2, nothing created)
+tmp=$(mktemp -d /tmp/memspace-bench-args.XXXXXX)
+for w in --quick --full --help -h --; do
+  err=$(cd "$tmp" && "$tool" bench pages --out "$w" --quick 2>&1 >/dev/null); st=$?
+  check "bench pages --out $w: status 2, --out needs a directory ($err)" \
+    '[ $st = 2 ] && [[ "$err" == *"--out needs a directory"* ]] && [ -z "$(ls -A "$tmp")" ]'
+done
+err=$("$tool" bench heap pages 2>&1); st=$?
+check "two parts: one PART at a time ($err)" '[ $st = 2 ] && [[ "$err" == *"one PART at a time"* ]]'
+rm -rf "$tmp"
+err=$("$tool" bench pages --quick --out /proc/no/such/dir 2>&1 >/dev/null); st=$?
+check "results that cannot be written: status 1, the directory named ($err)" '[ $st = 1 ] && [[ "$err" == *"/proc/no/such/dir"* ]]'
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

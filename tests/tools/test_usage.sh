@@ -31,5 +31,20 @@ for o in $table; do
 done
 err=$("$tool" run --no-such-option -- true 2>&1); st=$?
 check "an option not in the table is refused" '[ $st = 2 ] && [[ "$err" == *"unknown option"* ]]'
+# -h and --help of every command: the usage on standard output and status 0, as `memspace --help` gives it
+for cmd in "" info run bench version; do
+  for h in -h --help; do
+    # shellcheck disable=SC2086 # (an empty command: none)
+    out=$("$tool" $cmd $h 2>/dev/null); st=$?
+    check "memspace $cmd $h: usage on stdout, status 0" '[ $st = 0 ] && [[ "$out" == *usage:* ]]'
+  done
+done
+# "--" ends the options and is never an option's value: the value is said to be missing, status 2
+for o in --space-initial --space-expand --spill-threshold --spill-dir --heap --purge-delay --space-at; do
+  err=$("$tool" run "$o" -- true 2>&1 >/dev/null); st=$?
+  ok=0
+  case $err in *"'--'"*|*"cannot spill to --"*) ;; *"$o"*) ok=1 ;; esac
+  check "memspace run $o -- true: status 2, the value missing ($err)" '[ $st = 2 ] && [ $ok = 1 ]'
+done
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
