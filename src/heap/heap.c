@@ -658,6 +658,7 @@ static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   return seg;
 }
 
+static uint16_t mini_pages_all(void);
 static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   msi_lock(&seg_lock);
   int at;
@@ -667,7 +668,7 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~bits);
   if (seg->bare) { /* (in use again: segments_reclaim; a span's descriptor, not the mini area) */
     MSI_SEEN_SET(seg->bare, 0);
-    seg->mini_back = 1;
+    seg->mini_back = mini_pages_all();
   }
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
@@ -693,12 +694,20 @@ static void chunks_purged(size_t bytes) {
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
 /* The bytes of chunk 0 a pass gave back and counted returned that nothing used since: a bare segment's past its
-   first page (segments_reclaim), or the mini area alone (orphan_reclaim, or a bare segment a span took since). A
-   later give-back of that chunk counts only the rest, so "returned" counts each byte once per use. Under seg_lock,
-   or on a segment out of the free masks (the pass's own) */
+   first page (segments_reclaim), or pages of the mini area (mini_back: orphan_minis_reclaim, or a bare segment a
+   span took since). A later give-back of that chunk counts only the rest, so "returned" counts each byte once per
+   use. Under seg_lock, or on a segment out of the free masks (the pass's own) */
 #define MINI_AREA_BYTES (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE)
+_Static_assert(MINI_AREA_BYTES / 4096 <= 16, "mini_back has a bit per page of the mini area");
+/* the mini area's pages (none when its start is not on a page: pages larger than 16 KiB) */
+static unsigned mini_pages(void) {
+  size_t ps = msi_os_page_size();
+  return MSI_HEAP_MINI_BASE % ps ? 0 : (unsigned)(MINI_AREA_BYTES / ps);
+}
+static uint16_t mini_pages_all(void) { return (uint16_t)((1u << mini_pages()) - 1); }
 static size_t header_back(const msi_segment_t *seg) {
-  return seg->bare ? MSI_HEAP_CHUNK - MSI_HEAP_GUARD - msi_os_page_size() : seg->mini_back ? MINI_AREA_BYTES : 0;
+  size_t ps = msi_os_page_size();
+  return seg->bare ? MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps : (size_t)msi_popcount64(seg->mini_back) * ps;
 }
 
 /* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
@@ -1209,7 +1218,7 @@ static bool purge_task_busy(void) {
     msi_lock(&heaps_lock);
     for (msi_heap_t *h = orphans; h && !remote; h = h->next_orphan)
       remote = h->intact || atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL ||
-               (h->idle_seen && !h->reclaimed); /* (orphans_collect reclaims it after the delay) */
+               (h->idle_seen && !h->reclaimed) || h->minis_idle_seen; /* (orphans_collect reclaims after the delay) */
     msi_unlock(&heaps_lock);
     if (remote) return true;
   }
@@ -1754,7 +1763,11 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   }
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
-  seg->mini_back = 0;
+  if (seg->mini_back) { /* the new span's pages are in use again */
+    size_t ps = msi_os_page_size();
+    unsigned p0 = (unsigned)(g * MSI_HEAP_MINI_SIZE / ps), p1 = (unsigned)(((g + k) * MSI_HEAP_MINI_SIZE - 1) / ps);
+    seg->mini_back = (uint16_t)(seg->mini_back & ~(((1u << (p1 + 1)) - 1) & ~((1u << p0) - 1)));
+  }
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
   msi_span_t *s = &seg->mini[g];
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
@@ -1817,7 +1830,7 @@ static msi_heap_t *heap_new(void) {
     atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
     h->carved_bytes = 0; /* (the new thread's own figure: span_populate) */
-    h->idle_seen = h->reclaimed = false;
+    h->idle_seen = h->reclaimed = h->minis_idle_seen = false;
     if (atomic_load_explicit(&h->gone, memory_order_relaxed)) /* (a forked child's: its thread now) */
       atomic_store_explicit(&h->gone, false, memory_order_relaxed);
     msi_unlock(&heaps_lock);
@@ -1954,37 +1967,78 @@ static bool orphan_empty(msi_heap_t *h) {
 #endif
   return true;
 }
-/* An empty orphan idle for the purge delay goes back to a new heap's state: its mini spans leave it (state free, no
-   owner: a free into one is an invalid pointer), and a segment whose mini spans are now all such has its mini
-   area taken back, its pages given back (under seg_lock: no heap takes a mini span there meanwhile). Its segments,
-   once every chunk is free, are then idle segments (segments_reclaim). The heap itself stays on the orphan list,
-   for the next new thread. */
-static void orphan_reclaim(msi_heap_t *h) {
-  int saved = errno;
-  msi_lock(&seg_lock);
 #if MSI_HEAP_MINI
+/* a mini span of h that holds no block (an orphan's: no thread allocates from it again) */
+static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned g) {
+  const msi_span_t *m = &seg->mini[g];
+  return MSI_SEEN(seg->mini_map[g]) == g && m->owner == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
+         !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
+}
+#endif
+/* A flushed orphan's mini spans that hold no block leave it (state free, no owner: a free of one of their blocks
+   is a double free, msi_heap_bad_small); all: every one of them (the orphan holds none). A segment whose mini spans
+   all left has its mini area taken back and given back whole, unless it is idle now (segments_reclaim gives back
+   its pages); else the area's pages that hold no mini span in use go back. Under seg_lock: no heap takes a mini
+   span there meanwhile. */
+static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
+#if MSI_HEAP_MINI
+  size_t ps = msi_os_page_size();
+  unsigned npages = mini_pages(), per_page = (unsigned)(ps / MSI_HEAP_MINI_SIZE);
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
-    bool others = false;
+    uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
     for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
-      if (m->owner == h) {
+      if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
         m->owner = NULL;
         MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
+      } else if (m->state == MSI_SPAN_ACTIVE && per_page) {
+        unsigned k = m->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
+        busy = (uint16_t)(busy | 1u << (g / per_page) | 1u << ((g + k - 1) / per_page));
       } else if (m->state == MSI_SPAN_ACTIVE) {
-        others = true; /* another heap's, in use: the area stays */
+        busy = 1;
       }
     }
-    if (others) continue;
-    MSI_SEEN_SET(seg->mini_used, 0);
-    if (seg->free_mask == SEG_ALL_FREE || seg->mini_back) continue; /* an idle segment now: segments_reclaim
-                                                                         gives back its pages */
-    msi_os_madvise((char *)seg + MSI_HEAP_MINI_BASE, MINI_AREA_BYTES, MADV_DONTNEED);
-    chunks_purged(MINI_AREA_BYTES);
-    seg->mini_back = 1; /* (counted: header_back) */
+    if (!busy) {
+      MSI_SEEN_SET(seg->mini_used, 0);
+      if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
+    }
+    /* the pages to give back, in runs: free of spans in use, not given back since their last use */
+    uint16_t give = (uint16_t)(mini_pages_all() & ~busy & ~seg->mini_back);
+    for (unsigned p = 0; p < npages;) {
+      if (!(give >> p & 1)) { p++; continue; }
+      unsigned q = p;
+      while (q < npages && (give >> q & 1)) q++;
+      if (msi_os_madvise((char *)seg + MSI_HEAP_MINI_BASE + p * ps, (q - p) * ps, MADV_DONTNEED) == 0) {
+        chunks_purged((q - p) * ps);
+        seg->mini_back = (uint16_t)(seg->mini_back | (((1u << q) - 1) & ~((1u << p) - 1))); /* (header_back) */
+      }
+      p = q;
+    }
   }
+#else
+  (void)h, (void)all;
 #endif
+}
+/* the orphan has mini spans of its own that hold no block (orphans_collect: it holds a live block elsewhere) */
+static bool orphan_minis_idle(const msi_heap_t *h) {
+#if MSI_HEAP_MINI
+  for (unsigned i = 0; i < h->mini_nseg; i++)
+    for (unsigned g = 0, n = MSI_SEEN(h->mini_seg[i]->mini_used); g < n; g++)
+      if (mini_span_empty(h, h->mini_seg[i], g)) return true;
+#else
+  (void)h;
+#endif
+  return false;
+}
+/* An empty orphan idle for the purge delay goes back to a new heap's state: its mini spans leave it
+   (orphan_minis_reclaim). Its segments, once every chunk is free, are then idle segments (segments_reclaim). The
+   heap itself stays on the orphan list, for the next new thread. */
+static void orphan_reclaim(msi_heap_t *h) {
+  int saved = errno;
+  msi_lock(&seg_lock);
+  orphan_minis_reclaim(h, true);
   h->mini_nseg = 0;
   h->mini_total = 0;
   memset(h->mini_taken, 0, sizeof h->mini_taken);
@@ -2022,6 +2076,20 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
     if (h->reclaimed) continue;
     if (!orphan_empty(h)) {
       h->idle_seen = false;
+      /* a live block left: its empty mini spans go back after the delay all the same */
+      if (!orphan_minis_idle(h)) {
+        h->minis_idle_seen = false;
+      } else if (!h->minis_idle_seen && !all) {
+        h->minis_idle_seen = true;
+        h->minis_idle_ms = now;
+      } else if (all || now - h->minis_idle_ms >= delay) {
+        int saved = errno;
+        msi_lock(&seg_lock);
+        orphan_minis_reclaim(h, false);
+        msi_unlock(&seg_lock);
+        errno = saved;
+        h->minis_idle_seen = false;
+      }
     } else if (!h->idle_seen && !all) {
       h->idle_seen = true;
       h->idle_ms = now;

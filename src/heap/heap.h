@@ -132,8 +132,8 @@ typedef struct msi_segment_s {
                                         thread, after mini_map) */
   uint8_t bare;                      /* every chunk free, no mini span, and chunk 0's pages past its first given
                                         back (heap.c segments_reclaim; under the segment lock, read by the pass) */
-  uint8_t mini_back;                 /* chunk 0's mini area given back and counted returned, no mini span taken
-                                        there since (heap.c header_back; under the segment lock) */
+  uint16_t mini_back;                /* pages of chunk 0's mini area given back and counted returned, no mini span
+                                        taken there since (heap.c header_back; under the segment lock) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
@@ -194,6 +194,10 @@ typedef struct msi_heap_s {
      the orphan list's ownership, orphans_collect) */
   bool idle_seen, reclaimed;
   uint32_t idle_ms;
+  /* a flushed orphan still holding a live block, with mini spans of its own now empty (never used again: mini spans
+     are never filed): the pass that first found them (heap.c orphans_collect) */
+  bool minis_idle_seen;
+  uint32_t minis_idle_ms;
   _Atomic uint32_t spans_held;       /* normal spans serving its classes (span_init to span_retire; the spares
                                         taken by a forced purge from another thread too: atomic) */
   struct msi_segment_s *mini_seg[4]; /* the segments its mini spans lie in (heap.c mini_take: no mini span elsewhere) */

@@ -221,10 +221,59 @@ static void double_free_after_mini_reclaim(void **state) {
   ms_test_child_aborts(freed_after_reclaim, "free(): double free");
 }
 
+/* ---- an orphan holding one live block: its empty mini spans go back ---------------------------------------- */
+static void *live_block;
+static void *minis_then_one_left(void *arg) {
+  (void)arg;
+  void *b[MSI_HEAP_MINI_CLASSES];
+  for (unsigned c = 0; c < MSI_HEAP_MINI_CLASSES; c++) b[c] = ms_malloc(msi_heap_class_size[c] - MSI_HEAP_CANARY);
+  for (unsigned c = 1; c < MSI_HEAP_MINI_CLASSES; c++) ms_free(b[c]);
+  live_block = b[0]; /* its class's mini span, the first in the area */
+  memset(live_block, 0x5a, msi_heap_class_size[0] - MSI_HEAP_CANARY);
+  return NULL;
+}
+static int empty_minis_of_live_orphan(void) {
+  ms_heap_collect(1);
+  pthread_t t;
+  if (pthread_create(&t, NULL, minis_then_one_left, NULL) || pthread_join(t, NULL)) return 2;
+  msi_span_t *live = msi_heap_span_of(live_block);
+  if (!msi_span_is_mini(live)) return 3;
+  msi_segment_t *seg = (msi_segment_t *)((uintptr_t)live_block & ~(MSI_HEAP_SEG_SIZE - 1));
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE), npages = MSI_HEAP_MINI_BASE % ps ? 0 : (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE) / ps;
+  if (npages < 2) return 0; /* (pages larger than the mini area's alignment: nothing to give back by page) */
+  unsigned used = seg->mini_used;
+  uint64_t before = returned();
+  ms_heap_collect(1); /* the dead thread's heap flushed: it keeps live_block, its other mini spans are empty */
+  uint64_t back = returned() - before;
+  print_message("an orphan with one live block: %llu KiB of its mini area back\n", (unsigned long long)back >> 10);
+  if (live->state != MSI_SPAN_ACTIVE || seg->mini_used != used) return 4; /* the live block's span stays */
+  const unsigned char *c = live_block;
+  if (c[0] != 0x5a || c[msi_heap_class_size[0] - MSI_HEAP_CANARY - 1] != 0x5a) return 5;
+  unsigned freed = 0;
+  for (unsigned g = 0; g < used; g++)
+    if (seg->mini_map[g] == g && &seg->mini[g] != live) freed += seg->mini[g].state == MSI_SPAN_FREE && !seg->mini[g].owner;
+  if (freed + 1 < MSI_HEAP_MINI_CLASSES) return 6; /* every other mini span left the heap */
+  if (back < (npages - 1) * ps) return 7; /* every page but the live span's went back */
+  unsigned char vec[16];
+  if (mincore((char *)seg + MSI_HEAP_MINI_BASE, npages * ps, vec) != 0) return 8;
+  for (size_t i = 1; i < npages; i++)
+    if (vec[i] & 1) return 9; /* (not resident) */
+  ms_free(live_block); /* then the orphan is empty: reclaimed whole */
+  ms_heap_collect(1);
+  if (live->state != MSI_SPAN_FREE) return 10;
+  return 0;
+}
+static void live_orphan_gives_back_empty_minis(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  assert_int_equal(ms_test_in_child(empty_minis_of_live_orphan), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
                                                             thread's heap is new, not an orphan's adopted) */
+      cmocka_unit_test(live_orphan_gives_back_empty_minis),
       cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
