@@ -27,13 +27,13 @@
 enum { THREADS = 96, BLOCKS = 12 };
 static pthread_barrier_t all_started;
 
-/* a thread's blocks: small ones (mini spans) and 4-16 KiB ones (spans of their own), all freed before it exits,
+/* a thread's blocks: small ones (mini spans) and 4 KiB ones (spans of their own), all freed before it exits,
    the threads alive at once (a segment each) */
 static void *worker(void *arg) {
   (void)arg;
   void *p[BLOCKS];
   for (int i = 0; i < BLOCKS; i++) {
-    size_t sz = i % 2 ? (size_t)4096 << (i % 3) : (size_t)32 << (i % 6);
+    size_t sz = i % 2 ? (size_t)4096 : (size_t)32 << (i % 6);
     if (!(p[i] = ms_malloc(sz))) return (void *)1;
     memset(p[i], 1, sz);
   }
@@ -250,8 +250,10 @@ static int empty_minis_of_live_orphan(void) {
   const unsigned char *c = live_block;
   if (c[0] != 0x5a || c[msi_heap_class_size[0] - MSI_HEAP_CANARY - 1] != 0x5a) return 5;
   unsigned freed = 0;
+#if MSI_HEAP_MINI
   for (unsigned g = 0; g < used; g++)
     if (seg->mini_map[g] == g && &seg->mini[g] != live) freed += seg->mini[g].state == MSI_SPAN_FREE && !seg->mini[g].owner;
+#endif
   if (freed + 1 < MSI_HEAP_MINI_CLASSES) return 6; /* every other mini span left the heap */
   if (back < (npages - 1) * ps) return 7; /* every page but the live span's went back */
   unsigned char vec[16];
