@@ -77,7 +77,7 @@ size_t msi_heap_usable(const void *p) {
 MSI_HOT_TEXT size_t msi_heap_realloc_check(const void *p) {
   if (msi_heap_in_small(p)) {
     msi_span_t *s;
-    if (MSI_UNLIKELY(!msi_heap_small_valid(p, &s))) msi_heap_bad_pointer(p, "realloc(): invalid pointer");
+    if (MSI_UNLIKELY(!msi_heap_small_valid(p, &s))) msi_heap_bad_small(p, "realloc");
     if (MSI_UNLIKELY(msi_block_is_free(s, p))) msi_heap_freed_again(s, p, "realloc");
     if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
       msi_heap_bad_pointer(p, "realloc(): canary after the block overwritten (heap buffer overflow)");

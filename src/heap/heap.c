@@ -182,6 +182,28 @@ _Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const ch
   abort();
 }
 
+/* a pointer of the small region in no live span. A block of a mini span an empty orphan gave back (orphan_reclaim:
+   the descriptor stays, state free and no owner, until a mini span takes its granule again) was freed with every
+   other block of its heap, so one of its starts is freed again; anything else is an invalid pointer. Cold: the
+   free and realloc paths reach it only to abort */
+_Noreturn void msi_heap_bad_small(const void *p, const char *call) {
+  bool again = false;
+#if MSI_HEAP_MINI
+  const msi_segment_t *seg = (const msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
+  uintptr_t off = (uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1);
+  if (off >= MSI_HEAP_MINI_BASE && off < MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE) {
+    uint8_t first = MSI_SEEN(seg->mini_map[(off - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT]);
+    const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? &seg->mini[first] : NULL;
+    again = m && MSI_SEEN(m->state) == MSI_SPAN_FREE && !m->owner && m->block_size &&
+            m->base == (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)first * MSI_HEAP_MINI_SIZE &&
+            msi_span_block_start(m, p);
+  }
+#endif
+  msi_error("%s(): %s: %p (memspace heap); aborting", call,
+            !again ? "invalid pointer" : call[0] == 'f' ? "double free" : "pointer already freed", p);
+  abort();
+}
+
 /* the block's link and its copy (heap.h msi_block_set) disagree, and not as a carved block's do. Named for what
    the words say: the copy a link of the span and the link something else (the link word written to; a block in
    use when it leads to one), or neither a link (the header overwritten, or a block in use reached by a link) */
@@ -564,6 +586,20 @@ static void seg_released_set(size_t i, bool on) {
   MSI_SEEN_SET(seg_released[i / 64], on ? w | b : w & ~b);
   seg_released_n += on ? 1 : (size_t)-1;
 }
+/* Segments a reclaim pass took out of the free masks (segments_reclaim) and has not yet given back: to release
+   whole (segments_release) or to make bare. The pass works on them without seg_lock, so a fork meanwhile (another
+   thread's) would leave them to the child neither in the free masks nor released, counted segments forever: the
+   child finishes that work (reclaim_pending_finish, from msi_fork_heap). Under seg_lock; their returned bytes are
+   counted when the pass takes them (the child does not count them again). */
+MSI_COLD_BSS static uint64_t seg_pending_release[MAX_SEGMENTS / 64], seg_pending_bare[MAX_SEGMENTS / 64];
+static size_t seg_pending_n;
+static void seg_pending_set(uint64_t *bits, const msi_segment_t *seg, bool on) {
+  size_t i = seg_index(seg);
+  bits[i / 64] = on ? bits[i / 64] | 1ull << (i % 64) : bits[i / 64] & ~(1ull << (i % 64));
+  seg_pending_n += on ? 1 : (size_t)-1;
+}
+void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);
+
 /* the lowest released segment mapped read-write again, set up as a new one (under seg_lock); NULL: refused */
 static msi_segment_t *segment_revive(void) {
   for (size_t w = 0; w < MAX_SEGMENTS / 64; w++) {
@@ -620,6 +656,7 @@ static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   return seg;
 }
 
+static uint16_t mini_pages_all(void);
 static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   msi_lock(&seg_lock);
   int at;
@@ -627,7 +664,10 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   if (!seg) { msi_unlock(&seg_lock); return NULL; }
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~bits);
-  if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
+  if (seg->bare) { /* (in use again: segments_reclaim; a span's descriptor, not the mini area) */
+    MSI_SEEN_SET(seg->bare, 0);
+    seg->mini_back = mini_pages_all();
+  }
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
@@ -650,6 +690,22 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
 
 static void chunks_purged(size_t bytes) {
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+}
+/* The bytes of chunk 0 a pass gave back and counted returned that nothing used since: a bare segment's past its
+   first page (segments_reclaim), or pages of the mini area (mini_back: orphan_minis_reclaim, or a bare segment a
+   span took since). A later give-back of that chunk counts only the rest, so "returned" counts each byte once per
+   use. Under seg_lock, or on a segment out of the free masks (the pass's own) */
+#define MINI_AREA_BYTES (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE)
+_Static_assert(MINI_AREA_BYTES / 4096 <= 16, "mini_back has a bit per page of the mini area");
+/* the mini area's pages (none when its start is not on a page: pages larger than 16 KiB) */
+static unsigned mini_pages(void) {
+  size_t ps = msi_os_page_size();
+  return MSI_HEAP_MINI_BASE % ps ? 0 : (unsigned)(MINI_AREA_BYTES / ps);
+}
+static uint16_t mini_pages_all(void) { return (uint16_t)((1u << mini_pages()) - 1); }
+static size_t header_back(const msi_segment_t *seg) {
+  size_t ps = msi_os_page_size();
+  return seg->bare ? MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps : (size_t)msi_popcount64(seg->mini_back) * ps;
 }
 
 /* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
@@ -745,6 +801,7 @@ static unsigned seg_keep(void) {
 /* n neighbouring idle segments from seg (segments_reclaim), out of the free masks, go back whole in one call (see
    seg_released) */
 static void segments_release(msi_segment_t *seg, size_t n) {
+  if (msi_heap_reclaim_hook) msi_heap_reclaim_hook(seg, n);
   size_t bytes = n * MSI_HEAP_SEG_SIZE;
   void *p = SEG_REMAP ? msi_os_mmap(seg, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0)
                       : (msi_os_madvise(seg, bytes, MADV_DONTNEED), (void *)seg);
@@ -758,6 +815,7 @@ static void segments_release(msi_segment_t *seg, size_t n) {
   msi_lock(&seg_lock);
   for (size_t i = 0; i < n; i++) {
     msi_segment_t *s = (msi_segment_t *)((uintptr_t)seg + i * MSI_HEAP_SEG_SIZE);
+    seg_pending_set(seg_pending_release, s, false);
     if (p != (void *)seg && fresh) {
       atomic_fetch_sub_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
       msi_os_count_decommit(MSI_HEAP_CHUNK);
@@ -765,7 +823,8 @@ static void segments_release(msi_segment_t *seg, size_t n) {
       seg_avail_update(s);
       continue;
     }
-    if (intact) {
+    if (intact) { /* (its header's bytes were counted returned: not given back) */
+      atomic_fetch_sub_explicit(&msi_heap_counters.returned_bytes, MSI_HEAP_CHUNK - header_back(s), memory_order_relaxed);
       MSI_SEEN_SET(s->free_mask, SEG_ALL_FREE);
       seg_avail_update(s);
       continue;
@@ -773,9 +832,36 @@ static void segments_release(msi_segment_t *seg, size_t n) {
     seg_released_set(seg_index(s), true); /* (segment_revive maps it again) */
     atomic_fetch_sub_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
     msi_os_count_decommit(MSI_HEAP_CHUNK); /* its header's chunk (segment_init); the others were purged */
-    chunks_purged(MSI_HEAP_CHUNK);
   }
   msi_unlock(&seg_lock);
+}
+/* an idle segment a pass took (segments_reclaim) to keep mapped: the descriptors past its first page and the mini
+   spans' area (a guard's page at its end left alone) go back; then, under seg_lock, it is back in the free masks */
+static void segment_bare_advise(msi_segment_t *seg) {
+  uintptr_t ps = msi_os_page_size();
+  msi_os_madvise((char *)seg + ps, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps, MADV_DONTNEED);
+}
+static void segment_bare(msi_segment_t *seg) {
+  seg_pending_set(seg_pending_bare, seg, false);
+  MSI_SEEN_SET(seg->bare, 1);
+  MSI_SEEN_SET(seg->free_mask, SEG_ALL_FREE);
+  seg_avail_update(seg);
+}
+/* a child forked while another thread's pass held segments (seg_pending_release) does that pass's work */
+static void reclaim_pending_finish(void) {
+  for (size_t w = 0; w < MAX_SEGMENTS / 64 && seg_pending_n; w++) {
+    while (seg_pending_bare[w]) {
+      msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + ((w * 64 + (size_t)__builtin_ctzll(seg_pending_bare[w])) << MSI_HEAP_SEG_SHIFT));
+      segment_bare_advise(seg);
+      msi_lock(&seg_lock);
+      segment_bare(seg);
+      msi_unlock(&seg_lock);
+    }
+    while (seg_pending_release[w]) {
+      size_t i = w * 64 + (size_t)__builtin_ctzll(seg_pending_release[w]);
+      segments_release((msi_segment_t *)(msi_heap_g.base + (i << MSI_HEAP_SEG_SHIFT)), 1);
+    }
+  }
 }
 static void segments_reclaim(void) {
   int saved = errno; /* (a single-threaded program purges from malloc and free) */
@@ -803,18 +889,19 @@ static void segments_reclaim(void) {
     MSI_SEEN_SET(seg->free_mask, 0); /* no heap takes it meanwhile */
     seg_avail_update(seg);
     seg->owner = NULL;
+    /* its header's bytes not yet counted returned: all of chunk 0 (released), or past its first page (bare) */
+    chunks_purged((release ? MSI_HEAP_CHUNK : MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps) - header_back(seg));
+    if (!release) seg->mini_back = 0; /* (bare covers it; a release refused finds the segment as it was) */
+    seg_pending_set(release ? seg_pending_release : seg_pending_bare, seg, true);
     msi_unlock(&seg_lock);
     if (release) {
       if (!run_n++) run = seg;
       continue;
     }
-    /* the descriptors past the first page and the mini spans' area (a guard's page at its end left alone) */
-    msi_os_madvise((char *)seg + ps, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps, MADV_DONTNEED);
-    chunks_purged(MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps);
+    if (msi_heap_reclaim_hook) msi_heap_reclaim_hook(seg, 0);
+    segment_bare_advise(seg);
     msi_lock(&seg_lock);
-    MSI_SEEN_SET(seg->bare, 1);
-    MSI_SEEN_SET(seg->free_mask, SEG_ALL_FREE);
-    seg_avail_update(seg);
+    segment_bare(seg);
     msi_unlock(&seg_lock);
     kept++;
   }
@@ -1129,7 +1216,7 @@ static bool purge_task_busy(void) {
     msi_lock(&heaps_lock);
     for (msi_heap_t *h = orphans; h && !remote; h = h->next_orphan)
       remote = h->intact || atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL ||
-               (h->idle_seen && !h->reclaimed); /* (orphans_collect reclaims it after the delay) */
+               (h->idle_seen && !h->reclaimed) || h->minis_idle_seen; /* (orphans_collect reclaims after the delay) */
     msi_unlock(&heaps_lock);
     if (remote) return true;
   }
@@ -1673,6 +1760,11 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   }
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
+  if (seg->mini_back) { /* the new span's pages are in use again */
+    size_t ps = msi_os_page_size();
+    unsigned p0 = (unsigned)(g * MSI_HEAP_MINI_SIZE / ps), p1 = (unsigned)(((g + k) * MSI_HEAP_MINI_SIZE - 1) / ps);
+    seg->mini_back = (uint16_t)(seg->mini_back & ~(((1u << (p1 + 1)) - 1) & ~((1u << p0) - 1)));
+  }
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
   msi_span_t *s = &seg->mini[g];
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
@@ -1735,7 +1827,7 @@ static msi_heap_t *heap_new(void) {
     atomic_store_explicit(&h->orphan, 0, memory_order_relaxed);
     h->intact = false; /* (kept whole: the new thread goes on with its spans and cache) */
     h->carved_bytes = 0; /* (the new thread's own figure: span_populate) */
-    h->idle_seen = h->reclaimed = false;
+    h->idle_seen = h->reclaimed = h->minis_idle_seen = false;
     if (atomic_load_explicit(&h->gone, memory_order_relaxed)) /* (a forked child's: its thread now) */
       atomic_store_explicit(&h->gone, false, memory_order_relaxed);
     msi_unlock(&heaps_lock);
@@ -1872,35 +1964,78 @@ static bool orphan_empty(msi_heap_t *h) {
 #endif
   return true;
 }
-/* An empty orphan idle for the purge delay goes back to a new heap's state: its mini spans leave it (state free, no
-   owner: a free into one is an invalid pointer), and a segment whose mini spans are now all such has its mini
-   area taken back, its pages given back (under seg_lock: no heap takes a mini span there meanwhile). Its segments,
-   once every chunk is free, are then idle segments (segments_reclaim). The heap itself stays on the orphan list,
-   for the next new thread. */
-static void orphan_reclaim(msi_heap_t *h) {
-  int saved = errno;
-  msi_lock(&seg_lock);
 #if MSI_HEAP_MINI
+/* a mini span of h that holds no block (an orphan's: no thread allocates from it again) */
+static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned g) {
+  const msi_span_t *m = &seg->mini[g];
+  return MSI_SEEN(seg->mini_map[g]) == g && m->owner == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
+         !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
+}
+#endif
+/* A flushed orphan's mini spans that hold no block leave it (state free, no owner: a free of one of their blocks
+   is a double free, msi_heap_bad_small); all: every one of them (the orphan holds none). A segment whose mini spans
+   all left has its mini area taken back and given back whole, unless it is idle now (segments_reclaim gives back
+   its pages); else the area's pages that hold no mini span in use go back. Under seg_lock: no heap takes a mini
+   span there meanwhile. */
+static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
+#if MSI_HEAP_MINI
+  size_t ps = msi_os_page_size();
+  unsigned npages = mini_pages(), per_page = (unsigned)(ps / MSI_HEAP_MINI_SIZE);
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
-    bool others = false;
+    uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
     for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
-      if (m->owner == h) {
+      if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
         m->owner = NULL;
         MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
+      } else if (m->state == MSI_SPAN_ACTIVE && per_page) {
+        unsigned k = m->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
+        busy = (uint16_t)(busy | 1u << (g / per_page) | 1u << ((g + k - 1) / per_page));
       } else if (m->state == MSI_SPAN_ACTIVE) {
-        others = true; /* another heap's, in use: the area stays */
+        busy = 1;
       }
     }
-    if (others) continue;
-    MSI_SEEN_SET(seg->mini_used, 0);
-    if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now: segments_reclaim gives back its pages */
-    msi_os_madvise((char *)seg + MSI_HEAP_MINI_BASE, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE, MADV_DONTNEED);
-    chunks_purged(MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE);
+    if (!busy) {
+      MSI_SEEN_SET(seg->mini_used, 0);
+      if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
+    }
+    /* the pages to give back, in runs: free of spans in use, not given back since their last use */
+    uint16_t give = (uint16_t)(mini_pages_all() & ~busy & ~seg->mini_back);
+    for (unsigned p = 0; p < npages;) {
+      if (!(give >> p & 1)) { p++; continue; }
+      unsigned q = p;
+      while (q < npages && (give >> q & 1)) q++;
+      if (msi_os_madvise((char *)seg + MSI_HEAP_MINI_BASE + p * ps, (q - p) * ps, MADV_DONTNEED) == 0) {
+        chunks_purged((q - p) * ps);
+        seg->mini_back = (uint16_t)(seg->mini_back | (((1u << q) - 1) & ~((1u << p) - 1))); /* (header_back) */
+      }
+      p = q;
+    }
   }
+#else
+  (void)h, (void)all;
 #endif
+}
+/* the orphan has mini spans of its own that hold no block (orphans_collect: it holds a live block elsewhere) */
+static bool orphan_minis_idle(const msi_heap_t *h) {
+#if MSI_HEAP_MINI
+  for (unsigned i = 0; i < h->mini_nseg; i++)
+    for (unsigned g = 0, n = MSI_SEEN(h->mini_seg[i]->mini_used); g < n; g++)
+      if (mini_span_empty(h, h->mini_seg[i], g)) return true;
+#else
+  (void)h;
+#endif
+  return false;
+}
+/* An empty orphan idle for the purge delay goes back to a new heap's state: its mini spans leave it
+   (orphan_minis_reclaim). Its segments, once every chunk is free, are then idle segments (segments_reclaim). The
+   heap itself stays on the orphan list, for the next new thread. */
+static void orphan_reclaim(msi_heap_t *h) {
+  int saved = errno;
+  msi_lock(&seg_lock);
+  orphan_minis_reclaim(h, true);
   h->mini_nseg = 0;
   h->mini_total = 0;
   memset(h->mini_taken, 0, sizeof h->mini_taken);
@@ -1938,6 +2073,20 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
     if (h->reclaimed) continue;
     if (!orphan_empty(h)) {
       h->idle_seen = false;
+      /* a live block left: its empty mini spans go back after the delay all the same */
+      if (!orphan_minis_idle(h)) {
+        h->minis_idle_seen = false;
+      } else if (!h->minis_idle_seen && !all) {
+        h->minis_idle_seen = true;
+        h->minis_idle_ms = now;
+      } else if (all || now - h->minis_idle_ms >= delay) {
+        int saved = errno;
+        msi_lock(&seg_lock);
+        orphan_minis_reclaim(h, false);
+        msi_unlock(&seg_lock);
+        errno = saved;
+        h->minis_idle_seen = false;
+      }
     } else if (!h->idle_seen && !all) {
       h->idle_seen = true;
       h->idle_ms = now;
@@ -2036,6 +2185,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     }
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
+    if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
@@ -2185,7 +2335,7 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
     s = msi_heap_mini_of(p); /* map[] led to spans[0]: p lies in chunk 0, maybe in a mini span */
-    if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_pointer(p, "free(): invalid pointer");
+    if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_small(p, "free");
     if (s->owner == h) return mini_free(h, p, s);
     goto remote;
   }

@@ -132,6 +132,8 @@ typedef struct msi_segment_s {
                                         thread, after mini_map) */
   uint8_t bare;                      /* every chunk free, no mini span, and chunk 0's pages past its first given
                                         back (heap.c segments_reclaim; under the segment lock, read by the pass) */
+  uint16_t mini_back;                /* pages of chunk 0's mini area given back and counted returned, no mini span
+                                        taken there since (heap.c header_back; under the segment lock) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
@@ -192,6 +194,10 @@ typedef struct msi_heap_s {
      the orphan list's ownership, orphans_collect) */
   bool idle_seen, reclaimed;
   uint32_t idle_ms;
+  /* a flushed orphan still holding a live block, with mini spans of its own now empty (never used again: mini spans
+     are never filed): the pass that first found them (heap.c orphans_collect) */
+  bool minis_idle_seen;
+  uint32_t minis_idle_ms;
   _Atomic uint32_t spans_held;       /* normal spans serving its classes (span_init to span_retire; the spares
                                         taken by a forced purge from another thread too: atomic) */
   struct msi_segment_s *mini_seg[4]; /* the segments its mini spans lie in (heap.c mini_take: no mini span elsewhere) */
@@ -280,6 +286,9 @@ bool msi_heap_small_valid(const void *p, msi_span_t **span_out); /* block start 
 void msi_heap_thread_collect(bool force);
 void msi_heap_orphans_flush(void); /* dead threads' heaps kept whole (heap.c heap_thread_exit) flushed now */
 void msi_heap_purge(uint64_t now_ms, bool force);
+/* tests only (NULL otherwise): called by a purge pass with n idle segments from seg it took out of the free masks,
+   before it gives them back whole (n 0: the one segment it keeps mapped, bare); heap.c segments_reclaim */
+extern void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);
 void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
 extern _Atomic int64_t msi_heap_idle_spans;
@@ -390,6 +399,7 @@ void msi_heap_guard_refused(void); /* secure build: a guard marker refused on lo
 /* errors */
 _Noreturn void msi_heap_bad_pointer(const void *p, const char *what);
 _Noreturn void msi_heap_freed_again(const msi_span_t *s, const void *p, const char *call); /* cookie says free */
+_Noreturn void msi_heap_bad_small(const void *p, const char *call); /* in no live span: a reclaimed mini span's block names a double free */
 _Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block); /* a pop's check */
 
 /* counters */

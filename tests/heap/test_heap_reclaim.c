@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/* test_heap_reclaim.c: the purge's give-back of a burst's idle segments and of empty orphans' mini spans (heap.c
+   segments_reclaim, segments_release, orphan_reclaim). "returned" counts each byte the heap gives back once per
+   use: the test sees every give-back in the segment area itself (its own madvise and mmap, which the library's
+   calls reach) and compares. A fork while a pass holds segments it took out of the free masks (the pass paused
+   there by the test's hook, another thread forking) leaves them to the child released or kept, never stranded. A
+   double free of a block whose mini span an empty orphan gave back is named a double free. The maintenance thread
+   purges nothing here (MEMSPACE_PURGE_DELAY -1): every pass is the test's. The secure build has no mini spans. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "memspace.h"
+#include "ms_test.h"
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "heap.h"
+
+enum { THREADS = 96, BLOCKS = 12 };
+static pthread_barrier_t all_started;
+
+/* a thread's blocks: small ones (mini spans) and 4 KiB ones (spans of their own), all freed before it exits,
+   the threads alive at once (a segment each) */
+static void *worker(void *arg) {
+  (void)arg;
+  void *p[BLOCKS];
+  for (int i = 0; i < BLOCKS; i++) {
+    size_t sz = i % 2 ? (size_t)4096 : (size_t)32 << (i % 6);
+    if (!(p[i] = ms_malloc(sz))) return (void *)1;
+    memset(p[i], 1, sz);
+  }
+  for (int i = 0; i < BLOCKS; i++) ms_free(p[i]);
+  pthread_barrier_wait(&all_started);
+  return NULL;
+}
+static void burst(void) {
+  pthread_t t[THREADS];
+  assert_int_equal(pthread_barrier_init(&all_started, NULL, THREADS), 0);
+  for (int k = 0; k < THREADS; k++) assert_int_equal(pthread_create(&t[k], NULL, worker, NULL), 0);
+  for (int k = 0; k < THREADS; k++) {
+    void *r = (void *)-1;
+    assert_int_equal(pthread_join(t[k], &r), 0);
+    assert_null(r);
+  }
+  pthread_barrier_destroy(&all_started);
+}
+
+/* ---- the give-backs the test sees: a byte per page of the segment area, set when a page goes back ---------- */
+static _Atomic int seeing;
+static unsigned char *given; /* per page from msi_heap_g.base, below `pages` */
+static size_t pages, page;
+static pthread_mutex_t given_lock = PTHREAD_MUTEX_INITIALIZER;
+/* [a, a + n) given back; header_only: only the parts in a segment's chunk 0 (a segment released whole by one
+   mmap: its other chunks went back (and counted) when they were purged, or were never used) */
+static void note(void *a, size_t n, bool header_only) {
+  if (!atomic_load(&seeing)) return;
+  pthread_mutex_lock(&given_lock);
+  for (uintptr_t x = (uintptr_t)a; x < (uintptr_t)a + n; x += page) {
+    size_t i = (x - msi_heap_g.base) / page;
+    if (x < msi_heap_g.base || i >= pages) continue;
+    if (header_only && (x & (MSI_HEAP_SEG_SIZE - 1)) >= MSI_HEAP_CHUNK) continue;
+    given[i] = 1;
+  }
+  pthread_mutex_unlock(&given_lock);
+}
+/* the library's madvise and mmap (linux.c) reach these: the executable's definitions come first */
+int madvise(void *addr, size_t len, int advice) {
+  int r = (int)syscall(SYS_madvise, addr, len, advice);
+  if (r == 0 && advice == MADV_DONTNEED) note(addr, len, false);
+  return r;
+}
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+  if (p != MAP_FAILED && (flags & MAP_FIXED) && fd == -1) note(p, len, true);
+  return p;
+}
+
+static uint64_t returned(void) {
+  ms_stats_t st;
+  ms_stats_get(&st, sizeof st);
+  return st.heap_returned_bytes;
+}
+
+/* threads exit with their blocks freed; forced purges give back their heaps' mini areas (orphan_reclaim), their
+   spans' chunks, the segments kept bare and those released whole: "returned" grows by the bytes seen given back,
+   each once (a header chunk counted when bare or its mini area went back, and again when released, was counted
+   twice) */
+static void returned_counts_each_byte_once(void **state) {
+  (void)state;
+  ms_free(ms_malloc(100));
+  burst();
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  pages = atomic_load(&msi_heap_g.small_top) / page;
+  given = (unsigned char *)syscall(SYS_mmap, NULL, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(given != MAP_FAILED);
+  uint64_t before = returned();
+  atomic_store(&seeing, 1);
+  ms_heap_collect(1); /* the orphans reclaimed, their spans purged, the idle segments kept bare or released */
+  ms_heap_collect(1);
+  atomic_store(&seeing, 0);
+  uint64_t counted = returned() - before, seen = 0;
+  for (size_t i = 0; i < pages; i++) seen += given[i] ? page : 0;
+  print_message("returned %llu KiB, seen given back %llu KiB\n", (unsigned long long)counted >> 10,
+                (unsigned long long)seen >> 10);
+  assert_true(seen >= (uint64_t)THREADS / 2 * MSI_HEAP_CHUNK); /* (the purges gave back the burst's segments) */
+  assert_int_equal(counted, seen);
+  syscall(SYS_munmap, given, pages);
+}
+
+/* ---- a fork inside a pass's window ---------------------------------------------------------------------- */
+static _Atomic int armed; /* 1: pause at the first segment kept bare, 2: at the first release */
+static sem_t in_window, go;
+static msi_segment_t *win_seg;
+static void hook(msi_segment_t *seg, size_t n) {
+  int want = atomic_load(&armed);
+  if (!want || (want == 1) != (n == 0) || !atomic_compare_exchange_strong(&armed, &want, 0)) return;
+  win_seg = seg;
+  sem_post(&in_window);
+  while (sem_wait(&go) != 0) {}
+}
+static void *pass(void *arg) {
+  (void)arg;
+  ms_heap_collect(1);
+  if (atomic_exchange(&armed, 0)) sem_post(&in_window); /* no window met: win_seg stays NULL */
+  return NULL;
+}
+/* the child's purge after the fork, then its count of segments and whether the paused one is back (kept: bare in
+   the free masks) */
+typedef struct { uint64_t segments; int kept_back; } child_view_t;
+static void fork_in_window(int which) {
+  ms_free(ms_malloc(100));
+  burst();
+  assert_int_equal(sem_init(&in_window, 0, 0), 0);
+  assert_int_equal(sem_init(&go, 0, 0), 0);
+  win_seg = NULL;
+  msi_heap_reclaim_hook = hook;
+  atomic_store(&armed, which);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, pass, NULL), 0);
+  while (sem_wait(&in_window) != 0) {}
+  if (!win_seg) {
+    pthread_join(t, NULL);
+    msi_heap_reclaim_hook = NULL;
+    fail_msg("the pass met no segment to %s", which == 1 ? "keep bare" : "release");
+  }
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork(); /* the pass paused in another thread, its segments out of the free masks */
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    ms_heap_collect(1);
+    child_view_t v = {atomic_load(&msi_heap_counters.segments),
+                      which == 1 && win_seg->bare && win_seg->free_mask == ~(uint64_t)1};
+    _exit(write(fds[1], &v, sizeof v) == (ssize_t)sizeof v ? 0 : 1);
+  }
+  close(fds[1]);
+  sem_post(&go);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  msi_heap_reclaim_hook = NULL;
+  ms_heap_collect(1);
+  uint64_t segments = atomic_load(&msi_heap_counters.segments);
+  bool kept_back = win_seg->bare && win_seg->free_mask == ~(uint64_t)1;
+  child_view_t v = {0, 0};
+  assert_int_equal(read(fds[0], &v, sizeof v), (ssize_t)sizeof v);
+  close(fds[0]);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  print_message("segments: parent %llu, child %llu\n", (unsigned long long)segments, (unsigned long long)v.segments);
+  assert_int_equal(v.segments, segments); /* none stranded in the child: released (or kept) as in the parent */
+  if (which == 1) {
+    assert_true(kept_back);
+    assert_true(v.kept_back);
+  }
+  sem_destroy(&in_window);
+  sem_destroy(&go);
+}
+static void fork_while_keeping_bare(void **state) {
+  (void)state;
+  fork_in_window(1);
+}
+static void fork_while_releasing(void **state) {
+  (void)state;
+  fork_in_window(2);
+}
+
+/* ---- a double free into a reclaimed mini span ------------------------------------------------------------- */
+static void *mini_block;
+static void *one_mini_block(void *arg) {
+  (void)arg;
+  mini_block = ms_malloc(48);   /* the thread's first block of its class: a mini span */
+  void *big = ms_malloc(8192);  /* and a span of its own, cached at the exit: the segment stays in use */
+  ms_free(big);
+  return NULL;
+}
+static int freed_after_reclaim(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, one_mini_block, NULL) || pthread_join(t, NULL)) return 2;
+  if (!msi_span_is_mini(msi_heap_span_of(mini_block))) return 3;
+  ms_free(mini_block);           /* into the dead thread's heap: now empty */
+  msi_heap_orphans_flush();      /* flushed and reclaimed: its mini spans leave it */
+  msi_segment_t *seg = (msi_segment_t *)((uintptr_t)mini_block & ~(MSI_HEAP_SEG_SIZE - 1));
+  if (seg->mini_used || msi_heap_mini_of(mini_block) != &seg->spans[0]) return 4; /* (reclaimed) */
+  fprintf(stderr, "pointer %p\n", mini_block);
+  ms_free(mini_block);
+  return 1;
+}
+static void double_free_after_mini_reclaim(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  ms_test_child_aborts(freed_after_reclaim, "free(): double free");
+}
+
+/* ---- an orphan holding one live block: its empty mini spans go back ---------------------------------------- */
+static void *live_block;
+static void *minis_then_one_left(void *arg) {
+  (void)arg;
+  void *b[MSI_HEAP_MINI_CLASSES];
+  for (unsigned c = 0; c < MSI_HEAP_MINI_CLASSES; c++) b[c] = ms_malloc(msi_heap_class_size[c] - MSI_HEAP_CANARY);
+  for (unsigned c = 1; c < MSI_HEAP_MINI_CLASSES; c++) ms_free(b[c]);
+  live_block = b[0]; /* its class's mini span, the first in the area */
+  memset(live_block, 0x5a, msi_heap_class_size[0] - MSI_HEAP_CANARY);
+  return NULL;
+}
+static int empty_minis_of_live_orphan(void) {
+  ms_heap_collect(1);
+  pthread_t t;
+  if (pthread_create(&t, NULL, minis_then_one_left, NULL) || pthread_join(t, NULL)) return 2;
+  msi_span_t *live = msi_heap_span_of(live_block);
+  if (!msi_span_is_mini(live)) return 3;
+  msi_segment_t *seg = (msi_segment_t *)((uintptr_t)live_block & ~(MSI_HEAP_SEG_SIZE - 1));
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE), npages = MSI_HEAP_MINI_BASE % ps ? 0 : (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE) / ps;
+  if (npages < 2) return 0; /* (pages larger than the mini area's alignment: nothing to give back by page) */
+  unsigned used = seg->mini_used;
+  uint64_t before = returned();
+  ms_heap_collect(1); /* the dead thread's heap flushed: it keeps live_block, its other mini spans are empty */
+  uint64_t back = returned() - before;
+  print_message("an orphan with one live block: %llu KiB of its mini area back\n", (unsigned long long)back >> 10);
+  if (live->state != MSI_SPAN_ACTIVE || seg->mini_used != used) return 4; /* the live block's span stays */
+  const unsigned char *c = live_block;
+  if (c[0] != 0x5a || c[msi_heap_class_size[0] - MSI_HEAP_CANARY - 1] != 0x5a) return 5;
+  unsigned freed = 0;
+#if MSI_HEAP_MINI
+  for (unsigned g = 0; g < used; g++)
+    if (seg->mini_map[g] == g && &seg->mini[g] != live) freed += seg->mini[g].state == MSI_SPAN_FREE && !seg->mini[g].owner;
+#endif
+  if (freed + 1 < MSI_HEAP_MINI_CLASSES) return 6; /* every other mini span left the heap */
+  if (back < (npages - 1) * ps) return 7; /* every page but the live span's went back */
+  unsigned char vec[16];
+  if (mincore((char *)seg + MSI_HEAP_MINI_BASE, npages * ps, vec) != 0) return 8;
+  for (size_t i = 1; i < npages; i++)
+    if (vec[i] & 1) return 9; /* (not resident) */
+  ms_free(live_block); /* then the orphan is empty: reclaimed whole */
+  ms_heap_collect(1);
+  if (live->state != MSI_SPAN_FREE) return 10;
+  return 0;
+}
+static void live_orphan_gives_back_empty_minis(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  assert_int_equal(ms_test_in_child(empty_minis_of_live_orphan), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
+                                                            thread's heap is new, not an orphan's adopted) */
+      cmocka_unit_test(live_orphan_gives_back_empty_minis),
+      cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
+      cmocka_unit_test(fork_while_keeping_bare),
+      cmocka_unit_test(fork_while_releasing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
