@@ -14,7 +14,8 @@ void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t of
 int msi_os_munmap(void *addr, size_t size);
 void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr);
 /* mremap in place (no flags) as a question to the kernel, expected to fail: counted in the calls and the probes,
-   never in the failures; no fault injection (an injected failure would change the answer, not test a path) */
+   never in the failures, errno kept; no fault injection (an injected failure would change the answer, not test a
+   path) */
 void *msi_os_mremap_probe(void *old, size_t old_size, size_t new_size);
 int msi_os_mprotect(void *addr, size_t size, int prot);
 int msi_os_madvise(void *addr, size_t size, int advice);

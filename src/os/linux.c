@@ -193,7 +193,9 @@ void *msi_os_mremap_probe(void *old, size_t old_size, size_t new_size) {
   COUNT_CALL();
   atomic_fetch_add_explicit(&msi_os_counters.probes, 1, memory_order_relaxed);
   void *p;
+  int saved = errno; /* a probe: its refusal is an answer, not an error the caller's errno should show */
   do p = mremap(old, old_size, new_size, 0); while (p == MAP_FAILED && errno == EINTR);
+  errno = saved;
   return p;
 }
 

@@ -368,12 +368,16 @@ MS_API struct mallinfo mallinfo(void) {
   struct mallinfo mi;
   memset(&mi, 0, sizeof mi);
   mi.arena = clamp_int(m2.arena);
+  mi.hblks = clamp_int(m2.hblks);
   mi.hblkhd = clamp_int(m2.hblkhd);
   mi.uordblks = clamp_int(m2.uordblks);
   mi.fordblks = clamp_int(m2.fordblks);
   return mi;
 }
 static struct mallinfo own_mallinfo(void) __attribute__((alias("mallinfo")));
+/* glibc's internal names of the two control calls a tracer forwards to, as __libc_malloc's */
+MS_API struct mallinfo __libc_mallinfo(void) { return own_mallinfo(); }
+MS_API int __libc_mallopt(int param, int value) { return mallopt(param, value); }
 
 MS_API void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
 

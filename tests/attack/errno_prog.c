@@ -104,6 +104,26 @@ int main(void) {
   free(g);
   CHECK(errno == EDOM);
 
+  /* every allocation form of large blocks keeps the caller's errno when it succeeds, also where it reuses cached
+     pages of other sizes (in-place mremap probes refused on the way) */
+  static const size_t big[] = {233835740, 1 << 20, 40000000, 3 << 20, 106000000, 17 << 20, 5000000, 64 << 20};
+  for (int r = 0; r < 3; r++)
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+      size_t n = big[i] + (size_t)r * 4096;
+      void *v[4];
+      errno = EDOM;
+      v[0] = malloc(n);
+      CHECK(!v[0] || errno == EDOM);
+      v[1] = calloc(1, n);
+      CHECK(!v[1] || errno == EDOM);
+      v[2] = memalign(4096, n);
+      CHECK(!v[2] || errno == EDOM);
+      v[3] = aligned_alloc(64, n);
+      CHECK(!v[3] || errno == EDOM);
+      for (int k = 0; k < 4; k++) free(v[k]);
+      errno = EDOM;
+    }
+
   /* memalign rounds an alignment that is not a power of two up, as glibc does */
   errno = EDOM;
   p = memalign(24, 100);

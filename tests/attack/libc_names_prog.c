@@ -1,6 +1,6 @@
 /* libc_names_prog: glibc's internal names of the malloc family (__libc_malloc, __libc_free, ...), which a program or
    library calls directly (a heap tracer's or a debugging library's malloc forwards to them), and its deprecated
-   mallinfo, used together with malloc's blocks as glibc allows: a block of malloc freed or reallocated with
+   mallinfo (and __libc_mallinfo, __libc_mallopt), used together with malloc's blocks as glibc allows: a block of malloc freed or reallocated with
    __libc_free/__libc_realloc and the reverse, each aligned form, mallinfo counting the live bytes. Under glibc they
    are one allocator. Prints "ok", or "FAIL: ..." and exits 1. */
 #include <malloc.h>
@@ -16,6 +16,8 @@ extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
+extern struct mallinfo __libc_mallinfo(void);
+extern int __libc_mallopt(int, int);
 
 static int bad;
 static void fail(const char *what) {
@@ -67,6 +69,9 @@ int main(void) {
   memset(live, 1, 1 << 20);
   struct mallinfo mi = mallinfo();
   if ((size_t)mi.uordblks + (size_t)mi.hblkhd < (1 << 20)) fail("mallinfo does not count a live 1 MiB block");
+  mi = __libc_mallinfo();
+  if ((size_t)mi.uordblks + (size_t)mi.hblkhd < (1 << 20)) fail("__libc_mallinfo does not count a live 1 MiB block");
+  if (__libc_mallopt(M_TRIM_THRESHOLD, 1 << 20) != 1) fail("__libc_mallopt(M_TRIM_THRESHOLD) refused");
   free(live);
   printf("%s\n", bad ? "failed" : "ok");
   return bad;

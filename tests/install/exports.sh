@@ -9,7 +9,7 @@
 lib=$1 override=${2:-1}
 allowed=" malloc calloc realloc free aligned_alloc posix_memalign memalign valloc pvalloc reallocarray
  malloc_usable_size malloc_trim mallinfo2 mallopt malloc_stats malloc_info mallinfo cfree __libc_malloc __libc_calloc
- __libc_realloc __libc_free __libc_memalign __libc_valloc __libc_pvalloc "
+ __libc_realloc __libc_free __libc_memalign __libc_valloc __libc_pvalloc __libc_mallinfo __libc_mallopt "
 bad=0
 n=0
 for sym in $(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//'); do
