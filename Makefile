@@ -39,7 +39,7 @@ uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 1; }
 	@xargs -d '\n' rm -f < $(BUILD)/install_manifest.txt && echo "removed $$(wc -l < $(BUILD)/install_manifest.txt) files"
 	@while IFS= read -r f; do d=$${f%/*}; \
-	  while case $$d in */memspace|*/memspace/*) true ;; *) false ;; esac && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; \
+	  while case $$d in */share/memspace|*/share/memspace/*|*/libexec/memspace|*/libexec/memspace/*|*/cmake/memspace|*/cmake/memspace/*) true ;; *) false ;; esac && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; \
 	done < $(BUILD)/install_manifest.txt
 
 # What does not fit in make test's 15 minutes: every sanitizer build in full, long fuzzing, realworld suites.

@@ -253,16 +253,19 @@ static int preload_scan(const char *list, const char *self, const char *origin, 
   return PRELOAD_NONE;
 }
 
+static bool names_run_option(const char *a);
+
 /* the value of option `name` in argv[*i]: "--name VALUE" (moves *i past it) or "--name=VALUE"; false when the
-   argument is another option. *value is NULL when none was given: nothing follows, or "--" does, which ends the
-   options and is never taken as a value ("--spill-dir -- prog" lacks a directory; it does not name one "--"). */
+   argument is another option. *value is NULL when none was given: nothing follows, or "--" or another of run's
+   options does, which is never taken as a value ("--spill-dir -- prog" and "--spill-dir --stats" lack a
+   directory; they do not name one "--" or "--stats"). */
 static bool option_is(char **argv, int argc, int *i, const char *name, const char **value) {
   size_t n = strlen(name);
   const char *a = argv[*i];
   if (strncmp(a, name, n) != 0) return false;
   if (a[n] == '=') { *value = a + n + 1; return true; }
   if (a[n] != 0) return false;
-  *value = *i + 1 < argc && strcmp(argv[*i + 1], "--") != 0 ? argv[*i + 1] : NULL;
+  *value = *i + 1 < argc && strcmp(argv[*i + 1], "--") != 0 && !names_run_option(argv[*i + 1]) ? argv[*i + 1] : NULL;
   if (*value) (*i)++;
   return true;
 }
@@ -296,6 +299,16 @@ static const struct {
     [RO_VERBOSE] = {"--verbose", NULL, "say that memspace is active, and its decisions (MEMSPACE_VERBOSE=1)"},
     [RO_HELP] = {"--help", NULL, "this text (also -h)"},
 };
+
+/* a names one of run's options, alone or with "=VALUE" ("-h" too) */
+static bool names_run_option(const char *a) {
+  if (strcmp(a, "-h") == 0) return true;
+  for (int k = 0; k < RO_COUNT; k++) {
+    size_t n = strlen(run_opts[k].name);
+    if (strncmp(a, run_opts[k].name, n) == 0 && (a[n] == 0 || a[n] == '=')) return true;
+  }
+  return false;
+}
 
 /* the row argv[*i] names (its value in *value, *i moved past a separate one), or RO_COUNT */
 static run_opt_t run_option(char **argv, int argc, int *i, const char **value) {

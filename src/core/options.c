@@ -290,7 +290,8 @@ static bool script_variable(const char *name, size_t len) {
   return false;
 }
 
-/* A MEMSPACE_* variable that names no option (a misspelling such as MEMSPACE_SHOWSTATS) is reported with the
+/* A MEMSPACE_* variable that names no option (a misspelling such as MEMSPACE_SHOWSTATS or MEMSPACE_show_stats:
+   names are case-sensitive) is reported with the
    closest option's name, then removed from the environment so child processes do not repeat the warning. */
 int msi_option_suggest(const char *name, size_t len) {
   if (len < 9 || strncmp(name, "MEMSPACE_", 9) != 0 || script_variable(name, len)) return -2;
@@ -301,7 +302,10 @@ int msi_option_suggest(const char *name, size_t len) {
     unsigned dist = name_distance(name, len, n, strlen(n));
     if (dist < best_d) best_d = dist, best = i;
   }
-  if (best_d == 0) return -2;
+  if (best_d == 0) { /* (the distance ignores case: MEMSPACE_show_stats is no option, and is told so) */
+    const char *n = opt_env(&opt_table[best]);
+    return strlen(n) == len && strncmp(name, n, len) == 0 ? -2 : best;
+  }
   return best_d <= 3 ? best : -1;
 }
 

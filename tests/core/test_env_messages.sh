@@ -16,6 +16,8 @@ check "invalid value: not passed on" '! echo "$msg" | grep -q "^MEMSPACE_CACHE="
 msg=$(MEMSPACE_SHOWSTATS=1 LD_PRELOAD=$lib sh -c "$tree" 2>&1)
 check "misspelling: did you mean" '[[ "$msg" == *"unknown variable MEMSPACE_SHOWSTATS"*"did you mean MEMSPACE_SHOW_STATS"* ]]'
 check "misspelling: reported once in the tree" '[ "$(echo "$msg" | grep -c "unknown variable")" = 1 ]'
+msg=$(MEMSPACE_show_stats=1 LD_PRELOAD=$lib /bin/true 2>&1)
+check "a name in the wrong case: did you mean" '[[ "$msg" == *"unknown variable MEMSPACE_show_stats"*"did you mean MEMSPACE_SHOW_STATS"* ]]'
 msg=$(MEMSPACE_CHECK_ALL=1 MEMSPACE_SHOW_STATS=0 LD_PRELOAD=$lib /bin/true 2>&1)
 check "the scripts' own variables and valid options: nothing said" '[ -z "$msg" ]'
 msg=$(MEMSPACE_VERBOSE=1 MEMSPACE_CACHE=size LD_PRELOAD=$lib /bin/true 2>&1)

@@ -9,7 +9,7 @@ build=$1 src=$2
 tmp=$(mktemp -d /tmp/memspace-installed.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-prefix=$tmp/prefix
+prefix=$tmp/opt/memspace # (a prefix with a component named memspace: its shared directories stay all the same)
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
 # what the heap bench's real programs take from its helper directory: a missing one shows as "not installed"
 for f in heap_churn.py heap_numpy_churn.py heap_http_load.py heap_r_growth.R libheap_floor.so; do
@@ -36,7 +36,8 @@ fi
 make -s -C "$src" uninstall BUILD="$build" >/dev/null || fail "make uninstall"
 left=$(find "$prefix" -type f | head -3)
 [ -z "$left" ] || fail "left after make uninstall: $left"
-left=$(find "$prefix" -type d -name memspace | head -3)
+[ -d "$prefix/include" ] && [ -d "$prefix/bin" ] || fail "make uninstall removed a shared directory (include, bin)"
+left=$(find "$prefix" -mindepth 1 -type d -name memspace | head -3)
 [ -z "$left" ] || fail "memspace's own directories left after make uninstall: $left"
 echo "1 passed, 0 failed"
 ms_finish 0

@@ -46,5 +46,13 @@ for o in --space-initial --space-expand --spill-threshold --spill-dir --heap --p
   case $err in *"'--'"*|*"cannot spill to --"*) ;; *"$o"*) ok=1 ;; esac
   check "memspace run $o -- true: status 2, the value missing ($err)" '[ $st = 2 ] && [ $ok = 1 ]'
 done
+# nor is another of run's options: "--spill-dir --stats" lacks a directory even where one named --stats exists
+wd=$(mktemp -d); mkdir -p -- "$wd/--stats"
+for v in --stats --verbose --heap=size -h; do
+  err=$(cd "$wd" && "$tool" run --spill-dir "$v" -- true 2>&1 >/dev/null); st=$?
+  check "memspace run --spill-dir $v -- true: status 2, the directory missing ($err)" \
+    '[ $st = 2 ] && [[ "$err" == *"--spill-dir needs a directory"* ]]'
+done
+rm -rf "$wd"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
