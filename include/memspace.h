@@ -552,7 +552,8 @@ MS_API int ms_spill_is(const void *ptr);
 /// - Every buffer is marked MADV_DONTFORK: a forked child does not inherit it, so a fork never makes the
 ///   parent's next write land on a copied page while a device writes the old one. (The child must not touch it.)
 #define MS_DMA_CONTIGUOUS 0x1u   ///< one physical run or fail: succeeds when one page (a huge page) holds the buffer
-#define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size
+#define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size; with page_size
+                                 ///< 0: a huge page of some size (1 GiB, else 2 MiB), never base pages
 
 /// An opaque pinned buffer (ms_dma_alloc, ms_dma_register); thread-safe to read, freed once by ms_dma_free.
 /// A freed handle used again (a second ms_dma_free, any accessor) is detected while its descriptor waits for
@@ -624,11 +625,13 @@ MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// Thread-safe (an internal lock serialises building). O(pages) the first time (plus the page layer's record of
 /// the list's memory: O(live reservations)), O(1) after.
 /// NULL + errno: EPERM without CAP_SYS_ADMIN (PFN 0 seen, one message says so), EFAULT (a page not present),
-/// EINVAL (NULL buffer), ENOMEM.
+/// EINVAL (NULL buffer), ENOMEM, EMFILE (no file descriptor left to open /proc/self/pagemap: nothing about
+/// privilege; any other refused open gives its own errno). A failed call leaves the list unbuilt: the next one tries
+/// again.
 MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
 /// Physical address of the byte at `offset` (< ms_dma_size). O(log segments) once the list is built.
 /// Returns 0, or an errno value, also stored in errno: EINVAL (NULL, offset out of range), EPERM (no
-/// CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
+/// CAP_SYS_ADMIN), EFAULT, ENOMEM, EMFILE (as ms_dma_segments). Thread-safe.
 MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
 /// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
 /// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
@@ -654,8 +657,8 @@ MS_API void ms_dma_fence(void);
 MS_API int ms_dma_movable(const ms_dma_buffer_t *buffer);
 /// Re-translate and compare: reads pagemap again and compares with the list. Returns 0 when every byte is
 /// where the list says, ESTALE when some moved (the list is then updated in place and `moved_bytes` receives
-/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments; a non-zero
-/// value is also stored in errno.
+/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM / EMFILE as ms_dma_segments; a
+/// non-zero value is also stored in errno.
 /// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages) (plus the page layer's record
 /// of a scratch list: O(live reservations)).
 MS_API int ms_dma_verify(ms_dma_buffer_t *buffer, size_t *moved_bytes);

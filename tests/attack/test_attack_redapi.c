@@ -1,0 +1,235 @@
+/* A red-team pass over the public API of the spaces, DMA and pages parts, against include/memspace.h's /// promises
+   and docs/spaces.md's worst-case memory:
+   - with CAP_SYS_ADMIN, ms_dma_segments / ms_dma_phys / ms_dma_verify failed with EPERM ("without
+     CAP_SYS_ADMIN") when /proc/self/pagemap could not be opened for want of a file descriptor (RLIMIT_NOFILE
+     reached), and the statistics said "not readable (no CAP_SYS_ADMIN)": a driver reading EPERM gives up on
+     physical addresses for good. The open's errno (EMFILE, ENFILE) is returned now, and the list is built at the
+     next call once a descriptor is free;
+   - the ENOMEM of those three calls (the list's memory refused) was mapped in promises.tsv to a test that never
+     makes it happen: checked here with the page layer's fault injection, and the next call builds the list;
+   - MS_DMA_NO_FALLBACK with page_size 0 means "a huge page of some size, never base pages" (docs/dma.md); the
+     header said only "instead of falling back to a smaller page size";
+   - docs/spaces.md's bounds (Bound 1 and 2: no request can fail when H >= ...) counted every byte of the space's
+     size H, but a block never crosses a region boundary: a fixed 64 KiB space grown by two ms_space_expand of
+     32 KiB (H = 128 KiB = M + n with M = n = 64 KiB, no small block) refuses a 64 KiB block. The bounds hold for
+     the space's regions whose sizes are multiples of n; the document says so now. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "memspace.h"
+#include "ms_test.h"
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+
+/* a buffer on base pages (mlocked), or a skip with the kernel's reason */
+static ms_dma_buffer_t *base_buffer(size_t size) {
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.numa_node = -1;
+  c.page_size = (size_t)sysconf(_SC_PAGESIZE);
+  ms_dma_buffer_t *b = ms_dma_alloc(size, &c);
+  if (!b) ms_skip_refused(errno, "ms_dma_alloc of %zu bytes on base pages (mlock)", size);
+  return b;
+}
+
+/* physical addresses readable (CAP_SYS_ADMIN), or a skip */
+static void need_phys(void) {
+  ms_dma_buffer_t *b = base_buffer(4 * KiB);
+  size_t n;
+  int e = ms_dma_segments(b, &n) ? 0 : errno;
+  ms_dma_free(b);
+  if (e == EPERM) ms_skip_refused(e, "physical addresses (/proc/self/pagemap gives PFN 0 without CAP_SYS_ADMIN)");
+  assert_int_equal(e, 0);
+}
+
+static size_t list_sum(const ms_dma_segment_t *s, size_t n) {
+  size_t sum = 0;
+  for (size_t i = 0; i < n; i++) sum += s[i].length;
+  return sum;
+}
+
+/* ENOMEM from the list's memory: each call fails with count 0 and builds the list at the next call */
+static void dma_list_enomem(void **state) {
+  (void)state;
+  need_phys();
+  for (int call = 0; call < 3; call++) {
+    size_t size = call == 2 ? 4 * MiB + 100 : 3 * 4 * KiB + 5; /* 4 MiB: the scratch list of a bulk read too */
+    ms_dma_buffer_t *b = base_buffer(size);
+    size_t n = 99, moved = 99;
+    uint64_t phys = 0;
+    ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+    errno = 0;
+    if (call == 0) {
+      assert_null(ms_dma_segments(b, &n));
+      assert_int_equal(errno, ENOMEM);
+      assert_int_equal(n, 0);
+    } else if (call == 1) {
+      assert_int_equal(ms_dma_phys(b, 0, &phys), ENOMEM);
+      assert_int_equal(errno, ENOMEM);
+    } else {
+      assert_int_equal(ms_dma_verify(b, &moved), ENOMEM); /* the first verify builds the list */
+      assert_int_equal(errno, ENOMEM);
+      assert_int_equal(moved, 0);
+    }
+    ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+    ms_dma_info_t info;
+    assert_int_equal(ms_dma_info(b, &info), 0);
+    assert_int_equal(info.segments, 0); /* not built */
+    const ms_dma_segment_t *s = ms_dma_segments(b, &n);
+    assert_non_null(s);
+    assert_true(n >= 1);
+    assert_int_equal(list_sum(s, n), size);
+    if (call == 2) { /* a built list: verify's scratch list refused */
+      ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
+      errno = 0;
+      assert_int_equal(ms_dma_verify(b, &moved), ENOMEM);
+      assert_int_equal(errno, ENOMEM);
+      ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+      int r = ms_dma_verify(b, &moved);
+      assert_true(r == 0 || r == ESTALE);
+      s = ms_dma_segments(b, &n);
+      assert_int_equal(list_sum(s, n), size);
+    }
+    ms_dma_free(b);
+  }
+}
+
+/* the child of dma_list_no_descriptor: 0, or the number of the check that failed */
+static int no_descriptor_child(void) {
+  ms_dma_buffer_t *b = base_buffer(8 * KiB);
+  ms_dma_config_t hc;
+  memset(&hc, 0, sizeof hc);
+  hc.numa_node = -1;
+  hc.page_size = 2 * MiB;
+  hc.flags = MS_DMA_CONTIGUOUS;
+  int fds[64], nfd = 0;
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = 48;
+  if (setrlimit(RLIMIT_NOFILE, &rl)) return 90;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+    if (nfd < 64) fds[nfd++] = fd;
+  if (errno != EMFILE) return 91;
+  size_t n = 7;
+  uint64_t phys;
+  errno = 0;
+  if (ms_dma_segments(b, &n) || n != 0) return 1;
+  if (errno != EMFILE) return 2; /* not EPERM: nothing about privilege */
+  if (ms_dma_phys(b, 0, &phys) != EMFILE || errno != EMFILE) return 3;
+  if (ms_dma_verify(b, NULL) != EMFILE || errno != EMFILE) return 4;
+  /* one 2 MiB page is contiguous by construction: allocated even when its layout cannot be read */
+  ms_dma_buffer_t *h = ms_dma_alloc(4 * KiB, &hc);
+  if (!h && errno != ENOMEM) return 5; /* ENOMEM: no free 2 MiB page, nothing to check */
+  ms_dma_free(h);
+  for (int i = 0; i < nfd; i++) close(fds[i]);
+  const ms_dma_segment_t *s = ms_dma_segments(b, &n);
+  if (!s || list_sum(s, n) != 8 * KiB) return 6;
+  if (ms_dma_phys(b, 4 * KiB, &phys) || phys == 0) return 7;
+  ms_dma_free(b);
+  return 0;
+}
+
+/* no file descriptor left to open /proc/self/pagemap: EMFILE, never EPERM, and the list once one is free */
+static void dma_list_no_descriptor(void **state) {
+  (void)state;
+  need_phys();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(no_descriptor_child());
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st)) print_message("child failed at check %d\n", WEXITSTATUS(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* page_size 0 with MS_DMA_NO_FALLBACK: a huge page of some size or ENOMEM, never base pages */
+static void dma_best_no_fallback_never_base(void **state) {
+  (void)state;
+  long long total = ms_test_read_ll("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages");
+  if (total < 0) ms_skip_refused(ENOENT, "the kernel has no 2 MiB huge pages");
+  size_t too_big = (size_t)(total + 1) * 2 * MiB; /* more than the whole 2 MiB pool */
+  if (too_big > 512 * MiB) {
+    print_message("(2 MiB pool of %lld pages: a buffer beyond it would try 1 GiB pages first; not tried)\n", total);
+    return;
+  }
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.numa_node = -1;
+  c.flags = MS_DMA_NO_FALLBACK;
+  errno = 0;
+  ms_dma_buffer_t *b = ms_dma_alloc(too_big, &c);
+  if (b) { /* the pool grew meanwhile (another program): then on huge pages */
+    assert_true(ms_dma_page_size(b) >= 2 * MiB);
+    ms_dma_free(b);
+  } else {
+    assert_int_equal(errno, ENOMEM);
+  }
+  /* small enough for base pages, which the flag never gives: 2 MiB pages or ENOMEM */
+  b = ms_dma_alloc(4 * KiB, &c);
+  if (b) assert_int_equal(ms_dma_page_size(b), 2 * MiB);
+  else assert_int_equal(errno, ENOMEM);
+  ms_dma_free(b);
+}
+
+static size_t largest_free(ms_space_t *s) {
+  ms_space_info_t i;
+  assert_int_equal(ms_space_info(s, &i), 0);
+  return i.largest_free_block;
+}
+
+/* Bound 2 of docs/spaces.md, H >= M + n (N_s + 1), with M = n = 64 KiB and no small block: it holds when the
+   space's regions are multiples of n, and a block never spans two regions, so regions smaller than n do not count */
+static void space_bound_needs_whole_regions(void **state) {
+  (void)state;
+  const size_t n = 64 * KiB;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = n;
+  c.numa_node = -1;
+  for (int split = 0; split < 2; split++) {
+    ms_space_t *s = ms_space_create(&c);
+    assert_non_null(s);
+    void *a = ms_space_malloc(s, n); /* M = n */
+    assert_non_null(a);
+    if (split) { /* H = 2n in two regions of n/2 */
+      assert_int_equal(ms_space_expand(s, n / 2), 0);
+      assert_int_equal(ms_space_expand(s, n / 2), 0);
+    } else { /* H = 2n in regions of n */
+      assert_int_equal(ms_space_expand(s, n), 0);
+    }
+    ms_space_info_t i;
+    assert_int_equal(ms_space_info(s, &i), 0);
+    assert_int_equal(i.size, 2 * n);
+    void *b = ms_space_malloc(s, n);
+    if (split) {
+      assert_null(b); /* the free n bytes are two regions: no block of n */
+      assert_int_equal(errno, ENOMEM);
+      assert_int_equal(largest_free(s), n / 2);
+    } else {
+      assert_non_null(b);
+    }
+    assert_int_equal(ms_space_check(s), 0);
+    ms_space_destroy(s);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(dma_list_enomem),
+    cmocka_unit_test(dma_list_no_descriptor),
+    cmocka_unit_test(dma_best_no_fallback_never_base),
+    cmocka_unit_test(space_bound_needs_whole_regions),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
