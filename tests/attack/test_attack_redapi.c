@@ -12,7 +12,10 @@
    - docs/spaces.md's bounds (Bound 1 and 2: no request can fail when H >= ...) counted every byte of the space's
      size H, but a block never crosses a region boundary: a fixed 64 KiB space grown by two ms_space_expand of
      32 KiB (H = 128 KiB = M + n with M = n = 64 KiB, no small block) refuses a 64 KiB block. The bounds hold for
-     the space's regions whose sizes are multiples of n; the document says so now. */
+     the space's regions whose sizes are multiples of n; the document says so now;
+   - MS_SPACE_HUGE_PAGES with MS_SPACE_AT_FIRSTALLOC committed (and pre-faulted) the whole space at creation, where
+     the header promised the first allocation, and MEMSPACE_VERBOSE said "at first allocation": hugetlb pages are
+     taken when mapped, so the header and the message say it is committed at creation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,12 +227,43 @@ static void space_bound_needs_whole_regions(void **state) {
   }
 }
 
+/* MS_SPACE_HUGE_PAGES with MS_SPACE_AT_FIRSTALLOC: committed at creation (hugetlb pages are taken when mapped),
+   which ms_space_info shows before any allocation, as it does for MS_SPACE_AT_START */
+static void huge_space_committed_at_creation(void **state) {
+  (void)state;
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 4 * MiB;
+  c.at = MS_SPACE_AT_FIRSTALLOC;
+  c.flags = MS_SPACE_HUGE_PAGES;
+  c.numa_node = -1;
+  ms_stats_t st0, st1;
+  assert_int_equal(ms_stats_get(&st0, sizeof st0), 0);
+  ms_space_t *s = ms_space_create(&c);
+  if (!s) ms_skip_refused(errno, "a 4 MiB huge-page space");
+  ms_space_info_t i;
+  assert_int_equal(ms_space_info(s, &i), 0);
+  assert_true(i.size >= c.initial_size); /* committed now, not at the first allocation */
+  assert_int_equal(i.used, 0);
+  assert_int_equal(ms_stats_get(&st1, sizeof st1), 0);
+  assert_true(st1.os_hugetlb_bytes + st1.os_thp_bytes + st1.os_committed_bytes >=
+              st0.os_hugetlb_bytes + st0.os_thp_bytes + st0.os_committed_bytes + c.initial_size);
+  void *p = ms_space_malloc(s, 100);
+  assert_non_null(p);
+  ms_space_info_t j;
+  assert_int_equal(ms_space_info(s, &j), 0);
+  assert_int_equal(j.size, i.size);
+  assert_int_equal(j.expand_count, 0);
+  ms_space_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(dma_list_enomem),
     cmocka_unit_test(dma_list_no_descriptor),
     cmocka_unit_test(dma_best_no_fallback_never_base),
     cmocka_unit_test(space_bound_needs_whole_regions),
+    cmocka_unit_test(huge_space_committed_at_creation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
