@@ -411,9 +411,9 @@ MS_API int ms_is_ours(const void *ptr);
 #define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory (and its metadata)
 #define MS_SPACE_ZERO 0x2u         ///< zero every usable byte of a block on allocation and realloc growth (O(block))
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
-#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported); fixed size,
-                                   ///< committed at creation (MS_SPACE_AT_FIRSTALLOC has no effect: hugetlb pages are
-                                   ///< taken when mapped)
+#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported);
+                                   ///< fixed size, committed at creation (MS_SPACE_AT_FIRSTALLOC has no effect:
+                                   ///< hugetlb pages are taken when mapped)
 
 /// An opaque memory space (ms_space_create); one thread at a time unless MS_SPACE_THREAD_SAFE.
 typedef struct ms_space_s ms_space_t;
