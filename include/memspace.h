@@ -271,7 +271,8 @@ MS_API int ms_pages_unlock(void *addr, size_t size);
 /// under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
 /// Releases a reservation (or a whole-page part of one: hugetlb parts are whole huge pages, size rounded up;
-/// each part rounds to its own range's page, so a base-page range next to a hugetlb one loses only what is asked)
+/// each part rounds to its own range's page, so a base-page range next to a hugetlb one loses only what is asked;
+/// a THP range's page is the base page, whatever its page_size says)
 /// back to the OS (hugetlb pages go back to the pool); the statistics lose what the part held (committed,
 /// locked). Returns 0 or an errno value: EINVAL bad range (or not at a huge page's start in a hugetlb range),
 /// ENOMEM when part of the range is not a live reservation (released twice, foreign memory: left mapped).

@@ -441,7 +441,10 @@ static int reserve(size_t size, size_t min, size_t alignment, size_t min_align, 
   out->fallback = got > 0 || out->fallback;
   bool huge = out->kind >= MS_PAGE_HUGE_2M;
   size_t committed = (out->flags & MS_PAGES_COMMIT) ? out->size : 0;
-  if (!range_add(out->addr, out->size, out->page_size, committed, internal)) {
+  /* the record keeps the kernel's page: a THP range is base pages (page_size says what the advice asks for), so
+     its parts are released, decommitted (PROT_NONE) and reset (MADV_FREE) page by page as base ranges are, and it
+     never counts as hugetlb */
+  if (!range_add(out->addr, out->size, huge ? out->page_size : ps, committed, internal)) {
     msi_os_munmap(out->addr, out->size);
     memset(out, 0, sizeof *out);
     FAIL(ENOMEM);

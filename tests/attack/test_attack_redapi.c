@@ -15,13 +15,18 @@
      the space's regions whose sizes are multiples of n; the document says so now;
    - MS_SPACE_HUGE_PAGES with MS_SPACE_AT_FIRSTALLOC committed (and pre-faulted) the whole space at creation, where
      the header promised the first allocation, and MEMSPACE_VERBOSE said "at first allocation": hugetlb pages are
-     taken when mapped, so the header and the message say it is committed at creation. */
+     taken when mapped, so the header and the message say it is committed at creation;
+   - the page layer recorded a THP range (base pages advised for transparent huge pages) with page_size 2 MiB, and
+     took it for hugetlb: ms_pages_release of its first 4 KiB unmapped 2 MiB of the caller's memory, a 4 KiB
+     release elsewhere was EINVAL, ms_pages_decommit left the page accessible (the header: inaccessible), reset
+     used MADV_DONTNEED, and a release subtracted THP bytes from os_hugetlb_bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -257,6 +262,61 @@ static void huge_space_committed_at_creation(void **state) {
   ms_space_destroy(s);
 }
 
+/* 1 when the byte at p can be read (a forked child reads it: SIGSEGV otherwise) */
+static int readable(const volatile char *p) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL); /* cmocka's handler would carry on with the next test */
+    _exit(p[0] == 0x5a ? 0 : 1);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  return WIFEXITED(st);
+}
+
+/* a THP range (MS_PAGE_THP: base pages advised, page_size 2 MiB) is released, decommitted and reset page by
+   page as the base pages it is: a 4 KiB release takes 4 KiB, not the 2 MiB around it, a decommitted page is
+   inaccessible, and a hugetlb range's bytes in the statistics stay what they are */
+static void thp_range_parts_are_base_pages(void **state) {
+  (void)state;
+  const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  ms_pages_t t;
+  assert_int_equal(ms_pages_reserve(4 * MiB, 0, MS_PAGES_THP | MS_PAGES_COMMIT, -1, &t), 0);
+  if (t.kind != MS_PAGE_THP) {
+    ms_pages_release(t.addr, t.size);
+    ms_skip_refused(0, "no transparent huge pages (THP off, or madvise refused)");
+  }
+  assert_int_equal(t.page_size, 2 * MiB);
+  char *a = t.addr;
+  memset(a, 0x5a, t.size);
+  ms_pages_t h;
+  int hr = ms_pages_reserve(2 * MiB, 0, MS_PAGES_HUGE_2M | MS_PAGES_NO_FALLBACK, -1, &h);
+  ms_stats_t st0, st1;
+  assert_int_equal(ms_stats_get(&st0, sizeof st0), 0);
+  /* one base page at the start, one in the middle of the first 2 MiB */
+  assert_int_equal(ms_pages_release(a, ps), 0);
+  assert_int_equal(ms_pages_release(a + 8 * ps, ps), 0);
+  assert_int_equal(ms_stats_get(&st1, sizeof st1), 0);
+  assert_int_equal(st1.os_reserved_bytes, st0.os_reserved_bytes - 2 * ps);
+  assert_int_equal(st1.os_hugetlb_bytes, st0.os_hugetlb_bytes); /* a THP range is no hugetlb memory */
+  for (size_t off = ps; off < 2 * MiB; off += 7 * ps)
+    if (off != 8 * ps) assert_int_equal(a[off], 0x5a); /* the rest kept, mapped and intact */
+  assert_int_equal(a[2 * MiB - 1], 0x5a);
+  /* decommit: inaccessible (PROT_NONE) until committed again, then zero */
+  assert_int_equal(ms_pages_decommit(a + 2 * MiB, ps), 0);
+  assert_int_equal(readable(a + 2 * MiB), 0);
+  assert_int_equal(readable(a + 2 * MiB + ps), 1);
+  assert_int_equal(ms_pages_commit(a + 2 * MiB, ps), 0);
+  assert_int_equal(a[2 * MiB], 0);
+  assert_int_equal(ms_pages_reset(a + 3 * MiB, ps), 0);
+  assert_int_equal(ms_pages_release(a + ps, 7 * ps), 0);
+  assert_int_equal(ms_pages_release(a + 9 * ps, t.size - 9 * ps), 0);
+  if (hr == 0) {
+    assert_int_equal(ms_pages_release(h.addr, h.size), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(dma_list_enomem),
@@ -264,6 +324,7 @@ int main(void) {
     cmocka_unit_test(dma_best_no_fallback_never_base),
     cmocka_unit_test(space_bound_needs_whole_regions),
     cmocka_unit_test(huge_space_committed_at_creation),
+    cmocka_unit_test(thp_range_parts_are_base_pages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
