@@ -115,7 +115,7 @@ typedef struct ms_stats_s {
   uint64_t os_reset_bytes;      ///< lazily reset bytes (may still show in RSS as LazyFree)
   uint64_t os_locked_bytes;     ///< mlocked bytes
   uint64_t os_hugetlb_bytes;    ///< bytes backed by the hugetlb pool (not RSS, never "returned")
-  uint64_t os_thp_bytes;        ///< bytes advised for transparent huge pages
+  uint64_t os_thp_bytes;        ///< bytes advised for transparent huge pages and not released
   uint64_t os_huge_fallbacks;   ///< huge page requests that fell back to a smaller page
   uint64_t os_calls;            ///< system calls made by the page layer
   uint64_t os_failures;         ///< system calls that failed (injected faults included, os_probes excluded)

@@ -19,7 +19,7 @@
    - the page layer recorded a THP range (base pages advised for transparent huge pages) with page_size 2 MiB, and
      took it for hugetlb: ms_pages_release of its first 4 KiB unmapped 2 MiB of the caller's memory, a 4 KiB
      release elsewhere was EINVAL, ms_pages_decommit left the page accessible (the header: inaccessible), reset
-     used MADV_DONTNEED, and a release subtracted THP bytes from os_hugetlb_bytes. */
+     used MADV_DONTNEED, and a release subtracted THP bytes from os_hugetlb_bytes; os_thp_bytes never went down. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -300,6 +300,7 @@ static void thp_range_parts_are_base_pages(void **state) {
   assert_int_equal(ms_stats_get(&st1, sizeof st1), 0);
   assert_int_equal(st1.os_reserved_bytes, st0.os_reserved_bytes - 2 * ps);
   assert_int_equal(st1.os_hugetlb_bytes, st0.os_hugetlb_bytes); /* a THP range is no hugetlb memory */
+  assert_int_equal(st1.os_thp_bytes, st0.os_thp_bytes - 2 * ps);   /* and what it advises shrinks by the parts */
   for (size_t off = ps; off < 2 * MiB; off += 7 * ps)
     if (off != 8 * ps) assert_int_equal(a[off], 0x5a); /* the rest kept, mapped and intact */
   assert_int_equal(a[2 * MiB - 1], 0x5a);
@@ -312,6 +313,8 @@ static void thp_range_parts_are_base_pages(void **state) {
   assert_int_equal(ms_pages_reset(a + 3 * MiB, ps), 0);
   assert_int_equal(ms_pages_release(a + ps, 7 * ps), 0);
   assert_int_equal(ms_pages_release(a + 9 * ps, t.size - 9 * ps), 0);
+  assert_int_equal(ms_stats_get(&st1, sizeof st1), 0);
+  assert_int_equal(st1.os_thp_bytes, st0.os_thp_bytes - t.size); /* released: advised no more */
   if (hr == 0) {
     assert_int_equal(ms_pages_release(h.addr, h.size), 0);
   }
