@@ -601,7 +601,9 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// the message names RLIMIT_MEMLOCK). A registration that fails undoes its own mlock and MADV_DONTFORK on the
 /// parts that had neither before, and nothing else (the caller's own, and those of live buffers, stay).
 /// Registrations may overlap (memory inside a registered or allocated buffer): a part stays locked and
-/// MADV_DONTFORK while any buffer covering it lives.
+/// MADV_DONTFORK while any buffer covering it lives. With MS_DMA_CONTIGUOUS: EINVAL when the memory is in more than
+/// one physical run, EPERM when that cannot be read (no CAP_SYS_ADMIN) unless the memory is one page, which is
+/// contiguous by construction (as for ms_dma_alloc).
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
 /// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents; a range the

@@ -835,6 +835,8 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       msi_error("dma: ms_dma_register(%p, %zu) with MS_DMA_CONTIGUOUS: the memory is in %zu physical runs", memory,
                 size, b->count);
       r = EINVAL;
+    } else if (size == page && (r == EPERM || r == EMFILE || r == ENFILE || r == ENOENT)) {
+      r = 0; /* one page is contiguous by construction, as for ms_dma_alloc; it just cannot be shown */
     }
     if (r) {
       undo_pins(memory, size, &f, did_lock, did_mark);

@@ -19,7 +19,9 @@
    - the page layer recorded a THP range (base pages advised for transparent huge pages) with page_size 2 MiB, and
      took it for hugetlb: ms_pages_release of its first 4 KiB unmapped 2 MiB of the caller's memory, a 4 KiB
      release elsewhere was EINVAL, ms_pages_decommit left the page accessible (the header: inaccessible), reset
-     used MADV_DONTNEED, and a release subtracted THP bytes from os_hugetlb_bytes; os_thp_bytes never went down. */
+     used MADV_DONTNEED, and a release subtracted THP bytes from os_hugetlb_bytes; os_thp_bytes never went down;
+   - ms_dma_register with MS_DMA_CONTIGUOUS of one page without CAP_SYS_ADMIN failed with EPERM, where
+     ms_dma_alloc takes one page as contiguous by construction: registration does the same now. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -320,6 +323,43 @@ static void thp_range_parts_are_base_pages(void **state) {
   }
 }
 
+/* the child of dma_register_contiguous_one_page: without privilege (uid nobody: no CAP_SYS_ADMIN, pagemap gives
+   PFN 0) one page registers with MS_DMA_CONTIGUOUS, two pages are EPERM (their layout cannot be read) */
+static int register_contiguous_child(void) {
+  const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  char *m = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 90;
+  if (setgid(65534) || setuid(65534)) return MS_TEST_SKIP;
+  ms_dma_config_t c;
+  memset(&c, 0, sizeof c);
+  c.numa_node = -1;
+  c.flags = MS_DMA_CONTIGUOUS;
+  errno = 0;
+  ms_dma_buffer_t *b = ms_dma_register(m, ps, &c);
+  if (!b) return errno == ENOMEM || errno == EAGAIN ? MS_TEST_SKIP : 1; /* (mlock refused: nothing to check) */
+  if (ms_dma_size(b) != ps) return 2;
+  ms_dma_free(b);
+  errno = 0;
+  if (ms_dma_register(m, 2 * ps, &c)) return 3;
+  if (errno != EPERM) return 4;
+  return 0;
+}
+
+/* ms_dma_register with MS_DMA_CONTIGUOUS without CAP_SYS_ADMIN: one page is contiguous by construction, as for
+   ms_dma_alloc */
+static void dma_register_contiguous_one_page(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(register_contiguous_child());
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st) == MS_TEST_SKIP) ms_skip_refused(EPERM, "setuid(nobody), or the lock of one page, refused");
+  if (WEXITSTATUS(st)) print_message("child failed at check %d\n", WEXITSTATUS(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(dma_list_enomem),
@@ -328,6 +368,7 @@ int main(void) {
     cmocka_unit_test(space_bound_needs_whole_regions),
     cmocka_unit_test(huge_space_committed_at_creation),
     cmocka_unit_test(thp_range_parts_are_base_pages),
+    cmocka_unit_test(dma_register_contiguous_one_page),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
