@@ -150,18 +150,23 @@ static int no_descriptor_child(void) {
   return 0;
 }
 
+/* runs fn in a forked child; its exit status (the number of the check that failed, 0, or MS_TEST_SKIP) */
+static int in_child(int (*fn)(void)) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(fn());
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  if (WEXITSTATUS(st) && WEXITSTATUS(st) != MS_TEST_SKIP) print_message("child failed at check %d\n", WEXITSTATUS(st));
+  return WEXITSTATUS(st);
+}
+
 /* no file descriptor left to open /proc/self/pagemap: EMFILE, never EPERM, and the list once one is free */
 static void dma_list_no_descriptor(void **state) {
   (void)state;
   need_phys();
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) _exit(no_descriptor_child());
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  if (WEXITSTATUS(st)) print_message("child failed at check %d\n", WEXITSTATUS(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(in_child(no_descriptor_child), 0);
 }
 
 /* page_size 0 with MS_DMA_NO_FALLBACK: a huge page of some size or ENOMEM, never base pages */
@@ -349,15 +354,9 @@ static int register_contiguous_child(void) {
    ms_dma_alloc */
 static void dma_register_contiguous_one_page(void **state) {
   (void)state;
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) _exit(register_contiguous_child());
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  assert_true(WIFEXITED(st));
-  if (WEXITSTATUS(st) == MS_TEST_SKIP) ms_skip_refused(EPERM, "setuid(nobody), or the lock of one page, refused");
-  if (WEXITSTATUS(st)) print_message("child failed at check %d\n", WEXITSTATUS(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
+  int st = in_child(register_contiguous_child);
+  if (st == MS_TEST_SKIP) ms_skip_refused(EPERM, "setuid(nobody), or the lock of one page, refused");
+  assert_int_equal(st, 0);
 }
 
 int main(void) {
