@@ -115,7 +115,7 @@ typedef struct ms_stats_s {
   uint64_t os_reset_bytes;      ///< lazily reset bytes (may still show in RSS as LazyFree)
   uint64_t os_locked_bytes;     ///< mlocked bytes
   uint64_t os_hugetlb_bytes;    ///< bytes backed by the hugetlb pool (not RSS, never "returned")
-  uint64_t os_thp_bytes;        ///< bytes advised for transparent huge pages
+  uint64_t os_thp_bytes;        ///< bytes advised for transparent huge pages and not released
   uint64_t os_huge_fallbacks;   ///< huge page requests that fell back to a smaller page
   uint64_t os_calls;            ///< system calls made by the page layer
   uint64_t os_failures;         ///< system calls that failed (injected faults included, os_probes excluded)
@@ -275,7 +275,8 @@ MS_API int ms_pages_unlock(void *addr, size_t size);
 /// under MEMSPACE_VERBOSE.
 MS_API int ms_pages_bind(void *addr, size_t size, int node);
 /// Releases a reservation (or a whole-page part of one: hugetlb parts are whole huge pages, size rounded up;
-/// each part rounds to its own range's page, so a base-page range next to a hugetlb one loses only what is asked)
+/// each part rounds to its own range's page, so a base-page range next to a hugetlb one loses only what is asked;
+/// a THP range's page is the base page, whatever its page_size says)
 /// back to the OS (hugetlb pages go back to the pool); the statistics lose what the part held (committed,
 /// locked). Returns 0 or an errno value: EINVAL bad range (or not at a huge page's start in a hugetlb range),
 /// ENOMEM when part of the range is not a live reservation (released twice, foreign memory: left mapped).
@@ -415,7 +416,9 @@ MS_API int ms_is_ours(const void *ptr);
 #define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory (and its metadata)
 #define MS_SPACE_ZERO 0x2u         ///< zero every usable byte of a block on allocation and realloc growth (O(block))
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
-#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported); fixed size
+#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported);
+                                   ///< fixed size, committed at creation (MS_SPACE_AT_FIRSTALLOC has no effect:
+                                   ///< hugetlb pages are taken when mapped)
 
 /// An opaque memory space (ms_space_create); one thread at a time unless MS_SPACE_THREAD_SAFE.
 typedef struct ms_space_s ms_space_t;
@@ -423,7 +426,7 @@ typedef struct ms_space_s ms_space_t;
 typedef enum { MS_SPACE_AT_START = 0, MS_SPACE_AT_FIRSTALLOC = 1 } ms_space_at_t;
 /// What ms_space_create builds: sizes, when, flags, NUMA node, name. Zero-initialise it (reserved must be zero).
 typedef struct ms_space_config_s {
-  size_t initial_size;   /* bytes reserved (and committed when at == MS_SPACE_AT_START) */
+  size_t initial_size;   /* bytes reserved (and committed when at == MS_SPACE_AT_START, or MS_SPACE_HUGE_PAGES) */
   size_t expand_size;    /* growth step in bytes; 0 = fixed size */
   ms_space_at_t at;      /* when the initial memory is taken from the OS */
   unsigned flags;        /* MS_SPACE_LOCKED, MS_SPACE_ZERO, MS_SPACE_THREAD_SAFE, MS_SPACE_HUGE_PAGES */
@@ -559,7 +562,8 @@ MS_API int ms_spill_is(const void *ptr);
 /// - Every buffer is marked MADV_DONTFORK: a forked child does not inherit it, so a fork never makes the
 ///   parent's next write land on a copied page while a device writes the old one. (The child must not touch it.)
 #define MS_DMA_CONTIGUOUS 0x1u   ///< one physical run or fail: succeeds when one page (a huge page) holds the buffer
-#define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size
+#define MS_DMA_NO_FALLBACK 0x2u  ///< fail (ENOMEM) instead of falling back to a smaller page size; with page_size
+                                 ///< 0: a huge page of some size (1 GiB, else 2 MiB), never base pages
 
 /// An opaque pinned buffer (ms_dma_alloc, ms_dma_register); thread-safe to read, freed once by ms_dma_free.
 /// A freed handle used again (a second ms_dma_free, any accessor) is detected while its descriptor waits for
@@ -604,7 +608,9 @@ MS_API ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config)
 /// the message names RLIMIT_MEMLOCK). A registration that fails undoes its own mlock and MADV_DONTFORK on the
 /// parts that had neither before, and nothing else (the caller's own, and those of live buffers, stay).
 /// Registrations may overlap (memory inside a registered or allocated buffer): a part stays locked and
-/// MADV_DONTFORK while any buffer covering it lives.
+/// MADV_DONTFORK while any buffer covering it lives. With MS_DMA_CONTIGUOUS: EINVAL when the memory is in more than
+/// one physical run, EPERM when that cannot be read (no CAP_SYS_ADMIN) unless the memory is one page, which is
+/// contiguous by construction (as for ms_dma_alloc).
 MS_API ms_dma_buffer_t *ms_dma_register(void *memory, size_t size, const ms_dma_config_t *config);
 /// Frees an allocated buffer, or unregisters registered memory (munlock and MADV_DOFORK where memspace set
 /// them and no other live buffer covers the pages; the memory stays mapped and keeps its contents; a range the
@@ -631,11 +637,13 @@ MS_API size_t ms_dma_page_size(const ms_dma_buffer_t *buffer);
 /// Thread-safe (an internal lock serialises building). O(pages) the first time (plus the page layer's record of
 /// the list's memory: O(live reservations)), O(1) after.
 /// NULL + errno: EPERM without CAP_SYS_ADMIN (PFN 0 seen, one message says so), EFAULT (a page not present),
-/// EINVAL (NULL buffer), ENOMEM.
+/// EINVAL (NULL buffer), ENOMEM, EMFILE (no file descriptor left to open /proc/self/pagemap: nothing about
+/// privilege; any other refused open gives its own errno). A failed call leaves the list unbuilt: the next one tries
+/// again.
 MS_API const ms_dma_segment_t *ms_dma_segments(const ms_dma_buffer_t *buffer, size_t *count);
 /// Physical address of the byte at `offset` (< ms_dma_size). O(log segments) once the list is built.
 /// Returns 0, or an errno value, also stored in errno: EINVAL (NULL, offset out of range), EPERM (no
-/// CAP_SYS_ADMIN), EFAULT, ENOMEM. Thread-safe.
+/// CAP_SYS_ADMIN), EFAULT, ENOMEM, EMFILE (as ms_dma_segments). Thread-safe.
 MS_API int ms_dma_phys(const ms_dma_buffer_t *buffer, size_t offset, uint64_t *phys);
 /// Streaming copy of `length` bytes from `src` into the buffer at `offset`: non-temporal stores (AVX2, else
 /// SSE2, chosen at run time) for the cache-line-aligned middle, regular stores for head and tail, and a store
@@ -661,8 +669,8 @@ MS_API void ms_dma_fence(void);
 MS_API int ms_dma_movable(const ms_dma_buffer_t *buffer);
 /// Re-translate and compare: reads pagemap again and compares with the list. Returns 0 when every byte is
 /// where the list says, ESTALE when some moved (the list is then updated in place and `moved_bytes` receives
-/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM as ms_dma_segments; a non-zero
-/// value is also stored in errno.
+/// how many bytes changed physical address), or EPERM / EFAULT / EINVAL / ENOMEM / EMFILE as ms_dma_segments; a
+/// non-zero value is also stored in errno.
 /// `moved_bytes` may be NULL. Thread-safe (serialised with ms_dma_segments). O(pages) (plus the page layer's record
 /// of a scratch list: O(live reservations)).
 MS_API int ms_dma_verify(ms_dma_buffer_t *buffer, size_t *moved_bytes);

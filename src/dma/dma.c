@@ -259,10 +259,13 @@ static int entry_phys(uint64_t e, const struct ms_dma_buffer_s *b, size_t off, u
 static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
   int fd = msi_os_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
-    int e = errno;
-    msi_error("dma: cannot open /proc/self/pagemap (%s): physical addresses are not available", MSI_ERRNO(e));
-    atomic_store(&ctr.phys_state, 2);
-    return EPERM;
+    /* a refused open is the privilege's answer (EPERM); anything else (no descriptor left: EMFILE, ENFILE; no /proc:
+       ENOENT) says nothing about privilege and is returned as it is, so the caller can tell "no CAP_SYS_ADMIN"
+       from "try again with a descriptor free" */
+    int oe = errno, e = oe == EACCES || oe == EPERM ? EPERM : oe ? oe : EIO;
+    msi_error("dma: cannot open /proc/self/pagemap (%s): physical addresses are not available", MSI_ERRNO(oe));
+    if (e == EPERM) atomic_store(&ctr.phys_state, 2);
+    return e;
   }
   size_t ps = msi_os_page_size();
   sb->count = sb->largest = sb->off = 0;
@@ -600,8 +603,8 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
       msi_error("dma: MS_DMA_CONTIGUOUS buffer of %zu bytes on one %s page is in %zu physical runs", size,
                 msi_pages_name(got), b->count);
       r = EIO;
-    } else if (r == EPERM) {
-      r = 0; /* one page is contiguous by construction; it just cannot be shown */
+    } else if (r == EPERM || r == EMFILE || r == ENFILE || r == ENOENT) {
+      r = 0; /* one page is contiguous by construction; it just cannot be shown (no privilege, no descriptor) */
     }
     if (r) {
       msi_pages_release(p.addr, p.size);
@@ -832,6 +835,8 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       msi_error("dma: ms_dma_register(%p, %zu) with MS_DMA_CONTIGUOUS: the memory is in %zu physical runs", memory,
                 size, b->count);
       r = EINVAL;
+    } else if (size == page && (r == EPERM || r == EMFILE || r == ENFILE || r == ENOENT)) {
+      r = 0; /* one page is contiguous by construction, as for ms_dma_alloc; it just cannot be shown */
     }
     if (r) {
       undo_pins(memory, size, &f, did_lock, did_mark);

@@ -38,7 +38,7 @@ static void sub_clamped(_Atomic uint64_t *c, uint64_t v) {
    which the public calls refuse (ENOMEM, as memory that is not a reservation of this layer) */
 /* pinned: an internal range the library locked pages of (a DMA buffer, a locked space), which ms_pages_unlock
    refuses; the caller's own locks on a part's blocks do not set it */
-typedef struct { uintptr_t start, end; size_t page, committed, locked; bool internal, pinned; } range_t;
+typedef struct { uintptr_t start, end; size_t page, committed, locked; bool internal, pinned, thp; } range_t;
 #define STATIC_RANGES 64
 static range_t static_ranges[STATIC_RANGES];
 static range_t *ranges = static_ranges;
@@ -82,7 +82,7 @@ static size_t ranges_after(uintptr_t a) {
 }
 
 /* records a fresh mapping; entries it overlaps are stale (the kernel handed these addresses out again) */
-static bool range_add(void *addr, size_t size, size_t page, size_t committed, bool internal) {
+static bool range_add(void *addr, size_t size, size_t page, size_t committed, bool internal, bool thp) {
   uintptr_t s = (uintptr_t)addr, e = s + size;
   msi_fork_register(); /* fork.c */
   msi_lock(&range_lock);
@@ -92,7 +92,7 @@ static bool range_add(void *addr, size_t size, size_t page, size_t committed, bo
   if (ok) {
     memmove(&ranges[i + 1], &ranges[j], (nranges - j) * sizeof(range_t));
     nranges = nranges + 1 - (j - i);
-    ranges[i] = (range_t){s, e, page, committed, 0, internal, false};
+    ranges[i] = (range_t){s, e, page, committed, 0, internal, false, thp};
   }
   msi_unlock(&range_lock);
   return ok;
@@ -148,7 +148,7 @@ static void count_range(uintptr_t a, size_t size, int field, bool add) {
    splitting a range needs an entry the table cannot get (nothing changed then) */
 static bool range_forget(uintptr_t a, size_t size) {
   uintptr_t end = a + size;
-  size_t reserved = 0, committed = 0, locked = 0, huge = 0;
+  size_t reserved = 0, committed = 0, locked = 0, huge = 0, thp = 0;
   msi_lock(&range_lock);
   size_t i = ranges_after(a);
   if (i < nranges && ranges[i].start < a && ranges[i].end > end && !ranges_room(nranges + 1)) {
@@ -161,6 +161,7 @@ static bool range_forget(uintptr_t a, size_t size) {
     size_t o = oe - os, c = o < r->committed ? o : r->committed, l = o < r->locked ? o : r->locked;
     reserved += o, committed += c, locked += l;
     if (r->page > msi_os_page_size()) huge += o;
+    if (r->thp) thp += o;
     size_t keep_c = r->committed - c, keep_l = r->locked - l;
     if (os == r->start && oe == r->end) { /* whole range */
       memmove(r, r + 1, (nranges - i - 1) * sizeof(range_t));
@@ -191,6 +192,7 @@ static bool range_forget(uintptr_t a, size_t size) {
   sub_clamped(&msi_os_counters.committed, committed);
   sub_clamped(&msi_os_counters.locked, locked);
   sub_clamped(&msi_os_counters.hugetlb, huge);
+  sub_clamped(&msi_os_counters.thp, thp);
   return true;
 }
 
@@ -441,7 +443,11 @@ static int reserve(size_t size, size_t min, size_t alignment, size_t min_align, 
   out->fallback = got > 0 || out->fallback;
   bool huge = out->kind >= MS_PAGE_HUGE_2M;
   size_t committed = (out->flags & MS_PAGES_COMMIT) ? out->size : 0;
-  if (!range_add(out->addr, out->size, out->page_size, committed, internal)) {
+  /* the record keeps the kernel's page: a THP range is base pages (page_size says what the advice asks for), so
+     its parts are released, decommitted (PROT_NONE) and reset (MADV_FREE) page by page as base ranges are, and it
+     never counts as hugetlb */
+  if (!range_add(out->addr, out->size, huge ? out->page_size : ps, committed, internal, out->kind == MS_PAGE_THP)) {
+    if (out->kind == MS_PAGE_THP) sub_clamped(&msi_os_counters.thp, out->size);
     msi_os_munmap(out->addr, out->size);
     memset(out, 0, sizeof *out);
     FAIL(ENOMEM);

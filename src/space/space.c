@@ -982,7 +982,10 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   }
   registry_add(s);
   msi_verbose("space %s: created: %zu bytes%s, expand %zu, %zu bytes of address space reserved, %zu of metadata",
-              space_name(s), initial, c->at == MS_SPACE_AT_FIRSTALLOC ? " at first allocation" : "",
+              space_name(s), initial,
+              c->at != MS_SPACE_AT_FIRSTALLOC ? ""
+              : huge ? " committed now (huge pages are taken when mapped: MS_SPACE_AT_FIRSTALLOC has no effect)"
+                     : " at first allocation",
               expand, reserved, mm.size);
   return s;
 }

@@ -111,6 +111,17 @@ static inline int ms_test_preload_check(void) {
                          "resident already (tests/common/ms_test.h MS_TEST_TSAN)", (what));                   \
   } while (0)
 
+/* the number a file starts with (a /sys or /proc setting); -1 when unreadable */
+static inline long long ms_test_read_ll(const char *path) {
+  FILE *f = fopen(path, "r");
+  long long v = -1;
+  if (f) {
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
 /* resident bytes of this process, from /proc/self/statm; 0 when unreadable */
 static inline size_t ms_test_rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");

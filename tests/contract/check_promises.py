@@ -20,7 +20,7 @@ import re
 import subprocess
 import sys
 
-ERRNOS = {"EINVAL", "ENOMEM", "EPERM", "EAGAIN", "ERANGE", "EFAULT", "EIO", "ESTALE", "ENOSYS"}
+ERRNOS = {"EINVAL", "ENOMEM", "EPERM", "EAGAIN", "ERANGE", "EFAULT", "EIO", "ESTALE", "ENOSYS", "EMFILE"}
 # promise kind -> pattern in the comment that states it
 KINDS = {
     "complexity": re.compile(r"\bO\(|bounded number of steps"),

@@ -31,15 +31,7 @@
 #define GiB (1024ul * MiB)
 static const size_t event_sizes[] = {200, 1024, 4096, 16384, 65536, 262144, 1048576};
 
-static long long read_ll(const char *path) {
-  FILE *f = fopen(path, "r");
-  long long v = -1;
-  if (f) {
-    if (fscanf(f, "%lld", &v) != 1) v = -1;
-    fclose(f);
-  }
-  return v;
-}
+#define read_ll ms_test_read_ll
 static long long free_2m(void) { return read_ll("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"); }
 static long long free_1g(void) { return read_ll("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"); }
 
