@@ -599,6 +599,49 @@ static int mode_forkfall(bool hole) {
   return 0;
 }
 
+/* The program closes spill's descriptor, so the fork child copies its blocks into anonymous memory and moves
+   the copy over them (mremap); the move is refused after unmapping its target, as kernels before 6.17 do. With
+   no descriptor to map the hole again, the child's handler makes it inaccessible: the child reads EFAULT there,
+   its write faults, the parent's block keeps every byte. */
+static int mode_forklost(void) {
+  size_t n = 4 << 20;
+  unsigned char *a = s_alloc(n);
+  if (!a || !ms_spill_is(a)) FAIL("alloc: %s", strerror(errno));
+  memset(a, 'P', n);
+  int sfd = spill_fd(-1);
+  if (sfd < 0) FAIL("no spill descriptor found");
+  close(sfd);
+  int back[2];
+  if (pipe(back)) FAIL("pipe: %s", strerror(errno));
+  ms_fault_inject(MS_FAULT_MMAP, 2, -ENOMEM); /* the copy's mmap, then its mremap */
+  pid_t pid = fork();
+  if (pid == 0) {
+    ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+    if (write(back[1], a, 1) != 1 && write(back[1], "-", 1) != 1) _exit(2);
+    /* a hole left in spill's reservation would take the program's next mapping: the range stays mapped */
+    void *q = mmap(a, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (write(back[1], q == (void *)a ? "h" : "m", 1) != 1) _exit(2);
+    ((volatile unsigned char *)a)[0] = 'C';
+    _exit(0);
+  }
+  ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  close(back[1]);
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  for (size_t i = 0; i < n; i++) if (a[i] != 'P') FAIL("forklost: the child's write reached the parent's block at %zu", i);
+  char seen = 0;
+  char mapped = 0;
+  if (read(back[0], &seen, 1) != 1 || read(back[0], &mapped, 1) != 1) FAIL("forklost: the child did not report (status %#x)", st);
+  if (mapped != 'm') FAIL("forklost: the refused move left a hole in the child's spill region");
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) FAIL("forklost: the child's write did not fault (status %#x)", st);
+  close(back[0]);
+  s_free(a);
+  printf("ok forklost: the refused move left the child's block %s, the parent's block intact\n",
+         seen == '-' ? "inaccessible" : "readable");
+  return 0;
+}
+
 /* A spilled block of `mib` MiB (its slot, one chunk of the file, larger than RAM + swap: spill_fork_huge picks
    the size): a forked child maps it privately (the kernel's default overcommit heuristic refuses a writable
    private mapping larger than RAM + swap unless MAP_NORESERVE), reads the parent's bytes and writes its own,
@@ -1275,6 +1318,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "forkro")) return mode_forkro();
   if (!strcmp(m, "forksnap")) return mode_forkfall(false);
   if (!strcmp(m, "forkseal")) return mode_forkfall(true);
+  if (!strcmp(m, "forklost")) return mode_forklost();
   if (!strcmp(m, "growmargin") && argc > 2) return mode_growmargin(argv[2]);
   if (!strcmp(m, "forkbig") && argc > 2) return mode_forkbig(strtoul(argv[2], NULL, 10));
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);

@@ -423,6 +423,8 @@ static void test_forkfall(void **state) {
   helper_says("forksnap", "MEMSPACE_PURGE_DELAY=-1", snap);
   const char *seal[] = {"ok forkseal", "read-only in it", NULL};
   helper_says("forkseal", "MEMSPACE_PURGE_DELAY=-1", seal);
+  const char *lost[] = {"ok forklost", "inaccessible", "moving the private copy", NULL};
+  helper_says("forklost", "MEMSPACE_PURGE_DELAY=-1", lost);
 }
 /* the program closes spill's descriptor or dup2s its own file onto it: spill never touches the number again */
 static void test_closeall(void **state) { (void)state; helper_ok("closeall", "ok closeall"); }
