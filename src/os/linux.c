@@ -83,8 +83,21 @@ static void count_fixed_add(uintptr_t start, size_t size) {
   atomic_store_explicit(&counted[i].end, start + size, memory_order_release);
 }
 
+/* an injected failure of mmap or mremap: a negative error (ms_fault_inject) also unmaps a fixed target first, as
+   a kernel before 6.12 (mmap) or 6.17 (mremap) does when commit accounting refuses the new mapping */
+static void *mmap_fault(int err, void *target, size_t size, bool fixed) {
+  COUNT_FAIL();
+  if (err < 0) {
+    if (fixed) munmap(target, size);
+    err = -err;
+  }
+  errno = err;
+  return MAP_FAILED;
+}
+
 MSI_HOT_TEXT void *msi_os_mmap(void *addr, size_t size, int prot, int flags, int fd, off_t offset) {
-  INJECT(MS_FAULT_MMAP, MAP_FAILED);
+  int ferr;
+  if (MSI_UNLIKELY(msi_fault_hit(MS_FAULT_MMAP, &ferr))) return mmap_fault(ferr, addr, size, flags & MAP_FIXED);
   COUNT_CALL();
   void *p;
   do p = mmap(addr, size, prot, flags, fd, offset); while (p == MAP_FAILED && errno == EINTR);
@@ -181,7 +194,9 @@ MSI_STARTUP_TEXT int msi_os_reserve(msi_os_reservation_t *r) {
 }
 
 void *msi_os_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr) {
-  INJECT(MS_FAULT_MMAP, MAP_FAILED);
+  int ferr;
+  if (MSI_UNLIKELY(msi_fault_hit(MS_FAULT_MMAP, &ferr)))
+    return mmap_fault(ferr, new_addr, new_size, flags & MREMAP_FIXED);
   COUNT_CALL();
   void *p;
   do p = mremap(old, old_size, new_size, flags, new_addr); while (p == MAP_FAILED && errno == EINTR);

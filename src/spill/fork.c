@@ -144,9 +144,9 @@ static void fork_sync_done(void) {
    page: copy on write) every page of blocks up to 16 MiB while the total stays under budget/16, and the first
    page of every other block. */
 static uint64_t snapshot_copied; /* bytes copied in this fork (the handler runs single-threaded) */
-static void snapshot_blocks(sp_class_t *k, unsigned c, size_t from) { /* the blocks from offset `from` up */
+static void snapshot_blocks(sp_class_t *k, unsigned c, size_t from, size_t to) { /* the blocks in [from, to) */
   size_t ps = msi_os_page_size();
-  for (size_t slot = from >> c; slot < k->next; slot++) {
+  for (size_t slot = from >> c; slot < (to >> c) && slot < k->next; slot++) {
     size_t n = k->meta[slot];
     if (!n) continue;
     volatile unsigned char *b = (volatile unsigned char *)(k->start + (slot << c));
@@ -174,6 +174,36 @@ static bool copy_private(sp_class_t *k, unsigned c, size_t a, size_t b) {
     return false;
   }
   return true;
+}
+
+/* [from, m) of class k's region stays the parent's data in the child (a private mapping or copy was refused):
+   no chunk of it may stay writable. Each chunk becomes read-only; where mprotect fails (a refused MAP_FIXED mmap
+   or mremap unmaps its target first on older kernels: a hole, and mprotect fails with ENOMEM on one) a chunk of
+   the current file, [split, m), is mapped again shared read-only from `fd` (-1 when the descriptor is not ours;
+   a shared mapping is never charged to the commit limit); failing that, or in a lost file's range, it becomes
+   inaccessible (PROT_NONE, anonymous: never charged). Should even that fail the child cannot keep the parent's
+   data safe from its writes, and it aborts. Whatever is read-only reads the page cache of the parent's file:
+   every later write of the parent shows in it. true: all read-only; false: some chunk is inaccessible. */
+static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int fd) {
+  bool all_ro = true;
+  size_t chunk = (size_t)1 << k->chunk_shift;
+  for (size_t o = from; o < m;) {
+    size_t end = msi_align_down(o, chunk) + chunk;
+    if (o < split && end > split) end = split; /* the lost file's and the current file's chunks apart */
+    if (end > m) end = m;
+    void *p = (void *)(k->start + o);
+    if (msi_os_mprotect(p, end - o, PROT_READ) != 0 &&
+        (fd < 0 || o < split ||
+         msi_os_mmap(p, end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) == MAP_FAILED)) {
+      all_ro = false;
+      if (msi_os_mmap(p, end - o, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
+          MAP_FAILED)
+        msi_fatal("spill: fork child could neither make its inherited spilled memory private nor read-only (%s): "
+                  "its writes would reach the parent", MSI_ERRNO(errno));
+    }
+    o = end;
+  }
+  return all_ro;
 }
 
 MSI_COLD static void fork_child(void) {
@@ -215,12 +245,16 @@ MSI_COLD static void fork_child(void) {
           sp.fail_op = "mapping the file privately";
           ok = false;
         } else {
-          shared = o + n;
+          shared = o + n < m ? o + n : m;
         }
       }
-      if (ok) {
-        msi_sp_advise_range(k, k->start + split, m - split, sp.random_adv);
-        snapshot_blocks(k, c, split);
+      /* the chunks mapped privately before a refusal are the child's like all of them otherwise: the same advice
+         and copy, so their small blocks keep the bytes of the fork */
+      if (shared > split) {
+        int e = errno;
+        msi_sp_advise_range(k, k->start + split, shared - split, sp.random_adv);
+        snapshot_blocks(k, c, split, shared);
+        errno = e;
       }
     } else if (ok && m > split) {
       ok = copy_private(k, c, split, m);
@@ -228,12 +262,13 @@ MSI_COLD static void fork_child(void) {
     }
     if (!ok) {
       /* (strict overcommit, vm.overcommit_memory=2, ignores MAP_NORESERVE) What is still shared stays the
-         parent's data: read-only here, so a write of the child faults instead of changing the parent's blocks */
+         parent's data: read-only here (seal_shared), so a write of the child faults instead of changing the
+         parent's blocks */
       int e = errno;
-      bool ro = msi_os_mprotect((void *)(k->start + shared), m - shared, PROT_READ) == 0;
-      msi_error("spill: fork child could not make its spilled memory private (%s: %s): %s", sp.fail_op,
-                MSI_ERRNO(e), ro ? "the spilled blocks it inherited are read-only in it (a write faults)"
-                                 : "its writes reach the parent");
+      bool ro = seal_shared(k, shared, split, m, own ? fd : -1);
+      msi_error("spill: fork child could not make %zu MiB of its spilled memory private (%s: %s): those inherited "
+                "blocks are %s in it (a write faults) and show the parent's later writes", (m - shared) >> 20,
+                sp.fail_op, MSI_ERRNO(e), ro ? "read-only" : "read-only or inaccessible");
     }
     if (msi_round_up(m, SP_FOLIO_MAX) > k->floor) /* the child's granules never share one with inherited blocks */
       k->floor = msi_round_up(m, SP_FOLIO_MAX);

@@ -539,6 +539,109 @@ static int mode_forkro(void) {
   return 0;
 }
 
+/* The fork child maps the first 64 MiB chunk of the 4 MiB blocks' region privately, then its mapping of the
+   second is refused (the second mmap in the child); with `hole` the refused mapping also unmaps that chunk first,
+   as kernels before 6.12 do. The blocks span three chunks. After the fork the parent rewrites block 0 ('Q'): the
+   child, whose block 0 lies in the private chunk and was copied at fork, reads 'P'. The blocks of the refused
+   chunk and of the one after it read the parent's bytes, and the child's write into the third chunk faults and
+   never reaches the parent. Run with MEMSPACE_PURGE_DELAY=-1 (as forkro). */
+static int mode_forkfall(bool hole) {
+  const char *name = hole ? "forkseal" : "forksnap";
+  size_t n = 4 << 20, chunk = (size_t)64 << 20;
+  unsigned char *b[64];
+  int nb = 0;
+  for (; nb < 64; nb++) {
+    b[nb] = s_alloc(n);
+    if (!b[nb] || !ms_spill_is(b[nb])) FAIL("alloc: %s", strerror(errno));
+    if ((uintptr_t)b[nb] / chunk >= (uintptr_t)b[0] / chunk + 2) break;
+  }
+  if (nb == 64) FAIL("64 blocks of 4 MiB do not reach a third chunk");
+  unsigned char *last = b[nb], *mid = b[nb / 2];
+  if ((uintptr_t)mid / chunk != (uintptr_t)b[0] / chunk + 1) FAIL("block %d is not in the second chunk", nb / 2);
+  memset(b[0], 'P', n);
+  mid[0] = last[0] = 'P';
+  int go[2], back[2];
+  if (pipe(go) || pipe(back)) FAIL("pipe: %s", strerror(errno));
+  ms_fault_inject(MS_FAULT_MMAP, 2, hole ? -ENOMEM : ENOMEM);
+  pid_t pid = fork();
+  if (pid == 0) {
+    ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(2);
+    char seen = 'P'; /* block 0 as the child reads it, told the parent before the write that faults */
+    for (size_t i = 0; i < n; i++) if (b[0][i] != 'P') seen = (char)b[0][i];
+    if (write(back[1], &seen, 1) != 1) _exit(2);
+    /* EFAULT, not a fault, where the second chunk is a hole: the child goes on to its write */
+    if (write(back[1], mid, 1) != 1 && write(back[1], "-", 1) != 1) _exit(2);
+    if (last[0] != 'P') _exit(3);
+    ((volatile unsigned char *)last)[0] = 'C';
+    _exit(0);
+  }
+  ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  close(back[1]); /* a child dead before reporting: the parent reads the end of the pipe */
+  memset(b[0], 'Q', n);
+  if (write(go[1], "x", 1) != 1) FAIL("pipe write");
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  if (last[0] != 'P') FAIL("%s: the child's write reached the parent's block", name);
+  char seen = 0;
+  if (read(back[0], &seen, 1) != 1) FAIL("%s: the child did not report block 0 (status %#x)", name, st);
+  if (seen != 'P') FAIL("%s: the child read the parent's write after the fork in block 0 ('%c')", name, seen);
+  if (read(back[0], &seen, 1) != 1 || seen != 'P') FAIL("%s: the child could not read the refused chunk's block", name);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 3) FAIL("%s: the child did not read the parent's bytes", name);
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) FAIL("%s: the child's write did not fault (status %#x)", name, st);
+  close(back[0]);
+  close(go[0]);
+  close(go[1]);
+  for (int i = 0; i <= nb; i++) s_free(b[i]);
+  printf("ok %s: block 0 kept the fork's bytes in the child, the rest read-only\n", name);
+  return 0;
+}
+
+/* The program closes spill's descriptor, so the fork child copies its blocks into anonymous memory and moves
+   the copy over them (mremap); the move is refused after unmapping its target, as kernels before 6.17 do. With
+   no descriptor to map the hole again, the child's handler makes it inaccessible: the child reads EFAULT there,
+   its write faults, the parent's block keeps every byte. */
+static int mode_forklost(void) {
+  size_t n = 4 << 20;
+  unsigned char *a = s_alloc(n);
+  if (!a || !ms_spill_is(a)) FAIL("alloc: %s", strerror(errno));
+  memset(a, 'P', n);
+  int sfd = spill_fd(-1);
+  if (sfd < 0) FAIL("no spill descriptor found");
+  close(sfd);
+  int back[2];
+  if (pipe(back)) FAIL("pipe: %s", strerror(errno));
+  ms_fault_inject(MS_FAULT_MMAP, 2, -ENOMEM); /* the copy's mmap, then its mremap */
+  pid_t pid = fork();
+  if (pid == 0) {
+    ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+    if (write(back[1], a, 1) != 1 && write(back[1], "-", 1) != 1) _exit(2);
+    /* a hole left in spill's reservation would take the program's next mapping: the range stays mapped */
+    void *q = mmap(a, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (write(back[1], q == (void *)a ? "h" : "m", 1) != 1) _exit(2);
+    ((volatile unsigned char *)a)[0] = 'C';
+    _exit(0);
+  }
+  ms_fault_inject(MS_FAULT_MMAP, 0, 0);
+  if (pid < 0) FAIL("fork: %s", strerror(errno));
+  close(back[1]);
+  int st;
+  if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
+  for (size_t i = 0; i < n; i++) if (a[i] != 'P') FAIL("forklost: the child's write reached the parent's block at %zu", i);
+  char seen = 0;
+  char mapped = 0;
+  if (read(back[0], &seen, 1) != 1 || read(back[0], &mapped, 1) != 1) FAIL("forklost: the child did not report (status %#x)", st);
+  if (mapped != 'm') FAIL("forklost: the refused move left a hole in the child's spill region");
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) FAIL("forklost: the child's write did not fault (status %#x)", st);
+  close(back[0]);
+  s_free(a);
+  printf("ok forklost: the refused move left the child's block %s, the parent's block intact\n",
+         seen == '-' ? "inaccessible" : "readable");
+  return 0;
+}
+
 /* A spilled block of `mib` MiB (its slot, one chunk of the file, larger than RAM + swap: spill_fork_huge picks
    the size): a forked child maps it privately (the kernel's default overcommit heuristic refuses a writable
    private mapping larger than RAM + swap unless MAP_NORESERVE), reads the parent's bytes and writes its own,
@@ -1213,6 +1316,9 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "forkhole")) return mode_forkhole();
   if (!strcmp(m, "forkro")) return mode_forkro();
+  if (!strcmp(m, "forksnap")) return mode_forkfall(false);
+  if (!strcmp(m, "forkseal")) return mode_forkfall(true);
+  if (!strcmp(m, "forklost")) return mode_forklost();
   if (!strcmp(m, "growmargin") && argc > 2) return mode_growmargin(argv[2]);
   if (!strcmp(m, "forkbig") && argc > 2) return mode_forkbig(strtoul(argv[2], NULL, 10));
   if (!strcmp(m, "stalefree") && argc > 2) return mode_stalefree(argv[2]);

@@ -414,6 +414,18 @@ static void test_forkro(void **state) {
   const char *want[] = {"ok forkro", "read-only in it", NULL};
   helper_says("forkro", "MEMSPACE_PURGE_DELAY=-1", want);
 }
+/* the child maps a first chunk privately, then a mapping is refused: the private chunk's small blocks keep the
+   fork's bytes (forksnap); a refusal that unmapped its chunk (kernels before 6.12) leaves no later chunk
+   writable (forkseal) */
+static void test_forkfall(void **state) {
+  (void)state;
+  const char *snap[] = {"ok forksnap", "read-only in it", NULL};
+  helper_says("forksnap", "MEMSPACE_PURGE_DELAY=-1", snap);
+  const char *seal[] = {"ok forkseal", "read-only in it", NULL};
+  helper_says("forkseal", "MEMSPACE_PURGE_DELAY=-1", seal);
+  const char *lost[] = {"ok forklost", "inaccessible", "moving the private copy", NULL};
+  helper_says("forklost", "MEMSPACE_PURGE_DELAY=-1", lost);
+}
 /* the program closes spill's descriptor or dup2s its own file onto it: spill never touches the number again */
 static void test_closeall(void **state) { (void)state; helper_ok("closeall", "ok closeall"); }
 /* at most two descriptors however many classes hold blocks (ulimit -n 20) */
@@ -533,6 +545,7 @@ int main(void) {
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork), cmocka_unit_test(test_forkhole),
       cmocka_unit_test(test_forkro),
+      cmocka_unit_test(test_forkfall),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
       cmocka_unit_test(test_closeall),       cmocka_unit_test(test_fdbudget),
       cmocka_unit_test(test_misuse_aborts),  cmocka_unit_test(test_strerror),
