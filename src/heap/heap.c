@@ -1984,21 +1984,29 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
     uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
+    bool kept = false; /* a mini span of h's stays here (one with blocks) */
     for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
       if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
         m->owner = NULL;
         MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
-      } else if (m->state == MSI_SPAN_ACTIVE && per_page) {
+        continue;
+      }
+      kept |= m->owner == h;
+      if (m->state == MSI_SPAN_ACTIVE && per_page) {
         unsigned k = m->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
         busy = (uint16_t)(busy | 1u << (g / per_page) | 1u << ((g + k - 1) / per_page));
       } else if (m->state == MSI_SPAN_ACTIVE) {
         busy = 1;
       }
     }
+    if (!kept) { /* none of h's mini spans left here: h forgets the segment, which may go idle and be released
+                    (segments_reclaim) before h's next reclaim */
+      h->mini_seg[i--] = h->mini_seg[--h->mini_nseg];
+    }
     if (!busy) {
-      MSI_SEEN_SET(seg->mini_used, 0);
+      if (seg->mini_used) MSI_SEEN_SET(seg->mini_used, 0);
       if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
     }
     /* the pages to give back, in runs: free of spans in use, not given back since their last use */

@@ -271,11 +271,75 @@ static void live_orphan_gives_back_empty_minis(void **state) {
   assert_int_equal(ms_test_in_child(empty_minis_of_live_orphan), 0);
 }
 
+/* ---- an orphan's partial reclaim empties one segment's mini spans, keeps a live one in another -------------- */
+/* The dead thread took a mini span in segment S1, moved on to S2 and took another there, then exited with blocks
+   live in S2. A collect takes back S1's empty mini span; S1 goes idle and is released. Another thread frees the
+   S2 mini block; the next collect reclaims the orphan's mini spans again: it must not reach S1 (released). */
+enum { SPREAD_HOLDERS = 6, SPREAD_MAX = 200000 };
+#define SEG_OF(p) ((msi_segment_t *)((uintptr_t)(p) & ~(MSI_HEAP_SEG_SIZE - 1)))
+static pthread_barrier_t spread_hold, spread_done, spread_go;
+static void *spread_mini1, *spread_mini2, **spread_blocks;
+static void *spread_holder(void *a) { /* a segment of its own, bare once it exits (the ones kept mapped) */
+  (void)a;
+  void *p = ms_malloc(4096);
+  memset(p, 1, 4096);
+  pthread_barrier_wait(&spread_hold);
+  pthread_barrier_wait(&spread_done);
+  ms_free(p);
+  return NULL;
+}
+static void *spread_thread(void *a) {
+  (void)a;
+  spread_mini1 = ms_malloc(48);
+  size_t n = 0;
+  while (n < SPREAD_MAX && (spread_blocks[n] = ms_malloc(4096)) && SEG_OF(spread_blocks[n]) == SEG_OF(spread_mini1)) n++;
+  spread_mini2 = ms_malloc(100); /* another class: a mini span in the second segment */
+  pthread_barrier_wait(&spread_done);
+  pthread_barrier_wait(&spread_go);
+  for (size_t i = 0; i < n; i++) ms_free(spread_blocks[i]);
+  ms_free(spread_mini1); /* the 4 KiB block in the second segment and spread_mini2 stay live */
+  return NULL;
+}
+static int minis_across_segments(void) {
+  if ((spread_blocks = mmap(NULL, SPREAD_MAX * sizeof(void *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+    return 2;
+  ms_free(ms_malloc(100));
+  pthread_t h[SPREAD_HOLDERS], x;
+  pthread_barrier_init(&spread_hold, NULL, SPREAD_HOLDERS + 1);
+  pthread_barrier_init(&spread_done, NULL, SPREAD_HOLDERS + 1);
+  pthread_barrier_init(&spread_go, NULL, 2);
+  for (int k = 0; k < SPREAD_HOLDERS; k++) pthread_create(&h[k], NULL, spread_holder, NULL);
+  pthread_barrier_wait(&spread_hold);
+  pthread_create(&x, NULL, spread_thread, NULL);
+  for (int k = 0; k < SPREAD_HOLDERS; k++) pthread_join(h[k], NULL);
+  pthread_barrier_wait(&spread_go);
+  pthread_join(x, NULL);
+  if (!msi_span_is_mini(msi_heap_span_of(spread_mini2))) return 3;
+  if (SEG_OF(spread_mini1) == SEG_OF(spread_mini2)) return 4;
+  uint64_t segs = atomic_load(&msi_heap_counters.segments);
+  ms_heap_collect(1);
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* the first segment's mini span taken back, the segment released */
+  print_message("segments %llu -> %llu\n", (unsigned long long)segs, (unsigned long long)atomic_load(&msi_heap_counters.segments));
+  msi_span_t *m2 = msi_heap_span_of(spread_mini2);
+  ms_free(spread_mini2); /* into the orphan's mini span in the second segment */
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* its mini spans reclaimed again */
+  if (m2->state != MSI_SPAN_FREE || m2->owner) return 5;
+  return 0;
+}
+static void partial_reclaim_forgets_emptied_segment(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  assert_int_equal(ms_test_in_child(minis_across_segments), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
                                                             thread's heap is new, not an orphan's adopted) */
       cmocka_unit_test(live_orphan_gives_back_empty_minis),
+      cmocka_unit_test(partial_reclaim_forgets_emptied_segment),
       cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
