@@ -656,7 +656,7 @@ static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   return seg;
 }
 
-static uint16_t mini_pages_all(void);
+static void hdr_touch(msi_segment_t *seg, const void *p, size_t n);
 static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   msi_lock(&seg_lock);
   int at;
@@ -664,10 +664,8 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   if (!seg) { msi_unlock(&seg_lock); return NULL; }
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~bits);
-  if (seg->bare) { /* (in use again: segments_reclaim; a span's descriptor, not the mini area) */
-    MSI_SEEN_SET(seg->bare, 0);
-    seg->mini_back = mini_pages_all();
-  }
+  if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
+  hdr_touch(seg, &seg->spans[at], sizeof seg->spans[at]); /* (its descriptor written: header_back) */
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
@@ -691,21 +689,36 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
 static void chunks_purged(size_t bytes) {
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
-/* The bytes of chunk 0 a pass gave back and counted returned that nothing used since: a bare segment's past its
-   first page (segments_reclaim), or pages of the mini area (mini_back: orphan_minis_reclaim, or a bare segment a
-   span took since). A later give-back of that chunk counts only the rest, so "returned" counts each byte once per
-   use. Under seg_lock, or on a segment out of the free masks (the pass's own) */
+/* The pages of chunk 0 past its first that a pass gave back and counted returned and that nothing wrote since
+   (hdr_back): all of them when the segment goes bare (segments_reclaim), pages of the mini area when an orphan's
+   mini spans leave (orphan_minis_reclaim); a span's descriptor and a mini span's pages taken later clear theirs
+   (hdr_touch). A later give-back of that chunk counts only the rest, so "returned" counts each byte once per use.
+   Under seg_lock, or on a segment out of the free masks (the pass's own) */
+#if MSI_HEAP_MINI
 #define MINI_AREA_BYTES (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE)
-_Static_assert(MINI_AREA_BYTES / 4096 <= 16, "mini_back has a bit per page of the mini area");
 /* the mini area's pages (none when its start is not on a page: pages larger than 16 KiB) */
 static unsigned mini_pages(void) {
   size_t ps = msi_os_page_size();
   return MSI_HEAP_MINI_BASE % ps ? 0 : (unsigned)(MINI_AREA_BYTES / ps);
 }
-static uint16_t mini_pages_all(void) { return (uint16_t)((1u << mini_pages()) - 1); }
+/* the mini area's pages as hdr_back's bits (its first page's bit: mini_pages_at) */
+static unsigned mini_pages_at(void) { return (unsigned)(MSI_HEAP_MINI_BASE / msi_os_page_size()); }
+static uint16_t mini_pages_all(void) { return (uint16_t)(((1u << mini_pages()) - 1) << mini_pages_at()); }
+#endif
+_Static_assert(MSI_HEAP_CHUNK / 4096 <= 16, "hdr_back has a bit per page of chunk 0");
+/* every page of chunk 0 past its first, a guard's page at its end left out (a segment gone bare) */
+static uint16_t hdr_pages_all(void) {
+  return (uint16_t)(((1u << ((MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / msi_os_page_size())) - 1) & ~1u);
+}
 static size_t header_back(const msi_segment_t *seg) {
-  size_t ps = msi_os_page_size();
-  return seg->bare ? MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps : (size_t)msi_popcount64(seg->mini_back) * ps;
+  return (size_t)msi_popcount64(seg->hdr_back) * msi_os_page_size();
+}
+/* [p, p + n) in chunk 0 written: its pages are resident again, no longer counted returned */
+static void hdr_touch(msi_segment_t *seg, const void *p, size_t n) {
+  if (!seg->hdr_back) return;
+  size_t ps = msi_os_page_size(), off = (size_t)((uintptr_t)p - (uintptr_t)seg);
+  unsigned p0 = (unsigned)(off / ps), p1 = (unsigned)((off + n - 1) / ps);
+  seg->hdr_back = (uint16_t)(seg->hdr_back & ~(((2u << p1) - 1) & ~((1u << p0) - 1)));
 }
 
 /* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
@@ -891,7 +904,8 @@ static void segments_reclaim(void) {
     seg->owner = NULL;
     /* its header's bytes not yet counted returned: all of chunk 0 (released), or past its first page (bare) */
     chunks_purged((release ? MSI_HEAP_CHUNK : MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps) - header_back(seg));
-    if (!release) seg->mini_back = 0; /* (bare covers it; a release refused finds the segment as it was) */
+    if (!release) seg->hdr_back = hdr_pages_all(); /* (given back next: segment_bare_advise; a release refused
+                                                        finds the segment as it was) */
     seg_pending_set(release ? seg_pending_release : seg_pending_bare, seg, true);
     msi_unlock(&seg_lock);
     if (release) {
@@ -1760,10 +1774,10 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   }
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
-  if (seg->mini_back) { /* the new span's pages are in use again */
-    size_t ps = msi_os_page_size();
-    unsigned p0 = (unsigned)(g * MSI_HEAP_MINI_SIZE / ps), p1 = (unsigned)(((g + k) * MSI_HEAP_MINI_SIZE - 1) / ps);
-    seg->mini_back = (uint16_t)(seg->mini_back & ~(((1u << (p1 + 1)) - 1) & ~((1u << p0) - 1)));
+  if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
+    hdr_touch(seg, &seg->mini_map[seg->mini_used], g + k - seg->mini_used);
+    hdr_touch(seg, &seg->mini[g], sizeof seg->mini[g]);
+    hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
   msi_span_t *s = &seg->mini[g];
@@ -1984,32 +1998,41 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
     uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
+    bool kept = false; /* a mini span of h's stays here (one with blocks) */
     for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
       if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
         m->owner = NULL;
         MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
-      } else if (m->state == MSI_SPAN_ACTIVE && per_page) {
+        continue;
+      }
+      kept |= m->owner == h;
+      if (m->state == MSI_SPAN_ACTIVE && per_page) {
         unsigned k = m->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
         busy = (uint16_t)(busy | 1u << (g / per_page) | 1u << ((g + k - 1) / per_page));
       } else if (m->state == MSI_SPAN_ACTIVE) {
         busy = 1;
       }
     }
+    if (!kept) { /* none of h's mini spans left here: h forgets the segment, which may go idle and be released
+                    (segments_reclaim) before h's next reclaim */
+      h->mini_seg[i--] = h->mini_seg[--h->mini_nseg];
+    }
     if (!busy) {
-      MSI_SEEN_SET(seg->mini_used, 0);
+      if (seg->mini_used) MSI_SEEN_SET(seg->mini_used, 0);
       if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
     }
     /* the pages to give back, in runs: free of spans in use, not given back since their last use */
-    uint16_t give = (uint16_t)(mini_pages_all() & ~busy & ~seg->mini_back);
-    for (unsigned p = 0; p < npages;) {
+    unsigned at = mini_pages_at();
+    uint16_t give = (uint16_t)(mini_pages_all() & ~(busy << at) & ~seg->hdr_back); /* (as chunk 0's pages) */
+    for (unsigned p = at; p < at + npages;) {
       if (!(give >> p & 1)) { p++; continue; }
       unsigned q = p;
-      while (q < npages && (give >> q & 1)) q++;
-      if (msi_os_madvise((char *)seg + MSI_HEAP_MINI_BASE + p * ps, (q - p) * ps, MADV_DONTNEED) == 0) {
+      while (q < at + npages && (give >> q & 1)) q++;
+      if (msi_os_madvise((char *)seg + p * ps, (q - p) * ps, MADV_DONTNEED) == 0) {
         chunks_purged((q - p) * ps);
-        seg->mini_back = (uint16_t)(seg->mini_back | (((1u << q) - 1) & ~((1u << p) - 1))); /* (header_back) */
+        seg->hdr_back = (uint16_t)(seg->hdr_back | (((1u << q) - 1) & ~((1u << p) - 1))); /* (header_back) */
       }
       p = q;
     }

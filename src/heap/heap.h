@@ -132,8 +132,8 @@ typedef struct msi_segment_s {
                                         thread, after mini_map) */
   uint8_t bare;                      /* every chunk free, no mini span, and chunk 0's pages past its first given
                                         back (heap.c segments_reclaim; under the segment lock, read by the pass) */
-  uint16_t mini_back;                /* pages of chunk 0's mini area given back and counted returned, no mini span
-                                        taken there since (heap.c header_back; under the segment lock) */
+  uint16_t hdr_back;                 /* pages of chunk 0 past its first (bit n: page n) given back and counted
+                                        returned, not written since (heap.c header_back; under the segment lock) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */

@@ -271,11 +271,137 @@ static void live_orphan_gives_back_empty_minis(void **state) {
   assert_int_equal(ms_test_in_child(empty_minis_of_live_orphan), 0);
 }
 
+/* ---- an orphan's partial reclaim empties one segment's mini spans, keeps a live one in another -------------- */
+/* The dead thread took a mini span in segment S1, moved on to S2 and took another there, then exited with blocks
+   live in S2. A collect takes back S1's empty mini span; S1 goes idle and is released. Another thread frees the
+   S2 mini block; the next collect reclaims the orphan's mini spans again: it must not reach S1 (released). */
+enum { SPREAD_HOLDERS = 6, SPREAD_MAX = 200000 };
+#define SEG_OF(p) ((msi_segment_t *)((uintptr_t)(p) & ~(MSI_HEAP_SEG_SIZE - 1)))
+static pthread_barrier_t spread_hold, spread_done, spread_go;
+static void *spread_mini1, *spread_mini2, **spread_blocks;
+static void *spread_holder(void *a) { /* a segment of its own, bare once it exits (the ones kept mapped) */
+  (void)a;
+  void *p = ms_malloc(4096);
+  memset(p, 1, 4096);
+  pthread_barrier_wait(&spread_hold);
+  pthread_barrier_wait(&spread_done);
+  ms_free(p);
+  return NULL;
+}
+static void *spread_thread(void *a) {
+  (void)a;
+  spread_mini1 = ms_malloc(48);
+  size_t n = 0;
+  while (n < SPREAD_MAX && (spread_blocks[n] = ms_malloc(4096)) && SEG_OF(spread_blocks[n]) == SEG_OF(spread_mini1)) n++;
+  spread_mini2 = ms_malloc(100); /* another class: a mini span in the second segment */
+  pthread_barrier_wait(&spread_done);
+  pthread_barrier_wait(&spread_go);
+  for (size_t i = 0; i < n; i++) ms_free(spread_blocks[i]);
+  ms_free(spread_mini1); /* the 4 KiB block in the second segment and spread_mini2 stay live */
+  return NULL;
+}
+static int minis_across_segments(void) {
+  if ((spread_blocks = mmap(NULL, SPREAD_MAX * sizeof(void *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+    return 2;
+  ms_free(ms_malloc(100));
+  pthread_t h[SPREAD_HOLDERS], x;
+  pthread_barrier_init(&spread_hold, NULL, SPREAD_HOLDERS + 1);
+  pthread_barrier_init(&spread_done, NULL, SPREAD_HOLDERS + 1);
+  pthread_barrier_init(&spread_go, NULL, 2);
+  for (int k = 0; k < SPREAD_HOLDERS; k++) pthread_create(&h[k], NULL, spread_holder, NULL);
+  pthread_barrier_wait(&spread_hold);
+  pthread_create(&x, NULL, spread_thread, NULL);
+  for (int k = 0; k < SPREAD_HOLDERS; k++) pthread_join(h[k], NULL);
+  pthread_barrier_wait(&spread_go);
+  pthread_join(x, NULL);
+  if (!msi_span_is_mini(msi_heap_span_of(spread_mini2))) return 3;
+  if (SEG_OF(spread_mini1) == SEG_OF(spread_mini2)) return 4;
+  uint64_t segs = atomic_load(&msi_heap_counters.segments);
+  ms_heap_collect(1);
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* the first segment's mini span taken back, the segment released */
+  print_message("segments %llu -> %llu\n", (unsigned long long)segs, (unsigned long long)atomic_load(&msi_heap_counters.segments));
+  msi_span_t *m2 = msi_heap_span_of(spread_mini2);
+  ms_free(spread_mini2); /* into the orphan's mini span in the second segment */
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* its mini spans reclaimed again */
+  if (m2->state != MSI_SPAN_FREE || m2->owner) return 5;
+  return 0;
+}
+static void partial_reclaim_forgets_emptied_segment(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  assert_int_equal(ms_test_in_child(minis_across_segments), 0);
+}
+
+/* ---- a bare segment used again and given back again, each cycle counted once ------------------------------ */
+/* A segment kept bare has chunk 0's pages past its first given back and counted. A thread's block taken there
+   (a mini span, or a span whose descriptor lies past page 0) writes a few of them; the next give-back counts those
+   and the span's chunk, not the whole header again */
+static void *cycle_blocks[MSI_HEAP_CLASSES];
+static unsigned cycle_n;
+static void *cycle_thread(void *a) { /* a block of one small class, or of each class up to 4 KiB (its own span each) */
+  (void)a;
+  cycle_n = 0;
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES && msi_heap_class_size[c] <= 4096 && (c == 0 || a); c++) {
+    size_t sz = msi_heap_class_size[c] - MSI_HEAP_CANARY;
+    if (!(cycle_blocks[cycle_n] = ms_malloc(sz))) return (void *)1;
+    memset(cycle_blocks[cycle_n++], 3, sz);
+  }
+  for (unsigned i = 0; i < cycle_n; i++) ms_free(cycle_blocks[i]);
+  return NULL;
+}
+static int bare_reuse_cycles(void) {
+  ms_free(ms_malloc(100));
+  burst();
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* the burst's segments bare (those kept) or released */
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE), hdr = (MSI_HEAP_CHUNK - MSI_HEAP_GUARD) / ps;
+  if (hdr > 16) return 2;
+  int checked = 0;
+  for (int cycle = 0; cycle < 6; cycle++) {
+    pthread_t t;
+    void *r = NULL;
+    if (pthread_create(&t, NULL, cycle_thread, cycle % 2 ? (void *)1 : NULL) || pthread_join(t, &r) || r) return 3;
+    msi_segment_t *seg = (msi_segment_t *)((uintptr_t)cycle_blocks[0] & ~(MSI_HEAP_SEG_SIZE - 1));
+    size_t chunks = 0;
+    bool one_seg = true;
+    for (unsigned i = 0; i < cycle_n; i++) {
+      msi_span_t *s = msi_heap_span_of(cycle_blocks[i]);
+      one_seg &= (msi_segment_t *)((uintptr_t)cycle_blocks[i] & ~(MSI_HEAP_SEG_SIZE - 1)) == seg;
+      bool first = true; /* (a span counted once) */
+      for (unsigned j = 0; j < i; j++) first &= msi_heap_span_of(cycle_blocks[j]) != s;
+      if (first && !msi_span_is_mini(s)) chunks += s->nchunks;
+    }
+    unsigned char vec[16];
+    if (mincore((char *)seg + ps, (hdr - 1) * ps, vec)) return 4;
+    size_t resident = 0;
+    for (size_t i = 0; i + 1 < hdr; i++) resident += vec[i] & 1;
+    uint64_t before = returned();
+    ms_heap_collect(1);
+    ms_heap_collect(1);
+    uint64_t grew = returned() - before;
+    print_message("cycle %d (%u blocks): returned grew %llu KiB, chunk 0 had %zu KiB resident past its first page, "
+                  "spans of %zu chunks; bare %d\n", cycle, cycle_n, (unsigned long long)grew >> 10, resident * ps >> 10,
+                  chunks, seg->bare);
+    if (!seg->bare || !one_seg) continue; /* (released whole, kept in use, or spread: another count) */
+    if (grew != resident * ps + chunks * MSI_HEAP_CHUNK) return 10 + cycle;
+    checked++;
+  }
+  return checked ? 0 : 5;
+}
+static void bare_reuse_counts_its_pages_once(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(bare_reuse_cycles), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
                                                             thread's heap is new, not an orphan's adopted) */
       cmocka_unit_test(live_orphan_gives_back_empty_minis),
+      cmocka_unit_test(partial_reclaim_forgets_emptied_segment),
+      cmocka_unit_test(bare_reuse_counts_its_pages_once),
       cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
