@@ -285,7 +285,8 @@ MS_API int ms_pages_release(void *addr, size_t size);
 
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
 /// MS_FAULT_MMAP with a negative `err` fails with -err and, for a fixed target (MAP_FIXED, MREMAP_FIXED), unmaps
-/// the target first, as kernels before 6.12 (mmap) and 6.17 (mremap) do when commit accounting refuses it.
+/// the target first, as kernels before 6.12 (mmap) and 6.17 (mremap) do when commit accounting refuses it; for the
+/// other operations a negative `err` is the same as -err.
 /// Thread-safe. Production code pays one relaxed load per system call.
 typedef enum ms_fault_op_e { MS_FAULT_MMAP = 0, MS_FAULT_MADVISE, MS_FAULT_MPROTECT, MS_FAULT_FALLOCATE,
                              MS_FAULT_MLOCK, MS_FAULT_OP_COUNT } ms_fault_op_t;

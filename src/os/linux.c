@@ -56,7 +56,7 @@ bool msi_fault_hit(ms_fault_op_t op, int *err) {
 #define INJECT(op, failval)                                                                                     \
   do {                                                                                                         \
     int err_;                                                                                                  \
-    if (MSI_UNLIKELY(msi_fault_hit(op, &err_))) { COUNT_FAIL(); errno = err_; return failval; }                \
+    if (MSI_UNLIKELY(msi_fault_hit(op, &err_))) { COUNT_FAIL(); errno = err_ < 0 ? -err_ : err_; return failval; } \
   } while (0)
 
 /* the reservations whose fixed mappings are counted commits (MSI_OS_RESERVE_COUNT_FIXED), written once each */

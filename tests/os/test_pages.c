@@ -274,6 +274,10 @@ static void fault_madvise_mprotect(void **state) {
   assert_int_equal(ms_pages_decommit(r.addr, ps), ENOMEM);
   ms_fault_inject(MS_FAULT_MADVISE, 1, ENOMEM);
   assert_int_equal(ms_pages_populate(r.addr, ps), ENOMEM);
+  /* a negative error for an operation other than mmap: the same as its absolute value (ms_fault_inject) */
+  ms_fault_inject(MS_FAULT_MADVISE, 1, -EAGAIN);
+  assert_int_equal(ms_pages_reset(r.addr, ps), EAGAIN);
+  assert_int_equal(errno, EAGAIN);
   /* THP advice failing: the reservation still works, with the fallback reported */
   ms_pages_t t;
   if (ms_huge_page_size(MS_PAGE_THP)) {
