@@ -102,6 +102,14 @@ static bool back_to(figures_t now, figures_t base) {
          now.committed <= base.committed + KEEP_SEGMENTS * MSI_HEAP_CHUNK + 2 * MSI_MiB;
 }
 
+/* a forced purge gives the burst's memory back (shown under `when`) */
+static void purge_forced_back_to(const char *when, figures_t base) {
+  ms_heap_collect(1);
+  figures_t now = figures();
+  show(when, now);
+  assert_true(back_to(now, base));
+}
+
 static void msleep(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -122,10 +130,7 @@ static void burst_memory_goes_back(void **state) {
   /* blocks still live in the dead threads' heaps: those heaps keep them through a forced purge */
   ms_heap_collect(1);
   left_check_and_free(true);
-  ms_heap_collect(1);
-  figures_t forced = figures();
-  show("blocks freed, purge forced", forced);
-  assert_true(back_to(forced, base));
+  purge_forced_back_to("blocks freed, purge forced", base);
 
   /* the same burst again: adopted heaps, segments kept or mapped again; then the maintenance thread's passes
      alone (no forced purge) give it back once idle for the purge delay */
@@ -144,10 +149,7 @@ static void burst_memory_goes_back(void **state) {
   /* and a third time, forced: every thread's blocks intact on reused memory */
   burst();
   left_check_and_free(true);
-  ms_heap_collect(1);
-  figures_t third = figures();
-  show("third burst, purge forced", third);
-  assert_true(back_to(third, base));
+  purge_forced_back_to("third burst, purge forced", base);
 }
 
 /* a forked child of a process whose burst's memory went back starts the burst itself, on the parent's released
@@ -206,16 +208,10 @@ static void release_at_mapping_limit(void **state) {
   ms_heap_collect(1);
   show("purge at the mapping limit", figures());
   munmap(fill, n * ps);
-  ms_heap_collect(1);
-  figures_t after = figures();
-  show("purge after it", after);
-  assert_true(back_to(after, base));
+  purge_forced_back_to("purge after it", base);
   burst();
   left_check_and_free(true);
-  ms_heap_collect(1);
-  figures_t again = figures();
-  show("a burst more, purge forced", again);
-  assert_true(back_to(again, base));
+  purge_forced_back_to("a burst more, purge forced", base);
 }
 
 int main(void) {
