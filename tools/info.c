@@ -17,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <linux/capability.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -135,15 +134,6 @@ static void pages(void) {
   if (!sizes) row("hugetlb pages", "%s", sysfs_mm ? "not available (kernel without hugetlbfs)" : "unknown (/sys/kernel/mm not readable)");
 }
 
-/* whether capability `cap` (below 32) is in this process's effective set: capget, which needs no /proc */
-static bool has_cap(int cap) {
-  struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-  memset(data, 0, sizeof data);
-  if (syscall(SYS_capget, &head, data) != 0) return false;
-  return (data[0].effective >> cap) & 1;
-}
-
 static void memory(void) {
   char h[32], h2[32];
   section("Memory");
@@ -167,7 +157,7 @@ static void memory(void) {
   if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
     limit_text(h, sizeof h, rl.rlim_cur);
     limit_text(h2, sizeof h2, rl.rlim_max);
-    row("RLIMIT_MEMLOCK", "%s (hard %s)%s", h, h2, has_cap(14) ? "; this process has CAP_IPC_LOCK: not enforced" : "");
+    row("RLIMIT_MEMLOCK", "%s (hard %s)%s", h, h2, msi_os_has_cap(CAP_IPC_LOCK) ? "; this process has CAP_IPC_LOCK: not enforced" : "");
   }
   if (getrlimit(RLIMIT_AS, &rl) == 0) { /* the heap's reservation counts against it (docs/heap.md) */
     limit_text(h, sizeof h, rl.rlim_cur);

@@ -255,6 +255,10 @@ static int entry_phys(uint64_t e, const struct ms_dma_buffer_s *b, size_t off, u
   return 0;
 }
 
+/* translate's answer when the physical addresses cannot be read at all (no privilege, no descriptor, no /proc), as
+   opposed to memory that is wrong for a buffer: one page is still contiguous by construction */
+static bool phys_unreadable(int r) { return r == EPERM || r == EMFILE || r == ENFILE || r == ENOENT; }
+
 /* translates [addr, addr+size) into sb (capacity: pages covering size); 0 or errno */
 static int translate(const struct ms_dma_buffer_s *b, seg_builder_t *sb) {
   int fd = msi_os_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
@@ -603,7 +607,7 @@ ms_dma_buffer_t *ms_dma_alloc(size_t size, const ms_dma_config_t *config) {
       msi_error("dma: MS_DMA_CONTIGUOUS buffer of %zu bytes on one %s page is in %zu physical runs", size,
                 msi_pages_name(got), b->count);
       r = EIO;
-    } else if (r == EPERM || r == EMFILE || r == ENFILE || r == ENOENT) {
+    } else if (phys_unreadable(r)) {
       r = 0; /* one page is contiguous by construction; it just cannot be shown (no privilege, no descriptor) */
     }
     if (r) {
@@ -835,7 +839,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
       msi_error("dma: ms_dma_register(%p, %zu) with MS_DMA_CONTIGUOUS: the memory is in %zu physical runs", memory,
                 size, b->count);
       r = EINVAL;
-    } else if (size == page && (r == EPERM || r == EMFILE || r == ENFILE || r == ENOENT)) {
+    } else if (size == page && phys_unreadable(r)) {
       r = 0; /* one page is contiguous by construction, as for ms_dma_alloc; it just cannot be shown */
     }
     if (r) {

@@ -528,8 +528,10 @@ MSI_START_DATA static uint64_t seg_avail_first;
 static inline uint64_t *seg_avail_word(size_t w) { return w ? &seg_avail[w] : &seg_avail_first; }
 #define SEG_ALL_FREE (~(uint64_t)1) /* every chunk but the header's */
 /* after a change of the segment's free mask: its bit in seg_avail; a segment with every chunk free serves no heap */
+static size_t seg_index(const msi_segment_t *seg) { return ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT; }
+static msi_segment_t *seg_at(size_t i) { return (msi_segment_t *)(msi_heap_g.base + (i << MSI_HEAP_SEG_SHIFT)); }
 static void seg_avail_bit(msi_segment_t *seg) {
-  size_t i = ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT;
+  size_t i = seg_index(seg);
   if (seg->free_mask) *seg_avail_word(i / 64) |= 1ull << (i % 64);
   else *seg_avail_word(i / 64) &= ~(1ull << (i % 64));
 }
@@ -579,7 +581,6 @@ MSI_COLD_BSS static uint64_t seg_released[MAX_SEGMENTS / 64];
 #define SEG_REMAP 1
 #endif
 static size_t seg_released_n;
-static size_t seg_index(const msi_segment_t *seg) { return ((uintptr_t)seg - msi_heap_g.base) >> MSI_HEAP_SEG_SHIFT; }
 static bool seg_is_released(size_t i) { return MSI_SEEN(seg_released[i / 64]) >> (i % 64) & 1; }
 static void seg_released_set(size_t i, bool on) {
   uint64_t w = seg_released[i / 64], b = 1ull << (i % 64);
@@ -605,7 +606,7 @@ static msi_segment_t *segment_revive(void) {
   for (size_t w = 0; w < MAX_SEGMENTS / 64; w++) {
     if (!seg_released[w]) continue;
     size_t i = w * 64 + (size_t)__builtin_ctzll(seg_released[w]);
-    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + (i << MSI_HEAP_SEG_SHIFT));
+    msi_segment_t *seg = seg_at(i);
     int saved = errno;
     void *p = SEG_REMAP ? msi_os_mmap(seg, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
                         : (void *)seg;
@@ -829,7 +830,7 @@ static void segments_release(msi_segment_t *seg, size_t n) {
   for (size_t i = 0; i < n; i++) {
     msi_segment_t *s = (msi_segment_t *)((uintptr_t)seg + i * MSI_HEAP_SEG_SIZE);
     seg_pending_set(seg_pending_release, s, false);
-    if (p != (void *)seg && fresh) {
+    if (fresh) {
       atomic_fetch_sub_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
       msi_os_count_decommit(MSI_HEAP_CHUNK);
       segment_init(s);
@@ -850,30 +851,21 @@ static void segments_release(msi_segment_t *seg, size_t n) {
 }
 /* an idle segment a pass took (segments_reclaim) to keep mapped: the descriptors past its first page and the mini
    spans' area (a guard's page at its end left alone) go back; then, under seg_lock, it is back in the free masks */
-static void segment_bare_advise(msi_segment_t *seg) {
+static void segment_bare(msi_segment_t *seg) {
   uintptr_t ps = msi_os_page_size();
   msi_os_madvise((char *)seg + ps, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps, MADV_DONTNEED);
-}
-static void segment_bare(msi_segment_t *seg) {
+  msi_lock(&seg_lock);
   seg_pending_set(seg_pending_bare, seg, false);
   MSI_SEEN_SET(seg->bare, 1);
   MSI_SEEN_SET(seg->free_mask, SEG_ALL_FREE);
   seg_avail_update(seg);
+  msi_unlock(&seg_lock);
 }
 /* a child forked while another thread's pass held segments (seg_pending_release) does that pass's work */
 static void reclaim_pending_finish(void) {
   for (size_t w = 0; w < MAX_SEGMENTS / 64 && seg_pending_n; w++) {
-    while (seg_pending_bare[w]) {
-      msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + ((w * 64 + (size_t)__builtin_ctzll(seg_pending_bare[w])) << MSI_HEAP_SEG_SHIFT));
-      segment_bare_advise(seg);
-      msi_lock(&seg_lock);
-      segment_bare(seg);
-      msi_unlock(&seg_lock);
-    }
-    while (seg_pending_release[w]) {
-      size_t i = w * 64 + (size_t)__builtin_ctzll(seg_pending_release[w]);
-      segments_release((msi_segment_t *)(msi_heap_g.base + (i << MSI_HEAP_SEG_SHIFT)), 1);
-    }
+    while (seg_pending_bare[w]) segment_bare(seg_at(w * 64 + (size_t)__builtin_ctzll(seg_pending_bare[w])));
+    while (seg_pending_release[w]) segments_release(seg_at(w * 64 + (size_t)__builtin_ctzll(seg_pending_release[w])), 1);
   }
 }
 static void segments_reclaim(void) {
@@ -904,7 +896,7 @@ static void segments_reclaim(void) {
     seg->owner = NULL;
     /* its header's bytes not yet counted returned: all of chunk 0 (released), or past its first page (bare) */
     chunks_purged((release ? MSI_HEAP_CHUNK : MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps) - header_back(seg));
-    if (!release) seg->hdr_back = hdr_pages_all(); /* (given back next: segment_bare_advise; a release refused
+    if (!release) seg->hdr_back = hdr_pages_all(); /* (given back next: segment_bare; a release refused
                                                         finds the segment as it was) */
     seg_pending_set(release ? seg_pending_release : seg_pending_bare, seg, true);
     msi_unlock(&seg_lock);
@@ -913,10 +905,7 @@ static void segments_reclaim(void) {
       continue;
     }
     if (msi_heap_reclaim_hook) msi_heap_reclaim_hook(seg, 0);
-    segment_bare_advise(seg);
-    msi_lock(&seg_lock);
     segment_bare(seg);
-    msi_unlock(&seg_lock);
     kept++;
   }
   if (run_n) segments_release(run, run_n);

@@ -72,6 +72,7 @@ int msi_os_sched_idle(bool idle);                       /* the calling thread: S
 bool msi_os_seccomp_filtered(void);                     /* prctl(PR_GET_SECCOMP) is not 0: a seccomp sandbox (or refused) */
 bool msi_os_sched_batch(void);                          /* the calling thread: SCHED_OTHER becomes SCHED_BATCH; true if it runs that */
 bool msi_os_sched_idle_reversible(void);                /* the calling thread may return from SCHED_IDLE (CAP_SYS_NICE, RLIMIT_NICE) */
+bool msi_os_has_cap(int cap); /* capability `cap` (below 32) in the thread's effective set (capget) */
 bool msi_os_may_lock(size_t bytes); /* mlock of `bytes` fits RLIMIT_MEMLOCK, or CAP_IPC_LOCK lifts the limit */
 void msi_os_yield(void);                                 /* sched_yield: a thread waiting for this CPU runs first */
 unsigned msi_os_cpu_count(void);                        /* CPUs the process may run on (its affinity mask; 1 if refused) */

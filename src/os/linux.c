@@ -51,12 +51,15 @@ bool msi_fault_hit(ms_fault_op_t op, int *err) {
   return false;
 }
 
+/* the errno of an injected failure: a negative err (ms_fault_inject) fails with its absolute value */
+static inline int fault_errno(int err) { return err < 0 ? -err : err; }
+
 #define COUNT_CALL() atomic_fetch_add_explicit(&msi_os_counters.calls, 1, memory_order_relaxed)
 #define COUNT_FAIL() atomic_fetch_add_explicit(&msi_os_counters.failures, 1, memory_order_relaxed)
 #define INJECT(op, failval)                                                                                     \
   do {                                                                                                         \
     int err_;                                                                                                  \
-    if (MSI_UNLIKELY(msi_fault_hit(op, &err_))) { COUNT_FAIL(); errno = err_ < 0 ? -err_ : err_; return failval; } \
+    if (MSI_UNLIKELY(msi_fault_hit(op, &err_))) { COUNT_FAIL(); errno = fault_errno(err_); return failval; }  \
   } while (0)
 
 /* the reservations whose fixed mappings are counted commits (MSI_OS_RESERVE_COUNT_FIXED), written once each */
@@ -87,11 +90,8 @@ static void count_fixed_add(uintptr_t start, size_t size) {
    a kernel before 6.12 (mmap) or 6.17 (mremap) does when commit accounting refuses the new mapping */
 static void *mmap_fault(int err, void *target, size_t size, bool fixed) {
   COUNT_FAIL();
-  if (err < 0) {
-    if (fixed) munmap(target, size);
-    err = -err;
-  }
-  errno = err;
+  if (err < 0 && fixed) munmap(target, size);
+  errno = fault_errno(err);
   return MAP_FAILED;
 }
 
@@ -334,6 +334,12 @@ bool msi_os_sched_batch(void) {
   if (policy == SCHED_OTHER && sched_setscheduler(0, SCHED_BATCH, &param) == 0) policy = SCHED_BATCH;
   return policy == SCHED_BATCH; /* a policy chosen by the user (real-time, idle) stays */
 }
+/* capability `cap` (below 32) in this thread's effective set: capget, which needs no /proc */
+bool msi_os_has_cap(int cap) {
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = {{0}};
+  return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> cap) & 1;
+}
 /* Linux treats SCHED_IDLE as nice 20: going back to SCHED_BATCH needs CAP_SYS_NICE or an RLIMIT_NICE that
    allows the thread's nice value (the default limit, 0, does not), else SCHED_IDLE is a one-way street. */
 bool msi_os_sched_idle_reversible(void) {
@@ -343,16 +349,12 @@ bool msi_os_sched_idle_reversible(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)(20 - nice)))
     return true;
-  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct caps[2];
-  return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_SYS_NICE) & 1;
+  return msi_os_has_cap(CAP_SYS_NICE);
 }
 bool msi_os_may_lock(size_t bytes) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= bytes) return true;
-  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct caps[2];
-  return syscall(SYS_capget, &hdr, caps) == 0 && (caps[0].effective >> CAP_IPC_LOCK) & 1;
+  return msi_os_has_cap(CAP_IPC_LOCK);
 }
 void msi_os_yield(void) { sched_yield(); }
 /* through syscall(): no file read (sysconf reads /sys, which a sandbox may forbid), no libc symbol bound for it */
