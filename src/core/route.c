@@ -347,23 +347,25 @@ static void *route_move(void *p, size_t old, size_t size, owner_t from, bool awa
   return q;
 }
 
-/* A spilled block resized. The caller's errno is kept on success (C: no library function sets errno to zero;
-   spill's own answer uses errno 0 for "not here, RAM instead") */
-static void *realloc_spilled(void *p, size_t size, unsigned mask) {
+/* A spilled block resized (spill's own answer uses errno 0 for "not here, RAM instead") */
+static void *realloc_spilled_in(void *p, size_t size, unsigned mask) {
   size_t old = msi_spill_usable_size(p), t = spill_threshold(mask);
-  int saved = errno;
   if (old && t && size < t) { /* below the threshold: to RAM, else (no RAM) shrunk in place */
     void *q = route_move(p, old, size, OWNER_SPILL, true, mask);
-    if (q) { errno = saved; return q; }
+    if (q) return q;
   }
   errno = 0;
   void *q = msi_spill_realloc(p, size);
-  if (q) errno = saved;
   if (q || errno != 0) return q;
-  errno = saved;
   q = route_move(p, old, size, OWNER_SPILL, false, mask); /* spill cannot hold the new size: RAM */
+  if (!q) errno = ENOMEM;
+  return q;
+}
+/* the caller's errno kept on success (C: no library function sets errno to zero) */
+static void *realloc_spilled(void *p, size_t size, unsigned mask) {
+  int saved = errno;
+  void *q = realloc_spilled_in(p, size, mask);
   if (q) errno = saved;
-  else errno = ENOMEM;
   return q;
 }
 

@@ -2057,6 +2057,20 @@ static void orphan_reclaim(msi_heap_t *h) {
   errno = saved;
 }
 
+/* a state of an orphan (`idle`: empty, or with empty mini spans) seen by consecutive passes: true when it has
+   lasted `delay` ms since the pass that first saw it (*since), or at once under `all`; *seen is cleared when it
+   ends or is acted on */
+static bool idle_for(bool idle, bool *seen, uint32_t *since, bool all, uint32_t now, uint32_t delay) {
+  if (idle && !all && !*seen) {
+    *seen = true;
+    *since = now;
+    return false;
+  }
+  bool due = idle && (all || now - *since >= delay);
+  if (!idle || due) *seen = false;
+  return due;
+}
+
 /* all: every orphan flushed, and the empty ones reclaimed at once; else after `delay` ms idle (purge's) */
 static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   if (!atomic_load_explicit(&orphans, memory_order_relaxed)) return;
@@ -2083,27 +2097,16 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
         if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, false);
       }
     if (h->reclaimed) continue;
-    if (!orphan_empty(h)) {
-      h->idle_seen = false;
-      /* a live block left: its empty mini spans go back after the delay all the same */
-      if (!orphan_minis_idle(h)) {
-        h->minis_idle_seen = false;
-      } else if (!h->minis_idle_seen && !all) {
-        h->minis_idle_seen = true;
-        h->minis_idle_ms = now;
-      } else if (all || now - h->minis_idle_ms >= delay) {
-        int saved = errno;
-        msi_lock(&seg_lock);
-        orphan_minis_reclaim(h, false);
-        msi_unlock(&seg_lock);
-        errno = saved;
-        h->minis_idle_seen = false;
-      }
-    } else if (!h->idle_seen && !all) {
-      h->idle_seen = true;
-      h->idle_ms = now;
-    } else if (all || now - h->idle_ms >= delay) {
+    bool empty = orphan_empty(h);
+    if (idle_for(empty, &h->idle_seen, &h->idle_ms, all, now, delay)) {
       orphan_reclaim(h);
+    } else if (!empty && idle_for(orphan_minis_idle(h), &h->minis_idle_seen, &h->minis_idle_ms, all, now, delay)) {
+      /* a live block left: its empty mini spans go back after the delay all the same */
+      int saved = errno;
+      msi_lock(&seg_lock);
+      orphan_minis_reclaim(h, false);
+      msi_unlock(&seg_lock);
+      errno = saved;
     }
   }
   msi_lock(&heaps_lock);
