@@ -11,7 +11,7 @@
       runs with min/max, an empty preloaded library (preload-floor) among the allocators as the floor of
       LD_PRELOAD itself, a short program run more often under the allocators its targets compare;
    3. one block grown with realloc to 1 GiB (bench/heap/realloc_grow.c), by 1 MiB steps and by doubling;
-   4. mimalloc-bench-style workloads (bench/heap/larson.c and the others).
+   4. mimalloc-bench-style workloads (bench/heap/larson.c and the others), allocators interleaved round by round.
    Prints tables with ratios against glibc and the best peer of this run, then the targets of issue [heap]
    (PASS/MISS) and of issue #26 (met/MISSED), each with its figure. */
 #include "bench.h"
@@ -43,9 +43,9 @@ typedef struct {
   int realloc_runs, realloc_double_runs; /* by 1 MiB steps (the README's and a target's), by doubling */
   bool short_all;                      /* the short window: every allocator at every thread count */
   bool cgroup_peers;                   /* purge under a cgroup: the peers' runs too (no target reads them) */
-  double wl_scale, wl_timeout_s;       /* mimalloc-bench-style workloads */
-  double wl_timed_scale;               /* glibc_simple and sh6bench, judged on time: windows of half a second or more */
-  int wl_rounds, wl_target_rounds;     /* all workloads; the four issue #26 sets targets on */
+  double wl_mult, wl_timeout_s;        /* mimalloc-bench-style workloads: times each one's wl_size */
+  double wl_fixed_scale;               /* > 0: this scale for every workload instead (--quick) */
+  int wl_rounds;                       /* interleaved rounds of every workload */
 } hb_params_t;
 
 static hb_params_t params_for(msb_mode_t mode) {
@@ -54,8 +54,8 @@ static hb_params_t params_for(msb_mode_t mode) {
      time; 4 threads oversubscribe a 2-core machine, so they run with --full), the short window's runs that a
      target or the README reads (in_short), the real programs at sizes where each run still lasts a good fraction
      of a second (one shorter than a second run up to 10 times under the allocators its targets compare: their rounds
-     scatter by several % on a shared machine, so 5 cannot tell 1.02x), realloc growth by doubling once (no target reads it), the workloads at half their fixed work
-     (the two judged on time at 3: windows, not moments) */
+     scatter by several % on a shared machine, so 5 cannot tell 1.02x), realloc growth by doubling once (no target reads it), the workloads in 5 interleaved rounds, each
+     run at its wl_size: a window of the steady state, not a moment after start-up */
   hb_params_t p = {.rounds = 1, .warmup = 2, .loops = 3, .idle_ms = 1000, .blocks = 150000, .ops = 75000,
                    .long_rounds = 5, .long_loops = 30, .long_threads = 2, .git_files = 500, .http_requests = 60,
                    .r_n = 4000,
@@ -64,14 +64,14 @@ static hb_params_t params_for(msb_mode_t mode) {
                    .sql_rows = 400000,
                    .gcc_funcs = 35, .shell_cmds = 150, .prog_timeout_s = 120, .realloc_max = (size_t)1 << 30,
                    .realloc_limit_s = 1.5, .realloc_runs = 3, .realloc_double_runs = 1,
-                   .wl_scale = 0.5, .wl_timed_scale = 3, .wl_timeout_s = 60, .wl_rounds = 1, .wl_target_rounds = 5};
+                   .wl_mult = 1, .wl_timeout_s = 60, .wl_rounds = 5};
   if (mode == MSB_QUICK) {
     p.rounds = 1; p.warmup = 1; p.loops = 2; p.idle_ms = 50; p.blocks = 4000; p.ops = 2000; p.rptest_timeout_s = 30;
     p.long_rounds = 2; p.long_loops = 4; p.git_files = 60; p.http_requests = 20; p.r_n = 1000;
     p.runs = 1; p.prog_goal_s = 0; p.py_waves = 1; p.py_n = 3000; p.np_rounds = 5;
     p.sql_rows = 20000; p.gcc_funcs = 4; p.shell_cmds = 10; p.prog_timeout_s = 30;
     p.realloc_max = (size_t)64 << 20; p.realloc_limit_s = 0.5; p.realloc_runs = 1; p.realloc_double_runs = 1;
-    p.wl_scale = 0.02; p.wl_timed_scale = 0.02; p.wl_timeout_s = 30; p.wl_target_rounds = 1;
+    p.wl_fixed_scale = 0.02; p.wl_timeout_s = 30; p.wl_rounds = 1;
     p.short_all = true; p.cgroup_peers = true; /* every case and allocator, small: what tests check */
   } else if (mode == MSB_FULL) { /* the seed's parameters: 1000 loops in the long window (hours) */
     p.rounds = 5; p.long_loops = 1000; p.long_threads = 4; p.rptest_timeout_s = 0; p.runs = 10; p.py_waves = 5;
@@ -80,7 +80,7 @@ static hb_params_t params_for(msb_mode_t mode) {
     p.np_rounds = 400; p.gcc_funcs = 100; p.shell_cmds = 1000;
     p.realloc_limit_s = 30; p.realloc_runs = 5; p.realloc_double_runs = 5; p.prog_timeout_s = 600;
     p.short_all = true; p.cgroup_peers = true;
-    p.wl_scale = 3; p.wl_timed_scale = 6; p.wl_rounds = 3; p.wl_timeout_s = 300;
+    p.wl_mult = 2; p.wl_rounds = 7; p.wl_timeout_s = 300;
   }
   return p;
 }
@@ -843,13 +843,16 @@ static const char *const wl_names[N_WL] = {"larson", "xmalloc", "cache_scratch",
                                            "glibc_simple", "glibc_thread", "sh6bench", "sh8bench", "alloc_test",
                                            "cxx_map", "malloc_large"};
 static const bool wl_single[N_WL] = {[W_GSIMPLE] = true, [W_MLARGE] = true}; /* default run: one thread */
-/* the workloads issue #26 sets targets on: at least wl_target_rounds interleaved rounds, whatever wl_rounds is */
-static const bool wl_target[N_WL] = {[W_SH6] = true, [W_GSIMPLE] = true, [W_LARSON] = true, [W_MSTRESS] = true};
-/* the two judged on time (within 1.05x of the fastest peer): at wl_timed_scale, so a run is a window of about half
-   a second and not a moment of a few hundredths that one scheduler hiccup on a 2-core machine moves past the
-   target */
-static const bool wl_timed[N_WL] = {[W_SH6] = true, [W_GSIMPLE] = true};
-static double wl_scale_of(const hb_params_t *p, int w) { return wl_timed[w] ? p->wl_timed_scale : p->wl_scale; }
+/* each workload's --scale in the default run: its work sized so that a run is a window of the steady state (about
+   half a second to a second under the fast allocators, the slowest a few times that), not a moment of a few
+   hundredths after start-up that one scheduler hiccup on a 2-core machine moves by tens of percent; --full runs
+   wl_mult times that, --quick one small fixed scale */
+static const double wl_size[N_WL] = {[W_LARSON] = 6, [W_XMALLOC] = 2, [W_SCRATCH] = 5, [W_THRASH] = 5,
+                                     [W_MSTRESS] = 1.6, [W_GSIMPLE] = 6, [W_GTHREAD] = 5, [W_SH6] = 6, [W_SH8] = 1.5,
+                                     [W_ALLOC] = 3.5, [W_CXX] = 4, [W_MLARGE] = 0.4};
+static double wl_scale_of(const hb_params_t *p, int w) {
+  return p->wl_fixed_scale > 0 ? p->wl_fixed_scale : wl_size[w] * p->wl_mult;
+}
 enum { WM_SEC, WM_CPU, WM_OPS, WM_RSS, N_WM };
 static const char *const wl_metrics[N_WM] = {"seconds", "cpu_s", "ops_per_s", "peak_rss_bytes"};
 #define WL_MAX_THR 4
@@ -879,6 +882,9 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
     wfail[w][ti][k] = true;
     return;
   }
+  /* the round (1, 2...) of the rows that follow: a run's rows carry it, so a failed run elsewhere does not shift
+     which rows were measured side by side */
+  msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "round", round + 1);
   double v;
   if (msb_kv(out, "ops", &v)) msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "ops", v);
   for (int m = 0; m < N_WM; m++)
@@ -900,26 +906,31 @@ static int wl_best_peer(int w, int ti, int m) {
 
 static void print_wl(const hb_params_t *p) {
   msb_printf("\n-- mimalloc-bench-style workloads (our own programs, docs/bench-heap.md section 4): wall seconds of "
-             "fixed work (scale %g; %g for glibc_simple and sh6bench), median of %d round%s (%d for larson, mstress, "
-             "glibc_simple and sh6bench); ratios > 1 are slower / bigger\n", p->wl_scale, p->wl_timed_scale, p->wl_rounds,
-             p->wl_rounds > 1 ? "s" : "",
-             p->wl_rounds > p->wl_target_rounds ? p->wl_rounds : p->wl_target_rounds);
-  msb_printf("%-14s %3s %-10s %9s %8s %9s %9s %9s %8s %9s\n", "workload", "thr", "impl", "seconds", "x glibc",
-             "x best-pr", "cpu x gl", "peak MiB", "x glibc", "x best-pr");
+             "fixed work (scales in heap.cmd), median [min-max] of %d interleaved round%s; ratios of the medians, "
+             "> 1 is slower / bigger\n", p->wl_rounds, p->wl_rounds > 1 ? "s" : "");
+  msb_printf("%-14s %3s %-10s %9s %15s %8s %9s %9s %9s %13s %8s %9s\n", "workload", "thr", "impl", "seconds",
+             "[min-max]", "x glibc", "x best-pr", "cpu x gl", "peak MiB", "[min-max]", "x glibc", "x best-pr");
   int g = find_impl(real, n_real, "glibc"), ms = find_impl(real, n_real, "memspace");
   for (int w = 0; w < N_WL; w++)
     for (int ti = 0; ti < n_wl_thr; ti++) {
-            int bt = wl_best_peer(w, ti, WM_SEC), br = wl_best_peer(w, ti, WM_RSS);
+      int bt = wl_best_peer(w, ti, WM_SEC), br = wl_best_peer(w, ti, WM_RSS);
       for (int k = 0; k < n_real; k++) {
         series_t *r = wres[w][ti][k];
-        if (!real[k].installed || !r[WM_SEC].n) continue;
-        char b1[16], b2[16], b3[16], b4[16], b5[16];
+        if (!real[k].installed || !r[WM_SEC].n) {
+          msb_printf("%-14s %3d %-10s %s\n", wl_names[w], wl_threads(w, ti), real[k].impl,
+                     real[k].installed ? "failed" : "not installed");
+          continue;
+        }
+        char b1[16], b2[16], b3[16], b4[16], b5[16], rs[32], rr[32];
         double s = med(&r[WM_SEC]), rss = med(&r[WM_RSS]);
-        msb_printf("%-14s %3d %-10s %9.3f %8s %9s %9s %9.1f %8s %9s\n", wl_names[w], wl_threads(w, ti), real[k].impl, s,
+        snprintf(rs, sizeof rs, "[%.3f-%.3f]", smin(&r[WM_SEC]), smax(&r[WM_SEC]));
+        snprintf(rr, sizeof rr, "[%.1f-%.1f]", mib(smin(&r[WM_RSS])), mib(smax(&r[WM_RSS])));
+        msb_printf("%-14s %3d %-10s %9.3f %15s %8s %9s %9s %9.1f %13s %8s %9s\n", wl_names[w], wl_threads(w, ti),
+                   real[k].impl, s, rs,
                    fx(b1, sizeof b1, g >= 0 ? ratio(s, med(&wres[w][ti][g][WM_SEC])) : NAN, "%.2fx"),
                    fx(b2, sizeof b2, bt >= 0 ? ratio(s, med(&wres[w][ti][bt][WM_SEC])) : NAN, "%.2fx"),
                    fx(b3, sizeof b3, g >= 0 ? ratio(med(&r[WM_CPU]), med(&wres[w][ti][g][WM_CPU])) : NAN, "%.2fx"),
-                   mib(rss), fx(b4, sizeof b4, g >= 0 ? ratio(rss, med(&wres[w][ti][g][WM_RSS])) : NAN, "%.2fx"),
+                   mib(rss), rr, fx(b4, sizeof b4, g >= 0 ? ratio(rss, med(&wres[w][ti][g][WM_RSS])) : NAN, "%.2fx"),
                    fx(b5, sizeof b5, br >= 0 ? ratio(rss, med(&wres[w][ti][br][WM_RSS])) : NAN, "%.2fx"));
       }
       if (bt >= 0) msb_printf("%-14s %3d (fastest peer: %s, smallest peak: %s)\n", "", wl_threads(w, ti), real[bt].impl,
@@ -946,16 +957,18 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
     for (int ti = 0; ti < n_wl_thr; ti++)
       for (int k = 0; k < n_real; k++)
         if (!real[k].installed) msb_row_not_installed(ctx, wl_names[w], real[k].impl, wl_threads(w, ti));
-  int rounds = p->wl_rounds > p->wl_target_rounds ? p->wl_rounds : p->wl_target_rounds;
-  for (int r = 0; r < rounds; r++)
+  /* round by round, every workload under every installed allocator, the order rotating with the round and the
+     workload (over the installed allocators only, so each of them leads in turn whatever is missing) */
+  int inst[MAX_IMPL], n_inst = 0;
+  for (int k = 0; k < n_real; k++)
+    if (real[k].installed) inst[n_inst++] = k;
+  for (int r = 0; r < p->wl_rounds; r++)
     for (int w = 0; w < N_WL; w++)
-      for (int ti = 0; ti < n_wl_thr; ti++) {
-        if (r >= p->wl_rounds && !wl_target[w]) continue;
-        for (int i = 0; i < n_real; i++) {
-          int k = (i + r + w) % n_real;
-          if (real[k].installed && !wfail[w][ti][k]) run_wl(ctx, p, w, ti, k, r);
+      for (int ti = 0; ti < n_wl_thr; ti++)
+        for (int i = 0; i < n_inst; i++) {
+          int k = inst[(i + r + w) % n_inst];
+          if (!wfail[w][ti][k]) run_wl(ctx, p, w, ti, k, r);
         }
-      }
 }
 
 /* ---- 5. purge under a memory cgroup (bench/heap/cgroup_purge.c; root, else skipped with the reason) ---------- */
@@ -1380,10 +1393,12 @@ int msb_bench_heap(msb_ctx_t *ctx) {
     if (atoi(c) > 0) wl_thr[n_wl_thr++] = atoi(c);
   if (getenv("MSB_HEAP_WL_ROUNDS") && atoi(getenv("MSB_HEAP_WL_ROUNDS")) > 0)
     p.wl_rounds = atoi(getenv("MSB_HEAP_WL_ROUNDS")) < MAX_ROUNDS ? atoi(getenv("MSB_HEAP_WL_ROUNDS")) : MAX_ROUNDS;
-  if (ctx->cmd)
-    fprintf(ctx->cmd, "heap workloads: scale=%g timed_scale=%g rounds=%d target_rounds=%d threads=%s\n", p.wl_scale,
-            p.wl_timed_scale, p.wl_rounds,
-            p.wl_target_rounds, thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
+  if (ctx->cmd) {
+    fprintf(ctx->cmd, "heap workloads: rounds=%d threads=%s scales=", p.wl_rounds,
+            thr_env ? thr_env : ctx->mode == MSB_FULL ? "1,2" : "2");
+    for (int w = 0; w < N_WL; w++) fprintf(ctx->cmd, "%s%s:%g", w ? "," : "", wl_names[w], wl_scale_of(&p, w));
+    fprintf(ctx->cmd, "\n");
+  }
   msb_printf("   mimalloc-bench-style workloads (%.0f s so far)\n", msb_now() - t0);
   msb_section(ctx, "workloads");
   run_wl_section(ctx, &p);

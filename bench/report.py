@@ -87,7 +87,7 @@ def read_cmd(path):
             for line in f:
                 k, sep, v = line.partition(":")
                 if sep and k.strip() in ("command", "mode", "date", "machine", "libraries", "seconds", "exit",
-                                         "heap parameters", "host", "source", "ref"):
+                                         "heap parameters", "heap workloads", "host", "source", "ref"):
                     info.setdefault(k.strip(), v.strip())
     except OSError:
         pass
@@ -423,24 +423,7 @@ def heap_long(run):
                          else "stopped (copies)"))
     out.append("#### realloc growth of one block to 1 GiB: seconds, median [min-max]")
     out.append(table(("case", "allocator", "seconds", "reached", "x glibc"), rows) if rows else NM)
-    rows = []
-    for w in HEAP_WL:
-        threads = sorted({t for i in real for t, _, _ in run.index.get((w, i, "seconds"), ())})
-        for t in threads:
-            g, gr = run.med(w, "glibc", "seconds", t), run.med(w, "glibc", "peak_rss_bytes", t)
-            times = {p: run.med(w, p, "seconds", t) for p in PEERS if run.med(w, p, "seconds", t) is not None}
-            rss = {p: run.med(w, p, "peak_rss_bytes", t) for p in times}
-            m, mr = run.med(w, "memspace", "seconds", t), run.med(w, "memspace", "peak_rss_bytes", t)
-            bt = min(times, key=times.get) if times else None
-            br = min(rss, key=rss.get) if rss else None
-            rows.append((w, t, num(m, 3) if m is not None else run.why_missing(w, "memspace"), x(ratio(m, g)),
-                         f"{x(ratio(m, times[bt]))} ({bt})" if bt else "no peer measured", mib(mr), x(ratio(mr, gr)),
-                         f"{x(ratio(mr, rss[br]))} ({br})" if br else "-"))
-    if rows:
-        out.append("#### mimalloc-bench-style workloads (our own programs, one round each): memspace's wall seconds "
-                   "and peak RSS against glibc and the best peer")
-        out.append(table(("workload", "threads", "seconds", "x glibc", "x fastest peer", "peak RSS", "x glibc",
-                          "x smallest peer"), rows))
+    out += heap_workloads(run, real)
     out.append("#### Targets (heap)")
     out += heap_targets(run)
     out.append("#### Targets (steady state: the long window, the real programs, the workloads; the range of the "
@@ -448,6 +431,43 @@ def heap_long(run):
     out += heap_targets26(run)
     out += heap_cgroup(run)
     return out
+
+
+def heap_workloads(run, real):
+    """the mimalloc-bench-style workloads: every allocator's wall seconds and peak RSS as median [min-max] of the
+    interleaved rounds, the ratios of the medians against glibc and the fastest / smallest installed peer"""
+    rows = []
+    for w in HEAP_WL:
+        threads = sorted({t for i in real for t, _, _ in run.index.get((w, i, "seconds"), ())})
+        for t in threads:
+            sec = {i: run.vals(w, i, "seconds", t) for i in real}
+            rss = {i: run.vals(w, i, "peak_rss_bytes", t) for i in real}
+            med = lambda d, i: statistics.median(d[i]) if d[i] else None
+            peers = [p for p in PEERS if sec[p]]
+            bt = min(peers, key=lambda p: med(sec, p)) if peers else None
+            br = min([p for p in peers if rss[p]], key=lambda p: med(rss, p), default=None)
+            for i in real:
+                if not sec[i]:
+                    rows.append((w, t, i, run.why_missing(w, i), "", "", "", "", "", ""))
+                    continue
+                name = lambda p: f" ({p})" if i == "memspace" and p else ""
+                rows.append((w, t, i, len(sec[i]), spread(sec[i], lambda a: f"{a:.3f}"),
+                             x(ratio(med(sec, i), med(sec, "glibc"))),
+                             x(ratio(med(sec, i), med(sec, bt) if bt else None)) + name(bt),
+                             spread(rss[i], lambda a: f"{a / MiB:.1f}"), x(ratio(med(rss, i), med(rss, "glibc"))),
+                             x(ratio(med(rss, i), med(rss, br) if br else None)) + name(br)))
+    if not rows:
+        return []
+    scales = re.search(r"scales=(\S+)", run.cmd.get("heap workloads", ""))
+    work = (" Work per run (`--scale`): " + ", ".join(f"`{w}` {v}" for w, v in
+                                                      (kv.split(":") for kv in scales.group(1).split(",")))
+            + "." if scales else "")
+    return ["#### mimalloc-bench-style workloads (our own programs): wall seconds and peak RSS, median [min-max] of "
+            "the interleaved rounds; ratios of the medians against glibc and the fastest / smallest installed peer",
+            "Each round runs every workload under every allocator in turn, the order rotating from round to round; "
+            "memspace's row names the peer its ratios are against." + work,
+            table(("workload", "threads", "allocator", "rounds", "seconds", "x glibc", "x fastest peer",
+                   "peak RSS MiB", "x glibc", "x smallest peer"), rows)]
 
 
 def heap_cgroup_runs(run, impl):

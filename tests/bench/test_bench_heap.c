@@ -1,8 +1,10 @@
 /* `memspace bench heap --quick --out DIR` writes the CSV of docs/contract.md §2: header, seven columns, impl names
    [a-z0-9-]+, metric names ending in their unit, not_installed peers as status rows and never numbers, every
    case and allocator present, and the .cmd file. tbbmalloc is hidden (MSB_HIDE_PEERS) so a not_installed
-   peer is always exercised, and in a second, programs-only run the LD_PRELOAD floor (preload-floor). Checks format
-   and behaviour, never timing. */
+   peer is always exercised, and in a second, programs-only run the LD_PRELOAD floor (preload-floor). The
+   mimalloc-bench-style workloads run in 3 interleaved rounds here (MSB_HEAP_WL_ROUNDS; --quick alone runs 1): every
+   run's rows carry its round, every allocator runs each workload once a round, a round ends before the next
+   begins and the allocators' order rotates. Checks format and behaviour, never timing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_ROWS 4000
+#define MAX_ROWS 8000
+#define WL_ROUNDS 3 /* the workloads' rounds in the quick run below */
 typedef struct {
   char part[16], case_name[64], impl[64], metric[64], value[64];
   long threads;
@@ -53,8 +56,8 @@ static int run_bench(void **state) {
   snprintf(B.dir, sizeof B.dir, "%s/memspace-test-bench-heap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(B.dir)) return -1;
   char cmd[PATH_MAX * 3];
-  snprintf(cmd, sizeof cmd, "MSB_HIDE_PEERS=tbbmalloc '%s/memspace' bench heap --quick --out '%s' >'%s/stdout.txt' 2>&1",
-           MEMSPACE_BINARY_DIR, B.dir, B.dir);
+  snprintf(cmd, sizeof cmd, "MSB_HIDE_PEERS=tbbmalloc MSB_HEAP_WL_ROUNDS=%d '%s/memspace' bench heap --quick --out '%s' >'%s/stdout.txt' 2>&1",
+           WL_ROUNDS, MEMSPACE_BINARY_DIR, B.dir, B.dir);
   int st = system(cmd);
   B.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   char path[PATH_MAX + 32];
@@ -121,7 +124,7 @@ static void exit_status_and_header(void **state) {
 static void columns_names_units(void **state) {
   (void)state;
   static const char *units[] = {"_ns", "_s", "seconds", "_bytes", "ops_per_s", "ops_per_cpu_s", "gb_per_s"};
-  static const char *counts[] = {"ops", "moves", "reallocs", "page_faults"};
+  static const char *counts[] = {"ops", "moves", "reallocs", "page_faults", "round"};
   for (int i = 0; i < B.n; i++) {
     const row_t *r = &B.rows[i];
     assert_string_equal(r->part, "heap");
@@ -293,6 +296,73 @@ static void cmd_file_and_tables(void **state) {
   }
 }
 
+/* section 4 in rounds: each run of a workload writes `round` (1, 2...) beside its figures; every allocator that ran
+   a workload ran it once in each round, in round order; the rounds interleave the allocators (a round's runs all
+   come before the next round's, the whole section round by round) and their order rotates (the allocator that goes
+   first changes from one round to the next); the hidden peer has no round rows */
+static void workload_rounds(void **state) {
+  (void)state;
+  static const char *wl[] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple",
+                             "glibc_thread", "sh6bench", "sh8bench", "alloc_test", "cxx_map", "malloc_large"};
+  static const char *impls[] = {"glibc", "memspace", "jemalloc", "mimalloc", "tcmalloc", "tbbmalloc"};
+  enum { N_IMPLS = sizeof impls / sizeof impls[0] };
+  bool is_wl[MAX_ROWS] = {false};
+  long last_round = 0;
+  for (size_t w = 0; w < sizeof wl / sizeof wl[0]; w++) {
+    int ran = 0;
+    char first[WL_ROUNDS + 1][64] = {{0}};
+    for (size_t k = 0; k < N_IMPLS; k++) {
+      long next = 1;
+      int seconds = 0, rounds = 0;
+      for (int i = 0; i < B.n; i++) {
+        const row_t *r = &B.rows[i];
+        if (strcmp(r->case_name, wl[w]) || strcmp(r->impl, impls[k])) continue;
+        is_wl[i] = true;
+        if (!strcmp(r->metric, "seconds")) seconds++;
+        if (strcmp(r->metric, "round")) continue;
+        long v = strtol(r->value, NULL, 10);
+        if (v != next) fail_msg("%s under %s: round %ld where round %ld comes next", wl[w], impls[k], v, next);
+        next++;
+        rounds++;
+      }
+      if (!strcmp(impls[k], "tbbmalloc")) {
+        if (rounds) fail_msg("the hidden tbbmalloc has round rows for %s", wl[w]);
+        continue;
+      }
+      if (!rounds && !has(wl[w], impls[k], 0, "status", false)) fail_msg("%s under %s: no rounds", wl[w], impls[k]);
+      if (!rounds) continue;
+      ran++;
+      if (rounds != WL_ROUNDS) fail_msg("%s under %s: %d rounds, not %d", wl[w], impls[k], rounds, WL_ROUNDS);
+      if (seconds != rounds) fail_msg("%s under %s: %d seconds rows for %d rounds", wl[w], impls[k], seconds, rounds);
+    }
+    assert_true(ran >= 2); /* glibc and memspace at least */
+    /* the allocator of each round's first run of this workload */
+    for (int i = 0; i < B.n; i++) {
+      const row_t *r = &B.rows[i];
+      long v = strtol(r->value, NULL, 10);
+      if (!strcmp(r->case_name, wl[w]) && !strcmp(r->metric, "round") && v >= 1 && v <= WL_ROUNDS && !first[v][0])
+        copy(first[v], sizeof first[v], r->impl);
+    }
+    for (int r = 1; r < WL_ROUNDS; r++) {
+      if (!first[r][0] || !first[r + 1][0]) fail_msg("%s: no first allocator in round %d or %d", wl[w], r, r + 1);
+      if (!strcmp(first[r], first[r + 1]))
+        fail_msg("%s: %s goes first in rounds %d and %d: the order does not rotate", wl[w], first[r], r, r + 1);
+    }
+  }
+  /* round by round over the whole section: the round rows of all workloads in file order never go back */
+  for (int i = 0; i < B.n; i++) {
+    if (!is_wl[i] || strcmp(B.rows[i].metric, "round")) continue;
+    long v = strtol(B.rows[i].value, NULL, 10);
+    if (v < last_round) fail_msg("line %d: round %ld after round %ld: the rounds do not interleave", i + 2, v, last_round);
+    last_round = v;
+  }
+  assert_int_equal(last_round, WL_ROUNDS);
+  char want[96];
+  snprintf(want, sizeof want, "median [min-max] of %d interleaved rounds", WL_ROUNDS);
+  assert_non_null(strstr(B.stdout_text, want));
+  assert_non_null(strstr(B.stdout_text, "larson           2 tbbmalloc  not installed"));
+}
+
 /* the floor's library missing (hidden here, as an installed tool without it would be): status rows, never a
    number, and "not installed" in the table. MSB_HEAP_ONLY=programs runs the real programs alone, the peers hidden
    to keep it short */
@@ -333,6 +403,7 @@ int main(void) {
       cmocka_unit_test(not_installed_rows),
       cmocka_unit_test(cases_and_allocators_present),
       cmocka_unit_test(cmd_file_and_tables),
+      cmocka_unit_test(workload_rounds),
       cmocka_unit_test(floor_not_installed),
   };
   return cmocka_run_group_tests(tests, run_bench, cleanup);

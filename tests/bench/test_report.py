@@ -60,7 +60,7 @@ class Committed(unittest.TestCase):
         import re
         units = ("_ns", "_s", "seconds", "_bytes", "_x")
         counts = {"entries", "events_bad", "failed", "instructions", "minor_faults", "moves", "ops", "page_faults",
-                  "reallocs", "rounds", "syscalls", "windows", "spill_began_reason"}
+                  "reallocs", "round", "rounds", "syscalls", "windows", "spill_began_reason"}
         results = os.path.join(SRC, "bench", "results")
         for name in sorted(f for f in os.listdir(results) if f.endswith(".csv")):
             with open(os.path.join(results, name)) as f:
@@ -174,6 +174,39 @@ class Fixture(unittest.TestCase):
         self.assertEqual(self.row(doc, "| shell | preload-floor")[2:5], ["5", "0.103 [0.101-0.126]", "1.030x"])
         self.assertEqual(self.row(doc, "| git | preload-floor")[2], "not installed")
         self.assertIn("`preload-floor` is an empty library preloaded like the peers", doc)
+
+    def test_workloads_rounds(self):
+        # larson at 2 threads in 5 interleaved rounds (each run's rows: round, seconds, peak RSS): memspace's median
+        # 0.30 s [0.20-0.90], glibc 0.60 [0.50-0.70], mimalloc 0.25 [0.10-0.40] (the fastest peer), tcmalloc 0.40;
+        # the ratios are of the medians (0.30/0.60, 0.30/0.25), not medians of the rounds' ratios; peak RSS 10 MiB
+        # [8-12] against glibc's 5 and tcmalloc's 8 (the smallest peer); jemalloc and tbbmalloc not installed
+        secs = {"memspace": (0.2, 0.9, 0.3, 0.25, 0.35), "glibc": (0.5, 0.7, 0.6, 0.55, 0.65),
+                "mimalloc": (0.1, 0.4, 0.25, 0.2, 0.3), "tcmalloc": (0.4, 0.4, 0.4, 0.4, 0.4)}
+        rss = {"memspace": (8, 12, 10, 9, 11), "glibc": (5,) * 5, "mimalloc": (9,) * 5, "tcmalloc": (8,) * 5}
+        with open(os.path.join(self.results, "heap.csv"), "a") as f:
+            f.write("heap,larson,jemalloc,2,0,status,not_installed\nheap,larson,tbbmalloc,2,0,status,not_installed\n")
+            for r in range(5):
+                for i in secs:
+                    f.write(f"heap,larson,{i},2,0,round,{r + 1}\nheap,larson,{i},2,0,seconds,{secs[i][r]}\n"
+                            f"heap,larson,{i},2,0,peak_rss_bytes,{rss[i][r] * 1048576}\n")
+        with open(os.path.join(self.results, "heap.cmd"), "a") as f:
+            f.write("heap workloads: rounds=5 threads=2 scales=larson:6,xmalloc:2\n")
+        _, doc = self.write()
+        self.assertNotIn("one round each", doc)
+        self.assertIn("#### mimalloc-bench-style workloads (our own programs): wall seconds and peak RSS, median "
+                      "[min-max] of the interleaved rounds", doc)
+        self.assertIn("Work per run (`--scale`): `larson` 6, `xmalloc` 2.", doc)
+        self.assertEqual(self.row(doc, "| larson | 2 | memspace")[3:],
+                         ["5", "0.300 [0.200-0.900]", "0.50x", "1.20x (mimalloc)", "10.0 [8.0-12.0]", "2.00x",
+                          "1.25x (tcmalloc)"])
+        self.assertEqual(self.row(doc, "| larson | 2 | glibc")[3:],
+                         ["5", "0.600 [0.500-0.700]", "1.00x", "2.40x", "5.0 [5.0-5.0]", "1.00x", "0.62x"])
+        self.assertEqual(self.row(doc, "| larson | 2 | mimalloc")[3:6], ["5", "0.250 [0.100-0.400]", "0.42x"])
+        self.assertEqual(self.row(doc, "| larson | 2 | jemalloc")[3:], ["not installed"] + [""] * 6)
+        self.assertEqual(self.row(doc, "| larson | 2 | tbbmalloc")[3], "not installed")
+        # issue #26's larson target: the medians' ratio and the range of the rounds' ratios (no jemalloc: not
+        # measured)
+        self.assertIn("- not measured: larson, 2 threads: peak RSS within 1.1x jemalloc's", doc)
 
     def test_no_peer_installed(self):
         with open(os.path.join(self.results, "heap.csv"), "w") as f:
