@@ -7,7 +7,7 @@
    Pointers that are not ours (allocated before memspace took over, or by another allocator) go to the C library's
    own free/realloc, found with dlsym(RTLD_NEXT): the test is an O(1) address-range check. */
 #include "os.h"
-#include "route.h"
+#include "../core/route_fast.h"
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
@@ -500,18 +500,25 @@ void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *calle
   return new_slow(size, alignment, true, caller);
 }
 
-/* the throwing forms' slow path. The operators pass their return address, their caller (new_impl is always
-   inlined into them): a C++ runtime linked into the caller (-static-libstdc++) is found from it. Reading it
-   costs the slow path one load, the fast path nothing; the slow path's own return address would be this
-   library's wherever the compiler makes a call instead of a tail call (-O0, -O1, -Og), and operator new would
-   abort instead of throwing. nothrow.cc does the same. */
-static MSI_NOINLINE void *new_throwing(size_t size, size_t alignment, const void *from) {
-  return new_slow(size, alignment, false, from);
+/* The throwing forms' slow path: every request but one msi_malloc_pop served (malloc's slow path, an aligned block),
+   then new_slow on NULL. The operators pass their return address, their caller (new_impl is always inlined into
+   them): a C++ runtime linked into the caller (-static-libstdc++) is found from it. Reading it costs the slow path
+   one load, the fast path nothing; the slow path's own return address would be this library's wherever the
+   compiler makes a call instead of a tail call (-O0, -O1, -Og), and operator new would abort instead of throwing.
+   nothrow.cc does the same. A short process's first blocks come this way (its heap is empty): with the family */
+static MSI_NOINLINE FAMILY_TEXT void *new_other(size_t size, size_t alignment, const void *from) {
+  void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc_slow(size);
+  return MSI_LIKELY(p != NULL) ? p : new_slow(size, alignment, false, from);
 }
 
+/* malloc's fast path is inline here (route_fast.h): a block popped off a free list is returned at once, with no
+   call and no register saved; the rest is one tail call */
 static inline __attribute__((always_inline)) void *new_impl(size_t size, size_t alignment) {
-  void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
-  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment, __builtin_return_address(0));
+  if (alignment <= 16) {
+    void *p = msi_malloc_pop(size);
+    if (MSI_LIKELY(p != NULL)) return p;
+  }
+  return new_other(size, alignment, __builtin_return_address(0));
 }
 
 #define OP(name, sym) MS_API name __asm__(sym); FAMILY_TEXT name /* (FAMILY_TEXT: see the malloc family) */
