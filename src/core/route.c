@@ -451,6 +451,22 @@ MS_API void *malloc(size_t size) __attribute__((alias("msi_malloc")));
 MS_API void free(void *p) __attribute__((alias("msi_free")));
 MS_API void *calloc(size_t count, size_t size) __attribute__((alias("msi_calloc")));
 MS_API void *realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
+/* The C++ operator delete in every form is free itself under its mangled name (src/override/override.c defines the
+   operator new forms): the size, alignment and nothrow arguments change nothing, and the registers that carry them
+   are the caller's, so each form is free's entry point, not a jump to it from a definition of its own */
+#define DELETE_AS_FREE(name, sym) MS_API void name(void *p) __asm__(sym) __attribute__((alias("msi_free")))
+DELETE_AS_FREE(op_del, "_ZdlPv");
+DELETE_AS_FREE(op_del_arr, "_ZdaPv");
+DELETE_AS_FREE(op_del_sz, "_ZdlPvm");
+DELETE_AS_FREE(op_del_arr_sz, "_ZdaPvm");
+DELETE_AS_FREE(op_del_nt, "_ZdlPvRKSt9nothrow_t");
+DELETE_AS_FREE(op_del_arr_nt, "_ZdaPvRKSt9nothrow_t");
+DELETE_AS_FREE(op_del_al, "_ZdlPvSt11align_val_t");
+DELETE_AS_FREE(op_del_arr_al, "_ZdaPvSt11align_val_t");
+DELETE_AS_FREE(op_del_sz_al, "_ZdlPvmSt11align_val_t");
+DELETE_AS_FREE(op_del_arr_sz_al, "_ZdaPvmSt11align_val_t");
+DELETE_AS_FREE(op_del_al_nt, "_ZdlPvSt11align_val_tRKSt9nothrow_t");
+DELETE_AS_FREE(op_del_arr_al_nt, "_ZdaPvSt11align_val_tRKSt9nothrow_t");
 #endif
 
 /* ------------------------------------------------------------------------------------------------------------ */

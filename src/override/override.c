@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* override.c: the drop-in replacement of the C library's allocator (built only when MEMSPACE_OVERRIDE): the
    malloc family with glibc's exact C semantics, glibc's control calls answered with memspace's figures, the
-   __libc_* entry points and every C++ operator new/delete (defined here in C under their mangled names, so a C
-   program never depends on libstdc++: the new-handler and std::bad_alloc are looked up in the C++ runtime with
-   dlsym only when a C++ program needs them).
+   __libc_* entry points and every C++ operator new (defined here in C under their mangled names, so a C program
+   never depends on libstdc++: the new-handler and std::bad_alloc are looked up in the C++ runtime with dlsym only
+   when a C++ program needs them; operator delete is free's alias in src/core/route.c).
    Pointers that are not ours (allocated before memspace took over, or by another allocator) go to the C library's
    own free/realloc, found with dlsym(RTLD_NEXT): the test is an O(1) address-range check. */
 #include "os.h"
@@ -533,22 +533,4 @@ static inline __attribute__((always_inline)) void *new_aligned(size_t size, size
 }
 OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_aligned(n, al); }
 OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_aligned(n, al); }
-/* the nothrow forms are in nothrow.cc: they need a catch clause */
-OP(void op_del(void *p), "_ZdlPv") { msi_free(p); }
-OP(void op_del_arr(void *p), "_ZdaPv") { msi_free(p); }
-OP(void op_del_sz(void *p, size_t n), "_ZdlPvm") { (void)n; msi_free(p); }
-OP(void op_del_arr_sz(void *p, size_t n), "_ZdaPvm") { (void)n; msi_free(p); }
-OP(void op_del_nt(void *p, const void *nt), "_ZdlPvRKSt9nothrow_t") { (void)nt; msi_free(p); }
-OP(void op_del_arr_nt(void *p, const void *nt), "_ZdaPvRKSt9nothrow_t") { (void)nt; msi_free(p); }
-OP(void op_del_al(void *p, size_t al), "_ZdlPvSt11align_val_t") { (void)al; msi_free(p); }
-OP(void op_del_arr_al(void *p, size_t al), "_ZdaPvSt11align_val_t") { (void)al; msi_free(p); }
-OP(void op_del_sz_al(void *p, size_t n, size_t al), "_ZdlPvmSt11align_val_t") { (void)n, (void)al; msi_free(p); }
-OP(void op_del_arr_sz_al(void *p, size_t n, size_t al), "_ZdaPvmSt11align_val_t") { (void)n, (void)al; msi_free(p); }
-OP(void op_del_al_nt(void *p, size_t al, const void *nt), "_ZdlPvSt11align_val_tRKSt9nothrow_t") {
-  (void)al, (void)nt;
-  msi_free(p);
-}
-OP(void op_del_arr_al_nt(void *p, size_t al, const void *nt), "_ZdaPvSt11align_val_tRKSt9nothrow_t") {
-  (void)al, (void)nt;
-  msi_free(p);
-}
+/* the nothrow forms are in nothrow.cc: they need a catch clause; the delete forms are free's aliases (route.c) */
