@@ -14,7 +14,7 @@
    takes the slow paths, which count it (the [malloc] section); without it the fast paths are those of a program
    that counts nothing, instruction for instruction. */
 #include "route.h"
-#include "../heap/entry.h"
+#include "route_fast.h"
 #include <errno.h>
 #include <string.h>
 
@@ -25,22 +25,17 @@
    acquire (free on x86): a thread that sees it clear also sees the tables another thread wrote */
 _Atomic unsigned msi_route_mask = MSI_ROUTE_START;
 
-/* malloc's and calloc's fast test in one compare: requests below it are small blocks of the heap. MSI_HEAP_SMALL_REQ
-   + 1 while the mask is 0, the smaller of that and the spill threshold while spill alone is routed, else 0 (every
-   request takes the slow path). Set after each change of the mask or of the threshold (small_below_sync), with the
-   same release/acquire pairing as the mask */
-/* (with free_base: the words malloc's and free's fast tests read, in one cache line, never written after the first
-   allocation unless an option changes) */
+/* malloc's and calloc's fast test in one compare (route_fast.h): requests below small_below are small blocks of the
+   heap. MSI_HEAP_SMALL_REQ + 1 while the mask is 0, the smaller of that and the spill threshold while spill alone is
+   routed, else 0 (every request takes the slow path). Set after each change of the mask or of the threshold
+   (small_below_sync), with the same release/acquire pairing as the mask. free_base: below (msi_free) */
 #define FREE_NEVER ((uintptr_t)0xf << 60)
-static struct {
-  _Alignas(16) _Atomic size_t small_below;
-  uintptr_t free_base; /* below (msi_free) */
-} fast = {0, FREE_NEVER};
+msi_route_fast_t msi_route_fast = {0, FREE_NEVER};
 
 /* small_below under mask m. With spill alone routed (a threshold or auto; no space, nothing counted) a request
    below both the heap's small blocks' limit and the threshold goes to the heap's small blocks whatever spill
    would decide, so the fast path serves it as without spill (the routed path costs a small malloc several times
-   its instructions: route_alloc, alloc_routed, alloc_in, the threshold, the heap's general entry) */
+   its instructions: msi_route_alloc, alloc_routed, alloc_in, the threshold, the heap's general entry) */
 static size_t small_below_of(unsigned m) {
   size_t small = (size_t)MSI_HEAP_SMALL_REQ + 1;
   if (!m) return small;
@@ -55,11 +50,11 @@ static void small_below_sync(void) {
   unsigned m;
   do {
     m = atomic_load_explicit(&msi_route_mask, memory_order_acquire);
-    atomic_store_explicit(&fast.small_below, small_below_of(m), memory_order_release);
+    atomic_store_explicit(&msi_route_fast.small_below, small_below_of(m), memory_order_release);
   } while (atomic_load_explicit(&msi_route_mask, memory_order_acquire) != m);
 }
 
-size_t msi_route_small_below(void) { return atomic_load_explicit(&fast.small_below, memory_order_acquire); }
+size_t msi_route_small_below(void) { return atomic_load_explicit(&msi_route_fast.small_below, memory_order_acquire); }
 
 MSI_HOT_TEXT void msi_route_init(void) {
   unsigned old = atomic_load_explicit(&msi_route_mask, memory_order_acquire), mask = old & MSI_ROUTE_START;
@@ -186,10 +181,10 @@ static size_t usable_ours(const void *p);
    right answer. The heap's small top likewise, a compare with memory: it only grows, and a stale value sends a
    block of a new segment to free_slow, which is right too (ThreadSanitizer builds read both atomically). */
 #if defined(__SANITIZE_THREAD__)
-#define FREE_BASE() __atomic_load_n(&fast.free_base, __ATOMIC_RELAXED)
+#define FREE_BASE() __atomic_load_n(&msi_route_fast.free_base, __ATOMIC_RELAXED)
 #define FREE_TOP() atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed)
 #else
-#define FREE_BASE() fast.free_base
+#define FREE_BASE() msi_route_fast.free_base
 #define FREE_TOP() (*(const uintptr_t *)&msi_heap_g.small_top)
 #endif
 
@@ -202,7 +197,7 @@ static MSI_NOINLINE MSI_COLD unsigned first_alloc(void) {
   if (!(mask & MSI_ROUTE_SPACE)) {
     msi_heap_global_init();
     if (msi_heap_g.ready && !(mask & MSI_ROUTE_COUNT) && !msi_heap_checks)
-      __atomic_store_n(&fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+      __atomic_store_n(&msi_route_fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);
   }
   atomic_fetch_and_explicit(&msi_route_mask, ~MSI_ROUTE_START, memory_order_release);
   small_below_sync();
@@ -222,8 +217,8 @@ static MSI_NOINLINE MSI_COLD void *alloc_routed(size_t size, size_t alignment, b
   return p;
 }
 
-/* any request but the small one with nothing routed */
-MSI_HOT_TEXT static MSI_NOINLINE void *route_alloc(size_t size, size_t alignment, bool zero) {
+/* any request but the small one with nothing routed (route_fast.h) */
+MSI_HOT_TEXT MSI_NOINLINE void *msi_route_alloc(size_t size, size_t alignment, bool zero) {
   /* no object is larger than PTRDIFF_MAX: refused here, before any part rounds the size up (past 2^64 it would
      wrap to a small block) */
   if (MSI_UNLIKELY(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX)) { errno = ENOMEM; return NULL; }
@@ -259,7 +254,7 @@ MSI_HOT_TEXT static MSI_NOINLINE void free_slow(void *p) {
   if (!p) return;
   if (MSI_UNLIKELY(atomic_load_explicit(&msi_route_mask, memory_order_acquire) & MSI_ROUTE_COUNT)) return free_counted(p);
   if (msi_heap_in_small(p)) { /* the heap's small area exists: its base is set for good (extra checks off) */
-    if (!msi_heap_checks) __atomic_store_n(&fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);
+    if (!msi_heap_checks) __atomic_store_n(&msi_route_fast.free_base, msi_heap_g.base, __ATOMIC_RELAXED);
     return msi_heap_free_small(p);
   }
   route_free(p);
@@ -267,8 +262,14 @@ MSI_HOT_TEXT static MSI_NOINLINE void free_slow(void *p) {
 
 /* the fast paths: one compare with small_below on malloc; on free the small-block test first */
 MSI_HOT_TEXT void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size < atomic_load_explicit(&fast.small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
-  return route_alloc(size, 0, false);
+  if (MSI_LIKELY(size < atomic_load_explicit(&msi_route_fast.small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
+  return msi_route_alloc(size, 0, false);
+}
+
+/* route_fast.h: msi_malloc_pop found no block, or the request is not a small one */
+MSI_HOT_TEXT MSI_NOINLINE void *msi_malloc_slow(size_t size) {
+  if (size < atomic_load_explicit(&msi_route_fast.small_below, memory_order_acquire)) return msi_heap_malloc_small_slow(size);
+  return msi_route_alloc(size, 0, false);
 }
 
 MSI_HOT_TEXT void msi_free(void *p) {
@@ -278,23 +279,23 @@ MSI_HOT_TEXT void msi_free(void *p) {
 }
 
 /* the extra checks switched (ms_option_set): free's fast test fails until a free finds them off (free_slow) */
-static void free_base_reset(void) { __atomic_store_n(&fast.free_base, FREE_NEVER, __ATOMIC_RELAXED); }
+static void free_base_reset(void) { __atomic_store_n(&msi_route_fast.free_base, FREE_NEVER, __ATOMIC_RELAXED); }
 
 MSI_HOT_TEXT void *msi_calloc(size_t count, size_t size) {
   size_t total;
   if (MSI_UNLIKELY(__builtin_mul_overflow(count, size, &total))) { errno = ENOMEM; return NULL; }
-  if (MSI_LIKELY(total < atomic_load_explicit(&fast.small_below, memory_order_acquire))) {
+  if (MSI_LIKELY(total < atomic_load_explicit(&msi_route_fast.small_below, memory_order_acquire))) {
     void *p = msi_heap_malloc_small(total);
     if (p) memset(p, 0, total);
     return p;
   }
-  return route_alloc(total, 0, true);
+  return msi_route_alloc(total, 0, true);
 }
 
 MSI_HOT_TEXT void *msi_aligned_alloc(size_t alignment, size_t size) {
   if (!msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   if (alignment <= 16) return msi_malloc(size);
-  return route_alloc(size, alignment, false);
+  return msi_route_alloc(size, alignment, false);
 }
 
 MSI_HOT_TEXT size_t msi_usable_size(const void *p) {
@@ -450,6 +451,22 @@ MS_API void *malloc(size_t size) __attribute__((alias("msi_malloc")));
 MS_API void free(void *p) __attribute__((alias("msi_free")));
 MS_API void *calloc(size_t count, size_t size) __attribute__((alias("msi_calloc")));
 MS_API void *realloc(void *p, size_t size) __attribute__((alias("msi_realloc")));
+/* The C++ operator delete in every form is free itself under its mangled name (src/override/override.c defines the
+   operator new forms): the size, alignment and nothrow arguments change nothing, and the registers that carry them
+   are the caller's, so each form is free's entry point, not a jump to it from a definition of its own */
+#define DELETE_AS_FREE(name, sym) MS_API void name(void *p) __asm__(sym) __attribute__((alias("msi_free")))
+DELETE_AS_FREE(op_del, "_ZdlPv");
+DELETE_AS_FREE(op_del_arr, "_ZdaPv");
+DELETE_AS_FREE(op_del_sz, "_ZdlPvm");
+DELETE_AS_FREE(op_del_arr_sz, "_ZdaPvm");
+DELETE_AS_FREE(op_del_nt, "_ZdlPvRKSt9nothrow_t");
+DELETE_AS_FREE(op_del_arr_nt, "_ZdaPvRKSt9nothrow_t");
+DELETE_AS_FREE(op_del_al, "_ZdlPvSt11align_val_t");
+DELETE_AS_FREE(op_del_arr_al, "_ZdaPvSt11align_val_t");
+DELETE_AS_FREE(op_del_sz_al, "_ZdlPvmSt11align_val_t");
+DELETE_AS_FREE(op_del_arr_sz_al, "_ZdaPvmSt11align_val_t");
+DELETE_AS_FREE(op_del_al_nt, "_ZdlPvSt11align_val_tRKSt9nothrow_t");
+DELETE_AS_FREE(op_del_arr_al_nt, "_ZdaPvSt11align_val_tRKSt9nothrow_t");
 #endif
 
 /* ------------------------------------------------------------------------------------------------------------ */

@@ -8,16 +8,16 @@
 #include "heap.h"
 #include "track.h"
 
-/* the span's first free block, taken off the free list (NULL: none). The list's end fails the block's check (heap.h
-   msi_span_list_end): an empty list costs the fast path no test */
+/* the span's first free block, taken off the free list (NULL: none, or a block whose check fails). The list's end
+   fails the block's check (heap.h msi_span_list_end): an empty list costs the fast path no test. A failed check
+   sends the caller to the slow path (msi_heap_small_alloc_slow), which takes the same span's first block again
+   (heap.c alloc_from) and reports the corrupted link there, naming the block: the fast paths that inline the pop
+   (malloc, operator new) make no call of their own and set up no stack frame */
 static inline msi_block_t *msi_heap_pop(msi_span_t *s) {
   msi_block_t *b = s->free;
   uintptr_t next;
   MSI_HEAP_VG_OPEN(b); /* (harmless on the span's own first words) */
-  if (MSI_UNLIKELY(!msi_block_take(s, b, &next))) {
-    if (b == msi_span_list_end(s)) return NULL;
-    msi_heap_corrupt_link(s, b);
-  }
+  if (MSI_UNLIKELY(!msi_block_take(s, b, &next))) return NULL;
   s->free = (msi_block_t *)next;
   msi_span_held_add(s, 1);
   msi_block_arm(s, b);
@@ -35,17 +35,22 @@ static inline size_t msi_heap_small_usable(const void *p) {
   return s->block_size - MSI_HEAP_CANARY;
 }
 
-/* a request of `size` <= MSI_HEAP_SMALL_REQ bytes: the calling thread's current span of the class, no lock, no
-   atomic */
-static inline void *msi_heap_malloc_small(size_t size) {
+/* a request of `size` <= MSI_HEAP_SMALL_REQ bytes: a block of the calling thread's current span of the class, no
+   lock, no atomic; NULL when that span has none (then msi_heap_malloc_small_slow) */
+static inline void *msi_heap_malloc_small_pop(size_t size) {
   msi_block_t *b = msi_heap_pop(msi_heap_current(msi_tls_heap, msi_heap_class_of(size)));
-  if (MSI_LIKELY(b)) {
-    MSI_TRACK_MALLOC(b, size, false);
-    return b;
-  }
+  if (MSI_LIKELY(b)) MSI_TRACK_MALLOC(b, size, false);
+  return b;
+}
+/* the same request when the pop found no block: NULL + ENOMEM */
+static inline void *msi_heap_malloc_small_slow(size_t size) {
   void *p = msi_heap_small_alloc_slow(size);
   if (p) MSI_TRACK_MALLOC(p, size, false);
   return p;
+}
+static inline void *msi_heap_malloc_small(size_t size) {
+  void *b = msi_heap_malloc_small_pop(size);
+  return MSI_LIKELY(b != NULL) ? b : msi_heap_malloc_small_slow(size);
 }
 
 /* pushes a block freed by its owner; the span's bookkeeping runs when the blocks used reach their floor, `held`

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* override.c: the drop-in replacement of the C library's allocator (built only when MEMSPACE_OVERRIDE): the
    malloc family with glibc's exact C semantics, glibc's control calls answered with memspace's figures, the
-   __libc_* entry points and every C++ operator new/delete (defined here in C under their mangled names, so a C
-   program never depends on libstdc++: the new-handler and std::bad_alloc are looked up in the C++ runtime with
-   dlsym only when a C++ program needs them).
+   __libc_* entry points and every C++ operator new (defined here in C under their mangled names, so a C program
+   never depends on libstdc++: the new-handler and std::bad_alloc are looked up in the C++ runtime with dlsym only
+   when a C++ program needs them; operator delete is free's alias in src/core/route.c).
    Pointers that are not ours (allocated before memspace took over, or by another allocator) go to the C library's
    own free/realloc, found with dlsym(RTLD_NEXT): the test is an O(1) address-range check. */
 #include "os.h"
-#include "route.h"
+#include "../core/route_fast.h"
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
@@ -500,18 +500,25 @@ void *msi_new_nothrow_elsewhere(size_t size, size_t alignment, const void *calle
   return new_slow(size, alignment, true, caller);
 }
 
-/* the throwing forms' slow path. The operators pass their return address, their caller (new_impl is always
-   inlined into them): a C++ runtime linked into the caller (-static-libstdc++) is found from it. Reading it
-   costs the slow path one load, the fast path nothing; the slow path's own return address would be this
-   library's wherever the compiler makes a call instead of a tail call (-O0, -O1, -Og), and operator new would
-   abort instead of throwing. nothrow.cc does the same. */
-static MSI_NOINLINE void *new_throwing(size_t size, size_t alignment, const void *from) {
-  return new_slow(size, alignment, false, from);
+/* The throwing forms' slow path: every request but one msi_malloc_pop served (malloc's slow path, an aligned block),
+   then new_slow on NULL. The operators pass their return address, their caller (new_impl is always inlined into
+   them): a C++ runtime linked into the caller (-static-libstdc++) is found from it. Reading it costs the slow path
+   one load, the fast path nothing; the slow path's own return address would be this library's wherever the
+   compiler makes a call instead of a tail call (-O0, -O1, -Og), and operator new would abort instead of throwing.
+   nothrow.cc does the same. A short process's first blocks come this way (its heap is empty): with the family */
+static MSI_NOINLINE FAMILY_TEXT void *new_other(size_t size, size_t alignment, const void *from) {
+  void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc_slow(size);
+  return MSI_LIKELY(p != NULL) ? p : new_slow(size, alignment, false, from);
 }
 
+/* malloc's fast path is inline here (route_fast.h): a block popped off a free list is returned at once, with no
+   call and no register saved; the rest is one tail call */
 static inline __attribute__((always_inline)) void *new_impl(size_t size, size_t alignment) {
-  void *p = alignment > 16 ? msi_aligned_alloc(alignment, size) : msi_malloc(size);
-  return MSI_LIKELY(p != NULL) ? p : new_throwing(size, alignment, __builtin_return_address(0));
+  if (alignment <= 16) {
+    void *p = msi_malloc_pop(size);
+    if (MSI_LIKELY(p != NULL)) return p;
+  }
+  return new_other(size, alignment, __builtin_return_address(0));
 }
 
 #define OP(name, sym) MS_API name __asm__(sym); FAMILY_TEXT name /* (FAMILY_TEXT: see the malloc family) */
@@ -526,22 +533,4 @@ static inline __attribute__((always_inline)) void *new_aligned(size_t size, size
 }
 OP(void *op_new_al(size_t n, size_t al), "_ZnwmSt11align_val_t") { return new_aligned(n, al); }
 OP(void *op_new_arr_al(size_t n, size_t al), "_ZnamSt11align_val_t") { return new_aligned(n, al); }
-/* the nothrow forms are in nothrow.cc: they need a catch clause */
-OP(void op_del(void *p), "_ZdlPv") { msi_free(p); }
-OP(void op_del_arr(void *p), "_ZdaPv") { msi_free(p); }
-OP(void op_del_sz(void *p, size_t n), "_ZdlPvm") { (void)n; msi_free(p); }
-OP(void op_del_arr_sz(void *p, size_t n), "_ZdaPvm") { (void)n; msi_free(p); }
-OP(void op_del_nt(void *p, const void *nt), "_ZdlPvRKSt9nothrow_t") { (void)nt; msi_free(p); }
-OP(void op_del_arr_nt(void *p, const void *nt), "_ZdaPvRKSt9nothrow_t") { (void)nt; msi_free(p); }
-OP(void op_del_al(void *p, size_t al), "_ZdlPvSt11align_val_t") { (void)al; msi_free(p); }
-OP(void op_del_arr_al(void *p, size_t al), "_ZdaPvSt11align_val_t") { (void)al; msi_free(p); }
-OP(void op_del_sz_al(void *p, size_t n, size_t al), "_ZdlPvmSt11align_val_t") { (void)n, (void)al; msi_free(p); }
-OP(void op_del_arr_sz_al(void *p, size_t n, size_t al), "_ZdaPvmSt11align_val_t") { (void)n, (void)al; msi_free(p); }
-OP(void op_del_al_nt(void *p, size_t al, const void *nt), "_ZdlPvSt11align_val_tRKSt9nothrow_t") {
-  (void)al, (void)nt;
-  msi_free(p);
-}
-OP(void op_del_arr_al_nt(void *p, size_t al, const void *nt), "_ZdaPvSt11align_val_tRKSt9nothrow_t") {
-  (void)al, (void)nt;
-  msi_free(p);
-}
+/* the nothrow forms are in nothrow.cc: they need a catch clause; the delete forms are free's aliases (route.c) */
