@@ -2138,7 +2138,7 @@ uint64_t msi_heap_threads_live(void) {
   return atomic_load_explicit(&msi_heap_counters.threads_live, memory_order_relaxed);
 }
 
-static msi_heap_t *heap_thread_init(void) {
+MSI_HOT_TEXT static msi_heap_t *heap_thread_init(void) {
   msi_heap_global_init();
   if (!msi_heap_g.ready) return NULL;
   msi_heap_t *h = heap_new();
