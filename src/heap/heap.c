@@ -1902,6 +1902,8 @@ static void heap_flush(msi_heap_t *h, bool orphaning) {
   if (orphaning) heap_cache_drain(h, false);
 }
 
+static void remote_flush(msi_heap_t *h);
+
 /* this thread's heap was orphaned at its exit (heap_thread_exit): a later allocation comes from another key's
    destructor, maybe in glibc's last round of them */
 static __thread bool heap_exited;
@@ -1925,6 +1927,7 @@ static void heap_thread_exit(void *arg) {
   msi_heap_t *h = arg;
   if (!h || h == MSI_EMPTY_HEAP) return;
   heap_exited = true;
+  remote_flush(h);
   bool keep = heap_keep_at_exit();
   if (!keep) heap_flush(h, true);
   msi_tls_heap = MSI_EMPTY_HEAP;
@@ -2118,6 +2121,8 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
 
 /* every orphan flushed, also those another collector held when this one looked (it puts them back soon) */
 void msi_heap_orphans_flush(void) {
+  msi_heap_t *me = msi_tls_heap;
+  if (me != MSI_EMPTY_HEAP) remote_flush(me); /* the caller's chain may hold blocks of the orphans */
   for (;;) {
     orphans_collect(true, 0, 0);
     msi_lock(&heaps_lock);
@@ -2133,7 +2138,7 @@ uint64_t msi_heap_threads_live(void) {
   return atomic_load_explicit(&msi_heap_counters.threads_live, memory_order_relaxed);
 }
 
-static msi_heap_t *heap_thread_init(void) {
+MSI_HOT_TEXT static msi_heap_t *heap_thread_init(void) {
   msi_heap_global_init();
   if (!msi_heap_g.ready) return NULL;
   msi_heap_t *h = heap_new();
@@ -2198,6 +2203,9 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
       if (h != msi_tls_heap && !atomic_load_explicit(&h->gone, memory_order_relaxed)) /* its thread is not the child's */
         atomic_store_explicit(&h->gone, true, memory_order_relaxed);
     }
+    /* the blocks the parent's other threads had chained for remote spans (no thread of the child would push them) */
+    for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all)
+      if (h != msi_tls_heap && h->rb_span) remote_flush(h);
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
@@ -2259,6 +2267,36 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
 /* small allocation and free                                                                                    */
 /* ------------------------------------------------------------------------------------------------------------ */
 
+/* pushes the chain head..tail of n blocks freed by a thread that does not own s on s's remote list (one CAS);
+   the push that finds the span unqueued queues it on its owner's remote-span stack */
+static inline void span_push_remote(msi_span_t *s, msi_block_t *head, msi_block_t *tail, uint32_t n) {
+  msi_heap_t *owner = s->owner;
+  uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
+  do {
+    MSI_HEAP_VG_OPEN(tail);
+    msi_block_set(s, tail, (x & XF_PTR) ? (msi_block_t *)(x & XF_PTR) : msi_span_list_end(s), 0);
+    MSI_HEAP_VG_CLOSE(tail);
+    nx = (uintptr_t)head | ((x & ~(XF_ONE - 1)) + (uintptr_t)n * XF_ONE) | 1; /* n more blocks in the count */
+  } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));
+  if (!(x & 1)) {
+    msi_span_t *top = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+    do atomic_store_explicit(&s->rnext, top, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&owner->remote, &top, s, memory_order_release,
+                                                  memory_order_relaxed));
+    /* an ended thread's heap: its remote frees wait for the maintenance thread (a live owner takes its own; the
+       owner's exit, which set the flag, kicked the thread long before a stale read could matter) */
+    if (atomic_load_explicit(&owner->orphan, memory_order_relaxed)) msi_maint_wake();
+  }
+}
+
+/* the blocks h's thread freed into another heap's span and chained (heap.h rb_span) go to that span */
+static void remote_flush(msi_heap_t *h) {
+  msi_span_t *s = h->rb_span;
+  if (!s) return;
+  h->rb_span = NULL;
+  span_push_remote(s, h->rb_head, h->rb_tail, h->rb_n);
+}
+
 static void *alloc_from(msi_span_t *s) {
   msi_block_t *b = s->free;
   MSI_HEAP_VG_OPEN(b); /* a freed block: its link is ours to read */
@@ -2291,6 +2329,7 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
     h = heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
   }
+  if (h->rb_span) remote_flush(h);
   unsigned cls = msi_heap_class_of(size);
   msi_span_t *s = msi_heap_current(h, cls);
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
@@ -2393,24 +2432,33 @@ remote:
   if (MSI_UNLIKELY(msi_block_is_free(s, b))) msi_heap_freed_again(s, p, "free");
   if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
     msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
-  MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
-  msi_heap_t *owner = s->owner;
-  uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
-  do {
-    MSI_HEAP_VG_OPEN(b);
-    msi_block_set(s, b, (x & XF_PTR) ? (msi_block_t *)(x & XF_PTR) : msi_span_list_end(s), 0);
-    MSI_HEAP_VG_CLOSE(b);
-    nx = (uintptr_t)b | ((x & ~(XF_ONE - 1)) + XF_ONE) | 1; /* one more block in the count */
-  } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));
-  if (!(x & 1)) {
-    msi_span_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
-    do atomic_store_explicit(&s->rnext, head, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, s, memory_order_release,
-                                                  memory_order_relaxed));
-    /* an ended thread's heap: its remote frees wait for the maintenance thread (a live owner takes its own; the
-       owner's exit, which set the flag, kicked the thread long before a stale read could matter) */
-    if (atomic_load_explicit(&owner->orphan, memory_order_relaxed)) msi_maint_wake();
+  if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP) && !heap_exited) { /* a thread that only frees: a heap for its chain */
+    h = heap_thread_init();
+    if (h && s->owner == h) return msi_heap_free_small(p); /* (it adopted the orphan owning the block) */
   }
+  MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
+  msi_span_t *to = s; /* the chain to push now: this block alone, or the one it ends */
+  msi_block_t *head = b, *tail = b;
+  uint32_t n = 1;
+  if (MSI_LIKELY(h && h != MSI_EMPTY_HEAP)) {
+    if (h->rb_span == s) { /* one more for the pending chain: a plain store, no atomic */
+      MSI_HEAP_VG_OPEN(b);
+      msi_block_set(s, b, h->rb_head, 0);
+      MSI_HEAP_VG_CLOSE(b);
+      h->rb_head = b;
+      if (++h->rb_n >= MSI_HEAP_RBATCH) remote_flush(h);
+      return;
+    }
+    to = h->rb_span, head = h->rb_head, tail = h->rb_tail, n = h->rb_n;
+    MSI_HEAP_VG_OPEN(b);
+    msi_block_set(s, b, msi_span_list_end(s), 0); /* (free from here on: a second free of it is reported) */
+    MSI_HEAP_VG_CLOSE(b);
+    h->rb_span = s; /* a new chain */
+    h->rb_head = h->rb_tail = b;
+    h->rb_n = 1;
+    if (!to) return;
+  }
+  span_push_remote(to, head, tail, n);
 }
 
 /* the empty current spans of the calling thread's heap leave their classes (memory pressure), its spares too */
@@ -2431,6 +2479,7 @@ static void heap_release_current(msi_heap_t *h) {
 void msi_heap_thread_collect(bool force) {
   msi_heap_t *h = msi_tls_heap;
   if (h == MSI_EMPTY_HEAP) return;
+  remote_flush(h);
   heap_remote_process(h, false, false);
   if (force) heap_take_spares(h, false);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {

@@ -215,7 +215,15 @@ typedef struct msi_heap_s {
      takes it back at its next allocation of the class, a forced purge (memory pressure) from any thread; whoever
      exchanges the pointer for NULL owns the span. Non-NULL only while current_at[] names the empty span */
   msi_span_t *_Atomic spare[MSI_HEAP_CLASSES];
+  /* blocks this thread freed into one span of another heap, chained here and pushed on that span's remote list
+     with one CAS (heap.c remote_flush): at the next remote free into another span, past MSI_HEAP_RBATCH blocks,
+     at the thread's next allocation slow path, collect and exit. Written by its own thread only (or by whoever
+     owns the heap: its adopter, a forked child) */
+  msi_span_t *rb_span;               /* NULL: nothing pending */
+  msi_block_t *rb_head, *rb_tail;
+  uint32_t rb_n;
 } msi_heap_t;
+#define MSI_HEAP_RBATCH 64
 _Static_assert(__builtin_offsetof(msi_heap_t, cache_lock) - __builtin_offsetof(msi_heap_t, remote) >= MSI_CACHE_LINE,
                "the remote-span stack shares no line with the owner's span cache");
 

@@ -6,9 +6,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "memspace.h"
 #include "ms_test.h"
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "heap.h"
 
@@ -178,12 +181,149 @@ static void remote_frees_taken_before_carving(void **state) {
     if (msi_heap_span_of(v[i]) != s) ms_free(v[i]);
 }
 
+/* ---- chained remote frees (heap.h rb_span): a thread's remote frees into one span are chained in its own heap
+   and pushed on the span's list with one CAS: at a free into another span, past MSI_HEAP_RBATCH blocks, at the
+   thread's next allocation slow path, ms_heap_collect and its exit (the tests above: after a join); in a forked
+   child, the parent's other threads' chains by the fork handler ---- */
+static uint32_t xfree_count(msi_span_t *s) { return (uint32_t)(atomic_load(&s->xfree) >> 48); }
+
+/* n blocks of `size` bytes in one span (the calling thread's), in v */
+static msi_span_t *blocks_of_one_span(void **v, size_t n, size_t size) {
+  void *first = ms_malloc(size);
+  assert_non_null(first);
+  msi_span_t *s = msi_heap_span_of(first);
+  v[0] = first;
+  for (size_t k = 1; k < n;) {
+    void *p = ms_malloc(size);
+    assert_non_null(p);
+    if (msi_heap_span_of(p) == s) v[k++] = p;
+    else ms_free(p); /* (another span: the class moved on) */
+  }
+  return s;
+}
+
+enum { THEN_HOLD, THEN_COLLECT, THEN_ALLOC, THEN_OTHER_SPAN };
+typedef struct {
+  void **v;
+  size_t n;
+  int then;
+  void *other; /* THEN_OTHER_SPAN: a block of another span, freed after v */
+  sem_t done, go;
+} hold_job_t;
+/* frees j->v remotely, then the step `then`, and holds whatever is left chained until told to go */
+static void *free_then_hold(void *arg) {
+  hold_job_t *j = arg;
+  for (size_t i = 0; i < j->n; i++) ms_free(j->v[i]);
+  if (j->then == THEN_COLLECT) ms_heap_collect(0);
+  if (j->then == THEN_ALLOC) ms_free(ms_malloc(5000)); /* a class it has no span of: the allocation slow path */
+  if (j->then == THEN_OTHER_SPAN) ms_free(j->other);
+  sem_post(&j->done);
+  sem_wait(&j->go);
+  return NULL;
+}
+static void hold_start(hold_job_t *j, pthread_t *t) {
+  assert_int_equal(sem_init(&j->done, 0, 0), 0);
+  assert_int_equal(sem_init(&j->go, 0, 0), 0);
+  assert_int_equal(pthread_create(t, NULL, free_then_hold, j), 0);
+  while (sem_wait(&j->done) != 0) {}
+}
+static void hold_end(hold_job_t *j, pthread_t t) {
+  sem_post(&j->go);
+  pthread_join(t, NULL);
+  sem_destroy(&j->done);
+  sem_destroy(&j->go);
+}
+
+/* each way a live thread's chain reaches the span: the span's list counts the blocks while the thread still runs */
+static void chained_frees_reach_the_span(void **state) {
+  (void)state;
+  static void *v[MSI_HEAP_RBATCH + 8];
+  const int thens[] = {THEN_COLLECT, THEN_ALLOC, THEN_OTHER_SPAN, THEN_HOLD};
+  for (size_t i = 0; i < sizeof thens / sizeof thens[0]; i++) {
+    size_t n = thens[i] == THEN_HOLD ? MSI_HEAP_RBATCH : 10; /* THEN_HOLD: the batch's limit pushes it */
+    msi_span_t *s = blocks_of_one_span(v, n, 64);
+    void *other = ms_malloc(3000);
+    assert_non_null(other);
+    uint32_t before = xfree_count(s);
+    hold_job_t j = {.v = v, .n = n, .then = thens[i], .other = other};
+    pthread_t t;
+    hold_start(&j, &t);
+    assert_int_equal(xfree_count(s), before + n);
+    hold_end(&j, t);
+    if (thens[i] != THEN_OTHER_SPAN) ms_free(other);
+  }
+  ms_heap_collect(1);
+}
+
+/* a fork while another thread holds a chain: the child's span gets its blocks */
+static msi_span_t *fork_span;
+static uint32_t fork_expect;
+static int chain_in_child(void) { return xfree_count(fork_span) == fork_expect ? 0 : 1; }
+static void chain_pushed_in_forked_child(void **state) {
+  (void)state;
+  static void *v[10];
+  fork_span = blocks_of_one_span(v, 10, 64);
+  fork_expect = xfree_count(fork_span) + 10;
+  hold_job_t j = {.v = v, .n = 10, .then = THEN_HOLD};
+  pthread_t t;
+  hold_start(&j, &t);
+  assert_int_equal(ms_test_in_child(chain_in_child), 0);
+  hold_end(&j, t);
+  ms_heap_collect(1);
+}
+
+/* a block waiting in a chain is free: freed again by the chaining thread, or by its owner, it is a double free.
+   The chaining thread is the child's own (a ThreadSanitizer child starts no thread): it frees blocks of a parent's
+   thread, whose heap no thread of the child owns */
+static void *held_block;
+static void *alloc_then_hold(void *arg) {
+  hold_job_t *j = arg;
+  held_block = ms_malloc(64);
+  j->other = ms_malloc(64); /* (the span keeps a live block) */
+  sem_post(&j->done);
+  sem_wait(&j->go);
+  ms_free(held_block);
+  ms_free(j->other);
+  return NULL;
+}
+static int chained_freed_again(void) {
+  fprintf(stderr, "pointer %p\n", held_block);
+  ms_free(held_block); /* chained: another heap's span */
+  ms_free(held_block);
+  return 1;
+}
+static int chained_freed_by_owner(void) {
+  static void *v[2];
+  blocks_of_one_span(v, 2, 64);
+  hold_job_t j = {.v = v, .n = 1, .then = THEN_HOLD};
+  pthread_t t;
+  hold_start(&j, &t);
+  fprintf(stderr, "pointer %p\n", v[0]);
+  ms_free(v[0]);
+  return 1;
+}
+static void chained_block_freed_again(void **state) {
+  (void)state;
+  hold_job_t j = {0};
+  pthread_t t;
+  assert_int_equal(sem_init(&j.done, 0, 0), 0);
+  assert_int_equal(sem_init(&j.go, 0, 0), 0);
+  assert_int_equal(pthread_create(&t, NULL, alloc_then_hold, &j), 0);
+  while (sem_wait(&j.done) != 0) {}
+  ms_test_child_aborts(chained_freed_again, "double free");
+  hold_end(&j, t);
+  if (!MS_TEST_TSAN) ms_test_child_aborts(chained_freed_by_owner, "double free"); /* (a thread in the child) */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(full_spans_freed_remotely),
       cmocka_unit_test(mixed_local_and_remote),
       cmocka_unit_test(parked_list_then_local_frees),
       cmocka_unit_test(remote_frees_taken_before_carving),
+      cmocka_unit_test(chained_frees_reach_the_span),
+      cmocka_unit_test(chain_pushed_in_forked_child),
+      cmocka_unit_test(chained_block_freed_again),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
