@@ -722,6 +722,45 @@ static void hdr_touch(msi_segment_t *seg, const void *p, size_t n) {
   seg->hdr_back = (uint16_t)(seg->hdr_back & ~(((2u << p1) - 1) & ~((1u << p0) - 1)));
 }
 
+/* Pages of a span's chunks its trims gave back and counted returned (span_trim, span_trim_tail): marked in
+   segment->chunk_back, so the later give-back of the chunks (segments_purge, or segment_release_span at once)
+   counts only the rest, also when a span taking the dirty chunks meanwhile never wrote those pages. A span writes
+   only below `touched` (span_carve), so its marks below it are stale: span_back_written drops them whenever the
+   span trims again or leaves its chunks. [from, to) page-aligned, inside one span */
+static void span_back_mark(msi_segment_t *seg, uintptr_t from, uintptr_t to, bool on) {
+  size_t ps = msi_os_page_size();
+  while (from < to) {
+    uintptr_t off = from - (uintptr_t)seg, end = ((off >> MSI_HEAP_CHUNK_SHIFT) + 1) << MSI_HEAP_CHUNK_SHIFT;
+    unsigned c = (unsigned)(off >> MSI_HEAP_CHUNK_SHIFT), p0 = (unsigned)((off & (MSI_HEAP_CHUNK - 1)) / ps);
+    if (end > to - (uintptr_t)seg) end = to - (uintptr_t)seg;
+    uint32_t bits = ((1u << (p0 + (unsigned)((end - off) / ps))) - 1) & ~((1u << p0) - 1);
+    seg->chunk_back[c] = (uint16_t)(on ? seg->chunk_back[c] | bits : seg->chunk_back[c] & ~bits);
+    from = (uintptr_t)seg + end;
+  }
+}
+static msi_segment_t *span_segment(const msi_span_t *s) {
+  return (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
+}
+/* the pages s wrote (below `touched`) are resident: no longer marked given back */
+static void span_back_written(msi_span_t *s) {
+  span_back_mark(span_segment(s), span_chunk(s), msi_align_up(s->base + s->touched, msi_os_page_size()), false);
+}
+/* s's pages [from, to), below `touched`, given back by a trim: counted, and marked until written again */
+static void span_trimmed(msi_span_t *s, uintptr_t from, uintptr_t to) {
+  chunks_purged(to - from);
+  span_back_written(s);
+  span_back_mark(span_segment(s), from, to, true);
+}
+/* the bytes marked given back in chunks [at, at + n), unmarked: their give-back now counts the rest */
+static size_t chunks_back_take(msi_segment_t *seg, unsigned at, unsigned n) {
+  size_t pages = 0;
+  for (unsigned c = at; c < at + n; c++) {
+    pages += (size_t)msi_popcount64(seg->chunk_back[c]);
+    seg->chunk_back[c] = 0;
+  }
+  return pages * msi_os_page_size();
+}
+
 /* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
    MADV_FREE, which leaves them in RSS); else they stay resident ("dirty") until the purge finds them idle for
    MEMSPACE_PURGE_DELAY, and a span allocated meanwhile reuses them without page faults. */
@@ -735,9 +774,10 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   if (s->guarded) guard_remove(s->base + bytes - MSI_HEAP_GUARD);
   s->guarded = 0;
 #endif
+  span_back_written(s);
   if (purge_now) {
     msi_os_purge((void *)s->base, bytes);
-    chunks_purged(bytes);
+    chunks_purged(bytes - chunks_back_take(seg, at, n));
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
@@ -782,7 +822,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
       unsigned j = i;
       while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
       msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
-      chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK);
+      chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK - chunks_back_take(seg, i, j - i));
       msi_heap_note_idle(-(int64_t)(j - i) * MSI_HEAP_CHUNK);
       i = j;
     }
@@ -969,7 +1009,7 @@ static void span_trim(msi_span_t *s) {
   if (from >= to) return; /* (pages larger than TRIM_ABOVE) */
   if (msi_os_madvise((void *)from, to - from, MADV_DONTNEED) != 0) return; /* refused: the pages stay, and count */
   if (from < s->base + carved) s->kept = 0; /* its free lists ran through the pages given back */
-  chunks_purged(to - from);
+  span_trimmed(s, from, to);
   s->touched = (uint32_t)(from - s->base);
 }
 
@@ -1483,7 +1523,7 @@ static void span_trim_tail(msi_span_t *s) {
     bool ok = msi_os_madvise((void *)from, to - from, MADV_DONTNEED) == 0;
     errno = saved;
     if (!ok) return; /* refused: the pages stay, and count */
-    chunks_purged(to - from);
+    span_trimmed(s, from, to);
   }
   s->touched = (uint32_t)(bump - s->base); /* (at most SPARE_MIN and a block: the free path sends it here no more) */
 }
@@ -1988,7 +2028,8 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
     msi_segment_t *seg = h->mini_seg[i];
     uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
     bool kept = false; /* a mini span of h's stays here (one with blocks) */
-    for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
+    unsigned used = seg->mini_used;
+    for (unsigned g = 0, n = used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
       if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
@@ -2012,9 +2053,11 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
       if (seg->mini_used) MSI_SEEN_SET(seg->mini_used, 0);
       if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
     }
-    /* the pages to give back, in runs: free of spans in use, not given back since their last use */
-    unsigned at = mini_pages_at();
-    uint16_t give = (uint16_t)(mini_pages_all() & ~(busy << at) & ~seg->hdr_back); /* (as chunk 0's pages) */
+    /* the pages to give back, in runs: free of spans in use, not given back since their last use, and holding a
+       granule handed out (those past mini_used were never written since the area was last given back, or since
+       the segment was mapped: nothing to give back, nothing to count) */
+    unsigned at = mini_pages_at(), below = (unsigned)((used * MSI_HEAP_MINI_SIZE + ps - 1) / ps);
+    uint16_t give = (uint16_t)(mini_pages_all() & ~(busy << at) & ~seg->hdr_back & (((1u << below) - 1) << at));
     for (unsigned p = at; p < at + npages;) {
       if (!(give >> p & 1)) { p++; continue; }
       unsigned q = p;

@@ -136,6 +136,10 @@ typedef struct msi_segment_s {
                                         returned, not written since (heap.c header_back; under the segment lock) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
+  uint16_t chunk_back[MSI_HEAP_SEG_CHUNKS]; /* per chunk past chunk 0, its pages (bit n: page n) a span's trim gave
+                                        back and counted returned, past the bytes the span wrote since (heap.c
+                                        span_back_set; chunk_back[0] unused: hdr_back). Written by whoever holds
+                                        the chunk: its span's owner, or the pass or lock that took it */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 #if MSI_HEAP_MINI
   uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's first granule (MSI_HEAP_MINI_NONE: none) */

@@ -395,13 +395,107 @@ static void bare_reuse_counts_its_pages_once(void **state) {
   assert_int_equal(ms_test_in_child(bare_reuse_cycles), 0);
 }
 
+/* ---- a span trimmed in the global cache, then purged: its pages counted once ------------------------------- */
+/* A span entering the global cache with pages resident past what its class needed gives them back (span_trim);
+   the purge that gives its chunks back later counts only the rest. Likewise a current span emptied with its tail
+   trimmed (span_trim_tail) and then purged. "returned" grows by the union of the pages seen given back (each
+   thread leaves a block live: its segment never goes bare, whose header pages given back again unwritten count
+   once) */
+static size_t trim_size;
+static unsigned trim_blocks;
+static void *trim_worker(void *a) { /* a span carved past TRIM_ABOVE with few blocks of its capacity */
+  (void)a;
+  void *p[64];
+  for (unsigned i = 0; i < trim_blocks; i++) {
+    if (!(p[i] = ms_malloc(trim_size))) return (void *)1;
+    memset(p[i], 7, trim_size);
+  }
+  for (unsigned i = 0; i < trim_blocks; i++) ms_free(p[i]);
+  return ms_malloc(4096) ? NULL : (void *)1; /* kept: the segment stays in use (never bare: no header given back) */
+}
+static int trimmed_then_purged(void) {
+  ms_free(ms_malloc(100));
+  ms_heap_collect(1);
+  ms_heap_collect(1);
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  pages = atomic_load(&msi_heap_g.small_top) / page + 64 * MSI_HEAP_SEG_SIZE / page; /* (room for new segments) */
+  given = (unsigned char *)syscall(SYS_mmap, NULL, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (given == MAP_FAILED) return 2;
+  static const size_t sizes[] = {20000, 12000, 6000, 3000};
+  int bad = 0;
+  for (int k = -1; k < (int)(sizeof sizes / sizeof sizes[0]); k++) { /* (the first: the thread's segment mapped,
+                                                                          which the test's mmap sees as a give-back) */ /* each a use of the chunks: counted apart */
+    trim_size = sizes[k < 0 ? 0 : k];
+    trim_blocks = (unsigned)(MSI_HEAP_CHUNK / 2 / trim_size) + 1; /* (past TRIM_ABOVE, a small part of a big span) */
+    memset(given, 0, pages);
+    uint64_t before = returned();
+    atomic_store(&seeing, 1);
+    pthread_t t;
+    void *r = NULL;
+    if (pthread_create(&t, NULL, trim_worker, NULL) || pthread_join(t, &r) || r) return 3;
+    ms_heap_collect(1); /* the dead thread's spans to the global cache (trimmed), then purged */
+    ms_heap_collect(1);
+    atomic_store(&seeing, 0);
+    uint64_t counted = returned() - before, seen = 0;
+    for (size_t i = 0; i < pages; i++) seen += given[i] ? page : 0;
+    if (k < 0) continue;
+    print_message("%zu-byte blocks trimmed then purged: returned %llu KiB, seen given back %llu KiB\n", trim_size,
+                  (unsigned long long)counted >> 10, (unsigned long long)seen >> 10);
+    if (seen < MSI_HEAP_CHUNK) return 4; /* (something was given back) */
+    bad |= counted != seen;
+  }
+  return bad ? 5 : 0;
+}
+static void trimmed_span_counted_once(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(trimmed_then_purged), 0);
+}
+
+/* ---- an orphan's partial reclaim counts only the pages its mini spans used ---------------------------------- */
+/* The dead thread's two mini spans share the area's first page, one of them holding a live block: the pages past
+   the granules handed out (mini_used) were never written, so the partial reclaim gives back and counts none of
+   them (it counted the whole rest of the area) */
+static void *two_minis(void *arg) {
+  (void)arg;
+  live_block = ms_malloc(48);
+  void *other = ms_malloc(100);
+  memset(live_block, 0x5a, 48);
+  ms_free(other);
+  return NULL;
+}
+static int partial_reclaim_counts_used_pages(void) {
+  ms_heap_collect(1);
+  pthread_t t;
+  if (pthread_create(&t, NULL, two_minis, NULL) || pthread_join(t, NULL)) return 2;
+  msi_span_t *live = msi_heap_span_of(live_block);
+  if (!msi_span_is_mini(live)) return 3;
+  msi_segment_t *seg = SEG_OF(live_block);
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  if (MSI_HEAP_MINI_BASE % ps || (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE) / ps < 2) return 0;
+  size_t used_pages = (seg->mini_used * MSI_HEAP_MINI_SIZE + ps - 1) / ps;
+  uint64_t before = returned();
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* the orphan flushed, its empty mini span reclaimed */
+  uint64_t back = returned() - before;
+  print_message("mini spans in %zu page(s), one live: %llu KiB counted returned\n", used_pages, (unsigned long long)back >> 10);
+  if (live->state != MSI_SPAN_ACTIVE || ((unsigned char *)live_block)[47] != 0x5a) return 4;
+  return back <= (used_pages - 1) * ps ? 0 : 5; /* (the live span's page stays) */
+}
+static void partial_reclaim_counts_only_used(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  assert_int_equal(ms_test_in_child(partial_reclaim_counts_used_pages), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
                                                             thread's heap is new, not an orphan's adopted) */
       cmocka_unit_test(live_orphan_gives_back_empty_minis),
       cmocka_unit_test(partial_reclaim_forgets_emptied_segment),
+      cmocka_unit_test(partial_reclaim_counts_only_used),
       cmocka_unit_test(bare_reuse_counts_its_pages_once),
+      cmocka_unit_test(trimmed_span_counted_once),
       cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
