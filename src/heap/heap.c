@@ -751,10 +751,11 @@ static void span_trimmed(msi_span_t *s, uintptr_t from, uintptr_t to) {
   span_back_written(s);
   span_back_mark(span_segment(s), from, to, true);
 }
-/* the bytes marked given back in chunks [at, at + n), unmarked: their give-back now counts the rest */
-static size_t chunks_back_take(msi_segment_t *seg, unsigned at, unsigned n) {
+/* the bytes marked given back in the chunks of mask m, unmarked: their give-back now counts the rest */
+static size_t chunks_back_take(msi_segment_t *seg, uint64_t m) {
   size_t pages = 0;
-  for (unsigned c = at; c < at + n; c++) {
+  for (; m; m &= m - 1) {
+    unsigned c = (unsigned)__builtin_ctzll(m);
     pages += (size_t)msi_popcount64(seg->chunk_back[c]);
     seg->chunk_back[c] = 0;
   }
@@ -777,7 +778,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   span_back_written(s);
   if (purge_now) {
     msi_os_purge((void *)s->base, bytes);
-    chunks_purged(bytes - chunks_back_take(seg, at, n));
+    chunks_purged(bytes - chunks_back_take(seg, bits));
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
@@ -801,7 +802,29 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
 /* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment
    without dirty chunks, as its mask reads unlocked (MSI_SEEN: a chunk made dirty meanwhile waits for the next pass),
    costs no trip through the segments' lock: each pass of the maintenance thread would otherwise take it once per
-   segment, against the threads taking spans */
+   segment, against the threads taking spans. The pass drops the pages without seg_lock, so a fork meanwhile
+   (another thread's) would leave the chunks to the child neither free nor dirty, never used again: they are
+   noted in segment->purging (seg_purging_n of them) and a child finishes the pass (purge_pending_finish, from
+   msi_fork_heap). Their returned bytes are counted when the pass takes them (the child does not count them again) */
+static size_t seg_purging_n;
+void (*msi_heap_purge_hook)(msi_segment_t *seg, uint64_t chunks);
+/* the pages of seg's chunks in m dropped, neighbouring chunks in one call */
+static void chunks_drop(msi_segment_t *seg, uint64_t m) {
+  for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
+    if (!(m >> i & 1)) { i++; continue; }
+    unsigned j = i;
+    while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
+    msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
+    i = j;
+  }
+}
+/* the chunks a pass took (seg->purging) back in the free mask (under seg_lock) */
+static void chunks_purge_done(msi_segment_t *seg) {
+  MSI_SEEN_SET(seg->free_mask, seg->free_mask | seg->purging);
+  seg->purging = 0;
+  seg_purging_n--;
+  seg_avail_update(seg);
+}
 static void segments_purge(uint32_t now, uint32_t delay, bool force) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
@@ -809,27 +832,34 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     if (!MSI_SEEN(seg->dirty_mask)) continue;
     msi_lock(&seg_lock);
     uint64_t m = seg->dirty_mask;
-    if (!m || !(force || now - seg->dirty_ms >= delay)) {
+    if (!m || seg->purging || !(force || now - seg->dirty_ms >= delay)) { /* (another pass's: the next one's) */
       msi_unlock(&seg_lock);
       continue;
     }
     MSI_SEEN_SET(seg->dirty_mask, 0);
     MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~m);
     seg_avail_update(seg);
+    seg->purging = m;
+    seg_purging_n++;
+    size_t bytes = (size_t)msi_popcount64(m) * MSI_HEAP_CHUNK;
+    chunks_purged(bytes - chunks_back_take(seg, m));
+    msi_heap_note_idle(-(int64_t)bytes);
     msi_unlock(&seg_lock);
-    for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
-      if (!(m >> i & 1)) { i++; continue; }
-      unsigned j = i;
-      while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
-      msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
-      chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK - chunks_back_take(seg, i, j - i));
-      msi_heap_note_idle(-(int64_t)(j - i) * MSI_HEAP_CHUNK);
-      i = j;
-    }
+    if (msi_heap_purge_hook) msi_heap_purge_hook(seg, m);
+    chunks_drop(seg, m);
     msi_lock(&seg_lock);
-    MSI_SEEN_SET(seg->free_mask, seg->free_mask | m);
-    seg_avail_update(seg);
+    chunks_purge_done(seg);
     msi_unlock(&seg_lock);
+  }
+}
+/* a child forked while another thread's purge pass held chunks (seg->purging) does that pass's work */
+static void purge_pending_finish(void) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  for (uintptr_t off = 0; off < top && seg_purging_n; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || !seg->purging) continue;
+    chunks_drop(seg, seg->purging);
+    chunks_purge_done(seg);
   }
 }
 
@@ -2244,6 +2274,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
+    if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;

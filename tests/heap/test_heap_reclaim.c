@@ -4,7 +4,8 @@
    use: the test sees every give-back in the segment area itself (its own madvise and mmap, which the library's
    calls reach) and compares. A fork while a pass holds segments it took out of the free masks (the pass paused
    there by the test's hook, another thread forking) leaves them to the child released or kept, never stranded. A
-   double free of a block whose mini span an empty orphan gave back is named a double free. The maintenance thread
+   double free of a block whose mini span an empty orphan gave back is named a double free. Likewise a fork while
+   a purge pass holds dirty chunks it took out of the free mask. The maintenance thread
    purges nothing here (MEMSPACE_PURGE_DELAY -1): every pass is the test's. The secure build has no mini spans. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -487,6 +488,68 @@ static void partial_reclaim_counts_only_used(void **state) {
   assert_int_equal(ms_test_in_child(partial_reclaim_counts_used_pages), 0);
 }
 
+/* ---- a fork inside a purge pass's window -------------------------------------------------------------------- */
+/* A purge pass takes a segment's dirty chunks out of its free mask and drops their pages without the segments'
+   lock. Another thread forks meanwhile (the pass paused there by the test's hook): the child finds the chunks
+   back in the free mask, none held for a pass that does not exist there (they were neither free nor dirty: never
+   used again) */
+static _Atomic int purge_armed;
+static msi_segment_t *purge_seg;
+static uint64_t purge_chunks;
+static void purge_hook(msi_segment_t *seg, uint64_t chunks) {
+  int want = 1;
+  if (!atomic_compare_exchange_strong(&purge_armed, &want, 0)) return;
+  purge_seg = seg;
+  purge_chunks = chunks;
+  sem_post(&in_window);
+  while (sem_wait(&go) != 0) {}
+}
+static void *purge_pass(void *arg) {
+  (void)arg;
+  ms_heap_collect(1);
+  if (atomic_exchange(&purge_armed, 0)) sem_post(&in_window); /* no window met: purge_seg stays NULL */
+  return NULL;
+}
+static bool purge_chunks_back(void) {
+  return purge_seg && (purge_seg->free_mask & purge_chunks) == purge_chunks && !purge_seg->purging &&
+         !(purge_seg->dirty_mask & purge_chunks);
+}
+static void fork_while_purging(void **state) {
+  (void)state;
+  void *p[64];
+  for (int i = 0; i < 64; i++) assert_non_null(p[i] = ms_malloc(4096));
+  for (int i = 0; i < 64; i++) memset(p[i], 2, 4096);
+  for (int i = 0; i < 64; i++) ms_free(p[i]); /* spans cached: the collect makes their chunks dirty, then purges */
+  assert_int_equal(sem_init(&in_window, 0, 0), 0);
+  assert_int_equal(sem_init(&go, 0, 0), 0);
+  purge_seg = NULL;
+  msi_heap_purge_hook = purge_hook;
+  atomic_store(&purge_armed, 1);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, purge_pass, NULL), 0);
+  while (sem_wait(&in_window) != 0) {}
+  if (!purge_seg) {
+    pthread_join(t, NULL);
+    msi_heap_purge_hook = NULL;
+    fail_msg("the pass met no dirty chunk to purge");
+  }
+  fflush(NULL);
+  pid_t pid = fork(); /* the pass paused in another thread, its chunks out of the free mask */
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(purge_chunks_back() ? 0 : 1);
+  sem_post(&go);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  msi_heap_purge_hook = NULL;
+  assert_true(purge_chunks_back()); /* (the parent's pass finished) */
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  print_message("chunks %#llx of the purged segment back in the child's free mask: %s\n",
+                (unsigned long long)purge_chunks, WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "yes" : "no");
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  sem_destroy(&in_window);
+  sem_destroy(&go);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
@@ -499,6 +562,7 @@ int main(void) {
       cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
+      cmocka_unit_test(fork_while_purging),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
