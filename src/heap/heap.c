@@ -766,6 +766,7 @@ static size_t chunks_back_take(msi_segment_t *seg, uint64_t m) {
    MADV_FREE, which leaves them in RSS); else they stay resident ("dirty") until the purge finds them idle for
    MEMSPACE_PURGE_DELAY, and a span allocated meanwhile reuses them without page faults. */
 static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_since) {
+  span_back_written(s); /* (`touched` counts from its base as it was) */
   s->base = span_chunk(s); /* (the next span here sets its colour) */
   msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
@@ -775,7 +776,6 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   if (s->guarded) guard_remove(s->base + bytes - MSI_HEAP_GUARD);
   s->guarded = 0;
 #endif
-  span_back_written(s);
   if (purge_now) {
     msi_os_purge((void *)s->base, bytes);
     chunks_purged(bytes - chunks_back_take(seg, bits));
