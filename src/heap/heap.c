@@ -263,14 +263,21 @@ static bool guard_install(uintptr_t addr) {
   return false; /* (or an injected fault) */
 }
 /* the page becomes ordinary memory again (a span of another length may put blocks there). Never skipped for a
-   span that got its guard: a guard left behind would sit inside the next span's blocks */
-static void guard_remove(uintptr_t addr) {
+   span that got its guard: a guard left behind would sit inside the next span's blocks. false: the guard may
+   still be there (every way refused, the fresh mapping too: the mapping limit, or a kernel that unmapped the page
+   first, a hole), reported once; the caller keeps the page's chunk out of use */
+static bool guard_remove(uintptr_t addr) {
   int saved = errno; /* (free leaves errno alone) */
   for (int i = 0; i < 3; i++)
-    if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) return;
+    if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) { errno = saved; return true; }
   /* still refused: a fresh mapping over the page drops any guard (and merges back into the segment's mapping) */
-  msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  bool ok = msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                        -1, 0) == (void *)addr;
+  if (!ok)
+    MSI_WARN_ONCE("heap (secure build): a span's guard page could not be removed (%s): its 64 KiB chunk is left "
+                  "unused", MSI_ERRNO(errno));
   errno = saved;
+  return ok;
 }
 
 /* the carving order's PRNG (xorshift64*), per thread, seeded from the process secret and the thread */
@@ -773,7 +780,8 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
 #if MSI_HEAP_SECURE
-  if (s->guarded) guard_remove(s->base + bytes - MSI_HEAP_GUARD);
+  if (s->guarded && !guard_remove(s->base + bytes - MSI_HEAP_GUARD))
+    bits &= ~(1ull << (at + n - 1)); /* the guard's chunk never free again: a span there would fault */
   s->guarded = 0;
 #endif
   if (purge_now) {

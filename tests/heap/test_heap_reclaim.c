@@ -14,6 +14,7 @@
 #include "memspace.h"
 #include "ms_test.h"
 #include <pthread.h>
+#include <errno.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -72,13 +73,18 @@ static void note(void *a, size_t n, bool header_only) {
   }
   pthread_mutex_unlock(&given_lock);
 }
+/* the secure build's guard removal refused every way (guard_stuck_keeps_its_chunk): MADV_GUARD_REMOVE and the
+   fresh one-page mapping over a guard */
+static _Atomic int refuse_guard_remove;
 /* the library's madvise and mmap (linux.c) reach these: the executable's definitions come first */
 int madvise(void *addr, size_t len, int advice) {
+  if (advice == MADV_GUARD_REMOVE && atomic_load(&refuse_guard_remove)) { errno = EAGAIN; return -1; }
   int r = (int)syscall(SYS_madvise, addr, len, advice);
   if (r == 0 && advice == MADV_DONTNEED) note(addr, len, false);
   return r;
 }
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if ((flags & MAP_FIXED) && len == MSI_HEAP_GUARD && atomic_load(&refuse_guard_remove)) { errno = ENOMEM; return MAP_FAILED; }
   void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
   if (p != MAP_FAILED && (flags & MAP_FIXED) && fd == -1) note(p, len, true);
   return p;
@@ -550,6 +556,40 @@ static void fork_while_purging(void **state) {
   sem_destroy(&go);
 }
 
+/* ---- a guard page that cannot be removed -------------------------------------------------------------------- */
+/* The secure build's span ends in a guard page; when the span goes back to its segment the guard goes. Should
+   every way of removing it be refused, the chunk holding it stays out of use (a span placed over it would fault
+   on its blocks; a warning says so once); spans taken afterwards write all their blocks without a fault */
+static int guard_stuck(void) {
+  void *b = ms_malloc(4000);
+  if (!b) return 2;
+  msi_span_t *s = msi_heap_span_of(b);
+  msi_segment_t *seg = SEG_OF(b);
+  unsigned last = (unsigned)(((s->base & ~(MSI_HEAP_CHUNK - 1)) - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT) + s->nchunks - 1;
+  if (!s->guarded) return 0; /* (no guard: nothing to remove) */
+  ms_free(b);
+  atomic_store(&refuse_guard_remove, 1);
+  ms_heap_collect(1); /* the span back to its segment */
+  atomic_store(&refuse_guard_remove, 0);
+  if (s->guarded) return 3;
+  if (seg->free_mask >> last & 1) return 4; /* the guard's chunk free again */
+  enum { N = 4000 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) { /* blocks of several span lengths over the segment's chunks: written whole */
+    size_t sz = (size_t)256 << (i % 7);
+    if (!(p[i] = ms_malloc(sz))) return 5;
+    memset(p[i], 9, sz);
+  }
+  for (int i = 0; i < N; i++) ms_free(p[i]);
+  return seg->free_mask >> last & 1 ? 6 : 0;
+}
+static void guard_stuck_keeps_its_chunk(void **state) {
+  (void)state;
+  if (!MSI_HEAP_SECURE || !msi_heap_g.guard_markers)
+    ms_skip_refused(0, "guard pages are the secure build's, with guard markers (Linux 6.13+)");
+  assert_int_equal(ms_test_in_child(guard_stuck), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
@@ -563,6 +603,7 @@ int main(void) {
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
       cmocka_unit_test(fork_while_purging),
+      cmocka_unit_test(guard_stuck_keeps_its_chunk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
