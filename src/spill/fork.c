@@ -246,22 +246,20 @@ MSI_COLD static void fork_child(void) {
     if (m <= k->shared_from) continue; /* unused, or private already (from an earlier fork) */
     /* [shared_from, split): a file spill lost (frozen); [split, m): the current file */
     size_t split = k->floor > m ? m : k->floor > k->shared_from ? k->floor : k->shared_from;
-    size_t shared = k->shared_from; /* [shared, m) is still the parent's shared mapping */
-    bool ok = split == k->shared_from || copy_private(k, c, k->shared_from, split);
-    if (ok) shared = split;
-    if (ok && m > split && own) {
+    size_t shared = k->shared_from; /* [shared, m) is still the parent's shared mapping: all private once m */
+    if (split == k->shared_from || copy_private(k, c, k->shared_from, split)) shared = split;
+    if (shared == split && m > split && own) {
       /* MAP_NORESERVE: a writable private mapping is charged to the commit limit whole, and the kernel's default
          heuristic refuses one larger than RAM + swap (a chunk holding a spilled block larger than memory, which
          is what spill is for); the child's copies are charged as it writes them, as anonymous memory */
-      for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; ok && o < m; o = msi_align_down(o, chunk) + chunk) {
+      for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; o < m; o = msi_align_down(o, chunk) + chunk) {
         size_t n = msi_align_down(o, chunk) + chunk - o;
         if (msi_os_mmap((void *)(k->start + o), n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
                         fd, (off_t)file_off(k, o)) == MAP_FAILED) {
           sp.fail_op = "mapping the file privately";
-          ok = false;
-        } else {
-          shared = o + n < m ? o + n : m;
+          break;
         }
+        shared = o + n < m ? o + n : m;
       }
       /* the chunks mapped privately before a refusal are the child's like all of them otherwise: the same advice
          and copy, so their small blocks keep the bytes of the fork */
@@ -271,11 +269,10 @@ MSI_COLD static void fork_child(void) {
         snapshot_blocks(k, c, split, shared);
         errno = e;
       }
-    } else if (ok && m > split) {
-      ok = copy_private(k, c, split, m);
-      if (ok) shared = m;
+    } else if (shared == split && m > split && copy_private(k, c, split, m)) {
+      shared = m;
     }
-    if (!ok) {
+    if (shared < m) {
       /* (strict overcommit, vm.overcommit_memory=2, ignores MAP_NORESERVE) What is still shared stays the
          parent's data: read-only here (seal_shared), so a write of the child faults instead of changing the
          parent's blocks */
