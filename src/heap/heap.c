@@ -263,14 +263,21 @@ static bool guard_install(uintptr_t addr) {
   return false; /* (or an injected fault) */
 }
 /* the page becomes ordinary memory again (a span of another length may put blocks there). Never skipped for a
-   span that got its guard: a guard left behind would sit inside the next span's blocks */
-static void guard_remove(uintptr_t addr) {
+   span that got its guard: a guard left behind would sit inside the next span's blocks. false: the guard may
+   still be there (every way refused, the fresh mapping too: the mapping limit, or a kernel that unmapped the page
+   first, a hole), reported once; the caller keeps the page's chunk out of use */
+static bool guard_remove(uintptr_t addr) {
   int saved = errno; /* (free leaves errno alone) */
   for (int i = 0; i < 3; i++)
-    if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) return;
+    if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) { errno = saved; return true; }
   /* still refused: a fresh mapping over the page drops any guard (and merges back into the segment's mapping) */
-  msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  bool ok = msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                        -1, 0) == (void *)addr;
+  if (!ok)
+    MSI_WARN_ONCE("heap (secure build): a span's guard page could not be removed (%s): its 64 KiB chunk is left "
+                  "unused", MSI_ERRNO(errno));
   errno = saved;
+  return ok;
 }
 
 /* the carving order's PRNG (xorshift64*), per thread, seeded from the process secret and the thread */
@@ -722,22 +729,64 @@ static void hdr_touch(msi_segment_t *seg, const void *p, size_t n) {
   seg->hdr_back = (uint16_t)(seg->hdr_back & ~(((2u << p1) - 1) & ~((1u << p0) - 1)));
 }
 
+/* Pages of a span's chunks its trims gave back and counted returned (span_trim, span_trim_tail): marked in
+   segment->chunk_back, so the later give-back of the chunks (segments_purge, or segment_release_span at once)
+   counts only the rest, also when a span taking the dirty chunks meanwhile never wrote those pages. A span writes
+   only below `touched` (span_carve), so its marks below it are stale: span_back_written drops them whenever the
+   span trims again or leaves its chunks. [from, to) page-aligned, inside one span */
+static void span_back_mark(msi_segment_t *seg, uintptr_t from, uintptr_t to, bool on) {
+  size_t ps = msi_os_page_size();
+  while (from < to) {
+    uintptr_t off = from - (uintptr_t)seg, end = ((off >> MSI_HEAP_CHUNK_SHIFT) + 1) << MSI_HEAP_CHUNK_SHIFT;
+    unsigned c = (unsigned)(off >> MSI_HEAP_CHUNK_SHIFT), p0 = (unsigned)((off & (MSI_HEAP_CHUNK - 1)) / ps);
+    if (end > to - (uintptr_t)seg) end = to - (uintptr_t)seg;
+    uint32_t bits = ((1u << (p0 + (unsigned)((end - off) / ps))) - 1) & ~((1u << p0) - 1);
+    seg->chunk_back[c] = (uint16_t)(on ? seg->chunk_back[c] | bits : seg->chunk_back[c] & ~bits);
+    from = (uintptr_t)seg + end;
+  }
+}
+static msi_segment_t *span_segment(const msi_span_t *s) {
+  return (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
+}
+/* the pages s wrote (below `touched`) are resident: no longer marked given back */
+static void span_back_written(msi_span_t *s) {
+  span_back_mark(span_segment(s), span_chunk(s), msi_align_up(s->base + s->touched, msi_os_page_size()), false);
+}
+/* s's pages [from, to), below `touched`, given back by a trim: counted, and marked until written again */
+static void span_trimmed(msi_span_t *s, uintptr_t from, uintptr_t to) {
+  chunks_purged(to - from);
+  span_back_written(s);
+  span_back_mark(span_segment(s), from, to, true);
+}
+/* the bytes marked given back in the chunks of mask m, unmarked: their give-back now counts the rest */
+static size_t chunks_back_take(msi_segment_t *seg, uint64_t m) {
+  size_t pages = 0;
+  for (; m; m &= m - 1) {
+    unsigned c = (unsigned)__builtin_ctzll(m);
+    pages += (size_t)msi_popcount64(seg->chunk_back[c]);
+    seg->chunk_back[c] = 0;
+  }
+  return pages * msi_os_page_size();
+}
+
 /* gives a span's chunks back to its segment. purge_now: the pages go back to the OS at once (MADV_DONTNEED: not
    MADV_FREE, which leaves them in RSS); else they stay resident ("dirty") until the purge finds them idle for
    MEMSPACE_PURGE_DELAY, and a span allocated meanwhile reuses them without page faults. */
 static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_since) {
+  span_back_written(s); /* (`touched` counts from its base as it was) */
   s->base = span_chunk(s); /* (the next span here sets its colour) */
   msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
 #if MSI_HEAP_SECURE
-  if (s->guarded) guard_remove(s->base + bytes - MSI_HEAP_GUARD);
+  if (s->guarded && !guard_remove(s->base + bytes - MSI_HEAP_GUARD))
+    bits &= ~(1ull << (at + n - 1)); /* the guard's chunk never free again: a span there would fault */
   s->guarded = 0;
 #endif
   if (purge_now) {
     msi_os_purge((void *)s->base, bytes);
-    chunks_purged(bytes);
+    chunks_purged(bytes - chunks_back_take(seg, bits));
   }
   atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
@@ -761,7 +810,29 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
 /* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment
    without dirty chunks, as its mask reads unlocked (MSI_SEEN: a chunk made dirty meanwhile waits for the next pass),
    costs no trip through the segments' lock: each pass of the maintenance thread would otherwise take it once per
-   segment, against the threads taking spans */
+   segment, against the threads taking spans. The pass drops the pages without seg_lock, so a fork meanwhile
+   (another thread's) would leave the chunks to the child neither free nor dirty, never used again: they are
+   noted in segment->purging (seg_purging_n of them) and a child finishes the pass (purge_pending_finish, from
+   msi_fork_heap). Their returned bytes are counted when the pass takes them (the child does not count them again) */
+static size_t seg_purging_n;
+void (*msi_heap_purge_hook)(msi_segment_t *seg, uint64_t chunks);
+/* the pages of seg's chunks in m dropped, neighbouring chunks in one call */
+static void chunks_drop(msi_segment_t *seg, uint64_t m) {
+  for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
+    if (!(m >> i & 1)) { i++; continue; }
+    unsigned j = i;
+    while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
+    msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
+    i = j;
+  }
+}
+/* the chunks a pass took (seg->purging) back in the free mask (under seg_lock) */
+static void chunks_purge_done(msi_segment_t *seg) {
+  MSI_SEEN_SET(seg->free_mask, seg->free_mask | seg->purging);
+  seg->purging = 0;
+  seg_purging_n--;
+  seg_avail_update(seg);
+}
 static void segments_purge(uint32_t now, uint32_t delay, bool force) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
@@ -769,27 +840,34 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     if (!MSI_SEEN(seg->dirty_mask)) continue;
     msi_lock(&seg_lock);
     uint64_t m = seg->dirty_mask;
-    if (!m || !(force || now - seg->dirty_ms >= delay)) {
+    if (!m || seg->purging || !(force || now - seg->dirty_ms >= delay)) { /* (another pass's: the next one's) */
       msi_unlock(&seg_lock);
       continue;
     }
     MSI_SEEN_SET(seg->dirty_mask, 0);
     MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~m);
     seg_avail_update(seg);
+    seg->purging = m;
+    seg_purging_n++;
+    size_t bytes = (size_t)msi_popcount64(m) * MSI_HEAP_CHUNK;
+    chunks_purged(bytes - chunks_back_take(seg, m));
+    msi_heap_note_idle(-(int64_t)bytes);
     msi_unlock(&seg_lock);
-    for (unsigned i = 0; i < MSI_HEAP_SEG_CHUNKS;) {
-      if (!(m >> i & 1)) { i++; continue; }
-      unsigned j = i;
-      while (j < MSI_HEAP_SEG_CHUNKS && (m >> j & 1)) j++;
-      msi_os_purge((char *)seg + (size_t)i * MSI_HEAP_CHUNK, (size_t)(j - i) * MSI_HEAP_CHUNK);
-      chunks_purged((size_t)(j - i) * MSI_HEAP_CHUNK);
-      msi_heap_note_idle(-(int64_t)(j - i) * MSI_HEAP_CHUNK);
-      i = j;
-    }
+    if (msi_heap_purge_hook) msi_heap_purge_hook(seg, m);
+    chunks_drop(seg, m);
     msi_lock(&seg_lock);
-    MSI_SEEN_SET(seg->free_mask, seg->free_mask | m);
-    seg_avail_update(seg);
+    chunks_purge_done(seg);
     msi_unlock(&seg_lock);
+  }
+}
+/* a child forked while another thread's purge pass held chunks (seg->purging) does that pass's work */
+static void purge_pending_finish(void) {
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  for (uintptr_t off = 0; off < top && seg_purging_n; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || !seg->purging) continue;
+    chunks_drop(seg, seg->purging);
+    chunks_purge_done(seg);
   }
 }
 
@@ -969,7 +1047,7 @@ static void span_trim(msi_span_t *s) {
   if (from >= to) return; /* (pages larger than TRIM_ABOVE) */
   if (msi_os_madvise((void *)from, to - from, MADV_DONTNEED) != 0) return; /* refused: the pages stay, and count */
   if (from < s->base + carved) s->kept = 0; /* its free lists ran through the pages given back */
-  chunks_purged(to - from);
+  span_trimmed(s, from, to);
   s->touched = (uint32_t)(from - s->base);
 }
 
@@ -1483,7 +1561,7 @@ static void span_trim_tail(msi_span_t *s) {
     bool ok = msi_os_madvise((void *)from, to - from, MADV_DONTNEED) == 0;
     errno = saved;
     if (!ok) return; /* refused: the pages stay, and count */
-    chunks_purged(to - from);
+    span_trimmed(s, from, to);
   }
   s->touched = (uint32_t)(bump - s->base); /* (at most SPARE_MIN and a block: the free path sends it here no more) */
 }
@@ -1991,7 +2069,8 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
     msi_segment_t *seg = h->mini_seg[i];
     uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
     bool kept = false; /* a mini span of h's stays here (one with blocks) */
-    for (unsigned g = 0, n = seg->mini_used; g < n; g++) {
+    unsigned used = seg->mini_used;
+    for (unsigned g = 0, n = used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
       if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
@@ -2015,9 +2094,11 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
       if (seg->mini_used) MSI_SEEN_SET(seg->mini_used, 0);
       if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
     }
-    /* the pages to give back, in runs: free of spans in use, not given back since their last use */
-    unsigned at = mini_pages_at();
-    uint16_t give = (uint16_t)(mini_pages_all() & ~(busy << at) & ~seg->hdr_back); /* (as chunk 0's pages) */
+    /* the pages to give back, in runs: free of spans in use, not given back since their last use, and holding a
+       granule handed out (those past mini_used were never written since the area was last given back, or since
+       the segment was mapped: nothing to give back, nothing to count) */
+    unsigned at = mini_pages_at(), below = (unsigned)((used * MSI_HEAP_MINI_SIZE + ps - 1) / ps);
+    uint16_t give = (uint16_t)(mini_pages_all() & ~(busy << at) & ~seg->hdr_back & (((1u << below) - 1) << at));
     for (unsigned p = at; p < at + npages;) {
       if (!(give >> p & 1)) { p++; continue; }
       unsigned q = p;
@@ -2209,6 +2290,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
+    if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;

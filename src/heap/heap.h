@@ -136,6 +136,12 @@ typedef struct msi_segment_s {
                                         returned, not written since (heap.c header_back; under the segment lock) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
                                         heap.c segment_alloc_span) */
+  uint64_t purging;                  /* chunks a purge pass took out of the free mask to give back (heap.c
+                                        segments_purge; under the segment lock) */
+  uint16_t chunk_back[MSI_HEAP_SEG_CHUNKS]; /* per chunk past chunk 0, its pages (bit n: page n) a span's trim gave
+                                        back and counted returned, past the bytes the span wrote since (heap.c
+                                        span_back_set; chunk_back[0] unused: hdr_back). Written by whoever holds
+                                        the chunk: its span's owner, or the pass or lock that took it */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 #if MSI_HEAP_MINI
   uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's first granule (MSI_HEAP_MINI_NONE: none) */
@@ -297,6 +303,9 @@ void msi_heap_purge(uint64_t now_ms, bool force);
 /* tests only (NULL otherwise): called by a purge pass with n idle segments from seg it took out of the free masks,
    before it gives them back whole (n 0: the one segment it keeps mapped, bare); heap.c segments_reclaim */
 extern void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);
+/* tests only (NULL otherwise): called by a purge pass with the dirty chunks of seg it took out of the free mask,
+   before it gives them back; heap.c segments_purge */
+extern void (*msi_heap_purge_hook)(msi_segment_t *seg, uint64_t chunks);
 void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
 extern _Atomic int64_t msi_heap_idle_spans;

@@ -389,8 +389,7 @@ static int reserve_one(size_t page, void *arg) {
   if (thp && msi_os_madvise(r.addr, r.size, MADV_HUGEPAGE) == 0) {
     out->kind = MS_PAGE_THP;
     out->page_size = thp_size;
-    out->flags |= MS_PAGES_THP;
-    ADD(thp, r.size);
+    out->flags |= MS_PAGES_THP; /* (counted once recorded: reserve) */
   } else if (flags & MS_PAGES_THP) {
     out->fallback = 1;
     fallback_note("pages", "transparent huge", size, thp ? "refused" : "the kernel has none or THP is off", -1,
@@ -447,7 +446,6 @@ static int reserve(size_t size, size_t min, size_t alignment, size_t min_align, 
      its parts are released, decommitted (PROT_NONE) and reset (MADV_FREE) page by page as base ranges are, and it
      never counts as hugetlb */
   if (!range_add(out->addr, out->size, huge ? out->page_size : ps, committed, internal, out->kind == MS_PAGE_THP)) {
-    if (out->kind == MS_PAGE_THP) sub_clamped(&msi_os_counters.thp, out->size);
     msi_os_munmap(out->addr, out->size);
     memset(out, 0, sizeof *out);
     FAIL(ENOMEM);
@@ -455,6 +453,7 @@ static int reserve(size_t size, size_t min, size_t alignment, size_t min_align, 
   ADD(reserved, out->size);
   ADD(committed, committed);
   if (huge) ADD(hugetlb, out->size);
+  if (out->kind == MS_PAGE_THP) ADD(thp, out->size);
   int r = finish_flags(out, flags, numa_node);
   if (r) {
     msi_pages_release(out->addr, out->size);

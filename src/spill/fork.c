@@ -177,14 +177,18 @@ static bool copy_private(sp_class_t *k, unsigned c, size_t a, size_t b) {
 }
 
 /* [from, m) of class k's region stays the parent's data in the child (a private mapping or copy was refused):
-   no chunk of it may stay writable. Each chunk becomes read-only; where mprotect fails (a refused MAP_FIXED mmap
-   or mremap unmaps its target first on older kernels: a hole, and mprotect fails with ENOMEM on one) a chunk of
-   the current file, [split, m), is mapped again shared read-only from `fd` (-1 when the descriptor is not ours;
-   a shared mapping is never charged to the commit limit); failing that, or in a lost file's range, it becomes
-   inaccessible (PROT_NONE, anonymous: never charged). Should even that fail the child cannot keep the parent's
-   data safe from its writes, and it aborts. Whatever is read-only reads the page cache of the parent's file:
-   every later write of the parent shows in it. true: all read-only; false: some chunk is inaccessible. */
-static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int fd) {
+   no chunk of it may stay writable, nor be made writable again. A chunk of the current file, [split, m), is
+   mapped again shared read-only from `fd`, a read-only descriptor of the file (ro_descriptor), so that an
+   mprotect of the child's asking for PROT_WRITE fails (EACCES); where that is refused, or without one, the chunk
+   becomes read-only in place (mprotect: the inherited mapping, from the parent's read-write descriptor, could be
+   made writable again), else mapped again from `fd` (-1 when the descriptor is not ours; a shared mapping is
+   never charged to the commit limit); failing that (a refused MAP_FIXED mmap or mremap unmaps its target first on
+   older kernels: a hole, and mprotect fails with ENOMEM on one), or in a lost file's range that mprotect could not
+   seal, it becomes inaccessible (PROT_NONE, anonymous: never charged). Should even that fail the child cannot keep
+   the parent's data safe from its writes, and it aborts. Whatever is read-only reads the page cache of the
+   parent's file: every later write of the parent shows in it. true: all read-only; false: some chunk is
+   inaccessible. */
+static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int fd, bool fd_ro) {
   bool all_ro = true;
   size_t chunk = (size_t)1 << k->chunk_shift;
   for (size_t o = from; o < m;) {
@@ -192,9 +196,10 @@ static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int 
     if (o < split && end > split) end = split; /* the lost file's and the current file's chunks apart */
     if (end > m) end = m;
     void *p = (void *)(k->start + o);
-    if (msi_os_mprotect(p, end - o, PROT_READ) != 0 &&
-        (fd < 0 || o < split ||
-         msi_os_mmap(p, end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) == MAP_FAILED)) {
+    bool remap = fd >= 0 && o >= split;
+    if (!(remap && fd_ro && msi_os_mmap(p, end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) != MAP_FAILED) &&
+        msi_os_mprotect(p, end - o, PROT_READ) != 0 &&
+        (!remap || msi_os_mmap(p, end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) == MAP_FAILED)) {
       all_ro = false;
       if (msi_os_mmap(p, end - o, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
           MAP_FAILED)
@@ -204,6 +209,15 @@ static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int 
     o = end;
   }
   return all_ro;
+}
+/* the spill file on fd opened again read-only (its /proc/self/fd entry): what the child maps from it can never be
+   made writable; -1 when refused (no /proc, a sandbox), errno unchanged */
+static int ro_descriptor(int fd) {
+  char path[40];
+  msi_snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  int saved = errno, ro = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  errno = saved;
+  return ro;
 }
 
 MSI_COLD static void fork_child(void) {
@@ -225,28 +239,27 @@ MSI_COLD static void fork_child(void) {
      map or close, and the shared blocks are copied instead */
   int fd = atomic_load(&sp.fd);
   bool own = fd >= 0 && msi_sp_file_is_ours(fd);
+  int ro_fd = -2; /* a read-only descriptor of the file, opened at the first class to seal (-1: refused) */
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load(&k->mapped);
     if (m <= k->shared_from) continue; /* unused, or private already (from an earlier fork) */
     /* [shared_from, split): a file spill lost (frozen); [split, m): the current file */
     size_t split = k->floor > m ? m : k->floor > k->shared_from ? k->floor : k->shared_from;
-    size_t shared = k->shared_from; /* [shared, m) is still the parent's shared mapping */
-    bool ok = split == k->shared_from || copy_private(k, c, k->shared_from, split);
-    if (ok) shared = split;
-    if (ok && m > split && own) {
+    size_t shared = k->shared_from; /* [shared, m) is still the parent's shared mapping: all private once m */
+    if (split == k->shared_from || copy_private(k, c, k->shared_from, split)) shared = split;
+    if (shared == split && m > split && own) {
       /* MAP_NORESERVE: a writable private mapping is charged to the commit limit whole, and the kernel's default
          heuristic refuses one larger than RAM + swap (a chunk holding a spilled block larger than memory, which
          is what spill is for); the child's copies are charged as it writes them, as anonymous memory */
-      for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; ok && o < m; o = msi_align_down(o, chunk) + chunk) {
+      for (size_t o = split, chunk = (size_t)1 << k->chunk_shift; o < m; o = msi_align_down(o, chunk) + chunk) {
         size_t n = msi_align_down(o, chunk) + chunk - o;
         if (msi_os_mmap((void *)(k->start + o), n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
                         fd, (off_t)file_off(k, o)) == MAP_FAILED) {
           sp.fail_op = "mapping the file privately";
-          ok = false;
-        } else {
-          shared = o + n < m ? o + n : m;
+          break;
         }
+        shared = o + n < m ? o + n : m;
       }
       /* the chunks mapped privately before a refusal are the child's like all of them otherwise: the same advice
          and copy, so their small blocks keep the bytes of the fork */
@@ -256,16 +269,16 @@ MSI_COLD static void fork_child(void) {
         snapshot_blocks(k, c, split, shared);
         errno = e;
       }
-    } else if (ok && m > split) {
-      ok = copy_private(k, c, split, m);
-      if (ok) shared = m;
+    } else if (shared == split && m > split && copy_private(k, c, split, m)) {
+      shared = m;
     }
-    if (!ok) {
+    if (shared < m) {
       /* (strict overcommit, vm.overcommit_memory=2, ignores MAP_NORESERVE) What is still shared stays the
          parent's data: read-only here (seal_shared), so a write of the child faults instead of changing the
          parent's blocks */
       int e = errno;
-      bool ro = seal_shared(k, shared, split, m, own ? fd : -1);
+      if (own && ro_fd == -2) ro_fd = ro_descriptor(fd);
+      bool ro = seal_shared(k, shared, split, m, !own ? -1 : ro_fd >= 0 ? ro_fd : fd, ro_fd >= 0);
       msi_error("spill: fork child could not make %zu MiB of its spilled memory private (%s: %s): those inherited "
                 "blocks are %s in it (a write faults) and show the parent's later writes", (m - shared) >> 20,
                 sp.fail_op, MSI_ERRNO(e), ro ? "read-only" : "read-only or inaccessible");
@@ -278,6 +291,7 @@ MSI_COLD static void fork_child(void) {
     k->nfree = 0; /* free slots below the floor belong to the parent's file */
   }
   if (own) msi_os_close(fd); /* new blocks go to a file of the child's own, above the inherited extent */
+  if (ro_fd >= 0) msi_os_close(ro_fd); /* (its mappings keep the file) */
   atomic_store(&sp.fd, -1);
   fork_sync_done(); /* the parent may go on */
   msi_lock_reset(&sp_lock);

@@ -4,7 +4,8 @@
    use: the test sees every give-back in the segment area itself (its own madvise and mmap, which the library's
    calls reach) and compares. A fork while a pass holds segments it took out of the free masks (the pass paused
    there by the test's hook, another thread forking) leaves them to the child released or kept, never stranded. A
-   double free of a block whose mini span an empty orphan gave back is named a double free. The maintenance thread
+   double free of a block whose mini span an empty orphan gave back is named a double free. Likewise a fork while
+   a purge pass holds dirty chunks it took out of the free mask. The maintenance thread
    purges nothing here (MEMSPACE_PURGE_DELAY -1): every pass is the test's. The secure build has no mini spans. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include "memspace.h"
 #include "ms_test.h"
 #include <pthread.h>
+#include <errno.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -71,13 +73,18 @@ static void note(void *a, size_t n, bool header_only) {
   }
   pthread_mutex_unlock(&given_lock);
 }
+/* the secure build's guard removal refused every way (guard_stuck_keeps_its_chunk): MADV_GUARD_REMOVE and the
+   fresh one-page mapping over a guard */
+static _Atomic int refuse_guard_remove;
 /* the library's madvise and mmap (linux.c) reach these: the executable's definitions come first */
 int madvise(void *addr, size_t len, int advice) {
+  if (advice == MADV_GUARD_REMOVE && atomic_load(&refuse_guard_remove)) { errno = EAGAIN; return -1; }
   int r = (int)syscall(SYS_madvise, addr, len, advice);
   if (r == 0 && advice == MADV_DONTNEED) note(addr, len, false);
   return r;
 }
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if ((flags & MAP_FIXED) && len == MSI_HEAP_GUARD && atomic_load(&refuse_guard_remove)) { errno = ENOMEM; return MAP_FAILED; }
   void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
   if (p != MAP_FAILED && (flags & MAP_FIXED) && fd == -1) note(p, len, true);
   return p;
@@ -395,16 +402,208 @@ static void bare_reuse_counts_its_pages_once(void **state) {
   assert_int_equal(ms_test_in_child(bare_reuse_cycles), 0);
 }
 
+/* ---- a span trimmed in the global cache, then purged: its pages counted once ------------------------------- */
+/* A span entering the global cache with pages resident past what its class needed gives them back (span_trim);
+   the purge that gives its chunks back later counts only the rest. Likewise a current span emptied with its tail
+   trimmed (span_trim_tail) and then purged. "returned" grows by the union of the pages seen given back (each
+   thread leaves a block live: its segment never goes bare, whose header pages given back again unwritten count
+   once) */
+static size_t trim_size;
+static unsigned trim_blocks;
+static void *trim_worker(void *a) { /* a span carved past TRIM_ABOVE with few blocks of its capacity */
+  (void)a;
+  void *p[64];
+  for (unsigned i = 0; i < trim_blocks; i++) {
+    if (!(p[i] = ms_malloc(trim_size))) return (void *)1;
+    memset(p[i], 7, trim_size);
+  }
+  for (unsigned i = 0; i < trim_blocks; i++) ms_free(p[i]);
+  return ms_malloc(4096) ? NULL : (void *)1; /* kept: the segment stays in use (never bare: no header given back) */
+}
+static int trimmed_then_purged(void) {
+  ms_free(ms_malloc(100));
+  ms_heap_collect(1);
+  ms_heap_collect(1);
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  pages = atomic_load(&msi_heap_g.small_top) / page + 64 * MSI_HEAP_SEG_SIZE / page; /* (room for new segments) */
+  given = (unsigned char *)syscall(SYS_mmap, NULL, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (given == MAP_FAILED) return 2;
+  static const size_t sizes[] = {20000, 12000, 6000, 3000};
+  int bad = 0;
+  for (int k = -1; k < (int)(sizeof sizes / sizeof sizes[0]); k++) { /* (the first: the thread's segment mapped,
+                                                                          which the test's mmap sees as a give-back) */ /* each a use of the chunks: counted apart */
+    trim_size = sizes[k < 0 ? 0 : k];
+    trim_blocks = (unsigned)(MSI_HEAP_CHUNK / 2 / trim_size) + 1; /* (past TRIM_ABOVE, a small part of a big span) */
+    memset(given, 0, pages);
+    uint64_t before = returned();
+    atomic_store(&seeing, 1);
+    pthread_t t;
+    void *r = NULL;
+    if (pthread_create(&t, NULL, trim_worker, NULL) || pthread_join(t, &r) || r) return 3;
+    ms_heap_collect(1); /* the dead thread's spans to the global cache (trimmed), then purged */
+    ms_heap_collect(1);
+    atomic_store(&seeing, 0);
+    uint64_t counted = returned() - before, seen = 0;
+    for (size_t i = 0; i < pages; i++) seen += given[i] ? page : 0;
+    if (k < 0) continue;
+    print_message("%zu-byte blocks trimmed then purged: returned %llu KiB, seen given back %llu KiB\n", trim_size,
+                  (unsigned long long)counted >> 10, (unsigned long long)seen >> 10);
+    if (seen < MSI_HEAP_CHUNK) return 4; /* (something was given back) */
+    bad |= counted != seen;
+  }
+  return bad ? 5 : 0;
+}
+static void trimmed_span_counted_once(void **state) {
+  (void)state;
+  assert_int_equal(ms_test_in_child(trimmed_then_purged), 0);
+}
+
+/* ---- an orphan's partial reclaim counts only the pages its mini spans used ---------------------------------- */
+/* The dead thread's two mini spans share the area's first page, one of them holding a live block: the pages past
+   the granules handed out (mini_used) were never written, so the partial reclaim gives back and counts none of
+   them (it counted the whole rest of the area) */
+static void *two_minis(void *arg) {
+  (void)arg;
+  live_block = ms_malloc(48);
+  void *other = ms_malloc(100);
+  memset(live_block, 0x5a, 48);
+  ms_free(other);
+  return NULL;
+}
+static int partial_reclaim_counts_used_pages(void) {
+  ms_heap_collect(1);
+  pthread_t t;
+  if (pthread_create(&t, NULL, two_minis, NULL) || pthread_join(t, NULL)) return 2;
+  msi_span_t *live = msi_heap_span_of(live_block);
+  if (!msi_span_is_mini(live)) return 3;
+  msi_segment_t *seg = SEG_OF(live_block);
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  if (MSI_HEAP_MINI_BASE % ps || (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE) / ps < 2) return 0;
+  size_t used_pages = (seg->mini_used * MSI_HEAP_MINI_SIZE + ps - 1) / ps;
+  uint64_t before = returned();
+  ms_heap_collect(1);
+  ms_heap_collect(1); /* the orphan flushed, its empty mini span reclaimed */
+  uint64_t back = returned() - before;
+  print_message("mini spans in %zu page(s), one live: %llu KiB counted returned\n", used_pages, (unsigned long long)back >> 10);
+  if (live->state != MSI_SPAN_ACTIVE || ((unsigned char *)live_block)[47] != 0x5a) return 4;
+  return back <= (used_pages - 1) * ps ? 0 : 5; /* (the live span's page stays) */
+}
+static void partial_reclaim_counts_only_used(void **state) {
+  (void)state;
+  if (!MSI_HEAP_MINI) ms_skip_refused(0, "the secure build has no mini spans (a guard page per span)");
+  assert_int_equal(ms_test_in_child(partial_reclaim_counts_used_pages), 0);
+}
+
+/* ---- a fork inside a purge pass's window -------------------------------------------------------------------- */
+/* A purge pass takes a segment's dirty chunks out of its free mask and drops their pages without the segments'
+   lock. Another thread forks meanwhile (the pass paused there by the test's hook): the child finds the chunks
+   back in the free mask, none held for a pass that does not exist there (they were neither free nor dirty: never
+   used again) */
+static _Atomic int purge_armed;
+static msi_segment_t *purge_seg;
+static uint64_t purge_chunks;
+static void purge_hook(msi_segment_t *seg, uint64_t chunks) {
+  int want = 1;
+  if (!atomic_compare_exchange_strong(&purge_armed, &want, 0)) return;
+  purge_seg = seg;
+  purge_chunks = chunks;
+  sem_post(&in_window);
+  while (sem_wait(&go) != 0) {}
+}
+static void *purge_pass(void *arg) {
+  (void)arg;
+  ms_heap_collect(1);
+  if (atomic_exchange(&purge_armed, 0)) sem_post(&in_window); /* no window met: purge_seg stays NULL */
+  return NULL;
+}
+static bool purge_chunks_back(void) {
+  return purge_seg && (purge_seg->free_mask & purge_chunks) == purge_chunks && !purge_seg->purging &&
+         !(purge_seg->dirty_mask & purge_chunks);
+}
+static void fork_while_purging(void **state) {
+  (void)state;
+  void *p[64];
+  for (int i = 0; i < 64; i++) assert_non_null(p[i] = ms_malloc(4096));
+  for (int i = 0; i < 64; i++) memset(p[i], 2, 4096);
+  for (int i = 0; i < 64; i++) ms_free(p[i]); /* spans cached: the collect makes their chunks dirty, then purges */
+  assert_int_equal(sem_init(&in_window, 0, 0), 0);
+  assert_int_equal(sem_init(&go, 0, 0), 0);
+  purge_seg = NULL;
+  msi_heap_purge_hook = purge_hook;
+  atomic_store(&purge_armed, 1);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, purge_pass, NULL), 0);
+  while (sem_wait(&in_window) != 0) {}
+  if (!purge_seg) {
+    pthread_join(t, NULL);
+    msi_heap_purge_hook = NULL;
+    fail_msg("the pass met no dirty chunk to purge");
+  }
+  fflush(NULL);
+  pid_t pid = fork(); /* the pass paused in another thread, its chunks out of the free mask */
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(purge_chunks_back() ? 0 : 1);
+  sem_post(&go);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  msi_heap_purge_hook = NULL;
+  assert_true(purge_chunks_back()); /* (the parent's pass finished) */
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  print_message("chunks %#llx of the purged segment back in the child's free mask: %s\n",
+                (unsigned long long)purge_chunks, WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "yes" : "no");
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  sem_destroy(&in_window);
+  sem_destroy(&go);
+}
+
+/* ---- a guard page that cannot be removed -------------------------------------------------------------------- */
+/* The secure build's span ends in a guard page; when the span goes back to its segment the guard goes. Should
+   every way of removing it be refused, the chunk holding it stays out of use (a span placed over it would fault
+   on its blocks; a warning says so once); spans taken afterwards write all their blocks without a fault */
+static int guard_stuck(void) {
+  void *b = ms_malloc(4000);
+  if (!b) return 2;
+  msi_span_t *s = msi_heap_span_of(b);
+  msi_segment_t *seg = SEG_OF(b);
+  unsigned last = (unsigned)(((s->base & ~(MSI_HEAP_CHUNK - 1)) - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT) + s->nchunks - 1;
+  if (!s->guarded) return 0; /* (no guard: nothing to remove) */
+  ms_free(b);
+  atomic_store(&refuse_guard_remove, 1);
+  ms_heap_collect(1); /* the span back to its segment */
+  atomic_store(&refuse_guard_remove, 0);
+  if (s->guarded) return 3;
+  if (seg->free_mask >> last & 1) return 4; /* the guard's chunk free again */
+  enum { N = 4000 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) { /* blocks of several span lengths over the segment's chunks: written whole */
+    size_t sz = (size_t)256 << (i % 7);
+    if (!(p[i] = ms_malloc(sz))) return 5;
+    memset(p[i], 9, sz);
+  }
+  for (int i = 0; i < N; i++) ms_free(p[i]);
+  return seg->free_mask >> last & 1 ? 6 : 0;
+}
+static void guard_stuck_keeps_its_chunk(void **state) {
+  (void)state;
+  if (!MSI_HEAP_SECURE || !msi_heap_g.guard_markers)
+    ms_skip_refused(0, "guard pages are the secure build's, with guard markers (Linux 6.13+)");
+  assert_int_equal(ms_test_in_child(guard_stuck), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(double_free_after_mini_reclaim), /* (in a child of a process with no dead thread yet: its
                                                             thread's heap is new, not an orphan's adopted) */
       cmocka_unit_test(live_orphan_gives_back_empty_minis),
       cmocka_unit_test(partial_reclaim_forgets_emptied_segment),
+      cmocka_unit_test(partial_reclaim_counts_only_used),
       cmocka_unit_test(bare_reuse_counts_its_pages_once),
+      cmocka_unit_test(trimmed_span_counted_once),
       cmocka_unit_test(returned_counts_each_byte_once), /* no segment given back before it */
       cmocka_unit_test(fork_while_keeping_bare),
       cmocka_unit_test(fork_while_releasing),
+      cmocka_unit_test(fork_while_purging),
+      cmocka_unit_test(guard_stuck_keeps_its_chunk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -511,7 +511,8 @@ static int mode_forktail(const char *filler) {
 
 /* The fork child cannot map the parent's file privately (the first mmap in the child refused, as strict
    overcommit refuses a large writable private mapping): the blocks it inherited must not stay writable through
-   the parent's shared mapping. The child reads the parent's bytes and its write faults (SIGSEGV); the parent's
+   the parent's shared mapping, nor be made writable again (mprotect fails with EACCES: the mapping comes from a
+   read-only descriptor). The child reads the parent's bytes and its write faults (SIGSEGV); the parent's
    block keeps every byte. Run with the maintenance thread off (MEMSPACE_PURGE_DELAY=-1): no other thread's mmap
    takes the injected failure. */
 static int mode_forkro(void) {
@@ -524,6 +525,11 @@ static int mode_forkro(void) {
   if (pid == 0) {
     ms_fault_inject(MS_FAULT_MMAP, 0, 0);
     if (a[0] != 'P' || a[n - 1] != 'P') _exit(3);
+    /* nor writable again: the read-only mapping comes from a read-only descriptor (mprotect: EACCES) */
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    void *pg = (void *)(((uintptr_t)a + n / 2) & ~(ps - 1));
+    if (mprotect(pg, ps, PROT_READ | PROT_WRITE) == 0) _exit(4); /* (its write would reach the parent) */
+    if (errno != EACCES) _exit(5);
     ((volatile unsigned char *)a)[n / 2] = 'C';
     _exit(0);
   }
@@ -533,6 +539,8 @@ static int mode_forkro(void) {
   if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
   for (size_t i = 0; i < n; i++) if (a[i] != 'P') FAIL("the child's write reached the parent's block at %zu", i);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 3) FAIL("the child did not read the parent's bytes");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 4) FAIL("the child made its read-only block writable again (mprotect)");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 5) FAIL("the child's mprotect to writable failed, but not with EACCES");
   s_free(a);
   printf("ok forkro: the child could not map privately; its write %s, the parent's block intact\n",
          WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? "faulted" : "went elsewhere");
@@ -574,6 +582,7 @@ static int mode_forkfall(bool hole) {
     /* EFAULT, not a fault, where the second chunk is a hole: the child goes on to its write */
     if (write(back[1], mid, 1) != 1 && write(back[1], "-", 1) != 1) _exit(2);
     if (last[0] != 'P') _exit(3);
+    if (mprotect(last, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE) == 0) _exit(4); /* (nor writable again) */
     ((volatile unsigned char *)last)[0] = 'C';
     _exit(0);
   }
@@ -590,6 +599,7 @@ static int mode_forkfall(bool hole) {
   if (seen != 'P') FAIL("%s: the child read the parent's write after the fork in block 0 ('%c')", name, seen);
   if (read(back[0], &seen, 1) != 1 || seen != 'P') FAIL("%s: the child could not read the refused chunk's block", name);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 3) FAIL("%s: the child did not read the parent's bytes", name);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 4) FAIL("%s: the child made its read-only block writable again (mprotect)", name);
   if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) FAIL("%s: the child's write did not fault (status %#x)", name, st);
   close(back[0]);
   close(go[0]);
