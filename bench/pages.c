@@ -150,17 +150,22 @@ typedef struct {
 } strat_t;
 
 static strat_t strats[S_COUNT] = {
-    [S_ALONE] = {"memset_alone", "the pattern alone on pre-faulted memory", "memset", 21.9, 0.1},
-    [S_MMAP_MUNMAP] = {"mmap_munmap", "mmap, write, munmap", "VirtualAlloc/VirtualFree", 64.4, 4.4},
-    [S_DECOMMIT] = {"decommit_mprotect", "mprotect(RW), write, MADV_DONTNEED + mprotect(NONE)", "MEM_DECOMMIT", 116.8, 4.6},
-    [S_MADV_FREE] = {"madv_free", "kept mapping, write, MADV_FREE", "MEM_RESET", 77.3, 4.4},
-    [S_MEMFD_KEEP] = {"memfd_keep", "memfd mmap(SHARED), write, munmap; pages stay in the memfd", "UnmapViewOfFile", 103.6, 5.6},
-    [S_MADV_DONTNEED] = {"madv_dontneed", "kept mapping, write, MADV_DONTNEED", NULL, 0, 0},
-    [S_MEMFD_PUNCH] = {"memfd_punch", "as memfd_keep + fallocate(PUNCH_HOLE)", NULL, 0, 0},
-    [S_POPULATE] = {"map_populate", "mmap(MAP_POPULATE), write, munmap", NULL, 0, 0},
-    [S_HUGETLB] = {"hugetlb2m", "mmap(MAP_HUGETLB 2 MiB), write, munmap", NULL, 0, 0},
-    [S_HUGETLB_KEPT] = {"hugetlb2m_dontneed", "kept hugetlb 2 MiB mapping, write, MADV_DONTNEED", NULL, 0, 0},
-    [S_THP_KEPT] = {"thp_dontneed", "kept 2 MiB-aligned MADV_HUGEPAGE range, write, MADV_DONTNEED", NULL, 0, 0},
+    [S_ALONE] = {.name = "memset_alone", .what = "the pattern alone on pre-faulted memory",
+        .windows = "memset", .win_memset = 21.9, .win_touch64k = 0.1},
+    [S_MMAP_MUNMAP] = {.name = "mmap_munmap", .what = "mmap, write, munmap",
+        .windows = "VirtualAlloc/VirtualFree", .win_memset = 64.4, .win_touch64k = 4.4},
+    [S_DECOMMIT] = {.name = "decommit_mprotect", .what = "mprotect(RW), write, MADV_DONTNEED + mprotect(NONE)",
+        .windows = "MEM_DECOMMIT", .win_memset = 116.8, .win_touch64k = 4.6},
+    [S_MADV_FREE] = {.name = "madv_free", .what = "kept mapping, write, MADV_FREE",
+        .windows = "MEM_RESET", .win_memset = 77.3, .win_touch64k = 4.4},
+    [S_MEMFD_KEEP] = {.name = "memfd_keep", .what = "memfd mmap(SHARED), write, munmap; pages stay in the memfd",
+        .windows = "UnmapViewOfFile", .win_memset = 103.6, .win_touch64k = 5.6},
+    [S_MADV_DONTNEED] = {.name = "madv_dontneed", .what = "kept mapping, write, MADV_DONTNEED"},
+    [S_MEMFD_PUNCH] = {.name = "memfd_punch", .what = "as memfd_keep + fallocate(PUNCH_HOLE)"},
+    [S_POPULATE] = {.name = "map_populate", .what = "mmap(MAP_POPULATE), write, munmap"},
+    [S_HUGETLB] = {.name = "hugetlb2m", .what = "mmap(MAP_HUGETLB 2 MiB), write, munmap"},
+    [S_HUGETLB_KEPT] = {.name = "hugetlb2m_dontneed", .what = "kept hugetlb 2 MiB mapping, write, MADV_DONTNEED"},
+    [S_THP_KEPT] = {.name = "thp_dontneed", .what = "kept 2 MiB-aligned MADV_HUGEPAGE range, write, MADV_DONTNEED"},
 };
 
 static size_t region;

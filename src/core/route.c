@@ -46,7 +46,7 @@ static size_t small_below_of(unsigned m) {
 
 /* small_below from the mask: stored again until the mask is the one it was computed from (a writer racing another
    sees the other's mask on its check and stores again: the last store follows the last mask) */
-static void small_below_sync(void) {
+MSI_HOT_TEXT static void small_below_sync(void) {
   unsigned m;
   do {
     m = atomic_load_explicit(&msi_route_mask, memory_order_acquire);

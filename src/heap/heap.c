@@ -254,7 +254,7 @@ void msi_heap_guard_refused(void) {
    segment stays one VMA). mprotect would split the segment's mapping in three per span, past the kernel's limit
    of ~65,530 mappings in a few GiB of heap, so without markers there is no guard in segments (reported once at
    start-up). true: installed. Refused on locked pages (mlock, mlockall): that span goes without a guard. */
-static bool guard_install(uintptr_t addr) {
+MSI_HOT_TEXT static bool guard_install(uintptr_t addr) {
   if (!msi_heap_g.guard_markers) return false;
   int saved = errno; /* a refusal is not the caller's failure: malloc succeeds with errno as it was */
   if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_INSTALL) == 0) return true;
@@ -542,7 +542,7 @@ static void seg_avail_bit(msi_segment_t *seg) {
   if (seg->free_mask) *seg_avail_word(i / 64) |= 1ull << (i % 64);
   else *seg_avail_word(i / 64) &= ~(1ull << (i % 64));
 }
-static void seg_avail_update(msi_segment_t *seg) {
+MSI_HOT_TEXT static void seg_avail_update(msi_segment_t *seg) {
   seg_avail_bit(seg);
   if (seg->free_mask == SEG_ALL_FREE && seg->owner) seg->owner = NULL;
 }
@@ -630,7 +630,7 @@ static msi_segment_t *segment_revive(void) {
 }
 
 /* a segment with a run of n free chunks for h (at: its first chunk), now h's (under seg_lock); NULL: none */
-static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
+MSI_HOT_TEXT static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *at_out) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   msi_segment_t *seg = NULL, *claim = NULL, *shared = NULL;
   int at = -1, claim_at = -1, shared_at = -1;
@@ -2379,7 +2379,7 @@ static void remote_flush(msi_heap_t *h) {
   span_push_remote(s, h->rb_head, h->rb_tail, h->rb_n);
 }
 
-static void *alloc_from(msi_span_t *s) {
+MSI_HOT_TEXT static void *alloc_from(msi_span_t *s) {
   msi_block_t *b = s->free;
   MSI_HEAP_VG_OPEN(b); /* a freed block: its link is ours to read */
   s->free = msi_block_next(s, b);

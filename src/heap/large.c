@@ -279,7 +279,7 @@ static bool dense_plain(uintptr_t addr, size_t bytes) {
   uintptr_t base = msi_heap_g.large_base + ((addr - msi_heap_g.large_base) >> shift << shift);
   return addr + bytes <= base + DENSE_PLAIN;
 }
-static bool dense_map(uintptr_t addr, size_t bytes) {
+MSI_HOT_TEXT static bool dense_map(uintptr_t addr, size_t bytes) {
   if (msi_os_mmap((void *)addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
                   -1, 0) == MAP_FAILED)
     return false;
@@ -372,7 +372,7 @@ static void slot_put_fresh(lclass_t *c, uint32_t idx) {
 }
 
 /* the class and slot of a live large block, or NULL */
-static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
+MSI_HOT_TEXT static lclass_t *slot_lookup(const void *p, uint32_t *idx_out) {
   uintptr_t off = (uintptr_t)p - msi_heap_g.large_base;
   if (off >= msi_heap_g.large_size) return NULL;
   unsigned i = (unsigned)(off >> msi_heap_g.sub_shift);

@@ -38,7 +38,7 @@ void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err) {
   atomic_store(&fault_armed, any);
 }
 
-bool msi_fault_hit(ms_fault_op_t op, int *err) {
+MSI_HOT_TEXT bool msi_fault_hit(ms_fault_op_t op, int *err) {
   if (MSI_LIKELY(!atomic_load_explicit(&fault_armed, memory_order_relaxed))) return false;
   if ((unsigned)op >= MS_FAULT_OP_COUNT) return false; /* wrappers without an injection point */
   unsigned long n = atomic_load(&fault_nth[op]);
@@ -246,7 +246,7 @@ int msi_os_fallocate(int fd, int mode, off_t offset, off_t len) {
   RETRY_INT(MS_FAULT_FALLOCATE, NOCANCEL(SYS_fallocate, fd, mode, offset, len));
 }
 
-int msi_os_open(const char *path, int flags, unsigned mode) {
+MSI_HOT_TEXT int msi_os_open(const char *path, int flags, unsigned mode) {
   RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_openat, AT_FDCWD, path, flags, mode));
 }
 int msi_os_close(int fd) {
@@ -268,7 +268,7 @@ bool msi_os_hung_up(int fd) {
   if (r < 0) COUNT_FAIL();
   return r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
-ssize_t msi_os_read(int fd, void *buf, size_t len) {
+MSI_HOT_TEXT ssize_t msi_os_read(int fd, void *buf, size_t len) {
   COUNT_CALL();
   ssize_t r;
   do r = syscall(SYS_read, fd, buf, len); while (r < 0 && errno == EINTR);
@@ -568,7 +568,7 @@ void msi_os_lines_close(msi_os_lines_t *r) {
   r->fd = -1;
 }
 
-const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v) {
+MSI_HOT_TEXT const char *msi_os_parse_u64(const char *s, unsigned base, uint64_t *v) {
   uint64_t x = 0;
   for (;; s++) {
     unsigned d = *s >= '0' && *s <= '9' ? (unsigned)(*s - '0') : *s >= 'a' && *s <= 'f' ? (unsigned)(*s - 'a' + 10) : 99;
