@@ -21,18 +21,14 @@ sp_budget_t msi_spill_budget;
 
 uint64_t msi_sp_fit_bytes(void) { return bud.cg.limit / 4 * 3; }
 
-/* The read buffer of the budget's two readers (msi_sp_sample, auto_read), under msi_sp_buf_lock: static (8 KiB:
-   too much for the stack of a thread in its allocation path) */
-static char read_buf[8192];
-
 /* Dirty and anonymous bytes of the budget's cgroup (or of the machine), kept in bud; a failed read (busy,
    unreadable) keeps the previous values. */
 void msi_sp_sample(uint64_t *dirty, uint64_t *anon) {
-  char *buf = read_buf;
+  static char buf[8192];
   uint64_t d, a;
   if (msi_trylock(&msi_sp_buf_lock)) {
     bool cg = bud.cg.stat_path[0] != 0; /* else /proc/meminfo: kB */
-    bool ok = msi_os_read_file(cg ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof read_buf) > 0 &&
+    bool ok = msi_os_read_file(cg ? bud.cg.stat_path : "/proc/meminfo", buf, sizeof buf) > 0 &&
               (cg ? msi_os_text_value(buf, bud.cg.dirty_key, &d) && msi_os_text_value(buf, bud.cg.anon_key, &a)
                   : msi_os_text_kb(buf, bud.cg.dirty_key, &d) && msi_os_text_kb(buf, bud.cg.anon_key, &a));
     msi_unlock(&msi_sp_buf_lock);
@@ -157,11 +153,10 @@ static unsigned read_pressure(const char *path, char *buf, size_t size) {
    of it), and auto would then keep sending blocks to RAM until the cgroup had almost no page cache left for
    spilled data. The page counter also holds the kernel's own memory charged to the cgroup, which reclaim does not
    free at once either. */
-/* The caller holds aut.lock, as auto_refresh does (msi_sp_auto_read takes it for any other caller); the read
-   buffer's lock is taken after it (msi_sp_sample only tries that one, and takes no other). */
-static void auto_read_locked(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure,
-                             msi_sp_auto_sample_t *s) {
-  char *buf = read_buf;
+/* Its buffer is static (8 KiB: too much for the stack of a thread in its allocation path): the caller holds
+   aut.lock, as auto_refresh does; msi_sp_auto_read takes it for any other caller. */
+static void auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
+  static char buf[8192];
   s->limit = cg->limit;
   s->used = 0;
   s->avail = UINT64_MAX;
@@ -173,7 +168,7 @@ static void auto_read_locked(const msi_os_cgroup_t *cg, const char *meminfo, con
     static const char *const v2[] = {"anon", "shmem", "file_dirty", "file_writeback", "file"};
     const char *const *keys = cg->version == 1 ? v1 : v2;
     uint64_t v[5] = {0};
-    s->ok = msi_os_read_file(cg->stat_path, buf, sizeof read_buf) > 0;
+    s->ok = msi_os_read_file(cg->stat_path, buf, sizeof buf) > 0;
     for (unsigned i = 0; s->ok && i < 5; i++) {
       if (!msi_os_text_value(buf, keys[i], &v[i]) && i == 0) s->ok = false; /* not a memory.stat */
       if (i < 4) s->used = msi_add_sat(s->used, v[i]); /* (a value past 2^64: the most) */
@@ -181,17 +176,17 @@ static void auto_read_locked(const msi_os_cgroup_t *cg, const char *meminfo, con
     char path[sizeof cg->stat_path];
     uint64_t usage;
     msi_os_cgroup_file(cg, cg->version == 1 ? "memory.usage_in_bytes" : "memory.current", path, sizeof path);
-    if (s->ok && path[0] && msi_os_read_file(path, buf, sizeof read_buf) > 0 && msi_os_parse_dec(buf, &usage)) {
+    if (s->ok && path[0] && msi_os_read_file(path, buf, sizeof buf) > 0 && msi_os_parse_dec(buf, &usage)) {
       uint64_t clean = v[4] > v[1] + v[2] + v[3] ? v[4] - v[1] - v[2] - v[3] : 0; /* (the cache holds shmem) */
       if (usage > clean && usage - clean > s->used) s->used = usage - clean;
     }
     if (cg->version == 2) {
       msi_os_cgroup_file(cg, "memory.pressure", path, sizeof path);
-      if (path[0]) s->cg_pressure = read_pressure(path, buf, sizeof read_buf);
+      if (path[0]) s->cg_pressure = read_pressure(path, buf, sizeof buf);
     }
   }
   uint64_t avail, swap;
-  if (meminfo && msi_os_read_file(meminfo, buf, sizeof read_buf) > 0 && msi_os_text_kb(buf, "MemAvailable:", &avail)) {
+  if (meminfo && msi_os_read_file(meminfo, buf, sizeof buf) > 0 && msi_os_text_kb(buf, "MemAvailable:", &avail)) {
     if (!msi_os_text_kb(buf, "SwapFree:", &swap)) swap = 0;
     s->avail = msi_add_sat(avail, swap);
   } else if (msi_os_sysinfo_value("MemAvailable", &avail)) { /* no /proc: sysinfo's lower bound (no page cache) */
@@ -200,12 +195,7 @@ static void auto_read_locked(const msi_os_cgroup_t *cg, const char *meminfo, con
     s->ok = false;
   }
   if (!cg->stat_path[0] && s->avail != UINT64_MAX) s->used = cg->limit > s->avail ? cg->limit - s->avail : 0; /* (for the statistics) */
-  s->pressure = read_pressure(pressure, buf, sizeof read_buf);
-}
-static void auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
-  msi_lock(&msi_sp_buf_lock);
-  auto_read_locked(cg, meminfo, pressure, s);
-  msi_unlock(&msi_sp_buf_lock);
+  s->pressure = read_pressure(pressure, buf, sizeof buf);
 }
 void msi_sp_auto_read(const msi_os_cgroup_t *cg, const char *meminfo, const char *pressure, msi_sp_auto_sample_t *s) {
   msi_lock(&aut.lock);
