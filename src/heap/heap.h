@@ -224,7 +224,7 @@ typedef struct msi_heap_s {
   /* blocks this thread freed into one span of another heap, chained here and pushed on that span's remote list
      with one CAS (heap.c remote_flush): at the next remote free into another span, past MSI_HEAP_RBATCH blocks,
      at the thread's next allocation slow path, collect and exit. Written by its own thread only (or by whoever
-     owns the heap: its adopter, a forked child) */
+     owns the heap: its adopter; a forked child drops the chains of the parent's other threads unread) */
   msi_span_t *rb_span;               /* NULL: nothing pending */
   msi_block_t *rb_head, *rb_tail;
   uint32_t rb_n;
