@@ -45,7 +45,7 @@ int msi_sp_fd_high(int fd) {
    copy of descriptor 0, 1 or 2 numbered at the mark, closed at once). Not in a library loaded by dlopen
    into a threaded process: the constructor itself would wait the grace period whether or not it ever
    spills. With 0-2 all closed, the constructor opens "/" with O_PATH (no permission, security-module or fanotify
-   check); the fork child never opens anything (a sandboxed program may forbid it). */
+   check); the fork child opens nothing here (a sandboxed program may forbid it). */
 MSI_STARTUP_TEXT void msi_sp_fd_table_grow(bool in_fork_child) {
   if (!msi_spill_threshold() || (!in_fork_child && !msi_single_threaded() && msi_proc_threads() != 1)) return;
   long mark = fd_mark();

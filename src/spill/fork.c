@@ -211,11 +211,17 @@ static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int 
   return all_ro;
 }
 /* the spill file on fd opened again read-only (its /proc/self/fd entry): what the child maps from it can never be
-   made writable; -1 when refused (no /proc, a sandbox), errno unchanged */
+   made writable; -1 when refused (no /proc, a sandbox) or when the entry is another file (a /proc that is not this
+   process's), errno unchanged. Under a seccomp filter it opens nothing: the filter may kill the child for it */
 static int ro_descriptor(int fd) {
+  if (msi_os_seccomp_filtered()) return -1;
   char path[40];
   msi_snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   int saved = errno, ro = msi_os_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (ro >= 0 && !msi_sp_file_is_ours(ro)) {
+    msi_os_close(ro);
+    ro = -1;
+  }
   errno = saved;
   return ro;
 }

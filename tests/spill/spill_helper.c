@@ -9,10 +9,13 @@
 #include "route.h"
 #endif
 #include <dirent.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -514,17 +519,35 @@ static int mode_forktail(const char *filler) {
    the parent's shared mapping, nor be made writable again (mprotect fails with EACCES: the mapping comes from a
    read-only descriptor). The child reads the parent's bytes and its write faults (SIGSEGV); the parent's
    block keeps every byte. Run with the maintenance thread off (MEMSPACE_PURGE_DELAY=-1): no other thread's mmap
-   takes the injected failure. */
-static int mode_forkro(void) {
+   takes the injected failure. With `sandbox` the program first installs a seccomp filter that kills it for any
+   open (SIGSYS), as a program sandboxing itself after spill started: the child's handler opens nothing, and its
+   inherited blocks are read-only in place (mprotect; it could make them writable again itself). */
+static void sandbox_opens(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+    FAIL("seccomp filter: %s", strerror(errno));
+}
+static int mode_forkro(bool sandbox) {
   size_t n = 4 << 20;
   unsigned char *a = s_alloc(n);
   if (!a || !ms_spill_is(a)) FAIL("alloc: %s", strerror(errno));
   memset(a, 'P', n);
+  if (sandbox) sandbox_opens();
   ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
   pid_t pid = fork();
   if (pid == 0) {
     ms_fault_inject(MS_FAULT_MMAP, 0, 0);
     if (a[0] != 'P' || a[n - 1] != 'P') _exit(3);
+    if (sandbox) {
+      ((volatile unsigned char *)a)[n / 2] = 'C';
+      _exit(0);
+    }
     /* nor writable again: the read-only mapping comes from a read-only descriptor (mprotect: EACCES) */
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     void *pg = (void *)(((uintptr_t)a + n / 2) & ~(ps - 1));
@@ -538,12 +561,13 @@ static int mode_forkro(void) {
   int st;
   if (waitpid(pid, &st, 0) != pid) FAIL("waitpid");
   for (size_t i = 0; i < n; i++) if (a[i] != 'P') FAIL("the child's write reached the parent's block at %zu", i);
+  if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) FAIL("the child was killed by the sandbox (SIGSYS): it opened a file");
   if (WIFEXITED(st) && WEXITSTATUS(st) == 3) FAIL("the child did not read the parent's bytes");
   if (WIFEXITED(st) && WEXITSTATUS(st) == 4) FAIL("the child made its read-only block writable again (mprotect)");
   if (WIFEXITED(st) && WEXITSTATUS(st) == 5) FAIL("the child's mprotect to writable failed, but not with EACCES");
   s_free(a);
-  printf("ok forkro: the child could not map privately; its write %s, the parent's block intact\n",
-         WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? "faulted" : "went elsewhere");
+  printf("ok forkro%s: the child could not map privately; its write %s, the parent's block intact\n",
+         sandbox ? " sandboxed" : "", WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV ? "faulted" : "went elsewhere");
   return 0;
 }
 
@@ -1325,7 +1349,8 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "fullholes")) return mode_fullholes(argc > 2 ? argv[2] : NULL, argc > 3 && !strcmp(argv[3], "huge"));
   if (!strcmp(m, "fork")) return mode_fork();
   if (!strcmp(m, "forkhole")) return mode_forkhole();
-  if (!strcmp(m, "forkro")) return mode_forkro();
+  if (!strcmp(m, "forkro")) return mode_forkro(false);
+  if (!strcmp(m, "forkro_sandbox")) return mode_forkro(true);
   if (!strcmp(m, "forksnap")) return mode_forkfall(false);
   if (!strcmp(m, "forkseal")) return mode_forkfall(true);
   if (!strcmp(m, "forklost")) return mode_forklost();

@@ -414,6 +414,12 @@ static void test_forkro(void **state) {
   const char *want[] = {"ok forkro", "read-only in it", NULL};
   helper_says("forkro", "MEMSPACE_PURGE_DELAY=-1", want);
 }
+/* the same in a program under a seccomp filter that kills it for an open: the child's handler opens nothing */
+static void test_forkro_sandbox(void **state) {
+  (void)state;
+  const char *want[] = {"ok forkro sandboxed", "read-only in it", NULL};
+  helper_says("forkro_sandbox", "MEMSPACE_PURGE_DELAY=-1", want);
+}
 /* the child maps a first chunk privately, then a mapping is refused: the private chunk's small blocks keep the
    fork's bytes (forksnap); a refusal that unmapped its chunk (kernels before 6.12) leaves no later chunk
    writable (forkseal) */
@@ -545,6 +551,7 @@ int main(void) {
       cmocka_unit_test(test_missing_dir),    cmocka_unit_test(test_tmpfs_refused),
       cmocka_unit_test(test_fsize),          cmocka_unit_test(test_fork), cmocka_unit_test(test_forkhole),
       cmocka_unit_test(test_forkro),
+      cmocka_unit_test(test_forkro_sandbox),
       cmocka_unit_test(test_forkfall),
       cmocka_unit_test(test_realloc_helper), cmocka_unit_test(test_many),
       cmocka_unit_test(test_closeall),       cmocka_unit_test(test_fdbudget),
