@@ -875,9 +875,12 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
   double wall;
   struct rusage ru;
   int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->wl_timeout_s, &wall, &ru);
+  double v;
+  for (int m = 0; m < N_WM && st == 0; m++) /* (a run without all its figures fails: rounds stay paired) */
+    if (!msb_kv(out, wl_metrics[m], &v)) st = -1;
   if (st != 0) {
     msb_printf("   %s under %s threads=%d: %s (status %d)\n", wl_names[w], im->impl, wl_threads(w, ti),
-               st == 128 + 9 ? "timed out or killed" : "failed", st);
+               st == 128 + 9 ? "timed out or killed" : st == -1 ? "printed no figures" : "failed", st);
     row_status(ctx, wl_names[w], im->impl, wl_threads(w, ti), st == 128 + 9 ? "timeout" : "failed");
     wfail[w][ti][k] = true;
     return;
@@ -885,7 +888,6 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
   /* the round (1, 2...) of the rows that follow: a run's rows carry it, so a failed run elsewhere does not shift
      which rows were measured side by side */
   msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "round", round + 1);
-  double v;
   if (msb_kv(out, "ops", &v)) msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "ops", v);
   for (int m = 0; m < N_WM; m++)
     if (msb_kv(out, wl_metrics[m], &v)) {

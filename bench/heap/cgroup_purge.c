@@ -328,6 +328,11 @@ static int child(const char *cg, int version, size_t live, size_t burst, double 
   if (th) pthread_join(th, NULL);
   for (size_t i = 0; i < n; i++) free(blocks[i]);
   free(blocks);
+  /* (the test proves nothing unless the live set was seen resident and the burst took RSS past the target) */
+  if (test && (rss_live < bytes || w.rss_peak <= target)) {
+    printf("FAIL: the resident set was not seen (/proc/self/statm unread) or the burst never passed the target\n");
+    return 1;
+  }
   return rss <= target ? 0 : 1;
 }
 
