@@ -843,10 +843,9 @@ static const char *const wl_names[N_WL] = {"larson", "xmalloc", "cache_scratch",
                                            "glibc_simple", "glibc_thread", "sh6bench", "sh8bench", "alloc_test",
                                            "cxx_map", "malloc_large"};
 static const bool wl_single[N_WL] = {[W_GSIMPLE] = true, [W_MLARGE] = true}; /* default run: one thread */
-/* each workload's --scale in the default run: its work sized so that a run is a window of the steady state (about
-   half a second to a second under the fast allocators, the slowest a few times that), not a moment of a few
-   hundredths after start-up that one scheduler hiccup on a 2-core machine moves by tens of percent; --full runs
-   wl_mult times that, --quick one small fixed scale */
+/* each workload's --scale in the default run: its work sized so that a run is a window of the steady state, not
+   a moment after start-up that one scheduler hiccup moves; --full runs wl_mult times that, --quick one small fixed
+   scale */
 static const double wl_size[N_WL] = {[W_LARSON] = 6, [W_XMALLOC] = 2, [W_SCRATCH] = 5, [W_THRASH] = 5,
                                      [W_MSTRESS] = 1.6, [W_GSIMPLE] = 6, [W_GTHREAD] = 5, [W_SH6] = 6, [W_SH8] = 1.5,
                                      [W_ALLOC] = 3.5, [W_CXX] = 4, [W_MLARGE] = 0.4};
@@ -876,11 +875,11 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
   struct rusage ru;
   int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->wl_timeout_s, &wall, &ru);
   double v;
-  for (int m = 0; m < N_WM && st == 0; m++) /* (a run without all its figures fails: rounds stay paired) */
-    if (!msb_kv(out, wl_metrics[m], &v)) st = -1;
-  if (st != 0) {
+  bool figures = true; /* (a run without all its figures fails: rounds stay paired) */
+  for (int m = 0; m < N_WM; m++) figures = figures && msb_kv(out, wl_metrics[m], &v);
+  if (st != 0 || !figures) {
     msb_printf("   %s under %s threads=%d: %s (status %d)\n", wl_names[w], im->impl, wl_threads(w, ti),
-               st == 128 + 9 ? "timed out or killed" : st == -1 ? "printed no figures" : "failed", st);
+               st == 128 + 9 ? "timed out or killed" : st != 0 ? "failed" : "printed not all its figures", st);
     row_status(ctx, wl_names[w], im->impl, wl_threads(w, ti), st == 128 + 9 ? "timeout" : "failed");
     wfail[w][ti][k] = true;
     return;

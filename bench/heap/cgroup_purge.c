@@ -21,8 +21,9 @@
                  limit 1/16 above its usage (a forced pressure signal) and reads its RSS every 10 ms for up to
                  --wait seconds (default 60). Exit 0 when RSS came within 10% of live, 1 otherwise; where the live
                  set alone took more before the burst (rss_live_bytes: the secure build's canary moves each
-                 power-of-two block up a class and a guard page ends each span: over 10% above live), the target
-                 is within 1/16 of live of that RSS instead: the burst given back but 4 MiB (target_bytes).
+                 power-of-two block up a class and a guard page ends each span), the target is that RSS plus
+                 1/16 of live instead (target_bytes). Exit 1 too when RSS could not be read or the burst never
+                 took it past the target.
      --idle      (with --test) the burst thread stays alive and idle after its frees, as in the bench: its empty
                  spans come back only through what the pressure takes from another thread. The cgroup gets a
                  limit before the burst too, so that the burst's peak is over half of it, as a container's is;

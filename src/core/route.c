@@ -266,7 +266,8 @@ MSI_HOT_TEXT void *msi_malloc(size_t size) {
   return msi_route_alloc(size, 0, false);
 }
 
-/* route_fast.h: msi_malloc_pop found no block, or the request is not a small one */
+/* route_fast.h: msi_malloc_pop found no block, or the request is not a small one (small_below read again: an
+   option may have changed it since) */
 MSI_HOT_TEXT MSI_NOINLINE void *msi_malloc_slow(size_t size) {
   if (size < atomic_load_explicit(&msi_route_fast.small_below, memory_order_acquire)) return msi_heap_malloc_small_slow(size);
   return msi_route_alloc(size, 0, false);

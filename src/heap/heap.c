@@ -268,11 +268,12 @@ MSI_HOT_TEXT static bool guard_install(uintptr_t addr) {
    first, a hole), reported once; the caller keeps the page's chunk out of use */
 static bool guard_remove(uintptr_t addr) {
   int saved = errno; /* (free leaves errno alone) */
-  for (int i = 0; i < 3; i++)
-    if (msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0) { errno = saved; return true; }
+  bool ok = false;
+  for (int i = 0; i < 3 && !ok; i++) ok = msi_os_madvise((void *)addr, MSI_HEAP_GUARD, MADV_GUARD_REMOVE) == 0;
   /* still refused: a fresh mapping over the page drops any guard (and merges back into the segment's mapping) */
-  bool ok = msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-                        -1, 0) == (void *)addr;
+  if (!ok)
+    ok = msi_os_mmap((void *)addr, MSI_HEAP_GUARD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                     0) == (void *)addr;
   if (!ok)
     MSI_WARN_ONCE("heap (secure build): a span's guard page could not be removed (%s): its 64 KiB chunk is left "
                   "unused", MSI_ERRNO(errno));
@@ -775,13 +776,15 @@ static size_t chunks_back_take(msi_segment_t *seg, uint64_t m) {
 static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_since) {
   span_back_written(s); /* (`touched` counts from its base as it was) */
   s->base = span_chunk(s); /* (the next span here sets its colour) */
-  msi_segment_t *seg = (msi_segment_t *)(s->base & ~(MSI_HEAP_SEG_SIZE - 1));
+  msi_segment_t *seg = span_segment(s);
   unsigned at = (unsigned)((s->base - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT), n = s->nchunks;
   size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
 #if MSI_HEAP_SECURE
-  if (s->guarded && !guard_remove(s->base + bytes - MSI_HEAP_GUARD))
+  if (s->guarded && !guard_remove(s->base + bytes - MSI_HEAP_GUARD)) {
     bits &= ~(1ull << (at + n - 1)); /* the guard's chunk never free again: a span there would fault */
+    if (!purge_now) msi_heap_note_idle(-(int64_t)MSI_HEAP_CHUNK); /* (nor dirty: no purge takes it off idle) */
+  }
   s->guarded = 0;
 #endif
   if (purge_now) {
@@ -814,7 +817,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
    (another thread's) would leave the chunks to the child neither free nor dirty, never used again: they are
    noted in segment->purging (seg_purging_n of them) and a child finishes the pass (purge_pending_finish, from
    msi_fork_heap). Their returned bytes are counted when the pass takes them (the child does not count them again) */
-static size_t seg_purging_n;
+static size_t seg_purging_n; /* (under seg_lock) */
 void (*msi_heap_purge_hook)(msi_segment_t *seg, uint64_t chunks);
 /* the pages of seg's chunks in m dropped, neighbouring chunks in one call */
 static void chunks_drop(msi_segment_t *seg, uint64_t m) {
@@ -2288,7 +2291,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
        MSI_HEAP_RBATCH per thread, in spans that stay in use): such a thread took no lock, so the fork may have
        copied its chain half written (a new span with the old head), and a push of it would corrupt a span */
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all)
-      if (h != msi_tls_heap) h->rb_span = NULL;
+      if (h != msi_tls_heap && h->rb_span) h->rb_span = NULL; /* (written only if set: a page copied at fork) */
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
@@ -2517,7 +2520,9 @@ remote:
   if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
     msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
   if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP) && !heap_exited) { /* a thread that only frees: a heap for its chain */
+    int saved = errno; /* (free leaves errno alone: a refused mapping or key must not show) */
     h = heap_thread_init();
+    errno = saved;
     if (h && s->owner == h) return msi_heap_free_small(p); /* (it adopted the orphan owning the block) */
   }
   MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */

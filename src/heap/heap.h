@@ -140,7 +140,7 @@ typedef struct msi_segment_s {
                                         segments_purge; under the segment lock) */
   uint16_t chunk_back[MSI_HEAP_SEG_CHUNKS]; /* per chunk past chunk 0, its pages (bit n: page n) a span's trim gave
                                         back and counted returned, past the bytes the span wrote since (heap.c
-                                        span_back_set; chunk_back[0] unused: hdr_back). Written by whoever holds
+                                        span_back_mark; chunk_back[0] unused: hdr_back). Written by whoever holds
                                         the chunk: its span's owner, or the pass or lock that took it */
   _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 #if MSI_HEAP_MINI

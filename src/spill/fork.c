@@ -188,6 +188,10 @@ static bool copy_private(sp_class_t *k, unsigned c, size_t a, size_t b) {
    the parent's data safe from its writes, and it aborts. Whatever is read-only reads the page cache of the
    parent's file: every later write of the parent shows in it. true: all read-only; false: some chunk is
    inaccessible. */
+static bool remap_ro(sp_class_t *k, size_t o, size_t end, int fd) {
+  return msi_os_mmap((void *)(k->start + o), end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) !=
+         MAP_FAILED;
+}
 static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int fd, bool fd_ro) {
   bool all_ro = true;
   size_t chunk = (size_t)1 << k->chunk_shift;
@@ -197,9 +201,8 @@ static bool seal_shared(sp_class_t *k, size_t from, size_t split, size_t m, int 
     if (end > m) end = m;
     void *p = (void *)(k->start + o);
     bool remap = fd >= 0 && o >= split;
-    if (!(remap && fd_ro && msi_os_mmap(p, end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) != MAP_FAILED) &&
-        msi_os_mprotect(p, end - o, PROT_READ) != 0 &&
-        (!remap || msi_os_mmap(p, end - o, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)file_off(k, o)) == MAP_FAILED)) {
+    if (!(remap && fd_ro && remap_ro(k, o, end, fd)) && msi_os_mprotect(p, end - o, PROT_READ) != 0 &&
+        !(remap && !fd_ro && remap_ro(k, o, end, fd))) {
       all_ro = false;
       if (msi_os_mmap(p, end - o, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
           MAP_FAILED)

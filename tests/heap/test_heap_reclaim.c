@@ -430,8 +430,9 @@ static int trimmed_then_purged(void) {
   if (given == MAP_FAILED) return 2;
   static const size_t sizes[] = {20000, 12000, 6000, 3000};
   int bad = 0;
-  for (int k = -1; k < (int)(sizeof sizes / sizeof sizes[0]); k++) { /* (the first: the thread's segment mapped,
-                                                                          which the test's mmap sees as a give-back) */ /* each a use of the chunks: counted apart */
+  /* each a use of the chunks, counted apart; the first (k = -1) maps the thread's segment, which the test's mmap
+     sees as a give-back */
+  for (int k = -1; k < (int)(sizeof sizes / sizeof sizes[0]); k++) {
     trim_size = sizes[k < 0 ? 0 : k];
     trim_blocks = (unsigned)(MSI_HEAP_CHUNK / 2 / trim_size) + 1; /* (past TRIM_ABOVE, a small part of a big span) */
     memset(given, 0, pages);
@@ -461,7 +462,7 @@ static void trimmed_span_counted_once(void **state) {
 /* ---- an orphan's partial reclaim counts only the pages its mini spans used ---------------------------------- */
 /* The dead thread's two mini spans share the area's first page, one of them holding a live block: the pages past
    the granules handed out (mini_used) were never written, so the partial reclaim gives back and counts none of
-   them (it counted the whole rest of the area) */
+   them */
 static void *two_minis(void *arg) {
   (void)arg;
   live_block = ms_malloc(48);
@@ -568,12 +569,14 @@ static int guard_stuck(void) {
   msi_segment_t *seg = SEG_OF(b);
   unsigned last = (unsigned)(((s->base & ~(MSI_HEAP_CHUNK - 1)) - (uintptr_t)seg) >> MSI_HEAP_CHUNK_SHIFT) + s->nchunks - 1;
   if (!s->guarded) return 0; /* (no guard: nothing to remove) */
+  int64_t idle = atomic_load(&msi_heap_idle_spans);
   ms_free(b);
   atomic_store(&refuse_guard_remove, 1);
   ms_heap_collect(1); /* the span back to its segment */
   atomic_store(&refuse_guard_remove, 0);
   if (s->guarded) return 3;
   if (seg->free_mask >> last & 1) return 4; /* the guard's chunk free again */
+  if (atomic_load(&msi_heap_idle_spans) != idle) return 7; /* the kept chunk still counted idle (cached) */
   enum { N = 4000 };
   static void *p[N];
   for (int i = 0; i < N; i++) { /* blocks of several span lengths over the segment's chunks: written whole */
