@@ -874,9 +874,9 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
   double wall;
   struct rusage ru;
   int st = msb_spawn(argv, im->preload, im->env, out, sizeof out, p->wl_timeout_s, &wall, &ru);
-  double v;
+  double v, fig[N_WM];
   bool figures = true; /* (a run without all its figures fails: rounds stay paired) */
-  for (int m = 0; m < N_WM; m++) figures = figures && msb_kv(out, wl_metrics[m], &v);
+  for (int m = 0; m < N_WM; m++) figures = figures && msb_kv(out, wl_metrics[m], &fig[m]);
   if (st != 0 || !figures) {
     msb_printf("   %s under %s threads=%d: %s (status %d)\n", wl_names[w], im->impl, wl_threads(w, ti),
                st == 128 + 9 ? "timed out or killed" : st != 0 ? "failed" : "printed not all its figures", st);
@@ -888,11 +888,10 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
      which rows were measured side by side */
   msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "round", round + 1);
   if (msb_kv(out, "ops", &v)) msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "ops", v);
-  for (int m = 0; m < N_WM; m++)
-    if (msb_kv(out, wl_metrics[m], &v)) {
-      msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, wl_metrics[m], v);
-      add(&wres[w][ti][k][m], v);
-    }
+  for (int m = 0; m < N_WM; m++) {
+    msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, wl_metrics[m], fig[m]);
+    add(&wres[w][ti][k][m], fig[m]);
+  }
 }
 
 /* the installed peer with the lowest median of metric m (seconds or peak RSS); -1 if none */

@@ -126,18 +126,32 @@ static void returned_counts_each_byte_once(void **state) {
 static _Atomic int armed; /* 1: pause at the first segment kept bare, 2: at the first release */
 static sem_t in_window, go;
 static msi_segment_t *win_seg;
+/* a test hook met its window: the pass waits there until the test says go */
+static void paused(void) {
+  sem_post(&in_window);
+  while (sem_wait(&go) != 0) {}
+}
 static void hook(msi_segment_t *seg, size_t n) {
   int want = atomic_load(&armed);
   if (!want || (want == 1) != (n == 0) || !atomic_compare_exchange_strong(&armed, &want, 0)) return;
   win_seg = seg;
-  sem_post(&in_window);
-  while (sem_wait(&go) != 0) {}
+  paused();
 }
+/* a pass in another thread (arg: the hook's armed flag): pass_until_paused arms the flag with `value` and returns
+   once the hook paused the pass, or the pass ended without meeting the window (the hook's segment stays NULL) */
 static void *pass(void *arg) {
-  (void)arg;
   ms_heap_collect(1);
-  if (atomic_exchange(&armed, 0)) sem_post(&in_window); /* no window met: win_seg stays NULL */
+  if (atomic_exchange((_Atomic int *)arg, 0)) sem_post(&in_window);
   return NULL;
+}
+static pthread_t pass_until_paused(_Atomic int *flag, int value) {
+  assert_int_equal(sem_init(&in_window, 0, 0), 0);
+  assert_int_equal(sem_init(&go, 0, 0), 0);
+  atomic_store(flag, value);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, pass, (void *)flag), 0);
+  while (sem_wait(&in_window) != 0) {}
+  return t;
 }
 /* the child's purge after the fork, then its count of segments and whether the paused one is back (kept: bare in
    the free masks) */
@@ -145,14 +159,9 @@ typedef struct { uint64_t segments; int kept_back; } child_view_t;
 static void fork_in_window(int which) {
   ms_free(ms_malloc(100));
   burst();
-  assert_int_equal(sem_init(&in_window, 0, 0), 0);
-  assert_int_equal(sem_init(&go, 0, 0), 0);
   win_seg = NULL;
   msi_heap_reclaim_hook = hook;
-  atomic_store(&armed, which);
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, pass, NULL), 0);
-  while (sem_wait(&in_window) != 0) {}
+  pthread_t t = pass_until_paused(&armed, which);
   if (!win_seg) {
     pthread_join(t, NULL);
     msi_heap_reclaim_hook = NULL;
@@ -508,14 +517,7 @@ static void purge_hook(msi_segment_t *seg, uint64_t chunks) {
   if (!atomic_compare_exchange_strong(&purge_armed, &want, 0)) return;
   purge_seg = seg;
   purge_chunks = chunks;
-  sem_post(&in_window);
-  while (sem_wait(&go) != 0) {}
-}
-static void *purge_pass(void *arg) {
-  (void)arg;
-  ms_heap_collect(1);
-  if (atomic_exchange(&purge_armed, 0)) sem_post(&in_window); /* no window met: purge_seg stays NULL */
-  return NULL;
+  paused();
 }
 static bool purge_chunks_back(void) {
   return purge_seg && (purge_seg->free_mask & purge_chunks) == purge_chunks && !purge_seg->purging &&
@@ -527,14 +529,9 @@ static void fork_while_purging(void **state) {
   for (int i = 0; i < 64; i++) assert_non_null(p[i] = ms_malloc(4096));
   for (int i = 0; i < 64; i++) memset(p[i], 2, 4096);
   for (int i = 0; i < 64; i++) ms_free(p[i]); /* spans cached: the collect makes their chunks dirty, then purges */
-  assert_int_equal(sem_init(&in_window, 0, 0), 0);
-  assert_int_equal(sem_init(&go, 0, 0), 0);
   purge_seg = NULL;
   msi_heap_purge_hook = purge_hook;
-  atomic_store(&purge_armed, 1);
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, purge_pass, NULL), 0);
-  while (sem_wait(&in_window) != 0) {}
+  pthread_t t = pass_until_paused(&purge_armed, 1);
   if (!purge_seg) {
     pthread_join(t, NULL);
     msi_heap_purge_hook = NULL;

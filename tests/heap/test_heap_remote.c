@@ -221,12 +221,14 @@ static void *free_then_hold(void *arg) {
   sem_wait(&j->go);
   return NULL;
 }
-static void hold_start(hold_job_t *j, pthread_t *t) {
+/* runs fn (free_then_hold, alloc_then_hold) in a thread until it says done; hold_end lets it go */
+static void hold_start_with(hold_job_t *j, pthread_t *t, void *(*fn)(void *)) {
   assert_int_equal(sem_init(&j->done, 0, 0), 0);
   assert_int_equal(sem_init(&j->go, 0, 0), 0);
-  assert_int_equal(pthread_create(t, NULL, free_then_hold, j), 0);
+  assert_int_equal(pthread_create(t, NULL, fn, j), 0);
   while (sem_wait(&j->done) != 0) {}
 }
+static void hold_start(hold_job_t *j, pthread_t *t) { hold_start_with(j, t, free_then_hold); }
 static void hold_end(hold_job_t *j, pthread_t t) {
   sem_post(&j->go);
   pthread_join(t, NULL);
@@ -318,10 +320,7 @@ static void chained_block_freed_again(void **state) {
   (void)state;
   hold_job_t j = {0};
   pthread_t t;
-  assert_int_equal(sem_init(&j.done, 0, 0), 0);
-  assert_int_equal(sem_init(&j.go, 0, 0), 0);
-  assert_int_equal(pthread_create(&t, NULL, alloc_then_hold, &j), 0);
-  while (sem_wait(&j.done) != 0) {}
+  hold_start_with(&j, &t, alloc_then_hold);
   ms_test_child_aborts(chained_freed_again, "double free");
   hold_end(&j, t);
   if (!MS_TEST_TSAN) ms_test_child_aborts(chained_freed_by_owner, "double free"); /* (a thread in the child) */
