@@ -55,6 +55,9 @@ static void burst(void) {
   pthread_barrier_destroy(&all_started);
 }
 
+/* the segment a block of the heap's small area lies in */
+#define SEG_OF(p) ((msi_segment_t *)((uintptr_t)(p) & ~(MSI_HEAP_SEG_SIZE - 1)))
+
 /* ---- the give-backs the test sees: a byte per page of the segment area, set when a page goes back ---------- */
 static _Atomic int seeing;
 static unsigned char *given; /* per page from msi_heap_g.base, below `pages` */
@@ -248,13 +251,20 @@ static void *minis_then_one_left(void *arg) {
   memset(live_block, 0x5a, msi_heap_class_size[0] - MSI_HEAP_CANARY);
   return NULL;
 }
-static int empty_minis_of_live_orphan(void) {
+/* fn runs in a thread that ends, leaving live_block, a block of a mini span, to its heap's orphan: that span in
+   *live; 2: no thread, 3: not a mini span's block */
+static int orphan_keeps_mini(void *(*fn)(void *), msi_span_t **live) {
   ms_heap_collect(1);
   pthread_t t;
-  if (pthread_create(&t, NULL, minis_then_one_left, NULL) || pthread_join(t, NULL)) return 2;
-  msi_span_t *live = msi_heap_span_of(live_block);
-  if (!msi_span_is_mini(live)) return 3;
-  msi_segment_t *seg = (msi_segment_t *)((uintptr_t)live_block & ~(MSI_HEAP_SEG_SIZE - 1));
+  if (pthread_create(&t, NULL, fn, NULL) || pthread_join(t, NULL)) return 2;
+  *live = msi_heap_span_of(live_block);
+  return msi_span_is_mini(*live) ? 0 : 3;
+}
+static int empty_minis_of_live_orphan(void) {
+  msi_span_t *live;
+  int e = orphan_keeps_mini(minis_then_one_left, &live);
+  if (e) return e;
+  msi_segment_t *seg = SEG_OF(live_block);
   size_t ps = (size_t)sysconf(_SC_PAGESIZE), npages = MSI_HEAP_MINI_BASE % ps ? 0 : (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE) / ps;
   if (npages < 2) return 0; /* (pages larger than the mini area's alignment: nothing to give back by page) */
   unsigned used = seg->mini_used;
@@ -292,7 +302,6 @@ static void live_orphan_gives_back_empty_minis(void **state) {
    live in S2. A collect takes back S1's empty mini span; S1 goes idle and is released. Another thread frees the
    S2 mini block; the next collect reclaims the orphan's mini spans again: it must not reach S1 (released). */
 enum { SPREAD_HOLDERS = 6, SPREAD_MAX = 200000 };
-#define SEG_OF(p) ((msi_segment_t *)((uintptr_t)(p) & ~(MSI_HEAP_SEG_SIZE - 1)))
 static pthread_barrier_t spread_hold, spread_done, spread_go;
 static void *spread_mini1, *spread_mini2, **spread_blocks;
 static void *spread_holder(void *a) { /* a segment of its own, bare once it exits (the ones kept mapped) */
@@ -481,11 +490,9 @@ static void *two_minis(void *arg) {
   return NULL;
 }
 static int partial_reclaim_counts_used_pages(void) {
-  ms_heap_collect(1);
-  pthread_t t;
-  if (pthread_create(&t, NULL, two_minis, NULL) || pthread_join(t, NULL)) return 2;
-  msi_span_t *live = msi_heap_span_of(live_block);
-  if (!msi_span_is_mini(live)) return 3;
+  msi_span_t *live;
+  int e = orphan_keeps_mini(two_minis, &live);
+  if (e) return e;
   msi_segment_t *seg = SEG_OF(live_block);
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);
   if (MSI_HEAP_MINI_BASE % ps || (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE) / ps < 2) return 0;
