@@ -188,6 +188,11 @@ static const char *fx(char *buf, size_t cap, double v, const char *fmt) {
   return buf;
 }
 
+/* the allocator that runs i-th of n in round r: round r starts with r % n and goes up on even rounds, down on odd
+   ones, so each allocator leads in turn and follows each of its two neighbours in alternate rounds (whatever one
+   leaves behind in the machine, page cache or freed memory, does not land on the same successor every round) */
+static int turn(int i, int r, int n) { return ((r % n) + (r % 2 ? n - i : i)) % n; }
+
 static void row_status(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads, const char *status) {
   if (!ctx->csv) return;
   fprintf(ctx->csv, "%s,%s,%s,%d,0,status,%s\n", ctx->part, case_name, impl, threads, status);
@@ -904,6 +909,14 @@ static int wl_best_peer(int w, int ti, int m) {
   return best;
 }
 
+/* " (3 of 5 rounds)" after a row whose allocator failed in a later round: its medians cover fewer rounds */
+static const char *wl_partial(size_t n, int rounds) {
+  static char buf[32];
+  if (n >= (size_t)rounds) return "";
+  snprintf(buf, sizeof buf, " (%zu of %d rounds)", n, rounds);
+  return buf;
+}
+
 static void print_wl(const hb_params_t *p) {
   msb_printf("\n-- mimalloc-bench-style workloads (our own programs, docs/bench-heap.md section 4): wall seconds of "
              "fixed work (scales in heap.cmd), median [min-max] of %d interleaved round%s; ratios of the medians, "
@@ -925,19 +938,21 @@ static void print_wl(const hb_params_t *p) {
         double s = med(&r[WM_SEC]), rss = med(&r[WM_RSS]);
         snprintf(rs, sizeof rs, "[%.3f-%.3f]", smin(&r[WM_SEC]), smax(&r[WM_SEC]));
         snprintf(rr, sizeof rr, "[%.1f-%.1f]", mib(smin(&r[WM_RSS])), mib(smax(&r[WM_RSS])));
-        msb_printf("%-14s %3d %-10s %9.3f %15s %8s %9s %9s %9.1f %13s %8s %9s\n", wl_names[w], wl_threads(w, ti),
+        msb_printf("%-14s %3d %-10s %9.3f %15s %8s %9s %9s %9.1f %13s %8s %9s%s\n", wl_names[w], wl_threads(w, ti),
                    real[k].impl, s, rs,
                    fx(b1, sizeof b1, g >= 0 ? ratio(s, med(&wres[w][ti][g][WM_SEC])) : NAN, "%.2fx"),
                    fx(b2, sizeof b2, bt >= 0 ? ratio(s, med(&wres[w][ti][bt][WM_SEC])) : NAN, "%.2fx"),
                    fx(b3, sizeof b3, g >= 0 ? ratio(med(&r[WM_CPU]), med(&wres[w][ti][g][WM_CPU])) : NAN, "%.2fx"),
                    mib(rss), rr, fx(b4, sizeof b4, g >= 0 ? ratio(rss, med(&wres[w][ti][g][WM_RSS])) : NAN, "%.2fx"),
-                   fx(b5, sizeof b5, br >= 0 ? ratio(rss, med(&wres[w][ti][br][WM_RSS])) : NAN, "%.2fx"));
+                   fx(b5, sizeof b5, br >= 0 ? ratio(rss, med(&wres[w][ti][br][WM_RSS])) : NAN, "%.2fx"),
+                   wl_partial(r[WM_SEC].n, p->wl_rounds));
       }
       if (bt >= 0) msb_printf("%-14s %3d (fastest peer: %s, smallest peak: %s)\n", "", wl_threads(w, ti), real[bt].impl,
                               br >= 0 ? real[br].impl : "-");
     }
   /* one line per workload: memspace against the best peer, flagged past 1.15x time or 1.3x peak RSS */
-  msb_printf("\n-- memspace against the best peer (flag: > 1.15x time or > 1.3x peak RSS)\n");
+  msb_printf("\n-- memspace against the best peer (FLAG: > 1.15x time or > 1.3x peak RSS; PART: a run of "
+             "memspace or of that peer failed, its medians cover fewer rounds)\n");
   for (int w = 0; w < N_WL; w++)
     for (int ti = 0; ti < n_wl_thr; ti++) {
       if (ms < 0 || !wres[w][ti][ms][WM_SEC].n) continue;
@@ -945,10 +960,11 @@ static void print_wl(const hb_params_t *p) {
       double tr = bt >= 0 ? ratio(med(&wres[w][ti][ms][WM_SEC]), med(&wres[w][ti][bt][WM_SEC])) : NAN;
       double rr = br >= 0 ? ratio(med(&wres[w][ti][ms][WM_RSS]), med(&wres[w][ti][br][WM_RSS])) : NAN;
       bool bad = (!isnan(tr) && tr > 1.15) || (!isnan(rr) && rr > 1.3);
+      bool part = wfail[w][ti][ms] || (bt >= 0 && wfail[w][ti][bt]) || (br >= 0 && wfail[w][ti][br]);
       char b1[16], b2[16];
-      msb_printf("%s %-14s %d thr: time %s %s, peak RSS %s %s\n", bad ? "FLAG" : "ok  ", wl_names[w], wl_threads(w, ti),
-                 fx(b1, sizeof b1, tr, "%.2fx"), bt >= 0 ? real[bt].impl : "-", fx(b2, sizeof b2, rr, "%.2fx"),
-                 br >= 0 ? real[br].impl : "-");
+      msb_printf("%s %-14s %d thr: time %s %s, peak RSS %s %s\n", bad ? "FLAG" : part ? "PART" : "ok  ", wl_names[w],
+                 wl_threads(w, ti), fx(b1, sizeof b1, tr, "%.2fx"), bt >= 0 ? real[bt].impl : "-",
+                 fx(b2, sizeof b2, rr, "%.2fx"), br >= 0 ? real[br].impl : "-");
     }
 }
 
@@ -966,7 +982,7 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
     for (int w = 0; w < N_WL; w++)
       for (int ti = 0; ti < n_wl_thr; ti++)
         for (int i = 0; i < n_inst; i++) {
-          int k = inst[(i + r + w) % n_inst];
+          int k = inst[turn(i, r + w, n_inst)];
           if (!wfail[w][ti][k]) run_wl(ctx, p, w, ti, k, r);
         }
 }
@@ -1270,7 +1286,7 @@ static void run_programs(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, doub
     for (int pi = 0; pi < N_PROGS; pi++) {
       if (!pg->have[pi] || run >= prog_runs[pi]) continue;
       for (int i = 0; i < n_prog_impl; i++) {
-        int k = (i + run) % n_prog_impl;
+        int k = turn(i, run, n_prog_impl);
         if (real[k].installed && !pfail[pi][k] && (run < p->runs || prog_compared(k))) run_prog(ctx, p, pg, pi, k, run);
       }
     }
@@ -1294,7 +1310,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
     for (int c = 0; c < C_LONG; c++)
       for (int t = 0; t < N_THR; t++)
         for (int i = 0; i < n_synth; i++) {
-          int k = (i + r) % n_synth;
+          int k = turn(i, r, n_synth);
           if (in_short(p, c, t, k) && synth[k].installed && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
         }
   }
@@ -1305,7 +1321,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
     msb_printf("   rptest_long round %d/%d (%.0f s so far)\n", r + 1, p->long_rounds, msb_now() - t0);
     for (int t = 0; t < N_THR; t++)
       for (int i = 0; i < n_synth && case_has_threads(C_LONG, t); i++) {
-        int k = (i + r) % n_synth;
+        int k = turn(i, r, n_synth);
         if (in_long(k) && synth[k].installed && !failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
       }
   }

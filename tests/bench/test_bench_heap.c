@@ -298,8 +298,8 @@ static void cmd_file_and_tables(void **state) {
 
 /* section 4 in rounds: each run of a workload writes `round` (1, 2...) beside its figures; every allocator that ran
    a workload ran it once in each round, in round order; the rounds interleave the allocators (a round's runs all
-   come before the next round's, the whole section round by round) and their order rotates (the allocator that goes
-   first changes from one round to the next); the hidden peer has no round rows */
+   come before the next round's, the whole section round by round) and their order turns (the allocator that goes
+   first changes from one round to the next, and no allocator follows the same one in rounds 1 and 2); the hidden peer has no round rows */
 static void workload_rounds(void **state) {
   (void)state;
   static const char *wl[] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple",
@@ -348,6 +348,19 @@ static void workload_rounds(void **state) {
       if (!strcmp(first[r], first[r + 1]))
         fail_msg("%s: %s goes first in rounds %d and %d: the order does not rotate", wl[w], first[r], r, r + 1);
     }
+    /* the direction turns: an allocator that follows another in round 1 does not follow it in round 2 */
+    char order[2][N_IMPLS][64];
+    int n_order[2] = {0, 0};
+    for (int i = 0; i < B.n; i++) {
+      const row_t *r = &B.rows[i];
+      long v = strtol(r->value, NULL, 10);
+      if (!strcmp(r->case_name, wl[w]) && !strcmp(r->metric, "round") && (v == 1 || v == 2) && n_order[v - 1] < N_IMPLS)
+        copy(order[v - 1][n_order[v - 1]++], sizeof order[0][0], r->impl);
+    }
+    for (int a = 1; a < n_order[0]; a++)
+      for (int b = 1; b < n_order[1]; b++)
+        if (!strcmp(order[0][a], order[1][b]) && !strcmp(order[0][a - 1], order[1][b - 1]))
+          fail_msg("%s: %s follows %s in rounds 1 and 2", wl[w], order[0][a], order[0][a - 1]);
   }
   /* round by round over the whole section: the round rows of all workloads in file order never go back */
   for (int i = 0; i < B.n; i++) {
