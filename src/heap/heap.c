@@ -1852,7 +1852,7 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
   msi_span_t *s = &seg->mini[g];
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
-  s->owner = h;
+  MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */
   MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields spans_tally reads from other threads: MSI_SEEN) */
   s->last_cls = (uint8_t)cls;
   s->block_size = bs;
@@ -2043,7 +2043,7 @@ static bool orphan_empty(msi_heap_t *h) {
     msi_segment_t *seg = h->mini_seg[i];
     for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); g < n; g++) {
       msi_span_t *m = &seg->mini[g];
-      if (MSI_SEEN(seg->mini_map[g]) == g && m->owner == h &&
+      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h &&
           (msi_span_used(m) || atomic_load_explicit(&m->xfree, memory_order_acquire)))
         return false;
     }
@@ -2055,7 +2055,7 @@ static bool orphan_empty(msi_heap_t *h) {
 /* a mini span of h that holds no block (an orphan's: no thread allocates from it again) */
 static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned g) {
   const msi_span_t *m = &seg->mini[g];
-  return MSI_SEEN(seg->mini_map[g]) == g && m->owner == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
+  return MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
          !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
 }
 #endif
@@ -2076,12 +2076,12 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
     for (unsigned g = 0, n = used; g < n; g++) {
       msi_span_t *m = &seg->mini[g];
       if (seg->mini_map[g] != g) continue;
-      if (m->owner == h && (all || mini_span_empty(h, seg, g))) {
-        m->owner = NULL;
+      if (MSI_SEEN(m->owner) == h && (all || mini_span_empty(h, seg, g))) {
+        MSI_SEEN_SET(m->owner, NULL);
         MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
         continue;
       }
-      kept |= m->owner == h;
+      kept |= MSI_SEEN(m->owner) == h;
       if (m->state == MSI_SPAN_ACTIVE && per_page) {
         unsigned k = m->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
         busy = (uint16_t)(busy | 1u << (g / per_page) | 1u << ((g + k - 1) / per_page));
