@@ -391,7 +391,7 @@ bool msi_os_fd_data_file(int fd) {
   int fl = fcntl(fd, F_GETFL);
   if (fl == -1 || (fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND)) return false;
   struct stat st;
-  return FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode);
+  return FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 0;
 }
 void msi_os_signal_take(int sig) {
   sigset_t set;
