@@ -349,7 +349,8 @@ static void region_large(uintptr_t base, size_t shift) {
 
 /* The reservation without a limit: 2^37 sub-regions (8 of them for the slot table and the segments), down to `min`
    bytes when refused. It is asked for at least 64 GiB above the program (its headers: getauxval, no system call; its
-   break lies between, as under RLIMIT_AS: small_area_above_break; region_place adds 0-63 x 128 GiB), not where the kernel puts a mapping without a hint,
+   break lies between, as under RLIMIT_AS: small_area_above_break; region_place adds 0-63 x 128 GiB, region_skip up
+   to 512 MiB more to the segments), not where the kernel puts a mapping without a hint,
    just below the libraries: there it would push every later mapping (the locale archive, a dlopen()ed library, a
    thread's stack) below its 4 TiB, away from the libraries, and each short process would pay for their page-table
    pages of their own. The slot table's place comes first (large.c table_get: the entries past each size's first
@@ -366,25 +367,39 @@ MSI_STARTUP_TEXT static bool kernel_random(uint64_t r[2]) {
 /* which of 64 places 128 GiB apart above the program the region asks for: the kernel's random bytes and the stack's
    address (randomised apart from the program), so the program's address does not give the heap's. A multiply's top
    bits: 6 bits of a product reveal nothing usable of the heap's secrets (msi_heap_global_init) */
-MSI_STARTUP_TEXT static unsigned region_place(void) {
+MSI_STARTUP_TEXT static uint64_t region_random(void) {
   uint64_t r[2];
   kernel_random(r); /* (zeros without them: the stack's address alone) */
-  uint64_t x = (r[0] + r[1] * 0xD6E8FEB86659FD93ull) ^ (uintptr_t)__builtin_frame_address(0);
-  return (unsigned)((x * 0x9E3779B97F4A7C15ull) >> 58);
+  return (r[0] + r[1] * 0xD6E8FEB86659FD93ull) ^ (uintptr_t)__builtin_frame_address(0);
+}
+MSI_STARTUP_TEXT static unsigned region_place(uint64_t x) { return (unsigned)((x * 0x9E3779B97F4A7C15ull) >> 58); }
+/* The places alone leave a block's address one of a few hundred (the program's own place, aligned up to 128 GiB,
+   adds about 3 bits): the segment area also starts a random number of segments (below 128, 512 MiB) past the slot
+   table, within the gibibyte the table starts (the two keep sharing their page-table page) and a 32nd of the area,
+   so that the first blocks' addresses take about 7 more random bits, the part below 4 MiB staying fixed. The
+   segments skipped stay reserved and untouched: address space only */
+MSI_STARTUP_TEXT static size_t region_skip(uint64_t x, size_t table, size_t area) {
+  size_t gib = (size_t)1 << 30, room = table + MSI_HEAP_SEG_SIZE <= gib ? gib - table - MSI_HEAP_SEG_SIZE : 0;
+  if (room > area / 32) room = area / 32;
+  size_t skip = (size_t)((x * 0xC2B2AE3D27D4EB4Full) >> 57) << MSI_HEAP_SEG_SHIFT;
+  while (skip > room) skip >>= 1;
+  return skip & ~(MSI_HEAP_SEG_SIZE - 1);
 }
 
 MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
   size_t classes = MSI_HEAP_LARGE_CLASSES, top = (size_t)1 << MSI_HEAP_LARGE_MAX_SHIFT;
   msi_os_reservation_t r = {.want = (8 + classes) * top, .min = min, .align = top, .flags = MSI_OS_RESERVE_HALVE_ALIGN};
   uintptr_t prog = (uintptr_t)getauxval(AT_PHDR);
-  uintptr_t hint = msi_align_up(prog + BREAK_MARGIN, top) + (uintptr_t)region_place() * top;
+  uint64_t x = region_random();
+  uintptr_t hint = msi_align_up(prog + BREAK_MARGIN, top) + (uintptr_t)region_place(x) * top;
   if (prog && hint > prog && !((hint + r.want + top) >> 47)) r.hint = hint;
   if (!region_reserve(&r)) return false;
   size_t sub = r.got_align, shift = (size_t)__builtin_ctzll(sub);
   size_t table = msi_align_up(msi_large_table_bytes(shift), MSI_HEAP_SEG_SIZE);
+  size_t skip = region_skip(x, table, 8 * sub - table);
   msi_heap_g.table_area = (uintptr_t)r.addr;
-  msi_heap_g.base = (uintptr_t)r.addr + table;
-  msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub - table;
+  msi_heap_g.base = (uintptr_t)r.addr + table + skip;
+  msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub - table - skip;
   region_large((uintptr_t)r.addr + 8 * sub, shift);
   if (sub != top)
     msi_verbose("heap: reserved %zu MiB of address space (less than the usual 3.75 TiB): blocks above %zu MiB "

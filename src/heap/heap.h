@@ -564,7 +564,8 @@ static inline bool msi_span_is_mini(const msi_span_t *s) { return MSI_HEAP_MINI 
    Each pop compares the two words (msi_block_take: one compare, of the line it reads anyway): a use after free or
    an overflow that changed either word of a free block is reported at that block's pop, naming it. So the link a
    pop takes is the one the heap wrote, a block of the span or the list's end (the next pop reads nothing else),
-   unless both words were rewritten to agree under the span's secret key.
+   unless both words were rewritten to agree under the span's key, which the xor of a free block's two words gives
+   to a program that reads them: such a forged link still leads into the block's own segment (msi_block_same_segment).
    The pop that hands a block out clears its first word (msi_block_arm), leaving its state key ^ next: the key's
    random bits, which nothing the program writes over either word, or part of one, undoes unless it holds the key.
    So a live block is never taken for a free one, by a pop (never handed out twice) or by free's double-free check
@@ -620,6 +621,13 @@ static inline uintptr_t msi_block_state(const msi_span_t *s, const void *p) {
 static inline bool msi_block_is_free(const msi_span_t *s, const void *p) {
   return msi_block_state(s, p) <= MSI_COOKIE_CARVED;
 }
+/* a link and the block holding it lie in one segment: every block of a span and the end of its lists (the span's
+   descriptor, in the segment's header) do. The key is no secret from a program that reads a free block's two
+   words (their xor), so a forged pair of words passes the compare: this test keeps what it leads to inside the
+   block's own heap segment, never a stack, a global or another mapping (an xor and a shift, no load) */
+static inline bool msi_block_same_segment(const msi_block_t *b, uintptr_t link) {
+  return (((uintptr_t)b ^ link) >> MSI_HEAP_SEG_SHIFT) == 0;
+}
 /* a pop's check: the link of a block being taken off a free list (its header opened under valgrind); false when
    its words disagree (a corrupted list: msi_heap_corrupt_link names the block). A carved block's compare fails
    and the second one (off the fast path: a few instructions, no call) takes it: the mark in its second word, so
@@ -628,7 +636,7 @@ static inline bool msi_block_take(const msi_span_t *s, const msi_block_t *b, uin
   /* (false at the list's end too: msi_span_list_end) */
 #if MSI_HEAP_LIST_CHECKS
   uintptr_t copy = b->cookie, n = (uintptr_t)b->next ^ s->key;
-  if (MSI_LIKELY(copy == n)) {
+  if (MSI_LIKELY(copy == n && msi_block_same_segment(b, copy))) {
     /* the link handed on is the plain copy: a run of pops is a chain of loads (the list head, then the link in
        the block it names), and the decoding xor stays off it, beside the chain, in the compare. The empty asm
        keeps the compiler from handing on the decoded value it knows equal */
@@ -637,7 +645,7 @@ static inline bool msi_block_take(const msi_span_t *s, const msi_block_t *b, uin
     return true;
   }
   *next = n;
-  return copy == (n | MSI_COOKIE_CARVED);
+  return copy == (n | MSI_COOKIE_CARVED) && msi_block_same_segment(b, n);
 #else
   *next = (uintptr_t)b->next;
   return b != msi_span_list_end(s);

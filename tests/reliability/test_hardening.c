@@ -164,6 +164,22 @@ static void heap_overflow(void **out, size_t bytes) {
   char *x = ms_malloc(16), *y = ms_malloc(16);
   fprintf(stderr, "not detected: %p %p (a %p)\n", x, y, a);
 }
+/* An over-read then an overflow: the xor of a free neighbour's two words is its span's key (docs/heap.md, Checks),
+   so both words are rewritten to agree on a link to a global whose words look like a free block's. The pop of b
+   reports it: a forged link leads into b's own segment at most, never to the global (unchecked, the second
+   malloc(16) returned the global's address) */
+static _Alignas(64) uintptr_t forged_target[8];
+static void heap_forged_link(void **out) {
+  char *a, *b;
+  adjacent_pair(16, &a, &b);
+  EXPOSE(b);
+  ms_free(b);
+  uintptr_t *w = (uintptr_t *)b, key = w[0] ^ w[1], end = w[1];
+  forged_target[0] = end ^ key, forged_target[1] = end;
+  w[0] = (uintptr_t)forged_target ^ key, w[1] = (uintptr_t)forged_target;
+  char *x = ms_malloc(16), *y = ms_malloc(16);
+  fprintf(stderr, "not detected: %p %p (the global %p)\n", x, y, (void *)forged_target);
+}
 static void heap_overflow_1(void **out) { heap_overflow(out, 1); }
 static void heap_overflow_16(void **out) { heap_overflow(out, 16); }
 /* a free of a block start never handed out: one carved into the free list, one in the span's never-used area
@@ -213,6 +229,10 @@ static void uaf_link_new(void **state) {
 #endif
 static void overflow_1(void **state) { (void)state; expect_detected(heap_overflow_1, "corrupted free-list link", "1-byte overflow into a free block"); }
 static void overflow_16(void **state) { (void)state; expect_detected(heap_overflow_16, "free list corrupted", "16-byte overflow into a free block"); }
+static void forged_link(void **state) {
+  (void)state;
+  expect_detected(heap_forged_link, "free list corrupted|corrupted free-list link", "free-list link forged with the key read from a free block");
+}
 static void never_allocated(void **state) {
   (void)state;
   expect_detected(heap_never_allocated, "free(): invalid pointer", "free of a block never allocated");
@@ -378,7 +398,8 @@ int main(void) {
 #if MS_OVERRIDE
     cmocka_unit_test(uaf_link_new),
 #endif
-    cmocka_unit_test(overflow_1), cmocka_unit_test(overflow_16), cmocka_unit_test(never_allocated),
+    cmocka_unit_test(overflow_1), cmocka_unit_test(overflow_16), cmocka_unit_test(forged_link),
+    cmocka_unit_test(never_allocated),
     cmocka_unit_test(link_to_live), cmocka_unit_test(wild_link),
 #if MS_SECURE_BUILD
     cmocka_unit_test(span_guard), cmocka_unit_test(large_guard), cmocka_unit_test(dense_guard),
