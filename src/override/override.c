@@ -54,12 +54,13 @@ static void *libc_sym(const char *name) {
 /* p lies on the calling thread's stack, between its stack pointer and the stack's top: glibc's free reads a chunk
    header from the bytes before it, whatever the stack holds there (it aborts, or faults without a word), so it is
    reported here. The top: the thread's descriptor, which glibc puts right above a thread's stack, or for the main
-   thread the stack's top at start-up; at most 64 MiB above the stack pointer (an alternate signal stack elsewhere
-   then finds neither) */
-extern void *__libc_stack_end __attribute__((weak));
+   thread the program's file name that the kernel put at the top of its stack (AT_EXECFN, above the arguments and
+   the environment; a function already bound, where glibc's __libc_stack_end would be one more symbol for the
+   dynamic loader to look up in every process); at most 64 MiB above the stack pointer (an alternate signal stack
+   elsewhere then finds neither) */
 static bool on_own_stack(const void *p) {
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0), a = (uintptr_t)p, max = (uintptr_t)64 << 20;
-  uintptr_t self = (uintptr_t)pthread_self(), top = &__libc_stack_end ? (uintptr_t)__libc_stack_end : 0;
+  uintptr_t self = (uintptr_t)pthread_self(), top = (uintptr_t)getauxval(AT_EXECFN);
   if (self > sp && self - sp <= max) top = self;
   return top > sp && top - sp <= max && a >= sp && a < top;
 }

@@ -61,8 +61,9 @@ optimised_check "start-up: at most $emost page faults more than without the libr
 # clock_gettime: the heap's secrets come from the kernel's random bytes, and the purge reads the clock only once
 # something is idle), 13 in the secure build (its guard-marker probe's madvise and munmap). glibc's LD_DEBUG lists
 # them; without its output (another libc) the check is left out.
-# A program that allocates nothing binds at most 6 (the variables the library reads, getauxval, __cxa_finalize and
-# the fork handlers' registration; the registering thread is told by a thread-local address, not pthread_self).
+# A program that allocates nothing binds at most 5 (the variables the library reads, getauxval and the fork
+# handlers' registration; the registering thread is told by a thread-local address, not pthread_self; no
+# __cxa_finalize: the library links without the C runtime's start files, CMakeLists.txt -nostartfiles).
 libc_bound() { LD_DEBUG=bindings LD_PRELOAD=$lib "$prog" "$1" 2>&1 | grep "binding file [^ ]*libmemspace[^ ]* .* to [^ ]*libc\.so"; }
 bound=$(libc_bound one); bound_none=$(libc_bound none)
 binds=$(printf '%s\n' "$bound" | grep -c .); binds_none=$(printf '%s\n' "$bound_none" | grep -c .)
@@ -71,7 +72,7 @@ bmost=11; [ "$build" = secure ] && bmost=13
 if [ "$binds" -gt 0 ]; then
   optimised_check "one malloc and free: at most $bmost libc symbols bound" '[ "$binds" -le $bmost ]'
   check "one malloc and free: no clock read" '! printf "%s\n" "$bound" | grep -q "clock_gettime"'
-  check "allocating nothing: at most 6 libc symbols bound" '[ "$binds_none" -le 6 ]'
+  check "allocating nothing: at most 5 libc symbols bound" '[ "$binds_none" -le 5 ]'
 fi
 # the library's own symbols the loader looks up for it in every process (a lookup through every loaded object's
 # table each, about 1,700 instructions): only malloc, whose process-wide definition decides which copy of the
@@ -92,6 +93,18 @@ rplain=$(relative ""); rloaded=$(relative "$lib")
 if [ -n "$rplain" ] && [ -n "$rloaded" ]; then
   echo "relative relocations of the library: $((rloaded - rplain))"
   check "start-up: at most 120 relative relocations in the library" '[ $((rloaded - rplain)) -le 120 ]'
+fi
+# the symbol relocations the dynamic loader resolves when it loads the library, in every process (readelf -r: those
+# of .rela.dyn that name a symbol; the calls' slots in .rela.plt are bound lazily, at a first call): each a
+# lookup through every loaded object's table, a weak symbol that nothing defines the longest. At most 7: the four
+# libc variables and functions the start-up reads (environ, program_invocation_short_name, __libc_single_threaded,
+# getauxval), malloc (which copy serves) and the C++ personality routine twice (nothrow.cc's catch clause). None of
+# the C runtime's start files (crtbeginS: _ITM_registerTMCloneTable, _ITM_deregisterTMCloneTable, __gmon_start__,
+# __cxa_finalize) and no __libc_stack_end (override.c finds the main thread's stack top with getauxval).
+if ms_need_cmd readelf; then
+  symrel=$(readelf -rW "$lib" | awk '/^Relocation section/ {s = ($3 ~ /rela\.dyn/)} s && $3 ~ /^R_/ && NF >= 7 {n++} END {print n + 0}')
+  echo "symbol relocations resolved at load: $symrel"
+  check "at most 7 symbol relocations resolved at load" '[ "$symrel" -le 7 ]'
 fi
 # the C library versions the library requires (readelf -V: its version needs), each checked by the dynamic loader
 # against the C library's in every process (about 250 instructions apiece): at most 6 (system calls whose wrappers
@@ -137,6 +150,22 @@ if ms_need_cmd nm && ms_need_cmd readelf; then
   echo "fork page at $fp ($fsize bytes), .data at $da ($dsize bytes)"
   check "the fork page lies whole on the page of .data's end" \
     '[ -n "$fp" ] && [ -n "$da" ] && [ $((fp / pg)) = $(((fp + fsize - 1) / pg)) ] && [ $((fp / pg)) = $(((da + dsize - 1) / pg)) ]'
+fi
+# the libraries the loader maps for this one (readelf -d, its DT_NEEDED): the C library alone. The link adds the C++
+# runtime and libm for the C++ operators (nothrow.cc, whose references to the C++ runtime are weak), and a compiler
+# driver that does not pass --as-needed by itself (clang; Debian's gcc does) would make each one a dependency: three
+# more libraries to map, relocate and initialise in every process, and libstdc++'s constructor allocates, running
+# the heap's start-up before main in a program that never allocates. The writable segment's part in the file (with
+# readelf -l): at most two pages (.data and the relocated pointers; .bss and the cold arrays of .lbss take none,
+# whichever compiler marked .lbss: cmake/layout.ld). A larger one is more of the file for the kernel's fault-around
+# to map and more pages to copy at fork.
+if ms_need_cmd readelf; then
+  needed=$(readelf -dW "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  echo "libraries needed: $needed"
+  check "the C library is the only library needed" '[ -n "$needed" ] && ! printf "%s\n" $needed | grep -qv "^libc\.so\."'
+  rw_file=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $7 == "RW" {print $5}')
+  echo "writable segment in the file: $((rw_file)) bytes"
+  check "the writable segment takes at most two pages of the file" '[ -n "$rw_file" ] && [ $((rw_file)) -le 8192 ]'
 fi
 # the library's LOAD segments (cmake/layout.ld, with readelf): three, read-only (headers, dynamic symbols, constants,
 # unwind tables), code and data: one mmap in every process fewer than with constants in a segment of their own, and
