@@ -38,7 +38,7 @@ static void announce(void) {
               MEMSPACE_VERSION_PATCH, program_invocation_short_name, msi_os_getpid(), opts);
 }
 
-__attribute__((constructor(101))) static void msi_constructor(void) {
+MSI_STARTUP_TEXT __attribute__((constructor(101))) static void msi_constructor(void) {
   msi_options_environ_final();
   msi_init();
   if (options_deferred) { /* the heap was set up with the defaults: the preset and the checks as given now */
@@ -51,7 +51,7 @@ __attribute__((constructor(101))) static void msi_constructor(void) {
   announce();
 }
 
-__attribute__((destructor(101))) static void msi_destructor(void) {
+MSI_STARTUP_TEXT __attribute__((destructor(101))) static void msi_destructor(void) {
   if (!msi_opt(MS_OPTION_SHOW_STATS)) return; /* never set in the tool (options.c) */
   int fd = msi_os_fd_open(2) || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
   msi_stats_exit_print(fd);

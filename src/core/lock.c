@@ -15,7 +15,7 @@
 __thread char msi_thread_tag;
 
 /* this thread holds the lock it is about to wait for: it can never be released */
-MSI_COLD _Noreturn void msi_lock_self_wait(void) {
+MSI_RARE _Noreturn void msi_lock_self_wait(void) {
   msi_error("malloc, free or another memspace call entered again while this thread was inside memspace, holding "
             "its lock (a signal handler calling the allocator, which is not async-signal-safe); aborting");
   abort();

@@ -448,7 +448,7 @@ MSI_HOT_TEXT bool msi_maint_running(void) {
 }
 
 /* a second thread exists: told by a part (msi_maint_note_thread) or, with glibc >= 2.32, seen directly */
-static bool second_thread(void) {
+MSI_HOT_TEXT static bool second_thread(void) {
   if (atomic_load_explicit(&multi_threaded, memory_order_relaxed)) return true;
   bool multi = false;
   if (atomic_load_explicit(&forked, memory_order_relaxed)) {

@@ -205,7 +205,7 @@ static void process_get(ms_stats_t *s) {
   if (msi_os_getrusage(&ru) == 0) s->process_peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* KiB */
 }
 static const msi_stats_source_t process_source = {"process", process_get, NULL, NULL};
-__attribute__((constructor(101))) static void process_register(void) {
+MSI_STARTUP_TEXT __attribute__((constructor(101))) static void process_register(void) {
   msi_stats_register(&process_source);
   msi_stats_register(&msi_route_stats_source); /* [malloc] (route.c): printed when the calls were counted */
 }

@@ -1033,4 +1033,4 @@ static void dma_print(msi_stats_writer_t *w) {
 }
 
 static const msi_stats_source_t dma_source = {"dma", dma_get, dma_print, dma_used};
-__attribute__((constructor(103))) static void dma_register_stats(void) { msi_stats_register(&dma_source); }
+MSI_STARTUP_TEXT __attribute__((constructor(103))) static void dma_register_stats(void) { msi_stats_register(&dma_source); }

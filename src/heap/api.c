@@ -44,7 +44,7 @@ MSI_NOINLINE MSI_COLD void msi_heap_free_checked(void *p, msi_span_t *s) {
   msi_heap_free_local(p, s);
 }
 
-MSI_NOINLINE MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s) {
+MSI_NOINLINE MSI_RARE void msi_heap_free_error(void *p, msi_span_t *s) {
   if (!msi_span_block_start(s, p)) msi_heap_bad_pointer(p, "free(): invalid pointer");
   if (msi_block_is_free(s, p)) msi_heap_freed_again(s, p, "free");
   msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
@@ -222,4 +222,4 @@ static const msi_stats_source_t heap_source = {"heap", heap_stats_get, heap_stat
 /* The heap initialises at its first use (msi_heap_global_init: the reservation, the kernel settings it reads), not
    here: a program that never allocates (`true`, `test`, most of a shell's builtins exec'd) makes none of those
    system calls and touches none of those pages. */
-__attribute__((constructor(102))) static void heap_constructor(void) { msi_stats_register(&heap_source); }
+MSI_STARTUP_TEXT __attribute__((constructor(102))) static void heap_constructor(void) { msi_stats_register(&heap_source); }

@@ -69,7 +69,7 @@ static inline void msi_heap_free_local(void *p, msi_span_t *s) {
 /* the local free's cold ends (api.c): with the extra checks (msi_heap_checks), and the report of a failed check
    (not _Noreturn, so the fast path reaches it by a tail jump and keeps no stack frame) */
 MSI_COLD void msi_heap_free_checked(void *p, msi_span_t *s);
-MSI_COLD void msi_heap_free_error(void *p, msi_span_t *s);
+MSI_RARE void msi_heap_free_error(void *p, msi_span_t *s);
 
 /* p in the small area (msi_heap_in_small); `checks`: msi_heap_checks may be set (the extra checks run when it
    is). Every call is a tail call: the fast path saves no register */

@@ -1153,7 +1153,7 @@ static msi_span_t *list_take(msi_span_list_t *l, unsigned cls) {
   return list_pop(l);
 }
 
-static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
+MSI_HOT_TEXT static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsigned cls) {
   msi_span_t *s = NULL;
   if (atomic_load_explicit(&h->cache[n].head, memory_order_relaxed)) {
     msi_lock(&h->cache_lock);
@@ -1673,7 +1673,7 @@ static void heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) 
 
 /* a span taken from a cache or its segment serves class cls: with no block handed out, or, kept by cls (span_retire),
    with the blocks it carved for cls still linked (its free lists then hold them all: used is 0) */
-static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
+MSI_HOT_TEXT static void span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   uint32_t bs = msi_heap_class_size[cls];
   s->owner = h;
   if (!s->kept || s->last_cls != cls) {
@@ -1822,7 +1822,7 @@ _Static_assert(CLS_SIZE(MSI_HEAP_MINI_CLASSES - 1) == MSI_HEAP_MINI_MAX && CLS_S
 _Static_assert(MSI_HEAP_MINI_MAX <= 2 * MSI_HEAP_MINI_SIZE, "a mini span holds a block of its class");
 #endif
 /* a mini span of class cls for h, current and carved; NULL: no room left in h's segment (the class takes no more) */
-static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
+MSI_HOT_TEXT static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
 #if MSI_HEAP_MINI
   uint32_t bs = msi_heap_class_size[cls];
   unsigned k = bs > MSI_HEAP_MINI_SIZE ? 2 : 1; /* granules */
@@ -1883,7 +1883,7 @@ static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
 }
 /* a free by its owner of p in a mini span s (from the free slow path: map[] led to spans[0]): the MINI_FREES-th
    local free of the class's current mini span makes it leave; then the fast path's free (an invalid p aborts) */
-static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
+MSI_HOT_TEXT static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
   unsigned c = s->cls;
   if (msi_heap_is_current(h, c, s) && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
     msi_heap_set_current_empty(h, c);
@@ -1937,7 +1937,9 @@ static msi_heap_t *heap_new(void) {
     heap_pool += sz;
     heap_pool_left -= sz;
   }
-  memset(h, 0, sizeof *h);
+  /* h is zero already: the first heap is static storage, the others fresh anonymous pages of the pool, each handed
+     out once (a heap whose thread ends is kept as an orphan, never given back). No memset: a compiler may make it
+     a call into the C library, one more symbol for the loader to bind in every process (test_startup) */
   heap_reset_current(h);
   h->id = ++heap_count;
   h->next_all = atomic_load_explicit(&all_heaps, memory_order_relaxed);

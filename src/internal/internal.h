@@ -15,6 +15,12 @@
 #define MSI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MSI_NOINLINE __attribute__((noinline))
 #define MSI_COLD __attribute__((cold))
+/* On a function no short-lived process runs (an error's report, a feature off by default): cold, as MSI_COLD, but
+   placed with the ordinary code rather than in .text.unlikely, which the linker puts at the start of the text with
+   the start-up code and the hot code: the fork handlers and the first allocation (MSI_COLD) run in every short
+   process, and what it runs lies in one stretch of the text (MSI_HOT_TEXT, test_startup) that this code would
+   only lengthen */
+#define MSI_RARE __attribute__((cold, section(".text.rare")))
 #define MSI_UNUSED __attribute__((unused))
 #define MSI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MSI_CACHE_LINE 64
@@ -356,9 +362,10 @@ MSI_FORK_PARTS(MSI_FORK_DECLARE)
 #else
 #define MSI_COLD_BSS
 #endif
-/* On a function every process runs at start-up outside the constructors: placed with them (the compiler puts
-   constructors in .text.startup, at the start of the library's text), so that start-up faults in one window of
-   the kernel's fault-around (64 KiB of text) rather than one per window its functions are spread over. */
+/* On a function every process runs at start-up: placed with the constructors in .text.startup, at the start of the
+   library's text, so that start-up faults in one window of the kernel's fault-around (64 KiB of text) rather than
+   one per window its functions are spread over. The constructors and destructors carry it too: gcc puts them in
+   .text.startup by itself, clang leaves them in .text. */
 #define MSI_STARTUP_TEXT __attribute__((section(".text.startup")))
 /* On a function a short-lived process runs after start-up (the malloc family and the front door, the heap's slow
    paths that its first blocks take, the OS layer's calls they make): placed in .text.hot, which the linker puts

@@ -355,4 +355,4 @@ static void frame_print(msi_stats_writer_t *w) {
 /* the section once a frame allocator was made */
 static bool frame_used(void) { return LOAD(total_frames) || LOAD(total_flips); }
 static const msi_stats_source_t frame_source = {"frames", NULL, frame_print, frame_used};
-__attribute__((constructor(103))) static void frame_register(void) { msi_stats_register(&frame_source); }
+MSI_STARTUP_TEXT __attribute__((constructor(103))) static void frame_register(void) { msi_stats_register(&frame_source); }

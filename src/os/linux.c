@@ -944,7 +944,7 @@ static void pages_get(ms_stats_t *s) {
 static void pages_print(msi_stats_writer_t *w) { msi_stats_field(w, "page_size", msi_os_page_size(), "bytes"); }
 
 static const msi_stats_source_t pages_source = {"pages", pages_get, pages_print, NULL};
-__attribute__((constructor(102))) static void pages_register(void) { msi_stats_register(&pages_source); }
+MSI_STARTUP_TEXT __attribute__((constructor(102))) static void pages_register(void) { msi_stats_register(&pages_source); }
 
 /* The shared library's DT_FINI (CMakeLists.txt: -Wl,-fini=msi_fini), which the dynamic loader calls at exit:
    nothing to do, as the C runtime's _fini (destructors run from .fini_array). _fini lies alone at the far end of

@@ -8,10 +8,18 @@
 #include <new>
 
 extern "C" void *msi_new_throwing(std::size_t size, std::size_t alignment, const void *caller); /* override.c */
-extern "C" void *msi_malloc(std::size_t size);
-extern "C" void *msi_aligned_alloc(std::size_t alignment, std::size_t size);
+/* C functions, which never throw: noexcept, so that no operator here needs a landing pad that calls
+   std::terminate around them */
+extern "C" void *msi_malloc(std::size_t size) noexcept;
+extern "C" void *msi_aligned_alloc(std::size_t alignment, std::size_t size) noexcept;
 
 __asm__(".weak __cxa_begin_catch\n\t.weak __cxa_end_catch\n\t.weak __gxx_personality_v0");
+#ifdef __clang__
+/* clang ends the catch clause below with a landing pad of its own that calls std::terminate (gcc leaves that to the
+   personality routine): a weak reference too, reached only once an exception is being handled, when the C++
+   runtime is loaded. A strong one would make libstdc++ a dependency (DT_NEEDED) of every process. */
+__asm__(".weak _ZSt9terminatev");
+#endif
 
 extern "C" void *msi_new_nothrow_elsewhere(std::size_t size, std::size_t alignment, const void *caller);
 extern "C" void __gxx_personality_v0() __attribute__((weak));

@@ -36,7 +36,7 @@ MSI_COLD void msi_fork_proc_space(msi_fork_phase_t phase, bool locking) {
   else msi_lock_reset(&proc_lock);
 }
 
-MSI_NOINLINE MSI_COLD static ms_space_t *proc_create(void) {
+MSI_NOINLINE MSI_RARE static ms_space_t *proc_create(void) {
   msi_init();
   msi_fork_register(); /* fork.c: before proc_lock is first taken */
   msi_lock(&proc_lock);
@@ -134,7 +134,7 @@ static inline ms_space_t *proc_get(void) {
 }
 
 /* library start: create the space now when it is wanted (for `start` it is committed and locked here) */
-__attribute__((constructor(110))) static void proc_space_init(void) {
+MSI_STARTUP_TEXT __attribute__((constructor(110))) static void proc_space_init(void) {
   msi_init();
   if (msi_opt(MS_OPTION_SPACE_INITIAL) > 0) proc_get();
 }

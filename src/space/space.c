@@ -169,7 +169,7 @@ bool msi_space_owner_name(const void *p, char *name, size_t cap) {
 }
 /* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */
 static bool strict_mode(void);
-MSI_COLD MSI_NOINLINE static void bad_handle(const void *s, const char *call) {
+MSI_RARE MSI_NOINLINE static void bad_handle(const void *s, const char *call) {
   if (strict_mode()) msi_fatal("%s(%p): not a live space (destroyed, or never created)", call, s);
   msi_error("%s(%p): not a live space (destroyed, or never created); ignored", call, s);
   errno = EINVAL;
@@ -228,7 +228,7 @@ static void spaces_get(ms_stats_t *st) {
 /* every line has a field (the core prints them, stats.def); the section once a space was created */
 static bool spaces_used(void) { return atomic_load_explicit(&spaces_created, memory_order_relaxed); }
 static const msi_stats_source_t spaces_source = {"spaces", spaces_get, NULL, spaces_used};
-__attribute__((constructor(103))) static void spaces_register(void) { msi_stats_register(&spaces_source); }
+MSI_STARTUP_TEXT __attribute__((constructor(103))) static void spaces_register(void) { msi_stats_register(&spaces_source); }
 
 /* ------------------------------------------------------------------------------------------------ */
 /* hierarchical bitmaps                                                                               */
@@ -578,7 +578,7 @@ static bool strict_mode(void) {
 }
 
 /* a bad pointer was given: reported always; fatal in debug/secure builds and with MEMSPACE_SECURE=1 */
-MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p, const char *call, const char *what) {
+MSI_RARE MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p, const char *call, const char *what) {
   if (strict_mode())
     msi_fatal("space %s: %s(%p): %s", space_name(s), call, p, what);
   msi_error("space %s: %s(%p): %s; ignored", space_name(s), call, p, what);
@@ -586,7 +586,7 @@ MSI_COLD MSI_NOINLINE static void bad_pointer(const ms_space_t *s, const void *p
 }
 
 /* why `off` is not an allocated block start (cold path: may scan the orders) */
-MSI_COLD static const char *why_bad(const ms_space_t *s, size_t off, bool is_realloc) {
+MSI_RARE static const char *why_bad(const ms_space_t *s, size_t off, bool is_realloc) {
   const char *freed = is_realloc ? "realloc of a freed block" : "double free (the block is free)";
   if (off & ((1u << GSHIFT) - 1)) return "not a block of this space (misaligned: inside a block)";
   if (cached_at(s, off)) return freed;
@@ -1088,7 +1088,7 @@ void ms_space_destroy(ms_space_t *s) {
    outside the space's lock. */
 static _Atomic bool proc_room_said; /* the process space's "no room" warning was given (no_room) */
 
-MSI_NOINLINE MSI_COLD static void *no_room(ms_space_t *s, size_t size, uint64_t n, size_t align) {
+MSI_NOINLINE MSI_RARE static void *no_room(ms_space_t *s, size_t size, uint64_t n, size_t align) {
   space_lock(s);
   if (!n) n = ++s->ooms;
   size_t used = s->used, total = s->size;

@@ -344,7 +344,7 @@ static msi_sp_auto_view_t view_now(bool spilling) {
                               .spilling = spilling};
 }
 
-static MSI_COLD MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int reason) {
+static MSI_RARE MSI_NOINLINE void auto_switch(bool spill, uint64_t block, int reason) {
   int expected = !spill;
   if (!atomic_compare_exchange_strong(&aut.spilling, &expected, spill)) return;
   uint64_t room = room_now();

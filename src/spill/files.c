@@ -274,7 +274,7 @@ bool msi_sp_disk_full(int e) { return e == ENOSPC || e == EDQUOT; }
 
 /* a block refused for lack of disk space: said once, with the directory and its free space, so a program's
    MemoryError has a reason on stderr */
-MSI_COLD void msi_sp_report_disk_full(size_t need) {
+MSI_RARE void msi_sp_report_disk_full(size_t need) {
   static atomic_flag once = ATOMIC_FLAG_INIT;
   if (atomic_flag_test_and_set(&once)) return;
   struct statfs st;

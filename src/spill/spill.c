@@ -71,7 +71,7 @@ static const msi_stats_source_t sp_stats = {"spill", stats_get, stats_print, sta
    the descriptor table while the process has one thread (msi_sp_fd_table_grow: two system calls, no file; the
    fork child handler too), the one piece of start-up work kept: a threaded process (numpy's BLAS threads) would
    otherwise wait an RCU grace period, milliseconds, inside its first spilled malloc. */
-__attribute__((constructor)) static void sp_register(void) {
+MSI_STARTUP_TEXT __attribute__((constructor)) static void sp_register(void) {
   msi_stats_register(&sp_stats);
   msi_fork_register();
   msi_sp_fd_table_grow(false);
@@ -224,7 +224,7 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
 /* misuse of a pointer into spill's range (a double free, a pointer inside a block): the heap's answer
    (msi_heap_bad_pointer), a message naming the pointer and abort. Called with the lock released. A slot's
    start that holds no block is taken for a freed block (its class may have been emptied and reset since). */
-static _Noreturn MSI_COLD MSI_NOINLINE void bad_pointer(const void *p, const char *freed, const char *invalid) {
+static _Noreturn MSI_RARE MSI_NOINLINE void bad_pointer(const void *p, const char *freed, const char *invalid) {
   uintptr_t rel = (uintptr_t)p - atomic_load_explicit(&sp.base, memory_order_relaxed);
   unsigned c = sp.min_shift + (unsigned)(rel >> sp.rs_shift);
   bool slot_start = (rel & ((((uintptr_t)1 << sp.rs_shift) - 1) & (((uintptr_t)1 << c) - 1))) == 0;

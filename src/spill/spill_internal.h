@@ -167,7 +167,7 @@ bool msi_sp_file_owned(void);
 bool msi_sp_file_open(void);
 bool msi_sp_disk_room(int fd, size_t need);
 bool msi_sp_disk_full(int e);
-MSI_COLD void msi_sp_report_disk_full(size_t need);
+MSI_RARE void msi_sp_report_disk_full(size_t need);
 /* slots.c */
 bool msi_sp_class_map(sp_class_t *k, size_t end);
 size_t msi_sp_slot_reserved(unsigned c, size_t n);

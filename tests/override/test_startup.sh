@@ -138,6 +138,22 @@ if ms_need_cmd nm && ms_need_cmd readelf; then
   check "the fork page lies whole on the page of .data's end" \
     '[ -n "$fp" ] && [ -n "$da" ] && [ $((fp / pg)) = $(((fp + fsize - 1) / pg)) ] && [ $((fp / pg)) = $(((da + dsize - 1) / pg)) ]'
 fi
+# the libraries the loader maps for this one (readelf -d, its DT_NEEDED): the C library alone. The link adds the C++
+# runtime and libm for the C++ operators (nothrow.cc, whose references to the C++ runtime are weak), and a compiler
+# driver that does not pass --as-needed by itself (clang; Debian's gcc does) would make each one a dependency: three
+# more libraries to map, relocate and initialise in every process, and libstdc++'s constructor allocates, running
+# the heap's start-up before main in a program that never allocates. The writable segment's part in the file (with
+# readelf -l): at most two pages (.data and the relocated pointers; .bss and the cold arrays of .lbss take none,
+# whichever compiler marked .lbss: cmake/layout.ld). A larger one is more of the file for the kernel's fault-around
+# to map and more pages to copy at fork.
+if ms_need_cmd readelf; then
+  needed=$(readelf -dW "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  echo "libraries needed: $needed"
+  check "the C library is the only library needed" '[ -n "$needed" ] && ! printf "%s\n" $needed | grep -qv "^libc\.so\."'
+  rw_file=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $7 == "RW" {print $5}')
+  echo "writable segment in the file: $((rw_file)) bytes"
+  check "the writable segment takes at most two pages of the file" '[ -n "$rw_file" ] && [ $((rw_file)) -le 8192 ]'
+fi
 # the library's LOAD segments (cmake/layout.ld, with readelf): three, read-only (headers, dynamic symbols, constants,
 # unwind tables), code and data: one mmap in every process fewer than with constants in a segment of their own, and
 # the executable one holds code only (no constant or table that could be run). A linker that cannot add to its
