@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# make test: the secure build's hardening and heap tests, sanitizer builds (ASan+UBSan, TSan) of the ms_* API tests, then
-# the release build's whole CTest suite last, so that the output ends with its summary.
+# make test: the secure build's hardening and heap tests, sanitizer builds (ASan+UBSan, TSan) of the ms_* API tests, a
+# clang build's compiler-sensitive tests, then the release build's whole CTest suite last, so that the output ends
+# with its summary.
 # Every ctest call has --no-tests=error: a label that matches nothing is a failure, not a pass.
 # MEMSPACE_CHECK_ALL=1 (make check-all) runs the long labels too, and every test each extra build can run (the
-# secure build's whole suite).
+# secure build's and the clang build's whole suites).
 set -u
 build=${1:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -41,6 +42,19 @@ else
   fi
   extra_build asan "sanitize|tsan" -DMEMSPACE_ASAN=ON -DMEMSPACE_UBSAN=ON
   extra_build tsan tsan -DMEMSPACE_TSAN=ON
+fi
+# the clang build (Release, as `make build` with CC=clang): what gcc and clang compile or link differently: the
+# override layer (aliases, weak references to the C++ runtime, the C++ operators' landing pads), the libraries the
+# shared library needs, the start-up layout (section attributes), the static and installed library, the
+# contract's examples, and programs compiled with clang calling the malloc family (tests labelled override,
+# preload, install, contract, clang). make test installs clang (scripts/deps.sh test).
+clang_labels="override|preload|install|contract|clang"
+[ "$all" = 1 ] && clang_labels=""
+if command -v clang >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1; then
+  extra_build clang "$clang_labels" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+else
+  echo "== clang build: skipped: no clang/clang++ (Debian package clang; make test installs it)"
+  case "${CI:-}" in true|1) echo "CI=true: a skipped build is a failure"; status=1 ;; esac
 fi
 echo "== release build: every test"
 ( cd "$build" && ctest --output-on-failure --no-tests=error -j "$jobs" -LE "$exclude" ) || status=1

@@ -22,13 +22,13 @@ __asm__(".weak _ZSt9terminatev");
 #endif
 
 extern "C" void *msi_new_nothrow_elsewhere(std::size_t size, std::size_t alignment, const void *caller);
-extern "C" void __gxx_personality_v0() __attribute__((weak));
+extern "C" int msi_cxx_personality_bound(void) noexcept; /* override.c */
 
 /* the operators' slow path; `caller`: the operator's return address, which it passes (override.c's
    new_throwing says why) */
 __attribute__((noinline)) static void *nothrow_slow(std::size_t size, std::size_t alignment, const void *caller) noexcept {
   /* the personality routine is bound when this library is loaded: without it the catch below catches nothing */
-  if (!&__gxx_personality_v0) return msi_new_nothrow_elsewhere(size, alignment, caller);
+  if (!msi_cxx_personality_bound()) return msi_new_nothrow_elsewhere(size, alignment, caller);
   try {
     return msi_new_throwing(size, alignment, caller);
   } catch (...) {

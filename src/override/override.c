@@ -478,6 +478,13 @@ void *msi_new_throwing(size_t size, size_t alignment, const void *caller) {
   return new_slow(size, alignment, false, caller);
 }
 
+/* Whether the C++ runtime's personality routine was bound when this library was loaded (nothrow.cc: without it its
+   catch clause catches nothing). Tested here, in C: clang's C++ front end declares the personality routine of
+   nothrow.cc's own functions itself, not weak, and folds the test of its address there to true. */
+extern void __gxx_personality_v0(void) __attribute__((weak));
+int msi_cxx_personality_bound(void);
+int msi_cxx_personality_bound(void) { return &__gxx_personality_v0 != NULL; }
+
 /* The nothrow forms when their catch clause has no personality routine (nothrow.cc: no C++ runtime in the global
    scope at start-up, a C program that loads C++ code with dlopen): the runtime's own nothrow form calls the
    throwing one (new_slow: the new-handler, then std::bad_alloc) and catches. Without a runtime no new-handler can
