@@ -53,7 +53,6 @@ MSI_STARTUP_TEXT __attribute__((constructor(101))) static void msi_constructor(v
 
 MSI_STARTUP_TEXT __attribute__((destructor(101))) static void msi_destructor(void) {
   if (!msi_opt(MS_OPTION_SHOW_STATS)) return; /* never set in the tool (options.c) */
-  /* stderr, or its copy once it is closed or a data file took its number (msi_os_fd_data_file) */
-  int fd = (msi_os_fd_open(2) && !msi_os_fd_data_file(2)) || stats_fd < 0 ? 2 : stats_fd;
+  int fd = msi_os_fd_open(2) || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
   msi_stats_exit_print(fd);
 }

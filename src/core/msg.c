@@ -138,12 +138,6 @@ size_t msi_snprintf(char *buf, size_t cap, const char *fmt, ...) {
    already) with the system call itself (glibc's sigtimedwait is a cancellation point). */
 int msi_write_fd(int fd, const char *text, size_t len) {
   int saved = errno, err = 0;
-  /* descriptor 2 taken by a data file (a daemon closed its standard descriptors and opened one): a message or the
-     statistics written there would corrupt it; they are dropped */
-  if (fd == 2 && msi_os_fd_data_file(fd)) {
-    errno = saved;
-    return EBADF;
-  }
   sigset_t pipe_set, old, pending;
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);

@@ -324,7 +324,8 @@ static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t la
   return true;
 }
 
-/* the reservations' alignment slack, before and after each region (given back by fit_limit_locked) */
+/* the reservations' alignment slack, before and after each region, and the segments region_skip passes over
+   (given back by fit_limit_locked) */
 static struct { uintptr_t addr; size_t len; } slack[4];
 MSI_START_DATA static unsigned nslack; /* read, then written, at start-up */
 
@@ -397,6 +398,9 @@ MSI_STARTUP_TEXT static bool region_unlimited(size_t min) {
   size_t sub = r.got_align, shift = (size_t)__builtin_ctzll(sub);
   size_t table = msi_align_up(msi_large_table_bytes(shift), MSI_HEAP_SEG_SIZE);
   size_t skip = region_skip(x, table, 8 * sub - table);
+  if (skip && nslack < 4) { /* reserved, never used: a limit lowered later gets it back (fit_limit_locked) */
+    slack[nslack].addr = (uintptr_t)r.addr + table, slack[nslack++].len = skip;
+  }
   msi_heap_g.table_area = (uintptr_t)r.addr;
   msi_heap_g.base = (uintptr_t)r.addr + table + skip;
   msi_heap_g.small_size = msi_heap_g.small_reserved = 8 * sub - table - skip;

@@ -83,11 +83,6 @@ struct rusage;
 int msi_os_getrusage(struct rusage *ru);                /* RUSAGE_SELF; -1 + errno */
 int msi_os_getpid(void);
 int msi_os_fd_open(int fd);                             /* 1 when fd is an open descriptor (fcntl F_GETFD), else 0 */
-/* fd is a file with a name, open for reading and writing without O_APPEND: a program's data file (a daemon that
-   closed its standard descriptors may have opened one as descriptor 2), never a redirected stderr (a shell's 2>
-   and 2>> open it write-only, a log is appended to, and a capture put on descriptor 2 with dup2 is an unlinked
-   file: tmpfile(), Python's TemporaryFile, mkstemp then unlink). An fcntl, and an fstat when the flags match */
-bool msi_os_fd_data_file(int fd);
 int msi_os_set_blocking(int fd);                        /* O_NONBLOCK cleared; -1 + errno */
 void msi_os_signal_take(int sig);                      /* a pending blocked signal taken back, without waiting */
 int msi_os_stderr_copy(void); /* a copy of stderr at descriptor 100 or above (close-on-exec), or -1 */

@@ -387,12 +387,6 @@ int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_F
 int msi_os_getrusage(struct rusage *ru) { return getrusage(RUSAGE_SELF, ru); }
 int msi_os_getpid(void) { return (int)getpid(); }
 int msi_os_fd_open(int fd) { return fcntl(fd, F_GETFD) != -1; } /* a closed fd is an answer, not a failure */
-bool msi_os_fd_data_file(int fd) {
-  int fl = fcntl(fd, F_GETFL);
-  if (fl == -1 || (fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND)) return false;
-  struct stat st;
-  return FSTAT(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 0;
-}
 void msi_os_signal_take(int sig) {
   sigset_t set;
   struct timespec zero = {0, 0};
