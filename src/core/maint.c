@@ -70,15 +70,14 @@ static _Thread_local bool in_maint, idle_ok, maint_idle;
 void msi_maint_yield(void) {
   if (in_maint) msi_os_yield();
 }
-bool msi_maint_idle(bool idle) {
-  if (!idle_ok || idle == maint_idle) return idle == maint_idle;
+void msi_maint_idle(bool idle) {
+  if (!idle_ok || idle == maint_idle) return;
   if (msi_os_sched_idle(idle) == 0) {
     maint_idle = idle;
   } else if (!idle) {
     idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
     msi_verbose("maintenance thread: leaving SCHED_IDLE refused (%s)", MSI_ERRNO(errno));
   }
-  return idle == maint_idle;
 }
 
 /* ---- memory pressure (internal.h) ---- */

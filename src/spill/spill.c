@@ -310,7 +310,6 @@ void *msi_spill_realloc(void *p, size_t size) {
     return NULL;
   }
   if (!q) { msi_unlock(&sp_lock); errno = ENOMEM; return NULL; }
-  msi_sp_populate_forget();
   sp_class_t *nk = &sp.cls[nc];
   size_t noff = q - nk->start, done = 0;
   child = off < k->floor; /* (slot_alloc may have found the file lost) */

@@ -205,7 +205,6 @@ uint64_t msi_sp_write_behind_blocks(void);
 uint64_t msi_sp_write_behind_waits(void);
 size_t msi_sp_populate_cap(uint64_t limit, uint64_t spilled, uint64_t anon, size_t block, size_t unit);
 void msi_sp_populate_note(unsigned c, size_t slot, size_t need);
-void msi_sp_populate_forget(void);
 void msi_sp_populate_run(void);
 uint64_t msi_sp_populated_bytes(void); /* bytes populated ahead of fills so far (tests) */
 /* budget.c */

@@ -269,7 +269,7 @@ uint64_t msi_sp_write_behind_waits(void) { return atomic_load_explicit(&wb.waits
 #define MADV_POPULATE_WRITE 23
 #endif
 #define SP_POP_MIN ((size_t)16 << 20)
-#define SP_POP_MAX_NS 50000000ull /* one run's longest population (the task's other work waits meanwhile) */
+#define SP_POP_MAX_NS 200000000ull /* one run's longest population (the task's other work waits meanwhile) */
 static struct {
   _Atomic bool pending; /* a block to populate (set and cleared under the lock; peeked at without it) */
   unsigned c;
@@ -292,17 +292,11 @@ size_t msi_sp_populate_cap(uint64_t limit, uint64_t spilled, uint64_t anon, size
   return (size_t)(cap / unit * unit);
 }
 
-static size_t populate_cap_now(size_t need) {
-  return msi_sp_populate_cap(bud.cg.limit, atomic_load_explicit(&sp.bytes, memory_order_relaxed),
-                             atomic_load_explicit(&bud.anon, memory_order_relaxed), need, SP_FOLIO_MAX);
-}
-
-/* under the lock, at a block's allocation (slots.c): the block replaces whatever was noted before, refused or not
-   (only the latest block is populated); a realloc's move forgets it again (msi_sp_populate_forget) */
+/* under the lock, at a fresh block's allocation (slots.c) */
 void msi_sp_populate_note(unsigned c, size_t slot, size_t need) {
-  atomic_store_explicit(&pop.pending, false, memory_order_relaxed);
   if (sp.random_adv || small_class(c)) return; /* beyond memory; small classes fill from shared granules */
-  size_t cap = populate_cap_now(need);
+  size_t cap = msi_sp_populate_cap(bud.cg.limit, atomic_load_explicit(&sp.bytes, memory_order_relaxed),
+                                   atomic_load_explicit(&bud.anon, memory_order_relaxed), need, SP_FOLIO_MAX);
   if (!cap) return;
   pop.c = c;
   pop.slot = slot;
@@ -313,10 +307,6 @@ void msi_sp_populate_note(unsigned c, size_t slot, size_t need) {
   pop.done = pop.wrote = 0;
   atomic_store_explicit(&pop.pending, true, memory_order_relaxed);
 }
-
-/* under the lock: a realloc moved a block into the slot just allocated, its bytes copied in already up to the old
-   size; populating the rest would dirty pages the program may never write (and the flusher would write them) */
-void msi_sp_populate_forget(void) { atomic_store_explicit(&pop.pending, false, memory_order_relaxed); }
 
 /* whether the granule at offset `at` of class k's region is in the page cache */
 static bool granule_cached(const sp_class_t *k, size_t at, bool *cached) {
@@ -334,8 +324,7 @@ enum { POP_DONE, POP_WAIT, POP_MORE };
 static int populate_step(void) {
   sp_class_t *k = &sp.cls[pop.c];
   if (!atomic_load_explicit(&pop.pending, memory_order_relaxed) || sp.random_adv || atomic_load(&sp.state) != 1 ||
-      pop.cap == 0 || pop.pos <= pop.lo || pop.slot >= k->next || k->meta[pop.slot] != pop.need ||
-      pop.lo < k->floor || !populate_cap_now(pop.need)) /* frozen (a lost file); the data near the mark since */
+      pop.cap == 0 || pop.pos <= pop.lo || pop.slot >= k->next || k->meta[pop.slot] != pop.need)
     return POP_DONE;
   size_t unit = SP_FOLIO_MAX;
   bool cached = false;
@@ -358,13 +347,7 @@ static int populate_step(void) {
 void msi_sp_populate_run(void) {
   uint64_t t0 = msi_now_ns();
   unsigned waited = 0;
-  if (!msi_maint_idle(false)) { /* the program's faults wait on the folio a populate holds locked, and the program's
-                                  spill calls on the lock: never at idle priority */
-    msi_lock(&sp_lock);
-    atomic_store_explicit(&pop.pending, false, memory_order_relaxed);
-    msi_unlock(&sp_lock);
-    return;
-  }
+  msi_maint_idle(false); /* the program's faults wait on the folio a populate holds locked: never at idle priority */
   for (;;) {
     msi_lock(&sp_lock);
     int r = populate_step();
