@@ -257,10 +257,9 @@ uint64_t msi_sp_write_behind_waits(void) { return atomic_load_explicit(&wb.waits
    buffer heads and block lookups: more than an anonymous huge page's fault, docs/spill.md). The maintenance
    thread, woken by the allocation, takes part of that work onto another CPU: it populates the block
    (MADV_POPULATE_WRITE, one granule at a time) from its end towards its start, while the program writes it from
-   the start, never more than SP_POP_LEAD ahead of the program's own progress (an untouched or sparsely used block
-   gets little), and stops where it finds a granule already in the page cache (the program's writes got there),
-   at its budget (msi_sp_populate_cap: at most half the block), when the block is freed or changes, when the
-   program makes no progress for SP_POP_STALL_MS, or once the data no longer fits. A populated page is one the program's own write would have faulted in: a dirty page of the
+   the start, and stops where it finds a granule already in the page cache (the program's writes got there), at
+   its budget (msi_sp_populate_cap: at most half the block), when the block is freed or changes, or once the data
+   no longer fits. A populated page is one the program's own write would have faulted in: a dirty page of the
    block, counted in its bytes already, so population never takes the data past the 3/4 mark. On a machine whose
    other CPU is busy the thread gets little time and the program faults its pages itself, as without it. Only the
    latest such block is populated (a program fills the block it just allocated); a forked child populates none
@@ -274,7 +273,6 @@ static struct {
   _Atomic bool pending; /* a block to populate (set and cleared under the lock; peeked at without it) */
   unsigned c;
   size_t slot, need, lo, pos, cap; /* the block; population goes down from pos to lo, at most cap bytes */
-  size_t done, wrote;              /* bytes populated; bytes from lo up the program has faulted in (granules) */
 } pop;
 static _Atomic uint64_t pop_bytes;
 uint64_t msi_sp_populated_bytes(void) { return atomic_load_explicit(&pop_bytes, memory_order_relaxed); }
@@ -304,64 +302,40 @@ void msi_sp_populate_note(unsigned c, size_t slot, size_t need) {
   pop.lo = slot << c;
   pop.pos = pop.lo + need;
   pop.cap = cap;
-  pop.done = pop.wrote = 0;
   atomic_store_explicit(&pop.pending, true, memory_order_relaxed);
 }
 
-/* whether the granule at offset `at` of class k's region is in the page cache */
-static bool granule_cached(const sp_class_t *k, size_t at, bool *cached) {
-  unsigned char v = 0;
-  if (msi_os_mincore((void *)(k->start + at), msi_os_page_size(), &v) != 0) return false;
-  *cached = v & 1;
-  return true;
-}
-
-/* One granule of the block at the top of what is left, under the lock: POP_DONE when population ends, POP_WAIT
-   when it is SP_POP_LEAD ahead of the program's own progress from the start (a program that leaves the block
-   untouched, or touches it sparsely, gets at most that much populated), else POP_MORE. */
-enum { POP_DONE, POP_WAIT, POP_MORE };
-#define SP_POP_LEAD ((size_t)16 << 20)
-static int populate_step(void) {
+/* one granule of the block at the top of what is left, under the lock; false when population ends */
+static bool populate_step(void) {
   sp_class_t *k = &sp.cls[pop.c];
-  if (!atomic_load_explicit(&pop.pending, memory_order_relaxed) || sp.random_adv || atomic_load(&sp.state) != 1 ||
-      pop.cap == 0 || pop.pos <= pop.lo || pop.slot >= k->next || k->meta[pop.slot] != pop.need)
-    return POP_DONE;
+  if (!atomic_load_explicit(&pop.pending, memory_order_relaxed) || sp.random_adv || atomic_load(&sp.state) != 1 || pop.cap == 0 || pop.pos <= pop.lo ||
+      pop.slot >= k->next || k->meta[pop.slot] != pop.need)
+    return false;
   size_t unit = SP_FOLIO_MAX;
-  bool cached = false;
-  while (pop.lo + pop.wrote < pop.pos && granule_cached(k, pop.lo + pop.wrote, &cached) && cached) pop.wrote += unit;
-  if (pop.done >= pop.wrote + SP_POP_LEAD) return POP_WAIT;
   size_t from = (pop.pos - 1) & ~(unit - 1); /* the granule holding the last byte left */
   if (from < pop.lo) from = pop.lo;
   size_t len = pop.pos - from < pop.cap ? pop.pos - from : pop.cap;
   from = pop.pos - len;
-  if (!granule_cached(k, from, &cached) || cached) return POP_DONE; /* the program got here */
-  if (msi_os_madvise((void *)(k->start + from), len, MADV_POPULATE_WRITE) != 0) return POP_DONE;
+  unsigned char v = 0;
+  void *at = (void *)(k->start + from);
+  if (msi_os_mincore(at, msi_os_page_size(), &v) != 0 || (v & 1)) return false; /* the program got here */
+  if (msi_os_madvise(at, len, MADV_POPULATE_WRITE) != 0) return false;         /* (no MADV_POPULATE_WRITE...) */
   pop.pos = from;
   pop.cap -= len;
-  pop.done += len;
   atomic_fetch_add_explicit(&pop_bytes, len, memory_order_relaxed);
-  return POP_MORE;
+  return true;
 }
 
-#define SP_POP_STALL_MS 20 /* the program's progress waited for at most this long before population ends */
 void msi_sp_populate_run(void) {
   uint64_t t0 = msi_now_ns();
-  unsigned waited = 0;
   msi_maint_idle(false); /* the program's faults wait on the folio a populate holds locked: never at idle priority */
   for (;;) {
     msi_lock(&sp_lock);
-    int r = populate_step();
-    if (r == POP_WAIT && waited >= SP_POP_STALL_MS) r = POP_DONE;
-    if (r == POP_DONE) atomic_store_explicit(&pop.pending, false, memory_order_relaxed);
+    bool more = populate_step();
+    if (!more) atomic_store_explicit(&pop.pending, false, memory_order_relaxed);
     msi_unlock(&sp_lock);
-    if (r == POP_DONE || msi_now_ns() - t0 > SP_POP_MAX_NS) return;
-    if (r == POP_WAIT) {
-      msi_os_sleep_ms(1);
-      waited++;
-    } else {
-      waited = 0;
-      msi_maint_yield(); /* a probe or the program waiting for this CPU gets it now, as after a write-back piece */
-    }
+    if (!more || msi_now_ns() - t0 > SP_POP_MAX_NS) return;
+    msi_maint_yield(); /* a probe or the program waiting for this CPU gets it now, as after a write-back piece */
   }
 }
 
