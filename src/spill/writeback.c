@@ -335,7 +335,6 @@ void msi_sp_populate_run(void) {
     if (!more) atomic_store_explicit(&pop.pending, false, memory_order_relaxed);
     msi_unlock(&sp_lock);
     if (!more || msi_now_ns() - t0 > SP_POP_MAX_NS) return;
-    msi_maint_yield(); /* a probe or the program waiting for this CPU gets it now, as after a write-back piece */
   }
 }
 
