@@ -328,7 +328,6 @@ static bool populate_step(void) {
 
 void msi_sp_populate_run(void) {
   uint64_t t0 = msi_now_ns();
-  msi_maint_idle(false); /* the program's faults wait on the folio a populate holds locked: never at idle priority */
   for (;;) {
     msi_lock(&sp_lock);
     bool more = populate_step();
