@@ -203,10 +203,6 @@ void msi_sp_sync_pace(void);
 void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond);
 uint64_t msi_sp_write_behind_blocks(void);
 uint64_t msi_sp_write_behind_waits(void);
-size_t msi_sp_populate_cap(uint64_t limit, uint64_t spilled, uint64_t anon, size_t block, size_t unit);
-void msi_sp_populate_note(unsigned c, size_t slot, size_t need);
-void msi_sp_populate_run(void);
-uint64_t msi_sp_populated_bytes(void); /* bytes populated ahead of fills so far (tests) */
 /* budget.c */
 uint64_t msi_sp_fit_bytes(void);
 void msi_sp_sample(uint64_t *dirty, uint64_t *anon);

@@ -252,91 +252,6 @@ void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
 }
 uint64_t msi_sp_write_behind_blocks(void) { return atomic_load_explicit(&wb.blocks, memory_order_relaxed); }
 uint64_t msi_sp_write_behind_waits(void) { return atomic_load_explicit(&wb.waits, memory_order_relaxed); }
-/* Population ahead of a fill. While the data fits, a fresh block of SP_POP_MIN or more is filled by the program
-   through page faults, each of which costs the filesystem's work for a 2 MiB page-cache folio (zeroing it, ext4's
-   buffer heads and block lookups: more than an anonymous huge page's fault, docs/spill.md). The maintenance
-   thread, woken by the allocation, takes part of that work onto another CPU: it populates the block
-   (MADV_POPULATE_WRITE, one granule at a time) from its end towards its start, while the program writes it from
-   the start, and stops where it finds a granule already in the page cache (the program's writes got there), at
-   its budget (msi_sp_populate_cap: at most half the block), when the block is freed or changes, or once the data
-   no longer fits. A populated page is one the program's own write would have faulted in: a dirty page of the
-   block, counted in its bytes already, so population never takes the data past the 3/4 mark. On a machine whose
-   other CPU is busy the thread gets little time and the program faults its pages itself, as without it. Only the
-   latest such block is populated (a program fills the block it just allocated); a forked child populates none
-   of its parent's. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#define SP_POP_MIN ((size_t)16 << 20)
-#define SP_POP_MAX_NS 200000000ull /* one run's longest population (the task's other work waits meanwhile) */
-static struct {
-  _Atomic bool pending; /* a block to populate (set and cleared under the lock; peeked at without it) */
-  unsigned c;
-  size_t slot, need, lo, pos, cap; /* the block; population goes down from pos to lo, at most cap bytes */
-} pop;
-static _Atomic uint64_t pop_bytes;
-uint64_t msi_sp_populated_bytes(void) { return atomic_load_explicit(&pop_bytes, memory_order_relaxed); }
-
-/* the bytes of a fresh block of `block` bytes worth populating ahead of the program's fill, in whole units of
-   `unit` bytes, given the budget `limit` and the spilled (this block included) and anonymous bytes: 0 beyond
-   memory (past the 3/4 mark) and near it (within limit/8 of it: the program is likely to need that memory soon,
-   and populated pages would wait for write-back there), for blocks under SP_POP_MIN, else half the block, at most
-   limit/4. Pure (tests). */
-size_t msi_sp_populate_cap(uint64_t limit, uint64_t spilled, uint64_t anon, size_t block, size_t unit) {
-  uint64_t fit = limit / 4 * 3;
-  if (block < SP_POP_MIN || !unit || spilled > fit || anon > fit - spilled || fit - spilled - anon < limit / 8)
-    return 0;
-  uint64_t cap = block / 2 < limit / 4 ? block / 2 : limit / 4;
-  return (size_t)(cap / unit * unit);
-}
-
-/* under the lock, at a fresh block's allocation (slots.c) */
-void msi_sp_populate_note(unsigned c, size_t slot, size_t need) {
-  if (sp.random_adv || small_class(c)) return; /* beyond memory; small classes fill from shared granules */
-  size_t cap = msi_sp_populate_cap(bud.cg.limit, atomic_load_explicit(&sp.bytes, memory_order_relaxed),
-                                   atomic_load_explicit(&bud.anon, memory_order_relaxed), need, SP_FOLIO_MAX);
-  if (!cap) return;
-  pop.c = c;
-  pop.slot = slot;
-  pop.need = need;
-  pop.lo = slot << c;
-  pop.pos = pop.lo + need;
-  pop.cap = cap;
-  atomic_store_explicit(&pop.pending, true, memory_order_relaxed);
-}
-
-/* one granule of the block at the top of what is left, under the lock; false when population ends */
-static bool populate_step(void) {
-  sp_class_t *k = &sp.cls[pop.c];
-  if (!atomic_load_explicit(&pop.pending, memory_order_relaxed) || sp.random_adv || atomic_load(&sp.state) != 1 || pop.cap == 0 || pop.pos <= pop.lo ||
-      pop.slot >= k->next || k->meta[pop.slot] != pop.need)
-    return false;
-  size_t unit = SP_FOLIO_MAX;
-  size_t from = (pop.pos - 1) & ~(unit - 1); /* the granule holding the last byte left */
-  if (from < pop.lo) from = pop.lo;
-  size_t len = pop.pos - from < pop.cap ? pop.pos - from : pop.cap;
-  from = pop.pos - len;
-  unsigned char v = 0;
-  void *at = (void *)(k->start + from);
-  if (msi_os_mincore(at, msi_os_page_size(), &v) != 0 || (v & 1)) return false; /* the program got here */
-  if (msi_os_madvise(at, len, MADV_POPULATE_WRITE) != 0) return false;         /* (no MADV_POPULATE_WRITE...) */
-  pop.pos = from;
-  pop.cap -= len;
-  atomic_fetch_add_explicit(&pop_bytes, len, memory_order_relaxed);
-  return true;
-}
-
-void msi_sp_populate_run(void) {
-  uint64_t t0 = msi_now_ns();
-  for (;;) {
-    msi_lock(&sp_lock);
-    bool more = populate_step();
-    if (!more) atomic_store_explicit(&pop.pending, false, memory_order_relaxed);
-    msi_unlock(&sp_lock);
-    if (!more || msi_now_ns() - t0 > SP_POP_MAX_NS) return;
-  }
-}
-
 /* a pass running in the parent's maintenance thread at fork did not come along: the child's passes must run */
 void msi_sp_writeback_reset_child(void) {
   atomic_store(&bud.busy, 0);
@@ -345,7 +260,6 @@ void msi_sp_writeback_reset_child(void) {
   wb.last.len = 0;
   wb.head = wb.n = 0;
   wb.pending = 0;
-  atomic_store_explicit(&pop.pending, false, memory_order_relaxed); /* the parent's block: the child's copy is private, populating it would copy it */
 }
 
 void msi_sp_sync_pace(void) {
@@ -358,7 +272,6 @@ void msi_sp_sync_pace(void) {
 
 static void maint_run(uint64_t now_ns) {
   msi_sp_auto_tick(now_ns);
-  if (atomic_load_explicit(&pop.pending, memory_order_relaxed)) msi_sp_populate_run(); /* (an unlocked peek: a block noted meanwhile is seen at the next run) */
   atomic_fetch_add_explicit(&sp.maint_passes, 1, memory_order_relaxed);
   if (msi_sp_fork_pending() && msi_trylock(&sp_lock)) { /* blocks freed while a forked child could read them */
     msi_sp_fork_reap();
