@@ -962,7 +962,7 @@ static void print_wl(const hb_params_t *p) {
       bool bad = (!isnan(tr) && tr > 1.15) || (!isnan(rr) && rr > 1.3);
       bool part = wfail[w][ti][ms] || (bt >= 0 && wfail[w][ti][bt]) || (br >= 0 && wfail[w][ti][br]);
       char b1[16], b2[16];
-      msb_printf("%s %-14s %d thr: time %s %s, peak RSS %s %s\n", bad ? "FLAG" : part ? "PART" : "ok  ", wl_names[w],
+      msb_printf("%s %-14s %d thr: time %s %s, peak RSS %s %s\n", bad && part ? "FLAG PART" : bad ? "FLAG" : part ? "PART" : "ok  ", wl_names[w],
                  wl_threads(w, ti), fx(b1, sizeof b1, tr, "%.2fx"), bt >= 0 ? real[bt].impl : "-",
                  fx(b2, sizeof b2, rr, "%.2fx"), br >= 0 ? real[br].impl : "-");
     }

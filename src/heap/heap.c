@@ -366,15 +366,16 @@ MSI_STARTUP_TEXT static bool kernel_random(uint64_t r[2]) {
 }
 
 /* which of 64 places 128 GiB apart above the program the region asks for: the kernel's random bytes and the stack's
-   address (randomised apart from the program), so the program's address does not give the heap's. A multiply's top
-   bits: 6 bits of a product reveal nothing usable of the heap's secrets (msi_heap_global_init) */
+   address (randomised apart from the program), so the program's address does not give the heap's. The top bits of
+   two products of that value (region_place, region_skip): the 13 bits they show of a mix of the kernel's 128
+   random bits leave the heap's secrets (msi_heap_global_init: 64 of those bits and an address) unknown */
 MSI_STARTUP_TEXT static uint64_t region_random(void) {
   uint64_t r[2];
   kernel_random(r); /* (zeros without them: the stack's address alone) */
   return (r[0] + r[1] * 0xD6E8FEB86659FD93ull) ^ (uintptr_t)__builtin_frame_address(0);
 }
 MSI_STARTUP_TEXT static unsigned region_place(uint64_t x) { return (unsigned)((x * 0x9E3779B97F4A7C15ull) >> 58); }
-/* The places alone leave a block's address one of a few hundred (the program's own place, aligned up to 128 GiB,
+/* The places alone leave a block's address one of about 70 (the program's own place, aligned up to 128 GiB,
    adds about 3 bits): the segment area also starts a random number of segments (below 128, 512 MiB) past the slot
    table, within the gibibyte the table starts (the two keep sharing their page-table page) and a 32nd of the area,
    so that the first blocks' addresses take about 7 more random bits, the part below 4 MiB staying fixed. The

@@ -636,7 +636,7 @@ static inline bool msi_block_take(const msi_span_t *s, const msi_block_t *b, uin
   /* (false at the list's end too: msi_span_list_end) */
 #if MSI_HEAP_LIST_CHECKS
   uintptr_t copy = b->cookie, n = (uintptr_t)b->next ^ s->key;
-  if (MSI_LIKELY(copy == n && msi_block_same_segment(b, copy))) {
+  if (MSI_LIKELY(((copy ^ n) | (((uintptr_t)b ^ copy) >> MSI_HEAP_SEG_SHIFT)) == 0)) { /* equal, same segment */
     /* the link handed on is the plain copy: a run of pops is a chain of loads (the list head, then the link in
        the block it names), and the decoding xor stays off it, beside the chain, in the compare. The empty asm
        keeps the compiler from handing on the decoded value it knows equal */
