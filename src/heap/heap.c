@@ -2379,7 +2379,7 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
 /* pushes the chain head..tail of n blocks freed by a thread that does not own s on s's remote list (one CAS);
    the push that finds the span unqueued queues it on its owner's remote-span stack */
 static inline void span_push_remote(msi_span_t *s, msi_block_t *head, msi_block_t *tail, uint32_t n) {
-  msi_heap_t *owner = s->owner;
+  msi_heap_t *owner = MSI_SEEN(s->owner);
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
     MSI_HEAP_VG_OPEN(tail);
@@ -2499,7 +2499,7 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
     s = msi_heap_mini_of(p); /* map[] led to spans[0]: p lies in chunk 0, maybe in a mini span */
     if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_small(p, "free");
-    if (s->owner == h) return mini_free(h, p, s);
+    if (MSI_SEEN(s->owner) == h) return mini_free(h, p, s); /* (a mini span's owner changes at adoption) */
     goto remote;
   }
   if (s->owner == h) {
@@ -2545,7 +2545,7 @@ remote:
     int saved = errno; /* (free leaves errno alone: a refused mapping or key must not show) */
     h = heap_thread_init();
     errno = saved;
-    if (h && s->owner == h) return msi_heap_free_small(p); /* (it adopted the orphan owning the block) */
+    if (h && MSI_SEEN(s->owner) == h) return msi_heap_free_small(p); /* (it adopted the orphan owning the block) */
   }
   MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
   msi_span_t *to = s; /* the chain to push now: this block alone, or the one it ends */
