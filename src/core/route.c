@@ -260,10 +260,10 @@ MSI_HOT_TEXT static MSI_NOINLINE void free_slow(void *p) {
   route_free(p);
 }
 
-/* the fast paths: one compare with small_below on malloc; on free the small-block test first */
+/* the fast paths: malloc's is route_fast.h's (operator new inlines the same); on free the small-block test first */
 MSI_HOT_TEXT void *msi_malloc(size_t size) {
-  if (MSI_LIKELY(size < atomic_load_explicit(&msi_route_fast.small_below, memory_order_acquire))) return msi_heap_malloc_small(size);
-  return msi_route_alloc(size, 0, false);
+  void *p = msi_malloc_pop(size);
+  return MSI_LIKELY(p != NULL) ? p : msi_malloc_slow(size);
 }
 
 /* route_fast.h: msi_malloc_pop found no block, or the request is not a small one (small_below read again: an
