@@ -59,9 +59,7 @@ static inline void *msi_heap_malloc_small(size_t size) {
 static inline void msi_heap_free_local(void *p, msi_span_t *s) {
   msi_block_t *b = p;
   MSI_TRACK_FREE(p);
-  MSI_HEAP_VG_OPEN(b);
-  msi_block_set(s, b, s->free, 0);
-  MSI_HEAP_VG_CLOSE(b);
+  msi_block_link(s, b, s->free);
   s->free = b;
   if (MSI_UNLIKELY(msi_span_held_add(s, (uint32_t)-1) == 0)) msi_heap_small_free_slow(p, s);
 }

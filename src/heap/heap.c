@@ -2382,9 +2382,7 @@ static inline void span_push_remote(msi_span_t *s, msi_block_t *head, msi_block_
   msi_heap_t *owner = MSI_SEEN(s->owner);
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
-    MSI_HEAP_VG_OPEN(tail);
-    msi_block_set(s, tail, (x & XF_PTR) ? (msi_block_t *)(x & XF_PTR) : msi_span_list_end(s), 0);
-    MSI_HEAP_VG_CLOSE(tail);
+    msi_block_link(s, tail, (x & XF_PTR) ? (msi_block_t *)(x & XF_PTR) : msi_span_list_end(s));
     nx = (uintptr_t)head | ((x & ~(XF_ONE - 1)) + (uintptr_t)n * XF_ONE) | 1; /* n more blocks in the count */
   } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));
   if (!(x & 1)) {
@@ -2553,17 +2551,13 @@ remote:
   uint32_t n = 1;
   if (MSI_LIKELY(h && h != MSI_EMPTY_HEAP)) {
     if (h->rb_span == s) { /* one more for the pending chain: a plain store, no atomic */
-      MSI_HEAP_VG_OPEN(b);
-      msi_block_set(s, b, h->rb_head, 0);
-      MSI_HEAP_VG_CLOSE(b);
+      msi_block_link(s, b, h->rb_head);
       h->rb_head = b;
       if (++h->rb_n >= MSI_HEAP_RBATCH) remote_flush(h);
       return;
     }
     to = h->rb_span, head = h->rb_head, tail = h->rb_tail, n = h->rb_n;
-    MSI_HEAP_VG_OPEN(b);
-    msi_block_set(s, b, msi_span_list_end(s), 0); /* (free from here on: a second free of it is reported) */
-    MSI_HEAP_VG_CLOSE(b);
+    msi_block_link(s, b, msi_span_list_end(s)); /* (free from here on: a second free of it is reported) */
     h->rb_span = s; /* a new chain */
     h->rb_head = h->rb_tail = b;
     h->rb_n = 1;

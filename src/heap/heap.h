@@ -608,6 +608,12 @@ static inline void msi_block_set_key(uintptr_t key, msi_block_t *b, msi_block_t 
 static inline void msi_block_set(const msi_span_t *s, msi_block_t *b, msi_block_t *next, uintptr_t carved) {
   msi_block_set_key(s->key, b, next, carved);
 }
+/* a freed block's link to `next` written (its header opened for that write alone under valgrind) */
+static inline void msi_block_link(const msi_span_t *s, msi_block_t *b, msi_block_t *next) {
+  MSI_HEAP_VG_OPEN(b);
+  msi_block_set(s, b, next, 0);
+  MSI_HEAP_VG_CLOSE(b);
+}
 /* 0: a freed block; MSI_COOKIE_CARVED: carved and never handed out; else live (or overwritten). Two loads of
    the line a free writes anyway */
 static inline uintptr_t msi_block_state(const msi_span_t *s, const void *p) {
