@@ -8,9 +8,8 @@
 #else
 #include "route.h"
 #endif
+#include "ms_test.h"
 #include <dirent.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,11 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -522,23 +519,12 @@ static int mode_forktail(const char *filler) {
    takes the injected failure. With `sandbox` the program first installs a seccomp filter that kills it for any
    open (SIGSYS), as a program sandboxing itself after spill started: the child's handler opens nothing, and its
    inherited blocks are read-only in place (mprotect; it could make them writable again itself). */
-static void sandbox_opens(void) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 1, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
-  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-    FAIL("seccomp filter: %s", strerror(errno));
-}
 static int mode_forkro(bool sandbox) {
   size_t n = 4 << 20;
   unsigned char *a = s_alloc(n);
   if (!a || !ms_spill_is(a)) FAIL("alloc: %s", strerror(errno));
   memset(a, 'P', n);
-  if (sandbox) sandbox_opens();
+  if (sandbox && ms_test_forbid_open(SECCOMP_RET_TRAP)) FAIL("seccomp filter: %s", strerror(errno));
   ms_fault_inject(MS_FAULT_MMAP, 1, ENOMEM);
   pid_t pid = fork();
   if (pid == 0) {
