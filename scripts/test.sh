@@ -31,11 +31,11 @@ if [ "$all" = 1 ]; then
   extra_build tsan tsan -DMEMSPACE_TSAN=ON # not the sanitize tests: mlock/VmLck accounting differs under TSan's runtime
 else
   dir="$build/secure"
-  # the heap label's programs: the secure build's canaries, guard pages and carving order change what they see
-  heap_tests=$(sed -n 's/^ms_unit_test(\([a-z_]*\) .*/\1/p' tests/heap/CMakeLists.txt | tr '\n' ' ')
+  # the heap label's unit tests (unit_tests_heap): the secure build's canaries, guard pages and carving order
+  # change what they see
   echo "== secure build (-DMEMSPACE_SECURE=ON): tests labelled hardening or heap"
   if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMSPACE_SECURE=ON -DMEMSPACE_BUILD_BENCH=OFF >/dev/null &&
-     cmake --build "$dir" -j "$jobs" --target memspace test_hardening ms_count_prog test_faults $heap_tests >/dev/null; then
+     cmake --build "$dir" -j "$jobs" --target memspace test_hardening ms_count_prog test_faults unit_tests_heap >/dev/null; then
     ( cd "$dir" && ctest --output-on-failure --no-tests=error -j "$jobs" -L "hardening|heap" -LE "$exclude" ) || status=1
   else
     echo "secure build failed"; status=1
