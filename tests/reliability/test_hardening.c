@@ -165,9 +165,16 @@ static void heap_overflow(void **out, size_t bytes) {
   fprintf(stderr, "not detected: %p %p (a %p)\n", x, y, a);
 }
 /* An over-read then an overflow: the xor of a free neighbour's two words is its span's key (docs/heap.md, Checks),
-   so both words are rewritten to agree on a link to a global whose words look like a free block's. The pop of b
-   reports it: a forged link leads into b's own segment at most, never to the global (unchecked, the second
-   malloc(16) returned the global's address) */
+   so both words of the freed b are rewritten to agree on a link to `target`. Returns the two blocks the next two
+   malloc(16) hand out when nothing stops them */
+static void forge_link(char *b, uintptr_t target) {
+  uintptr_t *w = (uintptr_t *)b, key = w[0] ^ w[1];
+  w[0] = target ^ key, w[1] = target;
+  char *x = ms_malloc(16), *y = ms_malloc(16);
+  fprintf(stderr, "not detected: %p %p (the forged link %p)\n", x, y, (void *)target);
+}
+/* a link to a global whose words look like a free block's: the pop of b reports it, naming b: a forged link leads
+   into b's own segment at most, never to the global (unchecked, the second malloc(16) returned the global's address) */
 static _Alignas(64) uintptr_t forged_target[8];
 static void heap_forged_link(void **out) {
   char *a, *b;
@@ -176,9 +183,20 @@ static void heap_forged_link(void **out) {
   ms_free(b);
   uintptr_t *w = (uintptr_t *)b, key = w[0] ^ w[1], end = w[1];
   forged_target[0] = end ^ key, forged_target[1] = end;
-  w[0] = (uintptr_t)forged_target ^ key, w[1] = (uintptr_t)forged_target;
-  char *x = ms_malloc(16), *y = ms_malloc(16);
-  fprintf(stderr, "not detected: %p %p (the global %p)\n", x, y, (void *)forged_target);
+  forge_link(b, (uintptr_t)forged_target);
+}
+/* a link to the start of b's segment, its descriptor chunk (docs/heap.md: the chunk -> span map, then the span
+   descriptors), which the segment check lets through: the pop of b takes it, the next pop finds words there that are
+   no free block's and reports that address (the heap's own words, which no program writes, never agree as a free
+   block's do: the key's top bit is set), so no part of the descriptors is ever handed out as a block */
+#define SEGMENT_SIZE ((uintptr_t)4 << 20) /* the heap's segments (src/heap/heap.h MSI_HEAP_SEG_SIZE) */
+static void heap_forged_link_header(void **out) {
+  char *a, *b;
+  adjacent_pair(16, &a, &b);
+  uintptr_t header = (uintptr_t)b & ~(SEGMENT_SIZE - 1);
+  EXPOSE((void *)header);
+  ms_free(b);
+  forge_link(b, header);
 }
 static void heap_overflow_1(void **out) { heap_overflow(out, 1); }
 static void heap_overflow_16(void **out) { heap_overflow(out, 16); }
@@ -232,6 +250,8 @@ static void overflow_16(void **state) { (void)state; expect_detected(heap_overfl
 static void forged_link(void **state) {
   (void)state;
   expect_detected(heap_forged_link, "free list corrupted|corrupted free-list link", "free-list link forged with the key read from a free block");
+  expect_detected(heap_forged_link_header, "free list corrupted|corrupted free-list link",
+                  "free-list link forged to the segment's descriptor chunk");
 }
 static void never_allocated(void **state) {
   (void)state;
