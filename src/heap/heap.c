@@ -194,7 +194,7 @@ _Noreturn void msi_heap_bad_small(const void *p, const char *call) {
   if (off >= MSI_HEAP_MINI_BASE && off < MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE) {
     uint8_t first = MSI_SEEN(seg->mini_map[(off - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT]);
     const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? &seg->mini[first] : NULL;
-    again = m && MSI_SEEN(m->state) == MSI_SPAN_FREE && !m->owner && m->block_size &&
+    again = m && MSI_SEEN(m->state) == MSI_SPAN_FREE && !MSI_SEEN(m->owner) && m->block_size &&
             m->base == (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)first * MSI_HEAP_MINI_SIZE &&
             msi_span_block_start(m, p);
   }
@@ -2500,7 +2500,7 @@ MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
     if (MSI_SEEN(s->owner) == h) return mini_free(h, p, s); /* (a mini span's owner changes at adoption) */
     goto remote;
   }
-  if (s->owner == h) {
+  if (MSI_SEEN(s->owner) == h) { /* (a mini span's too, from mini_free: its owner is written relaxed) */
     /* local free already linked by the fast path: file the span */
     if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
       msi_span_set_floor(s, 0);
