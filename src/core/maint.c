@@ -65,15 +65,15 @@ static bool alone(bool *uncounted) {
   return n == 1 || (n == 2 && zombie);
 }
 
-/* in_maint: the maintenance thread; idle_ok: and SCHED_IDLE is reversible */
-static _Thread_local bool in_maint, idle_ok, maint_idle;
+/* in_maint: the maintenance thread; idle_ok: and SCHED_IDLE is reversible; idle_now: it runs under SCHED_IDLE */
+static _Thread_local bool in_maint, idle_ok, idle_now;
 void msi_maint_yield(void) {
   if (in_maint) msi_os_yield();
 }
-void msi_maint_idle(bool idle) {
-  if (!idle_ok || idle == maint_idle) return;
+void msi_maint_set_idle(bool idle) {
+  if (!idle_ok || idle == idle_now) return;
   if (msi_os_sched_idle(idle) == 0) {
-    maint_idle = idle;
+    idle_now = idle;
   } else if (!idle) {
     idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
     msi_verbose("maintenance thread: leaving SCHED_IDLE refused (%s)", MSI_ERRNO(errno));

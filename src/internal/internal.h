@@ -181,7 +181,7 @@ void msi_maint_note_thread(void);                        /* call when a second t
    thread, and where the thread could not come back (not SCHED_OTHER or SCHED_BATCH to begin with, or neither
    CAP_SYS_NICE nor an RLIMIT_NICE of 20: Linux treats SCHED_IDLE as nice 20). Going idle does not hand the CPU
    to a thread already waiting for it: msi_maint_yield does. */
-void msi_maint_idle(bool idle);
+void msi_maint_set_idle(bool idle);
 /* From a task, between the pieces of long background work: a thread already waiting for this CPU gets it now.
    Linux re-picks the running thread at a wake-up or a tick (up to 4-10 ms), not when a policy changes or a slice
    is spent, and a kernel without preemption never inside a system call: an interactive process preempted for a

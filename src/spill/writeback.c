@@ -107,9 +107,9 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
   for (size_t done = 0; done < len; done += SP_WB_UNIT) {
     size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
     if (unmap && lo < a + n) {
-      msi_maint_idle(false);
+      msi_maint_set_idle(false);
       msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
-      msi_maint_idle(bud.idle);
+      msi_maint_set_idle(bud.idle);
       msi_maint_yield();
     }
     for (size_t p = 0; p < n; p += SP_WB_PIECE) {
@@ -124,7 +124,7 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
 /* The running pass's priority: idle, or normal once the cgroup's headroom runs out (counted once per pass). */
 static void pass_priority(bool idle) {
   if (!idle && bud.idle) atomic_fetch_add_explicit(&bud.urgent_syncs, 1, memory_order_relaxed);
-  msi_maint_idle(bud.idle = idle);
+  msi_maint_set_idle(bud.idle = idle);
   msi_maint_yield(); /* going idle: a thread that waits already would otherwise wait for the next tick */
 }
 
@@ -182,7 +182,7 @@ static void writeback_pass(void) {
     writeback_range(k, fd, pos, step, !fits);
     bud.rr[c] = pos + step;
   }
-  msi_maint_idle(false);
+  msi_maint_set_idle(false);
   atomic_fetch_add_explicit(&sp.syncs, 1, memory_order_relaxed);
 }
 
