@@ -309,54 +309,51 @@ static void workload_rounds(void **state) {
   bool is_wl[MAX_ROWS] = {false};
   long last_round = 0;
   for (size_t w = 0; w < sizeof wl / sizeof wl[0]; w++) {
-    int ran = 0;
+    /* one pass over the rows of the workload: each allocator's rounds in order and its seconds rows, the allocator
+       of each round's first run, and the order of rounds 1 and 2 */
+    long next[N_IMPLS];
+    int seconds[N_IMPLS] = {0}, rounds[N_IMPLS] = {0};
+    for (size_t k = 0; k < N_IMPLS; k++) next[k] = 1;
     char first[WL_ROUNDS + 1][64] = {{0}};
-    for (size_t k = 0; k < N_IMPLS; k++) {
-      long next = 1;
-      int seconds = 0, rounds = 0;
-      for (int i = 0; i < B.n; i++) {
-        const row_t *r = &B.rows[i];
-        if (strcmp(r->case_name, wl[w]) || strcmp(r->impl, impls[k])) continue;
-        is_wl[i] = true;
-        if (!strcmp(r->metric, "seconds")) seconds++;
-        if (strcmp(r->metric, "round")) continue;
-        long v = strtol(r->value, NULL, 10);
-        if (v != next) fail_msg("%s under %s: round %ld where round %ld comes next", wl[w], impls[k], v, next);
-        next++;
-        rounds++;
-      }
-      if (!strcmp(impls[k], "tbbmalloc")) {
-        if (rounds) fail_msg("the hidden tbbmalloc has round rows for %s", wl[w]);
-        continue;
-      }
-      if (!rounds && !has(wl[w], impls[k], 0, "status", false)) fail_msg("%s under %s: no rounds", wl[w], impls[k]);
-      if (!rounds) continue;
-      ran++;
-      if (rounds != WL_ROUNDS) fail_msg("%s under %s: %d rounds, not %d", wl[w], impls[k], rounds, WL_ROUNDS);
-      if (seconds != rounds) fail_msg("%s under %s: %d seconds rows for %d rounds", wl[w], impls[k], seconds, rounds);
-    }
-    assert_true(ran >= 2); /* glibc and memspace at least */
-    /* the allocator of each round's first run of this workload */
+    char order[2][N_IMPLS][64];
+    int n_order[2] = {0, 0};
     for (int i = 0; i < B.n; i++) {
       const row_t *r = &B.rows[i];
+      if (strcmp(r->case_name, wl[w])) continue;
+      size_t k = 0;
+      while (k < N_IMPLS && strcmp(r->impl, impls[k])) k++;
+      is_wl[i] = k < N_IMPLS;
+      if (k < N_IMPLS && !strcmp(r->metric, "seconds")) seconds[k]++;
+      if (strcmp(r->metric, "round")) continue;
       long v = strtol(r->value, NULL, 10);
-      if (!strcmp(r->case_name, wl[w]) && !strcmp(r->metric, "round") && v >= 1 && v <= WL_ROUNDS && !first[v][0])
-        copy(first[v], sizeof first[v], r->impl);
+      if (k < N_IMPLS) {
+        if (v != next[k]) fail_msg("%s under %s: round %ld where round %ld comes next", wl[w], impls[k], v, next[k]);
+        next[k]++;
+        rounds[k]++;
+      }
+      if (v >= 1 && v <= WL_ROUNDS && !first[v][0]) copy(first[v], sizeof first[v], r->impl);
+      if ((v == 1 || v == 2) && n_order[v - 1] < N_IMPLS) copy(order[v - 1][n_order[v - 1]++], sizeof order[0][0], r->impl);
     }
+    int ran = 0;
+    for (size_t k = 0; k < N_IMPLS; k++) {
+      if (!strcmp(impls[k], "tbbmalloc")) {
+        if (rounds[k]) fail_msg("the hidden tbbmalloc has round rows for %s", wl[w]);
+        continue;
+      }
+      if (!rounds[k] && !has(wl[w], impls[k], 0, "status", false)) fail_msg("%s under %s: no rounds", wl[w], impls[k]);
+      if (!rounds[k]) continue;
+      ran++;
+      if (rounds[k] != WL_ROUNDS) fail_msg("%s under %s: %d rounds, not %d", wl[w], impls[k], rounds[k], WL_ROUNDS);
+      if (seconds[k] != rounds[k])
+        fail_msg("%s under %s: %d seconds rows for %d rounds", wl[w], impls[k], seconds[k], rounds[k]);
+    }
+    assert_true(ran >= 2); /* glibc and memspace at least */
     for (int r = 1; r < WL_ROUNDS; r++) {
       if (!first[r][0] || !first[r + 1][0]) fail_msg("%s: no first allocator in round %d or %d", wl[w], r, r + 1);
       if (!strcmp(first[r], first[r + 1]))
         fail_msg("%s: %s goes first in rounds %d and %d: the order does not rotate", wl[w], first[r], r, r + 1);
     }
     /* the direction turns: an allocator that follows another in round 1 does not follow it in round 2 */
-    char order[2][N_IMPLS][64];
-    int n_order[2] = {0, 0};
-    for (int i = 0; i < B.n; i++) {
-      const row_t *r = &B.rows[i];
-      long v = strtol(r->value, NULL, 10);
-      if (!strcmp(r->case_name, wl[w]) && !strcmp(r->metric, "round") && (v == 1 || v == 2) && n_order[v - 1] < N_IMPLS)
-        copy(order[v - 1][n_order[v - 1]++], sizeof order[0][0], r->impl);
-    }
     for (int a = 1; a < n_order[0]; a++)
       for (int b = 1; b < n_order[1]; b++)
         if (!strcmp(order[0][a], order[1][b]) && !strcmp(order[0][a - 1], order[1][b - 1]))

@@ -111,10 +111,11 @@ fi
 # came in a later version, pipe2, fstat, copy_file_range, go through syscall(), as os.h's others do; copies call
 # memmove, internal.h msi_memcpy: memcpy is GLIBC_2.14's only symbol the library would use)
 if ms_need_cmd readelf; then
-  nver=$(readelf -VW "$lib" | awk '/Version needs section/ {v = 1} v && $2 == "Name:" && $3 ~ /^GLIBC_/ {n++} END {print n + 0}')
+  versions=$(readelf -VW "$lib")
+  nver=$(printf '%s\n' "$versions" | awk '/Version needs section/ {v = 1} v && $2 == "Name:" && $3 ~ /^GLIBC_/ {n++} END {print n + 0}')
   echo "C library versions required: $nver"
   check "at most 6 C library versions required" '[ "$nver" -le 6 ]'
-  check "no GLIBC_2.14 (memcpy) among them" '! readelf -VW "$lib" | grep -q "Name: GLIBC_2.14 "'
+  check "no GLIBC_2.14 (memcpy) among them" '! printf "%s\n" "$versions" | grep -q "Name: GLIBC_2.14 "'
 fi
 # every system call of the process, counted by strace (the C library's and memspace's raw ones, prlimit64 among
 # them): one malloc and free add at most 7 to a program that allocates nothing (its two getrusage calls, the
@@ -163,7 +164,8 @@ if ms_need_cmd readelf; then
   needed=$(readelf -dW "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
   echo "libraries needed: $needed"
   check "the C library is the only library needed" '[ -n "$needed" ] && ! printf "%s\n" $needed | grep -qv "^libc\.so\."'
-  rw_file=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $7 == "RW" {print $5}')
+  headers=$(readelf -lW "$lib") # (the LOAD segments' check below reads them too)
+  rw_file=$(printf '%s\n' "$headers" | awk '$1 == "LOAD" && $7 == "RW" {print $5}')
   echo "writable segment in the file: $((rw_file)) bytes"
   check "the writable segment takes at most two pages of the file" '[ -n "$rw_file" ] && [ $((rw_file)) -le 8192 ]'
 fi
@@ -172,7 +174,7 @@ fi
 # the executable one holds code only (no constant or table that could be run). A linker that cannot add to its
 # default script (layout "0") links four; the code stays alone then too.
 if ms_need_cmd readelf; then
-  read -r nload exec_sections < <(readelf -lW "$lib" | awk '
+  read -r nload exec_sections < <(printf '%s\n' "$headers" | awk '
     /^Program Headers:/ {ph = 1; getline; next}
     ph && NF == 0 {ph = 0}
     ph {i++; if ($1 == "LOAD") {n++; if ($0 ~ / R?W?E /) ex = sprintf("%02d", i - 1)}}
