@@ -192,6 +192,14 @@ static const char *fx(char *buf, size_t cap, double v, const char *fmt) {
    ones, so each allocator leads in turn and follows each of its two neighbours in alternate rounds (whatever one
    leaves behind in the machine, page cache or freed memory, does not land on the same successor every round) */
 static int turn(int i, int r, int n) { return ((r % n) + (r % 2 ? n - i : i)) % n; }
+/* the installed allocators of a[0..n), their indexes in inst[] (MAX_IMPL) and their count: each section's order
+   rotates over these alone (turn), so each installed allocator leads in turn whatever is missing */
+static int installed_impls(const hb_impl_t *a, int n, int *inst) {
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (a[k].installed) inst[m++] = k;
+  return m;
+}
 
 static void row_status(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads, const char *status) {
   if (!ctx->csv) return;
@@ -974,10 +982,8 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
       for (int k = 0; k < n_real; k++)
         if (!real[k].installed) msb_row_not_installed(ctx, wl_names[w], real[k].impl, wl_threads(w, ti));
   /* round by round, every workload under every installed allocator, the order rotating with the round and the
-     workload (over the installed allocators only, so each of them leads in turn whatever is missing) */
-  int inst[MAX_IMPL], n_inst = 0;
-  for (int k = 0; k < n_real; k++)
-    if (real[k].installed) inst[n_inst++] = k;
+     workload */
+  int inst[MAX_IMPL], n_inst = installed_impls(real, n_real, inst);
   for (int r = 0; r < p->wl_rounds; r++)
     for (int w = 0; w < N_WL; w++)
       for (int ti = 0; ti < n_wl_thr; ti++)
@@ -1282,12 +1288,13 @@ static void run_programs(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, doub
       if (pg->have[pi]) fprintf(ctx->cmd, " %s=%d", prog_names[pi], prog_runs[pi]);
     fprintf(ctx->cmd, " (glibc, memspace, preload-floor, mimalloc; the others %d)\n", p->runs);
   }
+  int inst[MAX_IMPL], n_inst = installed_impls(real, n_prog_impl, inst);
   for (int run = 0; run < most; run++)
     for (int pi = 0; pi < N_PROGS; pi++) {
       if (!pg->have[pi] || run >= prog_runs[pi]) continue;
-      for (int i = 0; i < n_prog_impl; i++) {
-        int k = turn(i, run, n_prog_impl);
-        if (real[k].installed && !pfail[pi][k] && (run < p->runs || prog_compared(k))) run_prog(ctx, p, pg, pi, k, run);
+      for (int i = 0; i < n_inst; i++) {
+        int k = inst[turn(i, run, n_inst)];
+        if (!pfail[pi][k] && (run < p->runs || prog_compared(k))) run_prog(ctx, p, pg, pi, k, run);
       }
     }
   if (have_dir) cleanup_progs(pg);
@@ -1305,13 +1312,14 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
           if (c == C_LONG ? case_has_threads(c, t) && in_long(k) : in_short(p, c, t, k))
             msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
   msb_section(ctx, "rptest");
+  int inst[MAX_IMPL], n_inst = installed_impls(synth, n_synth, inst);
   for (int r = 0; r < p->rounds; r++) {
     msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p->rounds, msb_now() - t0);
     for (int c = 0; c < C_LONG; c++)
       for (int t = 0; t < N_THR; t++)
-        for (int i = 0; i < n_synth; i++) {
-          int k = turn(i, r, n_synth);
-          if (in_short(p, c, t, k) && synth[k].installed && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
+        for (int i = 0; i < n_inst; i++) {
+          int k = inst[turn(i, r, n_inst)];
+          if (in_short(p, c, t, k) && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
         }
   }
   /* the long window: round-robin over the allocators (A, B, C..., then again), the order rotating each round */
@@ -1320,9 +1328,9 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   for (int r = 0; r < p->long_rounds; r++) {
     msb_printf("   rptest_long round %d/%d (%.0f s so far)\n", r + 1, p->long_rounds, msb_now() - t0);
     for (int t = 0; t < N_THR; t++)
-      for (int i = 0; i < n_synth && case_has_threads(C_LONG, t); i++) {
-        int k = turn(i, r, n_synth);
-        if (in_long(k) && synth[k].installed && !failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
+      for (int i = 0; i < n_inst && case_has_threads(C_LONG, t); i++) {
+        int k = inst[turn(i, r, n_inst)];
+        if (in_long(k) && !failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
       }
   }
   long_seconds = msb_now() - t_long;
