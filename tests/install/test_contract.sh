@@ -3,7 +3,8 @@
 # the outside (the tool and an unchanged program, tests/install/contract_probe.c):
 #   §3 every variable: its documented values accepted silently, an invalid value reported once naming the
 #      variable with the default kept (MEMSPACE_HUGE_PAGES only 0, 2M, 1G); the routing spill > space > heap;
-#      a fixed-size space fails with ENOMEM; spill goes to MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp;
+#      a fixed-size space fails with ENOMEM; MEMSPACE_SPACE_AT=start locks the space before main, firstalloc takes
+#      nothing before the first allocation; spill goes to MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp;
 #      space settings cleared for children unless inherited; SHOW_STATS prints at exit.
 #   §2 `memspace run`: every option of the synopsis accepted, exit status the program's, one warning per run.
 # Exports and SONAME: exports.sh; the API's names and types: contract_api.c; CSVs: test_contract_bench.sh.
@@ -76,6 +77,19 @@ if [ -d /var/tmp ] && [ -w /var/tmp ]; then
   check "default spill directory /var/tmp without \$TMPDIR, got '$out'" \
     '[[ "$out" == "where=spill errno=0 dir=/var/tmp" || "$out" == where=heap* ]]'
 fi
+
+# MEMSPACE_SPACE_AT: start commits and locks the space before main; firstalloc takes nothing before the first
+# allocation (the probe reads VmLck without allocating). A lock refused (RLIMIT_MEMLOCK without CAP_IPC_LOCK) is
+# reported and the space runs unlocked: then only that report is checked.
+out=$(MEMSPACE_SPACE_INITIAL=4M MEMSPACE_SPACE_AT=start run "$probe" locked 2>&1)
+if [[ "$out" == *"runs unlocked"* ]]; then
+  check "MEMSPACE_SPACE_AT=start, lock refused: reported naming the space, got '$out'" '[[ "$out" == *"process space: "* ]]'
+else
+  kb=${out##*locked_kb=}
+  check "MEMSPACE_SPACE_AT=start: 4 MiB locked before main, got '$out'" '[ "$kb" -ge 4096 ] 2>/dev/null'
+fi
+out=$(MEMSPACE_SPACE_INITIAL=4M MEMSPACE_SPACE_AT=firstalloc run "$probe" locked 2>&1)
+check "MEMSPACE_SPACE_AT=firstalloc: nothing locked before the first allocation, got '$out'" '[ "$out" = locked_kb=0 ]'
 
 # --- §3 / §2: space settings apply to the program only, unless inherited ------------------------------------------
 out=$(MEMSPACE_SPACE_INITIAL=8M MEMSPACE_SPACE_EXPAND=1M MEMSPACE_SPACE_AT=firstalloc run sh -c 'env | grep -c "^MEMSPACE_SPACE_"')
