@@ -4,7 +4,8 @@
 #   §3 every variable: its documented values accepted silently, an invalid value reported once naming the
 #      variable with the default kept (MEMSPACE_HUGE_PAGES only 0, 2M, 1G); the routing spill > space > heap;
 #      a fixed-size space fails with ENOMEM; MEMSPACE_SPACE_AT=start locks the space before main, firstalloc takes
-#      nothing before the first allocation; spill goes to MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp;
+#      nothing before the first allocation; MEMSPACE_HUGE_PAGES gives the heap no hugetlb page, the process space
+#      its huge pages; spill goes to MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp;
 #      space settings cleared for children unless inherited; SHOW_STATS prints at exit.
 #   §2 `memspace run`: every option of the synopsis accepted, exit status the program's, one warning per run.
 # Exports and SONAME: exports.sh; the API's names and types: contract_api.c; CSVs: test_contract_bench.sh.
@@ -90,6 +91,18 @@ else
 fi
 out=$(MEMSPACE_SPACE_INITIAL=4M MEMSPACE_SPACE_AT=firstalloc run "$probe" locked 2>&1)
 check "MEMSPACE_SPACE_AT=firstalloc: nothing locked before the first allocation, got '$out'" '[ "$out" = locked_kb=0 ]'
+
+# MEMSPACE_HUGE_PAGES: the heap takes no hugetlb page whatever it says (transparent huge pages at most); the process
+# space does take them where the pool has them (2 free 2 MiB pages needed for the 4 MiB space: else not checked)
+for hp in 2M 1G; do
+  out=$(MEMSPACE_HUGE_PAGES=$hp run "$probe" hugetlb 2>&1)
+  check "MEMSPACE_HUGE_PAGES=$hp: 48 MiB of heap blocks on no hugetlb page, got '$out'" '[ "$out" = hugetlb_kb=0 ]'
+done
+free2m=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+if [ "$free2m" -ge 2 ]; then
+  out=$(MEMSPACE_HUGE_PAGES=2M MEMSPACE_SPACE_INITIAL=4M run "$probe" hugetlb 2>/dev/null)
+  check "MEMSPACE_HUGE_PAGES=2M: the process space on 2 MiB hugetlb pages, got '$out'" '[ "$out" = hugetlb_kb=4096 ]'
+fi
 
 # --- §3 / §2: space settings apply to the program only, unless inherited ------------------------------------------
 out=$(MEMSPACE_SPACE_INITIAL=8M MEMSPACE_SPACE_EXPAND=1M MEMSPACE_SPACE_AT=firstalloc run sh -c 'env | grep -c "^MEMSPACE_SPACE_"')
