@@ -123,6 +123,15 @@ err=$(MEMSPACE_SHOW_STATS=0 run "$probe" 100 2>&1 >/dev/null)
 check "MEMSPACE_SHOW_STATS=0 prints nothing, got '$err'" '[ -z "$err" ]'
 err=$(MEMSPACE_VERBOSE=1 MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR="$tmp/spill" run "$probe" 2000000 2>&1 >/dev/null)
 check "MEMSPACE_VERBOSE=1 reports the spill file" 'grep -qi "spill" <<<"$err"'
+# huge pages unavailable: a process space asking 1 GiB pages where the pool has none free is reported as a fallback
+# under MEMSPACE_VERBOSE=1, and silently taken without it
+free1g=$(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo 0)
+if [ "$free1g" = 0 ]; then
+  err=$(MEMSPACE_VERBOSE=1 MEMSPACE_HUGE_PAGES=1G MEMSPACE_SPACE_INITIAL=4M run true 2>&1)
+  check "MEMSPACE_VERBOSE=1 reports 1 GiB pages unavailable, got: $err" '[[ "$err" == *"1 GiB pages"*"unavailable"* ]]'
+  err=$(MEMSPACE_HUGE_PAGES=1G MEMSPACE_SPACE_INITIAL=4M run true 2>&1)
+  check "...and says nothing without it, got: $err" '[ -z "$err" ]'
+fi
 
 # --- §2: memspace run: every option of the synopsis, exit status the program's -----------------------------------
 "$tool" run --heap size --space-initial 8M --space-expand 0 --space-at firstalloc --spill-threshold 1G \
