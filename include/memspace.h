@@ -441,7 +441,7 @@ typedef struct ms_space_config_s {
   ms_space_at_t at;      /* when the initial memory is taken from the OS */
   unsigned flags;        /* MS_SPACE_LOCKED, MS_SPACE_ZERO, MS_SPACE_THREAD_SAFE, MS_SPACE_HUGE_PAGES */
   int numa_node;         /* -1 = no preference */
-  const char *name;      /* shown in messages; may be NULL; copied (its first 63 bytes), so it may be a temporary */
+  const char *name;      /* shown in stats and messages; may be NULL; copied (first 63 bytes): may be a temporary */
   uint64_t reserved[4];  /* must be zero: room to grow without breaking callers */
 } ms_space_config_t;
 /// A space's sizes and counters, filled by ms_space_info (O(1): kept up to date by every call).
