@@ -221,7 +221,12 @@ static void thread_safe_lock_inherits_priority(void **state) {
     ms_space_destroy(pi_space);
     ms_skip_refused(r, "a SCHED_FIFO thread (CAP_SYS_NICE or RLIMIT_RTPRIO)");
   }
-  while (!atomic_load(&pi_holding)) usleep(1000);
+  for (int i = 0; i < 10000 && !atomic_load(&pi_holding); i++) usleep(1000); /* (a bound: 10 s) */
+  if (!atomic_load(&pi_holding)) {
+    void *low_r = NULL;
+    pthread_join(low, &low_r);
+    fail_msg("ms_space_walk never called its visit: %s", low_r ? (const char *)low_r : "(returned)");
+  }
   int tid = atomic_load(&pi_low_tid);
   int before = wait_prio(tid, -1 - PI_LOW);
   r = fifo_thread(&high, PI_HIGH, pi_high);
