@@ -16,11 +16,15 @@
 extern "C" {
 #endif
 
-#define MEMSPACE_VERSION_MAJOR 0
-#define MEMSPACE_VERSION_MINOR 1
-#define MEMSPACE_VERSION_PATCH 0
+/// Version of this header, as ms_version() gives the library's: a program compares the two to see that it runs
+/// with the library it was compiled against.
+#define MEMSPACE_VERSION_MAJOR 0 ///< a change here breaks callers (docs/contract.md is only ever extended)
+#define MEMSPACE_VERSION_MINOR 1 ///< additions that keep every earlier promise
+#define MEMSPACE_VERSION_PATCH 0 ///< fixes
 
-/// The one export macro: every public symbol carries it; everything else is hidden.
+/// The one export macro: every public symbol carries it; everything else is hidden. MS_MALLOC_ATTR,
+/// MS_ALLOC_SIZE and MS_ALLOC_SIZE2 tell GCC and clang that a call returns fresh memory of the size given by
+/// those arguments; with other compilers all four are empty.
 #if defined(__GNUC__)
 #define MS_API __attribute__((visibility("default")))
 #define MS_MALLOC_ATTR __attribute__((malloc))
@@ -88,11 +92,13 @@ MS_API int ms_parse_size(const char *text, size_t *value);
 /* Statistics: one namespace all parts register into                                                           */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-#define MS_STATS_VERSION 3            /* 2: heap_class_more (the heap has 96 size classes; version 1 had 64);
-                                         3: os_probes, heap_mapped_peak_bytes, process_peak_rss_bytes (taken from
-                                         reserved: the size and heap_class_more's offset do not change) */
-#define MS_STATS_SIZE_CLASSES 64      /* entries in heap_class: the heap's size classes 0-63 */
-#define MS_STATS_SIZE_CLASSES_MORE 64 /* entries in heap_class_more: classes 64 and up (zero past the last) */
+/// Layout of ms_stats_t: its version and the lengths of its per-class arrays.
+#define MS_STATS_VERSION 3            ///< ms_stats_t.version; 2: heap_class_more (the heap has 96 size classes;
+                                      ///< version 1 had 64); 3: os_probes, heap_mapped_peak_bytes,
+                                      ///< process_peak_rss_bytes (taken from reserved: the size and
+                                      ///< heap_class_more's offset do not change)
+#define MS_STATS_SIZE_CLASSES 64      ///< entries in heap_class: the heap's size classes 0-63
+#define MS_STATS_SIZE_CLASSES_MORE 64 ///< entries in heap_class_more: classes 64 and up (zero past the last)
 
 /// One heap size class's counters.
 typedef struct ms_stats_class_s {
@@ -283,13 +289,14 @@ MS_API int ms_pages_bind(void *addr, size_t size, int node);
 /// Thread-safe; two system calls.
 MS_API int ms_pages_release(void *addr, size_t size);
 
+/// The system calls ms_fault_inject can make fail (mmap and mremap, madvise, mprotect, fallocate, mlock).
+typedef enum ms_fault_op_e { MS_FAULT_MMAP = 0, MS_FAULT_MADVISE, MS_FAULT_MPROTECT, MS_FAULT_FALLOCATE,
+                             MS_FAULT_MLOCK, MS_FAULT_OP_COUNT } ms_fault_op_t;
 /// Fault injection, for tests: the `nth` (1-based) next call of `op` fails with `err`; nth 0 disables.
 /// MS_FAULT_MMAP with a negative `err` fails with -err and, for a fixed target (MAP_FIXED, MREMAP_FIXED), unmaps
 /// the target first, as kernels before 6.12 (mmap) and 6.17 (mremap) do when commit accounting refuses it; for the
 /// other operations a negative `err` is the same as -err.
 /// Thread-safe. Production code pays one relaxed load per system call.
-typedef enum ms_fault_op_e { MS_FAULT_MMAP = 0, MS_FAULT_MADVISE, MS_FAULT_MPROTECT, MS_FAULT_FALLOCATE,
-                             MS_FAULT_MLOCK, MS_FAULT_OP_COUNT } ms_fault_op_t;
 MS_API void ms_fault_inject(ms_fault_op_t op, unsigned long nth, int err);
 
 /* ------------------------------------------------------------------------------------------------------------ */
@@ -434,7 +441,7 @@ typedef struct ms_space_config_s {
   ms_space_at_t at;      /* when the initial memory is taken from the OS */
   unsigned flags;        /* MS_SPACE_LOCKED, MS_SPACE_ZERO, MS_SPACE_THREAD_SAFE, MS_SPACE_HUGE_PAGES */
   int numa_node;         /* -1 = no preference */
-  const char *name;      /* shown in messages; may be NULL; copied (its first 63 bytes), so it may be a temporary */
+  const char *name;      /* shown in stats and messages; may be NULL; copied (first 63 bytes): may be a temporary */
   uint64_t reserved[4];  /* must be zero: room to grow without breaking callers */
 } ms_space_config_t;
 /// A space's sizes and counters, filled by ms_space_info (O(1): kept up to date by every call).

@@ -159,6 +159,15 @@ static void write_report(const char *py, const char *out_dir) {
   if (system(cmd) != 0) msb_printf("(results tables not written: %s failed)\n", cmd);
 }
 
+/* one word of the `command:` line, as a shell reads it back: in '...' when it holds anything but letters, digits
+   and -_./=:,+@% (a directory with a space or a quote), so that the line is the exact command (docs/contract.md §2) */
+static void write_word(FILE *f, const char *w) {
+  char q[PATH_MAX * 4 + 8];
+  bool plain = *w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == strlen(w);
+  const char *quoted = plain ? w : msb_sh_quote(q, sizeof q, w);
+  fprintf(f, " %s", quoted == q || plain ? quoted : w); /* (longer than q can hold: as it is) */
+}
+
 static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, char **argv) {
   msb_ctx_t ctx = {parts[idx].name, out_dir, mode, NULL, NULL};
   if (!parts[idx].fn) {
@@ -183,7 +192,7 @@ static int run_part(int idx, const char *out_dir, msb_mode_t mode, int argc, cha
   char date[64];
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
   fprintf(ctx.cmd, "command:");
-  for (int i = 0; i < argc; i++) fprintf(ctx.cmd, " %s", argv[i]);
+  for (int i = 0; i < argc; i++) write_word(ctx.cmd, argv[i]);
   fprintf(ctx.cmd, "\npart: %s\nmode: %s\ndate: %s\n", ctx.part,
           mode == MSB_QUICK ? "quick" : mode == MSB_FULL ? "full" : "default", date);
   write_environment(ctx.cmd);

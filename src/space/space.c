@@ -225,9 +225,27 @@ static void spaces_get(ms_stats_t *st) {
   st->space_expands += expands;
 }
 
-/* every line has a field (the core prints them, stats.def); the section once a space was created */
+/* stats.def's space_N lines: the first PRINT_SPACES live spaces one by one, by the name their config gave
+   (docs/contract.md §4: the name is shown in stats), most recently created first */
+#define PRINT_SPACES 8
+static void spaces_print(msi_stats_writer_t *w) {
+  msi_lock(&registry_lock);
+  int i = 0;
+  for (const ms_space_t *s = registry; s && i < PRINT_SPACES; s = s->next, i++) {
+    char line[32], text[160];
+    msi_snprintf(line, sizeof line, "space_%d", i);
+    msi_snprintf(text, sizeof text, "%s: %zu bytes, %zu used, %llu oom, %llu expansions", space_name(s),
+                 __atomic_load_n(&s->size, __ATOMIC_RELAXED), __atomic_load_n(&s->used, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&s->ooms, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&s->expands, __ATOMIC_RELAXED));
+    msi_stats_text(w, line, text);
+  }
+  msi_unlock(&registry_lock);
+}
+
+/* the section once a space was created */
 static bool spaces_used(void) { return atomic_load_explicit(&spaces_created, memory_order_relaxed); }
-static const msi_stats_source_t spaces_source = {"spaces", spaces_get, NULL, spaces_used};
+static const msi_stats_source_t spaces_source = {"spaces", spaces_get, spaces_print, spaces_used};
 MSI_STARTUP_TEXT __attribute__((constructor(103))) static void spaces_register(void) { msi_stats_register(&spaces_source); }
 
 /* ------------------------------------------------------------------------------------------------ */

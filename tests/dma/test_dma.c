@@ -1036,8 +1036,12 @@ static void bad_input(void **state) {
   assert_null(ms_dma_addr(NULL));
   assert_int_equal(errno, EINVAL);
   assert_int_equal(ms_dma_size(NULL), 0);
+  errno = 0;
   assert_int_equal(ms_dma_page_size(NULL), 0);
+  assert_int_equal(errno, EINVAL);
+  errno = 0;
   assert_null(ms_dma_segments(NULL, &n));
+  assert_int_equal(errno, EINVAL);
   assert_int_equal(n, 0);
   errno = 0;
   assert_int_equal(ms_dma_phys(NULL, 0, &phys), EINVAL);

@@ -13,6 +13,7 @@ import glob
 import math
 import os
 import re
+import shlex
 import sys
 
 HEADER = ["part", "case", "impl", "threads", "size_bytes", "metric", "value"]
@@ -77,6 +78,16 @@ def main():
                  r"^libraries: .*\bglibc="):
         if not re.search(want, cmd, re.M):
             problems.append(f"{part}.cmd has no line matching {want}")
+    # the exact command: read back as a shell reads it, its --out is this directory (one with a space or a quote
+    # in its name too)
+    line = re.search(r"^command: (.*)$", cmd, re.M)
+    try:
+        words = shlex.split(line.group(1)) if line else []
+    except ValueError as e:
+        words = []
+        problems.append(f"{part}.cmd: the command line does not read back as a shell command ({e})")
+    if "--out" in words[:-1] and os.path.realpath(words[words.index("--out") + 1]) != os.path.realpath(out):
+        problems.append(f"{part}.cmd: the command's --out is {words[words.index('--out') + 1]!r}, not {out!r}")
     if not glob.glob(os.path.join(out, part + ".png")) + glob.glob(os.path.join(out, part + "-*.png")):
         problems.append(f"no {part}.png or {part}-*.png written")
     for p in problems[:40]:

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <stddef.h>
 #include <stdlib.h>
 #define CHECK(c)                                                                  \
   do {                                                                            \
@@ -14,6 +15,34 @@
       fails++;                                                                    \
     }                                                                             \
   } while (0)
+/* The structs' fields have the contract's types, in its order: a caller that fills them positionally, or reads them
+   by the contract's declarations, keeps working. */
+#define FIELD(T, f, type) _Static_assert(_Generic(((T *)0)->f, type: 1, default: 0), #T "." #f " is not " #type)
+#define BEFORE(T, a, b) _Static_assert(offsetof(T, a) < offsetof(T, b), #T ": " #a " does not come before " #b)
+FIELD(ms_space_config_t, initial_size, size_t); FIELD(ms_space_config_t, expand_size, size_t);
+FIELD(ms_space_config_t, at, ms_space_at_t); FIELD(ms_space_config_t, flags, unsigned);
+FIELD(ms_space_config_t, numa_node, int); FIELD(ms_space_config_t, name, const char *);
+_Static_assert(sizeof(((ms_space_config_t *)0)->reserved) == 4 * sizeof(uint64_t), "ms_space_config_t.reserved");
+BEFORE(ms_space_config_t, initial_size, expand_size); BEFORE(ms_space_config_t, expand_size, at);
+BEFORE(ms_space_config_t, at, flags); BEFORE(ms_space_config_t, flags, numa_node);
+BEFORE(ms_space_config_t, numa_node, name); BEFORE(ms_space_config_t, name, reserved);
+FIELD(ms_space_info_t, size, size_t); FIELD(ms_space_info_t, used, size_t); FIELD(ms_space_info_t, free, size_t);
+FIELD(ms_space_info_t, peak_used, size_t); FIELD(ms_space_info_t, largest_free_block, size_t);
+FIELD(ms_space_info_t, free_blocks, size_t); FIELD(ms_space_info_t, allocs, uint64_t);
+FIELD(ms_space_info_t, frees, uint64_t); FIELD(ms_space_info_t, oom_count, uint64_t);
+FIELD(ms_space_info_t, expand_count, uint64_t);
+_Static_assert(sizeof(((ms_space_info_t *)0)->reserved) == 4 * sizeof(uint64_t), "ms_space_info_t.reserved");
+BEFORE(ms_space_info_t, size, used); BEFORE(ms_space_info_t, used, free); BEFORE(ms_space_info_t, free, peak_used);
+BEFORE(ms_space_info_t, peak_used, largest_free_block); BEFORE(ms_space_info_t, largest_free_block, free_blocks);
+BEFORE(ms_space_info_t, free_blocks, allocs); BEFORE(ms_space_info_t, allocs, frees);
+BEFORE(ms_space_info_t, frees, oom_count); BEFORE(ms_space_info_t, oom_count, expand_count);
+BEFORE(ms_space_info_t, expand_count, reserved);
+FIELD(ms_dma_segment_t, phys, uint64_t); FIELD(ms_dma_segment_t, length, size_t); BEFORE(ms_dma_segment_t, phys, length);
+FIELD(ms_dma_config_t, page_size, size_t); FIELD(ms_dma_config_t, numa_node, int); FIELD(ms_dma_config_t, flags, unsigned);
+_Static_assert(sizeof(((ms_dma_config_t *)0)->reserved) == 4 * sizeof(uint64_t), "ms_dma_config_t.reserved");
+BEFORE(ms_dma_config_t, page_size, numa_node); BEFORE(ms_dma_config_t, numa_node, flags);
+BEFORE(ms_dma_config_t, flags, reserved);
+
 static int visit(const void *block, size_t size, int used, void *arg) {
   (void)block, (void)size, (void)used;
   ++*(int *)arg;
@@ -57,6 +86,13 @@ int main(void) {
                            .flags = MS_SPACE_LOCKED | MS_SPACE_ZERO | MS_SPACE_THREAD_SAFE, .numa_node = -1,
                            .name = "t", .reserved = {0, 0, 0, 0}};
   ms_space_info_t info;
+  /* positional, as the contract declares the fields */
+  ms_space_config_t pos = {1u << 16, 0, MS_SPACE_AT_START, MS_SPACE_ZERO, -1, "positional", {0, 0, 0, 0}};
+  ms_space_t *ps = ms_space_create(&pos);
+  CHECK(ps && ms_space_info(ps, &info) == 0 && info.size == (1u << 16) && info.used == 0);
+  ms_space_destroy(ps);
+  ms_dma_config_t pdc = {0, -1, 0, {0, 0, 0, 0}};
+  (void)pdc;
   ms_space_t *s = ms_space_create(&cfg);
   CHECK(s);
   void *p = ms_space_malloc(s, 100);

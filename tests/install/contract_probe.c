@@ -2,13 +2,19 @@
    `memspace run` or LD_PRELOAD to see what docs/contract.md §3's variables did. It finds memspace's functions with dlsym.
      contract_probe SIZE        malloc(SIZE), then prints: where=spill|space|heap|libc errno=E dir=DIR
                                 (dir: directory of the file behind a spilled block, from /proc/self/maps)
-     contract_probe fill STEP   mallocs STEP bytes until NULL (at most 4 GiB): prints filled=BYTES errno=E */
+     contract_probe fill STEP   mallocs STEP bytes until NULL (at most 4 GiB): prints filled=BYTES errno=E
+     contract_probe locked      before any allocation of its own: prints locked_kb=N (VmLck of /proc/self/status),
+                                with read and write alone (no stdio, no malloc)
+     contract_probe hugetlb     32 MiB in 64 KiB blocks and one 16 MiB block, written: prints hugetlb_kb=N (the
+                                HugetlbPages of /proc/self/status: memory of hugetlb pages the process maps) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "memspace.h" /* types only: the probe does not link memspace */
 
 typedef int is_fn(const void *);
@@ -35,7 +41,35 @@ static void mapped_dir(const void *p, char *out, size_t cap) {
   fclose(f);
 }
 
+/* a "Name:   N kB" line of /proc/self/status, printed as KEY=N, read without an allocation (the process space at
+   firstalloc is committed by the first one) */
+static int status_kb(const char *name, const char *key) {
+  static char buf[8192];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 2;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  const char *l = strstr(buf, name);
+  long kb = -1;
+  if (l) for (l += strlen(name), kb = 0; *l == ' ' || *l == '\t' || (*l >= '0' && *l <= '9'); l++)
+    if (*l >= '0' && *l <= '9') kb = kb * 10 + (*l - '0');
+  char out[64];
+  int len = snprintf(out, sizeof out, "%s=%ld\n", key, kb); /* (snprintf into a buffer: no allocation) */
+  return write(1, out, (size_t)len) == len ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "locked") == 0) return status_kb("VmLck:", "locked_kb");
+  if (argc == 2 && strcmp(argv[1], "hugetlb") == 0) {
+    for (int i = 0; i < 512; i++) {
+      char *b = malloc(64 << 10);
+      if (b) memset(b, 1, 64 << 10);
+    }
+    char *big = malloc(16 << 20);
+    if (big) memset(big, 1, 16 << 20);
+    return status_kb("HugetlbPages:", "hugetlb_kb");
+  }
   is_fn *ours = (is_fn *)dlsym(RTLD_DEFAULT, "ms_is_ours");
   is_fn *spilled = (is_fn *)dlsym(RTLD_DEFAULT, "ms_spill_is");
   int (*stats_get)(ms_stats_t *, size_t) = (int (*)(ms_stats_t *, size_t))dlsym(RTLD_DEFAULT, "ms_stats_get");

@@ -3,7 +3,9 @@
 # the outside (the tool and an unchanged program, tests/install/contract_probe.c):
 #   §3 every variable: its documented values accepted silently, an invalid value reported once naming the
 #      variable with the default kept (MEMSPACE_HUGE_PAGES only 0, 2M, 1G); the routing spill > space > heap;
-#      a fixed-size space fails with ENOMEM; spill goes to MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp;
+#      a fixed-size space fails with ENOMEM; MEMSPACE_SPACE_AT=start locks the space before main, firstalloc takes
+#      nothing before the first allocation; MEMSPACE_HUGE_PAGES gives the heap no hugetlb page, the process space
+#      its huge pages; spill goes to MEMSPACE_SPILL_DIR, else $TMPDIR, else /var/tmp;
 #      space settings cleared for children unless inherited; SHOW_STATS prints at exit.
 #   §2 `memspace run`: every option of the synopsis accepted, exit status the program's, one warning per run.
 # Exports and SONAME: exports.sh; the API's names and types: contract_api.c; CSVs: test_contract_bench.sh.
@@ -77,6 +79,31 @@ if [ -d /var/tmp ] && [ -w /var/tmp ]; then
     '[[ "$out" == "where=spill errno=0 dir=/var/tmp" || "$out" == where=heap* ]]'
 fi
 
+# MEMSPACE_SPACE_AT: start commits and locks the space before main; firstalloc takes nothing before the first
+# allocation (the probe reads VmLck without allocating). A lock refused (RLIMIT_MEMLOCK without CAP_IPC_LOCK) is
+# reported and the space runs unlocked: then only that report is checked.
+out=$(MEMSPACE_SPACE_INITIAL=4M MEMSPACE_SPACE_AT=start run "$probe" locked 2>&1)
+if [[ "$out" == *"runs unlocked"* ]]; then
+  check "MEMSPACE_SPACE_AT=start, lock refused: reported naming the space, got '$out'" '[[ "$out" == *"process space: "* ]]'
+else
+  kb=${out##*locked_kb=}
+  check "MEMSPACE_SPACE_AT=start: 4 MiB locked before main, got '$out'" '[ "$kb" -ge 4096 ] 2>/dev/null'
+fi
+out=$(MEMSPACE_SPACE_INITIAL=4M MEMSPACE_SPACE_AT=firstalloc run "$probe" locked 2>&1)
+check "MEMSPACE_SPACE_AT=firstalloc: nothing locked before the first allocation, got '$out'" '[ "$out" = locked_kb=0 ]'
+
+# MEMSPACE_HUGE_PAGES: the heap takes no hugetlb page whatever it says (transparent huge pages at most); the process
+# space does take them where the pool has them (2 free 2 MiB pages needed for the 4 MiB space: else not checked)
+for hp in 2M 1G; do
+  out=$(MEMSPACE_HUGE_PAGES=$hp run "$probe" hugetlb 2>&1)
+  check "MEMSPACE_HUGE_PAGES=$hp: 48 MiB of heap blocks on no hugetlb page, got '$out'" '[ "$out" = hugetlb_kb=0 ]'
+done
+free2m=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0)
+if [ "$free2m" -ge 2 ]; then
+  out=$(MEMSPACE_HUGE_PAGES=2M MEMSPACE_SPACE_INITIAL=4M run "$probe" hugetlb 2>/dev/null)
+  check "MEMSPACE_HUGE_PAGES=2M: the process space on 2 MiB hugetlb pages, got '$out'" '[ "$out" = hugetlb_kb=4096 ]'
+fi
+
 # --- §3 / §2: space settings apply to the program only, unless inherited ------------------------------------------
 out=$(MEMSPACE_SPACE_INITIAL=8M MEMSPACE_SPACE_EXPAND=1M MEMSPACE_SPACE_AT=firstalloc run sh -c 'env | grep -c "^MEMSPACE_SPACE_"')
 check "space variables cleared for children, got $out" '[ "$out" = 0 ]'
@@ -96,6 +123,15 @@ err=$(MEMSPACE_SHOW_STATS=0 run "$probe" 100 2>&1 >/dev/null)
 check "MEMSPACE_SHOW_STATS=0 prints nothing, got '$err'" '[ -z "$err" ]'
 err=$(MEMSPACE_VERBOSE=1 MEMSPACE_SPILL_THRESHOLD=1M MEMSPACE_SPILL_DIR="$tmp/spill" run "$probe" 2000000 2>&1 >/dev/null)
 check "MEMSPACE_VERBOSE=1 reports the spill file" 'grep -qi "spill" <<<"$err"'
+# huge pages unavailable: a process space asking 1 GiB pages where the pool has none free is reported as a fallback
+# under MEMSPACE_VERBOSE=1, and silently taken without it
+free1g=$(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo 0)
+if [ "$free1g" = 0 ]; then
+  err=$(MEMSPACE_VERBOSE=1 MEMSPACE_HUGE_PAGES=1G MEMSPACE_SPACE_INITIAL=4M run true 2>&1)
+  check "MEMSPACE_VERBOSE=1 reports 1 GiB pages unavailable, got: $err" '[[ "$err" == *"1 GiB pages"*"unavailable"* ]]'
+  err=$(MEMSPACE_HUGE_PAGES=1G MEMSPACE_SPACE_INITIAL=4M run true 2>&1)
+  check "...and says nothing without it, got: $err" '[ -z "$err" ]'
+fi
 
 # --- §2: memspace run: every option of the synopsis, exit status the program's -----------------------------------
 "$tool" run --heap size --space-initial 8M --space-expand 0 --space-at firstalloc --spill-threshold 1G \

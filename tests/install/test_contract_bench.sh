@@ -5,7 +5,8 @@
 # 2. what `make bench` wrote into bench/results/ (every part present there: spill's is only checked this way, its
 #    quick run is too long for make test).
 tool=$1 src=$2
-out=$(mktemp -d /tmp/memspace-contract-bench.XXXXXX)
+# (a space and a quote in the directory's name: PART.cmd's command line must still be the exact command)
+out=$(mktemp -d "/tmp/memspace contract bench's.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 fail=0
 for part in spaces dma; do

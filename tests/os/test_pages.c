@@ -75,6 +75,8 @@ static void reserve_committed_aligned(void **state) {
   assert_int_equal(ms_pages_release(r.addr, r.size), 0);
 }
 
+#define MLOCK_REAL (!MS_TEST_MLOCK_NOOP) /* ms_test.h */
+
 static void reserve_populate_lock(void **state) {
   (void)state;
   ms_pages_t r;
@@ -86,14 +88,26 @@ static void reserve_populate_lock(void **state) {
   assert_int_equal(ms_pages_release(r.addr, r.size), 0);
   /* LOCK of a small range fits the default RLIMIT_MEMLOCK */
   int e = ms_pages_reserve(2 * ps, 0, MS_PAGES_LOCK, -1, &r);
-  if (e == 0) {
+  if (e == 0) { /* the kernel's view of the mapping (VmFlags lo), where mlock is real (not under a sanitizer) */
     assert_true(r.flags & MS_PAGES_LOCK);
+    assert_int_equal(ms_test_vm_flag(r.addr, "lo"), MLOCK_REAL);
     assert_int_equal(ms_pages_unlock(r.addr, r.size), 0);
+    assert_int_equal(ms_test_vm_flag(r.addr, "lo"), 0);
     assert_int_equal(ms_pages_lock(r.addr, r.size), 0);
+    assert_int_equal(ms_test_vm_flag((char *)r.addr + ps, "lo"), MLOCK_REAL);
     assert_int_equal(ms_pages_unlock(r.addr, r.size), 0);
+    assert_int_equal(ms_test_vm_flag(r.addr, "lo"), 0);
     assert_int_equal(ms_pages_release(r.addr, r.size), 0);
   } else {
     assert_true(e == ENOMEM || e == EPERM || e == EAGAIN);
+  }
+  /* THP: the range carries the kernel's huge-page advice (VmFlags hg) where the kernel has THP */
+  size_t h = ms_huge_page_size(MS_PAGE_THP);
+  if (h) {
+    assert_int_equal(ms_pages_reserve(2 * h, h, MS_PAGES_COMMIT | MS_PAGES_THP, -1, &r), 0);
+    assert_int_equal(r.kind, MS_PAGE_THP);
+    assert_int_equal(ms_test_vm_flag(r.addr, "hg"), 1);
+    assert_int_equal(ms_pages_release(r.addr, r.size), 0);
   }
 }
 
@@ -312,7 +326,6 @@ static void drop_ipc_lock(void) {
   syscall(SYS_capset, &h, d);
 }
 
-#define MLOCK_REAL (!MS_TEST_MLOCK_NOOP) /* ms_test.h */
 
 /* pre-faulting as before Linux 5.14 (mlock + munlock, msi_os_populate_write_hide) leaves the locks the caller had
    taken in the range: the munlock skips them. Pages 2-3 and every fourth page from 8 are the caller's (more runs

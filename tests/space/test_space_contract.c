@@ -594,6 +594,39 @@ static void hot_prefix_refused_falls_back(void **state) {
   expect_child("--hotlock");
 }
 
+/* ---- docs/contract.md §4: the config's name is shown in the statistics (space_N lines), text and JSON ---- */
+static char stats_text[1 << 16];
+static void stats_sink(const char *text, void *arg) {
+  size_t *n = arg;
+  size_t len = strlen(text);
+  if (*n + len < sizeof stats_text) memcpy(stats_text + *n, text, len), *n += len, stats_text[*n] = 0;
+}
+static void name_shown_in_stats(void **state) {
+  (void)state;
+  char name[] = "audio-in";
+  ms_space_config_t c = {.initial_size = 1 << 20, .numa_node = -1, .name = name};
+  ms_space_t *s = ms_space_create(&c);
+  assert_non_null(s);
+  ms_space_t *anon = ms_space_create(&(ms_space_config_t){.initial_size = 1 << 20, .numa_node = -1}); /* (unnamed) */
+  assert_non_null(anon);
+  assert_non_null(ms_space_malloc(s, 1000));
+  name[0] = 'X'; /* copied at creation: the caller's buffer may change */
+  size_t n = 0;
+  ms_stats_print(stats_sink, &n, 0);
+  if (!strstr(stats_text, "audio-in: 1048576 bytes, 1024 used"))
+    fail_msg("the space's name is not in the statistics:\n%s", stats_text);
+  assert_non_null(strstr(stats_text, "(unnamed): 1048576 bytes, 0 used"));
+  n = 0;
+  ms_stats_print(stats_sink, &n, MS_STATS_JSON);
+  if (!strstr(stats_text, "\"audio-in: 1048576 bytes"))
+    fail_msg("the space's name is not in the JSON statistics:\n%s", stats_text);
+  ms_space_destroy(anon);
+  ms_space_destroy(s);
+  n = 0;
+  ms_stats_print(stats_sink, &n, 0);
+  assert_null(strstr(stats_text, "audio-in")); /* destroyed: no longer listed */
+}
+
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc > 1 && strcmp(argv[1], "--faults") == 0) return faults_child();
@@ -608,7 +641,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(destroyed_handles_detected),    cmocka_unit_test(create_in_locked_unlocks_at_destroy),
       cmocka_unit_test(refused_lock_is_eperm),         cmocka_unit_test(unbackable_space_refused),
       cmocka_unit_test(aligned_alloc_up_to_range_alignment), cmocka_unit_test(hot_metadata_locked_whole),
-      cmocka_unit_test(hot_prefix_refused_falls_back),
+      cmocka_unit_test(hot_prefix_refused_falls_back),     cmocka_unit_test(name_shown_in_stats),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,29 @@ static void test_basic(void **state) {
   msi_spill_free(q);
   assert_false(msi_spill_owns(&n));
   assert_false(ms_spill_is(NULL));
+  /* the public pair: ms_spill_alloc backs the block with a file (its mapping names one), its disk reserved at once
+     (the statistics count it before a byte is written); ms_spill_free gives the disk back at once */
+  unsigned char *r = ms_spill_alloc(n);
+  assert_non_null(r);
+  assert_true(ms_spill_is(r) && ms_spill_is(r + n - 1));
+  char maps_line[4096] = "";
+  FILE *maps = fopen("/proc/self/maps", "r");
+  assert_non_null(maps);
+  while (fgets(maps_line, sizeof maps_line, maps)) {
+    unsigned long lo, hi;
+    if (sscanf(maps_line, "%lx-%lx", &lo, &hi) == 2 && (uintptr_t)r >= lo && (uintptr_t)r < hi) break;
+    maps_line[0] = 0;
+  }
+  fclose(maps);
+  if (!strchr(maps_line, '/')) fail_msg("the block of ms_spill_alloc is not a file's mapping: '%s'", maps_line);
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_int_equal(st.spill_blocks, 1);
+  assert_true(st.spill_disk_bytes >= n);
+  memset(r, 0x5a, n);
+  ms_spill_free(r);
+  assert_int_equal(ms_stats_get(&st, sizeof st), 0);
+  assert_int_equal(st.spill_blocks, 0);
+  assert_true(st.spill_disk_bytes < n);
 }
 
 /* malloc served by spill (a block at or above the threshold) leaves the caller's errno as it was: C's library

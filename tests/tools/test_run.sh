@@ -64,6 +64,12 @@ check "--inherit sets MEMSPACE_SPACE_INHERIT" '[ "$out" = "1" ]'
 out=$("$tool" run --help); check "run --help: usage on stdout, status 0" '[ $? = 0 ] && [[ "$out" == *"--spill-threshold SIZE"* ]]'
 out=$("$tool" bench --help); check "bench --help: usage on stdout, status 0" '[ $? = 0 ] && [[ "$out" == *"PART"* ]]'
 "$tool" run -- /nonexistent/program 2>/dev/null; check "missing program gives 127" '[ $? = 127 ]'
+# the library missing from its place (a copy of the tool alone, in a bin/ of its own): 127 too, the path named
+alone=$(mktemp -d); mkdir "$alone/bin"; cp "$tool" "$alone/bin/memspace"
+msg=$("$alone/bin/memspace" run -- true 2>&1); st=$?
+rm -rf "$alone"
+check "the library missing: status 127 and its path named, got: $st $msg" \
+  '[ $st = 127 ] && [[ "$msg" == *"cannot find the library $alone/"*"libmemspace.so"* ]]'
 "$tool" run -- sh -c 'kill -SEGV $$' 2>/dev/null; check "a program killed by SIGSEGV: status 139 as from the shell" '[ $? = 139 ]'
 noexec=$(mktemp); "$tool" run -- "$noexec" 2>/dev/null; st=$?; rm -f "$noexec"
 check "a file that is not executable gives 126" '[ $st = 126 ]'
