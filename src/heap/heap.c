@@ -193,7 +193,7 @@ _Noreturn void msi_heap_bad_small(const void *p, const char *call) {
   uintptr_t off = (uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1);
   if (off >= MSI_HEAP_MINI_BASE && off < MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE) {
     uint8_t first = MSI_SEEN(seg->mini_map[(off - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT]);
-    const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? &seg->mini[first] : NULL;
+    const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? msi_seg_mini(seg, first) : NULL;
     again = m && MSI_SEEN(m->state) == MSI_SPAN_FREE && !m->owner && m->block_size &&
             m->base == (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)first * MSI_HEAP_MINI_SIZE &&
             msi_span_block_start(m, p);
@@ -501,8 +501,8 @@ MSI_HOT_TEXT static void segment_init(msi_segment_t *seg) {
   MSI_SEEN_SET(seg->free_mask, ~(uint64_t)1); /* chunk 0 is the header */
   /* the descriptors are fresh zeros (MSI_SPAN_FREE); each one's base is set when its chunk first starts a span
      (segment_alloc_span: only map[] leads to a descriptor), so a new segment touches one page of its 8 KiB of
-     descriptors, not three. spans[0], where map[] sends every chunk outside a span, is set here. */
-  seg->spans[0].base = (uintptr_t)seg;
+     descriptors, not three. desc[0], where map[] sends every chunk outside a span, is set here. */
+  msi_seg_span(seg, 0)->base = (uintptr_t)seg;
   atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
   msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
   msi_heap_mapped_peak_note();
@@ -694,7 +694,7 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~bits);
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
-  hdr_touch(seg, &seg->spans[at], sizeof seg->spans[at]); /* (its descriptor written: header_back) */
+  hdr_touch(seg, msi_seg_span(seg, at), sizeof(msi_span_t)); /* (its descriptor written: header_back) */
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
@@ -703,11 +703,11 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
     msi_maint_wake();
   }
   seg_avail_update(seg);
-  msi_span_t *s = &seg->spans[at];
+  msi_span_t *s = msi_seg_span(seg, at);
   s->base = (uintptr_t)seg + (uintptr_t)at * MSI_HEAP_CHUNK; /* (segment_map leaves it to the first use) */
   MSI_SEEN_SET(s->nchunks, (uint8_t)n);
   MSI_SEEN_SET(s->state, MSI_SPAN_CACHED);
-  for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], (uint8_t)at);
+  for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], msi_seg_map_of(at));
   msi_unlock(&seg_lock);
 #if MSI_HEAP_SECURE
   s->guarded = guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while it is cached */
@@ -1826,7 +1826,7 @@ MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
    several times the pages glibc's heap does). A mini span serves its class while it is current and leaves it when it
    runs out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
    cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a shell's
-   subshells): its blocks' frees take the free slow path (map[] leads to spans[0]), which a loop freeing and taking
+   subshells): its blocks' frees take the free slow path (map[] leads to desc[0]), which a loop freeing and taking
    blocks of the class would pay at every free. It is never filed on a partial list, cached or given back: it stays its
    heap's, its blocks freed as they come (by its owner or remotely) and never handed out again once it left its class. A
    class's blocks past its mini spans, or once it took a normal span, come from normal spans. A heap takes at most
@@ -1866,11 +1866,11 @@ MSI_HOT_TEXT static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
   if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
     hdr_touch(seg, &seg->mini_map[seg->mini_used], g + k - seg->mini_used);
-    hdr_touch(seg, &seg->mini[g], sizeof seg->mini[g]);
+    hdr_touch(seg, msi_seg_mini(seg, g), sizeof(msi_span_t));
     hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
-  msi_span_t *s = &seg->mini[g];
+  msi_span_t *s = msi_seg_mini(seg, g);
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */
   MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields spans_tally reads from other threads: MSI_SEEN) */
@@ -1901,7 +1901,7 @@ MSI_HOT_TEXT static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   return NULL;
 #endif
 }
-/* a free by its owner of p in a mini span s (from the free slow path: map[] led to spans[0]): the MINI_FREES-th
+/* a free by its owner of p in a mini span s (from the free slow path: map[] led to desc[0]): the MINI_FREES-th
    local free of the class's current mini span makes it leave; then the fast path's free (an invalid p aborts) */
 MSI_HOT_TEXT static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
   unsigned c = s->cls;
@@ -2064,7 +2064,7 @@ static bool orphan_empty(msi_heap_t *h) {
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
     for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); g < n; g++) {
-      msi_span_t *m = &seg->mini[g];
+      msi_span_t *m = msi_seg_mini(seg, g);
       if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h &&
           (msi_span_used(m) || atomic_load_explicit(&m->xfree, memory_order_acquire)))
         return false;
@@ -2076,7 +2076,7 @@ static bool orphan_empty(msi_heap_t *h) {
 #if MSI_HEAP_MINI
 /* a mini span of h that holds no block (an orphan's: no thread allocates from it again) */
 static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned g) {
-  const msi_span_t *m = &seg->mini[g];
+  const msi_span_t *m = msi_seg_mini(seg, g);
   return MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
          !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
 }
@@ -2096,7 +2096,7 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
     bool kept = false; /* a mini span of h's stays here (one with blocks) */
     unsigned used = seg->mini_used;
     for (unsigned g = 0, n = used; g < n; g++) {
-      msi_span_t *m = &seg->mini[g];
+      msi_span_t *m = msi_seg_mini(seg, g);
       if (seg->mini_map[g] != g) continue;
       if (MSI_SEEN(m->owner) == h && (all || mini_span_empty(h, seg, g))) {
         MSI_SEEN_SET(m->owner, NULL);
@@ -2495,7 +2495,7 @@ MSI_HOT_TEXT bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
 MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
-    s = msi_heap_mini_of(p); /* map[] led to spans[0]: p lies in chunk 0, maybe in a mini span */
+    s = msi_heap_mini_of(p); /* map[] led to desc[0]: p lies in chunk 0, maybe in a mini span */
     if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_small(p, "free");
     if (MSI_SEEN(s->owner) == h) return mini_free(h, p, s); /* (a mini span's owner changes at adoption) */
     goto remote;
@@ -2624,8 +2624,8 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
     *idle += (uint64_t)msi_popcount64(MSI_SEEN(seg->dirty_mask)) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
-      msi_span_t *s = &seg->spans[i];
-      if (MSI_SEEN(seg->map[i]) != i) continue;
+      msi_span_t *s = msi_seg_span(seg, i);
+      if (MSI_SEEN(seg->map[i]) != msi_seg_map_of(i)) continue;
       uint8_t state = MSI_SEEN(s->state);
       uint64_t bytes = (uint64_t)MSI_SEEN(s->nchunks) * MSI_HEAP_CHUNK;
       if (state == MSI_SPAN_CACHED) { *idle += bytes; continue; }
@@ -2635,7 +2635,7 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
     }
 #if MSI_HEAP_MINI
     for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) /* (no bytes: the header's chunk) */
-      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(seg->mini[g].state) == MSI_SPAN_ACTIVE) tally_blocks(st, &seg->mini[g]);
+      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(msi_seg_mini(seg, g)->state) == MSI_SPAN_ACTIVE) tally_blocks(st, msi_seg_mini(seg, g));
 #endif
   }
 }
