@@ -14,9 +14,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-msi_heap_globals_t msi_heap_g;
-msi_heap_counters_t msi_heap_counters;
-msi_heap_limits_t msi_heap_limits;
+MSI_START_BSS msi_heap_globals_t msi_heap_g;
+MSI_START_BSS msi_heap_counters_t msi_heap_counters;
+MSI_COLD_BSS _Atomic uint64_t msi_heap_returned_spans[MSI_HEAP_CLASSES];
+MSI_START_BSS msi_heap_limits_t msi_heap_limits;
 
 /* Size classes, constant tables (.rodata: shared with every process mapping the library, so a process writes
    none of them and runs no code to fill them):
@@ -110,27 +111,27 @@ __thread msi_heap_t *msi_tls_heap = MSI_EMPTY_HEAP;
 
 #define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
 MSI_START_DATA static _Atomic int init_state; /* 0 none, 1 in progress, 2 done (read, then written) */
-static pthread_key_t heap_key;
-static bool heap_key_ok;
+MSI_START_BSS static pthread_key_t heap_key;
+MSI_START_BSS static bool heap_key_ok;
 
 /* segments */
 #define seg_lock (msi_fork_page.heap_seg) /* internal.h: msi_fork_page_t */
 /* global span cache, one list per span length */
 #define global_lock (msi_fork_page.heap_global) /* internal.h: msi_fork_page_t */
-static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
-static msi_cache_hold_t global_hold; /* under global_lock unless said */
+MSI_START_BSS static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+MSI_START_BSS static msi_cache_hold_t global_hold; /* under global_lock unless said */
 /* heaps */
 #define heaps_lock (msi_fork_page.heap_heaps) /* internal.h: msi_fork_page_t */
-static msi_heap_t *_Atomic all_heaps;
-static msi_heap_t *_Atomic orphans;
-static uint32_t heap_count;
+MSI_START_BSS static msi_heap_t *_Atomic all_heaps;
+MSI_START_BSS static msi_heap_t *_Atomic orphans;
+MSI_START_BSS static uint32_t heap_count;
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
    one system call and one kernel mapping less at its first allocation. */
-static _Alignas(MSI_CACHE_LINE) msi_heap_t first_heap;
-static bool first_heap_taken;
-static _Atomic uint32_t last_purge_ms;
+MSI_START_BSS static _Alignas(MSI_CACHE_LINE) msi_heap_t first_heap;
+MSI_START_BSS static bool first_heap_taken;
+MSI_START_BSS static _Atomic uint32_t last_purge_ms;
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* size classes and presets                                                                                     */
@@ -151,7 +152,7 @@ MSI_STARTUP_TEXT void msi_heap_set_preset(int preset) {
 /* errors                                                                                                       */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
+MSI_START_DATA bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
 
 /* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
@@ -326,7 +327,7 @@ static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t la
 
 /* the reservations' alignment slack, before and after each region, and the segments region_skip passes over
    (given back by fit_limit_locked) */
-static struct { uintptr_t addr; size_t len; } slack[4];
+MSI_START_BSS static struct { uintptr_t addr; size_t len; } slack[4];
 MSI_START_DATA static unsigned nslack; /* read, then written, at start-up */
 
 /* reserves r with its alignment slack kept (one system call at start-up), recorded for fit_limit_locked; the
@@ -608,7 +609,7 @@ MSI_COLD_BSS static uint64_t seg_released[MAX_SEGMENTS / 64];
 #else
 #define SEG_REMAP 1
 #endif
-static size_t seg_released_n;
+MSI_START_BSS static size_t seg_released_n;
 static bool seg_is_released(size_t i) { return MSI_SEEN(seg_released[i / 64]) >> (i % 64) & 1; }
 static void seg_released_set(size_t i, bool on) {
   uint64_t w = seg_released[i / 64], b = 1ull << (i % 64);
@@ -811,7 +812,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
     msi_os_purge((void *)s->base, bytes);
     chunks_purged(bytes - chunks_back_take(seg, bits));
   }
-  atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&msi_heap_returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
   s->kept = 0;    /* (and its free lists with them) */
   msi_lock(&seg_lock);
@@ -1375,7 +1376,7 @@ static inline void pressure_check(void) {
 }
 
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
-_Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
+MSI_START_BSS _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 
 /* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving
    a class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back
@@ -1387,7 +1388,8 @@ _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 #define ST_LARGE_MAX (4 * MSI_HEAP_ST_PURGE_BYTES)
 #define ST_LARGE_STEP (MSI_HEAP_ST_PURGE_BYTES / 2)
-static _Atomic uint64_t st_large_check = ST_LARGE_MIN, st_large_live;
+static _Atomic uint64_t st_large_check = ST_LARGE_MIN;
+MSI_START_BSS static _Atomic uint64_t st_large_live;
 MSI_HOT_TEXT static void st_large_budget(bool force) {
   uint64_t cached = msi_large_dirty_bytes(), check = atomic_load_explicit(&st_large_check, memory_order_relaxed);
   uint64_t live = msi_large_live_bytes(), top = atomic_load_explicit(&st_large_live, memory_order_relaxed);
@@ -1414,7 +1416,7 @@ MSI_HOT_TEXT static void st_large_budget(bool force) {
    task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
    for the next look that finds pressure, or the purge delay). */
 #define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
-static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
+MSI_START_BSS static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
 static void st_pressure(uint64_t now_ns) {
   if (now_ns < atomic_load_explicit(&st_pressure_next, memory_order_relaxed)) return;
   atomic_store_explicit(&st_pressure_next, now_ns + 25000000u, memory_order_relaxed);
@@ -1831,7 +1833,7 @@ MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
    heap's, its blocks freed as they come (by its owner or remotely) and never handed out again once it left its class. A
    class's blocks past its mini spans, or once it took a normal span, come from normal spans. A heap takes at most
    MSI_HEAP_MINI_SPANS granules in all (mini_total), whichever segments its spans come from. */
-bool msi_heap_mini_off;
+MSI_START_BSS bool msi_heap_mini_off;
 #define MINI_PER_CLASS 4
 #define MINI_DONE UINT8_MAX
 #define MINI_FREES 64
@@ -2645,6 +2647,6 @@ void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
   spans_tally(st, cached_spans_bytes, &active);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_stats_class(st, c)->block_size = msi_heap_class_size[c];
-    msi_stats_class(st, c)->returned = atomic_load_explicit(&msi_heap_counters.returned_spans[c], memory_order_relaxed);
+    msi_stats_class(st, c)->returned = atomic_load_explicit(&msi_heap_returned_spans[c], memory_order_relaxed);
   }
 }

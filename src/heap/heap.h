@@ -434,9 +434,11 @@ _Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block); /*
 /* counters */
 typedef struct msi_heap_counters_s {
   _Atomic uint64_t returned_bytes, purges, segments, threads_live;
-  _Atomic uint64_t returned_spans[MSI_HEAP_CLASSES];
 } msi_heap_counters_t;
 extern msi_heap_counters_t msi_heap_counters;
+/* spans of each class returned to their segment (apart from msi_heap_counters, which every allocating process
+   writes: these 768 bytes are written only as spans return) */
+extern _Atomic uint64_t msi_heap_returned_spans[MSI_HEAP_CLASSES];
 /* statistics (large.c): the most segments + committed large slots have been, noted where either grows (direct
    blocks are added when the statistics are read) */
 extern _Atomic uint64_t msi_heap_mapped_peak;
