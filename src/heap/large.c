@@ -43,7 +43,18 @@ typedef struct lclass_s {
   size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
 } lclass_t;
 
-static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+/* the slot table's entries kept in .lbss per class (see table_head below) */
+#define TABLE_HEAD 16
+/* The classes and the slot table's first entries of each (table_head, below), page-aligned together: a program's
+   first large block writes its class and its slot's entry on one page of .lbss, not two (the classes up to 16 GiB
+   have both on the first page) */
+MSI_COLD_BSS static _Alignas(4096) struct {
+  lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+  slot_meta_t head[MSI_HEAP_LARGE_CLASSES][TABLE_HEAD];
+} large_meta;
+_Static_assert(sizeof(lclass_t) * MSI_HEAP_LARGE_CLASSES + sizeof(slot_meta_t) * TABLE_HEAD * 19 <= 4096,
+               "the classes of 64 KiB-16 GiB have their class and first slots' entries on one page");
+#define classes (large_meta.classes)
 /* each class's lock, in the fork page (internal.h: msi_fork_page_t) */
 _Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock per large class");
 #define lock_of(c) (&msi_fork_page.large[(c) - classes].lock)
@@ -83,8 +94,7 @@ MSI_START_BSS static bool strict;
    blocks under both answers. A probe mapping instead of the read (a
    large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
    kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
-#define TABLE_HEAD 16
-MSI_COLD_BSS static slot_meta_t table_head[MSI_HEAP_LARGE_CLASSES][TABLE_HEAD];
+#define table_head (large_meta.head)
 MSI_START_BSS static size_t table_bytes;
 MSI_START_BSS static _Atomic(slot_meta_t *) table;
 MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
@@ -106,7 +116,8 @@ MSI_STARTUP_TEXT size_t msi_large_table_bytes(size_t sub_shift) {
    release (classes_ready), not when the heap initialises: a program whose blocks are all small (a shell's
    commands) never writes the 1.6 KiB of classes[], which would take a page of .bss of its own at its first malloc
    (the start-up's variables share one: internal.h MSI_START_BSS). Until then every class reads as empty (no slot,
-   nothing cached): the purge, the statistics and the fork handlers find nothing to do. */
+   nothing cached): the purge, the statistics and the fork handlers find nothing to do. msi_large_release_unused
+   sets them up first, as the next large block would take a released sub-region again. */
 static _Atomic bool classes_set MSI_START_BSS;
 MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
@@ -120,27 +131,23 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   table_bytes = msi_large_table_bytes(msi_heap_g.sub_shift);
   atomic_store_explicit(&table_place, msi_heap_g.table_area, memory_order_relaxed);
 }
-/* each class under its lock, so a purge or a release that takes the lock sees it empty or whole; the first
-   class's lock, held throughout (the class locks are taken in ascending order, as msi_large_lock_all does), lets
-   one thread set them up. classes[] is written, never read first: a read would fault in the zero page, and the
+/* by one thread, under the first class's lock. Before classes_set is seen (acquire) no thread reads a class but
+   its count of cached slots (the purge), which stays 0: the layout's fields are read only after it, or by way of a
+   block placed after it. classes[] is written, never read first: a read would fault in the zero page, and the
    write a second fault */
 MSI_STARTUP_TEXT static MSI_NOINLINE void classes_setup(void) {
   msi_lock(lock_of(&classes[0]));
   if (!atomic_load_explicit(&classes_set, memory_order_relaxed)) {
     size_t body = 0, stored = 0;
     for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-      unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
       lclass_t *c = &classes[i];
-      uint64_t nslots = class_slots(i, msi_heap_g.sub_shift);
-      if (i) msi_lock(lock_of(c));
-      c->cache_max = k <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
+      c->cache_max = MSI_HEAP_LARGE_MIN_SHIFT + i <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
       c->cached = &cache_store[stored];
       c->base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
       c->meta_off = body - TABLE_HEAD;
-      __atomic_store_n(&c->nslots, nslots, __ATOMIC_RELEASE);
-      if (i) msi_unlock(lock_of(c));
+      c->nslots = class_slots(i, msi_heap_g.sub_shift);
       stored += c->cache_max;
-      body += body_slots(nslots);
+      body += body_slots(c->nslots);
     }
     atomic_store_explicit(&classes_set, true, memory_order_release);
   }

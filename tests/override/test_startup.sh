@@ -15,7 +15,9 @@
 # page; its once-only code with the constructors; no clock read, whose first read faults in the vDSO's data page;
 # the margin is for where the kernel's 64 KiB fault-around windows fall on the library's text). Of the library's
 # writable segment a malloc and free leave at most 3 pages present: the page the loader relocates, the page of
-# .data's end and one page of .bss (with the layout script; 4 when the start-up's variables spread over .bss).
+# .data's end and one page of .bss (with the layout script; 4 when the start-up's variables spread over .bss); a
+# first large block (200,000 bytes) two more: its class and its slot's entry on one page (large.c large_meta, set
+# at the first large block, not at the heap's start-up) and its cache's entry when freed.
 # Loading the library and running its constructors, before main, cost at most 11 minor page faults more than the
 # C library alone (medians of 21 runs each): the start-up code in one part of the
 # text (no libgcc or libc_nonshared helper at its far end, no _fini there), no .bss page written by a constructor,
@@ -63,6 +65,10 @@ if ms_need_cmd readelf; then
   if [ "$layout" = 1 ]; then
     check "first malloc and free: at most 3 pages of the writable segment present" \
       '[ -n "$rw_pages" ] && [ "$rw_pages" -ge 1 ] && [ "$rw_pages" -le 3 ]'
+    rw_large=$(LD_PRELOAD=$lib "$prog" pages "$rw_at" "$rw_size" 200000)
+    echo "the same after a block of 200,000 bytes more: $rw_large"
+    check "and a block of 200,000 bytes: at most 5 pages of the writable segment present" \
+      '[ -n "$rw_large" ] && [ "$rw_large" -ge 1 ] && [ "$rw_large" -le 5 ]'
   else
     ms_part_refused "writable pages: the linker took no layout script (cmake/layout.ld), .bss in object-file order"
   fi
