@@ -40,7 +40,7 @@ static msi_fork_hook_t *const hooks[] = {MSI_FORK_PARTS(MSI_FORK_ENTRY)};
 #undef MSI_FORK_ENTRY
 #define NHOOKS (sizeof hooks / sizeof hooks[0])
 
-static bool fork_unlocked; /* this fork's prepare found one thread (written before the fork, only when it changes) */
+MSI_START_BSS static bool fork_unlocked; /* this fork's prepare found one thread (written before the fork, only when it changes) */
 
 MSI_COLD static void fork_prepare(void) {
   msi_set_flag(&fork_unlocked, msi_single_threaded());

@@ -14,7 +14,7 @@ int ms_version(void) { return MEMSPACE_VERSION_MAJOR * 10000 + MEMSPACE_VERSION_
 
 /* an allocation came before the C library set environ (a preinit_array function): the options are read by the
    constructor, which then applies them as ms_option_set does */
-static bool options_deferred;
+MSI_START_BSS static bool options_deferred;
 
 void msi_init(void) {
   if (MSI_LIKELY(atomic_load_explicit(&msi_initialized, memory_order_acquire))) return;

@@ -35,7 +35,7 @@ void msi_lock_slow(msi_lock_t *l) {
 
 void msi_unlock_slow(msi_lock_t *l) { msi_os_futex_wake(&l->state, 1); }
 
-_Alignas(64) msi_fork_page_t msi_fork_page; /* zero: every lock free (MSI_LOCK_INIT); internal.h: its place */
+MSI_FORK_BSS _Alignas(64) msi_fork_page_t msi_fork_page; /* zero: every lock free (MSI_LOCK_INIT); internal.h: its place */
 
 MSI_HOT_TEXT bool msi_single_threaded(void) {
 #ifdef MSI_HAVE_SINGLE_THREADED

@@ -18,15 +18,15 @@
 #include <unistd.h>
 
 #define MAX_TASKS 8
-static const msi_maint_task_t *tasks[MAX_TASKS];
-static _Atomic int task_count;
+MSI_START_BSS static const msi_maint_task_t *tasks[MAX_TASKS];
+MSI_START_BSS static _Atomic int task_count;
 #define task_lock (msi_fork_page.maint_tasks) /* internal.h: msi_fork_page_t */
-static _Atomic int multi_threaded;
+MSI_START_BSS static _Atomic int multi_threaded;
 /* the thread's state, and the futex word it sleeps on (ASLEEP): a waker turns ASLEEP into RUNNING and wakes it */
 enum { M_NONE, M_STARTING, M_RUNNING, M_REFUSED, M_ASLEEP };
-static _Atomic int state;
+MSI_START_BSS static _Atomic int state;
 #define forked (msi_fork_page.forked) /* in a forked child, glibc's __libc_single_threaded stays 0: ignore it */
-static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
+MSI_START_BSS static _Atomic uint64_t next_check; /* rate limit of the /proc check in a forked child */
 
 MSI_STARTUP_TEXT void msi_maint_register(const msi_maint_task_t *task) {
   msi_fork_register(); /* fork.c: the child hook knows a forked child even before the thread ever started */
@@ -81,13 +81,13 @@ void msi_maint_set_idle(bool idle) {
 }
 
 /* ---- memory pressure (internal.h) ---- */
-_Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch, msi_maint_tight;
+MSI_START_BSS _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch, msi_maint_tight;
 #define PRESSURE_CGROUP_MS 25   /* between looks at the cgroup's usage */
 #define PRESSURE_PSI_MS 100     /* between looks at the machine's memory stall */
 #define PRESSURE_FIND_MS 1000   /* between reads of the cgroup's limit (a container may be resized) */
 #define MAX_HOOKS 4
-static const msi_maint_task_t *hooks[MAX_HOOKS];
-static _Atomic int hook_count;
+MSI_START_BSS static const msi_maint_task_t *hooks[MAX_HOOKS];
+MSI_START_BSS static _Atomic int hook_count;
 MSI_HOT_TEXT void msi_maint_on_pressure(const msi_maint_task_t *release) {
   MSI_REGISTER_ONCE(hooks, MAX_HOOKS, &hook_count, &task_lock, release);
 }
@@ -177,7 +177,7 @@ static void tight_put(uint32_t bit, bool on) {
 /* A look has read the cgroup's limit (once set, until a fork): msi_maint_note_thread sets MSI_TIGHT_UNSEEN only
    before. Both sides store, then load the other's word, in one total order: either the note sees the flag (and
    takes its bit back) or the reading sees the bit (and clears it), so the bit never outlives the first reading */
-static _Atomic int limit_read;
+MSI_START_BSS static _Atomic int limit_read;
 /* the limit read: MSI_TIGHT_LIMIT says whether there is one, MSI_TIGHT_UNSEEN goes (written only when changed) */
 static void limit_seen(bool limited) {
   if (!atomic_load_explicit(&limit_read, memory_order_relaxed)) atomic_store(&limit_read, 1);
@@ -216,9 +216,10 @@ static void pressure_run(msi_pressure_t *p, msi_os_cgroup_t *cg, uint64_t now, u
    sandbox that forbids open() may kill the process for it (it cannot be lifted: the looks end for good). */
 MSI_COLD_BSS static msi_pressure_t poll_state; /* (4 KiB: kept off the pages the first malloc touches) */
 MSI_COLD_BSS static msi_os_cgroup_t poll_cg;
-static uint64_t poll_next_find, poll_next_psi = UINT64_MAX;
-static _Atomic uint64_t poll_next;
-static _Atomic int poll_busy;
+MSI_START_BSS static uint64_t poll_next_find;
+static uint64_t poll_next_psi = UINT64_MAX;
+MSI_START_BSS static _Atomic uint64_t poll_next;
+MSI_START_BSS static _Atomic int poll_busy;
 bool msi_maint_pressure_poll(uint64_t now) {
   if (now < atomic_load_explicit(&poll_next, memory_order_relaxed) || msi_maint_running()) return false;
   if (atomic_exchange_explicit(&poll_busy, 1, memory_order_acquire)) return false;

@@ -14,9 +14,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-msi_heap_globals_t msi_heap_g;
-msi_heap_counters_t msi_heap_counters;
-msi_heap_limits_t msi_heap_limits;
+MSI_START_BSS msi_heap_globals_t msi_heap_g;
+MSI_START_BSS msi_heap_counters_t msi_heap_counters;
+MSI_COLD_BSS _Atomic uint64_t msi_heap_returned_spans[MSI_HEAP_CLASSES];
+MSI_START_BSS msi_heap_limits_t msi_heap_limits;
 
 /* Size classes, constant tables (.rodata: shared with every process mapping the library, so a process writes
    none of them and runs no code to fill them):
@@ -110,27 +111,27 @@ __thread msi_heap_t *msi_tls_heap = MSI_EMPTY_HEAP;
 
 #define init_lock (msi_fork_page.heap_init) /* internal.h: msi_fork_page_t */
 MSI_START_DATA static _Atomic int init_state; /* 0 none, 1 in progress, 2 done (read, then written) */
-static pthread_key_t heap_key;
-static bool heap_key_ok;
+MSI_START_BSS static pthread_key_t heap_key;
+MSI_START_BSS static bool heap_key_ok;
 
 /* segments */
 #define seg_lock (msi_fork_page.heap_seg) /* internal.h: msi_fork_page_t */
 /* global span cache, one list per span length */
 #define global_lock (msi_fork_page.heap_global) /* internal.h: msi_fork_page_t */
-static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
-static msi_cache_hold_t global_hold; /* under global_lock unless said */
+MSI_START_BSS static msi_span_list_t global_cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
+MSI_START_BSS static msi_cache_hold_t global_hold; /* under global_lock unless said */
 /* heaps */
 #define heaps_lock (msi_fork_page.heap_heaps) /* internal.h: msi_fork_page_t */
-static msi_heap_t *_Atomic all_heaps;
-static msi_heap_t *_Atomic orphans;
-static uint32_t heap_count;
+MSI_START_BSS static msi_heap_t *_Atomic all_heaps;
+MSI_START_BSS static msi_heap_t *_Atomic orphans;
+MSI_START_BSS static uint32_t heap_count;
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
    one system call and one kernel mapping less at its first allocation. */
-static _Alignas(MSI_CACHE_LINE) msi_heap_t first_heap;
-static bool first_heap_taken;
-static _Atomic uint32_t last_purge_ms;
+MSI_START_BSS static _Alignas(MSI_CACHE_LINE) msi_heap_t first_heap;
+MSI_START_BSS static bool first_heap_taken;
+MSI_START_BSS static _Atomic uint32_t last_purge_ms;
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* size classes and presets                                                                                     */
@@ -151,7 +152,7 @@ MSI_STARTUP_TEXT void msi_heap_set_preset(int preset) {
 /* errors                                                                                                       */
 /* ------------------------------------------------------------------------------------------------------------ */
 
-bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
+MSI_START_DATA bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
 
 /* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
@@ -193,7 +194,7 @@ _Noreturn void msi_heap_bad_small(const void *p, const char *call) {
   uintptr_t off = (uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1);
   if (off >= MSI_HEAP_MINI_BASE && off < MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE) {
     uint8_t first = MSI_SEEN(seg->mini_map[(off - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT]);
-    const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? &seg->mini[first] : NULL;
+    const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? msi_seg_mini(seg, first) : NULL;
     again = m && MSI_SEEN(m->state) == MSI_SPAN_FREE && !MSI_SEEN(m->owner) && m->block_size &&
             m->base == (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)first * MSI_HEAP_MINI_SIZE &&
             msi_span_block_start(m, p);
@@ -326,7 +327,7 @@ static bool small_area_above_break(size_t limit, uintptr_t large_base, size_t la
 
 /* the reservations' alignment slack, before and after each region, and the segments region_skip passes over
    (given back by fit_limit_locked) */
-static struct { uintptr_t addr; size_t len; } slack[4];
+MSI_START_BSS static struct { uintptr_t addr; size_t len; } slack[4];
 MSI_START_DATA static unsigned nslack; /* read, then written, at start-up */
 
 /* reserves r with its alignment slack kept (one system call at start-up), recorded for fit_limit_locked; the
@@ -501,8 +502,8 @@ MSI_HOT_TEXT static void segment_init(msi_segment_t *seg) {
   MSI_SEEN_SET(seg->free_mask, ~(uint64_t)1); /* chunk 0 is the header */
   /* the descriptors are fresh zeros (MSI_SPAN_FREE); each one's base is set when its chunk first starts a span
      (segment_alloc_span: only map[] leads to a descriptor), so a new segment touches one page of its 8 KiB of
-     descriptors, not three. spans[0], where map[] sends every chunk outside a span, is set here. */
-  seg->spans[0].base = (uintptr_t)seg;
+     descriptors, not three. desc[0], where map[] sends every chunk outside a span, is set here. */
+  msi_seg_span(seg, 0)->base = (uintptr_t)seg;
   atomic_fetch_add_explicit(&msi_heap_counters.segments, 1, memory_order_relaxed);
   msi_os_count_commit(MSI_HEAP_CHUNK); /* the header; chunks count as spans take them (segment_alloc_span) */
   msi_heap_mapped_peak_note();
@@ -608,7 +609,7 @@ MSI_COLD_BSS static uint64_t seg_released[MAX_SEGMENTS / 64];
 #else
 #define SEG_REMAP 1
 #endif
-static size_t seg_released_n;
+MSI_START_BSS static size_t seg_released_n;
 static bool seg_is_released(size_t i) { return MSI_SEEN(seg_released[i / 64]) >> (i % 64) & 1; }
 static void seg_released_set(size_t i, bool on) {
   uint64_t w = seg_released[i / 64], b = 1ull << (i % 64);
@@ -694,7 +695,7 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << at;
   MSI_SEEN_SET(seg->free_mask, seg->free_mask & ~bits);
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
-  hdr_touch(seg, &seg->spans[at], sizeof seg->spans[at]); /* (its descriptor written: header_back) */
+  hdr_touch(seg, msi_seg_span(seg, at), sizeof(msi_span_t)); /* (its descriptor written: header_back) */
   unsigned dirty = msi_popcount64(seg->dirty_mask & bits);
   msi_heap_note_idle(-(int64_t)dirty * MSI_HEAP_CHUNK);
   MSI_SEEN_SET(seg->dirty_mask, seg->dirty_mask & ~bits); /* reused while still resident: no page faults */
@@ -703,11 +704,11 @@ static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
     msi_maint_wake();
   }
   seg_avail_update(seg);
-  msi_span_t *s = &seg->spans[at];
+  msi_span_t *s = msi_seg_span(seg, at);
   s->base = (uintptr_t)seg + (uintptr_t)at * MSI_HEAP_CHUNK; /* (segment_map leaves it to the first use) */
   MSI_SEEN_SET(s->nchunks, (uint8_t)n);
   MSI_SEEN_SET(s->state, MSI_SPAN_CACHED);
-  for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], (uint8_t)at);
+  for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], msi_seg_map_of(at));
   msi_unlock(&seg_lock);
 #if MSI_HEAP_SECURE
   s->guarded = guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while it is cached */
@@ -811,7 +812,7 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
     msi_os_purge((void *)s->base, bytes);
     chunks_purged(bytes - chunks_back_take(seg, bits));
   }
-  atomic_fetch_add_explicit(&msi_heap_counters.returned_spans[s->last_cls], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&msi_heap_returned_spans[s->last_cls], 1, memory_order_relaxed);
   s->touched = 0; /* the chunks may be purged, or taken by a span starting elsewhere */
   s->kept = 0;    /* (and its free lists with them) */
   msi_lock(&seg_lock);
@@ -1375,7 +1376,7 @@ static inline void pressure_check(void) {
 }
 
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
-_Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
+MSI_START_BSS _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 
 /* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving
    a class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back
@@ -1387,7 +1388,8 @@ _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 #define ST_LARGE_MAX (4 * MSI_HEAP_ST_PURGE_BYTES)
 #define ST_LARGE_STEP (MSI_HEAP_ST_PURGE_BYTES / 2)
-static _Atomic uint64_t st_large_check = ST_LARGE_MIN, st_large_live;
+static _Atomic uint64_t st_large_check = ST_LARGE_MIN;
+MSI_START_BSS static _Atomic uint64_t st_large_live;
 MSI_HOT_TEXT static void st_large_budget(bool force) {
   uint64_t cached = msi_large_dirty_bytes(), check = atomic_load_explicit(&st_large_check, memory_order_relaxed);
   uint64_t live = msi_large_live_bytes(), top = atomic_load_explicit(&st_large_live, memory_order_relaxed);
@@ -1414,7 +1416,7 @@ MSI_HOT_TEXT static void st_large_budget(bool force) {
    task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
    for the next look that finds pressure, or the purge delay). */
 #define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
-static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
+MSI_START_BSS static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
 static void st_pressure(uint64_t now_ns) {
   if (now_ns < atomic_load_explicit(&st_pressure_next, memory_order_relaxed)) return;
   atomic_store_explicit(&st_pressure_next, now_ns + 25000000u, memory_order_relaxed);
@@ -1826,12 +1828,12 @@ MSI_HOT_TEXT static void span_carve(msi_heap_t *h, msi_span_t *s) {
    several times the pages glibc's heap does). A mini span serves its class while it is current and leaves it when it
    runs out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
    cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a shell's
-   subshells): its blocks' frees take the free slow path (map[] leads to spans[0]), which a loop freeing and taking
+   subshells): its blocks' frees take the free slow path (map[] leads to desc[0]), which a loop freeing and taking
    blocks of the class would pay at every free. It is never filed on a partial list, cached or given back: it stays its
    heap's, its blocks freed as they come (by its owner or remotely) and never handed out again once it left its class. A
    class's blocks past its mini spans, or once it took a normal span, come from normal spans. A heap takes at most
    MSI_HEAP_MINI_SPANS granules in all (mini_total), whichever segments its spans come from. */
-bool msi_heap_mini_off;
+MSI_START_BSS bool msi_heap_mini_off;
 #define MINI_PER_CLASS 4
 #define MINI_DONE UINT8_MAX
 #define MINI_FREES 64
@@ -1866,11 +1868,11 @@ MSI_HOT_TEXT static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: segments_reclaim) */
   if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
     hdr_touch(seg, &seg->mini_map[seg->mini_used], g + k - seg->mini_used);
-    hdr_touch(seg, &seg->mini[g], sizeof seg->mini[g]);
+    hdr_touch(seg, msi_seg_mini(seg, g), sizeof(msi_span_t));
     hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
   for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
-  msi_span_t *s = &seg->mini[g];
+  msi_span_t *s = msi_seg_mini(seg, g);
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */
   MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields spans_tally reads from other threads: MSI_SEEN) */
@@ -1901,7 +1903,7 @@ MSI_HOT_TEXT static msi_span_t *mini_take(msi_heap_t *h, unsigned cls) {
   return NULL;
 #endif
 }
-/* a free by its owner of p in a mini span s (from the free slow path: map[] led to spans[0]): the MINI_FREES-th
+/* a free by its owner of p in a mini span s (from the free slow path: map[] led to desc[0]): the MINI_FREES-th
    local free of the class's current mini span makes it leave; then the fast path's free (an invalid p aborts) */
 MSI_HOT_TEXT static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
   unsigned c = s->cls;
@@ -2064,7 +2066,7 @@ static bool orphan_empty(msi_heap_t *h) {
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
     for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); g < n; g++) {
-      msi_span_t *m = &seg->mini[g];
+      msi_span_t *m = msi_seg_mini(seg, g);
       if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h &&
           (msi_span_used(m) || atomic_load_explicit(&m->xfree, memory_order_acquire)))
         return false;
@@ -2076,7 +2078,7 @@ static bool orphan_empty(msi_heap_t *h) {
 #if MSI_HEAP_MINI
 /* a mini span of h that holds no block (an orphan's: no thread allocates from it again) */
 static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned g) {
-  const msi_span_t *m = &seg->mini[g];
+  const msi_span_t *m = msi_seg_mini(seg, g);
   return MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
          !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
 }
@@ -2096,7 +2098,7 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
     bool kept = false; /* a mini span of h's stays here (one with blocks) */
     unsigned used = seg->mini_used;
     for (unsigned g = 0, n = used; g < n; g++) {
-      msi_span_t *m = &seg->mini[g];
+      msi_span_t *m = msi_seg_mini(seg, g);
       if (seg->mini_map[g] != g) continue;
       if (MSI_SEEN(m->owner) == h && (all || mini_span_empty(h, seg, g))) {
         MSI_SEEN_SET(m->owner, NULL);
@@ -2495,7 +2497,7 @@ MSI_HOT_TEXT bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
 MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
-    s = msi_heap_mini_of(p); /* map[] led to spans[0]: p lies in chunk 0, maybe in a mini span */
+    s = msi_heap_mini_of(p); /* map[] led to desc[0]: p lies in chunk 0, maybe in a mini span */
     if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_small(p, "free");
     if (MSI_SEEN(s->owner) == h) return mini_free(h, p, s); /* (a mini span's owner changes at adoption) */
     goto remote;
@@ -2624,8 +2626,8 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
     *idle += (uint64_t)msi_popcount64(MSI_SEEN(seg->dirty_mask)) * MSI_HEAP_CHUNK;
     for (unsigned i = 1; i < MSI_HEAP_SEG_CHUNKS; i++) {
-      msi_span_t *s = &seg->spans[i];
-      if (MSI_SEEN(seg->map[i]) != i) continue;
+      msi_span_t *s = msi_seg_span(seg, i);
+      if (MSI_SEEN(seg->map[i]) != msi_seg_map_of(i)) continue;
       uint8_t state = MSI_SEEN(s->state);
       uint64_t bytes = (uint64_t)MSI_SEEN(s->nchunks) * MSI_HEAP_CHUNK;
       if (state == MSI_SPAN_CACHED) { *idle += bytes; continue; }
@@ -2635,7 +2637,7 @@ static void spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
     }
 #if MSI_HEAP_MINI
     for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) /* (no bytes: the header's chunk) */
-      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(seg->mini[g].state) == MSI_SPAN_ACTIVE) tally_blocks(st, &seg->mini[g]);
+      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(msi_seg_mini(seg, g)->state) == MSI_SPAN_ACTIVE) tally_blocks(st, msi_seg_mini(seg, g));
 #endif
   }
 }
@@ -2645,6 +2647,6 @@ void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes) {
   spans_tally(st, cached_spans_bytes, &active);
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) {
     msi_stats_class(st, c)->block_size = msi_heap_class_size[c];
-    msi_stats_class(st, c)->returned = atomic_load_explicit(&msi_heap_counters.returned_spans[c], memory_order_relaxed);
+    msi_stats_class(st, c)->returned = atomic_load_explicit(&msi_heap_returned_spans[c], memory_order_relaxed);
   }
 }

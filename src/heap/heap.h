@@ -112,19 +112,20 @@ _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lin
 /* Mini spans (docs/heap.md "Mini spans"): a thread heap's first blocks of a class of at most MSI_HEAP_MINI_MAX
    bytes come from spans of 1 KiB (2 KiB for classes over 1 KiB) carved from the tail of chunk 0, after the
    header, so a program that uses a few blocks of many classes shares pages among them, where a span of its own
-   per class would take a page each. map[0] is 0, so a free of such a block finds spans[0] (no owner, never ACTIVE) and
+   per class would take a page each. map[0] is 0, so a free of such a block finds desc[0] (no owner, never ACTIVE) and
    takes the free slow path, which finds the mini span's descriptor by the block's offset (msi_heap_span_of). Left
    out of the secure build (a guard page per span). */
 #define MSI_HEAP_MINI (!MSI_HEAP_SECURE)
 #define MSI_HEAP_MINI_SHIFT 10
 #define MSI_HEAP_MINI_SIZE ((size_t)1 << MSI_HEAP_MINI_SHIFT) /* a granule of the mini area */
-#define MSI_HEAP_MINI_SPANS 48          /* granules per segment: descriptors after spans[], blocks to chunk 0's end */
+#define MSI_HEAP_MINI_SPANS 48          /* granules per segment: blocks from after the header to chunk 0's end */
 #define MSI_HEAP_MINI_MAX 2048          /* largest class served from mini spans */
 #define MSI_HEAP_MINI_CLASSES 40        /* the classes up to MSI_HEAP_MINI_MAX */
 #define MSI_HEAP_MINI_NONE 0xFF         /* mini_map: a granule of no mini span */
+#define MSI_HEAP_MINI_DESC (MSI_HEAP_MINI ? MSI_HEAP_MINI_SPANS : 0) /* mini descriptors in a segment */
 
 typedef struct msi_segment_s {
-  uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> index of its span's first chunk (0: no span) */
+  uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> its span's descriptor in desc[] (msi_seg_map_of; 0: no span) */
   uint64_t free_mask;                /* chunks free in the segment allocator (under the segment lock) */
   uint64_t dirty_mask;               /* free chunks whose pages are still resident (purged after the delay) */
   uint32_t dirty_ms;                 /* when the first of them became free */
@@ -142,12 +143,23 @@ typedef struct msi_segment_s {
                                         back and counted returned, past the bytes the span wrote since (heap.c
                                         span_back_mark; chunk_back[0] unused: hdr_back). Written by whoever holds
                                         the chunk: its span's owner, or the pass or lock that took it */
-  _Alignas(64) msi_span_t spans[MSI_HEAP_SEG_CHUNKS]; /* spans[0]: an always-empty descriptor */
 #if MSI_HEAP_MINI
   uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's first granule (MSI_HEAP_MINI_NONE: none) */
-  _Alignas(64) msi_span_t mini[MSI_HEAP_MINI_SPANS]; /* the mini span whose first granule is g: mini[g] */
 #endif
+  /* the descriptors (msi_seg_span, msi_seg_mini): desc[0] an always-empty one (where map[] sends a chunk outside
+     any span), then the mini spans', then the chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The
+     mini spans' come first, on the header's first page with map[] and desc[0]: a process's first blocks (mini
+     spans) write one page of the header, not two (the chunk spans' descriptors, used later, start on the next) */
+  _Alignas(64) msi_span_t desc[1 + MSI_HEAP_MINI_DESC + MSI_HEAP_SEG_CHUNKS - 1];
 } msi_segment_t;
+/* the descriptor of the span whose first chunk is `at` (0: the always-empty one); the caller's constness decides */
+static inline msi_span_t *msi_seg_span(const msi_segment_t *seg, unsigned at) {
+  return (msi_span_t *)&seg->desc[at ? at + MSI_HEAP_MINI_DESC : 0];
+}
+/* the mini span whose first granule is g */
+static inline msi_span_t *msi_seg_mini(const msi_segment_t *seg, size_t g) { return (msi_span_t *)&seg->desc[1] + g; }
+/* map[]'s entry for the chunks of the span whose first chunk is `at` (>= 1): its descriptor's index */
+static inline uint8_t msi_seg_map_of(unsigned at) { return (uint8_t)(at + MSI_HEAP_MINI_DESC); }
 /* the mini area's offset in its segment: 2 KiB-aligned, as a 2 KiB mini span is (its block aligned as its size) */
 #define MSI_HEAP_MINI_BASE ((sizeof(msi_segment_t) + 2 * MSI_HEAP_MINI_SIZE - 1) & ~(2 * MSI_HEAP_MINI_SIZE - 1))
 _Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK,
@@ -422,9 +434,11 @@ _Noreturn void msi_heap_corrupt_link(const msi_span_t *s, const void *block); /*
 /* counters */
 typedef struct msi_heap_counters_s {
   _Atomic uint64_t returned_bytes, purges, segments, threads_live;
-  _Atomic uint64_t returned_spans[MSI_HEAP_CLASSES];
 } msi_heap_counters_t;
 extern msi_heap_counters_t msi_heap_counters;
+/* spans of each class returned to their segment (apart from msi_heap_counters, which every allocating process
+   writes: these 768 bytes are written only as spans return) */
+extern _Atomic uint64_t msi_heap_returned_spans[MSI_HEAP_CLASSES];
 /* statistics (large.c): the most segments + committed large slots have been, noted where either grows (direct
    blocks are added when the statistics are read) */
 extern _Atomic uint64_t msi_heap_mapped_peak;
@@ -518,19 +532,19 @@ static inline msi_span_t *msi_heap_span_at(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
   uintptr_t at = (uintptr_t)seg->map[((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)] * sizeof(msi_span_t);
   __asm__("" : "+r"(at));
-  return (msi_span_t *)((uintptr_t)seg->spans + at);
+  return (msi_span_t *)((uintptr_t)seg->desc + at);
 }
-/* p in chunk 0 of its segment: the mini span holding it, else spans[0] (heap.h MSI_HEAP_MINI) */
+/* p in chunk 0 of its segment: the mini span holding it, else the always-empty descriptor (heap.h MSI_HEAP_MINI) */
 static inline msi_span_t *msi_heap_mini_of(const void *p) {
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
 #if MSI_HEAP_MINI
   uintptr_t g = (((uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1)) - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT;
   if (g < MSI_SEEN(seg->mini_used)) { /* (below the area g wraps past any count) */
     uint8_t first = MSI_SEEN(seg->mini_map[g]);
-    if (first != MSI_HEAP_MINI_NONE) return &seg->mini[first];
+    if (first != MSI_HEAP_MINI_NONE) return msi_seg_mini(seg, first);
   }
 #endif
-  return &seg->spans[0];
+  return msi_seg_span(seg, 0);
 }
 /* the descriptor of the span holding p: map[] (msi_heap_span_at, the free fast path's), or a mini span in chunk 0 */
 static inline msi_span_t *msi_heap_span_of(const void *p) {

@@ -43,16 +43,27 @@ typedef struct lclass_s {
   size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
 } lclass_t;
 
-static lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+/* the slot table's entries kept in .lbss per class (see table_head below) */
+#define TABLE_HEAD 16
+/* The classes and the slot table's first entries of each (table_head, below), page-aligned together: a program's
+   first large block writes its class and its slot's entry on one page of .lbss, not two (the classes up to 16 GiB
+   have both on the first page) */
+MSI_COLD_BSS static _Alignas(4096) struct {
+  lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+  slot_meta_t head[MSI_HEAP_LARGE_CLASSES][TABLE_HEAD];
+} large_meta;
+_Static_assert(sizeof(lclass_t) * MSI_HEAP_LARGE_CLASSES + sizeof(slot_meta_t) * TABLE_HEAD * 19 <= 4096,
+               "the classes of 64 KiB-16 GiB have their class and first slots' entries on one page");
+#define classes (large_meta.classes)
 /* each class's lock, in the fork page (internal.h: msi_fork_page_t) */
 _Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock per large class");
 #define lock_of(c) (&msi_fork_page.large[(c) - classes].lock)
-static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
-static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots whose pages were not dropped */
+MSI_START_BSS static _Atomic uint64_t live_bytes, cached_bytes, committed_bytes;
+MSI_START_BSS static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots whose pages were not dropped */
 /* (cached_bytes and dirty_bytes change under the class lock with the cache itself, so a fork, which holds every
    class lock, gives the child totals that agree with its classes) */
-static size_t page_size, page_shift;
-static bool dense_ok; /* dense slots possible in this build (see dense()); on once the overcommit mode allows */
+MSI_START_BSS static size_t page_size, page_shift;
+MSI_START_BSS static bool dense_ok; /* dense slots possible in this build (see dense()); on once the overcommit mode allows */
 #define LARGE_DENSE_MAX_SHIFT 20 /* see dense() */
 /* the classes' cached[] (BSS: a page of it is touched only by a cache that reaches it); a slot's index and the
    time it was cached side by side, so that a class's first entries lie on one page */
@@ -63,10 +74,10 @@ typedef struct cache_entry_s {
 #define CACHE_STORE ((LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1) * CACHE_MAX_DENSE + \
                      (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
 MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
-static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
+MSI_START_BSS static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
 /* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
    initialises and fixed for the process */
-static bool strict;
+MSI_START_BSS static bool strict;
 #define MAP_COUNT_ASSUMED 65530ul /* vm.max_map_count as the heap assumes it (the kernel's default: split_max) */
 
 /* The slot table: a slot_meta_t per slot of every class. Every class's first TABLE_HEAD entries lie together in
@@ -83,11 +94,10 @@ static bool strict;
    blocks under both answers. A probe mapping instead of the read (a
    large writable MAP_NORESERVE range, refused only under mode 2) is no answer: after mlockall(MCL_FUTURE) the
    kernel fills a new mapping with pages at once, and a probe of that size calls the OOM killer. */
-#define TABLE_HEAD 16
-MSI_COLD_BSS static slot_meta_t table_head[MSI_HEAP_LARGE_CLASSES][TABLE_HEAD];
-static size_t table_bytes;
-static _Atomic(slot_meta_t *) table;
-static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
+#define table_head (large_meta.head)
+MSI_START_BSS static size_t table_bytes;
+MSI_START_BSS static _Atomic(slot_meta_t *) table;
+MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
 
 /* class i's slots with sub-regions of 2^shift bytes */
 static uint64_t class_slots(unsigned i, size_t shift) {
@@ -102,6 +112,13 @@ MSI_STARTUP_TEXT size_t msi_large_table_bytes(size_t sub_shift) {
   return msi_round_up(total * sizeof(slot_meta_t), msi_os_page_size());
 }
 
+/* The classes' layout (their sub-regions, slots, table entries and cache room) is set at the first large block or
+   release (classes_ready), not when the heap initialises: a program whose blocks are all small (a shell's
+   commands) never writes the 1.6 KiB of classes[], which would take a page of .bss of its own at its first malloc
+   (the start-up's variables share one: internal.h MSI_START_BSS). Until then every class reads as empty (no slot,
+   nothing cached): the purge, the statistics and the fork handlers find nothing to do. msi_large_release_unused
+   sets them up first, as the next large block would take a released sub-region again. */
+static _Atomic bool classes_set MSI_START_BSS;
 MSI_STARTUP_TEXT void msi_large_init(void) {
   page_size = msi_os_page_size();
   page_shift = (size_t)__builtin_ctzl(page_size);
@@ -111,19 +128,34 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
   strict = msi_os_read_ull("/proc/sys/vm/overcommit_memory", &mode) && mode == 2;
   errno = saved;
   msi_large_set_map_limit(MAP_COUNT_ASSUMED);
-  size_t body = 0, stored = 0;
-  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
-    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
-    classes[i].cache_max = k <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
-    classes[i].cached = &cache_store[stored];
-    stored += classes[i].cache_max;
-    classes[i].base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
-    classes[i].nslots = class_slots(i, msi_heap_g.sub_shift);
-    classes[i].meta_off = body - TABLE_HEAD;
-    body += body_slots(classes[i].nslots);
-  }
-  table_bytes = msi_round_up(body * sizeof(slot_meta_t), page_size); /* (msi_large_table_bytes) */
+  table_bytes = msi_large_table_bytes(msi_heap_g.sub_shift);
   atomic_store_explicit(&table_place, msi_heap_g.table_area, memory_order_relaxed);
+}
+/* by one thread, under the first class's lock. Before classes_set is seen (acquire) no thread reads a class but
+   its count of cached slots (the purge), which stays 0: the layout's fields are read only after it, or by way of a
+   block placed after it. classes[] is written, never read first: a read would fault in the zero page, and the
+   write a second fault */
+MSI_STARTUP_TEXT static MSI_NOINLINE void classes_setup(void) {
+  msi_lock(lock_of(&classes[0]));
+  if (!atomic_load_explicit(&classes_set, memory_order_relaxed)) {
+    size_t body = 0, stored = 0;
+    for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+      lclass_t *c = &classes[i];
+      c->cache_max = MSI_HEAP_LARGE_MIN_SHIFT + i <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
+      c->cached = &cache_store[stored];
+      c->base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
+      c->meta_off = body - TABLE_HEAD;
+      c->nslots = class_slots(i, msi_heap_g.sub_shift);
+      stored += c->cache_max;
+      body += body_slots(c->nslots);
+    }
+    atomic_store_explicit(&classes_set, true, memory_order_release);
+  }
+  msi_unlock(lock_of(&classes[0]));
+}
+/* the classes' layout is set (classes_setup), before a large block is placed or the unused slots go back */
+static inline void classes_ready(void) {
+  if (MSI_UNLIKELY(!atomic_load_explicit(&classes_set, memory_order_acquire))) classes_setup();
 }
 
 /* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
@@ -225,7 +257,7 @@ static bool dense(unsigned k) {
    start-up costs every process three system calls, and a read on the allocation path could kill a sandboxed
    program (see msi_large_init). A higher limit leaves more room than assumed; a lower one is met when the
    kernel refuses a slot's pages (direct_after_refusal), as with an unreadable /proc. */
-static _Atomic uint32_t split_live, split_max;
+MSI_START_BSS static _Atomic uint32_t split_live, split_max;
 void msi_large_set_map_limit(unsigned long max_map_count) {
   unsigned long q = max_map_count / 4;
   atomic_store_explicit(&split_max, q > UINT32_MAX ? UINT32_MAX : (uint32_t)q, memory_order_relaxed);
@@ -861,6 +893,7 @@ MSI_HOT_TEXT void *msi_large_alloc(size_t size, size_t alignment, bool zero) {
     return NULL;
   }
   msi_heap_global_init();
+  classes_ready();
   size_t need = msi_round_up(size ? size : 1, page_size);
   uint32_t npages = (uint32_t)(need >> page_shift), idx = 0;
   unsigned k = slot_shift_for(need + MSI_HEAP_GUARD > alignment ? need + MSI_HEAP_GUARD : alignment);
@@ -1223,7 +1256,7 @@ void msi_large_trim(uint64_t keep) {
 }
 
 /* statistics: heap_mapped_peak_bytes, kept at each commit (a system call: the note costs nothing beside it) */
-_Atomic uint64_t msi_heap_mapped_peak;
+MSI_START_BSS _Atomic uint64_t msi_heap_mapped_peak;
 MSI_HOT_TEXT void msi_heap_mapped_peak_note(void) {
   uint64_t m = atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
                atomic_load_explicit(&committed_bytes, memory_order_relaxed);
@@ -1251,6 +1284,7 @@ bool msi_large_kept(const void *p) {
    bytes given back. Takes each class lock in turn. */
 size_t msi_large_release_unused(void) {
   size_t total = 0;
+  classes_ready(); /* (a class set up later would take its whole sub-region again) */
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];

@@ -318,7 +318,7 @@ typedef struct msi_fork_page_s {
   msi_lone_lock_t large[MSI_FORK_LARGE_LOCKS]; /* large.c: one per large slot size */
 } msi_fork_page_t;
 _Static_assert(sizeof(msi_fork_page_t) <= 2048, "the fork page stays small: it shares the page of .data's end");
-extern _Alignas(64) msi_fork_page_t msi_fork_page;
+extern _Alignas(64) msi_fork_page_t msi_fork_page; /* MSI_FORK_BSS */
 /* true when the process surely has one thread (glibc >= 2.32's __libc_single_threaded, which glibc's own fork
    reads to skip malloc's locks); false when unknown. Fork handlers then take no lock: no other thread can hold
    one, and nothing is left to release or reset, so neither parent nor child writes a page for them. The handlers
@@ -354,6 +354,16 @@ MSI_FORK_PARTS(MSI_FORK_DECLARE)
    .bss page that a read and a write fault in (the zero page first, then its copy). Keep the total small: .data
    past that page would be a page more to copy. */
 #define MSI_START_DATA __attribute__((section(".data")))
+/* On a zero-initialised variable that a short process's start-up, first allocations, fork or exit read or write
+   (the heap's state and first heap, the OS layer's counters, the maintenance registry): placed together after the
+   fork page (MSI_FORK_BSS), at the start of .bss (cmake/layout.ld), so that all of them lie on the page of .data's
+   end, which the loader writes anyway, and the one page after it: spread through .bss between variables no short
+   process touches, they took a fresh page more, a fault more in every process that allocates (test_startup
+   counts the first malloc's faults and the library's writable pages it leaves present: the relocated page, the
+   page of .data's end and one more). Keep the total within the page after .data's. */
+#define MSI_START_BSS __attribute__((section(".bss.msi_start")))
+/* the fork page's own section: first in .bss (cmake/layout.ld), on the page of .data's end */
+#define MSI_FORK_BSS __attribute__((section(".bss.msi_fork")))
 /* On a large zero-initialised array that a short-lived process never touches (buffers for exit statistics, caches
    filled later): placed after .bss (x86-64's .lbss, in the same writable segment), so that the small variables the
    start-up does touch share a few pages instead of being spread across .bss between such arrays. */

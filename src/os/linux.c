@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-msi_os_counters_t msi_os_counters;
+MSI_START_BSS msi_os_counters_t msi_os_counters;
 
 /* ---- fault injection ---- */
 static _Atomic unsigned long fault_nth[MS_FAULT_OP_COUNT];
@@ -65,7 +65,7 @@ static inline int fault_errno(int err) { return err < 0 ? -err : err; }
 /* the reservations whose fixed mappings are counted commits (MSI_OS_RESERVE_COUNT_FIXED), written once each */
 #define COUNTED_MAX 4
 static struct { _Atomic uintptr_t start, end; } counted[COUNTED_MAX];
-static _Atomic unsigned ncounted;
+MSI_START_BSS static _Atomic unsigned ncounted;
 
 static void count_fixed(uintptr_t a, size_t size, int prot, int flags, int fd) {
   for (unsigned i = 0; i < COUNTED_MAX; i++) {
@@ -444,7 +444,7 @@ long msi_os_mbind(void *addr, size_t size, int node) {
    as a refusing filter answers; the callers treat the file as unreadable). One question (prctl: a filter is the
    thread's) per read while no filter was there at the start; a filter installed between the question and the
    open is not seen. Before that start no question is asked (nothing added to a small program's first malloc). */
-static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
+MSI_START_BSS static _Atomic int reads_watch; /* 0 not watching, 1 no filter at the start, 2 filtered then */
 static _Thread_local bool reads_late;
 MSI_STARTUP_TEXT void msi_os_reads_watch(void) {
   if (atomic_load_explicit(&reads_watch, memory_order_relaxed)) return;

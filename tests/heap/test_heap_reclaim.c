@@ -229,7 +229,7 @@ static int freed_after_reclaim(void) {
   ms_free(mini_block);           /* into the dead thread's heap: now empty */
   msi_heap_orphans_flush();      /* flushed and reclaimed: its mini spans leave it */
   msi_segment_t *seg = (msi_segment_t *)((uintptr_t)mini_block & ~(MSI_HEAP_SEG_SIZE - 1));
-  if (seg->mini_used || msi_heap_mini_of(mini_block) != &seg->spans[0]) return 4; /* (reclaimed) */
+  if (seg->mini_used || msi_heap_mini_of(mini_block) != msi_seg_span(seg, 0)) return 4; /* (reclaimed) */
   fprintf(stderr, "pointer %p\n", mini_block);
   ms_free(mini_block);
   return 1;
@@ -278,7 +278,7 @@ static int empty_minis_of_live_orphan(void) {
   unsigned freed = 0;
 #if MSI_HEAP_MINI
   for (unsigned g = 0; g < used; g++)
-    if (seg->mini_map[g] == g && &seg->mini[g] != live) freed += seg->mini[g].state == MSI_SPAN_FREE && !seg->mini[g].owner;
+    if (seg->mini_map[g] == g && msi_seg_mini(seg, g) != live) freed += msi_seg_mini(seg, g)->state == MSI_SPAN_FREE && !msi_seg_mini(seg, g)->owner;
 #endif
   if (freed + 1 < MSI_HEAP_MINI_CLASSES) return 6; /* every other mini span left the heap */
   if (back < (npages - 1) * ps) return 7; /* every page but the live span's went back */

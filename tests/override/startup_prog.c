@@ -4,7 +4,8 @@
    start-up: its first segment, its own variables); entry: the minor page faults taken before main (the dynamic
    loader and the constructors); forkpages OFFSET SIZE: one malloc and free, then a fork; the child prints how many
    of the pages at [OFFSET, OFFSET + SIZE) of the preloaded libmemspace are in its page table after the fork
-   handlers ran (a page the child read or wrote; the parent never touched them) */
+   handlers ran (a page the child read or wrote; the parent never touched them); pages OFFSET SIZE [BYTES]: one malloc
+   and free (then a block of BYTES written and freed), then how many of those pages are in the process's page table */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,17 @@ int main(int argc, char **argv) {
     }
     int st;
     return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  }
+  if (strcmp(mode, "pages") == 0 && argc > 3) { /* one malloc and free: the pages of the range present after them */
+    char *volatile p = malloc(100);
+    free(p);
+    if (argc > 4) { /* then a block of that size, written and freed */
+      if (!(p = malloc(strtoul(argv[4], NULL, 0)))) return 1;
+      p[0] = 1;
+      free(p);
+    }
+    printf("%d\n", present_pages(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0)));
+    return 0;
   }
   if (strcmp(mode, "dense") == 0) {
     char *volatile p = malloc(200000);
