@@ -125,6 +125,7 @@ MSI_START_BSS static msi_cache_hold_t global_hold; /* under global_lock unless s
 MSI_START_BSS static msi_heap_t *_Atomic all_heaps;
 MSI_START_BSS static msi_heap_t *_Atomic orphans;
 MSI_START_BSS static uint32_t heap_count;
+static int orphans_busy; /* orphans a collector or a span's taker holds off the list (orphans_collect, orphan_span_take) */
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
@@ -1157,7 +1158,7 @@ static inline void hold_miss(msi_cache_hold_t *c, unsigned n) {
     atomic_store_explicit(&c->refilled, 1, memory_order_relaxed);
 }
 
-/* a cached span for class cls: among the newest CACHE_LOOK, one that served cls and kept its blocks linked (no
+/* a cached span for class cls (NULL: none cached): among the newest CACHE_LOOK, one that served cls and kept its blocks linked (no
    carving: span_init), else the newest. A program allocating batches that outgrow a class's current span retires
    the class's other span at every batch's end and takes one at the next: with the newest of any class, every
    batch carved each such span afresh (a store of both header words per block) */
@@ -1190,7 +1191,7 @@ MSI_HOT_TEXT static msi_span_t *span_cache_get(msi_heap_t *h, unsigned n, unsign
     msi_unlock(&global_lock);
   }
   if (!s) hold_miss(&global_hold, n);
-  if (!s) return segment_alloc_span(h, n);
+  if (!s) return NULL;
   msi_heap_note_idle(-(int64_t)n * MSI_HEAP_CHUNK);
   return s;
 }
@@ -1678,12 +1679,29 @@ static bool span_take_rfree(msi_span_t *s) {
 static bool span_has_free(const msi_span_t *s) { return s->free != msi_span_list_end(s) || s->rfree; }
 static bool span_free_empty(const msi_span_t *s) { return s->free == msi_span_list_end(s); }
 
+/* pushes s, its queued bit set, on its owner's remote-span stack: at the first remote free into it (the push that
+   set the bit), or handed on by the heap whose stack it was queued on before its owner changed (orphan_span_take) */
+static void span_queue(msi_span_t *s) {
+  msi_heap_t *owner = MSI_SEEN(s->owner);
+  msi_span_t *top = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+  do atomic_store_explicit(&s->rnext, top, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&owner->remote, &top, s, memory_order_release, memory_order_relaxed));
+  /* an ended thread's heap: its remote frees wait for the maintenance thread (a live owner takes its own; the
+     owner's exit, which set the flag, kicked the thread long before a stale read could matter) */
+  if (atomic_load_explicit(&owner->orphan, memory_order_relaxed)) msi_maint_wake();
+}
+
 /* processes the owner's remote-span stack: collects and files each span. Owner context only. park: from the
    allocation path (span_collect's may_park); the cold paths collect every list */
 static void heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) {
   msi_span_t *s = atomic_exchange_explicit(&h->remote, NULL, memory_order_acquire);
   while (s) {
     msi_span_t *next = atomic_load_explicit(&s->rnext, memory_order_relaxed);
+    if (MSI_UNLIKELY(MSI_SEEN(s->owner) != h)) { /* queued here before another heap took it (orphan_span_take) */
+      span_queue(s);
+      s = next;
+      continue;
+    }
     span_collect(s, false, park);
     if (!msi_heap_is_current(h, s->cls, s)) {
       if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) span_retire(h, s, to_thread_cache);
@@ -2051,7 +2069,6 @@ static void heap_thread_exit(void *arg) {
    once a whole purge period passed since (all: each of them now), and collects the remote frees of the flushed.
    The list is taken off while it works (orphans_busy counts such lists, under heaps_lock): a thread starting
    meanwhile makes a heap of its own. */
-static int orphans_busy;
 
 /* An orphan flushed (not kept whole) that holds no live block: no span serving a class (spans_held counts those
    on its partial lists, the full ones detached from them and the spares), nothing on its remote-span stack, and
@@ -2381,21 +2398,12 @@ MSI_STARTUP_TEXT void msi_heap_global_init(void) {
 /* pushes the chain head..tail of n blocks freed by a thread that does not own s on s's remote list (one CAS);
    the push that finds the span unqueued queues it on its owner's remote-span stack */
 static inline void span_push_remote(msi_span_t *s, msi_block_t *head, msi_block_t *tail, uint32_t n) {
-  msi_heap_t *owner = MSI_SEEN(s->owner);
   uintptr_t x = atomic_load_explicit(&s->xfree, memory_order_relaxed), nx;
   do {
     msi_block_link(s, tail, (x & XF_PTR) ? (msi_block_t *)(x & XF_PTR) : msi_span_list_end(s));
     nx = (uintptr_t)head | ((x & ~(XF_ONE - 1)) + (uintptr_t)n * XF_ONE) | 1; /* n more blocks in the count */
   } while (!atomic_compare_exchange_weak_explicit(&s->xfree, &x, nx, memory_order_release, memory_order_relaxed));
-  if (!(x & 1)) {
-    msi_span_t *top = atomic_load_explicit(&owner->remote, memory_order_relaxed);
-    do atomic_store_explicit(&s->rnext, top, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&owner->remote, &top, s, memory_order_release,
-                                                  memory_order_relaxed));
-    /* an ended thread's heap: its remote frees wait for the maintenance thread (a live owner takes its own; the
-       owner's exit, which set the flag, kicked the thread long before a stale read could matter) */
-    if (atomic_load_explicit(&owner->orphan, memory_order_relaxed)) msi_maint_wake();
-  }
+  if (!(x & 1)) span_queue(s);
 }
 
 /* the blocks h's thread freed into another heap's span and chained (heap.h rb_span) go to that span */
@@ -2429,6 +2437,59 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
   }
   heap_exited = true;
   return p;
+}
+
+/* A span of class cls from an orphaned heap (its thread ended, no thread adopted it yet) for h, which needs one and
+   has none cached: the orphan's current span of the class, else the head of its partial list, when it holds free
+   blocks or blocks other threads freed into it. A program whose threads pile up (each starts its successor and
+   ends later: larson) has as many heaps as threads alive at once, and the heaps the ended ones left hold spans
+   whose blocks the successors freed, out of reach of the living until a new thread adopts the whole heap or a
+   purge pass flushes it, while the living carve fresh pages: taken span by span, they serve the classes instead.
+   The orphan is taken off the list while it is looked at (as a purge pass takes the list: orphans_busy), its
+   remote-span stack processed as its owner would (empty spans to the global cache), and the span changes owner
+   (a relaxed store: the remote path reads the owner once the block is pushed). A remote free that queued the span
+   on the orphan's stack before that finds it there later with another owner: heap_remote_process hands it on
+   (span_queue); the span is never retired meanwhile (its queued bit is set). At most STEAL_LOOK orphans are looked
+   at, under heaps_lock. */
+#define STEAL_LOOK 8
+static bool steal_worthy(msi_span_t *s) {
+  return !msi_span_is_mini(s) && (span_has_free(s) || span_remote_waits(s));
+}
+static bool orphan_has_span(msi_heap_t *o, unsigned cls) {
+  return (!msi_heap_current_empty(o, cls) && steal_worthy(msi_heap_current(o, cls))) || o->partial[cls] ||
+         atomic_load_explicit(&o->remote, memory_order_relaxed);
+}
+static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
+  msi_lock(&heaps_lock);
+  msi_heap_t *o = orphans, *prev = NULL;
+  for (unsigned i = 1; o && i < STEAL_LOOK && !orphan_has_span(o, cls); i++) prev = o, o = o->next_orphan;
+  if (o && !orphan_has_span(o, cls)) o = NULL;
+  if (o) {
+    if (prev) prev->next_orphan = o->next_orphan;
+    else orphans = o->next_orphan;
+    orphans_busy++;
+  }
+  msi_unlock(&heaps_lock);
+  if (!o) return NULL;
+  heap_remote_process(o, false, false);
+  msi_span_t *s = NULL;
+  if (!msi_heap_current_empty(o, cls) && steal_worthy(msi_heap_current(o, cls))) {
+    s = msi_heap_current(o, cls);
+    msi_heap_set_current_empty(o, cls);
+  } else if ((s = o->partial[cls])) {
+    partial_remove(o, s);
+  }
+  if (s) {
+    atomic_fetch_sub_explicit(&o->spans_held, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->spans_held, 1, memory_order_relaxed);
+    MSI_SEEN_SET(s->owner, h);
+  }
+  msi_lock(&heaps_lock);
+  o->next_orphan = orphans;
+  orphans = o;
+  orphans_busy--;
+  msi_unlock(&heaps_lock);
+  return s;
 }
 
 MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
@@ -2477,6 +2538,18 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_maybe_purge();
   if (mini_class(cls)) h->mini_taken[cls] = MINI_DONE; /* (a normal span: the class is past its first blocks) */
   msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
+  if (!n && atomic_load_explicit(&orphans, memory_order_relaxed)) {
+    msi_span_t *o = orphan_span_take(h, cls); /* an ended thread's span of the class before fresh chunks */
+    if (o) {
+      msi_heap_set_current(h, cls, o);
+      span_collect(o, true, false);
+      if (!span_free_empty(o) || span_take_rfree(o)) return alloc_from(o);
+      if (o->carved < o->capacity) { span_carve(h, o); return alloc_from(o); }
+      span_detach_full(o); /* (no block left: another thread's frees are on their way) */
+      msi_heap_set_current_empty(h, cls);
+    }
+  }
+  if (!n) n = segment_alloc_span(h, msi_heap_class_chunks[cls]);
   if (!n) { errno = ENOMEM; return NULL; }
   span_init(h, n, cls);
   msi_heap_set_current(h, cls, n);
