@@ -1316,21 +1316,28 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   for (int r = 0; r < p->rounds; r++) {
     msb_printf("   rptest round %d/%d (%.0f s so far)\n", r + 1, p->rounds, msb_now() - t0);
     for (int c = 0; c < C_LONG; c++)
-      for (int t = 0; t < N_THR; t++)
-        for (int i = 0; i < n_inst; i++) {
-          int k = inst[turn(i, r, n_inst)];
-          if (in_short(p, c, t, k) && !failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
+      for (int t = 0; t < N_THR; t++) { /* the order rotates over the allocators this (case, threads) runs */
+        int sub[MAX_IMPL], n_sub = 0;
+        for (int i = 0; i < n_inst; i++)
+          if (in_short(p, c, t, inst[i])) sub[n_sub++] = inst[i];
+        for (int i = 0; i < n_sub; i++) {
+          int k = sub[turn(i, r, n_sub)];
+          if (!failed[c][t][k]) run_rptest(ctx, p, r, c, t, k);
         }
+      }
   }
   /* the long window: round-robin over the allocators (A, B, C..., then again), the order rotating each round */
   msb_section(ctx, "rptest_long");
   double t_long = msb_now();
+  int lng[MAX_IMPL], n_lng = 0; /* the order rotates over the allocators the long window runs */
+  for (int i = 0; i < n_inst; i++)
+    if (in_long(inst[i])) lng[n_lng++] = inst[i];
   for (int r = 0; r < p->long_rounds; r++) {
     msb_printf("   rptest_long round %d/%d (%.0f s so far)\n", r + 1, p->long_rounds, msb_now() - t0);
     for (int t = 0; t < N_THR; t++)
-      for (int i = 0; i < n_inst && case_has_threads(C_LONG, t); i++) {
-        int k = inst[turn(i, r, n_inst)];
-        if (in_long(k) && !failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
+      for (int i = 0; i < n_lng && case_has_threads(C_LONG, t); i++) {
+        int k = lng[turn(i, r, n_lng)];
+        if (!failed[C_LONG][t][k]) run_rptest(ctx, p, r, C_LONG, t, k);
       }
   }
   long_seconds = msb_now() - t_long;

@@ -229,18 +229,26 @@ static void spaces_get(ms_stats_t *st) {
    (docs/contract.md §4: the name is shown in stats), most recently created first */
 #define PRINT_SPACES 8
 static void spaces_print(msi_stats_writer_t *w) {
-  msi_lock(&registry_lock);
-  int i = 0;
-  for (const ms_space_t *s = registry; s && i < PRINT_SPACES; s = s->next, i++) {
-    char line[32], text[160];
+  /* each space's line formatted under registry_lock and written after it: the output callback is the caller's
+     code, which may call ms_space_* or ms_stats_print itself (with the lock held, the first would abort as a
+     re-entry) */
+  for (int i = 0; i < PRINT_SPACES; i++) {
+    char line[32], text[192];
+    msi_lock(&registry_lock);
+    const ms_space_t *s = registry;
+    for (int k = 0; s && k < i; k++) s = s->next;
+    if (s)
+      msi_snprintf(text, sizeof text, "%s: %zu bytes, %zu used, %llu oom, %llu expansions", space_name(s),
+                   __atomic_load_n(&s->size, __ATOMIC_RELAXED), __atomic_load_n(&s->used, __ATOMIC_RELAXED),
+                   (unsigned long long)__atomic_load_n(&s->ooms, __ATOMIC_RELAXED),
+                   (unsigned long long)__atomic_load_n(&s->expands, __ATOMIC_RELAXED));
+    msi_unlock(&registry_lock);
+    if (!s) break;
+    for (char *c = text; *c; c++) /* a name's control bytes would split the text line */
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     msi_snprintf(line, sizeof line, "space_%d", i);
-    msi_snprintf(text, sizeof text, "%s: %zu bytes, %zu used, %llu oom, %llu expansions", space_name(s),
-                 __atomic_load_n(&s->size, __ATOMIC_RELAXED), __atomic_load_n(&s->used, __ATOMIC_RELAXED),
-                 (unsigned long long)__atomic_load_n(&s->ooms, __ATOMIC_RELAXED),
-                 (unsigned long long)__atomic_load_n(&s->expands, __ATOMIC_RELAXED));
     msi_stats_text(w, line, text);
   }
-  msi_unlock(&registry_lock);
 }
 
 /* the section once a space was created */
