@@ -969,10 +969,10 @@ static void reclaim_pending_finish(void) {
     while (seg_pending_release[w]) segments_release(seg_at(w * 64 + (size_t)__builtin_ctzll(seg_pending_release[w])), 1);
   }
 }
-static void segments_reclaim(void) {
+static void segments_reclaim(unsigned keep) {
   int saved = errno; /* (a single-threaded program purges from malloc and free) */
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
-  unsigned keep = seg_keep(), kept = 0;
+  unsigned kept = 0;
   uintptr_t ps = msi_os_page_size();
   msi_segment_t *run = NULL; /* neighbouring segments to release, from run */
   size_t run_n = 0;
@@ -1290,7 +1290,7 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     }
   }
   segments_purge(now, delay, force);
-  segments_reclaim();
+  segments_reclaim(seg_keep());
   msi_large_purge(now, delay, force_large);
 }
 /* force (memory pressure, ms_heap_collect(1)): every thread's spare spans first, so they go back with the rest */
@@ -1299,6 +1299,42 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
   if (force)
     for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) heap_take_spares(h, false);
   purge(now_ms, force, force);
+}
+
+/* A refused commit (RLIMIT_DATA, vm.overcommit_memory=2: both charge every read-write private mapping, resident
+   or not, so idle segments spend the limit as live ones do): the calling thread's caches go back, then its own idle
+   segments (every chunk free and purged, no mini span) are handed over and every idle segment is released whole,
+   none kept mapped (segments_release maps them read-only: no charge). Another size then finds the room a freed one
+   left, as glibc's coalesced free memory gives it. True when a segment was released: the caller tries again. A
+   request larger than the segments mapped could not fit in what they give back: no pass (a program halving a
+   refused size until it fits keeps its caches). */
+MSI_RARE bool msi_heap_release_idle(size_t want) {
+  if (!msi_heap_ready_seen() ||
+      want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE)
+    return false;
+  int saved = errno;
+  msi_heap_t *h = msi_tls_heap;
+  msi_heap_thread_collect(true);
+  msi_heap_orphans_flush();
+  msi_heap_purge(msi_heap_now_ms(), true);
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  msi_lock(&seg_lock);
+  size_t before = seg_released_n;
+  for (uintptr_t off = 0; h != MSI_EMPTY_HEAP && off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || seg->owner != h || seg->free_mask != SEG_ALL_FREE ||
+        seg->dirty_mask || seg->mini_used)
+      continue;
+    seg->owner = NULL; /* (claimable: segments_reclaim takes it) */
+    if (h->seg == seg) h->seg = NULL;
+  }
+  msi_unlock(&seg_lock);
+  segments_reclaim(0);
+  msi_lock(&seg_lock);
+  bool released = seg_released_n > before;
+  msi_unlock(&seg_lock);
+  errno = saved;
+  return released;
 }
 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
@@ -2429,6 +2465,16 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
   return p;
 }
 
+/* no span for the class: asked for once more after the idle segments went back (msi_heap_release_idle) */
+MSI_NOINLINE MSI_RARE static void *small_again(msi_heap_t *h, unsigned cls) {
+  msi_span_t *n = msi_heap_release_idle((size_t)msi_heap_class_chunks[cls] * MSI_HEAP_CHUNK) ? span_cache_get(h, msi_heap_class_chunks[cls], cls) : NULL;
+  if (!n) { errno = ENOMEM; return NULL; }
+  span_init(h, n, cls);
+  msi_heap_set_current(h, cls, n);
+  if (span_free_empty(n) && !span_take_rfree(n)) span_carve(h, n);
+  return alloc_from(n);
+}
+
 MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP)) {
@@ -2475,7 +2521,7 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_maybe_purge();
   if (mini_class(cls)) h->mini_taken[cls] = MINI_DONE; /* (a normal span: the class is past its first blocks) */
   msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
-  if (!n) { errno = ENOMEM; return NULL; }
+  if (MSI_UNLIKELY(!n)) return small_again(h, cls);
   span_init(h, n, cls);
   msi_heap_set_current(h, cls, n);
   if (span_free_empty(n) && !span_take_rfree(n)) span_carve(h, n);
