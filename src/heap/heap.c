@@ -514,6 +514,7 @@ MSI_HOT_TEXT static msi_segment_t *segment_new(void) {
   return seg;
 }
 
+static bool seg_is_released(size_t i);
 MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
@@ -521,9 +522,10 @@ MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   bool reserved = top < msi_heap_g.small_reserved;
   void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (reserved ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
-  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM) {
+  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM && !seg_is_released((top >> MSI_HEAP_SEG_SHIFT) - 1)) {
     /* at vm.max_map_count the kernel refuses any new mapping, even one that would merge with the last segment;
-       growing the last segment's mapping in place makes none */
+       growing the last segment's mapping in place makes none (not a released one: mapped read-only, it would grow
+       read-only, and the new segment's first write would fault) */
     void *last = (void *)(msi_heap_g.base + top - MSI_HEAP_SEG_SIZE);
     if (msi_os_mremap(last, MSI_HEAP_SEG_SIZE, 2 * MSI_HEAP_SEG_SIZE, 0, NULL) == last) p = addr;
   }

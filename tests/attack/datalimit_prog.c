@@ -1,22 +1,58 @@
-/* datalimit_prog: under RLIMIT_DATA (which, like vm.overcommit_memory=2, charges every read-write private mapping,
-   resident or not) a program fills the limit with small blocks, frees every one of them, then asks for a block of
-   another size: it must get it, as glibc gives it from the freed memory. The heap kept the freed segments mapped
-   read-write (cached, then purged with MADV_DONTNEED, still charged), so every later mapping was refused and the
-   program, holding nothing, got NULL + ENOMEM for good. Exit 0: served; 1: refused. */
+/* datalimit_prog: the heap under RLIMIT_DATA, which (like vm.overcommit_memory=2) charges every read-write private
+   mapping, resident or not.
+   reuse: a program fills the limit with small blocks, frees every one of them, then asks for a block of another
+   size: it must get it, as glibc gives it from the freed memory. The heap kept the freed segments mapped read-write
+   (cached, then purged with MADV_DONTNEED, still charged), so every later mapping was refused and the program,
+   holding nothing, got NULL + ENOMEM for good.
+   released: the limit met by small blocks (the segment area's reservation goes back), all freed and trimmed (the
+   idle segments past the kept ones released: mapped read-only), the limit filled with large blocks, then small
+   blocks asked for: NULL + ENOMEM at the limit. The heap grew the last segment's mapping in place (mremap, its
+   answer to the mapping limit) although that segment was a released, read-only one, and its first write
+   (SIGSEGV) killed the program.
+   Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
-int main(void) {
-  struct rlimit rl = {16u << 20, 16u << 20};
-  if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
+/* blocks of `size` until malloc refuses, chained through their first word */
+static void *fill(size_t size, size_t *n) {
   void *prev = NULL;
-  size_t n = 0;
-  for (void **p; (p = malloc(16)) != NULL; n++) { *p = prev; prev = p; }
-  while (prev) { void *next = *(void **)prev; free(prev); prev = next; }
+  *n = 0;
+  for (void **p; (p = malloc(size)) != NULL; ++*n) {
+    memset(p, 1, size < 4096 ? size : 4096);
+    *p = prev;
+    prev = p;
+  }
+  return prev;
+}
+static void drop(void *chain) {
+  while (chain) {
+    void *next = *(void **)chain;
+    free(chain);
+    chain = next;
+  }
+}
+
+int main(int argc, char **argv) {
+  int released = argc > 1 && strcmp(argv[1], "released") == 0;
+  size_t limit = (released ? 64u : 16u) << 20;
+  struct rlimit rl = {limit, limit};
+  if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
+  size_t n1, n2, n3;
+  drop(fill(16, &n1));
+  if (released) {
+    malloc_trim(0);
+    void *large = fill(40000, &n2);
+    void *small = fill(16, &n3);
+    printf("%zu blocks of 16 B freed; then %zu of 40,000 B and %zu of 16 B\n", n1, n2, n3);
+    drop(small);
+    drop(large);
+    return n2 && n3 ? 0 : 1;
+  }
   char *mid = malloc(40000), *big = malloc(4u << 20);
-  printf("%zu blocks of 16 B freed; then malloc(40000) %p, malloc(4 MiB) %p\n", n, (void *)mid, (void *)big);
+  printf("%zu blocks of 16 B freed; then malloc(40000) %p, malloc(4 MiB) %p\n", n1, (void *)mid, (void *)big);
   if (!mid || !big) return 1;
   memset(mid, 1, 40000);
   memset(big, 2, 4u << 20);
