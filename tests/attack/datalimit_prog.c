@@ -9,6 +9,9 @@
    blocks asked for: NULL + ENOMEM at the limit. The heap grew the last segment's mapping in place (mremap, its
    answer to the mapping limit) although that segment was a released, read-only one, and its first write
    (SIGSEGV) killed the program.
+   large: blocks of 40,000 B under a limit of 32 MiB: at least half the limit is served (glibc: 31 MB). The heap
+   mapped its large-slot table (32 MiB with the whole reservation) read-write at the 17th block, which took the
+   limit (Python under `ulimit -d 48000` held 59 such blocks, 2.4 MB).
    Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
 #include <malloc.h>
 #include <stdio.h>
@@ -36,11 +39,18 @@ static void drop(void *chain) {
 }
 
 int main(int argc, char **argv) {
-  int released = argc > 1 && strcmp(argv[1], "released") == 0;
-  size_t limit = (released ? 64u : 16u) << 20;
+  const char *mode = argc > 1 ? argv[1] : "reuse";
+  int released = strcmp(mode, "released") == 0;
+  size_t limit = (released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
   struct rlimit rl = {limit, limit};
   if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
   size_t n1, n2, n3;
+  if (strcmp(mode, "large") == 0) {
+    void *large = fill(40000, &n2);
+    printf("%zu blocks of 40,000 B under RLIMIT_DATA %zu MiB\n", n2, limit >> 20);
+    drop(large);
+    return n2 * 40000 >= limit / 2 ? 0 : 1;
+  }
   drop(fill(16, &n1));
   if (released) {
     malloc_trim(0);
