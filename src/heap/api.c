@@ -19,6 +19,15 @@ static void *small_aligned(size_t size, size_t alignment) {
   return msi_heap_small_alloc_slow(msi_heap_class_size[c] - MSI_HEAP_CANARY);
 }
 
+/* a large block refused (ENOMEM) asked for once more after the idle segments went back (msi_heap_release_idle);
+   served, the caller's errno as it was */
+MSI_NOINLINE MSI_RARE static void *large_again(size_t size, size_t alignment, bool zero, int saved) {
+  if (errno != ENOMEM || !msi_heap_release_idle(size)) return NULL;
+  void *p = msi_large_alloc(size, alignment, zero);
+  if (p) errno = saved;
+  return p;
+}
+
 MSI_HOT_TEXT void *msi_heap_alloc(size_t size, size_t alignment, bool zero) {
   void *p;
   if (size <= MSI_HEAP_SMALL_REQ && alignment <= 16) {
@@ -34,7 +43,9 @@ MSI_HOT_TEXT void *msi_heap_alloc(size_t size, size_t alignment, bool zero) {
       return p;
     }
   }
+  int saved = errno;
   p = msi_large_alloc(size, alignment, zero);
+  if (MSI_UNLIKELY(!p)) p = large_again(size, alignment, zero, saved);
   if (p) MSI_TRACK_MALLOC(p, size, zero);
   return p;
 }

@@ -516,6 +516,7 @@ MSI_HOT_TEXT static msi_segment_t *segment_new(void) {
   return seg;
 }
 
+static bool seg_is_released(size_t i);
 MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
@@ -523,9 +524,10 @@ MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   bool reserved = top < msi_heap_g.small_reserved;
   void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (reserved ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
-  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM) {
+  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM && !seg_is_released((top >> MSI_HEAP_SEG_SHIFT) - 1)) {
     /* at vm.max_map_count the kernel refuses any new mapping, even one that would merge with the last segment;
-       growing the last segment's mapping in place makes none */
+       growing the last segment's mapping in place makes none (not a released one: mapped read-only, it would grow
+       read-only, and the new segment's first write would fault) */
     void *last = (void *)(msi_heap_g.base + top - MSI_HEAP_SEG_SIZE);
     if (msi_os_mremap(last, MSI_HEAP_SEG_SIZE, 2 * MSI_HEAP_SEG_SIZE, 0, NULL) == last) p = addr;
   }
@@ -971,10 +973,10 @@ static void reclaim_pending_finish(void) {
     while (seg_pending_release[w]) segments_release(seg_at(w * 64 + (size_t)__builtin_ctzll(seg_pending_release[w])), 1);
   }
 }
-static void segments_reclaim(void) {
+static void segments_reclaim(unsigned keep) {
   int saved = errno; /* (a single-threaded program purges from malloc and free) */
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
-  unsigned keep = seg_keep(), kept = 0;
+  unsigned kept = 0;
   uintptr_t ps = msi_os_page_size();
   msi_segment_t *run = NULL; /* neighbouring segments to release, from run */
   size_t run_n = 0;
@@ -1292,7 +1294,7 @@ static void purge(uint64_t now_ms_in, bool force, bool force_large) {
     }
   }
   segments_purge(now, delay, force);
-  segments_reclaim();
+  segments_reclaim(seg_keep());
   msi_large_purge(now, delay, force_large);
 }
 /* force (memory pressure, ms_heap_collect(1)): every thread's spare spans first, so they go back with the rest */
@@ -1301,6 +1303,42 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
   if (force)
     for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) heap_take_spares(h, false);
   purge(now_ms, force, force);
+}
+
+/* A refused commit (RLIMIT_DATA, vm.overcommit_memory=2: both charge every read-write private mapping, resident
+   or not, so idle segments spend the limit as live ones do): the calling thread's caches go back, then its own idle
+   segments (every chunk free and purged, no mini span) are handed over and every idle segment is released whole,
+   none kept mapped (segments_release maps them read-only: no charge). Another size then finds the room a freed one
+   left, as glibc's coalesced free memory gives it. True when a segment was released: the caller tries again. A
+   request larger than the segments mapped could not fit in what they give back: no pass (a program halving a
+   refused size until it fits keeps its caches). */
+MSI_RARE bool msi_heap_release_idle(size_t want) {
+  if (!msi_heap_ready_seen() ||
+      want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE)
+    return false;
+  int saved = errno;
+  msi_heap_t *h = msi_tls_heap;
+  msi_heap_thread_collect(true);
+  msi_heap_orphans_flush();
+  msi_heap_purge(msi_heap_now_ms(), true);
+  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
+  msi_lock(&seg_lock);
+  size_t before = seg_released_n;
+  for (uintptr_t off = 0; h != MSI_EMPTY_HEAP && off < top; off += MSI_HEAP_SEG_SIZE) {
+    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
+    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || seg->owner != h || seg->free_mask != SEG_ALL_FREE ||
+        seg->dirty_mask || seg->mini_used)
+      continue;
+    seg->owner = NULL; /* (claimable: segments_reclaim takes it) */
+    if (h->seg == seg) h->seg = NULL;
+  }
+  msi_unlock(&seg_lock);
+  segments_reclaim(0);
+  msi_lock(&seg_lock);
+  bool released = seg_released_n > before;
+  msi_unlock(&seg_lock);
+  errno = saved;
+  return released;
 }
 
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
@@ -2492,6 +2530,21 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   return s;
 }
 
+/* no span for the class: asked for once more after the idle segments went back (msi_heap_release_idle); a block
+   served leaves errno as the caller had it (saved) */
+MSI_NOINLINE MSI_RARE static void *small_again(msi_heap_t *h, unsigned cls, int saved) {
+  unsigned chunks = msi_heap_class_chunks[cls];
+  msi_span_t *n = NULL;
+  if (msi_heap_release_idle((size_t)chunks * MSI_HEAP_CHUNK) && !(n = span_cache_get(h, chunks, cls)))
+    n = segment_alloc_span(h, chunks);
+  if (!n) { errno = ENOMEM; return NULL; }
+  errno = saved;
+  span_init(h, n, cls);
+  msi_heap_set_current(h, cls, n);
+  if (span_free_empty(n) && !span_take_rfree(n)) span_carve(h, n);
+  return alloc_from(n);
+}
+
 MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_heap_t *h = msi_tls_heap;
   if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP)) {
@@ -2549,8 +2602,9 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
       msi_heap_set_current_empty(h, cls);
     }
   }
+  int saved = errno; /* (a refused segment sets it: a block the retry serves leaves it as it was) */
   if (!n) n = segment_alloc_span(h, msi_heap_class_chunks[cls]);
-  if (!n) { errno = ENOMEM; return NULL; }
+  if (MSI_UNLIKELY(!n)) return small_again(h, cls, saved);
   span_init(h, n, cls);
   msi_heap_set_current(h, cls, n);
   if (span_free_empty(n) && !span_take_rfree(n)) span_carve(h, n);

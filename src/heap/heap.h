@@ -312,6 +312,9 @@ bool msi_heap_small_valid(const void *p, msi_span_t **span_out); /* block start 
 void msi_heap_thread_collect(bool force);
 void msi_heap_orphans_flush(void); /* dead threads' heaps kept whole (heap.c heap_thread_exit) flushed now */
 void msi_heap_purge(uint64_t now_ms, bool force);
+/* after a refused allocation of `want` bytes: caches emptied and idle segments released whole (heap.c); true: try
+   again */
+bool msi_heap_release_idle(size_t want);
 /* tests only (NULL otherwise): called by a purge pass with n idle segments from seg it took out of the free masks,
    before it gives them back whole (n 0: the one segment it keeps mapped, bare); heap.c segments_reclaim */
 extern void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #define SLOT_LIVE 0x80000000u
 #define SLOT_CACHED 0x40000000u
@@ -97,6 +98,7 @@ MSI_START_BSS static bool strict;
 #define table_head (large_meta.head)
 MSI_START_BSS static size_t table_bytes;
 MSI_START_BSS static _Atomic(slot_meta_t *) table;
+static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA (table_get): never mapped */
 MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
 
 /* class i's slots with sub-regions of 2^shift bytes */
@@ -172,6 +174,20 @@ static void reserve(uintptr_t addr, size_t bytes) {
 MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
+  if (atomic_load_explicit(&table_refused, memory_order_relaxed)) return NULL;
+  /* Under a data limit (RLIMIT_DATA charges every read-write private mapping, resident or not) the whole table
+     (32 MiB with the whole reservation) would take a share of the limit the program's blocks need (Python under
+     `ulimit -d 24000` failed with MemoryError holding 12 MB): above a quarter of the limit it is not mapped and
+     large blocks past the slots table_head describes are mapped on their own, as glibc maps its large blocks.
+     One getrlimit, the first time a class passes its table_head slots. */
+  struct rlimit rl;
+  if (msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && table_bytes > rl.rlim_cur / 4) {
+    atomic_store_explicit(&table_refused, true, memory_order_relaxed);
+    msi_verbose("heap: the large-block table (%zu KiB) is more than a quarter of RLIMIT_DATA (%llu KiB): large blocks "
+                "past the first of each size are mapped on their own", table_bytes >> 10,
+                (unsigned long long)rl.rlim_cur >> 10);
+    return NULL;
+  }
   /* one thread takes the place: a second MAP_FIXED there would drop what the first wrote */
   uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed);
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;

@@ -910,6 +910,44 @@ static void double_free(void **state) {
   expect_message_naming(child_double_free, "handle=", "ms_dma_free(", "): freed already");
 }
 
+/* ms_stats_print's output callback is the caller's code and may call the library: a DMA call from it (and a nested
+   ms_stats_print, which prints the DMA section again) works. The buffers' lines were written holding the buffer
+   registry's lock, so such a call aborted as a re-entry ("entered again ... holding its lock"). In a child: the
+   failure was an abort. */
+static ms_dma_buffer_t *print_buffer;
+static int print_calls, print_depth;
+static void print_reentering(const char *text, void *arg) {
+  (void)text;
+  (void)arg;
+  print_calls++;
+  ms_dma_info_t info;
+  if (ms_dma_info(print_buffer, &info) != 0) _exit(12);
+  ms_dma_buffer_t *b = ms_dma_alloc(4096, NULL);
+  ms_dma_free(b);
+  if (print_depth++ == 0) ms_stats_print(print_reentering, NULL, 0);
+  print_depth--;
+}
+static void stats_print_callback_reenters(void **state) {
+  (void)state;
+  ms_dma_buffer_t *probe = alloc_pinned(4096, NULL);
+  assert_non_null(probe);
+  ms_dma_free(probe);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    print_buffer = ms_dma_alloc(4096, NULL);
+    if (!print_buffer) _exit(10);
+    ms_stats_print(print_reentering, NULL, 0);
+    ms_stats_print(print_reentering, NULL, MS_STATS_JSON);
+    ms_dma_free(print_buffer);
+    _exit(print_calls > 0 ? 0 : 11);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* the message of a refused registration names the first address that is not writable */
 static int child_readonly(void) {
   char *m = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1155,6 +1193,7 @@ int main(void) {
       cmocka_unit_test(register_bad),
       cmocka_unit_test(register_overlap),
       cmocka_unit_test(double_free),
+      cmocka_unit_test(stats_print_callback_reenters),
       cmocka_unit_test(register_readonly_names_address),
       cmocka_unit_test(loopback_every_event_size),
       cmocka_unit_test(loopback_rejects_corrupt_list),

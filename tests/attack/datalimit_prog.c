@@ -1,0 +1,72 @@
+/* datalimit_prog: the heap under RLIMIT_DATA, which (like vm.overcommit_memory=2) charges every read-write private
+   mapping, resident or not.
+   reuse: a program fills the limit with small blocks, frees every one of them, then asks for a block of another
+   size: it must get it, as glibc gives it from the freed memory. The heap kept the freed segments mapped read-write
+   (cached, then purged with MADV_DONTNEED, still charged), so every later mapping was refused and the program,
+   holding nothing, got NULL + ENOMEM for good.
+   released: the limit met by small blocks (the segment area's reservation goes back), all freed and trimmed (the
+   idle segments past the kept ones released: mapped read-only), the limit filled with large blocks, then small
+   blocks asked for: NULL + ENOMEM at the limit. The heap grew the last segment's mapping in place (mremap, its
+   answer to the mapping limit) although that segment was a released, read-only one, and its first write
+   (SIGSEGV) killed the program.
+   large: blocks of 40,000 B under a limit of 32 MiB: at least half the limit is served (glibc: 31 MB). The heap
+   mapped its large-slot table (32 MiB with the whole reservation) read-write at the 17th block, which took the
+   limit (Python under `ulimit -d 48000` held 59 such blocks, 2.4 MB).
+   Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+/* blocks of `size` until malloc refuses, chained through their first word */
+static void *fill(size_t size, size_t *n) {
+  void *prev = NULL;
+  *n = 0;
+  for (void **p; (p = malloc(size)) != NULL; ++*n) {
+    memset(p, 1, size < 4096 ? size : 4096);
+    *p = prev;
+    prev = p;
+  }
+  return prev;
+}
+static void drop(void *chain) {
+  while (chain) {
+    void *next = *(void **)chain;
+    free(chain);
+    chain = next;
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "reuse";
+  int released = strcmp(mode, "released") == 0;
+  size_t limit = (released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
+  struct rlimit rl = {limit, limit};
+  if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
+  size_t n1, n2, n3;
+  if (strcmp(mode, "large") == 0) {
+    void *large = fill(40000, &n2);
+    printf("%zu blocks of 40,000 B under RLIMIT_DATA %zu MiB\n", n2, limit >> 20);
+    drop(large);
+    return n2 * 40000 >= limit / 2 ? 0 : 1;
+  }
+  drop(fill(16, &n1));
+  if (released) {
+    malloc_trim(0);
+    void *large = fill(40000, &n2);
+    void *small = fill(16, &n3);
+    printf("%zu blocks of 16 B freed; then %zu of 40,000 B and %zu of 16 B\n", n1, n2, n3);
+    drop(small);
+    drop(large);
+    return n2 && n3 ? 0 : 1;
+  }
+  char *mid = malloc(40000), *big = malloc(4u << 20);
+  printf("%zu blocks of 16 B freed; then malloc(40000) %p, malloc(4 MiB) %p\n", n1, (void *)mid, (void *)big);
+  if (!mid || !big) return 1;
+  memset(mid, 1, 40000);
+  memset(big, 2, 4u << 20);
+  free(mid);
+  free(big);
+  return 0;
+}
