@@ -690,7 +690,7 @@ MSI_HOT_TEXT static msi_segment_t *segment_pick(msi_heap_t *h, unsigned n, int *
 }
 
 static void hdr_touch(msi_segment_t *seg, const void *p, size_t n);
-static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
+MSI_HOT_TEXT static msi_span_t *segment_alloc_span(msi_heap_t *h, unsigned n) {
   msi_lock(&seg_lock);
   int at;
   msi_segment_t *seg = segment_pick(h, n, &at);
