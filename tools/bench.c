@@ -279,6 +279,12 @@ int tool_bench(int argc, char **argv) {
     out = def_out;
   }
   mkdirs(out);
+  struct stat st; /* refused before the host's settings are held: a refused command changes nothing */
+  int e = stat(out, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : access(out, W_OK | X_OK) != 0 ? errno : 0;
+  if (e) {
+    fprintf(stderr, "memspace bench: cannot write to %s: %s\n", out, strerror(e));
+    return 1;
+  }
   hold_host(held_line, sizeof held_line, mode);
   if (held_line[0]) msb_printf("free page reporting to the host held while the bench runs: %s\n", held_line);
   int status = 0;

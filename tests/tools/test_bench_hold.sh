@@ -22,4 +22,12 @@ st=$?
 [ "$(cat "$dir/params/max_waiting_mib")" = 1024 ] || { echo "FAIL: max_waiting_mib left at $(cat "$dir/params/max_waiting_mib")"; fail=1; }
 grep -q "held while the bench runs: min_free_ms=300000 (was 0) max_waiting_mib=65536 (was 1024)" "$dir/log" ||
   { echo "FAIL: the hold is not reported"; cat "$dir/log"; fail=1; }
+# an output directory it cannot write is refused before anything is held: the settings are never written
+touch -d '2001-01-01' "$dir/params/min_free_ms"
+before=$(stat -c %y "$dir/params/min_free_ms")
+MSB_PAGE_REPORTING_DIR=$dir/params "$tool" bench spaces --quick --out /proc/self/no-such-dir > "$dir/log" 2>&1
+st=$?
+[ $st -eq 1 ] || { echo "FAIL: bench with an unwritable --out exited $st (want 1)"; cat "$dir/log"; fail=1; }
+grep -q "cannot write to /proc/self/no-such-dir" "$dir/log" || { echo "FAIL: no message naming the directory"; cat "$dir/log"; fail=1; }
+[ "$(stat -c %y "$dir/params/min_free_ms")" = "$before" ] || { echo "FAIL: min_free_ms written by a refused bench"; fail=1; }
 exit $fail
