@@ -187,7 +187,7 @@ typedef void ms_output_fn(const char *text, void *arg);
 /// DMA and frames once used) through `out` (NULL: stderr), headed by the library version, the pid and the
 /// program name. docs/stats.md explains each line. Text values are printed whole, in as many chunks as they
 /// need; in JSON numbers are numbers, text values escaped strings (bytes that are not valid UTF-8 replaced by
-/// U+FFFD). `out` runs with no lock of the library held: it may call the library itself (malloc, ms_dma_*, even
+/// U+FFFD). `out` runs with no lock of the library held: it may call the library itself (malloc, ms_space_*, ms_dma_*, even
 /// ms_stats_print). Allocation-free, thread-safe.
 MS_API void ms_stats_print(ms_output_fn *out, void *arg, unsigned flags);
 
