@@ -109,7 +109,7 @@ static bool in_freed(uintptr_t a) {
 
 /* a block at a (live from now on: no longer in the freed ring); lock held, room reserved */
 static void insert(uintptr_t a, size_t len) {
-  for (unsigned i = 0; i < FREED_RING; i++)
+  for (unsigned i = 0; freed_next && i < FREED_RING; i++) /* (the ring's cold page untouched until a free) */
     if (freed[i] == a) freed[i] = 0;
   size_t i = probe(a);
   table[i].addr = a;

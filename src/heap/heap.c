@@ -2485,28 +2485,50 @@ static MSI_NOINLINE void *alloc_exiting(size_t size) {
    purge pass flushes it, while the living carve fresh pages: taken span by span, they serve the classes instead.
    The orphan is taken off the list while it is looked at (as a purge pass takes the list: orphans_busy), its
    remote-span stack processed as its owner would (empty spans to the global cache), and the span changes owner
-   (a relaxed store: the remote path reads the owner once the block is pushed). A remote free that queued the span
-   on the orphan's stack before that finds it there later with another owner: heap_remote_process hands it on
+   (a relaxed store: the remote path reads the owner once the block is pushed). A remote free that read the old
+   owner queues the span on the orphan's stack, before or after the change: heap_remote_process hands it on
    (span_queue); the span is never retired meanwhile (its queued bit is set). At most STEAL_LOOK orphans are looked
-   at, under heaps_lock. */
+   at, under heaps_lock: one holding a span of the class first, else one with remote frees waiting (which may give
+   one). The orphan goes back where it was, so that the next thread adopts the heap its predecessor left intact
+   (heap_new takes the list's head), not the one a span was taken from. */
 #define STEAL_LOOK 8
 static bool steal_worthy(msi_span_t *s) {
   return !msi_span_is_mini(s) && (span_has_free(s) || span_remote_waits(s));
 }
-static bool orphan_has_span(msi_heap_t *o, unsigned cls) {
-  return (!msi_heap_current_empty(o, cls) && steal_worthy(msi_heap_current(o, cls))) || o->partial[cls] ||
-         atomic_load_explicit(&o->remote, memory_order_relaxed);
+static bool orphan_has_span(msi_heap_t *o, unsigned cls, bool remote) {
+  if (remote) return atomic_load_explicit(&o->remote, memory_order_relaxed) != NULL;
+  return (!msi_heap_current_empty(o, cls) && steal_worthy(msi_heap_current(o, cls))) || o->partial[cls];
+}
+/* the orphan to take a span from, unlinked (*prev: its predecessor then), or NULL; under heaps_lock */
+static msi_heap_t *orphan_pick(unsigned cls, msi_heap_t **prev) {
+  for (int remote = 0; remote < 2; remote++) {
+    msi_heap_t *o = orphans, *p = NULL;
+    for (unsigned i = 0; o && i < STEAL_LOOK; i++, p = o, o = o->next_orphan)
+      if (orphan_has_span(o, cls, remote)) {
+        if (p) p->next_orphan = o->next_orphan;
+        else orphans = o->next_orphan;
+        *prev = p;
+        return o;
+      }
+  }
+  return NULL;
+}
+/* o back after prev when prev is still among the first orphans, else at the head; under heaps_lock */
+static void orphan_put_back(msi_heap_t *o, msi_heap_t *prev) {
+  msi_heap_t *p = orphans;
+  for (unsigned i = 0; prev && p && p != prev && i < 2 * STEAL_LOOK; i++) p = p->next_orphan;
+  if (prev && p == prev) {
+    o->next_orphan = p->next_orphan;
+    p->next_orphan = o;
+  } else {
+    o->next_orphan = orphans;
+    orphans = o;
+  }
 }
 static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   msi_lock(&heaps_lock);
-  msi_heap_t *o = orphans, *prev = NULL;
-  for (unsigned i = 1; o && i < STEAL_LOOK && !orphan_has_span(o, cls); i++) prev = o, o = o->next_orphan;
-  if (o && !orphan_has_span(o, cls)) o = NULL;
-  if (o) {
-    if (prev) prev->next_orphan = o->next_orphan;
-    else orphans = o->next_orphan;
-    orphans_busy++;
-  }
+  msi_heap_t *prev = NULL, *o = orphan_pick(cls, &prev);
+  if (o) orphans_busy++;
   msi_unlock(&heaps_lock);
   if (!o) return NULL;
   heap_remote_process(o, false, false);
@@ -2523,8 +2545,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
     MSI_SEEN_SET(s->owner, h);
   }
   msi_lock(&heaps_lock);
-  o->next_orphan = orphans;
-  orphans = o;
+  orphan_put_back(o, prev);
   orphans_busy--;
   msi_unlock(&heaps_lock);
   return s;

@@ -515,16 +515,8 @@ static inline uint32_t msi_span_held_add(msi_span_t *s, uint32_t d) {
 #endif
 }
 /* the heap owning s, as a free reads it: heap.c orphan_span_take hands a span whose blocks live to another heap
-   (a relaxed store), while any thread may free one of them. A relaxed load in ThreadSanitizer builds; a plain one
-   elsewhere, where it is the same instruction and the compiler keeps the slow free's code as it was (the atomic
-   form there costs instructions on the free slow path of a malloc/free loop) */
-static inline struct msi_heap_s *msi_span_owner(const msi_span_t *s) {
-#if defined(__SANITIZE_THREAD__)
-  return MSI_SEEN(s->owner);
-#else
-  return s->owner;
-#endif
-}
+   (a relaxed store), while any thread may free one of them */
+static inline struct msi_heap_s *msi_span_owner(const msi_span_t *s) { return MSI_SEEN(s->owner); }
 /* the blocks handed out and not yet seen free by the owner (the owner's view) */
 static inline uint32_t msi_span_used(const msi_span_t *s) { return s->held + s->used_floor; }
 /* the same from another thread: each field as it was at some moment of the owner's */
