@@ -517,6 +517,7 @@ MSI_HOT_TEXT static msi_segment_t *segment_new(void) {
 }
 
 static bool seg_is_released(size_t i);
+static bool seg_release_pending(size_t i);
 MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_relaxed);
   if (top + MSI_HEAP_SEG_SIZE > msi_heap_g.small_size) { errno = ENOMEM; return NULL; }
@@ -524,10 +525,12 @@ MSI_HOT_TEXT static msi_segment_t *segment_map(void) {
   bool reserved = top < msi_heap_g.small_reserved;
   void *p = msi_os_mmap(addr, MSI_HEAP_SEG_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (reserved ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
-  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM && !seg_is_released((top >> MSI_HEAP_SEG_SHIFT) - 1)) {
+  size_t last_i = top ? (top >> MSI_HEAP_SEG_SHIFT) - 1 : 0;
+  if (p == MAP_FAILED && !reserved && top && errno == ENOMEM && !seg_is_released(last_i) &&
+      !seg_release_pending(last_i)) {
     /* at vm.max_map_count the kernel refuses any new mapping, even one that would merge with the last segment;
-       growing the last segment's mapping in place makes none (not a released one: mapped read-only, it would grow
-       read-only, and the new segment's first write would fault) */
+       growing the last segment's mapping in place makes none (not a released one, nor one being released: mapped
+       read-only, it would grow read-only, and the new segment's first write would fault) */
     void *last = (void *)(msi_heap_g.base + top - MSI_HEAP_SEG_SIZE);
     if (msi_os_mremap(last, MSI_HEAP_SEG_SIZE, 2 * MSI_HEAP_SEG_SIZE, 0, NULL) == last) p = addr;
   }
@@ -626,6 +629,8 @@ static void seg_released_set(size_t i, bool on) {
    counted when the pass takes them (the child does not count them again). */
 MSI_COLD_BSS static uint64_t seg_pending_release[MAX_SEGMENTS / 64], seg_pending_bare[MAX_SEGMENTS / 64];
 static size_t seg_pending_n;
+/* segment i is being released (mapped read-only already, marked released later); under seg_lock */
+static bool seg_release_pending(size_t i) { return seg_pending_release[i / 64] >> (i % 64) & 1; }
 static void seg_pending_set(uint64_t *bits, const msi_segment_t *seg, bool on) {
   size_t i = seg_index(seg);
   bits[i / 64] = on ? bits[i / 64] | 1ull << (i % 64) : bits[i / 64] & ~(1ull << (i % 64));
@@ -1306,37 +1311,46 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
 }
 
 /* A refused commit (RLIMIT_DATA, vm.overcommit_memory=2: both charge every read-write private mapping, resident
-   or not, so idle segments spend the limit as live ones do): the calling thread's caches go back, then its own idle
-   segments (every chunk free and purged, no mini span) are handed over and every idle segment is released whole,
-   none kept mapped (segments_release maps them read-only: no charge). Another size then finds the room a freed one
-   left, as glibc's coalesced free memory gives it. True when a segment was released: the caller tries again. A
-   request larger than the segments mapped could not fit in what they give back: no pass (a program halving a
-   refused size until it fits keeps its caches). */
+   or not, so idle segments spend the limit as live ones do): the caches go back (the calling thread's, the
+   orphans', the global ones, forced) and every idle segment is released whole, none kept mapped (segments_release
+   maps them read-only: no charge). Another size then finds the room a freed one left, as glibc's coalesced free
+   memory gives it. True when a segment was released, or another thread's pass ended meanwhile: the caller tries
+   again. A request larger than the segments mapped could not fit in what they give back: no pass (a program
+   halving a refused size until it fits keeps its caches). One pass at a time; a pass that released nothing makes
+   the next ones wait ten times its length, so a program taking NULL in a loop spends at most about a tenth of its
+   time in them. */
+MSI_COLD_BSS static _Atomic int release_running;
+MSI_COLD_BSS static _Atomic uint64_t release_quiet_until; /* msi_now_ns: no pass before (the last released nothing) */
 MSI_RARE bool msi_heap_release_idle(size_t want) {
   if (!msi_heap_ready_seen() ||
       want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE)
     return false;
   int saved = errno;
-  msi_heap_t *h = msi_tls_heap;
+  uint64_t t0 = msi_now_ns();
+  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed)) return false;
+  int idle = 0;
+  if (!atomic_compare_exchange_strong(&release_running, &idle, 1)) {
+    /* a bounded wait: the pass may be this thread's own, interrupted by a signal handler that allocates */
+    int i = 0;
+    while (atomic_load_explicit(&release_running, memory_order_acquire) && i++ < 10000) msi_os_yield();
+    errno = saved;
+    return i <= 10000; /* (another thread's pass ended: what it released may fit) */
+  }
+  msi_lock(&seg_lock);
+  size_t before = seg_released_n;
+  msi_unlock(&seg_lock);
   msi_heap_thread_collect(true);
   msi_heap_orphans_flush();
   msi_heap_purge(msi_heap_now_ms(), true);
-  uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
-  msi_lock(&seg_lock);
-  size_t before = seg_released_n;
-  for (uintptr_t off = 0; h != MSI_EMPTY_HEAP && off < top; off += MSI_HEAP_SEG_SIZE) {
-    msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
-    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || seg->owner != h || seg->free_mask != SEG_ALL_FREE ||
-        seg->dirty_mask || seg->mini_used)
-      continue;
-    seg->owner = NULL; /* (claimable: segments_reclaim takes it) */
-    if (h->seg == seg) h->seg = NULL;
-  }
-  msi_unlock(&seg_lock);
   segments_reclaim(0);
   msi_lock(&seg_lock);
   bool released = seg_released_n > before;
   msi_unlock(&seg_lock);
+  if (!released) {
+    uint64_t t1 = msi_now_ns();
+    atomic_store_explicit(&release_quiet_until, t1 + 10 * (t1 - t0), memory_order_relaxed);
+  }
+  atomic_store_explicit(&release_running, 0, memory_order_release);
   errno = saved;
   return released;
 }
@@ -2373,6 +2387,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
       if (h != msi_tls_heap && h->rb_span) h->rb_span = NULL; /* (written only if set: a page copied at fork) */
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
+    atomic_store_explicit(&release_running, 0, memory_order_relaxed); /* (a pass of another thread's: not the child's) */
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
