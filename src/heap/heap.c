@@ -1316,26 +1316,31 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
    maps them read-only: no charge). Another size then finds the room a freed one left, as glibc's coalesced free
    memory gives it. True when a segment was released, or another thread's pass ended meanwhile: the caller tries
    again. A request larger than the segments mapped could not fit in what they give back: no pass (a program
-   halving a refused size until it fits keeps its caches). One pass at a time; a pass that released nothing makes
-   the next ones wait ten times its length, so a program taking NULL in a loop spends at most about a tenth of its
-   time in them. */
+   halving a refused size until it fits keeps its caches). One pass at a time (the others wait for it, then try
+   again); a pass that released nothing makes the next ones wait ten times its length (at most 100 ms), so a
+   program taking NULL in a loop spends at most about a tenth of its time in them. */
 MSI_COLD_BSS static _Atomic int release_running;
 MSI_COLD_BSS static _Atomic uint64_t release_quiet_until; /* msi_now_ns: no pass before (the last released nothing) */
+static _Thread_local bool release_here; /* this thread's pass is under way (a signal handler allocating in it) */
+#define RELEASE_QUIET_MAX_NS 100000000u /* (a pass stopped or preempted for long: its quiet window stays short) */
 MSI_RARE bool msi_heap_release_idle(size_t want) {
-  if (!msi_heap_ready_seen() ||
+  if (!msi_heap_ready_seen() || release_here ||
       want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE)
     return false;
   int saved = errno;
+  msi_heap_thread_collect(true); /* (the caller's own empty spans: a pass of another thread's leaves them) */
   uint64_t t0 = msi_now_ns();
-  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed)) return false;
+  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed)) {
+    errno = saved;
+    return false;
+  }
   int idle = 0;
   if (!atomic_compare_exchange_strong(&release_running, &idle, 1)) {
-    /* a bounded wait: the pass may be this thread's own, interrupted by a signal handler that allocates */
-    int i = 0;
-    while (atomic_load_explicit(&release_running, memory_order_acquire) && i++ < 10000) msi_os_yield();
+    while (atomic_load_explicit(&release_running, memory_order_acquire)) msi_os_yield();
     errno = saved;
-    return i <= 10000; /* (another thread's pass ended: what it released may fit) */
+    return true; /* (another thread's pass ended: what it released may fit) */
   }
+  release_here = true;
   msi_lock(&seg_lock);
   size_t before = seg_released_n;
   msi_unlock(&seg_lock);
@@ -1347,9 +1352,11 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   bool released = seg_released_n > before;
   msi_unlock(&seg_lock);
   if (!released) {
-    uint64_t t1 = msi_now_ns();
-    atomic_store_explicit(&release_quiet_until, t1 + 10 * (t1 - t0), memory_order_relaxed);
+    uint64_t t1 = msi_now_ns(), d = 10 * (t1 - t0);
+    atomic_store_explicit(&release_quiet_until, t1 + (d < RELEASE_QUIET_MAX_NS ? d : RELEASE_QUIET_MAX_NS),
+                          memory_order_relaxed);
   }
+  release_here = false;
   atomic_store_explicit(&release_running, 0, memory_order_release);
   errno = saved;
   return released;
@@ -2388,6 +2395,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
     atomic_store_explicit(&release_running, 0, memory_order_relaxed); /* (a pass of another thread's: not the child's) */
+    atomic_store_explicit(&release_quiet_until, 0, memory_order_relaxed);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
