@@ -36,7 +36,8 @@
      --single    (with --test) a single-threaded program (no maintenance thread: memspace looks at the cgroup from
                  its allocation slow paths): the burst is allocated and freed by the main thread, which keeps
                  working after the limit is set (every 10 ms it allocates and frees 1 MiB in 8 KiB blocks).
-     --cleanup   removes memspace-purge-* cgroups a killed run left (the CTest cleanup fixture). */
+     --cleanup   removes memspace-purge-* cgroups a killed run left (the CTest cleanup fixture); a live run's
+                 cgroup (its PID in the name) stays. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -156,6 +157,8 @@ static int cleanup(void) {
   int n = 0;
   for (struct dirent *e; (e = readdir(d));) {
     if (strncmp(e->d_name, PREFIX, strlen(PREFIX)) != 0) continue;
+    long pid = atol(e->d_name + strlen(PREFIX)); /* a run still alive keeps its cgroup (a bench beside the tests) */
+    if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) continue;
     char dir[4400];
     snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
     cgroup_remove(dir);

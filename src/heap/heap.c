@@ -2585,6 +2585,20 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   return s;
 }
 
+/* a block from a span of class cls taken from an orphan (orphan_span_take), made h's current span; NULL: none
+   (out of the allocation slow path's text: a short process never runs it) */
+static MSI_NOINLINE void *alloc_from_orphan(msi_heap_t *h, unsigned cls) {
+  msi_span_t *o = orphan_span_take(h, cls);
+  if (!o) return NULL;
+  msi_heap_set_current(h, cls, o);
+  span_collect(o, true, false);
+  if (!span_free_empty(o) || span_take_rfree(o)) return alloc_from(o);
+  if (o->carved < o->capacity) { span_carve(h, o); return alloc_from(o); }
+  span_detach_full(o); /* (no block left: another thread's frees are on their way) */
+  msi_heap_set_current_empty(h, cls);
+  return NULL;
+}
+
 /* no span for the class: asked for once more after the idle segments went back (msi_heap_release_idle); a block
    served leaves errno as the caller had it (saved) */
 MSI_NOINLINE MSI_RARE static void *small_again(msi_heap_t *h, unsigned cls, int saved) {
@@ -2647,15 +2661,8 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   if (mini_class(cls)) h->mini_taken[cls] = MINI_DONE; /* (a normal span: the class is past its first blocks) */
   msi_span_t *n = span_cache_get(h, msi_heap_class_chunks[cls], cls);
   if (!n && atomic_load_explicit(&orphans, memory_order_relaxed)) {
-    msi_span_t *o = orphan_span_take(h, cls); /* an ended thread's span of the class before fresh chunks */
-    if (o) {
-      msi_heap_set_current(h, cls, o);
-      span_collect(o, true, false);
-      if (!span_free_empty(o) || span_take_rfree(o)) return alloc_from(o);
-      if (o->carved < o->capacity) { span_carve(h, o); return alloc_from(o); }
-      span_detach_full(o); /* (no block left: another thread's frees are on their way) */
-      msi_heap_set_current_empty(h, cls);
-    }
+    void *p = alloc_from_orphan(h, cls); /* an ended thread's span of the class before fresh chunks */
+    if (p) return p;
   }
   int saved = errno; /* (a refused segment sets it: a block the retry serves leaves it as it was) */
   if (!n) n = segment_alloc_span(h, msi_heap_class_chunks[cls]);
