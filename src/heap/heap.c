@@ -1244,9 +1244,12 @@ static bool purge_task_busy(void);
 static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run, purge_task_busy};
 
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
+/* forced passes begun (orphan_span_take: one that began while an orphan was held off the list missed it) */
+static _Atomic uint64_t forced_passes;
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   if (d < 0 && !force) return;
+  if (force) atomic_fetch_add_explicit(&forced_passes, 1, memory_order_acq_rel);
   uint32_t now = (uint32_t)now_ms_in, delay = d < 0 ? 0 : (uint32_t)d;
   /* memory idle for `delay` ms is back with the OS by then: take what will reach it before the next pass */
   delay = delay > purge_task.period_ms ? delay - purge_task.period_ms : 0;
@@ -2560,6 +2563,7 @@ static void orphan_put_back(msi_heap_t *o, msi_heap_t *prev) {
   }
 }
 static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
+  uint64_t forced = atomic_load_explicit(&forced_passes, memory_order_acquire);
   msi_lock(&heaps_lock);
   msi_heap_t *prev = NULL, *o = orphan_pick(cls, &prev);
   if (o) orphans_busy++;
@@ -2577,6 +2581,10 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
     atomic_fetch_sub_explicit(&o->spans_held, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->spans_held, 1, memory_order_relaxed);
     MSI_SEEN_SET(s->owner, h);
+  }
+  if (o->intact && atomic_load_explicit(&forced_passes, memory_order_acquire) != forced) {
+    heap_flush(o, true); /* a forced pass (memory pressure, ms_heap_collect(1)) began meanwhile and missed it */
+    o->intact = false;
   }
   msi_lock(&heaps_lock);
   orphan_put_back(o, prev);
