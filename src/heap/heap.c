@@ -1083,25 +1083,6 @@ static void span_trim(msi_span_t *s) {
   s->touched = (uint32_t)(from - s->base);
 }
 
-/* a cached span (counted idle already) into the global cache, else back to its segment past the cache's bound */
-static void global_cache_put(msi_span_t *s) {
-  unsigned n = s->nchunks;
-  size_t bytes = (size_t)n * MSI_HEAP_CHUNK;
-  if (msi_heap_limits.global_bucket >= bytes) {
-    span_trim(s);
-    msi_lock(&global_lock);
-    global_hold.ops++;
-    if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
-      list_push(&global_cache[n], s);
-      msi_unlock(&global_lock);
-      msi_maint_wake();
-      return;
-    }
-    msi_unlock(&global_lock);
-  }
-  segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
-}
-
 /* a span no longer used by any class: thread cache, else global cache, else back to the segment. Under memory
    pressure a thread's span (h) goes back to the OS at once past a small thread cache (MSI_HEAP_PRESSURE_SPANS):
    a burst freed while the pressure lasts leaves RSS as it goes, whenever the next look comes */
@@ -1131,7 +1112,19 @@ static void span_cache_put(msi_heap_t *h, msi_span_t *s) {
     segment_release_span(s, true, s->cached_ms);
     return;
   }
-  global_cache_put(s);
+  if (msi_heap_limits.global_bucket >= bytes) {
+    span_trim(s);
+    msi_lock(&global_lock);
+    global_hold.ops++;
+    if ((global_cache[n].count + 1) * bytes <= msi_heap_limits.global_bucket) {
+      list_push(&global_cache[n], s);
+      msi_unlock(&global_lock);
+      msi_maint_wake();
+      return;
+    }
+    msi_unlock(&global_lock);
+  }
+  segment_release_span(s, msi_heap_limits.global_bucket == 0, s->cached_ms);
 }
 
 /* How long a span cache keeps its spans (a thread's, under its cache_lock; the global one, under global_lock), from
@@ -2072,7 +2065,7 @@ static void heap_cache_drain(msi_heap_t *h, bool release) {
     else
       for (msi_span_t *s = lists[n], *next; s; s = next) {
         next = s->next;
-        global_cache_put(s);
+        span_cache_put(NULL, s);
       }
   }
 }
@@ -2104,11 +2097,8 @@ static __thread bool heap_exited;
    new thread take the heap of the one that just exited. Flushed at the exit, each such thread would give its
    empty spans to the global cache (trimmed there: a madvise) and the next one would take them back from it,
    faulting the pages in again, a few page faults and a system call per thread. So the heap stays whole at the
-   exit (its current spans and partial lists: the next thread goes on where the last one stopped, with no lock,
-   system call or page fault for them) while a maintenance thread is there to flush it. Its span cache (empty
-   spans) goes to the global cache at the exit all the same: there any living thread takes those spans before
-   fresh chunks, and the purge's bound on that cache applies to them, where an orphan would keep them beside the
-   spans its successors carve (larson's peak) until adopted or flushed. The purge pass that
+   exit (its current spans, partial lists and span cache: the next thread goes on where the last one stopped,
+   with no lock, system call or page fault) while a maintenance thread is there to flush it: the purge pass that
    finds it an orphan for a whole period (orphans_collect) does what the exit did, so a dead thread's spans reach
    the global cache at most two periods (delay/8 each, 10 ms-1 s) later. Flushed at once without that thread (a
    process's first exit, a forked child, MEMSPACE_PURGE_DELAY=-1), while memory is tight, or with no global cache
@@ -2125,7 +2115,6 @@ static void heap_thread_exit(void *arg) {
   remote_flush(h);
   bool keep = heap_keep_at_exit();
   if (!keep) heap_flush(h, true);
-  else heap_cache_drain(h, false); /* (above) */
   msi_tls_heap = MSI_EMPTY_HEAP;
   atomic_fetch_sub_explicit(&msi_heap_counters.threads_live, 1, memory_order_relaxed);
   msi_lock(&heaps_lock);

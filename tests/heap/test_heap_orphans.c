@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_heap_orphans.c: the heap of a thread that exits (heap.c heap_thread_exit, orphans_collect). With the
-   maintenance thread running it stays whole for the next new thread: its current spans and partial lists (its
-   span cache goes to the global cache: test_heap_exit_cache), so a program starting a thread per task (a server's thread per connection) takes no page fault for the
+   maintenance thread running it stays whole for the next new thread: its current spans, partial lists and span
+   cache, so a program starting a thread per task (a server's thread per connection) takes no page fault for the
    blocks its last thread used. The blocks a dead thread left live are freed later by other threads, into the heap
    kept whole, into its adopter's, or after a purge pass flushed it; a pass flushes a heap no thread took within a
    period; a forked child adopts or flushes what its parent's threads left; 10,000 thread lifetimes keep the RSS,
