@@ -171,7 +171,8 @@ void ms_heap_collect(int force) {
   msi_heap_global_init();
   msi_heap_thread_collect(force != 0);
   msi_heap_orphans_flush(); /* what dead threads left, also in heaps kept whole for the next thread */
-  msi_heap_purge(msi_heap_now_ms(), force != 0);
+  if (force) msi_heap_purge_all(); /* (also what a pass of the maintenance thread under way holds) */
+  else msi_heap_purge(msi_heap_now_ms(), false);
 }
 
 void msi_heap_options_changed(void) {

@@ -1239,10 +1239,21 @@ static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run, purge_t
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
 /* forced passes begun (orphan_span_take: one that began while an orphan was held off the list missed it) */
 static _Atomic uint64_t forced_passes;
+/* passes under way (msi_heap_purges_running): a pass holds what it takes off the lists another pass walks (spans
+   cut from a cache, chunks being dropped: seg->purging, segments being given back: seg_pending_*) until it ends,
+   and the other pass leaves those alone */
+static _Atomic unsigned purges_running;
+unsigned msi_heap_purges_running(void) { return atomic_load_explicit(&purges_running, memory_order_acquire); }
+static void purge_pass(uint64_t now_ms_in, bool force, bool force_large);
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
-  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
-  if (d < 0 && !force) return;
+  if (msi_opt(MS_OPTION_PURGE_DELAY) < 0 && !force) return;
   if (force) atomic_fetch_add_explicit(&forced_passes, 1, memory_order_acq_rel);
+  atomic_fetch_add_explicit(&purges_running, 1, memory_order_relaxed);
+  purge_pass(now_ms_in, force, force_large);
+  atomic_fetch_sub_explicit(&purges_running, 1, memory_order_release);
+}
+static void purge_pass(uint64_t now_ms_in, bool force, bool force_large) {
+  long long d = msi_opt(MS_OPTION_PURGE_DELAY);
   uint32_t now = (uint32_t)now_ms_in, delay = d < 0 ? 0 : (uint32_t)d;
   /* memory idle for `delay` ms is back with the OS by then: take what will reach it before the next pass */
   delay = delay > purge_task.period_ms ? delay - purge_task.period_ms : 0;
@@ -1311,6 +1322,23 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
   if (force)
     for (msi_heap_t *h = atomic_load_explicit(&all_heaps, memory_order_acquire); h; h = h->next_all) heap_take_spares(h, false);
   purge(now_ms, force, force);
+}
+
+/* ms_heap_collect(1): all of it back on return. A forced pass that another pass (the maintenance thread's)
+   overlaps leaves what that pass holds to it (purge_pass), and that pass, preempted mid-way (it runs SCHED_BATCH
+   or SCHED_IDLE: on a loaded machine for many ms), would give it back only after the call returned, up to every
+   idle segment of a burst of threads that exited. So the call waits for the passes under way to end, and passes
+   again when one overlapped its own (another pass began meanwhile, or was under way at its start): a few rounds
+   at most (the maintenance thread passes every purge_task.period_ms), each one's overlapping passes waited out. */
+void msi_heap_purge_all(void) {
+  for (int round = 0;; round++) {
+    uint64_t pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
+    bool alone = atomic_load_explicit(&purges_running, memory_order_acquire) == 0;
+    msi_heap_purge(msi_heap_now_ms(), true);
+    alone = alone && atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed) == pass + 1;
+    while (atomic_load_explicit(&purges_running, memory_order_acquire)) msi_os_sleep_ms(1);
+    if (alone || round == 3) return;
+  }
 }
 
 /* A refused commit (RLIMIT_DATA, vm.overcommit_memory=2: both charge every read-write private mapping, resident
@@ -2402,6 +2430,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
+    if (purges_running) purges_running = 0; /* (the parent's passes: their held work finished above) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
   }

@@ -315,6 +315,10 @@ void msi_heap_purge(uint64_t now_ms, bool force);
 /* after a refused allocation of `want` bytes: caches emptied and idle segments released whole (heap.c); true: try
    again */
 bool msi_heap_release_idle(size_t want);
+/* ms_heap_collect(1)'s purge: forced, and the other passes under way (msi_heap_purges_running) waited out, so that
+   what they held is back too (heap.c) */
+void msi_heap_purge_all(void);
+unsigned msi_heap_purges_running(void);
 /* tests only (NULL otherwise): called by a purge pass with n idle segments from seg it took out of the free masks,
    before it gives them back whole (n 0: the one segment it keeps mapped, bare); heap.c segments_reclaim */
 extern void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);

@@ -102,7 +102,8 @@ static bool back_to(figures_t now, figures_t base) {
          now.committed <= base.committed + KEEP_SEGMENTS * MSI_HEAP_CHUNK + 2 * MSI_MiB;
 }
 
-/* a forced purge gives the burst's memory back (shown under `when`) */
+/* a forced purge gives the burst's memory back (shown under `when`), also what a pass of the maintenance thread
+   under way meanwhile holds (ms_heap_collect(1) waits it out: heap.c msi_heap_purge_all) */
 static void purge_forced_back_to(const char *when, figures_t base) {
   ms_heap_collect(1);
   figures_t now = figures();
