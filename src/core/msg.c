@@ -184,7 +184,7 @@ static void emit(const char *prefix, const char *fmt, va_list ap) { emit_to(2, p
     va_end(ap);                                                                                               \
   } while (0)
 
-MSI_HOT_TEXT void msi_verbose(const char *fmt, ...) {
+MSI_COLD void msi_verbose(const char *fmt, ...) {
   if (msi_opt(MS_OPTION_VERBOSE)) EMIT_ARGS("");
 }
 void msi_warning(const char *fmt, ...) { EMIT_ARGS("warning: "); }
