@@ -82,7 +82,8 @@ static inline void msi_heap_free_owned(void *p, msi_span_t *s, bool checks) {
 }
 static inline void msi_heap_free_small_as(void *p, bool checks) {
   msi_span_t *s = msi_heap_span_at(p); /* (a mini span's block: desc[0], whose owner never matches) */
-  if (MSI_LIKELY(msi_span_owner(s) == msi_tls_heap)) return msi_heap_free_owned(p, s, checks);
+  /* (a relaxed load: orphan_span_take hands a live span to another heap) */
+  if (MSI_LIKELY(MSI_SEEN(s->owner) == msi_tls_heap)) return msi_heap_free_owned(p, s, checks);
   return msi_heap_small_free_slow(p, s);
 }
 static inline void msi_heap_free_small(void *p) { msi_heap_free_small_as(p, true); }

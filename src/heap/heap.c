@@ -1239,11 +1239,10 @@ static msi_maint_task_t purge_task = {"heap-purge", 100, purge_task_run, purge_t
 /* what has aged; force: all the spans and segments' free chunks (force_large: and the cached large slots) */
 /* forced passes begun (orphan_span_take: one that began while an orphan was held off the list missed it) */
 static _Atomic uint64_t forced_passes;
-/* passes under way (msi_heap_purges_running): a pass holds what it takes off the lists another pass walks (spans
+/* passes under way: a pass holds what it takes off the lists another pass walks (spans
    cut from a cache, chunks being dropped: seg->purging, segments being given back: seg_pending_*) until it ends,
    and the other pass leaves those alone */
 static _Atomic unsigned purges_running;
-unsigned msi_heap_purges_running(void) { return atomic_load_explicit(&purges_running, memory_order_acquire); }
 static void purge_pass(uint64_t now_ms_in, bool force, bool force_large);
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0 && !force) return;

@@ -315,10 +315,9 @@ void msi_heap_purge(uint64_t now_ms, bool force);
 /* after a refused allocation of `want` bytes: caches emptied and idle segments released whole (heap.c); true: try
    again */
 bool msi_heap_release_idle(size_t want);
-/* ms_heap_collect(1)'s purge: forced, and the other passes under way (msi_heap_purges_running) waited out, so that
+/* ms_heap_collect(1)'s purge: forced, and the other passes under way waited out, so that
    what they held is back too (heap.c) */
 void msi_heap_purge_all(void);
-unsigned msi_heap_purges_running(void);
 /* tests only (NULL otherwise): called by a purge pass with n idle segments from seg it took out of the free masks,
    before it gives them back whole (n 0: the one segment it keeps mapped, bare); heap.c segments_reclaim */
 extern void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);
@@ -518,9 +517,6 @@ static inline uint32_t msi_span_held_add(msi_span_t *s, uint32_t d) {
   return s->held += d;
 #endif
 }
-/* the heap owning s, as a free reads it: heap.c orphan_span_take hands a span whose blocks live to another heap
-   (a relaxed store), while any thread may free one of them */
-static inline struct msi_heap_s *msi_span_owner(const msi_span_t *s) { return MSI_SEEN(s->owner); }
 /* the blocks handed out and not yet seen free by the owner (the owner's view) */
 static inline uint32_t msi_span_used(const msi_span_t *s) { return s->held + s->used_floor; }
 /* the same from another thread: each field as it was at some moment of the owner's */

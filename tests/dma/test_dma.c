@@ -927,25 +927,20 @@ static void print_reentering(const char *text, void *arg) {
   if (print_depth++ == 0) ms_stats_print(print_reentering, NULL, 0);
   print_depth--;
 }
+static int print_reentering_child(void) {
+  print_buffer = ms_dma_alloc(4096, NULL);
+  if (!print_buffer) return 10;
+  ms_stats_print(print_reentering, NULL, 0);
+  ms_stats_print(print_reentering, NULL, MS_STATS_JSON);
+  ms_dma_free(print_buffer);
+  return print_calls > 0 ? 0 : 11;
+}
 static void stats_print_callback_reenters(void **state) {
   (void)state;
   ms_dma_buffer_t *probe = alloc_pinned(4096, NULL);
   assert_non_null(probe);
   ms_dma_free(probe);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    print_buffer = ms_dma_alloc(4096, NULL);
-    if (!print_buffer) _exit(10);
-    ms_stats_print(print_reentering, NULL, 0);
-    ms_stats_print(print_reentering, NULL, MS_STATS_JSON);
-    ms_dma_free(print_buffer);
-    _exit(print_calls > 0 ? 0 : 11);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(ms_test_in_child(print_reentering_child), 0);
 }
 
 /* the message of a refused registration names the first address that is not writable */

@@ -645,22 +645,17 @@ static void print_reentering(const char *text, void *arg) {
   if (print_depth++ == 0) ms_stats_print(print_reentering, NULL, 0);
   print_depth--;
 }
+static int print_reentering_child(void) {
+  print_space = ms_space_create(&(ms_space_config_t){.initial_size = 1 << 20, .numa_node = -1, .name = "line\nbreak"});
+  if (!print_space) return 10;
+  ms_stats_print(print_reentering, NULL, 0);
+  ms_stats_print(print_reentering, NULL, MS_STATS_JSON);
+  ms_space_destroy(print_space);
+  return print_calls > 0 ? 0 : 11;
+}
 static void stats_print_callback_reenters(void **state) {
   (void)state;
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    print_space = ms_space_create(&(ms_space_config_t){.initial_size = 1 << 20, .numa_node = -1, .name = "line\nbreak"});
-    if (!print_space) _exit(10);
-    ms_stats_print(print_reentering, NULL, 0);
-    ms_stats_print(print_reentering, NULL, MS_STATS_JSON);
-    ms_space_destroy(print_space);
-    _exit(print_calls > 0 ? 0 : 11);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail_msg("child: %s %d", WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  assert_int_equal(ms_test_in_child(print_reentering_child), 0);
 }
 
 int main(int argc, char **argv) {
