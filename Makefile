@@ -23,10 +23,13 @@ build: deps-build
 test: deps-test build
 	@scripts/test.sh $(BUILD)
 
-# builds what the benchmarks run (bench_programs: the tool, the library, the workloads), not the tests
+# builds what the benchmarks run (bench_programs: the tool, the library, the workloads; the secure build's library in
+# $(BUILD)/secure, measured as memspace-secure), not the tests
 bench: deps-bench deps-build
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target bench_programs
+	@cmake -S . -B $(BUILD)/secure -DCMAKE_BUILD_TYPE=Release -DMEMSPACE_SECURE=ON -DMEMSPACE_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)/secure -j $(JOBS) --target memspace
 	@$(BUILD)/memspace bench all
 
 install: build

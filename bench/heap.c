@@ -130,8 +130,8 @@ static void setup_impls(void) {
         p.env[0] = preset_env[k];
         synth[n_synth++] = p;
       }
-      /* the secure build (guard pages, encoded free lists, canaries, random carving; scripts/test.sh builds it in
-         BUILD/secure): its cost against the default build's performance preset, in the same rounds */
+      /* the secure build (guard pages, encoded free lists, canaries, random carving; make bench and make test build
+         it in BUILD/secure): its cost against the default build's performance preset, in the same rounds */
       static char secure_lib[PATH_MAX];
       snprintf(secure_lib, sizeof secure_lib, "%s/secure/libmemspace.so", msb_binary_dir());
       if (n_synth < MAX_IMPL)
