@@ -1343,24 +1343,31 @@ void msi_heap_purge_all(void) {
 /* A refused commit (RLIMIT_DATA, vm.overcommit_memory=2: both charge every read-write private mapping, resident
    or not, so idle segments spend the limit as live ones do): the caches go back (the calling thread's, the
    orphans', the global ones, forced) and every idle segment is released whole, none kept mapped (segments_release
-   maps them read-only: no charge). Another size then finds the room a freed one left, as glibc's coalesced free
-   memory gives it. True when a segment was released, or another thread's pass ended meanwhile: the caller tries
-   again. A request larger than the segments mapped could not fit in what they give back: no pass (a program
-   halving a refused size until it fits keeps its caches). One pass at a time (the others wait for it, then try
+   maps them read-only: no charge), and so are the large blocks' cached slots and the dense slot sizes with no
+   block in use (msi_large_release_free). Another size then finds the room a freed one left, as glibc's coalesced
+   free memory gives it. True when a segment or a large slot's mapping went back, or another thread's pass ended
+   meanwhile: the caller tries again. A request larger than all of that (the segments mapped, the large slots
+   cached or taken) could not fit in what the pass gives back: no pass (a program halving a refused size until it
+   fits keeps its caches). One pass at a time (the others wait for it, then try
    again); a pass that released nothing makes the next ones wait ten times its length (at most 100 ms), so a
-   program taking NULL in a loop spends at most about a tenth of its time in them. */
+   program taking NULL in a loop spends at most about a tenth of its time in them, unless large blocks were freed
+   meanwhile (the large cache holds more than at the window's start: the program filled the limit, freed, and asks
+   for another size at once). */
 MSI_COLD_BSS static _Atomic int release_running;
 MSI_COLD_BSS static _Atomic uint64_t release_quiet_until; /* msi_now_ns: no pass before (the last released nothing) */
+MSI_COLD_BSS static _Atomic uint64_t release_quiet_cached; /* msi_large_cached_bytes when that window began */
 static _Thread_local bool release_here; /* this thread's pass is under way (a signal handler allocating in it) */
 #define RELEASE_QUIET_MAX_NS 100000000u /* (a pass stopped or preempted for long: its quiet window stays short) */
 MSI_RARE bool msi_heap_release_idle(size_t want) {
   if (!msi_heap_ready_seen() || release_here ||
-      want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE)
+      want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
+                 msi_large_held_bytes())
     return false;
   int saved = errno;
   msi_heap_thread_collect(true); /* (the caller's own empty spans: a pass of another thread's leaves them) */
   uint64_t t0 = msi_now_ns();
-  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed)) {
+  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed) &&
+      msi_large_cached_bytes() <= atomic_load_explicit(&release_quiet_cached, memory_order_relaxed)) {
     errno = saved;
     return false;
   }
@@ -1374,15 +1381,18 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   msi_lock(&seg_lock);
   size_t before = seg_released_n;
   msi_unlock(&seg_lock);
+  uint64_t cached = msi_large_cached_bytes();
   msi_heap_thread_collect(true);
   msi_heap_orphans_flush();
   msi_heap_purge(msi_heap_now_ms(), true);
   segments_reclaim(0);
+  bool released = msi_large_release_free() > 0 || msi_large_cached_bytes() < cached;
   msi_lock(&seg_lock);
-  bool released = seg_released_n > before;
+  released = released || seg_released_n > before;
   msi_unlock(&seg_lock);
   if (!released) {
     uint64_t t1 = msi_now_ns(), d = 10 * (t1 - t0);
+    atomic_store_explicit(&release_quiet_cached, msi_large_cached_bytes(), memory_order_relaxed);
     atomic_store_explicit(&release_quiet_until, t1 + (d < RELEASE_QUIET_MAX_NS ? d : RELEASE_QUIET_MAX_NS),
                           memory_order_relaxed);
   }

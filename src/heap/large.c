@@ -885,16 +885,17 @@ static void *grown_into_next(unsigned k, uint32_t npages) {
   return cached_ready(b, k + 1, idx, npages > have ? npages : have, false, clean);
 }
 
-/* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again, unless it is a
-   dense one taken from the bump whose mapping failed: the free list holds mapped ones only) */
+/* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again; a dense one
+   taken from the bump whose mapping failed goes back to the bump when it is still the last taken, else it is left
+   out: the free list holds mapped ones only, and msi_large_release_free gives back only a size whose slots below
+   the bump are all free) */
 static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool bumped) {
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
   if (!grow_pages(k, addr, 0, npages, zero, bumped)) {
-    if (!dense(k) || !bumped) {
-      msi_lock(lock_of(c));
-      slot_put_fresh(c, idx);
-      msi_unlock(lock_of(c));
-    }
+    msi_lock(lock_of(c));
+    if (!dense(k) || !bumped) slot_put_fresh(c, idx);
+    else if (c->bump == (uint64_t)idx + 1) __atomic_store_n(&c->bump, idx, __ATOMIC_RELAXED);
+    msi_unlock(lock_of(c));
     return NULL;
   }
   meta_at(c, idx)->pages = SLOT_LIVE | npages;
@@ -1324,6 +1325,49 @@ size_t msi_large_release_unused(void) {
   }
   uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed); /* a table never made */
   if (place && msi_os_munmap((void *)place, table_bytes) == 0) total += table_bytes;
+  return total;
+}
+
+/* A dense size's free slots stay mapped read-write, their pages dropped (slot_decommit), and RLIMIT_DATA charges
+   every read-write private mapping, resident or not: a program that freed all its blocks of 100 KB kept that
+   whole mapping charged, and a block of another size was refused (a commit refused: msi_heap_release_idle).
+   Here a dense size none of whose slots is live or cached (every slot below its bump is on its free list) goes
+   back whole: its range reserved again (PROT_NONE, no charge), its bump and free list emptied, so that its next
+   block maps a batch afresh (dense_batch). A size with a block live or cached keeps its mapping (a slot given
+   back alone would split it: see dense()). Returns the bytes given back. Takes each class lock in turn;
+   O(slots taken). */
+size_t msi_large_release_free(void) {
+  size_t total = 0;
+  if (!atomic_load_explicit(&classes_set, memory_order_acquire)) return 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    lclass_t *c = &classes[i];
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    if (!dense(k) || !__atomic_load_n(&c->bump, __ATOMIC_RELAXED)) continue;
+    msi_lock(lock_of(c));
+    uint64_t top = c->mapped > c->bump ? c->mapped : c->bump, nfree = 0;
+    for (uint32_t f = c->free_head; f && nfree <= c->bump; f = meta_at(c, f - 1)->link) nfree++;
+    if (top && !c->ncached && nfree == c->bump) {
+      reserve(c->base, (size_t)top << k);
+      for (uint64_t j = 0; j < c->bump; j++) *meta_at(c, j) = (slot_meta_t){0, 0};
+      c->free_head = 0;
+      c->mapped = 0;
+      __atomic_store_n(&c->bump, 0, __ATOMIC_RELAXED); /* (place reads it without the lock) */
+      total += (size_t)top << k;
+    }
+    msi_unlock(lock_of(c));
+  }
+  return total;
+}
+
+/* what msi_large_release_free and a forced purge could give back at most: the cached slots' committed bytes and
+   the dense sizes' slots taken (a bound: read without the locks) */
+uint64_t msi_large_held_bytes(void) {
+  uint64_t total = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+  if (!atomic_load_explicit(&classes_set, memory_order_acquire)) return total;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    if (dense(k)) total += __atomic_load_n(&classes[i].bump, __ATOMIC_RELAXED) << k;
+  }
   return total;
 }
 
