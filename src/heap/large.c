@@ -98,7 +98,8 @@ MSI_START_BSS static bool strict;
 #define table_head (large_meta.head)
 MSI_START_BSS static size_t table_bytes;
 MSI_START_BSS static _Atomic(slot_meta_t *) table;
-static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA (table_get): never mapped */
+static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA's room (table_get): not mapped for now */
+static _Atomic uint32_t table_refusals; /* table_get calls answered NULL since the refusal (a look every 256th) */
 MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
 
 /* class i's slots with sub-regions of 2^shift bytes */
@@ -174,20 +175,32 @@ static void reserve(uintptr_t addr, size_t bytes) {
 MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
-  if (atomic_load_explicit(&table_refused, memory_order_relaxed)) return NULL;
   /* Under a data limit (RLIMIT_DATA charges every read-write private mapping, resident or not) the whole table
      (32 MiB with the whole reservation) would take a share of the limit the program's blocks need (Python under
-     `ulimit -d 24000` failed with MemoryError holding 12 MB): above a quarter of the limit it is not mapped and
-     large blocks past the slots table_head describes are mapped on their own, as glibc maps its large blocks.
-     One getrlimit, the first time a class passes its table_head slots. */
+     `ulimit -d 24000` failed with MemoryError holding 12 MB): above a quarter of the room the limit leaves (the
+     limit less the heap's own mappings: segments, large pages committed, direct blocks; the program's other
+     mappings are not known without reading /proc) it is not mapped, and large blocks past the slots table_head
+     describes are mapped on their own, as glibc maps its large blocks. One getrlimit the first time a class passes
+     its table_head slots; refused, one more every 256th block mapped on its own (each a mapping call already), so
+     that a limit raised, or room freed, brings the table back. */
+  bool refused = atomic_load_explicit(&table_refused, memory_order_relaxed);
+  if (refused && (atomic_fetch_add_explicit(&table_refusals, 1, memory_order_relaxed) + 1) % 256) return NULL;
   struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && table_bytes > rl.rlim_cur / 4) {
-    atomic_store_explicit(&table_refused, true, memory_order_relaxed);
-    msi_verbose("heap: the large-block table (%zu KiB) is more than a quarter of RLIMIT_DATA (%llu KiB): large blocks "
-                "past the first of each size are mapped on their own", table_bytes >> 10,
-                (unsigned long long)rl.rlim_cur >> 10);
-    return NULL;
+  if (msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    uint64_t held = atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
+                    atomic_load_explicit(&committed_bytes, memory_order_relaxed) + msi_direct_bytes();
+    uint64_t room = rl.rlim_cur > held ? rl.rlim_cur - held : 0;
+    if (table_bytes > room / 4) {
+      if (!refused) {
+        atomic_store_explicit(&table_refused, true, memory_order_relaxed);
+        msi_verbose("heap: the large-block table (%zu KiB) is more than a quarter of the room RLIMIT_DATA (%llu KiB) "
+                    "leaves: large blocks past the first of each size are mapped on their own", table_bytes >> 10,
+                    (unsigned long long)rl.rlim_cur >> 10);
+      }
+      return NULL;
+    }
   }
+  if (refused) atomic_store_explicit(&table_refused, false, memory_order_relaxed);
   /* one thread takes the place: a second MAP_FIXED there would drop what the first wrote */
   uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed);
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
