@@ -126,6 +126,7 @@ MSI_START_BSS static msi_heap_t *_Atomic all_heaps;
 MSI_START_BSS static msi_heap_t *_Atomic orphans;
 MSI_START_BSS static uint32_t heap_count;
 static int orphans_busy; /* orphans a collector or a span's taker holds off the list (orphans_collect, orphan_span_take) */
+static _Thread_local int orphans_held_here; /* of those holds, this thread's (msi_fork_heap) */
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
@@ -2305,7 +2306,7 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_lock(&heaps_lock);
   msi_heap_t *list = orphans;
   orphans = NULL;
-  orphans_busy += list != NULL;
+  orphans_busy += list != NULL, orphans_held_here += list != NULL;
   msi_unlock(&heaps_lock);
   if (!list) return;
   msi_heap_t *last = NULL;
@@ -2339,7 +2340,7 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_lock(&heaps_lock);
   last->next_orphan = orphans;
   orphans = list;
-  orphans_busy--;
+  orphans_busy--, orphans_held_here--;
   msi_unlock(&heaps_lock);
 }
 
@@ -2398,12 +2399,29 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
   if (phase == MSI_FORK_PREPARE) {
     msi_lock(&init_lock);
     msi_lock(&heaps_lock);
-    /* a list of orphans a collector holds (orphans_collect, heaps_lock not held while it flushes) would be lost to
-       the child with the spans of the heaps kept whole on it: wait for it to come back, a bounded while */
-    for (int i = 0; orphans_busy && i < 1000; i++) {
-      msi_unlock(&heaps_lock);
-      msi_os_yield();
-      msi_lock(&heaps_lock);
+    /* orphans another thread holds off the list (orphans_collect's list, orphan_span_take's orphan: heaps_lock not
+       held while it works on them) would be lost to the child with their spans: waited for, as a lock is. The
+       holder takes no lock held by now (the earlier parts' and init_lock: the heap takes none of them there), so
+       its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU). A
+       hold of this thread's own (a fork from a signal handler that interrupted it) cannot end first: it resumes
+       after the fork in both processes, the child's count kept for it (below). Meanwhile the list is kept aside,
+       so that no new hold begins (threads taking spans one after another would keep the count up); the orphans
+       put back meanwhile follow it. */
+    if (orphans_busy > orphans_held_here) {
+      msi_heap_t *aside = orphans;
+      orphans = NULL;
+      for (int i = 0; orphans_busy > orphans_held_here; i++) {
+        msi_unlock(&heaps_lock);
+        if (i < 100) msi_os_yield();
+        else msi_os_sleep_ms(1);
+        msi_lock(&heaps_lock);
+      }
+      if (aside) {
+        msi_heap_t *last = aside;
+        while (last->next_orphan) last = last->next_orphan;
+        last->next_orphan = orphans;
+        orphans = aside;
+      }
     }
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
     msi_lock(&global_lock);
@@ -2438,7 +2456,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     atomic_store_explicit(&release_quiet_until, 0, memory_order_relaxed);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
-    if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
+    if (orphans_busy != orphans_held_here) orphans_busy = orphans_held_here; /* (this thread's holds end there) */
     if (purges_running) purges_running = 0; /* (the parent's passes: their held work finished above) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
@@ -2593,7 +2611,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   uint64_t forced = atomic_load_explicit(&forced_passes, memory_order_acquire);
   msi_lock(&heaps_lock);
   msi_heap_t *prev = NULL, *o = orphan_pick(cls, &prev);
-  if (o) orphans_busy++;
+  if (o) orphans_busy++, orphans_held_here++;
   msi_unlock(&heaps_lock);
   if (!o) return NULL;
   heap_remote_process(o, false, false);
@@ -2615,7 +2633,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   }
   msi_lock(&heaps_lock);
   orphan_put_back(o, prev);
-  orphans_busy--;
+  orphans_busy--, orphans_held_here--;
   msi_unlock(&heaps_lock);
   return s;
 }
