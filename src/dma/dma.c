@@ -1016,25 +1016,26 @@ static void dma_print(msi_stats_writer_t *w) {
   int st = atomic_load(&ctr.phys_state);
   msi_stats_text(w, "physical_addresses", st == 1 ? "readable" : st == 2 ? "not readable (no CAP_SYS_ADMIN)"
                                                                           : "not read yet");
-  /* each buffer's line formatted under reg_lock and written after it: the output callback is the caller's code,
-     which may call ms_dma_* or ms_stats_print itself (reg_lock held, the first would abort as a re-entry) */
-  for (int i = 0; i < PRINT_BUFFERS; i++) {
-    char name[32], text[192];
-    msi_lock(&reg_lock);
-    struct ms_dma_buffer_s *b = reg_head;
-    for (int k = 0; b && k < i; k++) b = b->next;
-    if (b) {
-      msi_lock(&b->lock); /* lock order: registry, then buffer */
-      size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
-      msi_unlock(&b->lock);
-      msi_snprintf(text, sizeof text, "%zu bytes at %p, %s pages, %s%s%s%s, %zu segments", b->size, (void *)b->addr,
-                   msi_pages_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
-                   b->fallback ? ", fallback" : "", b->pending ? ", freed (registrations inside)" : "", segs);
-    }
-    msi_unlock(&reg_lock);
-    if (!b) break;
+  /* every buffer's line formatted under one hold of reg_lock (one snapshot), written after it: the output callback
+     is the caller's code, which may call ms_dma_* or ms_stats_print itself (reg_lock held, the first would abort as
+     a re-entry), and a buffer it makes or frees between two lines neither repeats a line nor drops one */
+  char text[PRINT_BUFFERS][192];
+  int n = 0;
+  msi_lock(&reg_lock);
+  for (struct ms_dma_buffer_s *b = reg_head; b && n < PRINT_BUFFERS; b = b->next, n++) {
+    msi_lock(&b->lock); /* lock order: registry, then buffer */
+    size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
+    msi_unlock(&b->lock);
+    msi_snprintf(text[n], sizeof text[n], "%zu bytes at %p, %s pages, %s%s%s%s, %zu segments", b->size,
+                 (void *)b->addr, msi_pages_name(b->page), b->movable ? "movable" : "stable",
+                 b->registered ? ", registered" : "", b->fallback ? ", fallback" : "",
+                 b->pending ? ", freed (registrations inside)" : "", segs);
+  }
+  msi_unlock(&reg_lock);
+  for (int i = 0; i < n; i++) {
+    char name[32];
     msi_snprintf(name, sizeof name, "buffer_%d", i);
-    msi_stats_text(w, name, text);
+    msi_stats_text(w, name, text[i]);
   }
 }
 

@@ -126,6 +126,7 @@ MSI_START_BSS static msi_heap_t *_Atomic all_heaps;
 MSI_START_BSS static msi_heap_t *_Atomic orphans;
 MSI_START_BSS static uint32_t heap_count;
 static int orphans_busy; /* orphans a collector or a span's taker holds off the list (orphans_collect, orphan_span_take) */
+static _Thread_local int orphans_held_here; /* of those holds, this thread's (msi_fork_heap) */
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
@@ -1343,24 +1344,31 @@ void msi_heap_purge_all(void) {
 /* A refused commit (RLIMIT_DATA, vm.overcommit_memory=2: both charge every read-write private mapping, resident
    or not, so idle segments spend the limit as live ones do): the caches go back (the calling thread's, the
    orphans', the global ones, forced) and every idle segment is released whole, none kept mapped (segments_release
-   maps them read-only: no charge). Another size then finds the room a freed one left, as glibc's coalesced free
-   memory gives it. True when a segment was released, or another thread's pass ended meanwhile: the caller tries
-   again. A request larger than the segments mapped could not fit in what they give back: no pass (a program
-   halving a refused size until it fits keeps its caches). One pass at a time (the others wait for it, then try
+   maps them read-only: no charge), and so are the large blocks' cached slots and the dense slot sizes with no
+   block in use (msi_large_release_free). Another size then finds the room a freed one left, as glibc's coalesced
+   free memory gives it. True when a segment or a large slot's mapping went back, or another thread's pass ended
+   meanwhile: the caller tries again. A request larger than all of that (the segments mapped, the large slots
+   cached or taken) could not fit in what the pass gives back: no pass (a program halving a refused size until it
+   fits keeps its caches). One pass at a time (the others wait for it, then try
    again); a pass that released nothing makes the next ones wait ten times its length (at most 100 ms), so a
-   program taking NULL in a loop spends at most about a tenth of its time in them. */
+   program taking NULL in a loop spends at most about a tenth of its time in them, unless large blocks were freed
+   meanwhile (the large cache holds more than at the window's start: the program filled the limit, freed, and asks
+   for another size at once). */
 MSI_COLD_BSS static _Atomic int release_running;
 MSI_COLD_BSS static _Atomic uint64_t release_quiet_until; /* msi_now_ns: no pass before (the last released nothing) */
+MSI_COLD_BSS static _Atomic uint64_t release_quiet_cached; /* msi_large_cached_bytes when that window began */
 static _Thread_local bool release_here; /* this thread's pass is under way (a signal handler allocating in it) */
 #define RELEASE_QUIET_MAX_NS 100000000u /* (a pass stopped or preempted for long: its quiet window stays short) */
 MSI_RARE bool msi_heap_release_idle(size_t want) {
   if (!msi_heap_ready_seen() || release_here ||
-      want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE)
+      want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
+                 msi_large_held_bytes())
     return false;
   int saved = errno;
   msi_heap_thread_collect(true); /* (the caller's own empty spans: a pass of another thread's leaves them) */
   uint64_t t0 = msi_now_ns();
-  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed)) {
+  if (t0 < atomic_load_explicit(&release_quiet_until, memory_order_relaxed) &&
+      msi_large_cached_bytes() <= atomic_load_explicit(&release_quiet_cached, memory_order_relaxed)) {
     errno = saved;
     return false;
   }
@@ -1374,15 +1382,18 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   msi_lock(&seg_lock);
   size_t before = seg_released_n;
   msi_unlock(&seg_lock);
+  uint64_t cached = msi_large_cached_bytes();
   msi_heap_thread_collect(true);
   msi_heap_orphans_flush();
   msi_heap_purge(msi_heap_now_ms(), true);
   segments_reclaim(0);
+  bool released = msi_large_release_free() > 0 || msi_large_cached_bytes() < cached;
   msi_lock(&seg_lock);
-  bool released = seg_released_n > before;
+  released = released || seg_released_n > before;
   msi_unlock(&seg_lock);
   if (!released) {
     uint64_t t1 = msi_now_ns(), d = 10 * (t1 - t0);
+    atomic_store_explicit(&release_quiet_cached, msi_large_cached_bytes(), memory_order_relaxed);
     atomic_store_explicit(&release_quiet_until, t1 + (d < RELEASE_QUIET_MAX_NS ? d : RELEASE_QUIET_MAX_NS),
                           memory_order_relaxed);
   }
@@ -2295,7 +2306,7 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_lock(&heaps_lock);
   msi_heap_t *list = orphans;
   orphans = NULL;
-  orphans_busy += list != NULL;
+  orphans_busy += list != NULL, orphans_held_here += list != NULL;
   msi_unlock(&heaps_lock);
   if (!list) return;
   msi_heap_t *last = NULL;
@@ -2329,7 +2340,7 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_lock(&heaps_lock);
   last->next_orphan = orphans;
   orphans = list;
-  orphans_busy--;
+  orphans_busy--, orphans_held_here--;
   msi_unlock(&heaps_lock);
 }
 
@@ -2388,12 +2399,29 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
   if (phase == MSI_FORK_PREPARE) {
     msi_lock(&init_lock);
     msi_lock(&heaps_lock);
-    /* a list of orphans a collector holds (orphans_collect, heaps_lock not held while it flushes) would be lost to
-       the child with the spans of the heaps kept whole on it: wait for it to come back, a bounded while */
-    for (int i = 0; orphans_busy && i < 1000; i++) {
-      msi_unlock(&heaps_lock);
-      msi_os_yield();
-      msi_lock(&heaps_lock);
+    /* orphans another thread holds off the list (orphans_collect's list, orphan_span_take's orphan: heaps_lock not
+       held while it works on them) would be lost to the child with their spans: waited for, as a lock is. The
+       holder takes no lock held by now (the earlier parts' and init_lock: the heap takes none of them there), so
+       its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU). A
+       hold of this thread's own (a fork from a signal handler that interrupted it) cannot end first: it resumes
+       after the fork in both processes, the child's count kept for it (below). Meanwhile the list is kept aside,
+       so that no new hold begins (threads taking spans one after another would keep the count up); the orphans
+       put back meanwhile follow it. */
+    if (orphans_busy > orphans_held_here) {
+      msi_heap_t *aside = orphans;
+      orphans = NULL;
+      for (int i = 0; orphans_busy > orphans_held_here; i++) {
+        msi_unlock(&heaps_lock);
+        if (i < 100) msi_os_yield();
+        else msi_os_sleep_ms(1);
+        msi_lock(&heaps_lock);
+      }
+      if (aside) {
+        msi_heap_t *last = aside;
+        while (last->next_orphan) last = last->next_orphan;
+        last->next_orphan = orphans;
+        orphans = aside;
+      }
     }
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
     msi_lock(&global_lock);
@@ -2428,7 +2456,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     atomic_store_explicit(&release_quiet_until, 0, memory_order_relaxed);
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
-    if (orphans_busy) orphans_busy = 0; /* (a list still held after the wait is lost to the child: unused there) */
+    if (orphans_busy != orphans_held_here) orphans_busy = orphans_held_here; /* (this thread's holds end there) */
     if (purges_running) purges_running = 0; /* (the parent's passes: their held work finished above) */
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
@@ -2583,7 +2611,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   uint64_t forced = atomic_load_explicit(&forced_passes, memory_order_acquire);
   msi_lock(&heaps_lock);
   msi_heap_t *prev = NULL, *o = orphan_pick(cls, &prev);
-  if (o) orphans_busy++;
+  if (o) orphans_busy++, orphans_held_here++;
   msi_unlock(&heaps_lock);
   if (!o) return NULL;
   heap_remote_process(o, false, false);
@@ -2605,7 +2633,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   }
   msi_lock(&heaps_lock);
   orphan_put_back(o, prev);
-  orphans_busy--;
+  orphans_busy--, orphans_held_here--;
   msi_unlock(&heaps_lock);
   return s;
 }

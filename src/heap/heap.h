@@ -414,6 +414,10 @@ bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's
    use go back (heap.c); true: some did, worth a second try. msi_large_release_unused: the slot area's part */
 bool msi_heap_fit_limit(void);
 size_t msi_large_release_unused(void);
+/* a refused commit (heap.c msi_heap_release_idle): the dense slot sizes with no block live or cached go back whole
+   (their mapping stays charged under RLIMIT_DATA otherwise); their bytes */
+size_t msi_large_release_free(void);
+uint64_t msi_large_held_bytes(void); /* at most what a forced purge and msi_large_release_free give back */
 /* vm.max_map_count as the heap assumes it (the kernel's default; tests set another): slot sizes whose blocks take two
    mappings each take at most a quarter of it */
 void msi_large_set_map_limit(unsigned long max_map_count);

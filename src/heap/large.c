@@ -98,7 +98,8 @@ MSI_START_BSS static bool strict;
 #define table_head (large_meta.head)
 MSI_START_BSS static size_t table_bytes;
 MSI_START_BSS static _Atomic(slot_meta_t *) table;
-static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA (table_get): never mapped */
+static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA's room (table_get): not mapped for now */
+static _Atomic uint32_t table_refusals; /* table_get calls answered NULL since the refusal (a look every 256th) */
 MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
 
 /* class i's slots with sub-regions of 2^shift bytes */
@@ -174,20 +175,32 @@ static void reserve(uintptr_t addr, size_t bytes) {
 MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
   if (MSI_LIKELY(t)) return t;
-  if (atomic_load_explicit(&table_refused, memory_order_relaxed)) return NULL;
   /* Under a data limit (RLIMIT_DATA charges every read-write private mapping, resident or not) the whole table
      (32 MiB with the whole reservation) would take a share of the limit the program's blocks need (Python under
-     `ulimit -d 24000` failed with MemoryError holding 12 MB): above a quarter of the limit it is not mapped and
-     large blocks past the slots table_head describes are mapped on their own, as glibc maps its large blocks.
-     One getrlimit, the first time a class passes its table_head slots. */
+     `ulimit -d 24000` failed with MemoryError holding 12 MB): above a quarter of the room the limit leaves (the
+     limit less the heap's own mappings: segments, large pages committed, direct blocks; the program's other
+     mappings are not known without reading /proc) it is not mapped, and large blocks past the slots table_head
+     describes are mapped on their own, as glibc maps its large blocks. One getrlimit the first time a class passes
+     its table_head slots; refused, one more every 256th block mapped on its own (each a mapping call already), so
+     that a limit raised, or room freed, brings the table back. */
+  bool refused = atomic_load_explicit(&table_refused, memory_order_relaxed);
+  if (refused && (atomic_fetch_add_explicit(&table_refusals, 1, memory_order_relaxed) + 1) % 256) return NULL;
   struct rlimit rl;
-  if (msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && table_bytes > rl.rlim_cur / 4) {
-    atomic_store_explicit(&table_refused, true, memory_order_relaxed);
-    msi_verbose("heap: the large-block table (%zu KiB) is more than a quarter of RLIMIT_DATA (%llu KiB): large blocks "
-                "past the first of each size are mapped on their own", table_bytes >> 10,
-                (unsigned long long)rl.rlim_cur >> 10);
-    return NULL;
+  if (msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    uint64_t held = atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
+                    atomic_load_explicit(&committed_bytes, memory_order_relaxed) + msi_direct_bytes();
+    uint64_t room = rl.rlim_cur > held ? rl.rlim_cur - held : 0;
+    if (table_bytes > room / 4) {
+      if (!refused) {
+        atomic_store_explicit(&table_refused, true, memory_order_relaxed);
+        msi_verbose("heap: the large-block table (%zu KiB) is more than a quarter of the room RLIMIT_DATA (%llu KiB) "
+                    "leaves: large blocks past the first of each size are mapped on their own", table_bytes >> 10,
+                    (unsigned long long)rl.rlim_cur >> 10);
+      }
+      return NULL;
+    }
   }
+  if (refused) atomic_store_explicit(&table_refused, false, memory_order_relaxed);
   /* one thread takes the place: a second MAP_FIXED there would drop what the first wrote */
   uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed);
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
@@ -885,16 +898,17 @@ static void *grown_into_next(unsigned k, uint32_t npages) {
   return cached_ready(b, k + 1, idx, npages > have ? npages : have, false, clean);
 }
 
-/* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again, unless it is a
-   dense one taken from the bump whose mapping failed: the free list holds mapped ones only) */
+/* a fresh slot (place: FRESH) committed for a block of npages. NULL: refused (the slot free again; a dense one
+   taken from the bump whose mapping failed goes back to the bump when it is still the last taken, else it is left
+   out: the free list holds mapped ones only, and msi_large_release_free gives back only a size whose slots below
+   the bump are all free) */
 static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages, bool zero, bool bumped) {
   uintptr_t addr = c->base + ((uintptr_t)idx << k);
   if (!grow_pages(k, addr, 0, npages, zero, bumped)) {
-    if (!dense(k) || !bumped) {
-      msi_lock(lock_of(c));
-      slot_put_fresh(c, idx);
-      msi_unlock(lock_of(c));
-    }
+    msi_lock(lock_of(c));
+    if (!dense(k) || !bumped) slot_put_fresh(c, idx);
+    else if (c->bump == (uint64_t)idx + 1) __atomic_store_n(&c->bump, idx, __ATOMIC_RELAXED);
+    msi_unlock(lock_of(c));
     return NULL;
   }
   meta_at(c, idx)->pages = SLOT_LIVE | npages;
@@ -1324,6 +1338,49 @@ size_t msi_large_release_unused(void) {
   }
   uintptr_t place = atomic_exchange_explicit(&table_place, 0, memory_order_relaxed); /* a table never made */
   if (place && msi_os_munmap((void *)place, table_bytes) == 0) total += table_bytes;
+  return total;
+}
+
+/* A dense size's free slots stay mapped read-write, their pages dropped (slot_decommit), and RLIMIT_DATA charges
+   every read-write private mapping, resident or not: a program that freed all its blocks of 100 KB kept that
+   whole mapping charged, and a block of another size was refused (a commit refused: msi_heap_release_idle).
+   Here a dense size none of whose slots is live or cached (every slot below its bump is on its free list) goes
+   back whole: its range reserved again (PROT_NONE, no charge), its bump and free list emptied, so that its next
+   block maps a batch afresh (dense_batch). A size with a block live or cached keeps its mapping (a slot given
+   back alone would split it: see dense()). Returns the bytes given back. Takes each class lock in turn;
+   O(slots taken). */
+size_t msi_large_release_free(void) {
+  size_t total = 0;
+  if (!atomic_load_explicit(&classes_set, memory_order_acquire)) return 0;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    lclass_t *c = &classes[i];
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    if (!dense(k) || !__atomic_load_n(&c->bump, __ATOMIC_RELAXED)) continue;
+    msi_lock(lock_of(c));
+    uint64_t top = c->mapped > c->bump ? c->mapped : c->bump, nfree = 0;
+    for (uint32_t f = c->free_head; f && nfree <= c->bump; f = meta_at(c, f - 1)->link) nfree++;
+    if (top && !c->ncached && nfree == c->bump) {
+      reserve(c->base, (size_t)top << k);
+      for (uint64_t j = 0; j < c->bump; j++) *meta_at(c, j) = (slot_meta_t){0, 0};
+      c->free_head = 0;
+      c->mapped = 0;
+      __atomic_store_n(&c->bump, 0, __ATOMIC_RELAXED); /* (place reads it without the lock) */
+      total += (size_t)top << k;
+    }
+    msi_unlock(lock_of(c));
+  }
+  return total;
+}
+
+/* what msi_large_release_free and a forced purge could give back at most: the cached slots' committed bytes and
+   the dense sizes' slots taken (a bound: read without the locks) */
+uint64_t msi_large_held_bytes(void) {
+  uint64_t total = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+  if (!atomic_load_explicit(&classes_set, memory_order_acquire)) return total;
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    if (dense(k)) total += __atomic_load_n(&classes[i].bump, __ATOMIC_RELAXED) << k;
+  }
   return total;
 }
 

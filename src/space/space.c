@@ -229,25 +229,25 @@ static void spaces_get(ms_stats_t *st) {
    (docs/contract.md §4: the name is shown in stats), most recently created first */
 #define PRINT_SPACES 8
 static void spaces_print(msi_stats_writer_t *w) {
-  /* each space's line formatted under registry_lock and written after it: the output callback is the caller's
-     code, which may call ms_space_* or ms_stats_print itself (with the lock held, the first would abort as a
-     re-entry) */
-  for (int i = 0; i < PRINT_SPACES; i++) {
-    char line[32], text[192];
-    msi_lock(&registry_lock);
-    const ms_space_t *s = registry;
-    for (int k = 0; s && k < i; k++) s = s->next;
-    if (s)
-      msi_snprintf(text, sizeof text, "%s: %zu bytes, %zu used, %llu oom, %llu expansions", space_name(s),
-                   __atomic_load_n(&s->size, __ATOMIC_RELAXED), __atomic_load_n(&s->used, __ATOMIC_RELAXED),
-                   (unsigned long long)__atomic_load_n(&s->ooms, __ATOMIC_RELAXED),
-                   (unsigned long long)__atomic_load_n(&s->expands, __ATOMIC_RELAXED));
-    msi_unlock(&registry_lock);
-    if (!s) break;
-    for (char *c = text; *c; c++) /* a name's control bytes would split the text line */
+  /* every line formatted under one hold of registry_lock (one snapshot: the list as it was), written after it:
+     the output callback is the caller's code, which may call ms_space_* or ms_stats_print itself (with the lock
+     held, the first would abort as a re-entry), and a space it creates or destroys between two lines neither
+     repeats a line nor drops one (1.5 KiB of stack: malloc_stats runs on threads of PTHREAD_STACK_MIN) */
+  char text[PRINT_SPACES][192];
+  int n = 0;
+  msi_lock(&registry_lock);
+  for (const ms_space_t *s = registry; s && n < PRINT_SPACES; s = s->next, n++)
+    msi_snprintf(text[n], sizeof text[n], "%s: %zu bytes, %zu used, %llu oom, %llu expansions", space_name(s),
+                 __atomic_load_n(&s->size, __ATOMIC_RELAXED), __atomic_load_n(&s->used, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&s->ooms, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&s->expands, __ATOMIC_RELAXED));
+  msi_unlock(&registry_lock);
+  for (int i = 0; i < n; i++) {
+    char line[32];
+    for (char *c = text[i]; *c; c++) /* a name's control bytes would split the text line */
       if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     msi_snprintf(line, sizeof line, "space_%d", i);
-    msi_stats_text(w, line, text);
+    msi_stats_text(w, line, text[i]);
   }
 }
 

@@ -12,6 +12,10 @@
    large: blocks of 40,000 B under a limit of 32 MiB: at least half the limit is served (glibc: 31 MB). The heap
    mapped its large-slot table (32 MiB with the whole reservation) read-write at the 17th block, which took the
    limit (Python under `ulimit -d 48000` held 59 such blocks, 2.4 MB).
+   cache: the limit (256 MiB) filled with blocks of 100,000 B, all freed, then a block of 8 MiB: served. The freed
+   blocks' slots stayed mapped read-write (charged: 64 MiB of them cached, the rest with their pages dropped), and
+   the retry after the refusal gave back only the small blocks' segments, none mapped: the program, holding
+   nothing, got NULL.
    Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
 #include <malloc.h>
 #include <stdio.h>
@@ -41,7 +45,8 @@ static void drop(void *chain) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "reuse";
   int released = strcmp(mode, "released") == 0;
-  size_t limit = (released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
+  int cache = strcmp(mode, "cache") == 0;
+  size_t limit = (cache ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
   struct rlimit rl = {limit, limit};
   if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
   size_t n1, n2, n3;
@@ -50,6 +55,15 @@ int main(int argc, char **argv) {
     printf("%zu blocks of 40,000 B under RLIMIT_DATA %zu MiB\n", n2, limit >> 20);
     drop(large);
     return n2 * 40000 >= limit / 2 ? 0 : 1;
+  }
+  if (cache) {
+    drop(fill(100000, &n1));
+    char *big = malloc(8u << 20);
+    printf("%zu blocks of 100,000 B freed; then malloc(8 MiB) %p\n", n1, (void *)big);
+    if (!n1 || !big) return 1;
+    memset(big, 2, 8u << 20);
+    free(big);
+    return 0;
   }
   drop(fill(16, &n1));
   if (released) {

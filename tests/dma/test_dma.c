@@ -935,6 +935,54 @@ static int print_reentering_child(void) {
   ms_dma_free(print_buffer);
   return print_calls > 0 ? 0 : 11;
 }
+/* The buffer_N lines are one snapshot of the buffers: an output callback that makes a buffer, or frees the one
+   listed next, between two lines neither repeats a buffer nor drops one (each line was taken under the registry's
+   lock by position: a buffer made repeated the line before, a buffer freed skipped one). In a child. */
+static char listing[1 << 16];
+static size_t listing_len;
+static ms_dma_buffer_t *listed[3], *made;
+static int list_action; /* 1: make a buffer at the buffer_0 line; 2: there, free listed[2] (listed next) */
+static void listing_sink(const char *text, void *arg) {
+  (void)arg;
+  size_t len = strlen(text);
+  if (listing_len + len < sizeof listing) memcpy(listing + listing_len, text, len + 1), listing_len += len;
+  if (!strstr(text, "buffer_0")) return;
+  if (list_action == 1 && !made) made = ms_dma_alloc(9 * 4096, NULL);
+  if (list_action == 2 && listed[2]) {
+    ms_dma_free(listed[2]);
+    listed[2] = NULL;
+  }
+}
+static int listed_times(const char *what) {
+  int n = 0;
+  for (const char *p = listing; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+static int listing_child(void) {
+  const char *sizes[3] = {"20480 bytes at", "24576 bytes at", "28672 bytes at"};
+  for (int i = 0; i < 3; i++)
+    if (!(listed[i] = ms_dma_alloc((size_t)(5 + i) * 4096, NULL))) return 10;
+  for (list_action = 1; list_action <= 2; list_action++) {
+    listing_len = 0;
+    listing[0] = 0;
+    ms_stats_print(listing_sink, NULL, 0);
+    for (int i = 0; i < 3; i++)
+      if (listed_times(sizes[i]) != 1) {
+        printf("%s: listed %d times (callback action %d):\n%s", sizes[i], listed_times(sizes[i]), list_action, listing);
+        fflush(stdout);
+        return 10 + list_action;
+      }
+  }
+  return made ? 0 : 13;
+}
+static void stats_listing_is_a_snapshot(void **state) {
+  (void)state;
+  ms_dma_buffer_t *probe = alloc_pinned(4096, NULL);
+  assert_non_null(probe);
+  ms_dma_free(probe);
+  assert_int_equal(ms_test_in_child(listing_child), 0);
+}
+
 static void stats_print_callback_reenters(void **state) {
   (void)state;
   ms_dma_buffer_t *probe = alloc_pinned(4096, NULL);
@@ -1189,6 +1237,7 @@ int main(void) {
       cmocka_unit_test(register_overlap),
       cmocka_unit_test(double_free),
       cmocka_unit_test(stats_print_callback_reenters),
+      cmocka_unit_test(stats_listing_is_a_snapshot),
       cmocka_unit_test(register_readonly_names_address),
       cmocka_unit_test(loopback_every_event_size),
       cmocka_unit_test(loopback_rejects_corrupt_list),

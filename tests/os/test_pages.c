@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -101,14 +102,46 @@ static void reserve_populate_lock(void **state) {
   } else {
     assert_true(e == ENOMEM || e == EPERM || e == EAGAIN);
   }
-  /* THP: the range carries the kernel's huge-page advice (VmFlags hg) where the kernel has THP */
+}
+
+/* THP (a program of its own in CTest, test_pages_thp: a kernel that refuses the advice skips this case alone): the
+   range carries the kernel's huge-page advice (VmFlags hg). A kernel without THP, or one that refuses
+   madvise(MADV_HUGEPAGE) (built without it, a seccomp filter), skips with its reason: the library then falls back
+   to base pages (fault_madvise_mprotect checks that). The probe goes through the OS layer, so that
+   `test_pages --thp-refused` (thp_refusal_skips) injects the refusal. */
+static int thp_inject; /* an errno the probe's madvise fails with (--thp-refused), or 0 */
+static void thp_advice(void **state) {
+  (void)state;
   size_t h = ms_huge_page_size(MS_PAGE_THP);
-  if (h) {
-    assert_int_equal(ms_pages_reserve(2 * h, h, MS_PAGES_COMMIT | MS_PAGES_THP, -1, &r), 0);
-    assert_int_equal(r.kind, MS_PAGE_THP);
-    assert_int_equal(ms_test_vm_flag(r.addr, "hg"), 1);
-    assert_int_equal(ms_pages_release(r.addr, r.size), 0);
-  }
+  if (!h) ms_skip_refused(0, "the kernel has no transparent huge pages (or THP is \"never\")");
+  void *probe = mmap(NULL, h, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(probe != MAP_FAILED);
+  if (thp_inject) ms_fault_inject(MS_FAULT_MADVISE, 1, thp_inject);
+  int e = msi_os_madvise(probe, h, MADV_HUGEPAGE) == 0 ? 0 : errno;
+  munmap(probe, h);
+  if (e) ms_skip_refused(e, "madvise(MADV_HUGEPAGE)");
+  ms_pages_t r;
+  assert_int_equal(ms_pages_reserve(2 * h, h, MS_PAGES_COMMIT | MS_PAGES_THP, -1, &r), 0);
+  assert_int_equal(r.kind, MS_PAGE_THP);
+  assert_int_equal(ms_test_vm_flag(r.addr, "hg"), 1);
+  assert_int_equal(ms_pages_release(r.addr, r.size), 0);
+}
+
+/* thp_advice refused (an injected EINVAL): skipped with the kernel's reason, exit 77, not failed */
+static const char *self;
+static void thp_refusal_skips(void **state) {
+  (void)state;
+  char cmd[4200], out[8192];
+  snprintf(cmd, sizeof cmd, "'%s' --thp-refused 2>&1", self);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = 0;
+  int st = pclose(f);
+  const char *want = ms_huge_page_size(MS_PAGE_THP) ? "MS_SKIP refused: madvise(MADV_HUGEPAGE): Invalid argument"
+                                                     : "MS_SKIP refused: the kernel has no transparent huge pages";
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 77 || !strstr(out, want))
+    fail_msg("thp_advice refused by the kernel: status %#x, not a skip saying \"%s\":\n%s", st, want, out);
 }
 
 /* MS_PAGES_POPULATE or MS_PAGES_LOCK on more than the machine holds (RAM + swap, four times over) is refused with
@@ -539,7 +572,13 @@ static void stats_commit_counts_per_call(void **state) {
   assert_int_equal(b.os_committed_bytes, a.os_committed_bytes);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  self = argv[0];
+  if (argc > 1 && (strcmp(argv[1], "--thp") == 0 || strcmp(argv[1], "--thp-refused") == 0)) {
+    thp_inject = strcmp(argv[1], "--thp-refused") == 0 ? EINVAL : 0;
+    const struct CMUnitTest thp[] = {cmocka_unit_test_setup(thp_advice, setup)};
+    return cmocka_run_group_tests(thp, NULL, NULL);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(page_sizes, setup),
       cmocka_unit_test_setup(reserve_commit_release, setup),
@@ -559,6 +598,7 @@ int main(void) {
       cmocka_unit_test_setup(stats_release_what_is_held, setup),
       cmocka_unit_test_setup(stats_commit_counts_per_call, setup),
       cmocka_unit_test_setup(many_ranges, setup),
+      cmocka_unit_test_setup(thp_refusal_skips, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -658,6 +658,51 @@ static void stats_print_callback_reenters(void **state) {
   assert_int_equal(ms_test_in_child(print_reentering_child), 0);
 }
 
+/* The space_N lines are one snapshot of the spaces: an output callback that creates a space, or destroys the one
+   just listed, between two lines neither repeats a space nor drops one (the lines were each taken under the
+   registry's lock by position, so a space created made the next line repeat the one before, and a space destroyed
+   made the next line skip one) */
+static ms_space_t *listed[3];
+static ms_space_t *made;
+static int list_action; /* 1: create a space at the space_0 line; 2: there, destroy listed[2] (listed next) */
+static void listing_sink(const char *text, void *arg) {
+  stats_sink(text, arg);
+  if (!strstr(text, "space_0")) return;
+  if (list_action == 1 && !made)
+    made = ms_space_create(&(ms_space_config_t){.initial_size = 1 << 16, .numa_node = -1, .name = "late"});
+  if (list_action == 2 && listed[2]) {
+    ms_space_destroy(listed[2]);
+    listed[2] = NULL;
+  }
+}
+static int count_of(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+static void stats_listing_is_a_snapshot(void **state) {
+  (void)state;
+  const char *names[3] = {"list-a:", "list-b:", "list-c:"};
+  for (int i = 0; i < 3; i++) {
+    listed[i] = ms_space_create(&(ms_space_config_t){.initial_size = 1 << 16, .numa_node = -1, .name = names[i]});
+    assert_non_null(listed[i]);
+  }
+  for (list_action = 1; list_action <= 2; list_action++) {
+    size_t n = 0;
+    stats_text[0] = 0;
+    ms_stats_print(listing_sink, &n, 0);
+    for (int i = 0; i < 3; i++)
+      if (count_of(stats_text, names[i]) != 1)
+        fail_msg("%s listed %d times (callback action %d):\n%s", names[i], count_of(stats_text, names[i]), list_action,
+                 stats_text);
+    if (list_action == 1) assert_int_equal(count_of(stats_text, "late:"), 0); /* created after the snapshot */
+  }
+  assert_non_null(made);
+  ms_space_destroy(made);
+  ms_space_destroy(listed[1]);
+  ms_space_destroy(listed[0]);
+}
+
 int main(int argc, char **argv) {
   self = argv[0];
   if (argc > 1 && strcmp(argv[1], "--faults") == 0) return faults_child();
@@ -673,7 +718,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(refused_lock_is_eperm),         cmocka_unit_test(unbackable_space_refused),
       cmocka_unit_test(aligned_alloc_up_to_range_alignment), cmocka_unit_test(hot_metadata_locked_whole),
       cmocka_unit_test(hot_prefix_refused_falls_back),     cmocka_unit_test(name_shown_in_stats),
-      cmocka_unit_test(stats_print_callback_reenters),
+      cmocka_unit_test(stats_print_callback_reenters), cmocka_unit_test(stats_listing_is_a_snapshot),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,78 @@
+/* The large-slot table under RLIMIT_DATA (large.c table_get): refused while it would take more than a quarter of
+   the room the limit leaves, its large blocks past the first of each size are mapped on their own; the limit
+   raised, the table comes back (looked at again every 256th such block), and later blocks take slots again. The
+   refusal was for good: a program that raised its limit mapped every large block on its own to its end. In a
+   child (the limit and the heap's state stay there). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include "heap.h"
+#include "ms_test.h"
+
+#define BLOCK 200000 /* a dense slot size (256 KiB): one class, the table past its first 16 slots */
+enum { FIRST = 24, LATER = 320 };
+
+/* the process's charged data (VmData, bytes), 0 when unreadable */
+static uint64_t vm_data(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  unsigned long long kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmData: %llu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return (uint64_t)kb << 10;
+}
+
+static int table_comes_back(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_DATA, &rl) != 0 || rl.rlim_max != RLIM_INFINITY) return 77;
+  uint64_t data = vm_data();
+  if (!data) return 77;
+  struct rlimit low = {(rlim_t)(data + (24u << 20)), RLIM_INFINITY}; /* the table (32 MiB): over a quarter of 24 MiB */
+  if (setrlimit(RLIMIT_DATA, &low) != 0) return 77;
+  static char *b[LATER];
+  for (int i = 0; i < FIRST; i++)
+    if (!(b[i] = ms_malloc(BLOCK))) return 10;
+  int slotted = 0;
+  for (int i = 0; i < FIRST; i++) slotted += msi_heap_in_large(b[i]);
+  for (int i = 0; i < FIRST; i++) ms_free(b[i]);
+  printf("under %llu KiB: %d of %d blocks in slots\n", (unsigned long long)low.rlim_cur >> 10, slotted, FIRST);
+  fflush(stdout);
+  if (slotted == FIRST) return 11; /* the table was mapped: nothing to show */
+  struct rlimit high = {RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_DATA, &high) != 0) return 12;
+  for (int i = 0; i < LATER; i++)
+    if (!(b[i] = ms_malloc(BLOCK))) return 13;
+  slotted = 0;
+  for (int i = 0; i < LATER; i++) slotted += msi_heap_in_large(b[i]);
+  int last = msi_heap_in_large(b[LATER - 1]);
+  for (int i = 0; i < LATER; i++) ms_free(b[i]);
+  printf("no limit: %d of %d blocks in slots, the last %s\n", slotted, LATER, last ? "in one" : "mapped on its own");
+  fflush(stdout);
+  return last ? 0 : 14;
+}
+
+static void large_table_after_limit_raised(void **state) {
+  (void)state;
+  void *warm = ms_malloc(BLOCK); /* the heap's start-up, and the slot area's size */
+  assert_non_null(warm);
+  int in = msi_heap_in_large(warm);
+  ms_free(warm);
+  if (!in) ms_skip_refused(0, "no large-slot area (a reservation cut down: RLIMIT_AS, a sanitizer)");
+  int r = ms_test_in_child(table_comes_back);
+  if (r == 77) ms_skip_refused(0, "RLIMIT_DATA cannot be lowered and raised again here (a hard limit set)");
+  assert_int_equal(r, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(large_table_after_limit_raised),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
