@@ -2405,8 +2405,8 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
        its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU). A
        hold of this thread's own (a fork from a signal handler that interrupted it) cannot end first: it resumes
        after the fork in both processes, the child's count kept for it (below). Meanwhile the list is kept aside,
-       so that no new hold begins (threads taking spans one after another would keep the count up); the orphans
-       put back meanwhile follow it. */
+       and so are the orphans put back or made (threads exiting) during each wait, so that no new hold begins
+       (threads taking spans one after another would keep the count up). */
     if (orphans_busy > orphans_held_here) {
       msi_heap_t *aside = orphans;
       orphans = NULL;
@@ -2415,13 +2415,15 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
         if (i < 100) msi_os_yield();
         else msi_os_sleep_ms(1);
         msi_lock(&heaps_lock);
+        if (orphans) { /* put back or made during the wait: aside too, ahead of the rest */
+          msi_heap_t *last = orphans;
+          while (last->next_orphan) last = last->next_orphan;
+          last->next_orphan = aside;
+          aside = orphans;
+          orphans = NULL;
+        }
       }
-      if (aside) {
-        msi_heap_t *last = aside;
-        while (last->next_orphan) last = last->next_orphan;
-        last->next_orphan = orphans;
-        orphans = aside;
-      }
+      orphans = aside;
     }
     for (msi_heap_t *h = atomic_load(&all_heaps); h; h = h->next_all) msi_lock(&h->cache_lock);
     msi_lock(&global_lock);

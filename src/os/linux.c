@@ -405,9 +405,11 @@ int msi_os_lock_file(int fd, bool lock) {
   RETRY_INT(MS_FAULT_OP_COUNT, NOCANCEL(SYS_fcntl, fd, lock ? F_SETLKW : F_SETLK, &fl));
 }
 /* a wait, like the futex and yield wrappers: not counted (the maintenance thread's sleeps would swamp the count) */
-void msi_os_sleep_ms(unsigned ms) {
+void msi_os_sleep_ms(unsigned ms) { /* errno kept: a signal's EINTR is no caller's failure */
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  int saved = errno;
   nanosleep(&ts, NULL);
+  errno = saved;
 }
 /* the vDSO's clock: no system call, not counted */
 MSI_HOT_TEXT uint64_t msi_now_ns(void) {
