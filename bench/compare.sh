@@ -12,8 +12,8 @@
 # Every run is wrapped in /usr/bin/time for its minor page faults (metric minor_faults). After the rounds, once per
 # revision, the instructions the heap workload executes at a small size (valgrind --tool=cachegrind, I refs: no
 # noise from the machine's load): rptest 1 thread, 10 loops of 20000 slots and 20000 operations.
-# Writes bench/results/compare.csv (part,case,impl,threads,size_bytes,metric,value; impl is a or b, the n-th row
-# of a case/impl/threads/metric is round n) and compare.cmd (the revisions and the exact commands, then the
+# Writes bench/results/compare.csv (part,case,impl,threads,size_bytes,metric,value; case is CASE/a or CASE/b,
+# impl memspace, the n-th row of a case/threads/metric is round n) and compare.cmd (the revisions and the exact commands, then the
 # summary), then prints per figure the medians of A and B, B/A of the medians and the range of B/A over the
 # rounds, and A's own spread (max/min of its rounds: the noise). Each run takes the machine lock (flock /tmp/memspace-bench.lock).
 set -euo pipefail
@@ -84,7 +84,7 @@ faults() { row "$1" "$2" "$3" "$4" "$5" minor_faults "$(tail -1 "$tf")"; }
 } >"$cmdf"
 echo "part,case,impl,threads,size_bytes,metric,value" >"$csv"
 
-row() { echo "$1,$2,${3,,},$4,$5,$6,$7" >>"$csv"; } # impl a or b: docs/contract.md §2, [a-z0-9-]+
+row() { echo "$1,$2/${3,,},memspace,$4,$5,$6,$7" >>"$csv"; } # the revision in case: docs/contract.md §2
 for ((round = 1; round <= ROUNDS; round++)); do
   echo "compare.sh: round $round/$ROUNDS (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   for t in 1 2; do
@@ -101,10 +101,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
     rev=$A; [ $r = B ] && rev=$B
     o=$(run "$(spaces_cmd "$rev")")
     awk -v r=${r,,} '
-      $1 == "mixed" { printf "spaces,mixed_%s,%s,1,0,mean_ns,%s\nspaces,mixed_%s,%s,1,0,p50_ns,%s\nspaces,mixed_%s,%s,1,0,p99_ns,%s\n",
+      $1 == "mixed" { printf "spaces,mixed_%s/%s,memspace,1,0,mean_ns,%s\nspaces,mixed_%s/%s,memspace,1,0,p50_ns,%s\nspaces,mixed_%s/%s,memspace,1,0,p99_ns,%s\n",
                       $2, r, $3, $2, r, $4, $2, r, $5 }
       $1 == "size" && $2 == "fifo" { n[$4]++; s[$4] += log($6 > 0.1 ? $6 : 0.1) }
-      END { for (op in n) printf "spaces,sizes_fifo_%s,%s,1,0,geomean_p50_ns,%.2f\n", op, r, exp(s[op] / n[op]) }
+      END { for (op in n) printf "spaces,sizes_fifo_%s/%s,memspace,1,0,geomean_p50_ns,%.2f\n", op, r, exp(s[op] / n[op]) }
     ' <<<"$o" >>"$csv"
     faults spaces spaces_work "$r" 1 0
   done
@@ -132,11 +132,12 @@ print("summary (B/A of the medians; the range of B/A over the rounds; A's spread
 keys = []
 series = {}
 for r in rows:
-    k = (r["part"], r["case"], r["threads"], r["metric"])
+    case, _, rev = r["case"].rpartition("/")  # CASE/a, CASE/b
+    k = (r["part"], case, r["threads"], r["metric"])
     if k not in keys:
         keys.append(k)
     try:
-        series.setdefault(k + (r["impl"].upper(),), []).append(float(r["value"]))
+        series.setdefault(k + (rev.upper(),), []).append(float(r["value"]))
     except ValueError:
         pass
 print("%-6s %-18s %2s %-16s %14s %14s %7s %17s %9s  %s" % ("part", "case", "t", "metric", "A median", "B median",

@@ -201,9 +201,32 @@ static int installed_impls(const hb_impl_t *a, int n, int *inst) {
   return m;
 }
 
+/* A row's case and impl in the CSV: docs/contract.md §2 keeps configurations in case, impl naming an allocator. The
+   empty preloaded library (preload-floor) runs glibc's malloc: case CASE/preload-floor, impl glibc; the secure
+   build (memspace-secure, the secure mode's checks compiled in) is memspace: case CASE/secure. bench/plot.py's
+   role_view reads them back as this file's names. */
+typedef struct { char case_name[80]; const char *impl; } hb_key_t;
+static hb_key_t hb_key(const char *case_name, const char *impl) {
+  hb_key_t k = {{0}, impl};
+  const char *role = NULL;
+  if (strcmp(impl, "preload-floor") == 0) role = impl, k.impl = "glibc";
+  if (strcmp(impl, "memspace-secure") == 0) role = "secure", k.impl = "memspace";
+  snprintf(k.case_name, sizeof k.case_name, "%s%s%s", case_name, role ? "/" : "", role ? role : "");
+  return k;
+}
+static void hb_row(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads, uint64_t size_bytes,
+                   const char *metric, double value) {
+  hb_key_t k = hb_key(case_name, impl);
+  msb_row(ctx, k.case_name, k.impl, threads, size_bytes, metric, value);
+}
+static void hb_row_not_installed(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads) {
+  hb_key_t k = hb_key(case_name, impl);
+  msb_row_not_installed(ctx, k.case_name, k.impl, threads);
+}
 static void row_status(msb_ctx_t *ctx, const char *case_name, const char *impl, int threads, const char *status) {
   if (!ctx->csv) return;
-  fprintf(ctx->csv, "%s,%s,%s,%d,0,status,%s\n", ctx->part, case_name, impl, threads, status);
+  hb_key_t k = hb_key(case_name, impl);
+  fprintf(ctx->csv, "%s,%s,%s,%d,0,status,%s\n", ctx->part, k.case_name, k.impl, threads, status);
   fflush(ctx->csv);
 }
 
@@ -317,10 +340,10 @@ static void run_rptest(msb_ctx_t *ctx, const hb_params_t *p, int round, int c, i
   static const char *const extra[] = {"cpu_s", "wall_s"};
   double v;
   for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
-    if (msb_kv(out, extra[i], &v)) msb_row(ctx, case_names[c], im->impl, threads, 0, extra[i], v);
+    if (msb_kv(out, extra[i], &v)) hb_row(ctx, case_names[c], im->impl, threads, 0, extra[i], v);
   for (int m = 0; m < N_METRICS; m++)
     if (msb_kv(out, metric_names[m], &v)) {
-      msb_row(ctx, case_names[c], im->impl, threads, 0, metric_names[m], v);
+      hb_row(ctx, case_names[c], im->impl, threads, 0, metric_names[m], v);
       add(&res[c][t][k][m], v);
     }
 }
@@ -750,10 +773,10 @@ static void run_prog(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, int pi, 
   double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
   double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
   double rss = (double)ru.ru_maxrss * 1024.0;
-  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "wall_s", wall);
-  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "user_s", user);
-  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "sys_s", sys);
-  msb_row(ctx, prog_names[pi], im->impl, 1, 0, "peak_rss_bytes", rss);
+  hb_row(ctx, prog_names[pi], im->impl, 1, 0, "wall_s", wall);
+  hb_row(ctx, prog_names[pi], im->impl, 1, 0, "user_s", user);
+  hb_row(ctx, prog_names[pi], im->impl, 1, 0, "sys_s", sys);
+  hb_row(ctx, prog_names[pi], im->impl, 1, 0, "peak_rss_bytes", rss);
   add(&pres[pi][k][R_WALL], wall);
   add(&pres[pi][k][R_RSS], rss);
   add(&pres[pi][k][R_CPU], user + sys);
@@ -820,11 +843,11 @@ static void run_grow(msb_ctx_t *ctx, const hb_params_t *p, int gi, int k, int ru
   double v;
   for (int m = 0; m < N_GMETRICS; m++)
     if (msb_kv(out, grow_metrics[m], &v)) {
-      msb_row(ctx, grow_names[gi], im->impl, 1, p->realloc_max, grow_metrics[m], v);
+      hb_row(ctx, grow_names[gi], im->impl, 1, p->realloc_max, grow_metrics[m], v);
       add(&gres[gi][k][m], v);
       if (m == G_REACHED && v < (double)p->realloc_max) *stop = true; /* hit the time limit: once is enough */
     }
-  if (msb_kv(out, "reallocs", &v)) msb_row(ctx, grow_names[gi], im->impl, 1, p->realloc_max, "reallocs", v);
+  if (msb_kv(out, "reallocs", &v)) hb_row(ctx, grow_names[gi], im->impl, 1, p->realloc_max, "reallocs", v);
 }
 
 static void print_grow(const hb_params_t *p) {
@@ -899,10 +922,10 @@ static void run_wl(msb_ctx_t *ctx, const hb_params_t *p, int w, int ti, int k, i
   }
   /* the round (1, 2...) of the rows that follow: a run's rows carry it, so a failed run elsewhere does not shift
      which rows were measured side by side */
-  msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "round", round + 1);
-  if (msb_kv(out, "ops", &v)) msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "ops", v);
+  hb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "round", round + 1);
+  if (msb_kv(out, "ops", &v)) hb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, "ops", v);
   for (int m = 0; m < N_WM; m++) {
-    msb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, wl_metrics[m], fig[m]);
+    hb_row(ctx, wl_names[w], im->impl, wl_threads(w, ti), 0, wl_metrics[m], fig[m]);
     add(&wres[w][ti][k][m], fig[m]);
   }
 }
@@ -980,7 +1003,7 @@ static void run_wl_section(msb_ctx_t *ctx, const hb_params_t *p) {
   for (int w = 0; w < N_WL; w++)
     for (int ti = 0; ti < n_wl_thr; ti++)
       for (int k = 0; k < n_real; k++)
-        if (!real[k].installed) msb_row_not_installed(ctx, wl_names[w], real[k].impl, wl_threads(w, ti));
+        if (!real[k].installed) hb_row_not_installed(ctx, wl_names[w], real[k].impl, wl_threads(w, ti));
   /* round by round, every workload under every installed allocator, the order rotating with the round and the
      workload */
   int inst[MAX_IMPL], n_inst = installed_impls(real, n_real, inst);
@@ -1018,7 +1041,7 @@ static bool cg_run(msb_ctx_t *ctx, char **argv, int k, double *v) {
   if (st != 0 && st != 1) { row_status(ctx, "cgroup_purge", real[k].impl, 2, "failed"); return false; }
   for (size_t m = 0; m < N_CGM; m++)
     if (msb_kv(out, cg_metrics[m], &v[m]) && m != 6) /* reached: from the rest */
-      msb_row(ctx, "cgroup_purge", real[k].impl, 2, 0, cg_metrics[m], v[m]);
+      hb_row(ctx, "cgroup_purge", real[k].impl, 2, 0, cg_metrics[m], v[m]);
   return !isnan(v[7]);
 }
 
@@ -1037,7 +1060,7 @@ static void run_cgroup_section(msb_ctx_t *ctx, const hb_params_t *p) {
   for (int k = 0; k < n_real; k++) {
     for (size_t m = 0; m < N_CGM; m++) cgres[k][m] = NAN;
     if (!real[k].installed && (p->cgroup_peers || !real[k].peer))
-      msb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2);
+      hb_row_not_installed(ctx, "cgroup_purge", real[k].impl, 2);
   }
   for (int r = 0; r < CG_RUNS && !cg_skip[0]; r++) /* memspace's runs between the peers' */
     for (int k = 0; k < n_real && !cg_skip[0]; k++) {
@@ -1277,7 +1300,7 @@ static void run_programs(msb_ctx_t *ctx, const hb_params_t *p, progs_t *pg, doub
       continue;
     }
     for (int k = 0; k < n_prog_impl; k++)
-      if (!real[k].installed) msb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
+      if (!real[k].installed) hb_row_not_installed(ctx, prog_names[pi], real[k].impl, 1);
     if (g >= 0) run_prog(ctx, p, pg, pi, g, -1);
     prog_runs[pi] = runs_for(p, pg->ref_s[pi]);
     if (pg->have[pi] && prog_runs[pi] > most) most = prog_runs[pi];
@@ -1310,7 +1333,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
       for (int c = 0; c < N_CASES; c++)
         for (int t = 0; t < N_THR; t++)
           if (c == C_LONG ? case_has_threads(c, t) && in_long(k) : in_short(p, c, t, k))
-            msb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
+            hb_row_not_installed(ctx, case_names[c], synth[k].impl, thread_counts[t]);
   msb_section(ctx, "rptest");
   int inst[MAX_IMPL], n_inst = installed_impls(synth, n_synth, inst);
   for (int r = 0; r < p->rounds; r++) {
@@ -1358,7 +1381,7 @@ static void run_classic(msb_ctx_t *ctx, const hb_params_t *p, double t0) {
   memset(stop, 0, sizeof stop);
   for (int gi = 0; gi < N_GROW; gi++)
     for (int k = 0; k < n_real; k++)
-      if (!real[k].installed) msb_row_not_installed(ctx, grow_names[gi], real[k].impl, 1);
+      if (!real[k].installed) hb_row_not_installed(ctx, grow_names[gi], real[k].impl, 1);
   for (int run = 0; run < p->realloc_runs; run++)
     for (int gi = 0; gi < N_GROW; gi++)
       for (int i = 0; i < n_real && run < (gi == G_DOUBLE ? p->realloc_double_runs : p->realloc_runs); i++) {

@@ -9,9 +9,26 @@ import os
 import sys
 
 
+# What a row's case names after a "/" beside the configuration, where docs/contract.md §2 keeps it (impl names an
+# allocator): spill's workloads, probes, disk and kernel figures, heap's empty preloaded library, check_cost.sh's
+# builds (ref-REF too), heap's secure build. role_view reads such a row as case CONFIGURATION, impl ROLE (the secure
+# build as memspace-secure): the plots' and the report's view, in which each is a series of its own. Other "/" cases
+# (pages' memset/mmap_munmap) are left as they are.
+ROLES = ("python", "r", "probe-10ms", "probe-idle", "o-direct", "kernel", "preload-floor", "checked", "unchecked")
+
+
+def role_view(row):
+    case, sep, role = row["case"].rpartition("/")
+    if sep and (role in ROLES or role.startswith("ref-")):
+        return dict(row, case=case, impl=role)
+    if sep and role == "secure":
+        return dict(row, case=case, impl="memspace-secure")
+    return row
+
+
 def read_rows(path):
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return [role_view(r) for r in csv.DictReader(f)]
 
 
 def numeric(rows, **match):

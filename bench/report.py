@@ -20,6 +20,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot import role_view  # noqa: E402 (bench/plot.py, beside this file)
+
 PARTS = ("heap", "spaces", "pages", "spill", "dma")
 PEERS = ("jemalloc", "mimalloc", "tcmalloc", "tbbmalloc")
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
@@ -101,7 +104,7 @@ def load(results):
         if not os.path.exists(path):
             continue
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+            rows = [role_view(r) for r in csv.DictReader(f)]  # spill's CONFIG/python as (CONFIG, python)...
         runs[part] = Run(part, rows, read_cmd(os.path.join(results, part + ".cmd")))
     return runs
 
@@ -759,7 +762,7 @@ def spaces_long(run):
                      num(run.first("adversarial_malloc_2k", i, "max_ns"), 0), spaces_steady(run, i) or NM))
     out.append("#### Adversarial malloc(2 KiB) after scattered 1 KiB frees, and the steady state")
     out.append(table(("allocator", "median ns", "max ns", "steady state"), rows))
-    fl = [run.first("floor_empty_timed_call", "platform", m) for m in ("mean_ns", "p999_ns", "max_ns")]
+    fl = [run.first("floor_empty_timed_call", "memspace", m) for m in ("mean_ns", "p999_ns", "max_ns")]
     if fl[0] is not None:
         out.append(f"Platform floor: an empty timed call costs {num(fl[0], 1)} ns mean, p99.9 {num(fl[1], 0)} ns, "
                    f"max {num(fl[2], 0)} ns (net of the timer).")

@@ -208,14 +208,14 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
     msb_row(ctx, "malloc", "rtx64-published", 1, (uint64_t)16 << si, "mean_ns", rtx_malloc[si]);
     msb_row(ctx, "free", "rtx64-published", 1, (uint64_t)16 << si, "mean_ns", rtx_free[si]);
   }
-  /* platform floor (measured in the memspace process) */
+  /* the platform's floor, measured in the memspace process (impl memspace) */
   result_t *m = &res[0];
   double fl[10];
   for (int i = 0; i < 10; i++) fl[i] = med(m->floor_[i], m->runs);
   static const char *fm[4] = {"mean_ns", "p50_ns", "p999_ns", "max_ns"};
-  for (int i = 0; i < 4; i++) msb_row(ctx, "floor_empty_timed_call", "platform", 1, 0, fm[i], fl[i]);
-  for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block", "platform", 1, 4 << 20, fm[i], fl[4 + i]);
-  for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block_nodrain", "platform", 1, 4 << 20, fm[i], fl[7 + i]);
+  for (int i = 0; i < 4; i++) msb_row(ctx, "floor_empty_timed_call", "memspace", 1, 0, fm[i], fl[i]);
+  for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block", "memspace", 1, 4 << 20, fm[i], fl[4 + i]);
+  for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block_nodrain", "memspace", 1, 4 << 20, fm[i], fl[7 + i]);
   msb_printf("\nplatform floor: empty timed call mean %.1f ns, p99.9 %.0f ns, max %.0f ns (net of the timer's median)\n",
              fl[0], fl[2], fl[3]);
   msb_printf("first touch just past a 4 MiB block just walked: %.0f ns mean, p99.9 %.0f ns (stores drained first);\n"

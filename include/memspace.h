@@ -427,7 +427,9 @@ MS_API int ms_is_ours(const void *ptr);
 #define MS_SPACE_LOCKED 0x1u       ///< mlock the space's memory (and its metadata)
 #define MS_SPACE_ZERO 0x2u         ///< zero every usable byte of a block on allocation and realloc growth (O(block))
 #define MS_SPACE_THREAD_SAFE 0x4u  ///< a priority-inheriting lock around every call
-#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages (MEMSPACE_HUGE_PAGES picks the size; fallback reported);
+#define MS_SPACE_HUGE_PAGES 0x8u   ///< back with huge pages: 2 MiB, 1 GiB first under MEMSPACE_HUGE_PAGES=1G, none
+                                   ///< (base pages) under MEMSPACE_HUGE_PAGES=0 (or the option set to 0), the
+                                   ///< operator's switch; that and a fallback reported under MEMSPACE_VERBOSE;
                                    ///< fixed size, committed at creation (MS_SPACE_AT_FIRSTALLOC has no effect:
                                    ///< hugetlb pages are taken when mapped)
 
@@ -593,7 +595,8 @@ typedef struct ms_dma_config_s {
 
 /// Allocates a pinned buffer of `size` bytes (config NULL: best page size, no NUMA preference, no flags).
 /// Pages: `page_size` 0 tries 1 GiB pages (when the buffer exceeds 512 MiB, so rounding wastes under half, or
-/// when MS_DMA_CONTIGUOUS needs one), then 2 MiB, then the base page; MEMSPACE_HUGE_PAGES=2M caps that choice.
+/// when MS_DMA_CONTIGUOUS needs one), then 2 MiB, then the base page; MEMSPACE_HUGE_PAGES=2M caps that choice,
+/// MEMSPACE_HUGE_PAGES=0 (set) makes it the base page.
 /// An exact size (base, 2 MiB, 1 GiB) is tried first, then the smaller ones (reported under MEMSPACE_VERBOSE,
 /// in stats and in ms_dma_info) unless MS_DMA_NO_FALLBACK; a size the kernel lacks counts as an empty pool. Hugetlb pages come from the pool reserved at
 /// allocation time (never MAP_NORESERVE) and are pre-faulted, not mlocked (RLIMIT_MEMLOCK does not apply);

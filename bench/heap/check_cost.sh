@@ -10,8 +10,8 @@
 #                 fixed, so repeated runs differ by a few thousand instructions)
 #   time:         wall and CPU (user + sys) seconds of --runs interleaved runs per library (default 5), under the
 #                 bench lock (/tmp/memspace-bench.lock)
-# Output: bench/results/check_cost.csv (part,case,impl,threads,size_bytes,metric,value; impl is checked,
-# unchecked or ref-REF) and bench/results/check_cost.cmd (the commands), and a summary on stdout.
+# Output: bench/results/check_cost.csv (part,case,impl,threads,size_bytes,metric,value; case is WORKLOAD/BUILD,
+# BUILD checked, unchecked or ref-REF, impl memspace) and bench/results/check_cost.cmd (the commands), and a summary on stdout.
 # Usage: bench/heap/check_cost.sh [--ref REF] [--runs N] [--no-time] [--work DIR] [--out DIR]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -90,7 +90,7 @@ csv="$out/check_cost.csv"
   for c in "${cases[@]}"; do echo "$c: ${cmd[$c]}"; done
 } >"$out/check_cost.cmd"
 echo "part,case,impl,threads,size_bytes,metric,value" >"$csv"
-row() { echo "check_cost,$1,$2,1,0,$3,$4" >>"$csv"; }
+row() { echo "check_cost,$1/$2,memspace,1,0,$3,$4" >>"$csv"; } # the build in case: docs/contract.md §2
 name() { [ "$1" = ref ] && echo "ref-$ref" || echo "$1"; }
 
 # instructions

@@ -121,8 +121,17 @@ TIMEOUT = {"quick": 20, "default": 90, "full": 7200}[MODE]
 results = {}  # (lang, config, size) -> dict
 
 
-def row(case, impl, size, metric, value):
-    print(f"ROW,{case},{impl},1,{int(size)},{metric},{value}", flush=True)
+# the configurations that run the workload under memspace (config_env): every other one under glibc's malloc
+MEMSPACE_CONFIGS = ("spill", "spill1g", "spill1m", "auto")
+
+
+def row(case, what, size, metric, value):
+    """one CSV row of configuration `case` (a pairing's prefix too: pair-run-auto...) and `what` was measured: a
+    workload (python, r), a probe (probe-10ms, probe-idle), the disk (o-direct) or the kernel's setting (kernel).
+    docs/contract.md §2 keeps configurations in case, impl naming an allocator: case CASE/WHAT, impl memspace when
+    the configuration runs the workload under memspace, else glibc (plain, swap, file_mmap, the idle machine)"""
+    impl = "memspace" if case.split("-")[-1] in MEMSPACE_CONFIGS else "glibc"
+    print(f"ROW,{case}/{what},{impl},1,{int(size)},{metric},{value}", flush=True)
 
 
 def rows(case, impl, size, d):

@@ -28,7 +28,6 @@
    C library's function found by name is never ours. The exported names' addresses would be the process's winning
    definitions, bound by a symbol lookup at every start-up. */
 static struct mallinfo2 own_mallinfo2(void);
-static struct mallinfo own_mallinfo(void);
 #if defined(__has_attribute) && __has_attribute(copy) /* (GCC's -Wmissing-attributes; clang has neither) */
 #define OWN_COPY(f) __attribute__((copy(f)))
 #else
@@ -102,8 +101,8 @@ static int libc_may_own(const void *p) {
   if (!st) {
     void *f = libc_sym("mallinfo2");
     st = 1;
-    if (!f || f == (void *)own_mallinfo2) f = libc_sym("mallinfo"), st = 2;
-    if (!f || f == (void *)own_mallinfo) st = 3;
+    if (!f || f == (void *)own_mallinfo2) f = libc_sym("mallinfo"), st = 2; /* (not exported here: the C library's) */
+    if (!f) st = 3;
     atomic_store_explicit(&libc_query, f, memory_order_relaxed);
     atomic_store_explicit(&libc_query_state, st, memory_order_release); /* racing threads store the same */
   }
@@ -249,8 +248,6 @@ void msi_malloc_elsewhere_note(void) {
    C library calls too (sed's and mawk's reallocarray), sits at the start of the text with the front door rather
    than on a page of its own at the far end, one page fault more in each such process */
 #define FAMILY_TEXT MSI_HOT_TEXT
-MS_API void cfree(void *p);
-MS_API void cfree(void *p) { msi_free(p); }
 FAMILY_TEXT MS_API size_t malloc_usable_size(void *p) { return msi_usable_size(p); }
 static size_t own_usable(void *p) OWN_COPY(malloc_usable_size) __attribute__((alias("malloc_usable_size")));
 
@@ -294,8 +291,10 @@ MS_API void *pvalloc(size_t size) {
   return msi_aligned_alloc(ps, rounded ? rounded : ps);
 }
 
-/* glibc's internal names, which some programs and libraries call directly: heap tracers and debugging libraries that
-   define malloc forward to them, and free blocks of the rest of the family (memspace's) with __libc_free */
+/* glibc's internal names of the family, which heap tracers and debugging libraries that define malloc forward to
+   (gprofng's libgp-heap.so, which `gprofng collect app -H on` puts ahead of an LD_PRELOAD it finds, and glibc's
+   libc_malloc_debug.so): they free the blocks of the rest of the family (memspace's posix_memalign, reallocarray...)
+   with __libc_free, which glibc's would abort on. The control calls' internal names stay glibc's. */
 MS_API void *__libc_malloc(size_t size) { return msi_malloc(size); }
 MS_API void __libc_free(void *p) { msi_free(p); }
 MS_API void *__libc_calloc(size_t count, size_t size) { return msi_calloc(count, size); }
@@ -361,24 +360,6 @@ MS_API struct mallinfo2 mallinfo2(void) {
   return mi;
 }
 static struct mallinfo2 own_mallinfo2(void) OWN_COPY(mallinfo2) __attribute__((alias("mallinfo2")));
-
-static int clamp_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
-
-MS_API struct mallinfo mallinfo(void) {
-  struct mallinfo2 m2 = own_mallinfo2();
-  struct mallinfo mi;
-  memset(&mi, 0, sizeof mi);
-  mi.arena = clamp_int(m2.arena);
-  mi.hblks = clamp_int(m2.hblks);
-  mi.hblkhd = clamp_int(m2.hblkhd);
-  mi.uordblks = clamp_int(m2.uordblks);
-  mi.fordblks = clamp_int(m2.fordblks);
-  return mi;
-}
-static struct mallinfo own_mallinfo(void) __attribute__((alias("mallinfo")));
-/* glibc's internal names of the two control calls a tracer forwards to, as __libc_malloc's */
-MS_API struct mallinfo __libc_mallinfo(void) { return own_mallinfo(); }
-MS_API int __libc_mallopt(int param, int value) { return mallopt(param, value); }
 
 MS_API void malloc_stats(void) { ms_stats_print(NULL, NULL, 0); }
 

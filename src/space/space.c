@@ -898,9 +898,12 @@ static void init_lock(ms_space_t *s) {
   pthread_mutexattr_destroy(&a);
 }
 
+/* MS_SPACE_HUGE_PAGES's page sizes: MEMSPACE_HUGE_PAGES=1G tries 1 GiB first; an explicit, valid 0 (the variable
+   or ms_option_set) is the operator's switch: none, base pages (as for DMA); unset (or invalid, reported): 2 MiB */
 static unsigned huge_flags(void) {
   long long hp = msi_opt(MS_OPTION_HUGE_PAGES);
   if (hp >= (long long)MSI_GiB) return MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M;
+  if (hp == 0 && msi_option_given(MS_OPTION_HUGE_PAGES)) return 0;
   return MS_PAGES_HUGE_2M;
 }
 
@@ -933,7 +936,7 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
   }
   if (huge) {
     /* hugetlb memory is committed when mapped: a huge-page space is fixed at its (rounded) initial size */
-    unsigned pf = huge_flags() | MS_PAGES_COMMIT | MS_PAGES_POPULATE;
+    unsigned hf = huge_flags(), pf = hf | MS_PAGES_COMMIT | MS_PAGES_POPULATE;
     e = msi_pages_reserve_exact(initial, 2 * MSI_MiB, pf, c->numa_node, &dm);
     if (e) { errno = e; return NULL; }
     if ((c->flags & MS_SPACE_LOCKED) && (e = msi_pages_lock(dm.addr, dm.size))) {
@@ -941,7 +944,9 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
       errno = lock_error(e);
       return NULL;
     }
-    if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", config_name(c), dm.page_size);
+    if (!hf) msi_verbose("space %s: MS_SPACE_HUGE_PAGES under MEMSPACE_HUGE_PAGES=0: %zu-byte pages", config_name(c),
+                         dm.page_size);
+    else if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", config_name(c), dm.page_size);
     reserved = initial = dm.size;
     expand = 0;
   } else {

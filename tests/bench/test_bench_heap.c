@@ -236,13 +236,18 @@ static void cases_and_allocators_present(void **state) {
     if (!(has(progs[i], "glibc", 1, "wall_s", true) || has(progs[i], "glibc", 1, "status", false)))
       fail_msg("no row for %s under glibc", progs[i]);
   /* the LD_PRELOAD floor (an empty preloaded library, build/bench/libheap_floor.so) ran every program glibc ran */
-  for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
+  /* (its rows: case PROGRAM/preload-floor, impl glibc, whose malloc serves it: docs/contract.md §2) */
+  for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+    char floor_case[64];
+    snprintf(floor_case, sizeof floor_case, "%s/preload-floor", progs[i]);
     if (has(progs[i], "glibc", 1, "wall_s", true) &&
-        !(has(progs[i], "preload-floor", 1, "wall_s", true) &&
-          has(progs[i], "preload-floor", 1, "peak_rss_bytes", true)))
+        !(has(floor_case, "glibc", 1, "wall_s", true) && has(floor_case, "glibc", 1, "peak_rss_bytes", true)))
       fail_msg("no preload-floor rows for %s", progs[i]);
-  assert_false(has("rptest_long", "preload-floor", 0, "wall_s", true)); /* the real programs only */
-  assert_false(has("larson", "preload-floor", 0, "seconds", true));
+  }
+  assert_false(has("rptest_long/preload-floor", "glibc", 0, "wall_s", true)); /* the real programs only */
+  assert_false(has("larson/preload-floor", "glibc", 0, "seconds", true));
+  for (int i = 0; i < B.n; i++)
+    if (!strcmp(B.rows[i].impl, "preload-floor")) fail_msg("impl preload-floor (a configuration) in %s", B.rows[i].case_name);
   /* section 4: every mimalloc-bench-style workload ran under glibc and memspace (glibc_simple, malloc_large at 1
      thread) */
   static const char *wl[] = {"larson", "xmalloc", "cache_scratch", "cache_thrash", "mstress", "glibc_simple",
@@ -394,9 +399,9 @@ static void floor_not_installed(void **state) {
   int status_rows = 0, glibc_rows = 0;
   while (fgets(line, sizeof line, f)) {
     if (strstr(line, ",glibc,1,0,wall_s,")) glibc_rows++;
-    if (!strstr(line, ",preload-floor,")) continue;
+    if (!strstr(line, "/preload-floor,")) continue;
     line[strcspn(line, "\r\n")] = 0;
-    if (!ends_with(line, ",preload-floor,1,0,status,not_installed"))
+    if (!ends_with(line, "/preload-floor,glibc,1,0,status,not_installed"))
       fail_msg("the hidden floor has a row that is not a not_installed status: %s", line);
     status_rows++;
   }

@@ -163,9 +163,11 @@ class Fixture(unittest.TestCase):
         walls = {"glibc": (0.100, 0.100, 0.120, 0.100, 0.100), "memspace": (0.110, 0.103, 0.126, 0.100, 0.107),
                  "preload-floor": (0.105, 0.102, 0.126, 0.101, 0.103)}
         with open(os.path.join(self.results, "heap.csv"), "a") as f:
-            f.write("".join(f"heap,{p},{i},1,0,wall_s,{v}\n" for p in ("shell", "git") for i, vs in walls.items()
+            # (the floor's rows as the bench writes them: case PROGRAM/preload-floor, impl glibc)
+            f.write("".join(f"heap,{p}/preload-floor,glibc,1,0,wall_s,{v}\n" if i == "preload-floor" else
+                            f"heap,{p},{i},1,0,wall_s,{v}\n" for p in ("shell", "git") for i, vs in walls.items()
                             if not (p == "git" and i == "preload-floor") for v in vs))
-            f.write("heap,git,preload-floor,1,0,status,not_installed\n")
+            f.write("heap,git/preload-floor,glibc,1,0,status,not_installed\n")
         _, doc = self.write()
         self.assertIn("- **missed**: shell: wall time within 1.02x glibc's: 1.070x [1.000-1.100], runs' median 1.050x "
                       "over 5 runs (an empty preloaded library: 1.030x, runs' median 1.030x)", doc)
@@ -252,9 +254,9 @@ class Fixture(unittest.TestCase):
         checks and their difference, times as median [min-max]; without the CSV there is no such section"""
         self.assertNotIn("free-list checks cost", self.write()[1])
         with open(os.path.join(self.results, "check_cost.csv"), "w") as f:
-            f.write(HEADER + "check_cost,sqlite3,checked,1,0,instructions,1020000000\n"
-                    "check_cost,sqlite3,unchecked,1,0,instructions,1000000000\n" +
-                    "".join(f"check_cost,sqlite3,{impl},1,0,{m},{v}\n" for impl, m, vs in (
+            f.write(HEADER + "check_cost,sqlite3/checked,memspace,1,0,instructions,1020000000\n"
+                    "check_cost,sqlite3/unchecked,memspace,1,0,instructions,1000000000\n" +
+                    "".join(f"check_cost,sqlite3/{impl},memspace,1,0,{m},{v}\n" for impl, m, vs in (
                         ("checked", "cpu_s", (.3, .5, .4)), ("unchecked", "cpu_s", (.2, .4, .3)),
                         ("checked", "wall_s", (.6, 1.0, .8)), ("unchecked", "wall_s", (.5, .9, .7))) for v in vs))
         with open(os.path.join(self.results, "check_cost.cmd"), "w") as f:
@@ -360,13 +362,14 @@ class Fixture(unittest.TestCase):
         # would not; without the rounds' rows the sweep's figures are judged, as before
         sweep = ["spill,spill,python,1,1073741824,max_completed_bytes,3221225472",
                  "spill,auto,python,1,536870912,alloc_s,0.5",
-                 "spill,auto,probe-10ms,1,67108864,p99_ns,3790000", "spill,idle,probe-10ms,1,67108864,p99_ns,1740000"]
-        past = ["spill,past-auto,probe-10ms,1,67108864,p99_ns,2600000",
-                "spill,past-auto,probe-10ms,1,67108864,rounds,2500",
-                "spill,past-spill,probe-10ms,1,67108864,p99_ns,2700000",
-                "spill,past-idle,probe-10ms,1,67108864,p99_ns,1400000",
-                "spill,past-idle,probe-10ms,1,67108864,window_p99_min_ns,800000",
-                "spill,past-idle,probe-10ms,1,67108864,window_p99_max_ns,3100000"]
+                 "spill,auto/probe-10ms,memspace,1,67108864,p99_ns,3790000",
+                 "spill,idle/probe-10ms,glibc,1,67108864,p99_ns,1740000"]
+        past = ["spill,past-auto/probe-10ms,memspace,1,67108864,p99_ns,2600000",
+                "spill,past-auto/probe-10ms,memspace,1,67108864,rounds,2500",
+                "spill,past-spill/probe-10ms,memspace,1,67108864,p99_ns,2700000",
+                "spill,past-idle/probe-10ms,glibc,1,67108864,p99_ns,1400000",
+                "spill,past-idle/probe-10ms,glibc,1,67108864,window_p99_min_ns,800000",
+                "spill,past-idle/probe-10ms,glibc,1,67108864,window_p99_max_ns,3100000"]
         with open(os.path.join(self.results, "spill.csv"), "w") as f:
             f.write(HEADER + "\n".join(sweep) + "\n")
         _, doc = self.write()

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """check_results_csv.py SRC: every CSV committed under bench/results/ follows docs/contract.md §2's row format, not
 only the PART.csv files of `memspace bench` (check_bench_csv.py checks those in depth): the exact header, seven
-fields a row, impl [a-z0-9-]+, and a unit (_ns, _bytes) only at the end of a metric's name. bench/compare.sh's
+fields a row, impl an allocator's name (check_bench_csv.py's impl_problem: reserved, memspace-PRESET,
+NAME-published; configurations go in case), and a unit (_ns, _bytes) only at the end of a metric's name. bench/compare.sh's
 compare.csv wrote impl A/B and p50_ns_geomean into the same directory. Prints every problem; exit 1 on one."""
 import csv
 import glob
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "install"))
+from check_bench_csv import impl_problem  # noqa: E402
 
 HEADER = ["part", "case", "impl", "threads", "size_bytes", "metric", "value"]
 UNIT_INSIDE = re.compile(r"_(ns|bytes)_")
@@ -23,8 +27,8 @@ def problems_of(path):
         if len(r) != 7:
             out.append(f"{path}:{n}: {len(r)} fields")
             continue
-        if not re.fullmatch(r"[a-z0-9-]+", r[2]):
-            out.append(f"{path}:{n}: impl '{r[2]}' is not [a-z0-9-]+")
+        if impl_problem(r[2]):
+            out.append(f"{path}:{n}: {impl_problem(r[2])}")
         if UNIT_INSIDE.search(r[5]):
             out.append(f"{path}:{n}: metric '{r[5]}' does not end in its unit")
     return out

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_bench_csv.py DIR PART [HIDDEN_PEER...]: DIR/PART.csv, PART.cmd and the plots follow docs/contract.md §2.
 
-CSV: the exact header, one measurement a row, impl [a-z0-9-]+, integer threads and size_bytes, numeric values
+CSV: the exact header, one measurement a row, impl [a-z0-9-]+ and an allocator's name (impl_problem), integer threads and size_bytes, numeric values
 except status rows, metric names ending in their unit (or a count: no unit suffix of another spelling), a hidden
 (not installed) peer only as metric=status,value=not_installed. A status saying the case failed (failed, timeout,
 wrong_output) is a problem: a benchmark run whose allocator crashed or printed a wrong result is a failed test,
@@ -19,6 +19,25 @@ import sys
 HEADER = ["part", "case", "impl", "threads", "size_bytes", "metric", "value"]
 STATUS = {"not_installed", "skipped"}
 FAILED = {"failed", "timeout", "wrong_output"}
+# docs/contract.md §2: impl names an allocator: a reserved name, memspace-PRESET (MEMSPACE_CACHE's presets),
+# NAME-published (figures copied from a published source) or, this project's addition, linux (the kernel's page
+# calls measured directly: memspace bench pages). Strategies, policies and configurations go in case.
+RESERVED = {"memspace", "glibc", "glibc-rt", "jemalloc", "mimalloc", "tcmalloc", "tbbmalloc", "linux"}
+PRESETS = {"unlimited", "performance", "size", "none"}
+
+
+def impl_problem(impl):
+    """why impl is not an allocator's name of docs/contract.md §2; None when it is one"""
+    if not re.fullmatch(r"[a-z0-9-]+", impl):
+        return f"impl '{impl}' is not [a-z0-9-]+"
+    if impl in RESERVED or impl.startswith("memspace-") and impl[9:] in PRESETS:
+        return None
+    if re.fullmatch(r"[a-z0-9-]+-published", impl):
+        return None
+    return (f"impl '{impl}' is not an allocator's name (reserved, memspace-PRESET, NAME-published): a "
+            "configuration goes in case")
+
+
 # spellings of a unit the contract does not use (it says _ns, _s/seconds, _bytes, ops_per_s, gb_per_s...)
 WRONG_UNIT = re.compile(r"(_ms|_us|_msec|_usec|_sec|_kb|_kib|_mb|_mib|_gb|_gib|_pct|_percent|_mbps|_gbps)$")
 
@@ -43,8 +62,8 @@ def main():
             problems.append(f"{where}: part is not {part}")
         if not case:
             problems.append(f"{where}: empty case")
-        if not re.fullmatch(r"[a-z0-9-]+", impl):
-            problems.append(f"{where}: impl '{impl}' is not [a-z0-9-]+")
+        if impl_problem(impl):
+            problems.append(f"{where}: {impl_problem(impl)}")
         if not re.fullmatch(r"-?[0-9]+", threads) or not re.fullmatch(r"[0-9]+", size):
             problems.append(f"{where}: threads and size_bytes must be integers")
         if not re.fullmatch(r"[a-z0-9_]+", metric):

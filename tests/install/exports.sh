@@ -1,15 +1,15 @@
 #!/bin/sh
 # exports.sh LIB: every symbol the shared library defines dynamically is ms_*, a name of docs/contract.md §1 (the
-# malloc family and glibc's control calls, exactly the contract's list) or a C++ operator new/delete, and every
-# name of that list is there; SONAME is libmemspace.so.0.
+# malloc family, glibc's control calls and the family's __libc_* names, exactly the contract's list) or a C++
+# operator new/delete, and every name of that list is there; SONAME is libmemspace.so.0.
 # exports.sh LIB [OVERRIDE]: OVERRIDE 0 is a library built without the override layer (MEMSPACE_OVERRIDE=OFF, every
 # sanitizer build): the malloc family and the C++ operators are not required there (that part is reported as
 # skipped); the rest is checked all the same.
 . "$(dirname "$0")/../common/ms_test.sh"
 lib=$1 override=${2:-1}
 allowed=" malloc calloc realloc free aligned_alloc posix_memalign memalign valloc pvalloc reallocarray
- malloc_usable_size malloc_trim mallinfo2 mallopt malloc_stats malloc_info mallinfo cfree __libc_malloc __libc_calloc
- __libc_realloc __libc_free __libc_memalign __libc_valloc __libc_pvalloc __libc_mallinfo __libc_mallopt "
+ malloc_usable_size malloc_trim mallinfo2 mallopt malloc_stats malloc_info __libc_malloc __libc_calloc
+ __libc_realloc __libc_free __libc_memalign __libc_valloc __libc_pvalloc "
 bad=0
 n=0
 for sym in $(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//'); do

@@ -1,6 +1,7 @@
 #!/bin/sh
 # check_bench_csv.py, the oracle of the bench CSVs, on made-up results: a row saying the case failed (failed,
-# timeout, wrong_output) is a problem; not_installed is not; skipped only with its reason in the .cmd file.
+# timeout, wrong_output) is a problem; not_installed is not; skipped only with its reason in the .cmd file; impl an
+# allocator's name (reserved, memspace-PRESET, NAME-published, linux), a configuration in impl a problem.
 # usage: test_check_bench_csv.sh SOURCE_DIR
 check=$1/tests/install/check_bench_csv.py
 d=$(mktemp -d /tmp/memspace-check-csv.XXXXXX)
@@ -19,4 +20,10 @@ try 1 "a timeout" "heap,larson,memspace,2,0,status,timeout"
 try 1 "a wrong output" "heap,gcc,memspace,1,0,status,wrong_output"
 try 1 "skipped without a reason" "heap,hugetlb2m,linux,1,0,status,skipped"
 try 0 "skipped with its reason" "heap,hugetlb2m,linux,1,0,status,skipped" "skipped: hugetlb2m: no 2 MiB page (ENOMEM)"
+try 0 "a preset, a published figure" "heap,rptest,memspace-size,1,0,ops_per_s,900
+heap,rptest,seed-published,1,0,ops_per_s,800"
+try 0 "a configuration in case" "heap,git/preload-floor,glibc,1,0,wall_s,0.1"
+try 1 "a configuration in impl" "heap,git,preload-floor,1,0,wall_s,0.1"
+try 1 "a probe in impl" "heap,auto,probe-10ms,1,0,p99_ns,100"
+try 1 "a build mode as a preset" "heap,rptest,memspace-secure,1,0,ops_per_s,900"
 exit $fail

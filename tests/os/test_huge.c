@@ -119,6 +119,48 @@ static void frame_hugetlb(void **state) {
   ms_frame_destroy(f);
 }
 
+/* a space created with MS_SPACE_HUGE_PAGES: on 2 MiB hugetlb pages from the pool, and on base pages once
+   MEMSPACE_HUGE_PAGES is 0 (here ms_option_set, which the variable sets the same way: the operator's switch), still
+   fixed at its size, with a MEMSPACE_VERBOSE line saying so. In children: the option stays set for the process. */
+static int huge_space_pages(void) {
+  ms_space_config_t c;
+  memset(&c, 0, sizeof c);
+  c.initial_size = 4u << 20;
+  c.flags = MS_SPACE_HUGE_PAGES;
+  c.numa_node = -1;
+  c.name = "huge_test";
+  ms_space_t *s = ms_space_create(&c);
+  if (!s) return 100;
+  char *p = ms_space_malloc(s, 1u << 20);
+  if (!p) return 101;
+  p[0] = 1;
+  size_t got = ms_test_kernel_page_size(p);
+  int fixed = ms_space_expand(s, 1u << 20) == ENOMEM;
+  ms_space_destroy(s);
+  if (!fixed) return 102;
+  return got == 2u << 20 ? 2 : got == (size_t)sysconf(_SC_PAGESIZE) ? 1 : 103;
+}
+static int huge_space_off(void) {
+  char path[] = "/tmp/memspace-huge-space.XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return 104;
+  unlink(path);
+  fflush(stderr);
+  if (dup2(fd, 2) < 0) return 105;
+  if (ms_option_set(MS_OPTION_HUGE_PAGES, 0) != 0 || ms_option_set(MS_OPTION_VERBOSE, 1) != 0) return 106;
+  int r = huge_space_pages();
+  char buf[4096] = {0};
+  if (pread(fd, buf, sizeof buf - 1, 0) < 0) return 107;
+  if (!strstr(buf, "space huge_test: MS_SPACE_HUGE_PAGES under MEMSPACE_HUGE_PAGES=0")) return 108;
+  return r;
+}
+static void space_huge_pages_zero(void **state) {
+  (void)state;
+  if (free_pages() < 2) ms_skip_refused(ENOMEM, "%ld free 2 MiB huge pages, 2 needed (the fixture could not reserve them)", free_pages());
+  assert_int_equal(ms_test_in_child(huge_space_pages), 2);
+  assert_int_equal(ms_test_in_child(huge_space_off), 1);
+}
+
 /* more hugetlb reservations than a fixed table of 256 holds: each one's page size stays known, so a decommit
    keeps it accessible and a whole-page release of a part of it works */
 static void many_hugetlb_ranges(void **state) {
@@ -235,6 +277,7 @@ int main(void) {
   }
   ms_pages_release(r.addr, r.size);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(space_huge_pages_zero), /* first: frame_hugetlb leaves HUGE_PAGES set to 0 */
       cmocka_unit_test(hugetlb_2m),
       cmocka_unit_test(pool_exhausted),
       cmocka_unit_test(gigantic),
