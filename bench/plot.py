@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Plots for `memspace bench`, from the CSV alone: plot.py PART.csv OUTDIR -> OUTDIR/PART*.png
+"""Plots for `memspace bench`, from the CSV alone: plot.py PART.csv OUTDIR -> OUTDIR/PART*.png (OUTDIR made when
+missing; a CSV that cannot be read or a directory that cannot be made: one line on stderr, status 1)
 
 Each part has a module bench/plots/PART.py with `plot(rows, outdir, part)`; rows are dicts with the CSV's
 columns (value kept as text: 'not_installed' rows are status rows). Helpers here are shared by all parts."""
@@ -74,7 +75,12 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     csv_path, outdir = sys.argv[1], sys.argv[2]
-    rows = read_rows(csv_path)
+    try:
+        rows = read_rows(csv_path)
+        os.makedirs(outdir, exist_ok=True)  # OUTDIR is made when missing, as `memspace bench --out DIR` makes it
+    except OSError as e:
+        print(f"plot.py: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 1
     if not rows:
         return 0
     part = rows[0]["part"]

@@ -18,6 +18,7 @@ install(FILES ${CMAKE_BINARY_DIR}/memspaceConfig.cmake ${CMAKE_BINARY_DIR}/memsp
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memspace)
 # relocatable: prefix is found from the .pc file's own place, so `cmake --install --prefix DIR` works too
 file(RELATIVE_PATH MEMSPACE_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" MEMSPACE_PC_TO_PREFIX "${MEMSPACE_PC_TO_PREFIX}") # ../.. : no "//" in the flags
 configure_file(cmake/memspace.pc.in ${CMAKE_BINARY_DIR}/memspace.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/memspace.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 if(MEMSPACE_BUILD_BENCH)
@@ -25,7 +26,7 @@ if(MEMSPACE_BUILD_BENCH)
   set(data ${CMAKE_INSTALL_DATADIR}/memspace)
   foreach(t heap_rptest heap_realloc_grow heap_larson heap_xmalloc heap_cache_scratch heap_cache_thrash heap_mstress
       heap_glibc_simple heap_glibc_thread heap_sh6bench heap_sh8bench heap_alloc_test heap_cxx_map heap_malloc_large
-      spill_probe)
+      heap_cgroup_purge spill_probe)
     install(TARGETS ${t} RUNTIME DESTINATION ${helpers}/bench)
   endforeach()
   foreach(t spaces_work_space spaces_work_malloc)

@@ -318,7 +318,10 @@ int tool_info(int argc, char **argv) {
     printf("usage: memspace info   (what this machine offers a memory allocator: docs/stats.md \"memspace info\")\n");
     return 0;
   }
-  if (argc > 1) { fprintf(stderr, "usage: memspace info\n"); return 2; }
+  if (argc > 1) {
+    fprintf(stderr, "memspace info: unknown argument '%s' (it takes none)\nusage: memspace info\n", argv[1]);
+    return 2;
+  }
   int v = ms_version();
   char host[128] = "?";
   gethostname(host, sizeof host);

@@ -29,7 +29,10 @@ static int command(int argc, char **argv) {
       printf("usage: memspace version\n");
       return 0;
     }
-    if (argc > 2) { fprintf(stderr, "usage: memspace version\n"); return 2; }
+    if (argc > 2) {
+      fprintf(stderr, "memspace version: unknown argument '%s' (it takes none)\nusage: memspace version\n", argv[2]);
+      return 2;
+    }
     int v = ms_version();
     printf("memspace %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
     return 0;

@@ -339,7 +339,8 @@ static void usage(void) {
     printf("  %-34s %s\n", head, run_opts[k].help);
   }
   printf("  SIZE: bytes, or a number with K, M, G or T. Options also take the form --name=VALUE. --spill-threshold\n"
-         "  takes a SIZE or auto, as --spill does (docs/spill.md). See docs/options.md.\n");
+         "  takes a SIZE or auto, as --spill does (docs/spill.md); given both, --spill-threshold's value applies.\n"
+         "  See docs/options.md.\n");
 }
 
 /* MEMSPACE_SPILL_THRESHOLD as the program's library will read it: a size above 0 or auto (" 0 ", "0K" and an

@@ -259,7 +259,14 @@ static void report_invalid(const opt_desc_t *d, const char *s) {
     if (d->kind == KIND_ENUM && (*p == ':' || *p == ',')) doc[n++] = ' ';
   }
   doc[n] = 0;
-  msi_warning("invalid value '%s' for %s (%s); using the default %s", s, opt_env(d), doc, default_text(d, def, sizeof def));
+  /* what the kind takes, as `memspace run` says it (an enum's doc lists its words; MEMSPACE_HUGE_PAGES's its sizes) */
+  char takes[80] = "";
+  if (d->kind == KIND_SIZE && d != &opt_table[MS_OPTION_HUGE_PAGES])
+    msi_snprintf(takes, sizeof takes, "; takes bytes or a number with K, M, G or T%s", d->min < 0 ? ", or auto" : "");
+  else if (d->kind == KIND_BOOL) msi_snprintf(takes, sizeof takes, "; takes 1/0, true/false, yes/no, on/off");
+  else if (d->kind == KIND_INT) msi_snprintf(takes, sizeof takes, "; takes %lld to %lld", d->min, d->max);
+  msi_warning("invalid value '%s' for %s (%s%s); using the default %s", s, opt_env(d), doc, takes,
+              default_text(d, def, sizeof def));
   msi_unsetenv(opt_env(d));
 }
 

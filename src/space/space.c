@@ -944,9 +944,14 @@ ms_space_t *ms_space_create(const ms_space_config_t *c) {
       errno = lock_error(e);
       return NULL;
     }
-    if (!hf) msi_verbose("space %s: MS_SPACE_HUGE_PAGES under MEMSPACE_HUGE_PAGES=0: %zu-byte pages", config_name(c),
-                         dm.page_size);
-    else if (dm.fallback) msi_verbose("space %s: huge pages unavailable, using %zu-byte pages", config_name(c), dm.page_size);
+    if (!hf) msi_verbose("space %s: MS_SPACE_HUGE_PAGES under MEMSPACE_HUGE_PAGES=0: %s base pages", config_name(c),
+                         msi_pages_name(dm.page_size));
+    else if (dm.fallback && dm.kind == MS_PAGE_THP)
+      msi_verbose("space %s: hugetlb pages unavailable, using transparent huge pages (%s where the kernel finds them)",
+                  config_name(c), msi_pages_name(dm.page_size));
+    else if (dm.fallback)
+      msi_verbose("space %s: the huge pages asked for are unavailable, using %s %s pages", config_name(c),
+                  msi_pages_name(dm.page_size), dm.kind == MS_PAGE_BASE ? "base" : "hugetlb");
     reserved = initial = dm.size;
     expand = 0;
   } else {

@@ -13,6 +13,15 @@ check "invalid value: the default named" '[[ "$msg" == *"invalid value '"'"'garb
 check "invalid value: an enum's choices listed readably" '[[ "$msg" == *"(heap cache preset: unlimited, performance, size, none)"* ]]'
 check "invalid value: reported once in the tree" '[ "$(echo "$msg" | grep -c "invalid value")" = 1 ]'
 check "invalid value: not passed on" '! echo "$msg" | grep -q "^MEMSPACE_CACHE="'
+# a size, a boolean or a number: the message says what the variable takes
+msg=$(MEMSPACE_SPACE_INITIAL=4X LD_PRELOAD=$lib /bin/true 2>&1)
+check "invalid size: what a size is said ($msg)" '[[ "$msg" == *"MEMSPACE_SPACE_INITIAL"*"takes bytes or a number with K, M, G or T)"* ]]'
+msg=$(MEMSPACE_SPILL_THRESHOLD=-5 LD_PRELOAD=$lib /bin/true 2>&1)
+check "invalid spill threshold: auto named ($msg)" '[[ "$msg" == *"K, M, G or T, or auto)"* ]]'
+msg=$(MEMSPACE_SHOW_STATS=maybe LD_PRELOAD=$lib /bin/true 2>&1)
+check "invalid boolean: its words listed ($msg)" '[[ "$msg" == *"takes 1/0, true/false, yes/no, on/off)"* ]]'
+msg=$(MEMSPACE_PURGE_DELAY=-2 LD_PRELOAD=$lib /bin/true 2>&1)
+check "invalid number: its range said ($msg)" '[[ "$msg" == *"takes -1 to 86400000)"* ]]'
 msg=$(MEMSPACE_SHOWSTATS=1 LD_PRELOAD=$lib sh -c "$tree" 2>&1)
 check "misspelling: did you mean" '[[ "$msg" == *"unknown variable MEMSPACE_SHOWSTATS"*"did you mean MEMSPACE_SHOW_STATS"* ]]'
 check "misspelling: reported once in the tree" '[ "$(echo "$msg" | grep -c "unknown variable")" = 1 ]'

@@ -52,11 +52,14 @@ project(hello C)
 find_package(memspace REQUIRED)
 add_executable(hello hello.c)
 target_link_libraries(hello PRIVATE memspace::memspace)
+add_executable(hello_static hello.c)
+target_link_libraries(hello_static PRIVATE memspace::memspace_static) # README: libmemspace.a, pthread with it
 C
 cmake -S "$tmp/proj" -B "$tmp/proj/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_C_COMPILER="$cc" \
   >"$tmp/cm.log" 2>&1 || { cat "$tmp/cm.log"; fail "configure with find_package(memspace)"; }
 cmake --build "$tmp/proj/build" >"$tmp/cb.log" 2>&1 || { cat "$tmp/cb.log"; fail "build with memspace::memspace"; }
 "$tmp/proj/build/hello" || fail "run CMake build"
+"$tmp/proj/build/hello_static" || fail "run CMake build with memspace::memspace_static"
 # 3. static: libmemspace.a with -lpthread only
 # shellcheck disable=SC2086 # (SAN: flags, split)
 $cc $san "$tmp/hello.c" -o "$tmp/hello_static" -I"$tmp/prefix/include" "$libdir/libmemspace.a" -lpthread || fail "static link"

@@ -137,6 +137,10 @@ free1g=$(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/
 if [ "$free1g" = 0 ]; then
   err=$(MEMSPACE_VERBOSE=1 MEMSPACE_HUGE_PAGES=1G MEMSPACE_SPACE_INITIAL=4M run true 2>&1)
   check "MEMSPACE_VERBOSE=1 reports 1 GiB pages unavailable, got: $err" '[[ "$err" == *"1 GiB pages"*"unavailable"* ]]'
+  # the space's line names the pages it got instead (2 MiB hugetlb pages when that pool has some, else transparent
+  # huge pages, 2 MiB only where the kernel finds them, else base pages), never a bare page size
+  check "...and the pages the space got instead, got: $err" \
+    'grep -qE "space process: .*unavailable, using (transparent huge pages|2 MiB hugetlb pages|4 KiB base pages)" <<<"$err"'
   err=$(MEMSPACE_HUGE_PAGES=1G MEMSPACE_SPACE_INITIAL=4M run true 2>&1 | grep -v "runs unlocked")
   check "...and says nothing without it, got: $err" '[ -z "$err" ]'
 fi

@@ -15,6 +15,12 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$
 for f in heap_churn.py heap_numpy_churn.py heap_http_load.py heap_r_growth.R libheap_floor.so; do
   [ -e "$prefix/libexec/memspace/bench/$f" ] || fail "bench helper $f not installed"
 done
+# every program and script the bench runs from build/bench has its installed copy (heap_cgroup_purge, spill_probe...)
+for f in "$build"/bench/*; do
+  [ -f "$f" ] || continue
+  case ${f##*/} in Makefile | *.cmake) continue ;; esac
+  [ -e "$prefix/libexec/memspace/bench/${f##*/}" ] || fail "bench helper ${f##*/} (in $build/bench) not installed"
+done
 mkdir "$tmp/work"
 # without PYTHONDONTWRITEBYTECODE, as a new user runs it: the scripts it runs must write no __pycache__ there
 (cd "$tmp/work" && env -u PYTHONDONTWRITEBYTECODE "$prefix/bin/memspace" bench spaces --quick >"$tmp/bench.log" 2>&1) ||
@@ -29,8 +35,9 @@ libdir=$(dirname "$(find "$prefix" -name libmemspace.so.0 | head -1)")
 [ -e "$libdir/libmemspace-debug.so" ] || fail "libmemspace-debug.so (docs/heap.md) not installed"
 if ms_need_cmd pkg-config; then
   printf '#include <memspace.h>\nint main(void){return ms_version() > 0 ? 0 : 1;}\n' >"$tmp/v.c"
-  cc "$tmp/v.c" -o "$tmp/v" $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs memspace) ||
-    fail "build with pkg-config"
+  flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs memspace)
+  [[ "$flags" != *//* ]] || fail "pkg-config's flags hold a '//': $flags"
+  cc "$tmp/v.c" -o "$tmp/v" $flags || fail "build with pkg-config"
   env -u LD_LIBRARY_PATH "$tmp/v" || fail "a program built with pkg-config's flags does not find the library"
 fi
 make -s -C "$src" uninstall BUILD="$build" >/dev/null || fail "make uninstall"

@@ -8,7 +8,12 @@ check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fai
 "$tool" bench nosuchpart --out /tmp 2>/dev/null; check "unknown part refused" '[ $? = 2 ]'
 "$tool" nosuchcommand 2>/dev/null; check "unknown command refused" '[ $? = 2 ]'
 "$tool" version | grep -q '^memspace [0-9]'; check "version prints" '[ $? = 0 ]'
-"$tool" version extra >/dev/null 2>&1; check "version with an argument: usage, status 2, as info" '[ $? = 2 ]'
+# a command that takes no argument names the one it was given, as run and bench do, before its usage
+for cmd in version info; do
+  err=$("$tool" $cmd --x 2>&1 >/dev/null); st=$?
+  check "$cmd with an argument: status 2, the argument named ($err)" \
+    '[ $st = 2 ] && [[ "$err" == *"unknown argument '"'"'--x'"'"'"* ]] && [[ "$err" == *"usage: memspace $cmd"* ]]'
+done
 "$tool" info >/dev/null; check "info runs" '[ $? = 0 ]'
 # an option after --out is not its directory: refused before anything runs or is made (status 2, nothing created)
 tmp=$(mktemp -d /tmp/memspace-bench-args.XXXXXX)

@@ -45,6 +45,12 @@ rm -rf "$links"
 # a T size (docs/options.md): taken by the tool, passed on, and taken by the library without a word
 out=$("$tool" run --spill-threshold 1T -- sh -c 'echo "$MEMSPACE_SPILL_THRESHOLD"' 2>&1)
 check "--spill-threshold 1T taken by the tool and the library, got: $out" '[ "$out" = 1T ]'
+# --spill with --spill-threshold, in either order: the size applies (run --help says so)
+for order in "--spill --spill-threshold 1M" "--spill-threshold 1M --spill"; do
+  out=$("$tool" run $order -- sh -c 'echo "$MEMSPACE_SPILL_THRESHOLD"' 2>&1)
+  check "run $order: the threshold's size applies, got: $out" '[ "$out" = 1M ]'
+done
+out=$("$tool" run --help); check "run --help says which of the two applies" '[[ "$out" == *"given both, --spill-threshold"* ]]'
 out=$("$tool" run --help)
 check "run --help names the T suffix" '[[ "$out" == *"K, M, G or T"* ]]'
 out=$("$tool" run --heap size --spill-threshold 1G --spill-dir /tmp --stats -- sh -c 'echo "$MEMSPACE_CACHE $MEMSPACE_SPILL_THRESHOLD $MEMSPACE_SPILL_DIR $MEMSPACE_SHOW_STATS"' 2>/dev/null)
