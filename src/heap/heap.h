@@ -123,6 +123,8 @@ _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lin
 #define MSI_HEAP_MINI_CLASSES 40        /* the classes up to MSI_HEAP_MINI_MAX */
 #define MSI_HEAP_MINI_NONE 0xFF         /* mini_map: a granule of no mini span */
 #define MSI_HEAP_MINI_DESC (MSI_HEAP_MINI ? MSI_HEAP_MINI_SPANS : 0) /* mini descriptors in a segment */
+/* chunk spans whose descriptors come before the mini spans' (msi_segment_t desc[]): chunk 1's */
+#define MSI_HEAP_FRONT_SPANS (MSI_HEAP_MINI ? 1 : 0)
 
 typedef struct msi_segment_s {
   uint8_t map[MSI_HEAP_SEG_CHUNKS];  /* chunk -> its span's descriptor in desc[] (msi_seg_map_of; 0: no span) */
@@ -147,19 +149,25 @@ typedef struct msi_segment_s {
   uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's first granule (MSI_HEAP_MINI_NONE: none) */
 #endif
   /* the descriptors (msi_seg_span, msi_seg_mini): desc[0] an always-empty one (where map[] sends a chunk outside
-     any span), then the mini spans', then the chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The
-     mini spans' come first, on the header's first page with map[] and desc[0]: a process's first blocks (mini
-     spans) write one page of the header, not two (the chunk spans' descriptors, used later, start on the next) */
+     any span), then that of the span starting at chunk 1 (MSI_HEAP_FRONT_SPANS), the mini spans', then the other
+     chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The first 27 mini spans' share the header's
+     first page with map[], desc[0] and chunk 1's: a short process's blocks (`sort` or `head`: 25-26 mini spans and
+     one span at chunk 1, which a block of 4 KiB such as stdio's buffer takes) write one page of the header, not
+     two (with the mini spans' first, chunk 1's descriptor was on the next page) */
   _Alignas(64) msi_span_t desc[1 + MSI_HEAP_MINI_DESC + MSI_HEAP_SEG_CHUNKS - 1];
 } msi_segment_t;
+/* map[]'s entry for the chunks of the span whose first chunk is `at` (>= 1): its descriptor's index */
+static inline uint8_t msi_seg_map_of(unsigned at) {
+  return (uint8_t)(at <= MSI_HEAP_FRONT_SPANS ? at : at + MSI_HEAP_MINI_DESC);
+}
 /* the descriptor of the span whose first chunk is `at` (0: the always-empty one); the caller's constness decides */
 static inline msi_span_t *msi_seg_span(const msi_segment_t *seg, unsigned at) {
-  return (msi_span_t *)&seg->desc[at ? at + MSI_HEAP_MINI_DESC : 0];
+  return (msi_span_t *)&seg->desc[at ? msi_seg_map_of(at) : 0];
 }
 /* the mini span whose first granule is g */
-static inline msi_span_t *msi_seg_mini(const msi_segment_t *seg, size_t g) { return (msi_span_t *)&seg->desc[1] + g; }
-/* map[]'s entry for the chunks of the span whose first chunk is `at` (>= 1): its descriptor's index */
-static inline uint8_t msi_seg_map_of(unsigned at) { return (uint8_t)(at + MSI_HEAP_MINI_DESC); }
+static inline msi_span_t *msi_seg_mini(const msi_segment_t *seg, size_t g) {
+  return (msi_span_t *)&seg->desc[1 + MSI_HEAP_FRONT_SPANS] + g;
+}
 /* the mini area's offset in its segment: 2 KiB-aligned, as a 2 KiB mini span is (its block aligned as its size) */
 #define MSI_HEAP_MINI_BASE ((sizeof(msi_segment_t) + 2 * MSI_HEAP_MINI_SIZE - 1) & ~(2 * MSI_HEAP_MINI_SIZE - 1))
 _Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK,

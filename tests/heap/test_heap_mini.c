@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -231,8 +232,47 @@ static void bad_frees_abort(void **state) {
   ms_test_child_aborts(past_minis, "free(): invalid pointer");
 }
 
+/* a short program's blocks (blocks of 27 classes of 1 KiB mini spans, a block of 4 KiB at chunk 1, as stdio's
+   buffer is) write one page of their segment's header: chunk 1's descriptor and the first 27 mini spans' share
+   its first page with map[] (heap.h msi_segment_t desc[]); the next page stays untouched (mincore) */
+static void *short_program(void *arg) {
+  void **b = arg;
+  for (unsigned c = 0; c < 27; c++) { /* (the classes up to 1 KiB: a mini span of one granule each) */
+    b[c] = ms_malloc(msi_heap_class_size[c]);
+    if (b[c]) memset(b[c], 1, msi_heap_class_size[c]);
+  }
+  b[27] = ms_malloc(4096);
+  if (b[27]) memset(b[27], 1, 4096);
+  return NULL;
+}
+static int header_child(void) {
+  void *b[28];
+  pthread_t t;
+  if (pthread_create(&t, NULL, short_program, b) != 0 || pthread_join(t, NULL) != 0) return 1;
+  for (unsigned c = 0; c < 28; c++)
+    if (!b[c]) return 2;
+  uintptr_t seg = (uintptr_t)b[0] & ~(MSI_HEAP_SEG_SIZE - 1);
+  if (((uintptr_t)b[27] & ~(MSI_HEAP_SEG_SIZE - 1)) != seg) return 3;
+  if ((((uintptr_t)b[27] >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)) != 1) return 4; /* chunk 1's span */
+  for (unsigned c = 0; c < 27; c++)
+    if (!msi_span_is_mini(msi_heap_span_of(b[c]))) return 5;
+  unsigned char vec[2];
+  if (mincore((void *)seg, 2 * 4096, vec) != 0) return 6;
+  print_message("header pages resident: first %d, second %d\n", vec[0] & 1, vec[1] & 1);
+  if (!(vec[0] & 1) || (vec[1] & 1)) return 7;
+  for (unsigned c = 0; c < 28; c++) ms_free(b[c]);
+  return 0;
+}
+static void short_program_one_header_page(void **state) {
+  (void)state;
+  skip_without_minis();
+  if (sysconf(_SC_PAGESIZE) != 4096) ms_skip_refused(0, "pages of 4 KiB only (the header's layout in pages)");
+  assert_int_equal(ms_test_in_child(header_child), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(short_program_one_header_page),
       cmocka_unit_test(first_blocks_share_pages),
       cmocka_unit_test(class_leaves_after_frees),
       cmocka_unit_test(realloc_and_alignment),
