@@ -1,21 +1,20 @@
 /* datalimit_prog: the heap under RLIMIT_DATA, which (like vm.overcommit_memory=2) charges every read-write private
    mapping, resident or not.
    reuse: a program fills the limit with small blocks, frees every one of them, then asks for a block of another
-   size: it must get it, as glibc gives it from the freed memory. The heap kept the freed segments mapped read-write
-   (cached, then purged with MADV_DONTNEED, still charged), so every later mapping was refused and the program,
-   holding nothing, got NULL + ENOMEM for good.
+   size: it must get it, as glibc gives it from the freed memory. Freed segments kept mapped read-write (cached,
+   then purged with MADV_DONTNEED, still charged) would have every later mapping refused: the program, holding
+   nothing, would get NULL + ENOMEM for good.
    released: the limit met by small blocks (the segment area's reservation goes back), all freed and trimmed (the
    idle segments past the kept ones released: mapped read-only), the limit filled with large blocks, then small
-   blocks asked for: NULL + ENOMEM at the limit. The heap grew the last segment's mapping in place (mremap, its
-   answer to the mapping limit) although that segment was a released, read-only one, and its first write
-   (SIGSEGV) killed the program.
-   large: blocks of 40,000 B under a limit of 32 MiB: at least half the limit is served (glibc: 31 MB). The heap
-   mapped its large-slot table (32 MiB with the whole reservation) read-write at the 17th block, which took the
-   limit (Python under `ulimit -d 48000` held 59 such blocks, 2.4 MB).
-   cache: the limit (256 MiB) filled with blocks of 100,000 B, all freed, then a block of 8 MiB: served. The freed
-   blocks' slots stayed mapped read-write (charged: 64 MiB of them cached, the rest with their pages dropped), and
-   the retry after the refusal gave back only the small blocks' segments, none mapped: the program, holding
-   nothing, got NULL.
+   blocks asked for: NULL + ENOMEM at the limit. Growing the last segment's mapping in place (mremap, the heap's
+   answer to the mapping limit) when that segment is a released, read-only one would kill the program at its
+   first write (SIGSEGV).
+   large: blocks of 40,000 B under a limit of 32 MiB: at least half the limit is served (glibc: 31 MB). The
+   large-slot table mapped read-write whole (32 MiB with the whole reservation) at the 17th block would take the
+   limit (Python under `ulimit -d 48000` would hold 59 such blocks, 2.4 MB).
+   cache: the limit (256 MiB) filled with blocks of 100,000 B, all freed, then a block of 8 MiB: served. Freed
+   blocks' slots kept mapped read-write (charged), and a retry after the refusal that gave back only the small
+   blocks' segments, would leave the program, holding nothing, with NULL.
    Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
 #include <malloc.h>
 #include <stdio.h>

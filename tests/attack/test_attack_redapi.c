@@ -1,27 +1,28 @@
 /* A red-team pass over the public API of the spaces, DMA and pages parts, against include/memspace.h's /// promises
    and docs/spaces.md's worst-case memory:
-   - with CAP_SYS_ADMIN, ms_dma_segments / ms_dma_phys / ms_dma_verify failed with EPERM ("without
-     CAP_SYS_ADMIN") when /proc/self/pagemap could not be opened for want of a file descriptor (RLIMIT_NOFILE
-     reached), and the statistics said "not readable (no CAP_SYS_ADMIN)": a driver reading EPERM gives up on
-     physical addresses for good. The open's errno (EMFILE, ENFILE) is returned now, and the list is built at the
-     next call once a descriptor is free;
-   - the ENOMEM of those three calls (the list's memory refused) was mapped in promises.tsv to a test that never
-     makes it happen: checked here with the page layer's fault injection, and the next call builds the list;
-   - MS_DMA_NO_FALLBACK with page_size 0 means "a huge page of some size, never base pages" (docs/dma.md); the
-     header said only "instead of falling back to a smaller page size";
-   - docs/spaces.md's bounds (Bound 1 and 2: no request can fail when H >= ...) counted every byte of the space's
-     size H, but a block never crosses a region boundary: a fixed 64 KiB space grown by two ms_space_expand of
+   - with CAP_SYS_ADMIN, ms_dma_segments / ms_dma_phys / ms_dma_verify return the open's errno (EMFILE, ENFILE)
+     when /proc/self/pagemap cannot be opened for want of a file descriptor (RLIMIT_NOFILE reached), the
+     statistics unchanged, and build the list at the next call once a descriptor is free: EPERM ("without
+     CAP_SYS_ADMIN") and "not readable (no CAP_SYS_ADMIN)" there would make a driver give up on physical addresses
+     for good;
+   - the ENOMEM of those three calls (the list's memory refused), checked here with the page layer's fault
+     injection, and the next call builds the list: promises.tsv maps the three promises to this test, one that
+     makes the ENOMEM happen;
+   - MS_DMA_NO_FALLBACK with page_size 0 means "a huge page of some size, never base pages" (docs/dma.md), and the
+     header says so: a buffer above 512 MiB may go from 1 GiB to 2 MiB pages under it;
+   - docs/spaces.md's bounds (Bound 1 and 2: no request can fail when H >= ...) count whole frames of n inside one
+     region, since a block never crosses a region boundary: a fixed 64 KiB space grown by two ms_space_expand of
      32 KiB (H = 128 KiB = M + n with M = n = 64 KiB, no small block) refuses a 64 KiB block. The bounds hold for
-     the space's regions whose sizes are multiples of n; the document says so now;
-   - MS_SPACE_HUGE_PAGES with MS_SPACE_AT_FIRSTALLOC committed (and pre-faulted) the whole space at creation, where
-     the header promised the first allocation, and MEMSPACE_VERBOSE said "at first allocation": hugetlb pages are
-     taken when mapped, so the header and the message say it is committed at creation;
-   - the page layer recorded a THP range (base pages advised for transparent huge pages) with page_size 2 MiB, and
-     took it for hugetlb: ms_pages_release of its first 4 KiB unmapped 2 MiB of the caller's memory, a 4 KiB
-     release elsewhere was EINVAL, ms_pages_decommit left the page accessible (the header: inaccessible), reset
-     used MADV_DONTNEED, and a release subtracted THP bytes from os_hugetlb_bytes; os_thp_bytes never went down;
-   - ms_dma_register with MS_DMA_CONTIGUOUS of one page without CAP_SYS_ADMIN failed with EPERM, where
-     ms_dma_alloc takes one page as contiguous by construction: registration does the same now. */
+     the space's regions whose sizes are multiples of n, as the document says;
+   - MS_SPACE_HUGE_PAGES with MS_SPACE_AT_FIRSTALLOC commits (and pre-faults) the whole space at creation, since
+     hugetlb pages are taken when mapped, and the header and the MEMSPACE_VERBOSE message say so;
+   - the page layer records a THP range (base pages advised for transparent huge pages) with the kernel's page
+     (base) and whether it is THP: ms_pages_release of its first 4 KiB releases 4 KiB (a record of 2 MiB taken for
+     hugetlb would unmap 2 MiB of the caller's memory and refuse 4 KiB elsewhere with EINVAL), ms_pages_decommit
+     makes the range inaccessible, reset uses MADV_FREE, and a release leaves os_hugetlb_bytes alone and takes
+     what it releases off os_thp_bytes;
+   - ms_dma_register with MS_DMA_CONTIGUOUS of one page without CAP_SYS_ADMIN registers it, as ms_dma_alloc takes
+     one page as contiguous by construction. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
