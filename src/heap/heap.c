@@ -126,7 +126,9 @@ MSI_START_BSS static msi_heap_t *_Atomic all_heaps;
 MSI_START_BSS static msi_heap_t *_Atomic orphans;
 MSI_START_BSS static uint32_t heap_count;
 static int orphans_busy; /* orphans a collector or a span's taker holds off the list (orphans_collect, orphan_span_take) */
-static _Thread_local int orphans_held_here; /* of those holds, this thread's (msi_fork_heap) */
+/* those of orphans_busy this thread holds: a fork (msi_fork_heap) or a signal handler's call on it (malloc_trim)
+   waits for the others only, since the thread's own end only after the handler returns */
+static _Thread_local int orphans_held_here;
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
@@ -1244,13 +1246,16 @@ static _Atomic uint64_t forced_passes;
    cut from a cache, chunks being dropped: seg->purging, segments being given back: seg_pending_*) until it ends,
    and the other pass leaves those alone */
 static _Atomic unsigned purges_running;
+static _Thread_local unsigned purges_here; /* those of purges_running this thread runs (as orphans_held_here) */
 static void purge_pass(uint64_t now_ms_in, bool force, bool force_large);
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0 && !force) return;
   if (force) atomic_fetch_add_explicit(&forced_passes, 1, memory_order_acq_rel);
+  purges_here++;
   atomic_fetch_add_explicit(&purges_running, 1, memory_order_relaxed);
   purge_pass(now_ms_in, force, force_large);
   atomic_fetch_sub_explicit(&purges_running, 1, memory_order_release);
+  purges_here--;
 }
 static void purge_pass(uint64_t now_ms_in, bool force, bool force_large) {
   long long d = msi_opt(MS_OPTION_PURGE_DELAY);
@@ -1329,14 +1334,16 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
    or SCHED_IDLE: on a loaded machine for many ms), would give it back only after the call returned, up to every
    idle segment of a burst of threads that exited. So the call waits for the passes under way to end, and passes
    again when one overlapped its own (another pass began meanwhile, or was under way at its start): a few rounds
-   at most (the maintenance thread passes every purge_task.period_ms), each one's overlapping passes waited out. */
+   at most (the maintenance thread passes every purge_task.period_ms), each one's overlapping passes waited out.
+   A pass of the calling thread's own (a signal handler's call that interrupted it) is not waited for: it ends
+   after the handler returns. */
 void msi_heap_purge_all(void) {
   for (int round = 0;; round++) {
     uint64_t pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
-    bool alone = atomic_load_explicit(&purges_running, memory_order_acquire) == 0;
+    bool alone = atomic_load_explicit(&purges_running, memory_order_acquire) == purges_here;
     msi_heap_purge(msi_heap_now_ms(), true);
     alone = alone && atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed) == pass + 1;
-    while (atomic_load_explicit(&purges_running, memory_order_acquire)) msi_os_sleep_ms(1);
+    while (atomic_load_explicit(&purges_running, memory_order_acquire) > purges_here) msi_os_sleep_ms(1);
     if (alone || round == 3) return;
   }
 }
@@ -2344,14 +2351,15 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_unlock(&heaps_lock);
 }
 
-/* every orphan flushed, also those another collector held when this one looked (it puts them back soon) */
+/* every orphan flushed, also those another collector held when this one looked (it puts them back soon); those
+   the calling thread holds itself (orphans_held_here) are not waited for */
 void msi_heap_orphans_flush(void) {
   msi_heap_t *me = msi_tls_heap;
   if (me != MSI_EMPTY_HEAP) remote_flush(me); /* the caller's chain may hold blocks of the orphans */
   for (;;) {
     orphans_collect(true, 0, 0);
     msi_lock(&heaps_lock);
-    bool busy = orphans_busy != 0;
+    bool busy = orphans_busy > orphans_held_here;
     msi_unlock(&heaps_lock);
     if (!busy) return;
     msi_os_yield();

@@ -271,8 +271,33 @@ static void decommit(uintptr_t addr, size_t bytes) {
    every page accounted) they are off: slots are committed
    per block as the larger ones. A block leaving a dense slot by realloc is copied (at most 1 MiB): moved pages
    would split the mapping. */
+/* Under a data limit (RLIMIT_DATA) below DENSE_DATA_LIMIT the same holds as under strict overcommit: the limit
+   charges every read-write private mapping, resident or not, MAP_NORESERVE or not, so a dense size's mapping,
+   which only grows, would keep the charge of every slot it ever held, and a block of 257 KiB the charge of its
+   512 KiB slot, where glibc's freed memory serves the next blocks of any size. Below the bound the limit stops a
+   program before the mapping limit would (a block in a slot of its own, at least 32 KiB, is two mappings: 32,750
+   such blocks charge over 1 GiB). Read once, at the first question (a large block's first dense-size placement,
+   before which no dense slot exists), and fixed for the process (a limit set later leaves the slots as they are):
+   one getrlimit, in programs with a block of 32 KiB-1 MiB. */
+#define DENSE_DATA_LIMIT ((rlim_t)1 << 30)
+MSI_START_BSS static _Atomic uint8_t data_limited; /* 0: not read; 1: no limit below the bound; 2: one */
+MSI_NOINLINE MSI_COLD static bool data_limited_read(void) {
+  int saved = errno;
+  struct rlimit rl;
+  uint8_t v = msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur < DENSE_DATA_LIMIT ? 2 : 1, none = 0;
+  errno = saved;
+  if (!atomic_compare_exchange_strong_explicit(&data_limited, &none, v, memory_order_relaxed, memory_order_relaxed))
+    v = none; /* (another thread's answer: the same for every block) */
+  return v == 2;
+}
+/* every committed page charged (strict overcommit, or a data limit below DENSE_DATA_LIMIT) */
+static bool charged(void) {
+  if (strict) return true;
+  uint8_t v = atomic_load_explicit(&data_limited, memory_order_relaxed);
+  return MSI_LIKELY(v) ? v == 2 : data_limited_read();
+}
 static bool dense(unsigned k) {
-  return dense_ok && !strict && k <= LARGE_DENSE_MAX_SHIFT;
+  return dense_ok && k <= LARGE_DENSE_MAX_SHIFT && !charged();
 }
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
@@ -1257,8 +1282,8 @@ static lclass_t *oldest_dirty(uint32_t now, uint32_t *j_out) {
    cached, committed: reusing one needs no system call, only the page faults of a fresh block (and calloc no
    memset), and a cache of barely touched blocks costs an madvise each, not a decommit and a commit (a churn of
    blocks of 1 B-16 MiB touching one page each would otherwise make two system calls per reuse). Pages
-   the kernel will not drop (mlock) go back with their slot, and so does every slot under strict overcommit (a
-   kept slot would keep its commit charge, which later allocations may need). */
+   the kernel will not drop (mlock) go back with their slot, and so does every slot when every page is charged
+   (charged(): a kept slot would keep its commit charge, which later allocations may need). */
 void msi_large_trim(uint64_t keep) {
   uint32_t now = msi_heap_now_ms(), j = 0;
   lclass_t *c;
@@ -1271,7 +1296,7 @@ void msi_large_trim(uint64_t keep) {
     }
     uint32_t idx = c->cached[j].idx;
     size_t bytes = (size_t)(meta_at(c, idx)->pages & SLOT_PAGES) << page_shift;
-    if (!strict && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
+    if (!charged() && msi_os_madvise((void *)(c->base + ((uintptr_t)idx << k)), bytes, MADV_DONTNEED) == 0) {
       meta_at(c, idx)->pages |= SLOT_CLEAN;
       atomic_fetch_sub_explicit(&dirty_bytes, bytes, memory_order_relaxed);
       msi_unlock(lock_of(c));

@@ -15,6 +15,10 @@
    cache: the limit (256 MiB) filled with blocks of 100,000 B, all freed, then a block of 8 MiB: served. Freed
    blocks' slots kept mapped read-write (charged), and a retry after the refusal that gave back only the small
    blocks' segments, would leave the program, holding nothing, with NULL.
+   sizes: under a limit of 256 MiB, blocks of 40,000, 100,000, 300,000 and 600,000 B in turn, each size until
+   malloc refuses, then all freed: each size at least half the limit (glibc: each 250 MB). Slots of 64 KiB-1 MiB
+   (dense) mapped read-write in runs that only grow would keep the limit's charge after the frees, and a block
+   would take its whole power-of-two slot's: 144 MB of the first size, then not one block of the others.
    Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
 #include <malloc.h>
 #include <stdio.h>
@@ -44,11 +48,23 @@ static void drop(void *chain) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "reuse";
   int released = strcmp(mode, "released") == 0;
-  int cache = strcmp(mode, "cache") == 0;
-  size_t limit = (cache ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
+  int cache = strcmp(mode, "cache") == 0, sizes = strcmp(mode, "sizes") == 0;
+  size_t limit = (cache || sizes ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
   struct rlimit rl = {limit, limit};
   if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
   size_t n1, n2, n3;
+  if (sizes) {
+    static const size_t size[] = {40000, 100000, 300000, 600000};
+    int fail = 0;
+    for (unsigned i = 0; i < sizeof size / sizeof size[0]; i++) {
+      void *blocks = fill(size[i], &n2);
+      printf("%zu blocks of %zu B (%zu MB) under RLIMIT_DATA %zu MiB\n", n2, size[i], n2 * size[i] / 1000000,
+             limit >> 20);
+      drop(blocks);
+      fail |= n2 * size[i] < limit / 2;
+    }
+    return fail;
+  }
   if (strcmp(mode, "large") == 0) {
     void *large = fill(40000, &n2);
     printf("%zu blocks of 40,000 B under RLIMIT_DATA %zu MiB\n", n2, limit >> 20);

@@ -16,7 +16,7 @@ size=${2:-short}
 build=$(cd "${3:-build}" && pwd)
 tool="$build/memspace"
 py=/usr/bin/python3   # Debian's python, whose test package is libpython3.11-testsuite
-out="$build/realworld"
+out="$build/realworld" # (python's files named by size too: the short and the full suite may run at once)
 mkdir -p "$out"
 csv="$out/results.csv"
 [ -f "$csv" ] || echo "suite,mode,item,result" > "$csv"
@@ -60,7 +60,7 @@ if [ "$what" = python ]; then
   mods=$short
   [ "$size" = full ] && mods=$full
   for m in $modes; do
-    log="$out/python-$m.log"
+    log="$out/python-$size-$m.log"
     start=$(date +%s)
     # the space is the process's own (children do not inherit it): run the tests in one process there
     jobs=-j2
@@ -70,7 +70,7 @@ if [ "$what" = python ]; then
     secs=$(( $(date +%s) - start ))
     # one line per module from regrtest's summary ("N tests failed:" and the names under it...): passed
     # unless named under a heading; no summary at all (a crash) makes every module "crashed"
-    $py - "$log" $mods > "$out/python-$m.results" <<'PY'
+    $py - "$log" $mods > "$out/python-$size-$m.results" <<'PY'
 import re, sys
 text = open(sys.argv[1], errors="replace").read().splitlines()
 state, heading = {}, None
@@ -88,11 +88,12 @@ for line in text:
 for mod in sys.argv[2:]:
     print(mod, state.get(mod, "passed") if summary else "crashed")
 PY
-    n=$(wc -l < "$out/python-$m.results")
-    echo "python $m: exit $rc, $n modules in ${secs}s: $(grep -c ' passed$' "$out/python-$m.results") passed"
-    while read -r mod res; do echo "python,$m,$mod,$res" >> "$csv"; done < "$out/python-$m.results"
-    if [ "$m" != glibc ] && ! cmp -s "$out/python-glibc.results" "$out/python-$m.results"; then
-      echo "FAIL: python under $m differs from glibc:"; diff "$out/python-glibc.results" "$out/python-$m.results"
+    n=$(wc -l < "$out/python-$size-$m.results")
+    echo "python $m: exit $rc, $n modules in ${secs}s: $(grep -c ' passed$' "$out/python-$size-$m.results") passed"
+    while read -r mod res; do echo "python,$m,$mod,$res" >> "$csv"; done < "$out/python-$size-$m.results"
+    if [ "$m" != glibc ] && ! cmp -s "$out/python-$size-glibc.results" "$out/python-$size-$m.results"; then
+      echo "FAIL: python under $m differs from glibc:"
+      diff "$out/python-$size-glibc.results" "$out/python-$size-$m.results"
       tail -30 "$log"; status=1
     fi
     [ "$m" = glibc ] && [ "$rc" != 0 ] && echo "note: python's tests fail under glibc too (exit $rc)"
