@@ -172,9 +172,14 @@ static void reserve(uintptr_t addr, size_t bytes) {
 
 /* the slot table, mapped on first use (two threads racing both may map one, one keeps its copy);
    NULL when refused: the caller maps its block on its own (direct.c) */
+static slot_meta_t *table_map(void);
 MSI_HOT_TEXT static slot_meta_t *table_get(void) {
   slot_meta_t *t = atomic_load_explicit(&table, memory_order_acquire);
-  if (MSI_LIKELY(t)) return t;
+  return MSI_LIKELY(t) ? t : table_map();
+}
+/* table_get's first call, and its calls while refused: out of the hot text (once a process, or with a mapping) */
+MSI_NOINLINE MSI_COLD static slot_meta_t *table_map(void) {
+  slot_meta_t *t = NULL; /* (the table's expected value: none yet) */
   /* Under a data limit (RLIMIT_DATA charges every read-write private mapping, resident or not) the whole table
      (32 MiB with the whole reservation) would take a share of the limit the program's blocks need (Python under
      `ulimit -d 24000` failed with MemoryError holding 12 MB): above a quarter of the room the limit leaves (the
