@@ -16,7 +16,7 @@ int ms_version(void) { return MEMSPACE_VERSION_MAJOR * 10000 + MEMSPACE_VERSION_
    constructor, which then applies them as ms_option_set does */
 MSI_START_BSS static bool options_deferred;
 
-void msi_init(void) {
+MSI_STARTUP_TEXT void msi_init(void) { /* (every process runs it: with the constructors) */
   if (MSI_LIKELY(atomic_load_explicit(&msi_initialized, memory_order_acquire))) return;
   msi_options_init();
   msi_route_init();
