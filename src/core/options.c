@@ -265,8 +265,12 @@ static void report_invalid(const opt_desc_t *d, const char *s) {
     msi_snprintf(takes, sizeof takes, "; takes bytes or a number with K, M, G or T%s", d->min < 0 ? ", or auto" : "");
   else if (d->kind == KIND_BOOL) msi_snprintf(takes, sizeof takes, "; takes 1/0, true/false, yes/no, on/off");
   else if (d->kind == KIND_INT) msi_snprintf(takes, sizeof takes, "; takes %lld to %lld", d->min, d->max);
-  msi_warning("invalid value '%s' for %s (%s%s); using the default %s", s, opt_env(d), doc, takes,
-              default_text(d, def, sizeof def));
+  if (d == &opt_table[MS_OPTION_HUGE_PAGES]) /* (0 given is the operator's "no huge pages": not what unset does) */
+    msi_warning("invalid value '%s' for %s (%s%s); treated as unset: 2 MiB pages for MS_SPACE_HUGE_PAGES spaces, "
+                "the best size for DMA", s, opt_env(d), doc, takes);
+  else
+    msi_warning("invalid value '%s' for %s (%s%s); using the default %s", s, opt_env(d), doc, takes,
+                default_text(d, def, sizeof def));
   msi_unsetenv(opt_env(d));
 }
 
@@ -479,7 +483,8 @@ size_t msi_options_describe(char *buf, size_t cap) {
       continue;
     }
     long long v = msi_opt((ms_option_t)i);
-    if (v == d->def && i != MS_OPTION_CACHE) continue;
+    if (v == d->def && i != MS_OPTION_CACHE && !(i == MS_OPTION_HUGE_PAGES && msi_option_given(MS_OPTION_HUGE_PAGES)))
+      continue; /* (HUGE_PAGES=0 given differs from unset: shown) */
     opt_desc_t cur = *d;
     cur.def = v;
     char text[64];

@@ -153,7 +153,7 @@ typedef struct msi_segment_s {
      chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The first 27 mini spans' share the header's
      first page with map[], desc[0] and chunk 1's: a short process's blocks (`sort` or `head`: 25-26 mini spans and
      one span at chunk 1, which a block of 4 KiB such as stdio's buffer takes) write one page of the header, not
-     two (with the mini spans' first, chunk 1's descriptor was on the next page) */
+     two (chunk 1's descriptor after the mini spans' would lie on the next page) */
   _Alignas(64) msi_span_t desc[1 + MSI_HEAP_MINI_DESC + MSI_HEAP_SEG_CHUNKS - 1];
 } msi_segment_t;
 /* map[]'s entry for the chunks of the span whose first chunk is `at` (>= 1): its descriptor's index */

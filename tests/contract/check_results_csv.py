@@ -2,8 +2,8 @@
 """check_results_csv.py SRC: every CSV committed under bench/results/ follows docs/contract.md §2's row format, not
 only the PART.csv files of `memspace bench` (check_bench_csv.py checks those in depth): the exact header, seven
 fields a row, impl an allocator's name (check_bench_csv.py's impl_problem: reserved, memspace-PRESET,
-NAME-published; configurations go in case), and a unit (_ns, _bytes) only at the end of a metric's name. bench/compare.sh's
-compare.csv wrote impl A/B and p50_ns_geomean into the same directory. Prints every problem; exit 1 on one."""
+NAME-published, or this project's linux; configurations go in case), and a unit (_ns, _bytes) only at the end of a
+metric's name. Prints every problem; exit 1 on one."""
 import csv
 import glob
 import os

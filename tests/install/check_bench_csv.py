@@ -34,7 +34,7 @@ def impl_problem(impl):
         return None
     if re.fullmatch(r"[a-z0-9-]+-published", impl):
         return None
-    return (f"impl '{impl}' is not an allocator's name (reserved, memspace-PRESET, NAME-published): a "
+    return (f"impl '{impl}' is not an allocator's name (reserved, memspace-PRESET, NAME-published, linux): a "
             "configuration goes in case")
 
 
