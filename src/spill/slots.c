@@ -158,6 +158,7 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
   k->live++;
   atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&sp.bytes, need, memory_order_relaxed);
+  atomic_fetch_add_explicit(&sp.alloc_gen, 1, memory_order_relaxed);
   msi_sp_advise_update();
   msi_maint_wake(); /* a spilled block: its pages need write-back while it lives (writeback.c maint_busy) */
   return k->start + off;

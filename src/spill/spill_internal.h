@@ -94,6 +94,7 @@ typedef struct {
   _Atomic uint64_t last_sync_ns;
   bool random_adv;             /* mappings advised MADV_RANDOM + MADV_NOHUGEPAGE (the data outgrew memory), else
                                   the advice of data that fits (advise_range) */
+  _Atomic uint64_t alloc_gen;  /* blocks allocated so far (advise_refresh) */
   _Atomic uint64_t advice_switches;
   _Atomic uint64_t deferred;   /* bytes of blocks freed while a forked child may still read them (fork.c) */
   _Atomic uint64_t maint_passes; /* runs of the maintenance task (tests wait for them instead of sleeping) */

@@ -14,9 +14,7 @@
    and steadier (docs/spill.md). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
    of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
    the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
-   is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on; a program's own MADV_HUGEPAGE on its block (numpy
-   gives it every array of 4 MiB or more, right after the malloc) stands for the block's fill, and the write-back
-   advises MADV_NOHUGEPAGE behind it (see writeback_range). */
+   is MADV_RANDOM and MADV_NOHUGEPAGE, again after new blocks (see advise_refresh). */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
     msi_os_madvise((void *)start, len, MADV_RANDOM);
@@ -41,6 +39,33 @@ void msi_sp_advise_update(void) {
   if (!sp.random_adv && need > msi_sp_fit_bytes()) advise_all(true);
   else if (sp.random_adv && need < bud.cg.limit / 2) advise_all(false);
 }
+/* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings after new blocks,
+   since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every array of 4 MiB or
+   more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under MADV_RANDOM: an order of
+   magnitude fewer random reads per second beyond memory. Twice: at the first tick that sees the new blocks, and
+   at the first tick a whole period after that one. The program's madvise follows its malloc, but the first tick
+   may fall in between (the allocation wakes the maintenance thread, and other wakes can bring a second tick at
+   once), and a refresh a period later lands after any madvise that directly follows its malloc: the fill of
+   such a block takes 2 MiB folios for at most a period, never throughout by the luck of the ticks (such a fill
+   leaves dirty 2 MiB folios faster than the write-back cleans them, and the random accesses after it wait for
+   them). Only spill's own mappings are advised: heap blocks keep the program's advice (docs/spill.md). */
+static void advise_refresh(uint64_t now) { /* maintenance thread only */
+  static uint64_t seen, later_ns;
+  static bool first;
+  uint64_t gen = atomic_load_explicit(&sp.alloc_gen, memory_order_relaxed);
+  if (gen != seen) {
+    seen = gen;
+    first = true;
+    later_ns = now + SP_SYNC_PERIOD_NS;
+  }
+  if (!first && (!later_ns || now < later_ns)) return;
+  if (!msi_trylock(&sp_lock)) return; /* (the next tick tries again) */
+  if (sp.random_adv) advise_all(true);
+  if (first) first = false;
+  else later_ns = 0;
+  msi_unlock(&sp_lock);
+}
+
 /* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
    mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, costly
    in a VM (most of a CPU beyond memory). So there (unmap: the data does not fit) each 2 MiB unit
@@ -55,14 +80,7 @@ void msi_sp_advise_update(void) {
    kernel without preemption (PREEMPT_NONE, common on servers and VMs) can hand the CPU to a woken interactive
    process (a call over a clean piece is cheap), and after a piece that wrote something, and after each unmap,
    the thread yields (msi_maint_yield): a process that was already waiting for this CPU would otherwise wait for
-   the next tick behind a large unmap and the idle-priority calls after it.
-   Beyond memory the units the program has written to (the file holds data there) are also advised
-   MADV_NOHUGEPAGE, one call for each run of them every SP_WB_CHECK bytes: a program may have advised its block
-   MADV_HUGEPAGE, and a huge-page file mapping reads a 2 MiB folio on every fault, even under MADV_RANDOM (an
-   order of magnitude fewer random reads per second once the written-back pages are evicted). Units never
-   touched keep the program's advice, so a fill of such a block faults 2 MiB folios of zeroes from start to end
-   (a fault per 2 MiB, several times less system time than a fault per 4 KiB page) whatever the timing of the
-   passes, and what it wrote faults 4 KiB pages after its write-back. */
+   the next tick behind a large unmap and the idle-priority calls after it. */
 #define SP_WB_PIECE ((size_t)256 << 10)
 #define SP_WB_UNIT ((size_t)2 << 20)
 #define SP_WB_CHECK ((size_t)32 << 20)
@@ -85,36 +103,10 @@ static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
     len -= n;
   }
 }
-/* whether the program has written to [off, off + len) of class k's region: the file holds data there (blocks
-   written back, or pages in the page cache over the reserved, unwritten extents of a block never touched); a
-   refused lseek answers true */
-static bool unit_touched(const sp_class_t *k, int fd, size_t off, size_t len) {
-  while (len) {
-    size_t in_chunk = ((size_t)1 << k->chunk_shift) - (off & (((size_t)1 << k->chunk_shift) - 1));
-    size_t n = len < in_chunk ? len : in_chunk;
-    long long fo = (long long)file_off(k, off), d = msi_os_seek_data(fd, fo);
-    if (d < 0 ? errno != ENXIO : d < fo + (long long)n) return true;
-    off += n;
-    len -= n;
-  }
-  return false;
-}
-static void advise_behind(uintptr_t *from, uintptr_t to) { /* [*from, to) touched: 4 KiB faults from now on */
-  if (to > *from) msi_os_madvise((void *)*from, to - *from, MADV_NOHUGEPAGE);
-  *from = to;
-}
 static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
-  uintptr_t run = 0, run_end = 0; /* touched units not yet advised (unmap) */
   for (size_t done = 0; done < len; done += SP_WB_UNIT) {
     size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
     if (unmap && lo < a + n) {
-      if (unit_touched(k, fd, lo, a + n - lo)) {
-        if (run_end != k->start + lo) { /* a new run: the last one advised now */
-          advise_behind(&run, run_end);
-          run = k->start + lo;
-        }
-        run_end = k->start + a + n;
-      }
       msi_maint_set_idle(false);
       msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
       msi_maint_set_idle(bud.idle);
@@ -125,10 +117,7 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
       sync_piece(k, fd, a + p, n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE);
       if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
     }
-    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) {
-      advise_behind(&run, run_end);
-      headroom_check(); /* (itself at most every 50 ms) */
-    }
+    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) headroom_check(); /* (itself at most every 50 ms) */
   }
 }
 
@@ -238,7 +227,6 @@ void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
     return;
   }
   if (prev.len) {
-    msi_os_madvise((void *)prev.addr, prev.len, MADV_NOHUGEPAGE); /* filled: see writeback_range */
     msi_os_madvise((void *)prev.addr, prev.len, MADV_DONTNEED);
     msi_os_sync_file_range(fd, (off_t)prev.off, (off_t)prev.len, SYNC_FILE_RANGE_WRITE);
     if (wb.n == WB_QUEUE) { /* (blocks far below the window: the oldest is forgotten, not waited for) */
@@ -294,6 +282,7 @@ static void maint_run(uint64_t now_ns) {
     msi_sp_advise_update();
     msi_unlock(&sp_lock);
   }
+  advise_refresh(now_ns);
 }
 /* work while spilled blocks live (the program dirties their pages without a call: each pass samples), and for
    the auto mode's tick after blocks were asked about; a sleeping maintenance thread wakes at a spilled block's
