@@ -2410,7 +2410,9 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     /* orphans another thread holds off the list (orphans_collect's list, orphan_span_take's orphan: heaps_lock not
        held while it works on them) would be lost to the child with their spans: waited for, as a lock is. The
        holder takes no lock held by now (the earlier parts' and init_lock: the heap takes none of them there), so
-       its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU). A
+       its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU), for
+       at most a second: a holder stopped in a signal handler that waits for this fork (its own fork, a lock the
+       prepare holds) would hang both, and a child without that orphan only leaks its spans. A
        hold of this thread's own (a fork from a signal handler that interrupted it) cannot end first: it resumes
        after the fork in both processes, the child's count kept for it (below). Meanwhile the list is kept aside,
        and so are the orphans put back or made (threads exiting) during each wait, so that no new hold begins
@@ -2418,7 +2420,7 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     if (orphans_busy > orphans_held_here) {
       msi_heap_t *aside = orphans;
       orphans = NULL;
-      for (int i = 0; orphans_busy > orphans_held_here; i++) {
+      for (int i = 0; orphans_busy > orphans_held_here && i < 1100; i++) {
         msi_unlock(&heaps_lock);
         if (i < 100) msi_os_yield();
         else msi_os_sleep_ms(1);
@@ -2467,7 +2469,9 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy != orphans_held_here) orphans_busy = orphans_held_here; /* (this thread's holds end there) */
-    if (purges_running) purges_running = 0; /* (the parent's passes: their held work finished above) */
+    /* (the parent's passes: their held work finished above; this thread's own, interrupted by the handler that
+       forked, resumes in the child and counts itself out) */
+    if (purges_running != purges_here) purges_running = purges_here;
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;
   }

@@ -14,7 +14,8 @@
    limit (Python under `ulimit -d 48000` would hold 59 such blocks, 2.4 MB).
    cache: the limit (256 MiB) filled with blocks of 100,000 B, all freed, then a block of 8 MiB: served. Freed
    blocks' slots kept mapped read-write (charged), and a retry after the refusal that gave back only the small
-   blocks' segments, would leave the program, holding nothing, with NULL.
+   blocks' segments, would leave the program, holding nothing, with NULL. cache_dense: the same under 1280 MiB,
+   where the sizes of 64 KiB-1 MiB take dense slots: the freed sizes' mappings go back whole.
    sizes: under a limit of 256 MiB, blocks of 40,000, 100,000, 300,000 and 600,000 B in turn, each size until
    malloc refuses, then all freed: each size at least half the limit (glibc: each 250 MB). Slots of 64 KiB-1 MiB
    (dense) mapped read-write in runs that only grow would keep the limit's charge after the frees, and a block
@@ -48,8 +49,9 @@ static void drop(void *chain) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "reuse";
   int released = strcmp(mode, "released") == 0;
-  int cache = strcmp(mode, "cache") == 0, sizes = strcmp(mode, "sizes") == 0;
-  size_t limit = (cache || sizes ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
+  int dense = strcmp(mode, "cache_dense") == 0, cache = dense || strcmp(mode, "cache") == 0;
+  int sizes = strcmp(mode, "sizes") == 0;
+  size_t limit = (dense ? 1280u : cache || sizes ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
   struct rlimit rl = {limit, limit};
   if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
   size_t n1, n2, n3;
