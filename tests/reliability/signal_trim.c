@@ -1,7 +1,9 @@
 /* signal_trim: a signal handler calling malloc_trim while the thread it interrupted is inside the heap's purge pass
    or holds the list of orphaned heaps (the outcome rule of signal_reentry.c: harmless or one message and SIGABRT,
-   never a hang). The library counted such a pass or list as another thread's and waited for it to end, which it
-   does only after the handler returns: malloc_trim in the handler slept in 1 ms steps forever.
+   never a hang). Counted as another thread's, such a pass or list would be waited for, and it ends only after the
+   handler returns: malloc_trim in the handler would sleep in 1 ms steps for ever. With _fork the handler forks
+   instead, and the child, once the interrupted pass ends there, allocates, frees and calls malloc_trim: the pass
+   counted twice (once by the fork's reset, once when it ends) would make that malloc_trim wait for ever.
    Deterministic as signal_reentry.c: this program defines madvise, munmap and mprotect (exported, -rdynamic); a
    child process runs the mode's calls with the k-th of the library's calls of them raising SIGUSR1, whose handler
    calls malloc_trim, for k = 1, 2, ... until a child makes fewer calls (each point of the calls reached once, with
@@ -9,7 +11,8 @@
    trim     malloc_trim after blocks of several sizes were freed (the pass gives their pages back);
    orphan   the same with a thread that ended holding blocks main frees then (the orphaned heap's collection);
    refused  under RLIMIT_DATA, small blocks up to the limit, all freed, then large blocks: the refused block's
-            release of the idle segments (msi_heap_release_idle's pass).
+            release of the idle segments (msi_heap_release_idle's pass);
+   orphan_fork  orphan's calls with the handler forking (above).
    Exit 0: every child harmless (exit 0) or detected (SIGABRT: one message, from the library's re-entry check);
    1: a child hung (ended by its SIGALRM) or died otherwise. */
 #include <malloc.h>
@@ -23,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t armed, in_handler, calls, fire_at;
+static volatile sig_atomic_t armed, in_handler, calls, fire_at, handler_forks, forked_child, child_bad;
 
 static long fire(long r) {
   if (armed && !in_handler && ++calls == fire_at) raise(SIGUSR1); /* delivered before raise returns */
@@ -37,7 +40,19 @@ EXPORT int mprotect(void *addr, size_t len, int prot) { return (int)fire(syscall
 static void handler(int sig) {
   (void)sig;
   in_handler = 1;
-  malloc_trim(0);
+  if (!handler_forks) {
+    malloc_trim(0);
+  } else {
+    pid_t p = fork();
+    if (p == 0) { /* the child goes on with the interrupted call, then run() ends it */
+      forked_child = 1;
+      alarm(20);
+    } else if (p > 0) {
+      int st;
+      if (waitpid(p, &st, 0) == p && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        child_bad = WIFSIGNALED(st) ? 100 + WTERMSIG(st) : WEXITSTATUS(st);
+    }
+  }
   in_handler = 0;
 }
 
@@ -101,11 +116,23 @@ static int run(const char *mode) {
     malloc_trim(0);
     armed = 0;
   }
+  if (forked_child) { /* the handler's child: the heap after the interrupted pass ended here */
+    for (int i = 0; i < 3; i++) fill(NULL), drop();
+    malloc_trim(0);
+    _exit(0);
+  }
+  if (child_bad) {
+    printf("the handler's fork child: %s %d\n", child_bad > 100 ? "signal" : "exit status",
+           child_bad > 100 ? child_bad - 100 : child_bad);
+    return 5;
+  }
   return calls >= fire_at ? 0 : 3;
 }
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "trim";
+  handler_forks = strcmp(mode, "orphan_fork") == 0;
+  if (handler_forks) mode = "orphan";
   int harmless = 0, detected = 0;
   for (int k = 1; k <= 500; k++) {
     fflush(stdout);
