@@ -21,6 +21,8 @@ static void first_dense_block_one_call(void **state) {
   (void)state;
   void *warm = ms_malloc(100); /* the heap's start-up: reservation, first segment */
   assert_non_null(warm);
+  void *other = ms_malloc(300000); /* another dense size: the process's one read of RLIMIT_DATA (large.c charged()) */
+  assert_non_null(other);
   uint64_t before = atomic_load(&msi_os_counters.calls);
   char *p = ms_malloc(40000);
   assert_non_null(p);
@@ -28,6 +30,7 @@ static void first_dense_block_one_call(void **state) {
   memset(p, 1, 40000);
   if (!msi_heap_in_large(p) || msi_heap_g.sub_shift < 21) { /* a reservation cut down (RLIMIT_AS, a sanitizer) */
     ms_free(p);
+    ms_free(other);
     ms_free(warm);
     ms_skip_refused(0, "no slot area of 2 MiB sub-regions (a small reservation): every dense mapping is advised");
   }
@@ -35,6 +38,7 @@ static void first_dense_block_one_call(void **state) {
   assert_true(calls <= 2);
   assert_int_equal(ms_test_vm_flag(p, "nh"), 0);
   ms_free(p);
+  ms_free(other);
   ms_free(warm);
 }
 
