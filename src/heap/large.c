@@ -1372,8 +1372,9 @@ size_t msi_large_release_unused(void) {
 }
 
 /* A dense size's free slots stay mapped read-write, their pages dropped (slot_decommit), and RLIMIT_DATA charges
-   every read-write private mapping, resident or not: a program that freed all its blocks of 100 KB kept that
-   whole mapping charged, and a block of another size was refused (a commit refused: msi_heap_release_idle).
+   every read-write private mapping, resident or not: a program that freed all its blocks of 100 KB would keep
+   that whole mapping charged, and a block of another size would be refused (a commit refused:
+   msi_heap_release_idle).
    Here a dense size none of whose slots is live or cached (every slot below its bump is on its free list) goes
    back whole: its range reserved again (PROT_NONE, no charge), its bump and free list emptied, so that its next
    block maps a batch afresh (dense_batch). A size with a block live or cached keeps its mapping (a slot given

@@ -936,8 +936,9 @@ static int print_reentering_child(void) {
   return print_calls > 0 ? 0 : 11;
 }
 /* The buffer_N lines are one snapshot of the buffers: an output callback that makes a buffer, or frees the one
-   listed next, between two lines neither repeats a buffer nor drops one (each line was taken under the registry's
-   lock by position: a buffer made repeated the line before, a buffer freed skipped one). In a child. */
+   listed next, between two lines neither repeats a buffer nor drops one (lines each taken under the registry's
+   lock by position would repeat the line before after a buffer made, and skip one after a buffer freed). In a
+   child. */
 static char listing[1 << 16];
 static size_t listing_len;
 static ms_dma_buffer_t *listed[3], *made;

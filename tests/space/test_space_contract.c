@@ -659,9 +659,8 @@ static void stats_print_callback_reenters(void **state) {
 }
 
 /* The space_N lines are one snapshot of the spaces: an output callback that creates a space, or destroys the one
-   just listed, between two lines neither repeats a space nor drops one (the lines were each taken under the
-   registry's lock by position, so a space created made the next line repeat the one before, and a space destroyed
-   made the next line skip one) */
+   just listed, between two lines neither repeats a space nor drops one (lines each taken under the registry's
+   lock by position would repeat the one before after a space created, and skip one after a space destroyed) */
 static ms_space_t *listed[3];
 static ms_space_t *made;
 static int list_action; /* 1: create a space at the space_0 line; 2: there, destroy listed[2] (listed next) */
