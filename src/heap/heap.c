@@ -2469,8 +2469,9 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy != orphans_held_here) orphans_busy = orphans_held_here; /* (this thread's holds end there) */
-    /* (the parent's passes: their held work finished above; this thread's own, interrupted by the handler that
-       forked, resumes in the child and counts itself out) */
+    /* (the parent's passes: their held work finished above. A pass of this thread's own, interrupted by the
+       handler that forked, resumes in the child and counts itself out; the work it held is finished above too and
+       again when it resumes: a fork from a signal handler inside the allocator's own pass is not supported) */
     if (purges_running != purges_here) purges_running = purges_here;
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;

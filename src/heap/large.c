@@ -199,8 +199,8 @@ MSI_NOINLINE MSI_COLD static slot_meta_t *table_map(void) {
       if (!refused) {
         atomic_store_explicit(&table_refused, true, memory_order_relaxed);
         msi_verbose("heap: the large-block table (%zu KiB) is more than a quarter of the room RLIMIT_DATA (%llu KiB) "
-                    "leaves: large blocks past the first of each size are mapped on their own", table_bytes >> 10,
-                    (unsigned long long)rl.rlim_cur >> 10);
+                    "leaves (%llu KiB): large blocks past the first of each size are mapped on their own",
+                    table_bytes >> 10, (unsigned long long)rl.rlim_cur >> 10, (unsigned long long)room >> 10);
       }
       return NULL;
     }
@@ -282,8 +282,8 @@ static void decommit(uintptr_t addr, size_t bytes) {
    512 KiB slot, where glibc's freed memory serves the next blocks of any size. Below the bound the limit stops a
    program before the mapping limit would (a block in a slot of its own, at least 32 KiB, is two mappings: 32,750
    such blocks charge over 1 GiB). Read once, at the first question (a large block's first dense-size placement,
-   before which no dense slot exists), and fixed for the process (a limit set later leaves the slots as they are):
-   one getrlimit, in programs with a block of 32 KiB-1 MiB. */
+   before which no dense slot exists, or a trim or release of the large slots, which may come first), and fixed
+   for the process (a limit set later leaves the slots as they are): one getrlimit, in programs with large blocks. */
 #define DENSE_DATA_LIMIT ((rlim_t)1 << 30)
 MSI_START_BSS static _Atomic uint8_t data_limited; /* 0: not read; 1: no limit below the bound; 2: one */
 MSI_NOINLINE MSI_COLD static bool data_limited_read(void) {
