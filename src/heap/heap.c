@@ -850,6 +850,9 @@ static void segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_si
    noted in segment->purging (seg_purging_n of them) and a child finishes the pass (purge_pending_finish, from
    msi_fork_heap). Their returned bytes are counted when the pass takes them (the child does not count them again) */
 static size_t seg_purging_n; /* (under seg_lock) */
+/* the segment whose chunks this thread's pass holds (segments_purge): a child forked by a signal handler that
+   interrupted the pass leaves them to it, since the pass resumes there and finishes them itself */
+static _Thread_local msi_segment_t *purging_here;
 void (*msi_heap_purge_hook)(msi_segment_t *seg, uint64_t chunks);
 /* the pages of seg's chunks in m dropped, neighbouring chunks in one call */
 static void chunks_drop(msi_segment_t *seg, uint64_t m) {
@@ -869,6 +872,7 @@ static void chunks_purge_done(msi_segment_t *seg) {
   seg_avail_update(seg);
 }
 static void segments_purge(uint32_t now, uint32_t delay, bool force) {
+  msi_segment_t *outer = purging_here; /* (a pass in a signal handler that interrupted this thread's own) */
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   for (uintptr_t off = 0; off < top; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
@@ -884,6 +888,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     seg_avail_update(seg);
     seg->purging = m;
     seg_purging_n++;
+    purging_here = seg;
     size_t bytes = (size_t)msi_popcount64(m) * MSI_HEAP_CHUNK;
     chunks_purged(bytes - chunks_back_take(seg, m));
     msi_heap_note_idle(-(int64_t)bytes);
@@ -892,6 +897,7 @@ static void segments_purge(uint32_t now, uint32_t delay, bool force) {
     chunks_drop(seg, m);
     msi_lock(&seg_lock);
     chunks_purge_done(seg);
+    purging_here = outer;
     msi_unlock(&seg_lock);
   }
 }
@@ -900,7 +906,7 @@ static void purge_pending_finish(void) {
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   for (uintptr_t off = 0; off < top && seg_purging_n; off += MSI_HEAP_SEG_SIZE) {
     msi_segment_t *seg = (msi_segment_t *)(msi_heap_g.base + off);
-    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || !seg->purging) continue;
+    if (seg_is_released(off >> MSI_HEAP_SEG_SHIFT) || !seg->purging || seg == purging_here) continue;
     chunks_drop(seg, seg->purging);
     chunks_purge_done(seg);
   }
@@ -981,8 +987,13 @@ static void reclaim_pending_finish(void) {
     while (seg_pending_release[w]) segments_release(seg_at(w * 64 + (size_t)__builtin_ctzll(seg_pending_release[w])), 1);
   }
 }
+/* this thread's reclaim passes under way: a child forked by a signal handler that interrupted one leaves every
+   pending segment as it is (the pass resumes there and finishes its own; another thread's, taken at the same
+   time, stays out of use in that child rather than be given back twice) */
+static _Thread_local unsigned reclaim_here;
 static void segments_reclaim(unsigned keep) {
   int saved = errno; /* (a single-threaded program purges from malloc and free) */
+  reclaim_here++;
   uintptr_t top = atomic_load_explicit(&msi_heap_g.small_top, memory_order_acquire);
   unsigned kept = 0;
   uintptr_t ps = msi_os_page_size();
@@ -1022,6 +1033,7 @@ static void segments_reclaim(unsigned keep) {
     kept++;
   }
   if (run_n) segments_release(run, run_n);
+  reclaim_here--;
   errno = saved;
 }
 
@@ -2466,12 +2478,11 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     msi_lock_reset(&init_lock);
     atomic_store_explicit(&release_running, 0, memory_order_relaxed); /* (a pass of another thread's: not the child's) */
     atomic_store_explicit(&release_quiet_until, 0, memory_order_relaxed);
-    if (seg_pending_n) reclaim_pending_finish(); /* (a pass of another thread of the parent held segments) */
+    if (seg_pending_n && !reclaim_here) reclaim_pending_finish(); /* (another thread's pass held segments) */
     if (seg_purging_n) purge_pending_finish();   /* (or chunks) */
     if (orphans_busy != orphans_held_here) orphans_busy = orphans_held_here; /* (this thread's holds end there) */
-    /* (the parent's passes: their held work finished above. A pass of this thread's own, interrupted by the
-       handler that forked, resumes in the child and counts itself out; the work it held is finished above too and
-       again when it resumes: a fork from a signal handler inside the allocator's own pass is not supported) */
+    /* (the parent's passes: their held work finished above, but for a pass of this thread's own, interrupted by
+       the handler that forked, which resumes in the child, finishes its work and counts itself out) */
     if (purges_running != purges_here) purges_running = purges_here;
     uint64_t live = msi_tls_heap != MSI_EMPTY_HEAP; /* written only when it changes: a write is a page copy */
     if (msi_heap_counters.threads_live != live) msi_heap_counters.threads_live = live;

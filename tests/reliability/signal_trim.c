@@ -2,8 +2,10 @@
    or holds the list of orphaned heaps (the outcome rule of signal_reentry.c: harmless or one message and SIGABRT,
    never a hang). Counted as another thread's, such a pass or list would be waited for, and it ends only after the
    handler returns: malloc_trim in the handler would sleep in 1 ms steps for ever. With _fork the handler forks
-   instead, and the child, once the interrupted pass ends there, allocates, frees and calls malloc_trim: the pass
-   counted twice (once by the fork's reset, once when it ends) would make that malloc_trim wait for ever.
+   instead, and the child allocates blocks in the handler, then, once the interrupted pass ends there, checks them,
+   allocates, frees and calls malloc_trim: the pass counted twice (once by the fork's reset, once when it ends)
+   would make that malloc_trim wait for ever, and the pass's held chunks and segments given back twice (by the
+   child's fork handler, then by the pass) would drop the pages of the blocks the handler took.
    Deterministic as signal_reentry.c: this program defines madvise, munmap and mprotect (exported, -rdynamic); a
    child process runs the mode's calls with the k-th of the library's calls of them raising SIGUSR1, whose handler
    calls malloc_trim, for k = 1, 2, ... until a child makes fewer calls (each point of the calls reached once, with
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t armed, in_handler, calls, fire_at, handler_forks, forked_child, child_bad;
+static char *taken[256]; /* the handler's child's blocks, taken inside the handler */
 
 static long fire(long r) {
   if (armed && !in_handler && ++calls == fire_at) raise(SIGUSR1); /* delivered before raise returns */
@@ -44,9 +47,11 @@ static void handler(int sig) {
     malloc_trim(0);
   } else {
     pid_t p = fork();
-    if (p == 0) { /* the child goes on with the interrupted call, then run() ends it */
+    if (p == 0) { /* the child takes blocks, goes on with the interrupted call, then run() ends it */
       forked_child = 1;
       alarm(20);
+      for (int i = 0; i < 256; i++)
+        if ((taken[i] = malloc((size_t)(i % 64 + 1) * 1000))) memset(taken[i], 0xab, 1000);
     } else if (p > 0) {
       int st;
       if (waitpid(p, &st, 0) == p && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
@@ -117,6 +122,9 @@ static int run(const char *mode) {
     armed = 0;
   }
   if (forked_child) { /* the handler's child: the heap after the interrupted pass ended here */
+    for (int i = 0; i < 256; i++)
+      for (int j = 0; taken[i] && j < 1000; j++)
+        if ((unsigned char)taken[i][j] != 0xab) _exit(9); /* a block's page dropped under it */
     for (int i = 0; i < 3; i++) fill(NULL), drop();
     malloc_trim(0);
     _exit(0);
@@ -148,8 +156,9 @@ int main(int argc, char **argv) {
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) harmless++;
     else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT) detected++;
     else {
-      printf("%s: the handler at the library's call %d: %s %d (SIGALRM: a hang)\n", mode, k,
-             WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+      printf("%s: the handler at the library's call %d: %s %d%s\n", mode, k,
+             WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+             WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? " (SIGALRM: a hang)" : "");
       return 1;
     }
   }
