@@ -467,6 +467,7 @@ bool msi_option_given(ms_option_t o) {
   msi_options_init();
   return (unsigned)o < MS_OPTION_COUNT && (atomic_load_explicit(&opt_given, memory_order_relaxed) >> o & 1u);
 }
+bool msi_huge_pages_off(void) { return msi_opt(MS_OPTION_HUGE_PAGES) == 0 && msi_option_given(MS_OPTION_HUGE_PAGES); }
 
 bool msi_option_invalid(ms_option_t o) {
   msi_options_init();
@@ -483,7 +484,7 @@ size_t msi_options_describe(char *buf, size_t cap) {
       continue;
     }
     long long v = msi_opt((ms_option_t)i);
-    if (v == d->def && i != MS_OPTION_CACHE && !(i == MS_OPTION_HUGE_PAGES && msi_option_given(MS_OPTION_HUGE_PAGES)))
+    if (v == d->def && i != MS_OPTION_CACHE && !(i == MS_OPTION_HUGE_PAGES && msi_huge_pages_off()))
       continue; /* (HUGE_PAGES=0 given differs from unset: shown) */
     opt_desc_t cur = *d;
     cur.def = v;

@@ -442,7 +442,7 @@ static int candidates(size_t size, const ms_dma_config_t *c, size_t out[3], cons
     long long cap = msi_opt(MS_OPTION_HUGE_PAGES);
     /* an explicit, valid 0 (MEMSPACE_HUGE_PAGES=0 or ms_option_set) means base pages only; unset or invalid
        (reported, default kept) means best available */
-    bool base_only = cap == 0 && msi_option_given(MS_OPTION_HUGE_PAGES);
+    bool base_only = msi_huge_pages_off();
     if (!base_only && (cap == 0 || cap >= (long long)MSI_GiB) && (size > 512 * MSI_MiB || (contig && size > h2)))
       list[n++] = MSI_GiB;
     if (!base_only) list[n++] = 2 * MSI_MiB;

@@ -129,6 +129,13 @@ static int orphans_busy; /* orphans a collector or a span's taker holds off the 
 /* those of orphans_busy this thread holds: a fork (msi_fork_heap) or a signal handler's call on it (malloc_trim)
    waits for the others only, since the thread's own end only after the handler returns */
 static _Thread_local int orphans_held_here;
+/* d orphans (or lists) taken off the list (1) or put back (-1) by this thread; under heaps_lock */
+static void orphans_hold(int d) {
+  orphans_busy += d;
+  orphans_held_here += d;
+}
+/* another thread holds orphans off the list; under heaps_lock */
+static bool orphans_held_elsewhere(void) { return orphans_busy > orphans_held_here; }
 static uint8_t *heap_pool;
 static size_t heap_pool_left;
 /* The first thread's heap is static storage: a single-threaded program (most processes) maps no pool of heaps,
@@ -2325,7 +2332,7 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_lock(&heaps_lock);
   msi_heap_t *list = orphans;
   orphans = NULL;
-  orphans_busy += list != NULL, orphans_held_here += list != NULL;
+  if (list) orphans_hold(1);
   msi_unlock(&heaps_lock);
   if (!list) return;
   msi_heap_t *last = NULL;
@@ -2359,7 +2366,7 @@ static void orphans_collect(bool all, uint32_t now, uint32_t delay) {
   msi_lock(&heaps_lock);
   last->next_orphan = orphans;
   orphans = list;
-  orphans_busy--, orphans_held_here--;
+  orphans_hold(-1);
   msi_unlock(&heaps_lock);
 }
 
@@ -2371,7 +2378,7 @@ void msi_heap_orphans_flush(void) {
   for (;;) {
     orphans_collect(true, 0, 0);
     msi_lock(&heaps_lock);
-    bool busy = orphans_busy > orphans_held_here;
+    bool busy = orphans_held_elsewhere();
     msi_unlock(&heaps_lock);
     if (!busy) return;
     msi_os_yield();
@@ -2429,10 +2436,10 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
        after the fork in both processes, the child's count kept for it (below). Meanwhile the list is kept aside,
        and so are the orphans put back or made (threads exiting) during each wait, so that no new hold begins
        (threads taking spans one after another would keep the count up). */
-    if (orphans_busy > orphans_held_here) {
+    if (orphans_held_elsewhere()) {
       msi_heap_t *aside = orphans;
       orphans = NULL;
-      for (int i = 0; orphans_busy > orphans_held_here && i < 1100; i++) {
+      for (int i = 0; orphans_held_elsewhere() && i < 1100; i++) {
         msi_unlock(&heaps_lock);
         if (i < 100) msi_os_yield();
         else msi_os_sleep_ms(1);
@@ -2637,7 +2644,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   uint64_t forced = atomic_load_explicit(&forced_passes, memory_order_acquire);
   msi_lock(&heaps_lock);
   msi_heap_t *prev = NULL, *o = orphan_pick(cls, &prev);
-  if (o) orphans_busy++, orphans_held_here++;
+  if (o) orphans_hold(1);
   msi_unlock(&heaps_lock);
   if (!o) return NULL;
   heap_remote_process(o, false, false);
@@ -2659,7 +2666,7 @@ static MSI_NOINLINE msi_span_t *orphan_span_take(msi_heap_t *h, unsigned cls) {
   }
   msi_lock(&heaps_lock);
   orphan_put_back(o, prev);
-  orphans_busy--, orphans_held_here--;
+  orphans_hold(-1);
   msi_unlock(&heaps_lock);
   return s;
 }

@@ -62,6 +62,9 @@ int msi_option_suggest(const char *name, size_t len);
 int msi_option_parse(ms_option_t o, const char *text, long long *value);
 /* true when the option was given a valid value (its variable, or ms_option_set), even one equal to the default */
 bool msi_option_given(ms_option_t o);
+/* MEMSPACE_HUGE_PAGES given as 0 (its variable, or ms_option_set): no huge pages for spaces and DMA, where unset
+   means the best size */
+bool msi_huge_pages_off(void);
 /* Defined (non-zero) by the memspace tool only (hidden weak: 0 everywhere else). The tool carries its own copy of
    the library, but the MEMSPACE_* variables are meant for the program it runs: its copy reports no invalid value
    (the program does, once: docs/contract.md §3) and ignores the modes that would change its own malloc or output (space,

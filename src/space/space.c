@@ -903,7 +903,7 @@ static void init_lock(ms_space_t *s) {
 static unsigned huge_flags(void) {
   long long hp = msi_opt(MS_OPTION_HUGE_PAGES);
   if (hp >= (long long)MSI_GiB) return MS_PAGES_HUGE_1G | MS_PAGES_HUGE_2M;
-  if (hp == 0 && msi_option_given(MS_OPTION_HUGE_PAGES)) return 0;
+  if (msi_huge_pages_off()) return 0;
   return MS_PAGES_HUGE_2M;
 }
 
