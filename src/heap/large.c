@@ -38,23 +38,33 @@ typedef struct lclass_s {
   uint64_t mapped;    /* a dense size's slots below are mapped read-write (dense_batch) */
   uint32_t free_head; /* index + 1 of an uncommitted free slot */
   _Atomic uint32_t ncached; /* peeked at by the purge without the lock */
-  uint32_t cache_max;       /* room of cached[] */
+  uint32_t cache_max;       /* room of cached[] where it lies now: CACHE_HEAD, or cache_room() once moved */
   size_t cached_bytes;      /* committed bytes of the cached slots */
-  struct cache_entry_s *cached; /* the cached slots, oldest first (cache_store) */
+  struct cache_entry_s *cached; /* the cached slots, oldest first (large_meta.cache_head, then cache_store) */
   size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
 } lclass_t;
 
 /* the slot table's entries kept in .lbss per class (see table_head below) */
 #define TABLE_HEAD 16
-/* The classes and the slot table's first entries of each (table_head, below), page-aligned together: a program's
-   first large block writes its class and its slot's entry on one page of .lbss, not two (the classes up to 16 GiB
-   have both on the first page) */
+/* the cached slots a class keeps in .lbss with its class before its cache moves to cache_store (cache_put) */
+#define CACHE_HEAD 4
+/* slot index and the time it was cached (cache_put) */
+typedef struct cache_entry_s {
+  uint32_t idx; /* the slot */
+  uint32_t ms;  /* when it was cached */
+} cache_entry_t;
+/* The classes, their first cached slots (cache_head) and the slot table's first entries of each (table_head,
+   below), page-aligned together: a program's first large block writes its class and its slot's entry on one page
+   of .lbss, and its free caches the slot on that page too, not on a page of cache_store (the classes up to
+   512 MiB have all three on the first page) */
 MSI_COLD_BSS static _Alignas(4096) struct {
   lclass_t classes[MSI_HEAP_LARGE_CLASSES];
+  cache_entry_t cache_head[MSI_HEAP_LARGE_CLASSES][CACHE_HEAD];
   slot_meta_t head[MSI_HEAP_LARGE_CLASSES][TABLE_HEAD];
 } large_meta;
-_Static_assert(sizeof(lclass_t) * MSI_HEAP_LARGE_CLASSES + sizeof(slot_meta_t) * TABLE_HEAD * 19 <= 4096,
-               "the classes of 64 KiB-16 GiB have their class and first slots' entries on one page");
+_Static_assert(sizeof(lclass_t) * MSI_HEAP_LARGE_CLASSES + sizeof(cache_entry_t) * CACHE_HEAD * MSI_HEAP_LARGE_CLASSES +
+                   sizeof(slot_meta_t) * TABLE_HEAD * 14 <= 4096,
+               "the classes of 64 KiB-512 MiB have their class, first cached slots and first slots' entries on one page");
 #define classes (large_meta.classes)
 /* each class's lock, in the fork page (internal.h: msi_fork_page_t) */
 _Static_assert(MSI_HEAP_LARGE_CLASSES <= MSI_FORK_LARGE_LOCKS, "a fork-page lock per large class");
@@ -66,15 +76,17 @@ MSI_START_BSS static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots 
 MSI_START_BSS static size_t page_size, page_shift;
 MSI_START_BSS static bool dense_ok; /* dense slots possible in this build (see dense()); on once the overcommit mode allows */
 #define LARGE_DENSE_MAX_SHIFT 20 /* see dense() */
-/* the classes' cached[] (BSS: a page of it is touched only by a cache that reaches it); a slot's index and the
-   time it was cached side by side, so that a class's first entries lie on one page */
-typedef struct cache_entry_s {
-  uint32_t idx; /* the slot */
-  uint32_t ms;  /* when it was cached */
-} cache_entry_t;
-#define CACHE_STORE ((LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1) * CACHE_MAX_DENSE + \
-                     (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
+/* the classes' cached[] once past CACHE_HEAD entries (BSS: a page of it is touched only by a cache that reaches
+   it); a slot's index and the time it was cached side by side, so that a class's first entries lie on one page */
+#define CACHE_DENSE_CLASSES (LARGE_DENSE_MAX_SHIFT - MSI_HEAP_LARGE_MIN_SHIFT + 1)
+#define CACHE_STORE (CACHE_DENSE_CLASSES * CACHE_MAX_DENSE + (MSI_HEAP_LARGE_MAX_SHIFT - LARGE_DENSE_MAX_SHIFT) * CACHE_MAX)
 MSI_COLD_BSS static cache_entry_t cache_store[CACHE_STORE];
+/* the cached slots class i may keep, and where its room in cache_store starts */
+static inline uint32_t cache_room(unsigned i) { return i < CACHE_DENSE_CLASSES ? CACHE_MAX_DENSE : CACHE_MAX; }
+static inline size_t cache_store_at(unsigned i) {
+  return i < CACHE_DENSE_CLASSES ? (size_t)i * CACHE_MAX_DENSE
+                                 : (size_t)CACHE_DENSE_CLASSES * CACHE_MAX_DENSE + (size_t)(i - CACHE_DENSE_CLASSES) * CACHE_MAX;
+}
 MSI_START_BSS static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
 /* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
    initialises and fixed for the process */
@@ -141,15 +153,14 @@ MSI_STARTUP_TEXT void msi_large_init(void) {
 MSI_STARTUP_TEXT static MSI_NOINLINE void classes_setup(void) {
   msi_lock(lock_of(&classes[0]));
   if (!atomic_load_explicit(&classes_set, memory_order_relaxed)) {
-    size_t body = 0, stored = 0;
+    size_t body = 0;
     for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
       lclass_t *c = &classes[i];
-      c->cache_max = MSI_HEAP_LARGE_MIN_SHIFT + i <= LARGE_DENSE_MAX_SHIFT ? CACHE_MAX_DENSE : CACHE_MAX;
-      c->cached = &cache_store[stored];
+      c->cache_max = CACHE_HEAD;
+      c->cached = large_meta.cache_head[i];
       c->base = msi_heap_g.large_base + ((uintptr_t)i << msi_heap_g.sub_shift);
       c->meta_off = body - TABLE_HEAD;
       c->nslots = class_slots(i, msi_heap_g.sub_shift);
-      stored += c->cache_max;
       body += body_slots(c->nslots);
     }
     atomic_store_explicit(&classes_set, true, memory_order_release);
@@ -581,14 +592,20 @@ static bool mid_cache_room(size_t bytes) {
    16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
    malloc-large, which then committed afresh.) */
 MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
-  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+  unsigned i = (unsigned)(c - classes), k = i + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
-  if (c->ncached >= c->cache_max || k > msi_heap_limits.large_max_shift ||
+  if (c->ncached >= cache_room(i) || k > msi_heap_limits.large_max_shift ||
       (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) && /* (heap.h) */
        atomic_load_explicit(&cached_bytes, memory_order_relaxed) + bytes > MSI_HEAP_PRESSURE_LARGE) ||
       c->cached_bytes + bytes > msi_heap_limits.large_bytes ||
       (dense(k) ? !mid_cache_room(bytes) : c->ncached >= msi_heap_limits.large_slots))
     return false;
+  if (c->ncached == c->cache_max) { /* its head is full: the entries move to the class's room in cache_store */
+    cache_entry_t *room = &cache_store[cache_store_at(i)];
+    msi_memcpy(room, c->cached, c->ncached * sizeof c->cached[0]);
+    c->cached = room;
+    c->cache_max = cache_room(i);
+  }
   uint32_t j = c->ncached;
   while (j > 0 && (int32_t)(c->cached[j - 1].ms - ms) > 0) j--;
   memmove(&c->cached[j + 1], &c->cached[j], (c->ncached - j) * sizeof c->cached[0]);
