@@ -34,7 +34,7 @@
 # stores. So the start-up's page faults, the libc symbols bound (memset and memmove among them) and the stretch of
 # text a short process runs measure the compiler's -O0, not the library's layout. Every other bound holds there too and is checked.
 set -u
-lib=$1 prog=$2 build=${3:-default} layout=${4:-1}
+lib=$1 prog=$2 build=${3:-default} layout=${4:-1} floor=${5:-}
 . "$(dirname "$0")/../common/ms_test.sh"
 fail=0; pass=0
 check() { if eval "$2"; then pass=$((pass+1)); else echo "FAIL: $1"; fail=$((fail+1)); fi; }
@@ -218,6 +218,37 @@ if ms_need_cmd nm && [ -r /proc/self/pagemap ]; then
   touched=$([ -n "$so" ] && LD_PRELOAD=$lib "$prog" forkpages "$so" "$ssize")
   echo "pages of spill's state in a fork child of a program that never spilled: $touched"
   check "a fork child touches none of spill's state when spill is unused" '[ "$touched" = 0 ]'
+fi
+# A fork child of a single-threaded program (a shell's command before its exec, a subshell) against the floor, the
+# same program with an empty library preloaded instead (fifth argument; the minor faults a child takes, the mean
+# over 50, each run laid out without randomisation: startup_prog forkfaults): a child that ends at once at most 2
+# more (the fork handlers write nothing, src/core/fork.c: its fault on their text, and the margin for where the
+# kernel's fault-around windows fall on it), one that makes a malloc and a free first at most 3 (its block and its
+# span's descriptor are written as glibc's block and its tcache are; the class table is read, on a page of
+# constants a child's page table does not hold). A fork page or .bss variable a child's handler wrote would be one
+# more each.
+if [ -n "$floor" ]; then
+  for m in exit malloc; do
+    arg=; [ $m = malloc ] && arg=malloc
+    at=$(LD_PRELOAD=$floor "$prog" forkfaults 50 $arg); with=$(LD_PRELOAD=$lib "$prog" forkfaults 50 $arg)
+    echo "minor page faults of a fork child ($m): $at with an empty library preloaded, $with with memspace"
+    most=2; [ $m = malloc ] && most=3
+    check "a fork child ($m): at most $most page faults more than with an empty library preloaded" \
+      '[ -n "$at" ] && [ -n "$with" ] && [ $((with - at)) -le $most ]'
+  done
+fi
+# Nor does its fork write a page of the library's writable segment, in the child or in the parent (each such page
+# a copy-on-write fault at every fork: its handlers write nothing in a single-threaded process, internal.h
+# msi_set_flag, the fork page): the pages a copy of which either made since the fork, once the parent's handlers
+# ran (startup_prog forkwrites: /proc/self/pagemap's "exclusively mapped" bit).
+if [ -n "${rw_at:-}" ] && [ -r /proc/self/pagemap ]; then
+  written=$(LD_PRELOAD=$lib "$prog" forkwrites "$rw_at" "$rw_size")
+  echo "pages of the library's writable segment written since a fork, by the child or the parent: $written"
+  if [ "$written" = -1 ]; then
+    ms_part_refused "pagemap shows no 'exclusively mapped' bit here (Linux before 4.2?)"
+  else
+    check "a fork writes no page of the library's writable segment" '[ "$written" = 0 ]'
+  fi
 fi
 threads=$(LD_PRELOAD=$lib /bin/sh -c 'ls /proc/$$/task | wc -l')
 check "no maintenance thread in a single-threaded program" '[ "$threads" = 1 ]'
