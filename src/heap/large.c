@@ -592,20 +592,22 @@ static bool mid_cache_room(size_t bytes) {
    16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
    malloc-large, which then committed afresh.) */
 MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
-  unsigned i = (unsigned)(c - classes), k = i + MSI_HEAP_LARGE_MIN_SHIFT;
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
-  if (c->ncached >= cache_room(i) || k > msi_heap_limits.large_max_shift ||
+  if (MSI_UNLIKELY(c->ncached >= c->cache_max)) {
+    if (c->cache_max != CACHE_HEAD) return false;
+    unsigned i = (unsigned)(c - classes); /* its head is full: the entries move to its room in cache_store */
+    cache_entry_t *room = &cache_store[cache_store_at(i)];
+    msi_memcpy(room, c->cached, CACHE_HEAD * sizeof c->cached[0]);
+    c->cached = room;
+    c->cache_max = cache_room(i);
+  }
+  if (k > msi_heap_limits.large_max_shift ||
       (atomic_load_explicit(&msi_maint_pressure, memory_order_relaxed) && /* (heap.h) */
        atomic_load_explicit(&cached_bytes, memory_order_relaxed) + bytes > MSI_HEAP_PRESSURE_LARGE) ||
       c->cached_bytes + bytes > msi_heap_limits.large_bytes ||
       (dense(k) ? !mid_cache_room(bytes) : c->ncached >= msi_heap_limits.large_slots))
     return false;
-  if (c->ncached == c->cache_max) { /* its head is full: the entries move to the class's room in cache_store */
-    cache_entry_t *room = &cache_store[cache_store_at(i)];
-    msi_memcpy(room, c->cached, c->ncached * sizeof c->cached[0]);
-    c->cached = room;
-    c->cache_max = cache_room(i);
-  }
   uint32_t j = c->ncached;
   while (j > 0 && (int32_t)(c->cached[j - 1].ms - ms) > 0) j--;
   memmove(&c->cached[j + 1], &c->cached[j], (c->ncached - j) * sizeof c->cached[0]);
