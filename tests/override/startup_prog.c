@@ -114,7 +114,11 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "forkfaults") == 0 && argc > 2) {
     int pers = personality(0xffffffff);
     if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) && personality((unsigned long)pers | ADDR_NO_RANDOMIZE) != -1)
-      execv("/proc/self/exe", argv); /* (refused: the count is taken with randomisation) */
+      execv("/proc/self/exe", argv);
+    if (pers == -1 || !(personality(0xffffffff) & ADDR_NO_RANDOMIZE)) { /* refused: a count with randomisation moves by 1 */
+      printf("refused\n");
+      return 0;
+    }
     long n = strtol(argv[2], NULL, 0);
     bool child_malloc = argc > 3 && strcmp(argv[3], "malloc") == 0;
     char *volatile p = malloc(100);
