@@ -13,3 +13,9 @@ __attribute__((destructor)) static void dlib_fini(void) {
   free(buffer);
 }
 __attribute__((visibility("default"))) char *dlib_buffer(void) { return buffer; }
+/* a block of the plugin's malloc, given to the caller to free */
+__attribute__((visibility("default"))) char *dlib_strdup(const char *s) {
+  char *d = malloc(strlen(s) + 1);
+  if (d) strcpy(d, s);
+  return d;
+}
