@@ -13,8 +13,8 @@
    |   |            |                                                  | registry's or another space's                    |
    | 3 | spill      | sp_lock (+ the parent/child pipe)                | under it spill takes no other part's lock; its   |
    |   |            |                                                  | parent waits for the child's private copies      |
-   | 4 | heap       | init_lock, heaps_lock, each thread cache's lock, | the heap's own nesting (heap.c, large.c); under  |
-   |   |            | global_lock, seg_lock, large classes, direct     | them it takes no other part's lock               |
+   | 4 | heap       | init_lock, heaps_lock, each thread cache's lock, | the heap's own nesting (heap_fork.c, large.c);   |
+   |   |            | global_lock, seg_lock, large classes, direct     | under them it takes no other part's lock         |
    | 5 | dma        | pin_lock, reg_lock, each buffer's lock,          | dma.c's order; each of them is held across       |
    |   |            | desc_lock                                        | ms_pages_* (7)                                   |
    | 6 | frame      | list_lock                                        | a reclaim holds it across ms_pages_reset (7)     |

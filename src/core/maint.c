@@ -313,7 +313,7 @@ static bool maint_sleep(const msi_pressure_t *p, unsigned *alone_interval) {
 /* The maintenance thread must never keep a process alive: when the program's last thread has ended with
    pthread_exit, this thread is the only one left and ends too, so the process exits (status 0) as it would
    without memspace. Awake, it checks every ALONE_MS. Asleep, it needs no check while every other thread of the
-   process has a heap (and one is left): each one's exit kicks it (heap.c's thread-exit destructor), and it then checks again at
+   process has a heap (and one is left): each one's exit kicks it (thread_heap.c's thread-exit destructor), and it then checks again at
    growing intervals (ALONE_FIRST_MS doubling up to ALONE_MAX_MS) until the exiting thread has gone, the count
    of threads again that of heaps. A thread without a heap (it never allocated) keeps those intervals going: its
    exit is seen within ALONE_MAX_MS. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* smallest class whose blocks are multiples of `alignment` (so naturally aligned inside 64 KiB-aligned spans), with
-   a single colour above 64 (a coloured span's blocks start at a multiple of 64 past its chunk: heap.c span_colour) */
+   a single colour above 64 (a coloured span's blocks start at a multiple of 64 past its chunk: span.c span_colour) */
 static void *small_aligned(size_t size, size_t alignment) {
   unsigned c = msi_heap_class_of(size);
   while (c < MSI_HEAP_CLASSES &&

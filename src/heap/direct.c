@@ -149,7 +149,7 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   if (len == 0 || len + g + extra < len) { errno = ENOMEM; return NULL; }
   int saved = errno;
   void *m = msi_os_mmap(NULL, len + g + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered below the heap's reservations (heap.c) */
+  if (m == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered below the heap's reservations (region.c) */
     m = msi_os_mmap(NULL, len + g + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) errno = saved;
   }

@@ -82,7 +82,7 @@ static inline void msi_heap_free_owned(void *p, msi_span_t *s, bool checks) {
 }
 static inline void msi_heap_free_small_as(void *p, bool checks) {
   msi_span_t *s = msi_heap_span_at(p); /* (a mini span's block: desc[0], whose owner never matches) */
-  /* (a relaxed load: orphan_span_take hands a live span to another heap) */
+  /* (a relaxed load: msi_heap_orphan_span_take hands a live span to another heap) */
   if (MSI_LIKELY(MSI_SEEN(s->owner) == msi_tls_heap)) return msi_heap_free_owned(p, s, checks);
   return msi_heap_small_free_slow(p, s);
 }

@@ -3,18 +3,18 @@
    Never installed. See docs/heap.md for the design.
 
    Address space: one region reserved PROT_NONE at start-up (4 TiB, smaller when refused), asked for one of 64 places
-   above the program (heap.c region_unlimited: the place below the libraries stays the program's later mappings'). It
+   above the program (region.c region_unlimited: the place below the libraries stays the program's later mappings'). It
    starts with the large slots' table's place (large.c table_get), then 4 MiB segments (bump-allocated, committed
    whole) in the same gibibyte, so that a short process's first segment and table share their upper page-table pages;
    the rest holds large blocks in power-of-two slots, one sub-region per slot size. Under RLIMIT_AS only the slot
    sub-regions are reserved, in proportion to the room under the limit (none when it is small), and the segment area,
-   above the program's break, takes address space a segment at a time (heap.c region_init); a limit lowered later
+   above the program's break, takes address space a segment at a time (region.c msi_heap_region_init); a limit lowered later
    gives the unused reservations back (msi_heap_fit_limit). A pointer is ours when it falls inside the segments in
    use or the slot area: a subtraction and compare each.
 
    Small blocks (<= MSI_HEAP_SMALL_MAX): a segment is 64 chunks of 64 KiB; chunk 0 holds the segment header (the
    chunk -> span map and the 63 span descriptors), a span is 1..8 chunks of blocks of one size class. A segment
-   serves one thread heap (heap.c segment_alloc_span: threads sharing one wrote neighbouring descriptors). A span is
+   serves one thread heap (segment.c msi_heap_segment_alloc_span: threads sharing one wrote neighbouring descriptors). A span is
    owned by one thread heap: the owner allocates and frees without atomics; other threads push freed blocks on
    the span's atomic remote list, and the first such push queues the span on the owner's remote-span stack. */
 #ifndef MSI_HEAP_H
@@ -82,19 +82,19 @@ typedef struct msi_span_s {
   uint8_t cls, nchunks, state;
   uint8_t shift;               /* log2 of block_size's power-of-two factor */
   uint32_t used_floor;         /* a local free bringing the blocks used to it takes the slow path (entry.h
-                                  msi_heap_free_local): the blocks on a parked remote list (heap.c span_collect: the
-                                  span may be empty then), or used - 1 in a full span out of the current slot (heap.c
-                                  span_detach_full: its first free puts it on the partial list), else 0. Changed
+                                  msi_heap_free_local): the blocks on a parked remote list (span.c msi_heap_span_collect: the
+                                  span may be empty then), or used - 1 in a full span out of the current slot
+                                  (heap_internal.h span_detach_full: its first free puts it on the partial list), else 0. Changed
                                   only through msi_span_set_floor */
   /* second line: what other threads touch, and the owner's cold fields */
-  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap.c XF_*) */
+  _Alignas(64) _Atomic uintptr_t xfree; /* remote-freed blocks + count + queued bit (heap_internal.h XF_*) */
   uint8_t last_cls;            /* class it served last (stats of returned spans) */
   uint8_t guarded;             /* secure build: its last page carries a guard marker */
   uint8_t in_partial;
-  uint8_t kept;                /* cached with its blocks of class last_cls still linked on free/rfree (heap.c
-                                  span_retire): taken again for that class, it needs no carving (span_init) */
+  uint8_t kept;                /* cached with its blocks of class last_cls still linked on free/rfree (span.c
+                                  msi_heap_span_retire): taken again for that class, it needs no carving (msi_heap_span_init) */
   uint32_t spare_mark;         /* back from the owner's spare[] slot: the block SPARE_LOOK deep in its free list
-                                  then and the block it linked to, 16 bits each (heap.c spare_note; 0: none) */
+                                  then and the block it linked to, 16 bits each (heap_internal.h spare_note; 0: none) */
   struct msi_span_s *_Atomic rnext;
   struct msi_span_s *next, *prev; /* partial list (ACTIVE) or cache list (CACHED) */
   msi_block_t *rfree;          /* collected remote frees, the owner's second list: taken when `free` runs out
@@ -103,8 +103,8 @@ typedef struct msi_span_s {
   uint32_t capacity;           /* blocks in the span */
   uint32_t cached_ms;          /* when it entered a cache (decay) */
   uint32_t touched;            /* bytes from base the span has carved since its chunks became its own: pages that
-                                  are resident (heap.c span_carve); 0 once they go back to their segment, less once
-                                  the global cache trimmed the span (heap.c span_trim) */
+                                  are resident (span.c msi_heap_span_carve); 0 once they go back to their segment, less once
+                                  the global cache trimmed the span (span_cache.c span_trim) */
 } msi_span_t;
 _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fields fill one cache line");
 _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");
@@ -134,15 +134,15 @@ typedef struct msi_segment_s {
   uint8_t mini_used;                 /* granules of mini spans handed out (under the segment lock; read by any
                                         thread, after mini_map) */
   uint8_t bare;                      /* every chunk free, no mini span, and chunk 0's pages past its first given
-                                        back (heap.c segments_reclaim; under the segment lock, read by the pass) */
+                                        back (segment.c msi_heap_segments_reclaim; under the segment lock, read by the pass) */
   uint16_t hdr_back;                 /* pages of chunk 0 past its first (bit n: page n) given back and counted
-                                        returned, not written since (heap.c header_back; under the segment lock) */
+                                        returned, not written since (segment.c header_back; under the segment lock) */
   struct msi_heap_s *owner;          /* the thread heap whose spans it serves (under the segment lock; NULL: none,
-                                        heap.c segment_alloc_span) */
-  uint64_t purging;                  /* chunks a purge pass took out of the free mask to give back (heap.c
-                                        segments_purge; under the segment lock) */
+                                        segment.c msi_heap_segment_alloc_span) */
+  uint64_t purging;                  /* chunks a purge pass took out of the free mask to give back (segment.c
+                                        msi_heap_segments_purge; under the segment lock) */
   uint16_t chunk_back[MSI_HEAP_SEG_CHUNKS]; /* per chunk past chunk 0, its pages (bit n: page n) a span's trim gave
-                                        back and counted returned, past the bytes the span wrote since (heap.c
+                                        back and counted returned, past the bytes the span wrote since (segment.c
                                         span_back_mark; chunk_back[0] unused: hdr_back). Written by whoever holds
                                         the chunk: its span's owner, or the pass or lock that took it */
 #if MSI_HEAP_MINI
@@ -178,7 +178,7 @@ typedef struct msi_span_list_s {
   size_t count;
 } msi_span_list_t;
 
-/* how long a span cache keeps its spans (heap.c cache_hold): under the cache's lock unless said */
+/* how long a span cache keeps its spans (span_cache.c msi_heap_cache_hold): under the cache's lock unless said */
 typedef struct msi_cache_hold_s {
   uint32_t ops;              /* spans put in the cache or taken from it */
   uint32_t ops_seen, busy_ms; /* ops at the last purge pass; the last pass that found them moved */
@@ -195,9 +195,9 @@ typedef struct msi_heap_s {
      heap + entry at no cost, and the slow paths' tests and stores of "empty" take an immediate */
   uintptr_t current_at[MSI_HEAP_CLASSES];
   /* the empty span: no block (its list ends at itself: msi_span_list_end, and its key's top bit is set, so a pop
-     fails on it and writes nothing), never owned, never written after the heap's creation (heap.c heap_new) */
+     fails on it and writes nothing), never owned, never written after the heap's creation (thread_heap.c heap_new) */
   msi_span_t empty;
-  msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap.c partial_push) */
+  msi_span_t *partial[MSI_HEAP_CLASSES];  /* other spans with free blocks, oldest first (heap_internal.h partial_push) */
   msi_span_t *partial_tail[MSI_HEAP_CLASSES];
   /* spans with remote frees to collect: pushed by other threads (a CAS at the first remote free into a span),
      in a line of its own: with the owner's cache_lock and cache[] (written at every span it retires or takes) it
@@ -207,42 +207,42 @@ typedef struct msi_heap_s {
   msi_span_list_t cache[MSI_HEAP_MAX_SPAN_CHUNKS + 1];
   struct msi_heap_s *next_all;            /* every heap ever made (append-only) */
   struct msi_heap_s *next_orphan;
-  _Atomic int orphan;                /* its thread ended (heap_thread_exit): the maintenance thread collects it */
-  /* an orphan kept whole at its thread's exit (heap.c heap_thread_exit): its current spans, partial lists and span
+  _Atomic int orphan;                /* its thread ended (msi_heap_thread_exit): the maintenance thread collects it */
+  /* an orphan kept whole at its thread's exit (thread_heap.c msi_heap_thread_exit): its current spans, partial lists and span
      cache wait for the next new thread, or for the purge pass that flushes it (orphan_pass: the purge passes
      counted when it was orphaned) */
   bool intact;
   _Atomic bool gone;                 /* a forked child's copy of another thread's heap: no thread of the child
-                                        owns it (its segments go to whichever heap needs room: segment_alloc_span) */
+                                        owns it (its segments go to whichever heap needs room: msi_heap_segment_alloc_span) */
   uint64_t orphan_pass;
-  /* an orphan that holds no live block (heap.c orphan_empty): the pass that first found it so (idle_ms), and
+  /* an orphan that holds no live block (thread_heap.c orphan_empty): the pass that first found it so (idle_ms), and
      whether its mini spans went back with its segments' pages since (reclaimed: it is then as a new heap; under
-     the orphan list's ownership, orphans_collect) */
+     the orphan list's ownership, msi_heap_orphans_collect) */
   bool idle_seen, reclaimed;
   uint32_t idle_ms;
   /* a flushed orphan still holding a live block, with mini spans of its own now empty (never used again: mini spans
-     are never filed): the pass that first found them (heap.c orphans_collect) */
+     are never filed): the pass that first found them (thread_heap.c msi_heap_orphans_collect) */
   bool minis_idle_seen;
   uint32_t minis_idle_ms;
-  _Atomic uint32_t spans_held;       /* normal spans serving its classes (span_init to span_retire; the spares
+  _Atomic uint32_t spans_held;       /* normal spans serving its classes (msi_heap_span_init to msi_heap_span_retire; the spares
                                         taken by a forced purge from another thread too: atomic) */
-  struct msi_segment_s *mini_seg[4]; /* the segments its mini spans lie in (heap.c mini_take: no mini span elsewhere) */
+  struct msi_segment_s *mini_seg[4]; /* the segments its mini spans lie in (segment.c msi_heap_mini_take: no mini span elsewhere) */
   uint8_t mini_nseg;
   uint32_t id;
-  uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (heap.c span_populate) */
+  uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (span.c span_populate) */
   struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */
-  uint8_t mini_taken[MSI_HEAP_MINI_CLASSES]; /* granules of mini spans a class took (heap.c mini_take; MINI_DONE: no more) */
+  uint8_t mini_taken[MSI_HEAP_MINI_CLASSES]; /* granules of mini spans a class took (segment.c msi_heap_mini_take; MINI_DONE: no more) */
   uint8_t mini_total;                /* granules of mini spans it took, in all its segments (at most
-                                        MSI_HEAP_MINI_SPANS: heap.c mini_take) */
-  uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap.c: the pressure look (epoch, low byte) that last took a
+                                        MSI_HEAP_MINI_SPANS: segment.c msi_heap_mini_take) */
+  uint8_t pressure_retired[MSI_HEAP_CLASSES]; /* heap_internal.h pressure_retire: the pressure look (epoch, low byte) that last took a
                                                  class's empty current span */
   msi_cache_hold_t hold;                  /* how long cache[] keeps its spans (under cache_lock unless said) */
-  /* a class's empty span, set aside out of current_at[] by the free that emptied it (heap.c spare_put): the owner
+  /* a class's empty span, set aside out of current_at[] by the free that emptied it (span.c spare_put): the owner
      takes it back at its next allocation of the class, a forced purge (memory pressure) from any thread; whoever
      exchanges the pointer for NULL owns the span. Non-NULL only while current_at[] names the empty span */
   msi_span_t *_Atomic spare[MSI_HEAP_CLASSES];
   /* blocks this thread freed into one span of another heap, chained here and pushed on that span's remote list
-     with one CAS (heap.c remote_flush): at the next remote free into another span, past MSI_HEAP_RBATCH blocks,
+     with one CAS (heap.c msi_heap_remote_flush): at the next remote free into another span, past MSI_HEAP_RBATCH blocks,
      at the thread's next allocation slow path, collect and exit. Written by its own thread only (or by whoever
      owns the heap: its adopter; a forked child drops the chains of the parent's other threads unread) */
   msi_span_t *rb_span;               /* NULL: nothing pending */
@@ -257,7 +257,7 @@ _Static_assert(__builtin_offsetof(msi_heap_t, cache_lock) - __builtin_offsetof(m
 typedef struct msi_heap_globals_s {
   uintptr_t base;          /* region start */
   uintptr_t small_size;    /* bytes of the segment area (its capacity) */
-  uintptr_t small_reserved; /* bytes of it reserved up front: all of it, or 0 under RLIMIT_AS (heap.c region_init) */
+  uintptr_t small_reserved; /* bytes of it reserved up front: all of it, or 0 under RLIMIT_AS (region.c msi_heap_region_init) */
   _Atomic uintptr_t small_top; /* bytes of the segment area in use (segments below are committed) */
   uintptr_t table_area;    /* the large slots' table's place, before the segment area (0: none; large.c table_get) */
   uintptr_t large_base;    /* large slot area */
@@ -265,8 +265,8 @@ typedef struct msi_heap_globals_s {
   size_t sub_shift;        /* log2 of each large class's sub-region */
   uintptr_t secret;        /* spans' keys (odd): free blocks' cookies and links */
   uintptr_t canary_secret; /* secure build: canaries */
-  bool guard_markers;      /* secure build: guard markers work (heap.c guard_probe) */
-  bool as_limited;         /* RLIMIT_AS was set at start-up (heap.c region_init) */
+  bool guard_markers;      /* secure build: guard markers work (guard.c msi_heap_guard_probe) */
+  bool as_limited;         /* RLIMIT_AS was set at start-up (region.c msi_heap_region_init) */
   int ready;
   _Atomic bool large_trimmed; /* the slot area's unused reservation went back (msi_heap_fit_limit): large.c's
                                  msi_large_kept tells its addresses from other mappings that landed there */
@@ -277,7 +277,7 @@ extern msi_heap_globals_t msi_heap_g;
 extern const uint32_t msi_heap_class_size[MSI_HEAP_CLASSES];
 extern const uint8_t msi_heap_class_chunks[MSI_HEAP_CLASSES];
 extern const uint8_t msi_heap_size_lut[(MSI_HEAP_SMALL_MAX >> 4) + 1];
-/* the colours of a class's spans (heap.c span_colour): 1, its blocks start on their chunk and are aligned to their
+/* the colours of a class's spans (span.c span_colour): 1, its blocks start on their chunk and are aligned to their
    size's power of two; more, they start up to 4032 bytes past it, a multiple of 64 (aligned to 64 at most) */
 extern const uint8_t msi_heap_class_colours[MSI_HEAP_CLASSES];
 /* the class of a request of `size` <= MSI_HEAP_SMALL_REQ bytes (room for the canary in the secure build) */
@@ -318,21 +318,21 @@ void *msi_heap_small_alloc_slow(size_t size);
 void msi_heap_small_free_slow(void *p, msi_span_t *span);
 bool msi_heap_small_valid(const void *p, msi_span_t **span_out); /* block start of a live span */
 void msi_heap_thread_collect(bool force);
-void msi_heap_orphans_flush(void); /* dead threads' heaps kept whole (heap.c heap_thread_exit) flushed now */
+void msi_heap_orphans_flush(void); /* dead threads' heaps kept whole (thread_heap.c msi_heap_thread_exit) flushed now */
 void msi_heap_purge(uint64_t now_ms, bool force);
-/* after a refused allocation of `want` bytes: caches emptied and idle segments released whole (heap.c); true: try
+/* after a refused allocation of `want` bytes: caches emptied and idle segments released whole (purge.c); true: try
    again */
 bool msi_heap_release_idle(size_t want);
 /* ms_heap_collect(1)'s purge: forced, and the other passes under way waited out, so that
-   what they held is back too (heap.c) */
+   what they held is back too (purge.c) */
 void msi_heap_purge_all(void);
 /* tests only (NULL otherwise): called by a purge pass with n idle segments from seg it took out of the free masks,
-   before it gives them back whole (n 0: the one segment it keeps mapped, bare); heap.c segments_reclaim */
+   before it gives them back whole (n 0: the one segment it keeps mapped, bare); segment.c msi_heap_segments_reclaim */
 extern void (*msi_heap_reclaim_hook)(msi_segment_t *seg, size_t n);
 /* tests only (NULL otherwise): called by a purge pass with the dirty chunks of seg it took out of the free mask,
-   before it gives them back; heap.c segments_purge */
+   before it gives them back; segment.c msi_heap_segments_purge */
 extern void (*msi_heap_purge_hook)(msi_segment_t *seg, uint64_t chunks);
-void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (heap.c) */
+void msi_heap_maybe_purge(void); /* single-threaded programs: purge from the slow paths (purge.c) */
 #define MSI_HEAP_ST_PURGE_BYTES ((uint64_t)64 << 20)
 extern _Atomic int64_t msi_heap_idle_spans;
 /* `bytes` of spans became idle (cached, or free chunks left resident in their segment), or busy again (negative:
@@ -349,8 +349,8 @@ static inline void msi_heap_note_active(int64_t bytes) {
 }
 void msi_heap_class_stats(ms_stats_t *st, uint64_t *cached_spans_bytes);
 /* Under memory pressure (msi_maint_pressure) a freeing thread gives back at once what the caches would hold until
-   the next look: a thread's span cache keeps at most MSI_HEAP_PRESSURE_SPANS bytes per span length (heap.c
-   span_cache_put), the large slots' cache MSI_HEAP_PRESSURE_LARGE bytes over all sizes (large.c cache_put); the
+   the next look: a thread's span cache keeps at most MSI_HEAP_PRESSURE_SPANS bytes per span length (span_cache.c
+   msi_heap_span_cache_put), the large slots' cache MSI_HEAP_PRESSURE_LARGE bytes over all sizes (large.c cache_put); the
    rest goes back to the OS from the free */
 #define MSI_HEAP_PRESSURE_SPANS ((size_t)128 << 10)
 #define MSI_HEAP_PRESSURE_LARGE ((size_t)1 << 20)
@@ -361,7 +361,7 @@ static inline ms_stats_class_t *msi_stats_class(ms_stats_t *st, unsigned c) {
 
 /* the fast paths' state (initial-exec TLS) */
 extern __thread msi_heap_t *msi_tls_heap;
-/* the empty heap (heap.c): a heap's current_at[] and empty span alone, read-only, aligned as a heap; reached as a
+/* the empty heap (thread_heap.c): a heap's current_at[] and empty span alone, read-only, aligned as a heap; reached as a
    msi_heap_t whose other members are never read (a write would fault). Nothing in it but the empty span's link to
    itself needs relocating */
 extern const struct msi_empty_heap_s {
@@ -419,10 +419,10 @@ uint64_t msi_large_live_bytes(void);  /* in large blocks in use, slots and direc
 void msi_large_trim(uint64_t keep);   /* drops the longest-cached slots' pages until at most `keep` such bytes */
 bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */
 /* address space: a mapping was refused; under RLIMIT_AS (lowered at run time) the reservations beyond what is in
-   use go back (heap.c); true: some did, worth a second try. msi_large_release_unused: the slot area's part */
+   use go back (region.c); true: some did, worth a second try. msi_large_release_unused: the slot area's part */
 bool msi_heap_fit_limit(void);
 size_t msi_large_release_unused(void);
-/* a refused commit (heap.c msi_heap_release_idle): the dense slot sizes with no block live or cached go back whole
+/* a refused commit (purge.c msi_heap_release_idle): the dense slot sizes with no block live or cached go back whole
    (their mapping stays charged under RLIMIT_DATA otherwise); their bytes */
 size_t msi_large_release_free(void);
 uint64_t msi_large_held_bytes(void); /* at most what a forced purge and msi_large_release_free give back */
@@ -506,13 +506,13 @@ static inline bool msi_span_block_start(const msi_span_t *s, const void *p) {
 static inline uintptr_t msi_span_bump(const msi_span_t *s) {
   return s->base + (uintptr_t)__atomic_load_n(&s->carved, __ATOMIC_RELAXED) * s->block_size;
 }
-/* a field that statistics read from other threads without a lock (heap.c spans_tally: dirty_mask, map, state,
+/* a field that statistics read from other threads without a lock (heap_stats.c msi_heap_spans_tally: dirty_mask, map, state,
    nchunks, cls, capacity, held, used_floor): written with relaxed atomic stores, read there with relaxed loads (the
    plain load and store instructions on x86-64 and aarch64); its writer reads it plainly */
 #define MSI_SEEN_SET(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
 #define MSI_SEEN(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 /* `held` and `used_floor` are written by the span's owner alone and read by other threads for statistics
-   (heap.c spans_tally: a snapshot, off by the blocks in flight): those reads are relaxed atomic loads
+   (heap_stats.c msi_heap_spans_tally: a snapshot, off by the blocks in flight): those reads are relaxed atomic loads
    (msi_span_used_seen) and the owner's writes relaxed atomic stores (on x86-64 and aarch64 the plain load and
    store instructions). The owner reads its own fields plainly. In malloc's and free's fast paths (entry.h) the
    change of `held` is a plain read-modify-write outside ThreadSanitizer builds, as free's fast test reads free_base
@@ -589,7 +589,7 @@ static inline bool msi_span_is_mini(const msi_span_t *s) { return MSI_HEAP_MINI 
 
 /* The free-list checks of every build (MSI_HEAP_LIST_CHECKS is 0 only in the build bench/heap/check_cost.sh
    measures them against: plain links and an address cookie, no check on the pop; the hardening tests fail there).
-   Each span has a key, secret ^ base ^ block size (heap.c span_init): odd, top bit set, and another one for
+   Each span has a key, secret ^ base ^ block size (span.c msi_heap_span_init): odd, top bit set, and another one for
    another place or class. A block on a free list holds its link twice: the first word next ^ key, the second next
    itself, with MSI_COOKIE_CARVED set while the block was carved from the never-used area and not handed out yet.
    Its state, first ^ key ^ second (msi_block_state), is 0 on a freed block and MSI_COOKIE_CARVED on a carved one.

@@ -99,7 +99,7 @@ MSI_START_BSS static bool strict;
    program making a few large blocks of each size (most short-lived programs: `sort`, `cat`, a shell) makes no
    mapping and no page-table page for it (in one mapping the entries of each class's first slots lie 16, 8, 4...
    MiB apart, a page-table page each). With a whole reservation the mapping has its place there, before the
-   segment area (heap.c region_unlimited: the first segment's page-table pages serve it too); else (no such place,
+   segment area (region.c region_unlimited: the first segment's page-table pages serve it too); else (no such place,
    or refused) it is mapped anywhere. The overcommit mode is read from /proc when the heap initialises
    (the first allocation) all the same: read at the first dense
    block it ran under any seccomp filter the program had installed by then (a sandbox may kill it for the open(),
@@ -242,14 +242,13 @@ static inline slot_meta_t *meta_at(const lclass_t *c, uint64_t idx) {
   return atomic_load_explicit(&table, memory_order_relaxed) + (c->meta_off + idx); /* (meta_off may wrap) */
 }
 
-
 /* every commit and decommit of a block's pages, dense slots' included, counts in the heap's mapped bytes and
    the OS layer's committed bytes, once each way */
 static void count_commit(size_t bytes) {
   atomic_fetch_add_explicit(&committed_bytes, bytes, memory_order_relaxed);
   msi_os_count_commit(bytes);
   msi_heap_mapped_peak_note();
-  msi_maint_wake(); /* the heap grew: a sleeping maintenance thread looks at the cgroup (heap.c release_task_busy) */
+  msi_maint_wake(); /* the heap grew: a sleeping maintenance thread looks at the cgroup (purge.c release_task_busy) */
 }
 static void count_decommit(size_t bytes) {
   atomic_fetch_sub_explicit(&committed_bytes, bytes, memory_order_relaxed);

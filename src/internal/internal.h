@@ -166,7 +166,7 @@ void msi_maint_kick(void);
 /* "there may be work": wakes the thread if it sleeps, never starts it: one relaxed load while it is awake or
    absent, no allocation, callable with any lock held */
 void msi_maint_wake(void);
-/* heap.c: threads with a heap whose exit kicks the maintenance thread (the heap's thread-exit destructor; 0 when
+/* thread_heap.c: threads with a heap whose exit kicks the maintenance thread (the heap's thread-exit destructor; 0 when
    that destructor could not be set up), so while every other thread of the process has one, the thread sleeps
    without a limit and still ends promptly after the program's last thread (maint.c alone) */
 uint64_t msi_heap_threads_live(void);
@@ -209,11 +209,11 @@ long msi_proc_threads(void); /* threads of this process (/proc/self/stat, no all
    sleeps and makes none.
    Without the maintenance thread (a single-threaded program) the heap's slow paths look instead, through
    msi_maint_pressure_poll: the cgroup only, at most every 25 ms, and only while the heap holds enough to matter
-   (heap.c msi_heap_maybe_purge), so a small or short-lived program never opens a file from malloc. True when
+   (purge.c msi_heap_maybe_purge), so a small or short-lived program never opens a file from malloc. True when
    that look found pressure (the release tasks have run). */
 extern _Atomic uint32_t msi_maint_pressure, msi_maint_pressure_epoch;
 /* Nonzero while a forced purge may come for the heap's spans: the heap then sets an emptied current span aside
-   where a forced purge can take it from any thread (heap.c spare_put), at a cost on loops that empty a span every
+   where a forced purge can take it from any thread (span.c spare_put), at a cost on loops that empty a span every
    turn; at zero it keeps the span current, out of every purge's reach. MSI_TIGHT_MEMORY's bits say memory is
    tight (the statistics' `memory` line, the exit's flush); the others only that a limit exists or may exist, so
    the span an idle thread emptied before any look saw its cgroup tight still goes back under pressure */
@@ -313,9 +313,9 @@ static inline void msi_lock_reset(msi_lock_t *l) {
 #define MSI_FORK_LARGE_LOCKS 24
 typedef struct { _Alignas(64) msi_lock_t lock; } msi_lone_lock_t; /* a lock alone in its cache line */
 typedef struct msi_fork_page_s {
-  _Alignas(64) msi_lock_t heap_global; /* heap.c: the global span cache */
-  _Alignas(64) msi_lock_t heap_seg;    /* heap.c: segments */
-  _Alignas(64) msi_lock_t heap_heaps;  /* heap.c: the list of thread heaps */
+  _Alignas(64) msi_lock_t heap_global; /* span_cache.c: the global span cache */
+  _Alignas(64) msi_lock_t heap_seg;    /* segment.c: segments */
+  _Alignas(64) msi_lock_t heap_heaps;  /* thread_heap.c: the list of thread heaps */
   msi_lock_t heap_init, direct, maint_tasks, spill;
   _Atomic int forked;                  /* maint.c: this process is a forked child */
   msi_lone_lock_t large[MSI_FORK_LARGE_LOCKS]; /* large.c: one per large slot size */

@@ -28,7 +28,7 @@ void msi_route_init(void);  /* reads the options (msi_init, and ms_option_set of
 size_t msi_route_small_below(void); /* requests below it take malloc's fast path to the heap's small blocks (tests) */
 /* the [malloc] statistics section: the counts of the malloc family's calls, printed when they were counted */
 extern const msi_stats_source_t msi_route_stats_source;
-/* the heap re-reads the cache preset and the secure checks (src/heap/heap.c): caches past a smaller preset's
+/* the heap re-reads the cache preset and the secure checks (src/heap/api.c): caches past a smaller preset's
    limits are emptied at once */
 void msi_heap_options_changed(void);
 

@@ -31,7 +31,7 @@ static uint64_t next_rand(void) {
   return rng * 0x2545F4914F6CDD1DULL;
 }
 
-/* one empty span per class: what a thread's classes keep once idle (heap.c keep_empty_current) */
+/* one empty span per class: what a thread's classes keep once idle (heap.c msi_heap_small_free_slow, keep_empty_current) */
 static size_t current_spans_bytes(void) {
   size_t b = 0;
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) b += (size_t)msi_heap_class_chunks[c] * MSI_HEAP_CHUNK;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_burst.c: the memory of a burst of threads that have exited goes back (heap.c orphan_reclaim,
-   segments_reclaim). BURST threads start at once, each allocates and frees blocks of 64 B-8 KiB (a thread per
+/* test_heap_burst.c: the memory of a burst of threads that have exited goes back (thread_heap.c orphan_reclaim,
+   msi_heap_segments_reclaim). BURST threads start at once, each allocates and frees blocks of 64 B-8 KiB (a thread per
    connection), leaves some blocks live to the main thread, and exits; once the main thread has freed those blocks
    (cross-thread frees into the dead threads' heaps) and a purge has run (forced, then the maintenance thread's own
    passes), the heap's segments fall to the few kept for the next threads and their committed pages with them. The
@@ -32,7 +32,7 @@
 #define TSAN 0
 #endif
 enum { BLOCKS = 16, LEFT = 2 };
-/* what a purge keeps of the burst: the idle segments kept mapped (heap.c seg_keep: at most 64), and a few for the
+/* what a purge keeps of the burst: the idle segments kept mapped (segment.c msi_heap_seg_keep: at most 64), and a few for the
    main and maintenance threads and the global cache */
 #define KEEP_SEGMENTS (64 + 8)
 
@@ -103,7 +103,7 @@ static bool back_to(figures_t now, figures_t base) {
 }
 
 /* a forced purge gives the burst's memory back (shown under `when`), also what a pass of the maintenance thread
-   under way meanwhile holds (ms_heap_collect(1) waits it out: heap.c msi_heap_purge_all) */
+   under way meanwhile holds (ms_heap_collect(1) waits it out: purge.c msi_heap_purge_all) */
 static void purge_forced_back_to(const char *when, figures_t base) {
   ms_heap_collect(1);
   figures_t now = figures();

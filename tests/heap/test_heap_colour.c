@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_colour.c: span colouring (heap.c span_colour). Spans start on 64 KiB chunks; a class whose chunks
+/* test_heap_colour.c: span colouring (span.c span_colour). Spans start on 64 KiB chunks; a class whose chunks
    hold more than its blocks starts each span's blocks at a colour (a multiple of 64 up to that waste), so the
    first blocks of its spans, and their n-th blocks alike, do not all share the same offset in their pages (the
    same sets of a cache indexed by the low address bits). Without it SQLite's page cache (blocks of 4368 bytes,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_heap_global_cap.c: the global span cache. A purge pass gives back the cache beyond a quarter of the spans
-   serving a class (at least 1 MiB) without waiting out the purge delay (heap.c purge, GLOBAL_KEEP_MIN): a dead
+   serving a class (at least 1 MiB) without waiting out the purge delay (purge.c purge, GLOBAL_KEEP_MIN): a dead
    thread's 16 MiB of empty spans, cached at its exit, do not stay resident beside the few spans in use. Run with
    MEMSPACE_PURGE_DELAY=100000 (tests/heap/CMakeLists.txt): nothing here ages out. A span entering the cache gives
-   back the pages past what its last class needed (heap.c span_trim). */
+   back the pages past what its last class needed (span_cache.c span_trim). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -60,7 +60,7 @@ static void dead_threads_spans_go_back(void **state) {
   ms_free(live);
 }
 
-/* A span entering the global cache gives back the pages past what its last class needed (heap.c span_trim): a
+/* A span entering the global cache gives back the pages past what its last class needed (span_cache.c span_trim): a
    class that carved little of it keeps its first page, not the pages a former class wrote there. The thread here
    fills a span with blocks of 8 KiB or more and frees them (the span goes to its thread cache, resident), then a
    class of the same span length carves 2 blocks there, and the thread exits. (Spans of 2-8 chunks, which no

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_orphans.c: the heap of a thread that exits (heap.c heap_thread_exit, orphans_collect). With the
+/* test_heap_orphans.c: the heap of a thread that exits (thread_heap.c msi_heap_thread_exit, msi_heap_orphans_collect). With the
    maintenance thread running it stays whole for the next new thread: its current spans, partial lists and span
    cache, so a program starting a thread per task (a server's thread per connection) takes no page fault for the
    blocks its last thread used. The blocks a dead thread left live are freed later by other threads, into the heap

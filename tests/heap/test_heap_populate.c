@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_heap_populate.c: in a heap holding 64 MiB committed, carving a fresh span faults its pages in a 64 KiB
-   window at a time (heap.c span_populate: MADV_POPULATE_WRITE) instead of one page per block reached; below that,
+   window at a time (span.c span_populate: MADV_POPULATE_WRITE) instead of one page per block reached; below that,
    and in the secure build, a fresh span's pages fault in as blocks reach them (test_heap_unit:
    fresh_span_pages_faulted_as_used). Only a thread that has carved 4 MiB itself populates: another thread of the
    same process, using a few blocks, faults in its pages as used. A refused populate changes nothing but the
@@ -60,7 +60,7 @@ static size_t resident_pages(uintptr_t from, uintptr_t to) {
 }
 
 /* the end of a span's first populate window, its start in *chunk: the window counts from the span's chunk (its
-   blocks may start at a colour past it, heap.c span_colour) and stops at the page holding the span's end */
+   blocks may start at a colour past it, span.c span_colour) and stops at the page holding the span's end */
 static uintptr_t first_window(const msi_span_t *s, uintptr_t *chunk) {
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);
   uintptr_t end = s->base + (uintptr_t)s->capacity * s->block_size;

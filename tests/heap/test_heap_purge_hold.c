@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_purge_hold.c: how long a thread's cached spans wait for the purge (heap.c cache_hold). A busy
+/* test_heap_purge_hold.c: how long a thread's cached spans wait for the purge (span_cache.c msi_heap_cache_hold). A busy
    thread that ran out of a span length soon after the purge took spans of it (it faults those pages in again)
    holds its cached spans twice as long at the next pass, up to 8 times the purge delay; an idle one gives them
    back after the delay; memory pressure takes them at once. The global cache does the same.

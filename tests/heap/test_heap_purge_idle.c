@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_heap_purge_idle.c: a thread's empty spans of a class it used (kept for the class's next block) go back to
    the OS at a forced purge (what memory pressure runs, and ms_heap_collect(1)) while the thread sits idle: the
-   owner sets such a span aside when its last block is freed (heap.c spare_put), and the purge takes it from any
+   owner sets such a span aside when its last block is freed (span.c spare_put), and the purge takes it from any
    thread. And the hand-over races nothing: one thread fills and empties spans (setting them aside, taking them
    back) while another purges with force, every block checked (also under TSan). No sleep, no timing: the threads
    wait for each other on a condition variable. The heap sets spans aside only while a forced purge may come
@@ -71,7 +71,7 @@ static void *idle_worker(void *arg) {
 /* the pages of [addr, addr + len) resident */
 static size_t resident_pages(uintptr_t addr, size_t len) {
   size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-  len += addr & (ps - 1); /* (a span's blocks start at its colour: heap.c span_colour) */
+  len += addr & (ps - 1); /* (a span's blocks start at its colour: span.c span_colour) */
   addr &= ~(uintptr_t)(ps - 1);
   size_t n = (len + ps - 1) / ps, r = 0;
   unsigned char vec[8 * 16]; /* a span: at most 512 KiB */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_reclaim.c: the purge's give-back of a burst's idle segments and of empty orphans' mini spans (heap.c
-   segments_reclaim, segments_release, orphan_reclaim). "returned" counts each byte the heap gives back once per
+/* test_heap_reclaim.c: the purge's give-back of a burst's idle segments and of empty orphans' mini spans (segment.c
+   msi_heap_segments_reclaim, segments_release; thread_heap.c orphan_reclaim). "returned" counts each byte the heap gives back once per
    use: the test sees every give-back in the segment area itself (its own madvise and mmap, which the library's
    calls reach) and compares. A fork while a pass holds segments it took out of the free masks (the pass paused
    there by the test's hook, another thread forking) leaves them to the child released or kept, never stranded. A

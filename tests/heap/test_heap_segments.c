@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_segments.c: each segment serves one thread heap (heap.c segment_alloc_span). Two threads taking spans
+/* test_heap_segments.c: each segment serves one thread heap (segment.c msi_heap_segment_alloc_span). Two threads taking spans
    at the same time take them from segments of their own, never chunks of one segment between them (their span
    descriptors would share the header's pages, which each thread writes at every malloc and free). A segment whose
    thread ended (an orphaned heap), or whose thread is not the child's after a fork, has its room taken by the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_heap_steal.c: a span of an ended thread's heap serves a live thread's heap (heap.c orphan_span_take). A
+/* test_heap_steal.c: a span of an ended thread's heap serves a live thread's heap (thread_heap.c msi_heap_orphan_span_take). A
    thread that needs a span of a class and has none cached takes the one an orphaned heap holds for the class, with
    the blocks left free in it and those other threads freed into it, before it takes fresh chunks: a program whose
    threads pile up (each starts its successor and ends later, larson) has as many heaps as threads alive at once,

@@ -130,7 +130,7 @@ static void size_classes(void **state) {
   }
 }
 
-/* the constant class tables (heap.c CLS_*) against their rules computed by loops: the sizes, each span's chunks
+/* the constant class tables (classes.c CLS_*) against their rules computed by loops: the sizes, each span's chunks
    (the fewest holding 4 blocks with at most 1/64 wasted, else the least waste with 2 blocks), and what a span of
    each class gets: its capacity (less the secure build's guard page), the inverse and shift of its size */
 static void size_class_tables(void **state) {
@@ -168,7 +168,7 @@ static void size_class_tables(void **state) {
     }
     while (nmini) ms_free(mini[--nmini]);
     assert_int_equal(s->block_size, bs);
-    size_t colour = s->base & (MSI_HEAP_CHUNK - 1); /* (heap.c span_colour: blocks start past the chunk) */
+    size_t colour = s->base & (MSI_HEAP_CHUNK - 1); /* (span.c span_colour: blocks start past the chunk) */
     assert_true(colour < 4096 && colour % 64 == 0);
     assert_int_equal(s->capacity, (best * MSI_HEAP_CHUNK - MSI_HEAP_GUARD - colour) / bs);
     assert_int_equal(s->shift, __builtin_ctz(bs));
@@ -178,7 +178,7 @@ static void size_class_tables(void **state) {
   msi_heap_mini_off = false;
 }
 
-/* a span on fresh chunks carves its first 1 KiB of blocks (heap.c CARVE_FIRST), the rest of its page at its next
+/* a span on fresh chunks carves its first 1 KiB of blocks (span.c CARVE_FIRST), the rest of its page at its next
    carve: a class a short program uses for a few blocks links no 4 KiB of them. A new thread after a forced purge
    (every cached span back to its segment, its pages dropped) takes a span on fresh chunks */
 static void *first_carve_thread(void *arg) {
@@ -195,7 +195,7 @@ static void *first_carve_thread(void *arg) {
   void *q[80];
   for (unsigned i = 0; i < 80; i++) q[i] = ms_malloc(16); /* past the first 1 KiB: the next carve */
   carved[3] = s->carved;
-  carved[5] = s->base & (MSI_HEAP_CHUNK - 1); /* its colour (heap.c span_colour) */
+  carved[5] = s->base & (MSI_HEAP_CHUNK - 1); /* its colour (span.c span_colour) */
   for (unsigned i = 0; i < 80; i++) ms_free(q[i]);
   ms_free(p);
   return NULL;
@@ -604,7 +604,7 @@ static void fresh_span_pages_faulted_as_used(void **state) {
       assert_non_null(first);
       s = msi_heap_span_of(first);
     }
-    assert_true((uintptr_t)first - s->base < 4096); /* a fresh span: a block of its first window (heap.c span_carve;
+    assert_true((uintptr_t)first - s->base < 4096); /* a fresh span: a block of its first window (span.c msi_heap_span_carve;
                                                        the secure build's order is random) */
     uintptr_t last = (uintptr_t)first;
     for (unsigned i = 1; i < k; i++) {
@@ -712,7 +712,7 @@ static void stats_print(void **state) {
 }
 
 /* A span that leaves its class empty (retired to a cache) keeps its blocks linked; taken again by the same class
-   (span_cache_get prefers such a span among the newest cached) it hands them out as they were freed, carving none.
+   (msi_heap_span_cache_get prefers such a span among the newest cached) it hands them out as they were freed, carving none.
    A batch program (sh6bench: each class's batch outgrows its current span) paid a carving of a whole span per
    class per batch. Another class taking the span starts it afresh. The checks hold on a kept span: a block freed
    before the span was cached is a double free, a block carved and never handed out is one never allocated (both
@@ -752,7 +752,7 @@ static int kept_reuse(void) {
   msi_span_t *sq = msi_heap_span_of(q);
   if (sq == s0) {
     if (sq->cls != other || sq->block_size != msi_heap_class_size[other] || sq->kept) return 11;
-    /* carved from its base: one batch (16 KiB and the block that starts below its end: heap.c span_carve) */
+    /* carved from its base: one batch (16 KiB and the block that starts below its end: span.c msi_heap_span_carve) */
     if ((uintptr_t)q >= msi_span_bump(sq) || msi_span_bump(sq) - sq->base > 16384 + sq->block_size) return 12;
   } else if (sq->state != MSI_SPAN_ACTIVE) {
     return 13;

@@ -26,7 +26,7 @@ if [ "${3:-}" = heap-limit ]; then
   limited 4000000 "$tool" run -- "$prog" bigs
   check "heap: many large blocks, realloc across slot sizes, calloc, aligned under ulimit -v 4 GB (glibc: exit $g)" '[ $? = $g ]'
   limited 4000000 env MEMSPACE_SECURE=1 "$tool" run -- "$prog" bigs; check "...and with MEMSPACE_SECURE=1" '[ $? = $g ]'
-  # small blocks under a limit: the segment area takes address space as it grows (src/heap/heap.c region_init),
+  # small blocks under a limit: the segment area takes address space as it grows (src/heap/region.c msi_heap_region_init),
   # where a reservation of an eighth of the limit (250 MB here) would cap the blocks at that
   limited 2000000 "$tool" run -- "$prog" small 1024; check "heap: 1 GiB of 100-byte blocks under ulimit -v 2 GB" '[ $? = 0 ]'
   for lim in 4000000 67108864; do # more blocks of one size than the slots (6,000 of 100 KiB), small and generous limits
