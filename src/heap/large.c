@@ -1425,7 +1425,7 @@ size_t msi_large_release_unused(void) {
    back alone would split it: see dense()). When the refusal is RLIMIT_DATA lowered since its first read
    (data_limit_lowered: dense slots off from then on), every dense size's free slots and mapped slots not taken
    yet are reserved again one by one, whatever is live. Returns the bytes given back (a range the kernel would not
-   reserve again, its pages dropped only, still charged, not counted). Takes each class lock in turn;
+   reserve again, its pages dropped only, still charged, is not counted). Takes each class lock in turn;
    O(slots taken). */
 size_t msi_large_release_free(void) {
   size_t total = 0;
@@ -1448,8 +1448,9 @@ size_t msi_large_release_free(void) {
       continue;
     }
     for (uint32_t f = c->free_head; f && nfree <= c->bump; f = meta_at(c, f - 1)->link) nfree++;
-    if (top && !c->ncached && nfree == c->bump) {
-      if (reserve(c->base, (size_t)top << k)) total += (size_t)top << k;
+    /* (refused, the slots stay as they are, free and mapped, their pages dropped: a later pass tries again) */
+    if (top && !c->ncached && nfree == c->bump && reserve(c->base, (size_t)top << k)) {
+      total += (size_t)top << k;
       for (uint64_t j = 0; j < c->bump; j++) *meta_at(c, j) = (slot_meta_t){0, 0};
       c->free_head = 0;
       c->mapped = 0;
