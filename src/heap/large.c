@@ -310,10 +310,6 @@ static bool charged(void) {
 static bool dense(unsigned k) {
   return dense_ok && k <= LARGE_DENSE_MAX_SHIFT && !charged();
 }
-/* After a refused mapping: true once, for the call that finds RLIMIT_DATA lowered below DENSE_DATA_LIMIT since the
-   first read and turns dense slots off (data_limited 1 -> 2; never back). The slots taken meanwhile keep their
-   read-write mappings until freed; from then on every size commits per block (slot_decommit gives back a
-   formerly dense slot whole). */
 MSI_COLD_BSS static _Atomic bool dense_dropped; /* data_limit_lowered turned dense slots off */
 /* the bytes from `end` (a block's last committed page's end) to its slot's end when the slot may be one taken
    dense before data_limit_lowered (its pages past the block mapped read-write, charged: they go back with the
@@ -325,6 +321,10 @@ static size_t dense_rest(uintptr_t end) {
   uintptr_t mask = ((uintptr_t)1 << (i + MSI_HEAP_LARGE_MIN_SHIFT)) - 1;
   return (mask + 1 - ((end - classes[i].base) & mask)) & mask;
 }
+/* After a refused mapping: true once, for the call that finds RLIMIT_DATA lowered below DENSE_DATA_LIMIT since the
+   first read and turns dense slots off (data_limited 1 -> 2; never back). The slots taken meanwhile keep their
+   read-write mappings until their blocks are freed (decommit gives such a slot back whole: dense_rest); from then
+   on every size commits per block. */
 MSI_RARE static bool data_limit_lowered(void) {
   uint8_t one = 1;
   if (strict || atomic_load_explicit(&data_limited, memory_order_relaxed) != 1) return false;
