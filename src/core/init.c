@@ -53,6 +53,6 @@ MSI_STARTUP_TEXT __attribute__((constructor(101))) static void msi_constructor(v
 
 MSI_STARTUP_TEXT __attribute__((destructor(101))) static void msi_destructor(void) {
   if (!msi_opt(MS_OPTION_SHOW_STATS)) return; /* never set in the tool (options.c) */
-  int fd = msi_os_fd_open(2) || stats_fd < 0 ? 2 : stats_fd; /* stderr, or its copy once it is closed */
-  msi_stats_exit_print(fd);
+  /* stderr, or its copy once it is closed or a file of the program's (msg.c; no copy: -1, only a stats file) */
+  msi_stats_exit_print(msi_os_fd_open(2) && !msi_os_fd_cloexec(2) ? 2 : stats_fd);
 }

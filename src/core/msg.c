@@ -173,7 +173,15 @@ static void emit_to(int fd, const char *prefix, const char *fmt, va_list ap) {
   buf[n++] = '\n';
   msi_write_fd(fd, buf, n);
 }
-static void emit(const char *prefix, const char *fmt, va_list ap) { emit_to(2, prefix, fmt, ap); }
+/* A program that closed stderr may have opened a file or a socket of its own as descriptor 2 (the lowest free one):
+   a message there would corrupt its data or its protocol (glibc's and mimalloc's messages go to descriptor 2
+   whatever it is). A message is not written to a descriptor 2 that is close-on-exec: a standard error inherited
+   at exec, or put in place by dup2 (a shell's `2>file`, a test runner's capture), never is, and a descriptor
+   opened by Python, Rust, Go or with O_CLOEXEC always is. One opened without O_CLOEXEC (C's open and fopen by
+   default) cannot be told from a standard error and gets the message. One fcntl per message. */
+static void emit(const char *prefix, const char *fmt, va_list ap) {
+  if (!msi_os_fd_cloexec(2)) emit_to(2, prefix, fmt, ap);
+}
 
 /* the message of a printf-like function's arguments, after `prefix` */
 #define EMIT_ARGS(prefix)                                                                                     \

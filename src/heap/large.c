@@ -174,11 +174,14 @@ static inline void classes_ready(void) {
 
 /* maps [addr, addr + bytes) reserved again (no access, no commit charge), replacing what is there at once. Refused
    (a process past vm.max_map_count, which direct blocks may take it to: see msi_large_alloc), the pages are
-   dropped instead: the memory goes back and the range stays accessible, reading zeros. */
-static void reserve(uintptr_t addr, size_t bytes) {
-  if (msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
+   dropped instead: the memory goes back and the range stays accessible, reading zeros. True when reserved (the
+   range no longer charged by RLIMIT_DATA). */
+static bool reserve(uintptr_t addr, size_t bytes) {
+  if (msi_os_mmap((void *)addr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) !=
       MAP_FAILED)
-    msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
+    return true;
+  msi_os_madvise((void *)addr, bytes, MADV_DONTNEED);
+  return false;
 }
 
 /* the slot table, mapped on first use (two threads racing both may map one, one keeps its copy);
@@ -266,9 +269,10 @@ MSI_HOT_TEXT static void *commit(uintptr_t addr, size_t bytes) {
   return p;
 }
 
+static size_t dense_rest(uintptr_t end);
 static void decommit(uintptr_t addr, size_t bytes) {
   if (!bytes) return;
-  reserve(addr, bytes);
+  reserve(addr, bytes + dense_rest(addr + bytes));
   count_decommit(bytes);
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
@@ -291,9 +295,11 @@ static void decommit(uintptr_t addr, size_t bytes) {
    which only grows, would keep the charge of every slot it ever held, and a block of 257 KiB the charge of its
    512 KiB slot, where glibc's freed memory serves the next blocks of any size. Below the bound the limit stops a
    program before the mapping limit would (a block in a slot of its own, at least 32 KiB, is two mappings: 32,750
-   such blocks charge over 1 GiB). Read once, at the first question (a large block's first dense-size placement,
-   before which no dense slot exists, or a trim or release of the large slots, which may come first), and fixed
-   for the process (a limit set later leaves the slots as they are): one getrlimit, in programs with large blocks. */
+   such blocks charge over 1 GiB). Read at the first question (a large block's first dense-size placement,
+   before which no dense slot exists, or a trim or release of the large slots, which may come first): one
+   getrlimit, in programs with large blocks. A limit lowered after that read (a C++ program's exception pool, a
+   dense-size block taken before main) is met as a refused mapping: msi_large_release_free reads it again and turns
+   dense slots off for the rest of the process (data_limit_lowered). */
 #define DENSE_DATA_LIMIT ((rlim_t)1 << 30)
 MSI_START_BSS static _Atomic uint8_t data_limited; /* 0: not read; 1: no limit below the bound; 2: one */
 MSI_NOINLINE MSI_COLD static bool data_limited_read(void) {
@@ -314,6 +320,36 @@ static bool charged(void) {
 static bool dense(unsigned k) {
   return dense_ok && k <= LARGE_DENSE_MAX_SHIFT && !charged();
 }
+MSI_COLD_BSS static _Atomic bool dense_dropped; /* data_limit_lowered turned dense slots off */
+/* the bytes from `end` (a block's last committed page's end) to its slot's end when the slot may be one taken
+   dense before data_limit_lowered (its pages past the block mapped read-write, charged: they go back with the
+   block's), else 0 */
+static size_t dense_rest(uintptr_t end) {
+  if (MSI_LIKELY(!atomic_load_explicit(&dense_dropped, memory_order_relaxed))) return 0;
+  unsigned i = (unsigned)((end - 1 - msi_heap_g.large_base) >> msi_heap_g.sub_shift);
+  if (i + MSI_HEAP_LARGE_MIN_SHIFT > LARGE_DENSE_MAX_SHIFT) return 0;
+  uintptr_t mask = ((uintptr_t)1 << (i + MSI_HEAP_LARGE_MIN_SHIFT)) - 1;
+  return (mask + 1 - ((end - classes[i].base) & mask)) & mask;
+}
+/* After a refused mapping: true once, for the call that finds RLIMIT_DATA lowered below DENSE_DATA_LIMIT since the
+   first read and turns dense slots off (data_limited 1 -> 2; never back). The slots taken meanwhile keep their
+   read-write mappings until their blocks are freed (decommit gives such a slot back whole: dense_rest); from then
+   on every size commits per block. */
+MSI_RARE static bool data_limit_lowered(void) {
+  uint8_t one = 1;
+  if (strict || atomic_load_explicit(&data_limited, memory_order_relaxed) != 1) return false;
+  int saved = errno;
+  struct rlimit rl;
+  bool low = msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur < DENSE_DATA_LIMIT;
+  errno = saved;
+  if (!low || !atomic_compare_exchange_strong_explicit(&data_limited, &one, 2, memory_order_relaxed,
+                                                       memory_order_relaxed))
+    return false;
+  atomic_store_explicit(&dense_dropped, true, memory_order_relaxed);
+  msi_verbose("heap: RLIMIT_DATA lowered to %llu KiB after the first large block: slots of 64 KiB-1 MiB are "
+              "committed per block from now on", (unsigned long long)rl.rlim_cur >> 10);
+  return true;
+}
 
 /* Live blocks in slots that are not dense: two kernel mappings each (the block's pages, the reserved rest of its
    slot). The kernel's limit (vm.max_map_count, 65,530 by default) stops a program at ~32,750 such blocks, where
@@ -332,7 +368,15 @@ void msi_large_set_map_limit(unsigned long max_map_count) {
   atomic_store_explicit(&split_max, q > UINT32_MAX ? UINT32_MAX : (uint32_t)q, memory_order_relaxed);
 }
 static void split_count(unsigned k, int delta) {
-  if (!dense(k)) atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
+  if (dense(k)) return;
+  if (delta > 0) {
+    atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
+    return;
+  }
+  /* (never below zero: a block taken in a dense slot, freed after data_limit_lowered, was not counted) */
+  uint32_t n = atomic_load_explicit(&split_live, memory_order_relaxed), d = (uint32_t)-delta;
+  while (n && !atomic_compare_exchange_weak_explicit(&split_live, &n, n > d ? n - d : 0, memory_order_relaxed,
+                                                     memory_order_relaxed)) {}
 }
 static bool split_full(void) {
   return atomic_load_explicit(&split_live, memory_order_relaxed) >= atomic_load_explicit(&split_max, memory_order_relaxed);
@@ -1396,25 +1440,39 @@ size_t msi_large_release_unused(void) {
    Here a dense size none of whose slots is live or cached (every slot below its bump is on its free list) goes
    back whole: its range reserved again (PROT_NONE, no charge), its bump and free list emptied, so that its next
    block maps a batch afresh (dense_batch). A size with a block live or cached keeps its mapping (a slot given
-   back alone would split it: see dense()). Returns the bytes given back. Takes each class lock in turn;
+   back alone would split it: see dense()). When the refusal is RLIMIT_DATA lowered since its first read
+   (data_limit_lowered: dense slots off from then on), every dense size's free slots and mapped slots not taken
+   yet are reserved again one by one, whatever is live. Returns the bytes given back (a range the kernel would not
+   reserve again, its pages dropped only, still charged, is not counted). Takes each class lock in turn;
    O(slots taken). */
 size_t msi_large_release_free(void) {
   size_t total = 0;
   if (!atomic_load_explicit(&classes_set, memory_order_acquire)) return 0;
+  bool lowered = data_limit_lowered();
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
-    if (!dense(k) || !__atomic_load_n(&c->bump, __ATOMIC_RELAXED)) continue;
+    if (!(lowered ? dense_ok && k <= LARGE_DENSE_MAX_SHIFT : dense(k)) || !__atomic_load_n(&c->bump, __ATOMIC_RELAXED))
+      continue;
     msi_lock(lock_of(c));
     uint64_t top = c->mapped > c->bump ? c->mapped : c->bump, nfree = 0;
+    if (lowered) { /* (the class lock keeps the free list's slots unused: a slot taken commits afresh) */
+      for (uint32_t f = c->free_head; f; f = meta_at(c, f - 1)->link)
+        if (reserve(c->base + ((uintptr_t)(f - 1) << k), (size_t)1 << k)) total += (size_t)1 << k;
+      if (top > c->bump && reserve(c->base + ((uintptr_t)c->bump << k), (size_t)(top - c->bump) << k))
+        total += (size_t)(top - c->bump) << k;
+      c->mapped = 0;
+      msi_unlock(lock_of(c));
+      continue;
+    }
     for (uint32_t f = c->free_head; f && nfree <= c->bump; f = meta_at(c, f - 1)->link) nfree++;
-    if (top && !c->ncached && nfree == c->bump) {
-      reserve(c->base, (size_t)top << k);
+    /* (refused, the slots stay as they are, free and mapped, their pages dropped: a later pass tries again) */
+    if (top && !c->ncached && nfree == c->bump && reserve(c->base, (size_t)top << k)) {
+      total += (size_t)top << k;
       for (uint64_t j = 0; j < c->bump; j++) *meta_at(c, j) = (slot_meta_t){0, 0};
       c->free_head = 0;
       c->mapped = 0;
       __atomic_store_n(&c->bump, 0, __ATOMIC_RELAXED); /* (place reads it without the lock) */
-      total += (size_t)top << k;
     }
     msi_unlock(lock_of(c));
   }

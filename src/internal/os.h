@@ -83,6 +83,7 @@ struct rusage;
 int msi_os_getrusage(struct rusage *ru);                /* RUSAGE_SELF; -1 + errno */
 int msi_os_getpid(void);
 int msi_os_fd_open(int fd);                             /* 1 when fd is an open descriptor (fcntl F_GETFD), else 0 */
+int msi_os_fd_cloexec(int fd);                          /* 1 when fd is open and close-on-exec (F_GETFD), else 0 */
 int msi_os_set_blocking(int fd);                        /* O_NONBLOCK cleared; -1 + errno */
 void msi_os_signal_take(int sig);                      /* a pending blocked signal taken back, without waiting */
 int msi_os_stderr_copy(void); /* a copy of stderr at descriptor 100 or above (close-on-exec), or -1 */

@@ -388,6 +388,10 @@ int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_F
 int msi_os_getrusage(struct rusage *ru) { return getrusage(RUSAGE_SELF, ru); }
 int msi_os_getpid(void) { return (int)getpid(); }
 int msi_os_fd_open(int fd) { return fcntl(fd, F_GETFD) != -1; } /* a closed fd is an answer, not a failure */
+int msi_os_fd_cloexec(int fd) {
+  int f = fcntl(fd, F_GETFD);
+  return f != -1 && (f & FD_CLOEXEC);
+}
 void msi_os_signal_take(int sig) {
   sigset_t set;
   struct timespec zero = {0, 0};

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -132,8 +133,23 @@ static inline unsigned live_bucket(const void *s) {
   return (unsigned)((((uintptr_t)s >> 6) * 0x9E3779B97F4A7C15ull) >> 54) & (LIVE_BUCKETS - 1);
 }
 
-static void registry_add(ms_space_t *s) {
+/* registry_lock taken and given back by this thread's registry calls, with a mark of its own set around the hold:
+   a signal handler's statistics (mallinfo2, malloc_stats) that interrupted this thread there, even between the
+   lock's taking and its holder's record, see the mark and count no space instead of waiting for themselves */
+static _Thread_local volatile sig_atomic_t registry_here;
+static void registry_enter(void) {
+  registry_here = 1;
+  atomic_signal_fence(memory_order_seq_cst);
   msi_lock(&registry_lock);
+}
+static void registry_leave(void) {
+  msi_unlock(&registry_lock);
+  atomic_signal_fence(memory_order_seq_cst);
+  registry_here = 0;
+}
+
+static void registry_add(ms_space_t *s) {
+  registry_enter();
   if (!atomic_load_explicit(&spaces_created, memory_order_relaxed)) atomic_store(&spaces_created, true);
   s->prev = NULL;
   s->next = registry;
@@ -142,21 +158,21 @@ static void registry_add(ms_space_t *s) {
   unsigned b = live_bucket(s);
   s->hnext = live_hash[b];
   live_hash[b] = s;
-  msi_unlock(&registry_lock);
+  registry_leave();
 }
 /* removes a live space (true), or finds that `s` is none (false, nothing touched) */
 static bool registry_remove(ms_space_t *s) {
-  msi_lock(&registry_lock);
+  registry_enter();
   ms_space_t **h = &live_hash[live_bucket(s)];
   while (*h && *h != s) h = &(*h)->hnext;
-  if (!*h) { msi_unlock(&registry_lock); return false; }
+  if (!*h) { registry_leave(); return false; }
   *h = s->hnext;
   if (s->prev) s->prev->next = s->next;
   else registry = s->next;
   if (s->next) s->next->prev = s->prev;
   dead_ooms += s->ooms;
   dead_expands += s->expands;
-  msi_unlock(&registry_lock);
+  registry_leave();
   return true;
 }
 bool msi_space_owner_name(const void *p, char *name, size_t cap) {
@@ -184,10 +200,10 @@ static inline bool gone(const ms_space_t *s, const char *call) {
 /* true when `s` is a live space; else false with errno EINVAL (reported unless NULL) */
 static bool live(const ms_space_t *s, const char *call) {
   if (!s) { errno = EINVAL; return false; }
-  msi_lock(&registry_lock);
+  registry_enter();
   const ms_space_t *h = live_hash[live_bucket(s)];
   while (h && h != s) h = h->hnext;
-  msi_unlock(&registry_lock);
+  registry_leave();
   if (!h) bad_handle(s, call);
   return h != NULL;
 }
@@ -196,19 +212,21 @@ static bool live(const ms_space_t *s, const char *call) {
    ms_space_create_in given the memory of a space it made before and not destroyed, at the same start or any other,
    would zero that space's metadata (it hands out its blocks again, or follows garbage) */
 static const ms_space_t *live_over(uintptr_t lo, uintptr_t hi) {
-  msi_lock(&registry_lock);
+  registry_enter();
   const ms_space_t *h = registry;
   for (; h; h = h->next) {
     uintptr_t a = h->meta_base ? (uintptr_t)h->meta_base : (uintptr_t)h; /* create_in: from the struct */
     uintptr_t b = h->meta_base ? a + h->meta_size : (uintptr_t)h->data;   /* ... to its data */
     if (lo < b && a < hi) break;
   }
-  msi_unlock(&registry_lock);
+  registry_leave();
   return h;
 }
 
+/* (none counted by a signal handler that interrupted this thread's registry call: registry_enter) */
 static void spaces_get(ms_stats_t *st) {
-  msi_lock(&registry_lock);
+  if (registry_here) return;
+  registry_enter();
   uint64_t count = 0, bytes = 0, used = 0, ooms = dead_ooms, expands = dead_expands;
   for (ms_space_t *s = registry; s; s = s->next) {
     count++;
@@ -217,7 +235,7 @@ static void spaces_get(ms_stats_t *st) {
     ooms += __atomic_load_n(&s->ooms, __ATOMIC_RELAXED);
     expands += __atomic_load_n(&s->expands, __ATOMIC_RELAXED);
   }
-  msi_unlock(&registry_lock);
+  registry_leave();
   st->space_count += count;
   st->space_bytes += bytes;
   st->space_used_bytes += used;
@@ -235,13 +253,14 @@ static void spaces_print(msi_stats_writer_t *w) {
      repeats a line nor drops one (1.5 KiB of stack: malloc_stats runs on threads of PTHREAD_STACK_MIN) */
   char text[PRINT_SPACES][192];
   int n = 0;
-  msi_lock(&registry_lock);
+  if (registry_here) return; /* (see spaces_get) */
+  registry_enter();
   for (const ms_space_t *s = registry; s && n < PRINT_SPACES; s = s->next, n++)
     msi_snprintf(text[n], sizeof text[n], "%s: %zu bytes, %zu used, %llu oom, %llu expansions", space_name(s),
                  __atomic_load_n(&s->size, __ATOMIC_RELAXED), __atomic_load_n(&s->used, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&s->ooms, __ATOMIC_RELAXED),
                  (unsigned long long)__atomic_load_n(&s->expands, __ATOMIC_RELAXED));
-  msi_unlock(&registry_lock);
+  registry_leave();
   for (int i = 0; i < n; i++) {
     char line[32];
     for (char *c = text[i]; *c; c++) /* a name's control bytes would split the text line */

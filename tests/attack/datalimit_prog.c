@@ -20,6 +20,11 @@
    malloc refuses, then all freed: each size at least half the limit (glibc: each 250 MB). Slots of 64 KiB-1 MiB
    (dense) mapped read-write in runs that only grow would keep the limit's charge after the frees, and a block
    would take its whole power-of-two slot's: 144 MB of the first size, then not one block of the others.
+   late: the sizes' case when a block of a dense size (100,000 B) was taken before the limit was lowered (a C++
+   program's exception pool, allocated before main): blocks of 123,000 B until malloc refuses, all freed, then
+   blocks of 131,108 B: at least half the limit (glibc: 1,980 blocks, 259 MB). The limit read once, at the first
+   block, would leave dense slots on, and the freed blocks' slots, mapped read-write beside the live one, charged:
+   not one block of the second size.
    Exit 0: as glibc; 1: a block refused that glibc serves; a signal: the crash. */
 #include <malloc.h>
 #include <stdio.h>
@@ -50,11 +55,21 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "reuse";
   int released = strcmp(mode, "released") == 0;
   int dense = strcmp(mode, "cache_dense") == 0, cache = dense || strcmp(mode, "cache") == 0;
-  int sizes = strcmp(mode, "sizes") == 0;
-  size_t limit = (dense ? 1280u : cache || sizes ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
+  int sizes = strcmp(mode, "sizes") == 0, late = strcmp(mode, "late") == 0;
+  size_t limit = (dense ? 1280u : cache || sizes || late ? 256u : released ? 64u : strcmp(mode, "large") == 0 ? 32u : 16u) << 20;
+  void *early = late ? malloc(100000) : NULL; /* before the limit, kept */
   struct rlimit rl = {limit, limit};
   if (setrlimit(RLIMIT_DATA, &rl) != 0) { perror("setrlimit"); return 2; }
   size_t n1, n2, n3;
+  if (late) {
+    drop(fill(123000, &n1));
+    void *blocks = fill(131108, &n2);
+    printf("%zu blocks of 123,000 B freed (one of 100,000 B taken before RLIMIT_DATA %zu MiB); then %zu of 131,108 B\n",
+           n1, limit >> 20, n2);
+    drop(blocks);
+    free(early);
+    return n1 && n2 * 131108 >= limit / 2 ? 0 : 1;
+  }
   if (sizes) {
     static const size_t size[] = {40000, 100000, 300000, 600000};
     int fail = 0;

@@ -22,6 +22,8 @@ ssize_t msi_os_write(int fd, const void *buf, size_t len);
 ssize_t msi_os_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 void msi_os_signal_take(int sig);
 void msi_os_signal_take(int sig) { (void)sig; }
+int msi_os_fd_cloexec(int fd);
+int msi_os_fd_cloexec(int fd) { (void)fd; return 0; }
 long msi_os_getcwd(char *buf, size_t size);
 long msi_os_getcwd(char *buf, size_t size) { long n = syscall(SYS_getcwd, buf, size); return n > 0 ? n - 1 : -1; }
 
