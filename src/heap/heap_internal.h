@@ -127,7 +127,7 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
 /* the single-threaded purge's first budget of large bytes (purge.c st_large_budget; the fork child's reset) */
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 
-/* mini spans (heap.c): the granules a class takes at most, and its mark once it takes no more */
+/* mini spans (taken in segment.c, freed in heap.c): the granules a class takes at most, and its mark once it takes no more */
 #define MINI_PER_CLASS 4
 #define MINI_DONE UINT8_MAX
 
@@ -138,7 +138,7 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
 #define XF_ONE ((uintptr_t)1 << XF_SHIFT)
 #define XF_PTR (XF_ONE - 16)
 
-/* span.c's helpers that the allocation and free slow paths (heap.c) inline */
+/* the span helpers the allocation and free slow paths (heap.c, span.c) inline, defined here */
 /* A span joins its class's partial list at the tail, and the allocation path takes the head: the span that had
    longest to gather free blocks. Taking the newest (a span that has just got its first block back) would switch
    spans after a block or two, scattering consecutive allocations over many spans and their cache lines. */

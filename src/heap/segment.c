@@ -239,7 +239,8 @@ MSI_HOT_TEXT msi_span_t *msi_heap_segment_alloc_span(msi_heap_t *h, unsigned n) 
   return s;
 }
 
-/* a mini span (heap.c: the first blocks of a class) of class cls for h, in chunk 0 of h's segment: current and carved; NULL: no room left in h's segment (the class takes no more) */
+/* a mini span (the first blocks of a class; freed into in heap.c) of class cls for h, in chunk 0 of h's segment:
+   current and carved; NULL: no room left in h's segment (the class takes no more) */
 MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
 #if MSI_HEAP_MINI
   uint32_t bs = msi_heap_class_size[cls];
