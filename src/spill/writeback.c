@@ -14,7 +14,11 @@
    and steadier (docs/spill.md). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
    of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
    the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
-   is MADV_RANDOM and MADV_NOHUGEPAGE, again after new blocks (see advise_refresh). */
+   is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on. A program's own MADV_HUGEPAGE on its block (numpy gives
+   it every array of 4 MiB or more, right after the malloc) stands until the program has written there: nothing
+   re-advises a unit the program has not touched, so such a fill faults 2 MiB folios from start to end, and a
+   fill without it 4 KiB pages, whatever the timing of the maintenance thread. Behind the fill the write-back
+   advises each touched unit 4 KiB folios and evicts it once written back (behind_sweep). */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
     msi_os_madvise((void *)start, len, MADV_RANDOM);
@@ -28,8 +32,12 @@ void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool 
 }
 static void advise_all(bool random) {
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
-    size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
-    if (m) msi_sp_advise_range(&sp.cls[c], sp.cls[c].start, m, random);
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+    if (m) msi_sp_advise_range(k, k->start, m, random);
+    for (size_t u = 0; !small_class(c) && u < m / SP_UNIT; u++) /* every unit is the write-back's to judge again */
+      if (atomic_load_explicit(&k->behind[u], memory_order_relaxed))
+        atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
   }
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
@@ -39,33 +47,6 @@ void msi_sp_advise_update(void) {
   if (!sp.random_adv && need > msi_sp_fit_bytes()) advise_all(true);
   else if (sp.random_adv && need < bud.cg.limit / 2) advise_all(false);
 }
-/* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings after new blocks,
-   since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every array of 4 MiB or
-   more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under MADV_RANDOM: an order of
-   magnitude fewer random reads per second beyond memory. Twice: at the first tick that sees the new blocks, and
-   at the first tick a whole period after that one. The program's madvise follows its malloc, but the first tick
-   may fall in between (the allocation wakes the maintenance thread, and other wakes can bring a second tick at
-   once), and a refresh a period later lands after any madvise that directly follows its malloc: the fill of
-   such a block takes 2 MiB folios for at most a period, never throughout by the luck of the ticks (such a fill
-   leaves dirty 2 MiB folios faster than the write-back cleans them, and the random accesses after it wait for
-   them). Only spill's own mappings are advised: heap blocks keep the program's advice (docs/spill.md). */
-static void advise_refresh(uint64_t now) { /* maintenance thread only */
-  static uint64_t seen, later_ns;
-  static bool first;
-  uint64_t gen = atomic_load_explicit(&sp.alloc_gen, memory_order_relaxed);
-  if (gen != seen) {
-    seen = gen;
-    first = true;
-    later_ns = now + SP_SYNC_PERIOD_NS;
-  }
-  if (!first && (!later_ns || now < later_ns)) return;
-  if (!msi_trylock(&sp_lock)) return; /* (the next tick tries again) */
-  if (sp.random_adv) advise_all(true);
-  if (first) first = false;
-  else later_ns = 0;
-  msi_unlock(&sp_lock);
-}
-
 /* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
    mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, costly
    in a VM (most of a CPU beyond memory). So there (unmap: the data does not fit) each 2 MiB unit
@@ -82,7 +63,7 @@ static void advise_refresh(uint64_t now) { /* maintenance thread only */
    the thread yields (msi_maint_yield): a process that was already waiting for this CPU would otherwise wait for
    the next tick behind a large unmap and the idle-priority calls after it. */
 #define SP_WB_PIECE ((size_t)256 << 10)
-#define SP_WB_UNIT ((size_t)2 << 20)
+#define SP_WB_UNIT SP_UNIT
 #define SP_WB_CHECK ((size_t)32 << 20)
 #define SP_WB_YIELD_NS 20000
 static void headroom_check(void);
@@ -103,6 +84,57 @@ static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
     len -= n;
   }
 }
+/* whether the program has touched the unit at `a` of class k's region: the file holds data there (written blocks,
+   or page-cache pages over the reserved, unwritten extents). *data caches where the file next holds data (region
+   offset, rounded down to a unit) for the units after it, so a run of untouched units costs one lseek; call it
+   for increasing `a`. A refused lseek answers false (the unit keeps its advice). */
+static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data) {
+  if (a >= *data) { /* within a's chunk (consecutive file offsets) */
+    size_t chunk = (size_t)1 << k->chunk_shift, cend = (a & ~(chunk - 1)) + chunk;
+    long long fo = (long long)file_off(k, a), d = msi_os_seek_data(fd, fo);
+    *data = (d < 0 ? cend : (size_t)(d - fo) < cend - a ? a + (size_t)(d - fo) : cend) & ~(SP_UNIT - 1);
+  }
+  return a >= *data;
+}
+/* Beyond memory, behind the program's writes (classes from SP_FOLIO_MAX up): each 2 MiB unit the program has
+   touched is advised MADV_NOHUGEPAGE, unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once
+   per block (`behind` 2). The program may have advised its block MADV_HUGEPAGE, so that its fill faulted 2 MiB
+   folios: a huge-page mapping reads a 2 MiB folio at every fault after an eviction, and a 2 MiB folio left in the
+   page cache is dirtied whole by a later 4 KiB write and written back whole. From then on the unit faults 4 KiB
+   pages. Untouched units keep their advice (advise_range). A touched unit followed by an untouched one (the front
+   of a fill, which the program may be writing now and map again at once) only has its write-back started
+   (`behind` 1); the next sweep waits for it and evicts it. Cheap where nothing changed: one lseek(SEEK_DATA) per
+   run of untouched units, none for units done. At the start of every pass and every SP_WB_CHECK bytes of a long
+   one (at most every period), so a pass starved of CPU on a busy machine does not leave the fill's units to
+   reclaim with 2 MiB advice. Keeps errno: a pass also runs in the allocating thread (msi_sp_sync_pace). */
+static void behind_sweep(int fd, bool force) {
+  static uint64_t last_ns;
+  uint64_t now = msi_now_ns();
+  if (!force && now - last_ns < SP_SYNC_PERIOD_NS) return;
+  last_ns = now;
+  int e = errno;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire), data = 0;
+    if (small_class(c) || m == 0) continue;
+    for (size_t a = msi_round_up(k->floor, SP_UNIT); a + SP_UNIT <= m; a += SP_UNIT) {
+      _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
+      unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
+      if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data))) continue;
+      bool front = v == 0 && (a + 2 * SP_UNIT > m || !unit_touched(k, fd, a + SP_UNIT, &data));
+      if (v == 0) msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_NOHUGEPAGE);
+      msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      off_t fo = (off_t)file_off(k, a);
+      if (!front)
+        msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT,
+                               SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+      msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED); /* (front: starts the write-back) */
+      atomic_store_explicit(st, front ? 1 : 2, memory_order_relaxed);
+    }
+  }
+  errno = e;
+}
+
 static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
   for (size_t done = 0; done < len; done += SP_WB_UNIT) {
     size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
@@ -117,7 +149,10 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
       sync_piece(k, fd, a + p, n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE);
       if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
     }
-    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) headroom_check(); /* (itself at most every 50 ms) */
+    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) {
+      if (unmap) behind_sweep(fd, false);
+      headroom_check(); /* (itself at most every 50 ms) */
+    }
   }
 }
 
@@ -168,6 +203,7 @@ static void writeback_pass(void) {
   if (fd < 0 || !msi_sp_file_is_ours(fd)) return; /* none, or lost: the next locked use finds it (file_lost) */
   bud.idle = true;
   pass_priority(!msi_sp_headroom_low(dirty, anon));
+  if (!fits) behind_sweep(fd, true);
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
@@ -282,7 +318,6 @@ static void maint_run(uint64_t now_ns) {
     msi_sp_advise_update();
     msi_unlock(&sp_lock);
   }
-  advise_refresh(now_ns);
 }
 /* work while spilled blocks live (the program dirties their pages without a call: each pass samples), and for
    the auto mode's tick after blocks were asked about; a sleeping maintenance thread wakes at a spilled block's
