@@ -15,10 +15,11 @@
    of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
    the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
    is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on. A program's own MADV_HUGEPAGE on its block (numpy gives
-   it every array of 4 MiB or more, right after the malloc) stands until the program has written there: nothing
-   re-advises a unit the program has not touched, so such a fill faults 2 MiB folios from start to end, and a
-   fill without it 4 KiB pages, whatever the timing of the maintenance thread. Behind the fill the write-back
-   advises each touched unit 4 KiB folios and evicts it once written back (behind_sweep). */
+   it every array of 4 MiB or more, right after the malloc) stands until the program has written past it: nothing
+   re-advises a unit at or after the front of the program's writes, so such a fill faults 2 MiB folios, and a
+   fill without it 4 KiB pages (a block's last unit, swept a period after it was first seen touched, may refault
+   the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
+   and evicts them once written back (behind_sweep): they refault at their next touch. */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
     msi_os_madvise((void *)start, len, MADV_RANDOM);
@@ -87,55 +88,86 @@ static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
 /* whether the program has touched the unit at `a` of class k's region: the file holds data there (written blocks,
    or page-cache pages over the reserved, unwritten extents). *data caches where the file next holds data (region
    offset, rounded down to a unit) for the units after it, so a run of untouched units costs one lseek; call it
-   for increasing `a`. A refused lseek answers false (the unit keeps its advice). */
-static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data) {
+   for increasing `a`. A refused lseek answers false (the unit keeps its advice), and so does a descriptor that is
+   no longer spill's file (the program put a file of its own on its number: its offset is not ours to move), with
+   *lost set. */
+static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data, bool *lost) {
   if (a >= *data) { /* within a's chunk (consecutive file offsets) */
+    if (!msi_sp_file_is_ours(fd)) {
+      *lost = true;
+      return false;
+    }
     size_t chunk = (size_t)1 << k->chunk_shift, cend = (a & ~(chunk - 1)) + chunk;
     long long fo = (long long)file_off(k, a), d = msi_os_seek_data(fd, fo);
     *data = (d < 0 ? cend : (size_t)(d - fo) < cend - a ? a + (size_t)(d - fo) : cend) & ~(SP_UNIT - 1);
   }
   return a >= *data;
 }
+/* A sweep waits for at most this much write-back; the units left wait for the next sweep. */
+#define SP_SWEEP_WAIT ((size_t)32 << 20)
+MSI_RARE static void sweep_error(int err) {
+  static _Atomic int told;
+  if (!atomic_exchange(&told, 1))
+    msi_warning("spill: writing back spilled data failed (%s): such units stay in the page cache", MSI_ERRNO(err));
+}
 /* Beyond memory, behind the program's writes (classes from SP_FOLIO_MAX up): each 2 MiB unit the program has
-   touched is advised MADV_NOHUGEPAGE, unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once
-   per block (`behind` 2). The program may have advised its block MADV_HUGEPAGE, so that its fill faulted 2 MiB
-   folios: a huge-page mapping reads a 2 MiB folio at every fault after an eviction, and a 2 MiB folio left in the
-   page cache is dirtied whole by a later 4 KiB write and written back whole. From then on the unit faults 4 KiB
-   pages. Untouched units keep their advice (advise_range). A touched unit followed by an untouched one (the front
-   of a fill, which the program may be writing now and map again at once) only has its write-back started
-   (`behind` 1); the next sweep waits for it and evicts it. Cheap where nothing changed: one lseek(SEEK_DATA) per
-   run of untouched units, none for units done. At the start of every pass and every SP_WB_CHECK bytes of a long
-   one (at most every period), so a pass starved of CPU on a busy machine does not leave the fill's units to
-   reclaim with 2 MiB advice. Keeps errno: a pass also runs in the allocating thread (msi_sp_sync_pace). */
+   touched and moved past is unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once per block
+   (`behind` 2), and the block from its start to that unit is advised MADV_NOHUGEPAGE. The program may have advised
+   its block MADV_HUGEPAGE, so that its fill faulted 2 MiB folios: a huge-page mapping reads a 2 MiB folio at every
+   fault after an eviction, and a 2 MiB folio left in the page cache is dirtied whole by a later 4 KiB write and
+   written back whole. From then on those units fault 4 KiB pages from the page cache or the file. The advice is
+   one range per block, so a block touched sparsely stays two mappings (VMAs) however many of its units were swept
+   (one per unit would reach vm.max_map_count with large sparse arrays); untouched units before the last swept
+   one lose the program's advice with it, units after it keep theirs (advise_range). A touched unit followed by
+   an untouched one of its block (the front of a fill, which the program may be writing now) only has its
+   write-back started, every sweep, and keeps its mapping and advice until the program touches the next unit; a
+   block's last unit, when first seen touched, only has its write-back started too (`behind` 1), and is swept at
+   a later sweep. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
+   done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
+   waiting for at most SP_SWEEP_WAIT of write-back, so the program's other maintenance (heap purges, the pressure
+   response) waits little behind the disk. A write-back that fails is reported once and its unit stays cached.
+   Keeps errno. */
 static void behind_sweep(int fd, bool force) {
   static uint64_t last_ns;
   uint64_t now = msi_now_ns();
   if (!force && now - last_ns < SP_SYNC_PERIOD_NS) return;
   last_ns = now;
   int e = errno;
-  for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
+  size_t waited = 0;
+  bool lost = false;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && waited < SP_SWEEP_WAIT && !lost; c++) {
     sp_class_t *k = &sp.cls[c];
-    size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire), data = 0;
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire), data = 0, slot = (size_t)1 << c;
+    size_t lo = msi_round_up(k->floor, SP_UNIT);
     if (small_class(c) || m == 0) continue;
-    for (size_t a = msi_round_up(k->floor, SP_UNIT); a + SP_UNIT <= m; a += SP_UNIT) {
+    for (size_t a = lo; a + SP_UNIT <= m && waited < SP_SWEEP_WAIT && !lost; a += SP_UNIT) {
       _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
       unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
-      if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data))) continue;
-      bool front = v == 0 && (a + 2 * SP_UNIT > m || !unit_touched(k, fd, a + SP_UNIT, &data));
-      if (v == 0) msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_NOHUGEPAGE);
-      msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data, &lost))) continue;
+      size_t s0 = a & ~(slot - 1), next = a + SP_UNIT;
       off_t fo = (off_t)file_off(k, a);
-      if (!front)
-        msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT,
-                               SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-      msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED); /* (front: starts the write-back) */
-      atomic_store_explicit(st, front ? 1 : 2, memory_order_relaxed);
+      bool last = next == s0 + slot || next + SP_UNIT > m;
+      if (v == 0 && (last || !unit_touched(k, fd, next, &data, &lost))) { /* the front: write-back started */
+        msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
+        if (last) atomic_store_explicit(st, 1, memory_order_relaxed);
+        continue;
+      }
+      if (lost) break;
+      s0 = s0 > lo ? s0 : lo;
+      msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
+      msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      int r = msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT,
+                                     SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+      waited += SP_UNIT;
+      if (r == 0) msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
+      else sweep_error(errno);
+      atomic_store_explicit(st, 2, memory_order_relaxed);
     }
   }
   errno = e;
 }
 
-static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
+static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap, bool sweep) {
   for (size_t done = 0; done < len; done += SP_WB_UNIT) {
     size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
     if (unmap && lo < a + n) {
@@ -150,7 +182,7 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
       if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
     }
     if ((done + n) % SP_WB_CHECK == 0 || done + n == len) {
-      if (unmap) behind_sweep(fd, false);
+      if (sweep) behind_sweep(fd, false);
       headroom_check(); /* (itself at most every 50 ms) */
     }
   }
@@ -173,18 +205,20 @@ static void headroom_check(void) {
   if (msi_sp_headroom_low(dirty, anon)) pass_priority(false);
 }
 
-static void writeback_pass(void);
-static void writeback_all(void) {
+static void writeback_pass(bool maint);
+/* maint: in the maintenance thread (the behind sweep runs, waiting for write-back); in the allocating thread
+   (msi_sp_sync_pace) the pass only starts write-back */
+static void writeback_all(bool maint) {
   if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
   if (atomic_exchange(&bud.busy, 1)) return; /* another thread is at it (seq_cst: see class_close) */
-  writeback_pass();
+  writeback_pass(maint);
   atomic_store_explicit(&bud.busy, 0, memory_order_release);
 }
 static _Atomic int wb_busy; /* a write-behind is using the descriptor (see msi_sp_write_behind) */
 /* a pass or a write-behind is running: msi_sp_empty keeps the file open */
 bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0 || atomic_load(&wb_busy) != 0; }
 
-static void writeback_pass(void) {
+static void writeback_pass(bool maint) {
   uint64_t dirty, anon;
   msi_sp_sample(&dirty, &anon);
   bud.recheck_ns = msi_now_ns();
@@ -203,19 +237,19 @@ static void writeback_pass(void) {
   if (fd < 0 || !msi_sp_file_is_ours(fd)) return; /* none, or lost: the next locked use finds it (file_lost) */
   bud.idle = true;
   pass_priority(!msi_sp_headroom_low(dirty, anon));
-  if (!fits) behind_sweep(fd, true);
+  if (!fits && maint) behind_sweep(fd, true);
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
     if (m == 0) continue;
     if (all) {
-      writeback_range(k, fd, 0, m, !fits);
+      writeback_range(k, fd, 0, m, !fits, !fits && maint);
       continue;
     }
     size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
     if (step > m - pos) step = m - pos; /* never past the mapped extent: beyond it lies the next class's region */
-    writeback_range(k, fd, pos, step, !fits);
+    writeback_range(k, fd, pos, step, !fits, !fits && maint);
     bud.rr[c] = pos + step;
   }
   msi_maint_set_idle(false);
@@ -303,7 +337,7 @@ void msi_sp_sync_pace(void) {
   uint64_t last = atomic_load_explicit(&sp.last_sync_ns, memory_order_relaxed);
   if (now - last < SP_SYNC_PERIOD_NS) return;
   if (!atomic_compare_exchange_strong(&sp.last_sync_ns, &last, now)) return;
-  writeback_all();
+  writeback_all(false);
 }
 
 static void maint_run(uint64_t now_ns) {
@@ -313,7 +347,7 @@ static void maint_run(uint64_t now_ns) {
     msi_sp_fork_reap();
     msi_unlock(&sp_lock);
   }
-  writeback_all();
+  writeback_all(true);
   if (msi_trylock(&sp_lock)) { /* the anonymous memory changes without spilled allocations */
     msi_sp_advise_update();
     msi_unlock(&sp_lock);

@@ -47,6 +47,14 @@ static unsigned char *beyond_memory(void) {
   return warm;
 }
 
+/* a spilled block of len bytes the program advised MADV_HUGEPAGE, as numpy does right after the malloc */
+static unsigned char *hg_block(size_t len) {
+  unsigned char *b = msi_spill_malloc(len, 0, false);
+  assert_non_null(b);
+  assert_int_equal(madvise(b, len, MADV_HUGEPAGE), 0);
+  return b;
+}
+
 static void test_advice_after_madvise(void **state) {
   (void)state;
   unsigned char *warm = beyond_memory();
@@ -62,7 +70,9 @@ static void test_advice_after_madvise(void **state) {
   assert_true(flag(b, "hg") && flag(b + BLOCK - 4096, "hg"));
   memset(b, 7, BLOCK / 2); /* the fill's first half */
   for (unsigned i = 21; i <= 40; i++) tick(i * 50);
-  assert_true(flag(b, "nh") && flag(b + BLOCK / 2 - 4096, "nh"));
+  assert_true(flag(b, "nh") && flag(b + BLOCK / 2 - SP_UNIT - 4096, "nh"));
+  /* the fill's front unit (the program may be writing it now) and the units after it keep the program's advice */
+  assert_true(flag(b + BLOCK / 2 - SP_UNIT, "hg") && flag(b + BLOCK / 2 - 4096, "hg"));
   assert_true(flag(b + BLOCK / 2, "hg") && flag(b + BLOCK - 4096, "hg"));
   assert_true(flag(b, "rr"));
   memset(b, 7, BLOCK);
@@ -97,9 +107,7 @@ static void test_random_write_amplification(void **state) {
   (void)state;
   unsigned char *warm = beyond_memory();
   size_t len = UNITS * SP_UNIT;
-  unsigned char *b = msi_spill_malloc(len, 0, false);
-  assert_non_null(b);
-  assert_int_equal(madvise(b, len, MADV_HUGEPAGE), 0);
+  unsigned char *b = hg_block(len);
   memset(b, 1, len); /* the fill, before any tick */
   size_t pmd = ms_test_smaps_kb(b, "FilePmdMapped");
   if (access("/proc/self/io", R_OK) != 0 || write_bytes() == 0)
@@ -120,8 +128,44 @@ static void test_random_write_amplification(void **state) {
   bud.cg.limit = limit_found;
 }
 
+/* the mappings (VMAs, /proc/self/maps) that overlap [p, p + len) */
+static unsigned vma_count(const void *p, size_t len) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  assert_non_null(f);
+  char line[512];
+  unsigned n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && lo < (uintptr_t)p + len && hi > (uintptr_t)p) n++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* A block advised MADV_HUGEPAGE and touched sparsely (two units in every four), then swept: the swept units'
+   advice is one range from the block's start, so the block stays at most three mappings (one per swept unit
+   would split it into 16 or more); its units after the last swept one keep the program's advice. */
+static void test_sparse_block_mappings(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = UNITS * SP_UNIT;
+  unsigned char *b = hg_block(len);
+  for (size_t u = 0; u < UNITS; u += 4) memset(b + u * SP_UNIT, 3, 2 * SP_UNIT);
+  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  unsigned n = vma_count(b, len);
+  print_message("mappings of a 64 MiB block touched in 16 pairs of units, after the sweeps: %u\n", n);
+  assert_true(n <= 3);
+  assert_true(flag(b, "nh") && flag(b + (UNITS - 4) * SP_UNIT, "nh")); /* swept */
+  assert_true(flag(b + (UNITS - 2) * SP_UNIT, "hg") && flag(b + len - 4096, "hg")); /* after the last swept unit */
+  for (size_t u = 0; u < UNITS; u++) assert_int_equal(b[u * SP_UNIT + 4096], u % 4 < 2 ? 3 : 0);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
-                                     cmocka_unit_test(test_random_write_amplification)};
+                                     cmocka_unit_test(test_random_write_amplification),
+                                     cmocka_unit_test(test_sparse_block_mappings)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
