@@ -163,9 +163,33 @@ static void test_sparse_block_mappings(void **state) {
   bud.cg.limit = limit_found;
 }
 
+/* The allocating thread's write-back pass (msi_sp_sync_pace) only starts write-back: it sweeps no unit (no wait
+   for the disk in the program's malloc); the maintenance task's next pass does. */
+static void test_pace_does_not_sweep(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = UNITS * SP_UNIT;
+  unsigned char *b = hg_block(len);
+  memset(b, 4, len);
+  sp_class_t *k = &sp.cls[__builtin_ctzll(len)];
+  size_t u0 = (size_t)((uintptr_t)b - k->start) / SP_UNIT, swept = 0;
+  atomic_store(&sp.last_sync_ns, 0); /* a pass is due */
+  msi_sp_sync_pace();
+  for (size_t u = 0; u < UNITS; u++) swept += atomic_load(&k->behind[u0 + u]) != 0;
+  assert_int_equal(swept, 0);
+  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  for (size_t u = 0; u < UNITS; u++) swept += atomic_load(&k->behind[u0 + u]) == 2;
+  assert_int_equal(swept, UNITS); /* the maintenance task's sweeps: every unit, the last one included */
+  assert_int_equal(b[len - 1], 4);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
                                      cmocka_unit_test(test_random_write_amplification),
-                                     cmocka_unit_test(test_sparse_block_mappings)};
+                                     cmocka_unit_test(test_sparse_block_mappings),
+                                     cmocka_unit_test(test_pace_does_not_sweep)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
