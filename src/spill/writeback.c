@@ -148,11 +148,11 @@ static void behind_sweep(int fd, bool force) {
       off_t fo = (off_t)file_off(k, a);
       bool last = next == s0 + slot || next + SP_UNIT > m;
       if (v == 0 && (last || !unit_touched(k, fd, next, &data, &lost))) { /* the front: write-back started */
+        if (lost) break;
         msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
         if (last) atomic_store_explicit(st, 1, memory_order_relaxed);
         continue;
       }
-      if (lost) break;
       s0 = s0 > lo ? s0 : lo;
       msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
       msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
