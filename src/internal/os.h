@@ -79,6 +79,11 @@ unsigned msi_os_cpu_count(void);                        /* CPUs the process may 
 ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_out, size_t len);
 int msi_os_getrlimit(int resource, struct rlimit *rl);
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec);
+/* lseek(fd, off, SEEK_DATA): the first offset at or after off that holds data (written blocks, or page-cache pages
+   over a hole or an unwritten extent on ext4 and xfs); -1 + errno (ENXIO: none up to the end of the file) */
+long long msi_os_seek_data(int fd, long long off);
+/* posix_fadvise(fd, off, len, advice) as the system call: 0, or -1 + errno */
+int msi_os_fadvise(int fd, off_t off, off_t len, int advice);
 struct rusage;
 int msi_os_getrusage(struct rusage *ru);                /* RUSAGE_SELF; -1 + errno */
 int msi_os_getpid(void);

@@ -382,6 +382,16 @@ ssize_t msi_os_copy_file_range(int fd_in, off_t off_in, int fd_out, off_t off_ou
 /* (MSI_COLD: a short process with a block of a dense large size reads RLIMIT_DATA, large.c charged()) */
 MSI_COLD int msi_os_getrlimit(int resource, struct rlimit *rl) { RETRY_INT(MS_FAULT_OP_COUNT, getrlimit(resource, rl)); }
 int msi_os_mincore(void *addr, size_t size, unsigned char *vec) { RETRY_INT(MS_FAULT_OP_COUNT, mincore(addr, size, vec)); }
+long long msi_os_seek_data(int fd, long long off) {
+  INJECT(MS_FAULT_OP_COUNT, -1);
+  COUNT_CALL();
+  long long r = (long long)syscall(SYS_lseek, fd, off, SEEK_DATA); /* (no libc wrapper: one symbol fewer to bind) */
+  if (r == -1) COUNT_FAIL();
+  return r;
+}
+int msi_os_fadvise(int fd, off_t off, off_t len, int advice) {
+  RETRY_INT(MS_FAULT_OP_COUNT, (int)syscall(SYS_fadvise64, fd, off, len, advice));
+}
 /* questions about the process asked only for messages and statistics (the pid, whether stderr is open, the peak
    RSS) and the statistics' copy of stderr: not counted, so that the `syscalls` line is the work memspace does for the program, the same whether
    statistics are shown or not */

@@ -8,8 +8,9 @@ static bool class_open(sp_class_t *k, unsigned c) {
   if (!msi_sp_file_owned() && !msi_sp_file_open()) return false;
   if (!k->meta) {
     size_t slots = class_slots(c), chunks = k->ext >> k->chunk_shift;
-    void *m = msi_os_mmap(NULL, chunks * sizeof(size_t) + slots * (2 * sizeof(size_t) + 2 * sizeof(uint32_t) + 1),
-                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    size_t stale_at = chunks * sizeof(size_t) + slots * (2 * sizeof(size_t) + 2 * sizeof(uint32_t));
+    void *m = msi_os_mmap(NULL, stale_at + slots + k->ext / SP_UNIT, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) { sp.fail_op = "mapping the slot table"; return false; }
     k->cfile = m;
     k->meta = k->cfile + chunks;
@@ -17,6 +18,7 @@ static bool class_open(sp_class_t *k, unsigned c) {
     k->stack = (uint32_t *)(k->dneed + slots);
     k->dseq = k->stack + slots;
     k->stale = (uint8_t *)(k->dseq + slots);
+    k->behind = (_Atomic unsigned char *)(k->stale + slots);
   }
   return true;
 }
@@ -154,11 +156,16 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
   } else if (zero && k->stale[slot]) {
     memset((void *)(k->start + off), 0, need); /* left as it was at its free (clear_in_place) */
   }
+  if (popped && !small_class(c)) /* spill's advice again, not the last block's (the program's, or behind_sweep's) */
+    msi_sp_advise_range(k, k->start + off, (size_t)1 << c, sp.random_adv);
+  if (!small_class(c)) /* the block's units are the write-back's to judge anew (behind_sweep) */
+    for (size_t u = off / SP_UNIT; u < (off + ((size_t)1 << c)) / SP_UNIT; u++)
+      if (atomic_load_explicit(&k->behind[u], memory_order_relaxed)) /* (a page never set stays untouched) */
+        atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
   k->meta[slot] = need;
   k->live++;
   atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&sp.bytes, need, memory_order_relaxed);
-  atomic_fetch_add_explicit(&sp.alloc_gen, 1, memory_order_relaxed);
   msi_sp_advise_update();
   msi_maint_wake(); /* a spilled block: its pages need write-back while it lives (writeback.c maint_busy) */
   return k->start + off;

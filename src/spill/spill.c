@@ -169,6 +169,7 @@ static inline bool sp_ready(void) {
 }
 
 void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
+  int e0 = errno; /* a block served leaves the program's errno as it was (the write-back's calls set theirs) */
   if (size > PTRDIFF_MAX) { errno = ENOMEM; return NULL; } /* no object is larger (and the page round-up wraps) */
   if (alignment && !msi_is_pow2(alignment)) { errno = EINVAL; return NULL; }
   if (!sp_ready()) {
@@ -217,7 +218,7 @@ void *msi_spill_malloc(size_t size, size_t alignment, bool zero) {
     msi_sp_report_disk_full(need);
     e = ENOMEM;
   }
-  if (!p) { errno = e; return NULL; }
+  errno = p ? e0 : e;
   return (void *)p;
 }
 

@@ -43,6 +43,8 @@
    that reuses it clears it by writing. The price is disk, not memory: up to one granule per live block. The
    granule is the PMD size (hpage_pmd_size: 2 MiB on x86-64, larger on some arm64 and ppc64 kernels). */
 #define SP_FOLIO_MAX (sp.granule)
+/* the write-back's unit (writeback.c): a chunk holds whole units (chunks are granule multiples) */
+#define SP_UNIT ((size_t)2 << 20)
 
 #define FS_EXT4 0xEF53
 #define FS_XFS 0x58465342
@@ -64,6 +66,10 @@ typedef struct sp_class_s {
   size_t *meta;                /* slot -> block bytes (page multiple), 0 = free */
   uint32_t *stack;             /* free slots */
   uint8_t *stale;              /* slot -> 1 when a free slot's contents may not read as zero (see SP_FOLIO_MAX) */
+  _Atomic unsigned char *behind; /* SP_UNIT -> 2 once the write-back beyond memory swept it (advised 4 KiB
+                                  folios, unmapped, evicted; kept cached after a write-back error), 1 while a
+                                  block's last unit waits for a later sweep (writeback.c behind_sweep); cleared at each new block and advice switch. Classes from
+                                  SP_FOLIO_MAX up only */
   uint32_t *dseq;              /* slot -> the fork generation a freed block waits for (fork.c), 0 = none */
   size_t *dneed;               /* slot -> a deferred block's bytes */
   size_t ndefer;               /* deferred slots */
@@ -94,7 +100,6 @@ typedef struct {
   _Atomic uint64_t last_sync_ns;
   bool random_adv;             /* mappings advised MADV_RANDOM + MADV_NOHUGEPAGE (the data outgrew memory), else
                                   the advice of data that fits (advise_range) */
-  _Atomic uint64_t alloc_gen;  /* blocks allocated so far (advise_refresh) */
   _Atomic uint64_t advice_switches;
   _Atomic uint64_t deferred;   /* bytes of blocks freed while a forked child may still read them (fork.c) */
   _Atomic uint64_t maint_passes; /* runs of the maintenance task (tests wait for them instead of sleeping) */

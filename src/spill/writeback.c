@@ -14,7 +14,12 @@
    and steadier (docs/spill.md). A program touching a huge spilled block sparsely makes 2 MiB resident per touch instead
    of up to 8 MiB (clean zeroed page cache). Where huge pages are refused (a kernel without THP) the class keeps
    the default advice (MADV_RANDOM alone would fault 4 KiB at a time: much slower fills). Beyond memory every class
-   is MADV_RANDOM and MADV_NOHUGEPAGE, again after new blocks (see advise_refresh). */
+   is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on. A program's own MADV_HUGEPAGE on its block (numpy gives
+   it every array of 4 MiB or more, right after the malloc) stands until the program has written past it: nothing
+   re-advises a unit at or after the front of the program's writes, so such a fill faults 2 MiB folios, and a
+   fill without it 4 KiB pages (a block's last unit, swept a period after it was first seen touched, may refault
+   the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
+   and evicts them once written back (behind_sweep): they refault at their next touch. */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
     msi_os_madvise((void *)start, len, MADV_RANDOM);
@@ -28,8 +33,12 @@ void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool 
 }
 static void advise_all(bool random) {
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
-    size_t m = atomic_load_explicit(&sp.cls[c].mapped, memory_order_relaxed);
-    if (m) msi_sp_advise_range(&sp.cls[c], sp.cls[c].start, m, random);
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
+    if (m) msi_sp_advise_range(k, k->start, m, random);
+    for (size_t u = 0; !small_class(c) && u < m / SP_UNIT; u++) /* every unit is the write-back's to judge again */
+      if (atomic_load_explicit(&k->behind[u], memory_order_relaxed))
+        atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
   }
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
@@ -39,33 +48,6 @@ void msi_sp_advise_update(void) {
   if (!sp.random_adv && need > msi_sp_fit_bytes()) advise_all(true);
   else if (sp.random_adv && need < bud.cg.limit / 2) advise_all(false);
 }
-/* From the maintenance task (50 ms): beyond memory, MADV_NOHUGEPAGE again over the mappings after new blocks,
-   since the program may have advised its block MADV_HUGEPAGE itself (numpy does for every array of 4 MiB or
-   more), and a huge-page file mapping reads a 2 MiB folio on every fault, even under MADV_RANDOM: an order of
-   magnitude fewer random reads per second beyond memory. Twice: at the first tick that sees the new blocks, and
-   at the first tick a whole period after that one. The program's madvise follows its malloc, but the first tick
-   may fall in between (the allocation wakes the maintenance thread, and other wakes can bring a second tick at
-   once), and a refresh a period later lands after any madvise that directly follows its malloc: the fill of
-   such a block takes 2 MiB folios for at most a period, never throughout by the luck of the ticks (such a fill
-   leaves dirty 2 MiB folios faster than the write-back cleans them, and the random accesses after it wait for
-   them). Only spill's own mappings are advised: heap blocks keep the program's advice (docs/spill.md). */
-static void advise_refresh(uint64_t now) { /* maintenance thread only */
-  static uint64_t seen, later_ns;
-  static bool first;
-  uint64_t gen = atomic_load_explicit(&sp.alloc_gen, memory_order_relaxed);
-  if (gen != seen) {
-    seen = gen;
-    first = true;
-    later_ns = now + SP_SYNC_PERIOD_NS;
-  }
-  if (!first && (!later_ns || now < later_ns)) return;
-  if (!msi_trylock(&sp_lock)) return; /* (the next tick tries again) */
-  if (sp.random_adv) advise_all(true);
-  if (first) first = false;
-  else later_ns = 0;
-  msi_unlock(&sp_lock);
-}
-
 /* Starts write-back of [off, off + len) of class k (within its mapped extent). Writing back a page that is still
    mapped write-protects it (folio_mkclean) with a TLB flush on the program's CPU: an IPI per 4 KiB page, costly
    in a VM (most of a CPU beyond memory). So there (unmap: the data does not fit) each 2 MiB unit
@@ -82,7 +64,7 @@ static void advise_refresh(uint64_t now) { /* maintenance thread only */
    the thread yields (msi_maint_yield): a process that was already waiting for this CPU would otherwise wait for
    the next tick behind a large unmap and the idle-priority calls after it. */
 #define SP_WB_PIECE ((size_t)256 << 10)
-#define SP_WB_UNIT ((size_t)2 << 20)
+#define SP_WB_UNIT SP_UNIT
 #define SP_WB_CHECK ((size_t)32 << 20)
 #define SP_WB_YIELD_NS 20000
 static void headroom_check(void);
@@ -103,7 +85,89 @@ static void sync_piece(const sp_class_t *k, int fd, size_t off, size_t len) {
     len -= n;
   }
 }
-static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap) {
+/* whether the program has touched the unit at `a` of class k's region: the file holds data there (written blocks,
+   or page-cache pages over the reserved, unwritten extents). *data caches where the file next holds data (region
+   offset, rounded down to a unit) for the units after it, so a run of untouched units costs one lseek; call it
+   for increasing `a`. A refused lseek answers false (the unit keeps its advice), and so does a descriptor that is
+   no longer spill's file (the program put a file of its own on its number: its offset is not ours to move), with
+   *lost set. */
+static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data, bool *lost) {
+  if (a >= *data) { /* within a's chunk (consecutive file offsets) */
+    if (!msi_sp_file_is_ours(fd)) {
+      *lost = true;
+      return false;
+    }
+    size_t chunk = (size_t)1 << k->chunk_shift, cend = (a & ~(chunk - 1)) + chunk;
+    long long fo = (long long)file_off(k, a), d = msi_os_seek_data(fd, fo);
+    *data = (d < 0 ? cend : (size_t)(d - fo) < cend - a ? a + (size_t)(d - fo) : cend) & ~(SP_UNIT - 1);
+  }
+  return a >= *data;
+}
+/* A sweep waits for at most this much write-back; the units left wait for the next sweep. */
+#define SP_SWEEP_WAIT ((size_t)32 << 20)
+MSI_RARE static void sweep_error(int err) {
+  static _Atomic int told;
+  if (!atomic_exchange(&told, 1))
+    msi_warning("spill: writing back spilled data failed (%s): such units stay in the page cache", MSI_ERRNO(err));
+}
+/* Beyond memory, behind the program's writes (classes from SP_FOLIO_MAX up): each 2 MiB unit the program has
+   touched and moved past is unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once per block
+   (`behind` 2), and the block from its start to that unit is advised MADV_NOHUGEPAGE. The program may have advised
+   its block MADV_HUGEPAGE, so that its fill faulted 2 MiB folios: a huge-page mapping reads a 2 MiB folio at every
+   fault after an eviction, and a 2 MiB folio left in the page cache is dirtied whole by a later 4 KiB write and
+   written back whole. From then on those units fault 4 KiB pages from the page cache or the file. The advice is
+   one range per block, so a block touched sparsely stays two mappings (VMAs) however many of its units were swept
+   (one per unit would reach vm.max_map_count with large sparse arrays); untouched units before the last swept
+   one lose the program's advice with it, units after it keep theirs (advise_range). A touched unit followed by
+   an untouched one of its block (the front of a fill, which the program may be writing now) only has its
+   write-back started, every sweep, and keeps its mapping and advice until the program touches the next unit; a
+   block's last unit, when first seen touched, only has its write-back started too (`behind` 1), and is swept at
+   a later sweep. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
+   done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
+   waiting for at most SP_SWEEP_WAIT of write-back, so the program's other maintenance (heap purges, the pressure
+   response) waits little behind the disk. A write-back that fails is reported once and its unit stays cached.
+   Keeps errno. */
+static void behind_sweep(int fd, bool force) {
+  static uint64_t last_ns;
+  uint64_t now = msi_now_ns();
+  if (!force && now - last_ns < SP_SYNC_PERIOD_NS) return;
+  last_ns = now;
+  int e = errno;
+  size_t waited = 0;
+  bool lost = false;
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && waited < SP_SWEEP_WAIT && !lost; c++) {
+    sp_class_t *k = &sp.cls[c];
+    size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire), data = 0, slot = (size_t)1 << c;
+    size_t lo = msi_round_up(k->floor, SP_UNIT);
+    if (small_class(c) || m == 0) continue;
+    for (size_t a = lo; a + SP_UNIT <= m && waited < SP_SWEEP_WAIT && !lost; a += SP_UNIT) {
+      _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
+      unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
+      if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data, &lost))) continue;
+      size_t s0 = a & ~(slot - 1), next = a + SP_UNIT;
+      off_t fo = (off_t)file_off(k, a);
+      bool last = next == s0 + slot || next + SP_UNIT > m;
+      if (v == 0 && (last || !unit_touched(k, fd, next, &data, &lost))) { /* the front: write-back started */
+        if (lost) break;
+        msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
+        if (last) atomic_store_explicit(st, 1, memory_order_relaxed);
+        continue;
+      }
+      s0 = s0 > lo ? s0 : lo;
+      msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
+      msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      int r = msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT,
+                                     SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+      waited += SP_UNIT;
+      if (r == 0) msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
+      else sweep_error(errno);
+      atomic_store_explicit(st, 2, memory_order_relaxed);
+    }
+  }
+  errno = e;
+}
+
+static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap, bool sweep) {
   for (size_t done = 0; done < len; done += SP_WB_UNIT) {
     size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
     if (unmap && lo < a + n) {
@@ -117,7 +181,10 @@ static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool 
       sync_piece(k, fd, a + p, n - p < SP_WB_PIECE ? n - p : SP_WB_PIECE);
       if (msi_now_ns() - t0 > SP_WB_YIELD_NS) msi_maint_yield(); /* the piece had dirty pages: someone may wait */
     }
-    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) headroom_check(); /* (itself at most every 50 ms) */
+    if ((done + n) % SP_WB_CHECK == 0 || done + n == len) {
+      if (sweep) behind_sweep(fd, false);
+      headroom_check(); /* (itself at most every 50 ms) */
+    }
   }
 }
 
@@ -138,18 +205,20 @@ static void headroom_check(void) {
   if (msi_sp_headroom_low(dirty, anon)) pass_priority(false);
 }
 
-static void writeback_pass(void);
-static void writeback_all(void) {
+static void writeback_pass(bool maint);
+/* maint: in the maintenance thread (the behind sweep runs, waiting for write-back); in the allocating thread
+   (msi_sp_sync_pace) the pass only starts write-back */
+static void writeback_all(bool maint) {
   if (atomic_load_explicit(&sp.state, memory_order_acquire) != 1) return;
   if (atomic_exchange(&bud.busy, 1)) return; /* another thread is at it (seq_cst: see class_close) */
-  writeback_pass();
+  writeback_pass(maint);
   atomic_store_explicit(&bud.busy, 0, memory_order_release);
 }
 static _Atomic int wb_busy; /* a write-behind is using the descriptor (see msi_sp_write_behind) */
 /* a pass or a write-behind is running: msi_sp_empty keeps the file open */
 bool msi_sp_writeback_running(void) { return atomic_load(&bud.busy) != 0 || atomic_load(&wb_busy) != 0; }
 
-static void writeback_pass(void) {
+static void writeback_pass(bool maint) {
   uint64_t dirty, anon;
   msi_sp_sample(&dirty, &anon);
   bud.recheck_ns = msi_now_ns();
@@ -168,18 +237,19 @@ static void writeback_pass(void) {
   if (fd < 0 || !msi_sp_file_is_ours(fd)) return; /* none, or lost: the next locked use finds it (file_lost) */
   bud.idle = true;
   pass_priority(!msi_sp_headroom_low(dirty, anon));
+  if (!fits && maint) behind_sweep(fd, true);
   size_t ps = msi_os_page_size();
   for (unsigned c = sp.min_shift; c <= sp.max_shift; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire);
     if (m == 0) continue;
     if (all) {
-      writeback_range(k, fd, 0, m, !fits);
+      writeback_range(k, fd, 0, m, !fits, !fits && maint);
       continue;
     }
     size_t step = msi_round_up(m / 16 ? m / 16 : ps, ps), pos = bud.rr[c] < m ? bud.rr[c] : 0;
     if (step > m - pos) step = m - pos; /* never past the mapped extent: beyond it lies the next class's region */
-    writeback_range(k, fd, pos, step, !fits);
+    writeback_range(k, fd, pos, step, !fits, !fits && maint);
     bud.rr[c] = pos + step;
   }
   msi_maint_set_idle(false);
@@ -267,7 +337,7 @@ void msi_sp_sync_pace(void) {
   uint64_t last = atomic_load_explicit(&sp.last_sync_ns, memory_order_relaxed);
   if (now - last < SP_SYNC_PERIOD_NS) return;
   if (!atomic_compare_exchange_strong(&sp.last_sync_ns, &last, now)) return;
-  writeback_all();
+  writeback_all(false);
 }
 
 static void maint_run(uint64_t now_ns) {
@@ -277,12 +347,11 @@ static void maint_run(uint64_t now_ns) {
     msi_sp_fork_reap();
     msi_unlock(&sp_lock);
   }
-  writeback_all();
+  writeback_all(true);
   if (msi_trylock(&sp_lock)) { /* the anonymous memory changes without spilled allocations */
     msi_sp_advise_update();
     msi_unlock(&sp_lock);
   }
-  advise_refresh(now_ns);
 }
 /* work while spilled blocks live (the program dirties their pages without a call: each pass samples), and for
    the auto mode's tick after blocks were asked about; a sleeping maintenance thread wakes at a spilled block's

@@ -163,24 +163,28 @@ static inline int ms_test_vm_flag(const void *p, const char *flag) {
   return has;
 }
 
-/* the kernel's KernelPageSize in bytes of the mapping holding p (/proc/self/smaps): 2 MiB or 1 GiB for hugetlb
-   memory; 0 when p is not mapped or smaps is unreadable */
-static inline size_t ms_test_kernel_page_size(const void *p) {
+/* the field `field` ("FilePmdMapped", "KernelPageSize") of the mapping holding p in /proc/self/smaps, in kB; 0 when
+   p is not mapped, the field is absent or smaps is unreadable */
+static inline size_t ms_test_smaps_kb(const void *p, const char *field) {
   FILE *f = fopen("/proc/self/smaps", "r");
   if (!f) return 0;
   char line[512];
   int in = 0;
-  size_t kb = 0;
+  size_t kb = 0, len = strlen(field);
   while (fgets(line, sizeof line, f)) {
     unsigned long lo, hi;
     if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
       in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-    else if (in && sscanf(line, "KernelPageSize: %zu kB", &kb) == 1)
+    else if (in && !strncmp(line, field, len) && line[len] == ':' && sscanf(line + len + 1, " %zu kB", &kb) == 1)
       break;
   }
   fclose(f);
-  return in ? kb * 1024 : 0;
+  return in ? kb : 0;
 }
+
+/* the kernel's KernelPageSize in bytes of the mapping holding p (/proc/self/smaps): 2 MiB or 1 GiB for hugetlb
+   memory; 0 when p is not mapped or smaps is unreadable */
+static inline size_t ms_test_kernel_page_size(const void *p) { return ms_test_smaps_kb(p, "KernelPageSize") * 1024; }
 
 /* a sandbox from here on (seccomp, as Tor's sandbox or systemd's SystemCallFilter=): open() and openat() answer
    with `action` (SECCOMP_RET_KILL_PROCESS, or SECCOMP_RET_ERRNO | EPERM); 0, or -1 when refused (skip) */

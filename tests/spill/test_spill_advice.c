@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Fault advice beyond memory (src/spill/writeback.c advise_refresh, docs/spill.md *Read-around*): a program's own
-   MADV_HUGEPAGE on its spilled block (numpy gives it every array of 4 MiB or more, right after the malloc) is
-   undone by the maintenance task a period after the block came, also when the ticks right after the allocation
-   fell before the program's madvise, so the block's fill and later faults take 4 KiB folios whatever the order of
-   the two. "Beyond memory" is made here by lowering the budget the library found (every machine's anonymous
-   memory is then past its 3/4 mark). */
+/* Fault advice beyond memory (src/spill/writeback.c behind_sweep, docs/spill.md *Read-around*): a program's
+   own MADV_HUGEPAGE on its spilled block (numpy gives it every array of 4 MiB or more, right after the malloc)
+   stands where the program has not touched the block, whatever the maintenance task's ticks, so its fill faults
+   the same folios in every run; the write-back passes advise what the program touched MADV_NOHUGEPAGE and evict
+   it once written back, so a 4 KiB write after the fill dirties (and writes back) about 4 KiB, not a 2 MiB
+   folio. "Beyond memory" is made here by lowering the budget the library found (every machine's anonymous memory
+   is then past its 3/4 mark). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 
 #define MiB ((size_t)1 << 20)
 #define BLOCK (8 * MiB)
+#define UNITS 32 /* the amplification block: 2 MiB units */
 
 static bool flag(const void *p, const char *f) {
   int r = ms_test_vm_flag(p, f);
@@ -32,35 +34,162 @@ static bool flag(const void *p, const char *f) {
    MEMSPACE_PURGE_DELAY=-1: no maintenance thread, so these are the only ticks) */
 static void tick(unsigned ahead_ms) { msi_sp_maint.run(msi_now_ns() + (uint64_t)ahead_ms * 1000000u); }
 
-static void test_advice_after_madvise(void **state) {
-  (void)state;
+static uint64_t limit_found;
+
+/* spill set up, then beyond memory from the next allocation on; skips where spill or THP is unavailable */
+static unsigned char *beyond_memory(void) {
   unsigned char *warm = msi_spill_malloc(BLOCK, 0, false); /* spill and its budget set up */
   if (!warm) ms_skip_refused(errno, "spill is unusable here (no usable spill directory)");
   if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
-    ms_skip_refused(0, "this kernel has no transparent huge pages: no huge-page advice to undo");
-  uint64_t limit = bud.cg.limit;
-  bud.cg.limit = 16 * MiB; /* beyond memory from the next allocation on */
+    ms_skip_refused(0, "this kernel has no transparent huge pages: no huge-page advice to keep or undo");
+  limit_found = bud.cg.limit;
+  bud.cg.limit = 16 * MiB;
+  return warm;
+}
+
+/* a spilled block of len bytes the program advised MADV_HUGEPAGE, as numpy does right after the malloc */
+static unsigned char *hg_block(size_t len) {
+  unsigned char *b = msi_spill_malloc(len, 0, false);
+  assert_non_null(b);
+  assert_int_equal(madvise(b, len, MADV_HUGEPAGE), 0);
+  return b;
+}
+
+static void test_advice_after_madvise(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
   unsigned char *b = msi_spill_malloc(BLOCK, 0, false);
   assert_non_null(b);
   assert_true(sp.random_adv);
   assert_true(flag(b, "nh") && flag(b, "rr"));
-  /* ticks between the malloc and the program's madvise (the allocation woke the maintenance thread) */
-  tick(0);
-  tick(0);
+  tick(0); /* ticks between the malloc and the program's madvise (the allocation woke the maintenance thread) */
   tick(1);
   assert_int_equal(madvise(b, BLOCK, MADV_HUGEPAGE), 0); /* as numpy, right after the malloc */
   assert_true(flag(b, "hg"));
-  tick(2 * 50);                                /* a period later */
-  assert_true(flag(b, "nh"));
-  assert_false(flag(b + BLOCK - 4096, "hg"));
+  for (unsigned i = 1; i <= 20; i++) tick(i * 50); /* full passes over the untouched block */
+  assert_true(flag(b, "hg") && flag(b + BLOCK - 4096, "hg"));
+  memset(b, 7, BLOCK / 2); /* the fill's first half */
+  for (unsigned i = 21; i <= 40; i++) tick(i * 50);
+  assert_true(flag(b, "nh") && flag(b + BLOCK / 2 - SP_UNIT - 4096, "nh"));
+  /* the fill's front unit (the program may be writing it now) and the units after it keep the program's advice */
+  assert_true(flag(b + BLOCK / 2 - SP_UNIT, "hg") && flag(b + BLOCK / 2 - 4096, "hg"));
+  assert_true(flag(b + BLOCK / 2, "hg") && flag(b + BLOCK - 4096, "hg"));
+  assert_true(flag(b, "rr"));
   memset(b, 7, BLOCK);
   for (size_t i = 0; i < BLOCK; i += 4096) assert_int_equal(b[i], 7);
   msi_spill_free(b);
+  /* the slot's next block starts from spill's advice, not from the last block's (half hg, half nh) */
+  unsigned char *again = msi_spill_malloc(BLOCK, 0, true);
+  assert_ptr_equal(again, b);
+  assert_true(flag(again, "nh") && flag(again + BLOCK - 4096, "nh") && flag(again + BLOCK - 4096, "rr"));
+  for (size_t u = 0; u < BLOCK / SP_UNIT; u++) assert_int_equal(again[u * SP_UNIT], 0);
+  msi_spill_free(again);
   msi_spill_free(warm);
-  bud.cg.limit = limit;
+  bud.cg.limit = limit_found;
+}
+
+static unsigned long long write_bytes(void) {
+  FILE *f = fopen("/proc/self/io", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long v = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "write_bytes: %llu", &v) == 1) break;
+  fclose(f);
+  return v;
+}
+
+/* A block filled under the program's MADV_HUGEPAGE (2 MiB folios), written back by the passes, then one 4 KiB write
+   into each of its 2 MiB units: the bytes the process dirties for those writes (write_bytes, counted when a folio
+   is dirtied, in whole folios) stay near 4 KiB a write. With the fill's 2 MiB folios still in the page cache each
+   write dirties 2 MiB (512 times as much). */
+static void test_random_write_amplification(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = UNITS * SP_UNIT;
+  unsigned char *b = hg_block(len);
+  memset(b, 1, len); /* the fill, before any tick */
+  size_t pmd = ms_test_smaps_kb(b, "FilePmdMapped");
+  if (access("/proc/self/io", R_OK) != 0 || write_bytes() == 0)
+    ms_skip_refused(errno, "this kernel keeps no per-process I/O accounting (/proc/self/io write_bytes)");
+  if (pmd == 0)
+    ms_skip_refused(0, "the spill file's filesystem gives this kernel's page cache no 2 MiB folios (FilePmdMapped 0 "
+                       "after a MADV_HUGEPAGE fill): no folio to amplify a write");
+  for (unsigned i = 1; i <= 10; i++) tick(i * 50); /* passes: written back (and, behind the fill, evicted) */
+  unsigned long long w0 = write_bytes();
+  for (size_t u = 0; u < UNITS; u++) b[u * SP_UNIT + ((u * 97 + 13) % 512) * 4096 + 8] = 2;
+  unsigned long long w1 = write_bytes();
+  print_message("write_bytes for %d 4 KiB writes: %llu (FilePmdMapped after the fill: %zu kB)\n", UNITS, w1 - w0, pmd);
+  assert_true(w1 - w0 <= (unsigned long long)UNITS * 64 * 1024); /* generous: 16 pages a write; 2 MiB folios: 512 */
+  for (size_t u = 0; u < UNITS; u++) assert_int_equal(b[u * SP_UNIT + ((u * 97 + 13) % 512) * 4096 + 8], 2);
+  assert_int_equal(b[len - 1], 1);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
+/* the mappings (VMAs, /proc/self/maps) that overlap [p, p + len) */
+static unsigned vma_count(const void *p, size_t len) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  assert_non_null(f);
+  char line[512];
+  unsigned n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && lo < (uintptr_t)p + len && hi > (uintptr_t)p) n++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* A block advised MADV_HUGEPAGE and touched sparsely (two units in every four), then swept: the swept units'
+   advice is one range from the block's start, so the block stays at most three mappings (one per swept unit
+   would split it into 16 or more); its units after the last swept one keep the program's advice. */
+static void test_sparse_block_mappings(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = UNITS * SP_UNIT;
+  unsigned char *b = hg_block(len);
+  for (size_t u = 0; u < UNITS; u += 4) memset(b + u * SP_UNIT, 3, 2 * SP_UNIT);
+  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  unsigned n = vma_count(b, len);
+  print_message("mappings of a 64 MiB block touched in 16 pairs of units, after the sweeps: %u\n", n);
+  assert_true(n <= 3);
+  assert_true(flag(b, "nh") && flag(b + (UNITS - 4) * SP_UNIT, "nh")); /* swept */
+  assert_true(flag(b + (UNITS - 2) * SP_UNIT, "hg") && flag(b + len - 4096, "hg")); /* after the last swept unit */
+  for (size_t u = 0; u < UNITS; u++) assert_int_equal(b[u * SP_UNIT + 4096], u % 4 < 2 ? 3 : 0);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
+/* The allocating thread's write-back pass (msi_sp_sync_pace) only starts write-back: it sweeps no unit (no wait
+   for the disk in the program's malloc); the maintenance task's next pass does. */
+static void test_pace_does_not_sweep(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = UNITS * SP_UNIT;
+  unsigned char *b = hg_block(len);
+  memset(b, 4, len);
+  sp_class_t *k = &sp.cls[__builtin_ctzll(len)];
+  size_t u0 = (size_t)((uintptr_t)b - k->start) / SP_UNIT, swept = 0;
+  atomic_store(&sp.last_sync_ns, 0); /* a pass is due */
+  msi_sp_sync_pace();
+  for (size_t u = 0; u < UNITS; u++) swept += atomic_load(&k->behind[u0 + u]) != 0;
+  assert_int_equal(swept, 0);
+  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  for (size_t u = 0; u < UNITS; u++) swept += atomic_load(&k->behind[u0 + u]) == 2;
+  assert_int_equal(swept, UNITS); /* the maintenance task's sweeps: every unit, the last one included */
+  assert_int_equal(b[len - 1], 4);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
+                                     cmocka_unit_test(test_random_write_amplification),
+                                     cmocka_unit_test(test_sparse_block_mappings),
+                                     cmocka_unit_test(test_pace_does_not_sweep)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
