@@ -444,8 +444,9 @@ static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
 }
 /* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
-  if (dense(k)) count_decommit(bytes); /* (decommit counts the others) */
-  if (!dense(k)) {
+  bool d = dense(k); /* (read once: data_limit_lowered may turn it off meanwhile) */
+  if (d) count_decommit(bytes); /* (decommit counts the others) */
+  if (!d) {
     decommit(addr, bytes);
   } else if (bytes && ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true)
                                         : msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0) ||

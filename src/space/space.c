@@ -176,11 +176,17 @@ static bool registry_remove(ms_space_t *s) {
   return true;
 }
 bool msi_space_owner_name(const void *p, char *name, size_t cap) {
-  if (!msi_trylock(&registry_lock)) return false; /* (an abort path: never wait) */
-  const ms_space_t *s = registry;
-  while (s && (uintptr_t)p - (uintptr_t)s->data >= s->reserved) s = s->next;
-  if (s) msi_snprintf(name, cap, "%s", space_name(s));
-  msi_unlock(&registry_lock);
+  registry_here = 1; /* (registry_enter's mark, around a lock that is only tried: an abort path never waits) */
+  atomic_signal_fence(memory_order_seq_cst);
+  const ms_space_t *s = NULL;
+  if (msi_trylock(&registry_lock)) {
+    s = registry;
+    while (s && (uintptr_t)p - (uintptr_t)s->data >= s->reserved) s = s->next;
+    if (s) msi_snprintf(name, cap, "%s", space_name(s));
+    msi_unlock(&registry_lock);
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  registry_here = 0;
   return s != NULL;
 }
 /* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */
@@ -1428,13 +1434,14 @@ MSI_COLD void msi_fork_spaces(msi_fork_phase_t phase, bool locking) {
   if (!locking) return;
   if (phase == MSI_FORK_PREPARE) {
     msi_lock(&create_in_lock);
-    msi_lock(&registry_lock);
+    registry_enter(); /* (its mark held across the fork: a handler's statistics then skip the spaces) */
     for (ms_space_t *s = registry; s; s = s->next) space_lock(s);
   } else if (phase == MSI_FORK_PARENT) {
     for (ms_space_t *s = registry; s; s = s->next) space_unlock(s);
-    msi_unlock(&registry_lock);
+    registry_leave();
     msi_unlock(&create_in_lock);
   } else {
+    registry_here = 0;
     for (ms_space_t *s = registry; s; s = s->next)
       if (s->lock_on) init_lock(s);
     msi_lock_reset(&registry_lock);

@@ -108,7 +108,7 @@ static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data, bo
 MSI_RARE static void sweep_error(int err) {
   static _Atomic int told;
   if (!atomic_exchange(&told, 1))
-    msi_warning("spill: writing back spilled data failed (%s): such units stay in the page cache", MSI_ERRNO(err));
+    msi_warning("spill: writing back spilled data failed (%s): such units are not evicted by spill", MSI_ERRNO(err));
 }
 /* Beyond memory, behind the program's writes (classes from SP_FOLIO_MAX up): each 2 MiB unit the program has
    touched and moved past is unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once per block
@@ -120,12 +120,14 @@ MSI_RARE static void sweep_error(int err) {
    (one per unit would reach vm.max_map_count with large sparse arrays); untouched units before the last swept
    one lose the program's advice with it, units after it keep theirs (advise_range). A touched unit followed by
    an untouched one of its block (the front of a fill, which the program may be writing now) only has its
-   write-back started, every sweep, and keeps its mapping and advice until the program touches the next unit; a
-   block's last unit, when first seen touched, only has its write-back started too (`behind` 1), and is swept at
+   write-back started, every sweep, and keeps its advice until the program touches the next unit (writeback_range
+   may unmap it: its pages fault back from the page cache); a block's last unit (the block's end), when first seen touched, only has its write-back started too (`behind` 1), and is swept at
    a later sweep. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
    done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
-   waiting for at most SP_SWEEP_WAIT of write-back, so the program's other maintenance (heap purges, the pressure
-   response) waits little behind the disk. A write-back that fails is reported once and its unit stays cached.
+   each sweep waiting for at most SP_SWEEP_WAIT of write-back, so a short pass keeps the program's other maintenance
+   (heap purges, the pressure response) waiting little behind the disk. A failed wait is reported once and its
+   unit is not evicted here (the kernel marked its pages clean: reclaim may drop them; the error is the file's, so
+   it can surface at a later unit's wait).
    Keeps errno. */
 static void behind_sweep(int fd, bool force) {
   static uint64_t last_ns;
@@ -146,7 +148,8 @@ static void behind_sweep(int fd, bool force) {
       if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data, &lost))) continue;
       size_t s0 = a & ~(slot - 1), next = a + SP_UNIT;
       off_t fo = (off_t)file_off(k, a);
-      bool last = next == s0 + slot || next + SP_UNIT > m;
+      size_t bend = s0 + msi_round_up(__atomic_load_n(&k->meta[s0 >> c], __ATOMIC_RELAXED), SP_UNIT);
+      bool last = next >= bend || next == s0 + slot || next + SP_UNIT > m; /* (the block's end, not its slot's) */
       if (v == 0 && (last || !unit_touched(k, fd, next, &data, &lost))) { /* the front: write-back started */
         if (lost) break;
         msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
