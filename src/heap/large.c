@@ -302,11 +302,16 @@ static void decommit(uintptr_t addr, size_t bytes) {
    dense slots off for the rest of the process (data_limit_lowered). */
 #define DENSE_DATA_LIMIT ((rlim_t)1 << 30)
 MSI_START_BSS static _Atomic uint8_t data_limited; /* 0: not read; 1: no limit below the bound; 2: one */
-MSI_NOINLINE MSI_COLD static bool data_limited_read(void) {
+/* RLIMIT_DATA's soft limit (RLIM_INFINITY when it cannot be read); keeps errno */
+static rlim_t data_limit(void) {
   int saved = errno;
   struct rlimit rl;
-  uint8_t v = msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur < DENSE_DATA_LIMIT ? 2 : 1, none = 0;
+  rlim_t cur = msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 ? rl.rlim_cur : RLIM_INFINITY;
   errno = saved;
+  return cur;
+}
+MSI_NOINLINE MSI_COLD static bool data_limited_read(void) {
+  uint8_t v = data_limit() < DENSE_DATA_LIMIT ? 2 : 1, none = 0;
   if (!atomic_compare_exchange_strong_explicit(&data_limited, &none, v, memory_order_relaxed, memory_order_relaxed))
     v = none; /* (another thread's answer: the same for every block) */
   return v == 2;
@@ -317,9 +322,9 @@ static bool charged(void) {
   uint8_t v = atomic_load_explicit(&data_limited, memory_order_relaxed);
   return MSI_LIKELY(v) ? v == 2 : data_limited_read();
 }
-static bool dense(unsigned k) {
-  return dense_ok && k <= LARGE_DENSE_MAX_SHIFT && !charged();
-}
+/* a size dense slots serve when nothing is charged (dense) */
+static bool dense_size(unsigned k) { return dense_ok && k <= LARGE_DENSE_MAX_SHIFT; }
+static bool dense(unsigned k) { return dense_size(k) && !charged(); }
 MSI_COLD_BSS static _Atomic bool dense_dropped; /* data_limit_lowered turned dense slots off */
 /* the bytes from `end` (a block's last committed page's end) to its slot's end when the slot may be one taken
    dense before data_limit_lowered (its pages past the block mapped read-write, charged: they go back with the
@@ -338,16 +343,13 @@ static size_t dense_rest(uintptr_t end) {
 MSI_RARE static bool data_limit_lowered(void) {
   uint8_t one = 1;
   if (strict || atomic_load_explicit(&data_limited, memory_order_relaxed) != 1) return false;
-  int saved = errno;
-  struct rlimit rl;
-  bool low = msi_os_getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur < DENSE_DATA_LIMIT;
-  errno = saved;
-  if (!low || !atomic_compare_exchange_strong_explicit(&data_limited, &one, 2, memory_order_relaxed,
+  rlim_t limit = data_limit();
+  if (limit >= DENSE_DATA_LIMIT || !atomic_compare_exchange_strong_explicit(&data_limited, &one, 2, memory_order_relaxed,
                                                        memory_order_relaxed))
     return false;
   atomic_store_explicit(&dense_dropped, true, memory_order_relaxed);
   msi_verbose("heap: RLIMIT_DATA lowered to %llu KiB after the first large block: slots of 64 KiB-1 MiB are "
-              "committed per block from now on", (unsigned long long)rl.rlim_cur >> 10);
+              "committed per block from now on", (unsigned long long)limit >> 10);
   return true;
 }
 
@@ -1453,7 +1455,7 @@ size_t msi_large_release_free(void) {
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     lclass_t *c = &classes[i];
     unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
-    if (!(lowered ? dense_ok && k <= LARGE_DENSE_MAX_SHIFT : dense(k)) || !__atomic_load_n(&c->bump, __ATOMIC_RELAXED))
+    if (!(lowered ? dense_size(k) : dense(k)) || !__atomic_load_n(&c->bump, __ATOMIC_RELAXED))
       continue;
     msi_lock(lock_of(c));
     uint64_t top = c->mapped > c->bump ? c->mapped : c->bump, nfree = 0;

@@ -137,15 +137,18 @@ static inline unsigned live_bucket(const void *s) {
    a signal handler's statistics (mallinfo2, malloc_stats) that interrupted this thread there, even between the
    lock's taking and its holder's record, see the mark and count no space instead of waiting for themselves */
 static _Thread_local volatile sig_atomic_t registry_here;
+static void registry_mark(bool on) { /* set before the lock is taken, cleared after it is given back */
+  if (!on) atomic_signal_fence(memory_order_seq_cst);
+  registry_here = on;
+  if (on) atomic_signal_fence(memory_order_seq_cst);
+}
 static void registry_enter(void) {
-  registry_here = 1;
-  atomic_signal_fence(memory_order_seq_cst);
+  registry_mark(true);
   msi_lock(&registry_lock);
 }
 static void registry_leave(void) {
   msi_unlock(&registry_lock);
-  atomic_signal_fence(memory_order_seq_cst);
-  registry_here = 0;
+  registry_mark(false);
 }
 
 static void registry_add(ms_space_t *s) {
@@ -176,8 +179,7 @@ static bool registry_remove(ms_space_t *s) {
   return true;
 }
 bool msi_space_owner_name(const void *p, char *name, size_t cap) {
-  registry_here = 1; /* (registry_enter's mark, around a lock that is only tried: an abort path never waits) */
-  atomic_signal_fence(memory_order_seq_cst);
+  registry_mark(true); /* (around a lock that is only tried: an abort path never waits) */
   const ms_space_t *s = NULL;
   if (msi_trylock(&registry_lock)) {
     s = registry;
@@ -185,8 +187,7 @@ bool msi_space_owner_name(const void *p, char *name, size_t cap) {
     if (s) msi_snprintf(name, cap, "%s", space_name(s));
     msi_unlock(&registry_lock);
   }
-  atomic_signal_fence(memory_order_seq_cst);
-  registry_here = 0;
+  registry_mark(false);
   return s != NULL;
 }
 /* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */

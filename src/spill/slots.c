@@ -158,10 +158,7 @@ uintptr_t msi_sp_slot_alloc(unsigned c, size_t need, bool zero) {
   }
   if (popped && !small_class(c)) /* spill's advice again, not the last block's (the program's, or behind_sweep's) */
     msi_sp_advise_range(k, k->start + off, (size_t)1 << c, sp.random_adv);
-  if (!small_class(c)) /* the block's units are the write-back's to judge anew (behind_sweep) */
-    for (size_t u = off / SP_UNIT; u < (off + ((size_t)1 << c)) / SP_UNIT; u++)
-      if (atomic_load_explicit(&k->behind[u], memory_order_relaxed)) /* (a page never set stays untouched) */
-        atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
+  if (!small_class(c)) msi_sp_behind_clear(k, off, (size_t)1 << c);
   k->meta[slot] = need;
   k->live++;
   atomic_fetch_add_explicit(&sp.blocks, 1, memory_order_relaxed);

@@ -117,6 +117,13 @@ static inline bool msi_sp_in_range(const void *p, uintptr_t *rel) {
 }
 
 static inline bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_MAX; }
+/* the units [off, off + len) of class k's region are the write-back's to judge anew (writeback.c behind_sweep):
+   only units set are written, so a page never set stays untouched */
+static inline void msi_sp_behind_clear(sp_class_t *k, size_t off, size_t len) {
+  for (size_t u = off / SP_UNIT; u < (off + len) / SP_UNIT; u++)
+    if (atomic_load_explicit(&k->behind[u], memory_order_relaxed))
+      atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
+}
 
 /* the file offset of offset `off` of class k's region (mapped: below k->mapped); a slot never spans two chunks */
 static inline size_t file_off(const sp_class_t *k, size_t off) {

@@ -36,9 +36,7 @@ static void advise_all(bool random) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_relaxed);
     if (m) msi_sp_advise_range(k, k->start, m, random);
-    for (size_t u = 0; !small_class(c) && u < m / SP_UNIT; u++) /* every unit is the write-back's to judge again */
-      if (atomic_load_explicit(&k->behind[u], memory_order_relaxed))
-        atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
+    if (!small_class(c)) msi_sp_behind_clear(k, 0, m);
   }
   sp.random_adv = random;
   atomic_fetch_add_explicit(&sp.advice_switches, 1, memory_order_relaxed);
@@ -64,7 +62,6 @@ void msi_sp_advise_update(void) {
    the thread yields (msi_maint_yield): a process that was already waiting for this CPU would otherwise wait for
    the next tick behind a large unmap and the idle-priority calls after it. */
 #define SP_WB_PIECE ((size_t)256 << 10)
-#define SP_WB_UNIT SP_UNIT
 #define SP_WB_CHECK ((size_t)32 << 20)
 #define SP_WB_YIELD_NS 20000
 static void headroom_check(void);
@@ -171,8 +168,8 @@ static void behind_sweep(int fd, bool force) {
 }
 
 static void writeback_range(sp_class_t *k, int fd, size_t off, size_t len, bool unmap, bool sweep) {
-  for (size_t done = 0; done < len; done += SP_WB_UNIT) {
-    size_t a = off + done, n = len - done < SP_WB_UNIT ? len - done : SP_WB_UNIT, lo = a > k->floor ? a : k->floor;
+  for (size_t done = 0; done < len; done += SP_UNIT) {
+    size_t a = off + done, n = len - done < SP_UNIT ? len - done : SP_UNIT, lo = a > k->floor ? a : k->floor;
     if (unmap && lo < a + n) {
       msi_maint_set_idle(false);
       msi_os_madvise((void *)(k->start + lo), a + n - lo, MADV_DONTNEED);
