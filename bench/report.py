@@ -657,21 +657,30 @@ def heap_targets(run):
 
 
 # ---- spaces -----------------------------------------------------------------------------------------------
+# spaces.csv has each run's figures (the runs interleaved across the allocators): a figure is the median of the
+# runs, shown with their range; a "worst over sizes" figure is the cell with the worst median, and that cell's range
+
+def spaces_cell(run, case, impl, metric, size=None):
+    """(median, the runs' values) of one cell, or None"""
+    v = run.vals(case, impl, metric, size=size)
+    return (statistics.median(v), v) if v else None
+
+
+def spaces_max(cells):
+    cells = [c for c in cells if c is not None]
+    return max(cells, key=lambda c: c[0]) if cells else None
+
 
 def spaces_worst(run, impl, op, metric, lo, hi, orders=("fifo", "random")):
-    v = [run.first(f"{op}_{o}", impl, metric, size=s) for o in orders for s in run.sizes(f"{op}_{o}", impl, metric)
-         if lo < s <= hi]
-    v = [a for a in v if a is not None]
-    return max(v) if v else None
+    return spaces_max(spaces_cell(run, f"{op}_{o}", impl, metric, size=s) for o in orders
+                      for s in run.sizes(f"{op}_{o}", impl, metric) if lo < s <= hi)
 
 
 def spaces_p999(run, impl):
-    v = [spaces_worst(run, impl, op, "p999_ns", 0, float("inf")) for op in ("malloc", "free")]
-    v = [a for a in v if a is not None]
-    return max(v) if v else None
+    return spaces_max(spaces_worst(run, impl, op, "p999_ns", 0, float("inf")) for op in ("malloc", "free"))
 
 
-SPACES_FIGS = (  # label, value_of(run, impl), target bound (ns)
+SPACES_FIGS = (  # label, cell_of(run, impl) -> (median, runs) or None, target bound (ns)
     ("malloc mean, worst up to 1 KiB, ns", lambda r, i: spaces_worst(r, i, "malloc", "mean_ns", 0, 1024), 20),
     ("malloc mean, worst up to 64 KiB, ns", lambda r, i: spaces_worst(r, i, "malloc", "mean_ns", 1024, 65536), 50),
     ("malloc mean, worst up to 4 MiB, ns", lambda r, i: spaces_worst(r, i, "malloc", "mean_ns", 65536, 4 << 20), 200),
@@ -679,21 +688,25 @@ SPACES_FIGS = (  # label, value_of(run, impl), target bound (ns)
     ("free mean, worst at any size, ns", lambda r, i: spaces_worst(r, i, "free", "mean_ns", 0, 4 << 20), 60),
     ("p99.9, worst at any size (malloc and free, FIFO and random order), ns", spaces_p999, 500),
     ("p99.9 in a mixed workload (16 B-256 KiB, 1000 live blocks), ns",
-     lambda r, i: max([a for a in (r.first("mixed_malloc", i, "p999_ns"), r.first("mixed_free", i, "p999_ns"))
-                       if a is not None], default=None), 500),
+     lambda r, i: spaces_max(spaces_cell(r, c, i, "p999_ns") for c in ("mixed_malloc", "mixed_free")), 500),
     ("one malloc(2 KiB) after 100,000 scattered 1 KiB frees, median ns",
-     lambda r, i: r.first("adversarial_malloc_2k", i, "p50_ns"), 2000),
+     lambda r, i: spaces_cell(r, "adversarial_malloc_2k", i, "p50_ns"), 2000),
 )
 SPACES_IMPLS = ("memspace", "glibc", "glibc-rt", "jemalloc", "mimalloc", "tcmalloc")
 SPACES_PEERS = ("glibc-rt", "jemalloc", "mimalloc", "tcmalloc")
 
 
+def spaces_spread(cell, digits):
+    return spread(cell[1], lambda a: f"{a:.{digits}f}") if cell else NM
+
+
 def spaces_steady(run, impl):
-    f, s = run.first("steady_state", impl, "page_faults"), run.first("steady_state", impl, "syscalls")
+    f, s = run.med("steady_state", impl, "page_faults"), run.med("steady_state", impl, "syscalls")
     if f is None:
         return None
     sc = "seccomp unavailable" if s is None or s < 0 else ("no system call" if s == 0 else "system calls made")
-    return f"{f:.0f} page fault{'' if f == 1 else 's'}, {sc}"
+    fr = spread(run.vals("steady_state", impl, "page_faults"), lambda a: f"{a:.0f}")
+    return f"{fr} page fault{'' if f == 1 else 's'}, {sc}"
 
 
 def spaces_rtx(run):
@@ -701,7 +714,7 @@ def spaces_rtx(run):
     for op in ("malloc", "free"):
         for s in run.sizes(op, "rtx64-published", "mean_ns"):
             pub = run.first(op, "rtx64-published", "mean_ns", size=s)
-            m = run.first(f"{op}_fifo", "memspace", "mean_ns", size=s)
+            m = run.med(f"{op}_fifo", "memspace", "mean_ns", size=s)
             if pub is None or m is None:
                 continue
             given += 1
@@ -709,18 +722,26 @@ def spaces_rtx(run):
     return beat, given
 
 
+def spaces_runs(run):
+    n = len(run.vals("round", "memspace", "round"))
+    if n == 0:  # a CSV of the medians alone (written before the runs' own figures were)
+        return "median of the runs, their range not recorded"
+    return f"median [range] of {n} interleaved runs" if n > 1 else "one run"
+
+
 def spaces_summary(run):
     rows = []
     for label, f, _ in SPACES_FIGS:
-        rows.append((label + " (lower is better)",) +
-                    compare(run, lambda i, f=f: f(run, i), False, lambda v: num(v, 1), peers=SPACES_PEERS,
-                            case_of=lambda i: "malloc_fifo"))
+        cells = compare(run, lambda i, f=f: (f(run, i) or (None,))[0], False, lambda v: num(v, 1),
+                        peers=SPACES_PEERS, case_of=lambda i: "malloc_fifo")
+        mc = f(run, "memspace")
+        rows.append((label + " (lower is better)", spaces_spread(mc, 1) if mc else cells[0]) + cells[1:])
     rows.append(("steady state (20,000 mixed operations), seccomp-checked",
                  spaces_steady(run, "memspace") or NM, spaces_steady(run, "glibc") or NM, "-"))
     beat, given = spaces_rtx(run)
     rows.append(("mean faster than RTX64's published figure (another machine), size/operation pairs",
                  f"{beat} of {given}" if given else NM, "-", "-"))
-    return ("figure", "memspace space", "x glibc (glibc)", "x best peer (peer)"), rows
+    return ("figure", f"memspace space ({spaces_runs(run)})", "x glibc (glibc)", "x best peer (peer)"), rows
 
 
 def spaces_long(run):
@@ -732,14 +753,15 @@ def spaces_long(run):
             sizes = run.sizes(case, "memspace", "mean_ns")
             if not sizes:
                 continue
-            out.append(f"#### {op}, {order} free order: mean / p99.9 ns per call, each call timed alone"
-                       + (" (rtx64: published mean, another machine)" if order == "fifo" else ""))
+            out.append(f"#### {op}, {order} free order: mean / p99.9 ns per call, each call timed alone, "
+                       f"{spaces_runs(run)}" + (" (rtx64: published mean, another machine)" if order == "fifo" else ""))
             rows = []
             for s in sizes:
                 cells = [size_tag(s)]
                 for i in impls:
-                    m, p = run.first(case, i, "mean_ns", size=s), run.first(case, i, "p999_ns", size=s)
-                    cells.append(f"{m:.1f} / {p:.0f}" if m is not None and p is not None else run.why_missing(case, i))
+                    m, p = spaces_cell(run, case, i, "mean_ns", size=s), spaces_cell(run, case, i, "p999_ns", size=s)
+                    cells.append(f"{spaces_spread(m, 1)} / {spaces_spread(p, 0)}" if m and p else
+                                 run.why_missing(case, i))
                 if order == "fifo":
                     pub = run.first(op, "rtx64-published", "mean_ns", size=s)
                     cells.append(num(pub, 0))
@@ -747,30 +769,32 @@ def spaces_long(run):
             out.append(table(("size",) + impls + (("rtx64",) if order == "fifo" else ()), rows))
     rows = []
     for i in impls:
-        vals = [run.first(c, i, m) for c in ("mixed_malloc", "mixed_free") for m in ("mean_ns", "p99_ns", "p999_ns")]
+        vals = [spaces_cell(run, c, i, m) for c in ("mixed_malloc", "mixed_free") for m in ("mean_ns", "p99_ns", "p999_ns")]
         if all(v is None for v in vals):
             rows.append((i, run.why_missing("malloc_fifo", i)) + ("",) * 5)
             continue
-        rows.append((i,) + tuple(num(v, 0) for v in vals))
-    out.append("#### Mixed workload (log-uniform 16 B-256 KiB, 1000 live blocks): ns per call")
+        rows.append((i,) + tuple(spaces_spread(v, 0) for v in vals))
+    out.append(f"#### Mixed workload (log-uniform 16 B-256 KiB, 1000 live blocks): ns per call, {spaces_runs(run)}")
     out.append(table(("allocator", "malloc mean", "malloc p99", "malloc p99.9", "free mean", "free p99", "free p99.9"),
                      rows))
     rows = []
     for i in impls:
-        a = run.first("adversarial_malloc_2k", i, "p50_ns")
-        rows.append((i, num(a, 0) if a is not None else run.why_missing("malloc_fifo", i),
-                     num(run.first("adversarial_malloc_2k", i, "max_ns"), 0), spaces_steady(run, i) or NM))
-    out.append("#### Adversarial malloc(2 KiB) after scattered 1 KiB frees, and the steady state")
+        a = spaces_cell(run, "adversarial_malloc_2k", i, "p50_ns")
+        rows.append((i, spaces_spread(a, 0) if a else run.why_missing("malloc_fifo", i),
+                     spaces_spread(spaces_cell(run, "adversarial_malloc_2k", i, "max_ns"), 0), spaces_steady(run, i) or NM))
+    out.append("#### Adversarial malloc(2 KiB) after scattered 1 KiB frees, and the steady state, "
+               f"{spaces_runs(run)}")
     out.append(table(("allocator", "median ns", "max ns", "steady state"), rows))
-    fl = [run.first("floor_empty_timed_call", "memspace", m) for m in ("mean_ns", "p999_ns", "max_ns")]
+    fl = [spaces_cell(run, "floor_empty_timed_call", "memspace", m) for m in ("mean_ns", "p999_ns", "max_ns")]
     if fl[0] is not None:
-        out.append(f"Platform floor: an empty timed call costs {num(fl[0], 1)} ns mean, p99.9 {num(fl[1], 0)} ns, "
-                   f"max {num(fl[2], 0)} ns (net of the timer).")
-    out.append("#### Targets (the memspace space, worst over sizes and both orders)")
+        out.append(f"Platform floor: an empty timed call costs {spaces_spread(fl[0], 1)} ns mean, p99.9 "
+                   f"{spaces_spread(fl[1], 0)} ns, max {spaces_spread(fl[2], 0)} ns (net of the timer).")
+    out.append(f"#### Targets (the memspace space, worst over sizes and both orders: the cell with the worst median, "
+               f"{spaces_runs(run)})")
     for label, f, bound in SPACES_FIGS:
-        v = f(run, "memspace")
-        out.append(verdict(None if v is None else v <= bound, f"{label} <= {bound}: {num(v, 1)}"))
-    f, s = run.first("steady_state", "memspace", "page_faults"), run.first("steady_state", "memspace", "syscalls")
+        c = f(run, "memspace")
+        out.append(verdict(None if c is None else c[0] <= bound, f"{label} <= {bound}: {spaces_spread(c, 1)}"))
+    f, s = run.med("steady_state", "memspace", "page_faults"), run.med("steady_state", "memspace", "syscalls")
     out.append(verdict(None if f is None or s is None or s < 0 else (f == 0 and s == 0),
                        f"zero page faults and zero system calls in steady state: {spaces_steady(run, 'memspace') or NM}"))
     beat, given = spaces_rtx(run)

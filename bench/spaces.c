@@ -4,8 +4,11 @@
    glibc-rt, jemalloc, mimalloc and tcmalloc, each in its own process (build/spaces_work_*); a mixed workload
    (log-uniform 16 B .. 256 KiB); the adversarial case (N free 1 KiB holes, one malloc(2 KiB)); page faults and
    system calls in steady state (getrusage; seccomp filter that kills on any system call); the platform floor.
-   Every figure is the median of several runs (1 with --quick, 3 by default, 5 with --full). The seed's RTX64
-   4.x means are printed beside ours as impl=rtx64-published (another machine: indicative only). */
+   Every allocator runs 5 times (1 with --quick), the runs interleaved: round r runs every allocator once (the
+   order rotating from round to round) before round r+1 starts, so a change of the machine's load reaches every
+   allocator alike. The CSV has each run's figures (a `round` row before them); the tables print the median of the
+   runs and the targets their range. The seed's RTX64 4.x means are printed beside ours as impl=rtx64-published
+   (another machine: indicative only). */
 #include "bench.h"
 #include <math.h>
 #include <signal.h>
@@ -31,6 +34,9 @@ typedef struct {
   double floor_[10][MAXRUNS];
   size_t adv_n;
   int locked;
+  const char *prog, *preload; /* the workload program, the peer's library (NULL: none) */
+  bool rt;
+  double seconds;             /* wall time of its runs */
 } result_t;
 
 /* RTX64 4.x local memory, published means (seed 000_a1dfe2fe2b84ba62.txt), ns; 0 = not given */
@@ -83,59 +89,83 @@ static void parse(result_t *r, int run, char *out) {
   }
 }
 
-static void run_impl(msb_ctx_t *ctx, result_t *r, const char *prog, const char *preload, bool rt, int runs) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", msb_binary_dir(), prog);
-  char *argv[6];
+static char *child_argv(msb_ctx_t *ctx, const result_t *r, char *path, size_t cap, char **argv) {
+  snprintf(path, cap, "%s/%s", msb_binary_dir(), r->prog);
   int a = 0;
   argv[a++] = path;
-  if (rt) argv[a++] = "--rt";
+  if (r->rt) argv[a++] = "--rt";
   if (ctx->mode == MSB_QUICK) argv[a++] = "--quick";
   if (ctx->mode == MSB_FULL) argv[a++] = "--full";
   argv[a++] = "--seccomp";
   argv[a] = NULL;
+  return path;
+}
+
+static void emit_run(msb_ctx_t *ctx, const result_t *r, int run, int round);
+
+/* one run of one allocator (round `round`, from 1): its figures go to r's slot r->runs and to the CSV */
+static void run_once(msb_ctx_t *ctx, result_t *r, int round) {
+  char path[4096], *argv[6];
+  child_argv(ctx, r, path, sizeof path, argv);
   static char tun[] = "GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4611686018427387904";
   char *env_rt[] = {tun, NULL};
   static char out[1 << 16];
-  r->runs = 0;
-  for (int i = 0; i < runs; i++) {
-    struct rusage ru;
-    double wall;
-    int st = msb_spawn(argv, preload, rt ? env_rt : NULL, out, sizeof out, ctx->mode == MSB_QUICK ? 60 : 120, &wall, &ru);
-    if (st != 0 && st != 128 + SIGSYS) {
-      msb_printf("  %s: run %d failed (status %d)\n", r->impl, i + 1, st);
-      continue;
-    }
-    r->syscalls[r->runs] = st == 0 ? 0 : 1;
-    parse(r, r->runs, out);
-    r->runs++;
+  struct rusage ru;
+  double wall, t0 = msb_now();
+  int st = msb_spawn(argv, r->preload, r->rt ? env_rt : NULL, out, sizeof out, ctx->mode == MSB_QUICK ? 60 : 120,
+                     &wall, &ru);
+  r->seconds += msb_now() - t0;
+  if (st != 0 && st != 128 + SIGSYS) {
+    msb_printf("  %s: run %d failed (status %d)\n", r->impl, round, st);
+    return;
   }
-  r->ok = r->runs > 0;
-  if (ctx->cmd) {
-    fprintf(ctx->cmd, "child: %s%s%s %s%s--seccomp (x%d)\n", preload ? "LD_PRELOAD=" : "", preload ? preload : "",
-            rt ? " GLIBC_TUNABLES=...mmap_max=0:trim_threshold=2^62" : "", path,
-            rt ? " --rt " : " ", runs);
-    if (ctx->mode == MSB_QUICK) fprintf(ctx->cmd, "  (with --quick)\n");
-    fflush(ctx->cmd);
-  }
+  r->syscalls[r->runs] = st == 0 ? 0 : 1;
+  parse(r, r->runs, out);
+  emit_run(ctx, r, r->runs, round);
+  r->runs++;
+  r->ok = true;
+}
+
+static void note_child(msb_ctx_t *ctx, const result_t *r, int runs) {
+  if (!ctx->cmd) return;
+  char path[4096], *argv[6];
+  child_argv(ctx, r, path, sizeof path, argv);
+  fprintf(ctx->cmd, "child: %s%s%s %s%s--seccomp (x%d)\n", r->preload ? "LD_PRELOAD=" : "", r->preload ? r->preload : "",
+          r->rt ? " GLIBC_TUNABLES=...mmap_max=0:trim_threshold=2^62" : "", path, r->rt ? " --rt " : " ", runs);
+  if (ctx->mode == MSB_QUICK) fprintf(ctx->cmd, "  (with --quick)\n");
+  fflush(ctx->cmd);
 }
 
 static double M(const result_t *r, int o, int si, int f, int s) { return med(r->size[o][si][f][s], r->runs); }
 
-static void emit_rows(msb_ctx_t *ctx, const result_t *r) {
+/* one run's figures, each a row, after a `round` row (docs/contract.md §2) */
+static void emit_run(msb_ctx_t *ctx, const result_t *r, int run, int round) {
   static const char *cases[2][2] = {{"malloc_fifo", "free_fifo"}, {"malloc_random", "free_random"}};
+  msb_row(ctx, "round", r->impl, 1, 0, "round", round);
   for (int o = 0; o < 2; o++)
     for (int si = 0; si < NSIZES; si++)
       for (int f = 0; f < 2; f++)
-        for (int s = 0; s < NST; s++) msb_row(ctx, cases[o][f], r->impl, 1, (uint64_t)16 << si, st_metric[s], M(r, o, si, f, s));
+        for (int s = 0; s < NST; s++) msb_row(ctx, cases[o][f], r->impl, 1, (uint64_t)16 << si, st_metric[s], r->size[o][si][f][s][run]);
   for (int f = 0; f < 2; f++)
-    for (int s = 0; s < NST; s++)
-      msb_row(ctx, f ? "mixed_free" : "mixed_malloc", r->impl, 1, 0, st_metric[s], med(r->mixed[f][s], r->runs));
+    for (int s = 0; s < NST; s++) msb_row(ctx, f ? "mixed_free" : "mixed_malloc", r->impl, 1, 0, st_metric[s], r->mixed[f][s][run]);
   msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "entries", (double)r->adv_n);
-  msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "p50_ns", med(r->adv[0], r->runs));
-  msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "max_ns", med(r->adv[1], r->runs));
-  msb_row(ctx, "steady_state", r->impl, 1, 0, "page_faults", med(r->faults, r->runs));
-  msb_row(ctx, "steady_state", r->impl, 1, 0, "syscalls", med(r->syscalls, r->runs));
+  msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "p50_ns", r->adv[0][run]);
+  msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "max_ns", r->adv[1][run]);
+  msb_row(ctx, "steady_state", r->impl, 1, 0, "page_faults", r->faults[run]);
+  msb_row(ctx, "steady_state", r->impl, 1, 0, "syscalls", r->syscalls[run]);
+  if (strcmp(r->impl, "memspace") == 0) { /* the platform floor, measured in the memspace process */
+    static const char *fm[4] = {"mean_ns", "p50_ns", "p999_ns", "max_ns"};
+    for (int i = 0; i < 4; i++) msb_row(ctx, "floor_empty_timed_call", "memspace", 1, 0, fm[i], r->floor_[i][run]);
+    for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block", "memspace", 1, 4 << 20, fm[i], r->floor_[4 + i][run]);
+    for (int i = 0; i < 3; i++)
+      msb_row(ctx, "floor_touch_past_walked_block_nodrain", "memspace", 1, 4 << 20, fm[i], r->floor_[7 + i][run]);
+  }
+}
+
+/* lowest and highest of a figure over the runs */
+static void range_of(const double *v, int n, double *lo, double *hi) {
+  *lo = *hi = n ? v[0] : 0;
+  for (int i = 1; i < n; i++) { *lo = fmin(*lo, v[i]); *hi = fmax(*hi, v[i]); }
 }
 
 static void cell(char *buf, size_t cap, double mean, double p999) {
@@ -174,21 +204,32 @@ static void size_table(result_t *res, int nimpl, int o, int f) {
   }
 }
 
+/* a target's figure: the worst cell's median, and that cell's runs */
+typedef struct { double v; const double *runs; } worst_t;
+static void worse(worst_t *w, const double *runs, int n) {
+  double v = med(runs, n);
+  if (!w->runs || v > w->v) { w->v = v; w->runs = runs; }
+}
+static void target(const char *label, double bound, const worst_t *w, int n, int digits) {
+  double lo, hi;
+  range_of(w->runs, n, &lo, &hi);
+  msb_printf("  %s: %s (%.*f [%.*f-%.*f])\n", label, w->v <= bound ? "met" : "MISSED", digits, w->v, digits, lo, digits, hi);
+}
+
 int msb_bench_spaces(msb_ctx_t *ctx) {
-  int runs = ctx->mode == MSB_QUICK ? 1 : ctx->mode == MSB_FULL ? 5 : 3;
+  int runs = ctx->mode == MSB_QUICK ? 1 : MAXRUNS;
   size_t na;
   const msb_alloc_t *al = msb_allocators(&na);
   static result_t res[NIMPL];
   memset(res, 0, sizeof res);
   const char *names[NIMPL] = {"memspace", "glibc", "glibc-rt", "jemalloc", "mimalloc", "tcmalloc"};
-  msb_printf("spaces: %d run(s) per allocator, each in its own process pinned to one CPU (SCHED_FIFO when permitted)\n", runs);
+  int have[NIMPL], nh = 0; /* the allocators that run, in the first round's order */
   for (int i = 0; i < NIMPL; i++) {
-    res[i].impl = names[i];
-    msb_section(ctx, names[i]); /* "section NAME: S s" in spaces.cmd: each allocator's runs */
-    if (i == 0) run_impl(ctx, &res[i], "spaces_work_space", NULL, false, runs);
-    else if (i == 1) run_impl(ctx, &res[i], "spaces_work_malloc", NULL, false, runs);
-    else if (i == 2) run_impl(ctx, &res[i], "spaces_work_malloc", NULL, true, runs);
-    else {
+    result_t *r = &res[i];
+    r->impl = names[i];
+    r->prog = i == 0 ? "spaces_work_space" : "spaces_work_malloc";
+    r->rt = i == 2;
+    if (i >= 3) {
       const msb_alloc_t *p = NULL;
       for (size_t j = 0; j < na; j++)
         if (strcmp(al[j].impl, names[i]) == 0) p = &al[j];
@@ -197,25 +238,33 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
         msb_printf("  %s: not installed\n", names[i]);
         continue;
       }
-      run_impl(ctx, &res[i], "spaces_work_malloc", p->preload, false, runs);
+      r->preload = p->preload;
     }
-    if (res[i].ok) emit_rows(ctx, &res[i]);
-    msb_printf("  %s: %d run(s) done\n", names[i], res[i].runs);
+    have[nh++] = i;
+    note_child(ctx, r, runs);
   }
-  msb_section(ctx, NULL);
+  msb_printf("spaces: %d interleaved round(s), each running every allocator once in its own process pinned to one CPU "
+             "(SCHED_FIFO when permitted)\n", runs);
+  for (int round = 0; round < runs; round++) {
+    char order[256];
+    size_t len = 0;
+    for (int j = 0; j < nh; j++) { /* the order rotates: each allocator runs first in some round */
+      result_t *r = &res[have[(round + j) % nh]];
+      run_once(ctx, r, round + 1);
+      len += (size_t)snprintf(order + len, sizeof order - len, "%s%s", j ? " " : "", r->impl);
+    }
+    msb_printf("  round %d of %d done: %s\n", round + 1, runs, order);
+    if (ctx->cmd) { fprintf(ctx->cmd, "round %d: %s\n", round + 1, order); fflush(ctx->cmd); }
+  }
+  for (int j = 0; j < nh; j++) msb_section_line(ctx, res[have[j]].impl, res[have[j]].seconds); /* "section NAME: S s" */
   if (!res[0].ok) { msb_printf("spaces: the memspace workload did not run\n"); return 1; }
   for (int si = 0; si < NSIZES; si++) {
     msb_row(ctx, "malloc", "rtx64-published", 1, (uint64_t)16 << si, "mean_ns", rtx_malloc[si]);
     msb_row(ctx, "free", "rtx64-published", 1, (uint64_t)16 << si, "mean_ns", rtx_free[si]);
   }
-  /* the platform's floor, measured in the memspace process (impl memspace) */
   result_t *m = &res[0];
   double fl[10];
   for (int i = 0; i < 10; i++) fl[i] = med(m->floor_[i], m->runs);
-  static const char *fm[4] = {"mean_ns", "p50_ns", "p999_ns", "max_ns"};
-  for (int i = 0; i < 4; i++) msb_row(ctx, "floor_empty_timed_call", "memspace", 1, 0, fm[i], fl[i]);
-  for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block", "memspace", 1, 4 << 20, fm[i], fl[4 + i]);
-  for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block_nodrain", "memspace", 1, 4 << 20, fm[i], fl[7 + i]);
   msb_printf("\nplatform floor: empty timed call mean %.1f ns, p99.9 %.0f ns, max %.0f ns (net of the timer's median)\n",
              fl[0], fl[2], fl[3]);
   msb_printf("first touch just past a 4 MiB block just walked: %.0f ns mean, p99.9 %.0f ns (stores drained first);\n"
@@ -244,39 +293,41 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
                med(res[i].faults, res[i].runs), sc < 0 ? "n/a" : sc == 0 ? "0" : ">=1 (killed)");
   }
 
-  /* targets (issue [spaces]) for the memspace space */
-  double wm1 = 0, wm64 = 0, wm4 = 0, wf1 = 0, wf = 0, wp = 0;
+  /* targets (issue [spaces]) for the memspace space: the worst cell's median, and that cell's range over the runs */
+  worst_t wm1 = {0, NULL}, wm64 = {0, NULL}, wm4 = {0, NULL}, wf1 = {0, NULL}, wf = {0, NULL}, wp = {0, NULL}, mixp = {0, NULL};
   int beat = 0, given = 0;
   for (int o = 0; o < 2; o++)
     for (int si = 0; si < NSIZES; si++) {
       size_t size = (size_t)16 << si;
-      double am = M(m, o, si, 0, ST_MEAN), fm_ = M(m, o, si, 1, ST_MEAN);
-      if (size <= 1024) { wm1 = fmax(wm1, am); wf1 = fmax(wf1, fm_); }
-      else if (size <= 65536) wm64 = fmax(wm64, am);
-      else wm4 = fmax(wm4, am);
-      wf = fmax(wf, fm_);
-      wp = fmax(wp, fmax(M(m, o, si, 0, ST_P999), M(m, o, si, 1, ST_P999)));
+      const double *am = m->size[o][si][0][ST_MEAN], *fm_ = m->size[o][si][1][ST_MEAN];
+      if (size <= 1024) { worse(&wm1, am, m->runs); worse(&wf1, fm_, m->runs); }
+      else if (size <= 65536) worse(&wm64, am, m->runs);
+      else worse(&wm4, am, m->runs);
+      worse(&wf, fm_, m->runs);
+      worse(&wp, m->size[o][si][0][ST_P999], m->runs);
+      worse(&wp, m->size[o][si][1][ST_P999], m->runs);
       if (o == 0) {
         given += 2;
-        beat += (am < rtx_malloc[si]) + (fm_ < rtx_free[si]);
+        beat += (med(am, m->runs) < rtx_malloc[si]) + (med(fm_, m->runs) < rtx_free[si]);
       }
     }
-  double mixp = fmax(med(m->mixed[0][ST_P999], m->runs), med(m->mixed[1][ST_P999], m->runs));
+  worse(&mixp, m->mixed[0][ST_P999], m->runs);
+  worse(&mixp, m->mixed[1][ST_P999], m->runs);
   double advn = med(m->adv[0], m->runs), faults = med(m->faults, m->runs), sc = med(m->syscalls, m->runs);
 #define T(ok) ((ok) ? "met" : "MISSED")
-  msb_printf("\ntargets (memspace space, worst over sizes and both orders):\n");
-  msb_printf("  malloc mean <= 20 ns up to 1 KiB: %s (%.1f)\n", T(wm1 <= 20), wm1);
-  msb_printf("  malloc mean <= 50 ns up to 64 KiB: %s (%.1f)\n", T(wm64 <= 50), wm64);
-  msb_printf("  malloc mean <= 200 ns up to 4 MiB: %s (%.1f)\n", T(wm4 <= 200), wm4);
-  msb_printf("  free mean <= 15 ns up to 1 KiB: %s (%.1f)\n", T(wf1 <= 15), wf1);
-  msb_printf("  free mean <= 60 ns at any size: %s (%.1f)\n", T(wf <= 60), wf);
-  msb_printf("  p99.9 <= 500 ns at every size, FIFO and random: %s (%.0f)\n", T(wp <= 500), wp);
-  msb_printf("  p99.9 <= 500 ns in the mixed workload: %s (%.0f)\n", T(mixp <= 500), mixp);
+  msb_printf("\ntargets (memspace space, worst over sizes and both orders: median of the runs [their range]):\n");
+  target("malloc mean <= 20 ns up to 1 KiB", 20, &wm1, m->runs, 1);
+  target("malloc mean <= 50 ns up to 64 KiB", 50, &wm64, m->runs, 1);
+  target("malloc mean <= 200 ns up to 4 MiB", 200, &wm4, m->runs, 1);
+  target("free mean <= 15 ns up to 1 KiB", 15, &wf1, m->runs, 1);
+  target("free mean <= 60 ns at any size", 60, &wf, m->runs, 1);
+  target("p99.9 <= 500 ns at every size, FIFO and random", 500, &wp, m->runs, 0);
+  target("p99.9 <= 500 ns in the mixed workload", 500, &mixp, m->runs, 0);
   msb_printf("  adversarial malloc <= 2 us with N = %zu: %s (%.0f ns)%s\n", m->adv_n, T(advn <= 2000), advn,
              m->adv_n < 100000 ? " [--quick uses a smaller N]" : "");
   msb_printf("  zero page faults and zero system calls in steady state: %s (%.0f faults, %s)\n",
              T(faults == 0 && sc == 0), faults, sc == 0 ? "no system call" : sc < 0 ? "seccomp unavailable" : "system call made");
   msb_printf("  faster than RTX64 4.x published mean: %d of %d size/op pairs (FIFO)\n", beat, given);
-  if (ctx->cmd) fprintf(ctx->cmd, "note: every value is the median of %d run(s); timer cost subtracted; TSC calibrated\n", runs);
+  if (ctx->cmd) fprintf(ctx->cmd, "note: %d interleaved run(s) of each allocator, each run's figures in the CSV; timer cost subtracted; TSC calibrated\n", runs);
   return 0;
 }

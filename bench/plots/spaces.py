@@ -1,6 +1,7 @@
 """Plots for `memspace bench spaces`: latency against block size per allocator (mean and p99.9, log-log),
 malloc and free, FIFO and random free order; the seed's RTX64 4.x published means on the mean panels."""
 import os
+import statistics
 
 from plot import numeric, pyplot, save
 
@@ -16,8 +17,12 @@ def size_tag(v):
 
 
 def _series(rows, case, impl, metric):
-    pts = sorted((int(r["size_bytes"]), r["value"]) for r in numeric(rows, case=case, impl=impl, metric=metric))
-    return [p[0] for p in pts], [max(p[1], 0.5) for p in pts]
+    """the median of the runs at each size (spaces.csv has each run's figures)"""
+    runs = {}
+    for r in numeric(rows, case=case, impl=impl, metric=metric):
+        runs.setdefault(int(r["size_bytes"]), []).append(r["value"])
+    sizes = sorted(runs)
+    return sizes, [max(statistics.median(runs[s]), 0.5) for s in sizes]
 
 
 def plot(rows, outdir, part):
