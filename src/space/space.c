@@ -1268,13 +1268,12 @@ void ms_space_free(ms_space_t *s, void *p) {
   if (MSI_LIKELY(s && s->fast)) {
     size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->data);
     if (MSI_LIKELY(off < s->end && !(off & ((1u << GSHIFT) - 1)))) { /* inside a granule: block_free_slow reports it */
-      unsigned k;
-      if (off & ((1u << LSHIFT) - 1)) {
-        unsigned v = nib_get(s, off);
+      unsigned k, v;
+      if (!(off & ((1u << LSHIFT) - 1)) && (v = s->lmap[off >> LSHIFT]) != 0) {
+        k = v < GSHIFT + QORDERS ? v : 0; /* also excludes cached markers (0x80) */
+      } else { /* 16 B..1 KiB, also one starting on a 2 KiB boundary (its byte is 0): the nibble, as map_get */
+        v = nib_get(s, off);
         k = v - 1u < 7u ? v + 3 : 0;
-      } else {
-        unsigned v = s->lmap[off >> LSHIFT];
-        k = v && v < GSHIFT + QORDERS ? v : 0; /* also excludes cached markers (0x80) */
       }
       if (MSI_LIKELY(k && s->qn[k - GSHIFT] < s->qcap && s->qcount < QMAX &&
                      s->qbytes + ((size_t)1 << k) <= (s->size >> 5))) {

@@ -114,6 +114,13 @@ static void deep_bitmaps(void **state) {
   ms_space_destroy(s);
 }
 
+/* a free the space reports and ignores (the default build): errno EINVAL */
+static void free_refused(ms_space_t *s, void *p) {
+  errno = 0;
+  ms_space_free(s, p);
+  assert_int_equal(errno, EINVAL);
+}
+
 static void bad_input(void **state) {
   (void)state;
   ms_space_config_t c;
@@ -175,24 +182,52 @@ static void bad_input(void **state) {
   return;
 #endif
   char local[64];
-  errno = 0;
-  ms_space_free(s, local);
-  assert_int_equal(errno, EINVAL);
+  free_refused(s, local);
   char *p = ms_space_malloc(s, 100);
   assert_non_null(p);
-  errno = 0;
-  ms_space_free(s, p + 16);
-  assert_int_equal(errno, EINVAL);
+  free_refused(s, p + 16);
   ms_space_free(s, p);
-  errno = 0;
-  ms_space_free(s, p);
-  assert_int_equal(errno, EINVAL);
+  free_refused(s, p);
   assert_int_equal(ms_space_usable_size(s, p), 0);
   assert_int_equal(ms_space_check(s), 0);
   ms_space_info_t in;
   ms_space_info(s, &in);
   assert_int_equal(in.used, 0);
   ms_space_destroy(s);
+}
+
+/* a block of 16 B..1 KiB starting on a 2 KiB boundary (its allocation byte is 0, its nibble holds the order) is
+   freed like any other small block, with the lock and without (the lock-free path reads the byte first): into the
+   block cache (the next malloc of its size returns it), a second free and an interior pointer detected (default
+   build: reported and ignored; debug and secure builds abort: test_space_death) */
+static void small_block_on_2k_boundary(void **state) {
+  (void)state;
+  for (unsigned flags = 0; flags <= MS_SPACE_THREAD_SAFE; flags += MS_SPACE_THREAD_SAFE)
+    for (size_t size = 16; size <= 1024; size *= 2) {
+      ms_space_t *s = make(1 << 20, 0, MS_SPACE_AT_START, flags);
+      assert_non_null(s);
+      char *p = ms_space_malloc(s, size), *q = ms_space_malloc(s, size); /* the lowest block, then its buddy */
+      assert_non_null(p);
+      assert_non_null(q);
+      assert_int_equal((uintptr_t)p % 2048, 0);
+      ms_space_info_t in;
+      ms_space_free(s, p);
+      assert_int_equal(ms_space_info(s, &in), 0);
+      assert_int_equal(in.used, size);
+      assert_int_equal(in.frees, 1);
+      assert_int_equal(ms_space_check(s), 0);
+      assert_ptr_equal(ms_space_malloc(s, size), p); /* from the block cache */
+#if !((defined(MEMSPACE_DEBUG) && MEMSPACE_DEBUG) || (defined(MEMSPACE_SECURE_BUILD) && MEMSPACE_SECURE_BUILD))
+      if (size > 16) free_refused(s, p + 16); /* its second granule (at 16 B, that is q) */
+      ms_space_free(s, p);
+      free_refused(s, p);
+      assert_int_equal(ms_space_info(s, &in), 0);
+      assert_int_equal(in.frees, 2);
+      assert_int_equal(in.used, size);
+      assert_int_equal(ms_space_check(s), 0);
+#endif
+      ms_space_destroy(s);
+    }
 }
 
 static void aligned(void **state) {
@@ -613,6 +648,7 @@ int main(void) {
       cmocka_unit_test(expansion_counted), cmocka_unit_test(first_alloc),
       cmocka_unit_test(thousands),       cmocka_unit_test(walk),
       cmocka_unit_test(adversarial),     cmocka_unit_test(huge_and_numa), cmocka_unit_test(name_copied),
+      cmocka_unit_test(small_block_on_2k_boundary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
