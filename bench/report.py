@@ -769,7 +769,8 @@ def spaces_long(run):
             out.append(table(("size",) + impls + (("rtx64",) if order == "fifo" else ()), rows))
     rows = []
     for i in impls:
-        vals = [spaces_cell(run, c, i, m) for c in ("mixed_malloc", "mixed_free") for m in ("mean_ns", "p99_ns", "p999_ns")]
+        vals = [spaces_cell(run, c, i, m) for c in ("mixed_malloc", "mixed_free")
+                for m in ("mean_ns", "p99_ns", "p999_ns")]
         if all(v is None for v in vals):
             rows.append((i, run.why_missing("malloc_fifo", i)) + ("",) * 5)
             continue
@@ -781,7 +782,8 @@ def spaces_long(run):
     for i in impls:
         a = spaces_cell(run, "adversarial_malloc_2k", i, "p50_ns")
         rows.append((i, spaces_spread(a, 0) if a else run.why_missing("malloc_fifo", i),
-                     spaces_spread(spaces_cell(run, "adversarial_malloc_2k", i, "max_ns"), 0), spaces_steady(run, i) or NM))
+                     spaces_spread(spaces_cell(run, "adversarial_malloc_2k", i, "max_ns"), 0),
+                     spaces_steady(run, i) or NM))
     out.append("#### Adversarial malloc(2 KiB) after scattered 1 KiB frees, and the steady state, "
                f"{spaces_runs(run)}")
     out.append(table(("allocator", "median ns", "max ns", "steady state"), rows))

@@ -145,9 +145,11 @@ static void emit_run(msb_ctx_t *ctx, const result_t *r, int run, int round) {
   for (int o = 0; o < 2; o++)
     for (int si = 0; si < NSIZES; si++)
       for (int f = 0; f < 2; f++)
-        for (int s = 0; s < NST; s++) msb_row(ctx, cases[o][f], r->impl, 1, (uint64_t)16 << si, st_metric[s], r->size[o][si][f][s][run]);
+        for (int s = 0; s < NST; s++)
+          msb_row(ctx, cases[o][f], r->impl, 1, (uint64_t)16 << si, st_metric[s], r->size[o][si][f][s][run]);
   for (int f = 0; f < 2; f++)
-    for (int s = 0; s < NST; s++) msb_row(ctx, f ? "mixed_free" : "mixed_malloc", r->impl, 1, 0, st_metric[s], r->mixed[f][s][run]);
+    for (int s = 0; s < NST; s++)
+      msb_row(ctx, f ? "mixed_free" : "mixed_malloc", r->impl, 1, 0, st_metric[s], r->mixed[f][s][run]);
   msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "entries", (double)r->adv_n);
   msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "p50_ns", r->adv[0][run]);
   msb_row(ctx, "adversarial_malloc_2k", r->impl, 1, 2048, "max_ns", r->adv[1][run]);
@@ -156,7 +158,8 @@ static void emit_run(msb_ctx_t *ctx, const result_t *r, int run, int round) {
   if (strcmp(r->impl, "memspace") == 0) { /* the platform floor, measured in the memspace process */
     static const char *fm[4] = {"mean_ns", "p50_ns", "p999_ns", "max_ns"};
     for (int i = 0; i < 4; i++) msb_row(ctx, "floor_empty_timed_call", "memspace", 1, 0, fm[i], r->floor_[i][run]);
-    for (int i = 0; i < 3; i++) msb_row(ctx, "floor_touch_past_walked_block", "memspace", 1, 4 << 20, fm[i], r->floor_[4 + i][run]);
+    for (int i = 0; i < 3; i++)
+      msb_row(ctx, "floor_touch_past_walked_block", "memspace", 1, 4 << 20, fm[i], r->floor_[4 + i][run]);
     for (int i = 0; i < 3; i++)
       msb_row(ctx, "floor_touch_past_walked_block_nodrain", "memspace", 1, 4 << 20, fm[i], r->floor_[7 + i][run]);
   }
@@ -294,7 +297,8 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
   }
 
   /* targets (issue [spaces]) for the memspace space: the worst cell's median, and that cell's range over the runs */
-  worst_t wm1 = {0, NULL}, wm64 = {0, NULL}, wm4 = {0, NULL}, wf1 = {0, NULL}, wf = {0, NULL}, wp = {0, NULL}, mixp = {0, NULL};
+  worst_t wm1 = {0, NULL}, wm64 = {0, NULL}, wm4 = {0, NULL}, wf1 = {0, NULL}, wf = {0, NULL}, wp = {0, NULL},
+          mixp = {0, NULL};
   int beat = 0, given = 0;
   for (int o = 0; o < 2; o++)
     for (int si = 0; si < NSIZES; si++) {
@@ -328,6 +332,8 @@ int msb_bench_spaces(msb_ctx_t *ctx) {
   msb_printf("  zero page faults and zero system calls in steady state: %s (%.0f faults, %s)\n",
              T(faults == 0 && sc == 0), faults, sc == 0 ? "no system call" : sc < 0 ? "seccomp unavailable" : "system call made");
   msb_printf("  faster than RTX64 4.x published mean: %d of %d size/op pairs (FIFO)\n", beat, given);
-  if (ctx->cmd) fprintf(ctx->cmd, "note: %d interleaved run(s) of each allocator, each run's figures in the CSV; timer cost subtracted; TSC calibrated\n", runs);
+  if (ctx->cmd)
+    fprintf(ctx->cmd, "note: %d interleaved run(s) of each allocator, each run's figures in the CSV; timer cost "
+            "subtracted; TSC calibrated\n", runs);
   return 0;
 }
