@@ -23,7 +23,9 @@
 #define SLOT_LIVE 0x80000000u
 #define SLOT_CACHED 0x40000000u
 #define SLOT_CLEAN 0x20000000u /* cached, its pages dropped (msi_large_trim): they read as zero */
-#define SLOT_PAGES 0x1FFFFFFFu
+#define SLOT_SPLIT 0x10000000u /* live, counted in split_live (split_add) */
+#define SLOT_PAGES 0x0FFFFFFFu
+_Static_assert(((uint64_t)1 << (MSI_HEAP_LARGE_MAX_SHIFT - 12)) <= SLOT_PAGES, "the largest slot's pages fit SLOT_PAGES");
 #define CACHE_MAX 64           /* cached slots of a size above the dense ones */
 #define CACHE_MAX_DENSE 2048   /* of a dense size: see mid_cache_room */
 
@@ -369,16 +371,17 @@ void msi_large_set_map_limit(unsigned long max_map_count) {
   unsigned long q = max_map_count / 4;
   atomic_store_explicit(&split_max, q > UINT32_MAX ? UINT32_MAX : (uint32_t)q, memory_order_relaxed);
 }
-static void split_count(unsigned k, int delta) {
+/* a new block of slot size 2^k, its slot's entry m: counted when its slot is not dense, and marked so (SLOT_SPLIT),
+   so that its free takes back what was counted, whether dense slots were turned off in between
+   (data_limit_lowered) or not */
+static void split_add(slot_meta_t *m, unsigned k) {
   if (dense(k)) return;
-  if (delta > 0) {
-    atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
-    return;
-  }
-  /* (never below zero: a block taken in a dense slot, freed after data_limit_lowered, was not counted) */
-  uint32_t n = atomic_load_explicit(&split_live, memory_order_relaxed), d = (uint32_t)-delta;
-  while (n && !atomic_compare_exchange_weak_explicit(&split_live, &n, n > d ? n - d : 0, memory_order_relaxed,
-                                                     memory_order_relaxed)) {}
+  m->pages |= SLOT_SPLIT;
+  atomic_fetch_add_explicit(&split_live, 1, memory_order_relaxed);
+}
+/* a block leaving its slot, its entry's pages as they were */
+static void split_sub(uint32_t pages) {
+  if (pages & SLOT_SPLIT) atomic_fetch_sub_explicit(&split_live, 1, memory_order_relaxed);
 }
 static bool split_full(void) {
   return atomic_load_explicit(&split_live, memory_order_relaxed) >= atomic_load_explicit(&split_max, memory_order_relaxed);
@@ -609,10 +612,14 @@ static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
   c->ncached -= n;
 }
 
+/* the cached slots' committed bytes given back so far (slot_drop_cached), by any thread: not those a new block took */
+MSI_COLD_BSS static _Atomic uint64_t dropped_bytes;
+uint64_t msi_large_dropped_bytes(void) { return atomic_load_explicit(&dropped_bytes, memory_order_relaxed); }
 /* a slot taken out of the cache goes back to the system: decommitted and free again; its bytes */
 static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   slot_decommit(k, c->base + ((uintptr_t)idx << k), bytes);
+  atomic_fetch_add_explicit(&dropped_bytes, bytes, memory_order_relaxed);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -953,7 +960,7 @@ static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages
   if (have < npages) have = npages;
   m->pages = SLOT_LIVE | have;
   atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
-  split_count(k, 1);
+  split_add(m, k);
   return (void *)addr;
 }
 
@@ -1008,7 +1015,7 @@ static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages,
   }
   meta_at(c, idx)->pages = SLOT_LIVE | npages;
   atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
-  split_count(k, 1);
+  split_add(meta_at(c, idx), k);
   return (void *)addr;
 }
 
@@ -1049,7 +1056,7 @@ MSI_HOT_TEXT void msi_large_free(void *p) {
   uint32_t have = m->pages & SLOT_PAGES;
   size_t bytes = (size_t)have << page_shift;
   atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
-  split_count(k, -1);
+  split_sub(m->pages);
   if (cache_put(c, idx, have, msi_heap_now_ms())) {
     msi_unlock(lock_of(c));
     msi_maint_kick();
@@ -1224,10 +1231,10 @@ static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
 }
 
 /* a live block's slot after its pages moved out (its range reserved again by the move) */
-static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
+static void slot_vacate(lclass_t *c, uint32_t idx, uint32_t have) {
   atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
   count_decommit((size_t)have << page_shift);
-  split_count(k, -1);
+  split_sub(meta_at(c, idx)->pages);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -1236,7 +1243,7 @@ static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
 /* a block leaving its slot for a mapping of its own (move_to_direct), or NULL */
 static void *realloc_to_direct(lclass_t *c, uint32_t idx, unsigned k, uint32_t have, size_t size) {
   void *q = move_to_direct((void *)(c->base + ((uintptr_t)idx << k)), (size_t)have << page_shift, size);
-  if (q) slot_vacate(c, idx, k, have);
+  if (q) slot_vacate(c, idx, have);
   return q;
 }
 
@@ -1266,7 +1273,7 @@ void *msi_large_realloc(void *p, size_t size) {
     } else {
       return p; /* what is committed stays usable */
     }
-    meta_at(c, idx)->pages = SLOT_LIVE | npages;
+    meta_at(c, idx)->pages = (meta_at(c, idx)->pages & SLOT_SPLIT) | SLOT_LIVE | npages;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
@@ -1297,7 +1304,7 @@ void *msi_large_realloc(void *p, size_t size) {
     return realloc_to_direct(c, idx, k, have, size);
   }
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
-  meta_at(c2, idx2)->pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
+  meta_at(c2, idx2)->pages = (meta_at(c, idx)->pages & SLOT_SPLIT) | SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));

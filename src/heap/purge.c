@@ -146,8 +146,9 @@ void msi_heap_purge_all(void) {
    orphans', the global ones, forced) and every idle segment is released whole, none kept mapped (segments_release
    maps them read-only: no charge), and so are the large blocks' cached slots and the dense slot sizes with no
    block in use (msi_large_release_free). Another size then finds the room a freed one left, as glibc's coalesced
-   free memory gives it. True when a segment or a large slot's mapping went back, or another thread's pass ended
-   meanwhile: the caller tries again. A request larger than all of that (the segments mapped, the large slots
+   free memory gives it. True when a segment or a large slot's mapping went back meanwhile (by this pass or
+   another thread's; a cached slot that another thread's new block took gives nothing back), or another thread's
+   pass ended meanwhile: the caller tries again. A request larger than all of that (the segments mapped, the large slots
    cached or taken) could not fit in what the pass gives back: no pass (a program halving a refused size until it
    fits keeps its caches). One pass at a time (the others wait for it, then try
    again); a pass that released nothing makes the next ones wait ten times its length (at most 100 ms), so a
@@ -182,12 +183,12 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   msi_lock(&seg_lock);
   size_t before = msi_heap_seg_released_n;
   msi_unlock(&seg_lock);
-  uint64_t cached = msi_large_cached_bytes();
+  uint64_t dropped = msi_large_dropped_bytes();
   msi_heap_thread_collect(true);
   msi_heap_orphans_flush();
   msi_heap_purge(msi_heap_now_ms(), true);
   msi_heap_segments_reclaim(0);
-  bool released = msi_large_release_free() > 0 || msi_large_cached_bytes() < cached;
+  bool released = msi_large_release_free() > 0 || msi_large_dropped_bytes() > dropped;
   msi_lock(&seg_lock);
   released = released || msi_heap_seg_released_n > before;
   msi_unlock(&seg_lock);
