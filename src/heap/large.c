@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* large.c: blocks above MSI_HEAP_SMALL_MAX. Each lives at the start of a power-of-two slot (2^k bytes, aligned to
-   2^k, so any alignment up to the slot size comes free) in the sub-region of its slot size. A side table holds
-   each slot's committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an
-   impossible request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves
-   to a bigger slot with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see
-   dense()). Freed slots stay committed in a small
-   per-size cache (preset; reused best-fit: cached_take), and are decommitted by the purge after
-   MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure build keeps the
-   last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
-   (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
-   its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a mapping
-   of its own in direct.c) is decided in one place: place(); realloc's growth of a dense block alone may take the
-   next size's cached slot instead (grown_into_next). */
+/* large.c: blocks above MSI_HEAP_SMALL_MAX. Each lives at the start of a power-of-two slot (2^k bytes, aligned to 2^k,
+   so any alignment up to the slot size comes free) in the sub-region of its slot size. A side table holds each slot's
+   committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an impossible
+   request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves to a bigger slot
+   with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see dense()). Freed slots stay
+   committed in a small per-size cache (preset; reused best-fit: cached_take), and are decommitted by the purge after
+   MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure
+   build keeps the last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past
+   the block (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a
+   mapping of its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a
+   mapping of its own in direct.c) is decided in one place: place(); realloc's growth of a dense block alone may take
+   the next size's cached slot instead (grown_into_next). */
 #include "heap.h"
 #include "os.h"
 #include "track.h"
@@ -43,7 +42,8 @@ typedef struct lclass_s {
   uint32_t cache_max;       /* room of cached[] where it lies now: CACHE_HEAD, or cache_room() once moved */
   size_t cached_bytes;      /* committed bytes of the cached slots */
   struct cache_entry_s *cached; /* the cached slots, oldest first (large_meta.cache_head, then cache_store) */
-  size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
+  /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
+  size_t meta_off;
 } lclass_t;
 
 /* the slot table's entries kept in .lbss per class (see table_head below) */
@@ -76,7 +76,8 @@ MSI_START_BSS static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots 
 /* (cached_bytes and dirty_bytes change under the class lock with the cache itself, so a fork, which holds every
    class lock, gives the child totals that agree with its classes) */
 MSI_START_BSS static size_t page_size, page_shift;
-MSI_START_BSS static bool dense_ok; /* dense slots possible in this build (see dense()); on once the overcommit mode allows */
+/* dense slots possible in this build (see dense()); on once the overcommit mode allows */
+MSI_START_BSS static bool dense_ok;
 #define LARGE_DENSE_MAX_SHIFT 20 /* see dense() */
 /* the classes' cached[] once past CACHE_HEAD entries (BSS: a page of it is touched only by a cache that reaches
    it); a slot's index and the time it was cached side by side, so that a class's first entries lie on one page */
@@ -89,7 +90,8 @@ static inline size_t cache_store_at(unsigned i) {
   return i < CACHE_DENSE_CLASSES ? (size_t)i * CACHE_MAX_DENSE
                                  : (size_t)CACHE_DENSE_CLASSES * CACHE_MAX_DENSE + (size_t)(i - CACHE_DENSE_CLASSES) * CACHE_MAX;
 }
-MSI_START_BSS static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
+/* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
+MSI_START_BSS static _Atomic uint64_t mid_cached_bytes;
 /* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
    initialises and fixed for the process */
 MSI_START_BSS static bool strict;
@@ -114,7 +116,8 @@ MSI_START_BSS static size_t table_bytes;
 MSI_START_BSS static _Atomic(slot_meta_t *) table;
 static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA's room (table_get): not mapped for now */
 static _Atomic uint32_t table_refusals; /* table_get calls answered NULL since the refusal (a look every 256th) */
-MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
+/* its place in the reservation until a table_get or the release takes it */
+MSI_START_BSS static _Atomic uintptr_t table_place;
 
 /* class i's slots with sub-regions of 2^shift bytes */
 static uint64_t class_slots(unsigned i, size_t shift) {
@@ -639,11 +642,11 @@ static bool mid_cache_room(size_t bytes) {
   return atomic_load_explicit(&mid_cached_bytes, memory_order_relaxed) + bytes <= msi_heap_limits.large_mid_bytes;
 }
 
-/* Caches slot idx of class c with its `have` committed (dirty) pages, cached at `ms`, when the preset's limits
-   allow it (class lock held); false: not cached. Entries stay oldest first (the purge and the trim rely on it): a
-   donor's rest (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of
-   16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
-   malloc-large, which then committed afresh.) */
+/* Caches slot idx of class c with its `have` committed (dirty) pages, cached at `ms`, when the preset's limits allow it
+   (class lock held); false: not cached. Entries stay oldest first (the purge and the trim rely on it): a donor's rest
+   (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of 16-25
+   MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's malloc-large,
+   which then committed afresh.) */
 MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
@@ -1104,12 +1107,12 @@ static size_t one_mapping(uintptr_t from, size_t len) {
    (before 5.7) move plainly, with the moment's hole. Returns the bytes moved (fewer only when the kernel
    refused, errno set). */
 #define LARGE_MOVE_PIECE ((size_t)64 << 20)
-/* The pieces (kernel mappings) of the block a move made last: the ones it moved, then its committed tail
-   (move_block). A block growing by realloc moves again and again (SQLite's and Python's growing buffers), each
-   time one piece more; with this record each piece costs one probe that confirms it, where one_mapping's
-   search halves from the whole length, a failed probe a step, down to a small piece. Owned by one thread at a time (hint_busy
-   taken with an exchange: a thread finding it taken moves without it); a piece that no longer matches (the
-   block changed since) is searched for as before. */
+/* The pieces (kernel mappings) of the block a move made last: the ones it moved, then its committed tail (move_block).
+   A block growing by realloc moves again and again (SQLite's and Python's growing buffers), each time one piece more;
+   with this record each piece costs one probe that confirms it, where one_mapping's search halves from the whole
+   length, a failed probe a step, down to a small piece. Owned by one thread at a time (hint_busy taken with an
+   exchange: a thread finding it taken moves without it); a piece that no longer matches (the block changed since) is
+   searched for as before. */
 #define HINT_PIECES 8
 static struct { uintptr_t at; uint32_t n; uint32_t pages[HINT_PIECES]; } hint;
 static _Atomic bool hint_busy;
