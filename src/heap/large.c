@@ -23,7 +23,8 @@
 #define SLOT_CACHED 0x40000000u
 #define SLOT_CLEAN 0x20000000u /* cached, its pages dropped (msi_large_trim): they read as zero */
 #define SLOT_SPLIT 0x10000000u /* live, counted in split_live (split_add) */
-#define SLOT_PAGES 0x0FFFFFFFu
+#define SLOT_DROPPING 0x08000000u /* neither live nor cached: going back to the system (slot_dropping) */
+#define SLOT_PAGES 0x07FFFFFFu
 _Static_assert(((uint64_t)1 << (MSI_HEAP_LARGE_MAX_SHIFT - 12)) <= SLOT_PAGES, "the largest slot's pages fit SLOT_PAGES");
 #define CACHE_MAX 64           /* cached slots of a size above the dense ones */
 #define CACHE_MAX_DENSE 2048   /* of a dense size: see mid_cache_room */
@@ -450,20 +451,29 @@ static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
   errno = ENOMEM;
   return NULL;
 }
+/* the system calls that give the pages [addr, addr + bytes) of a slot back, d: a dense slot (dense(), read once:
+   data_limit_lowered may turn it off meanwhile); their counts are slot_decommit_count's. Done again, they change
+   nothing more. true: the pages went back */
+static bool slot_decommit_pages(bool d, uintptr_t addr, size_t bytes) {
+  if (!bytes) return false;
+  if (!d) {
+    reserve(addr, bytes + dense_rest(addr + bytes)); /* (refused: its fallback drops them) */
+    return true;
+  }
+  if ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true) : msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0) ||
+      dense_map(addr, bytes))
+    return true; /* (both advices are refused on locked pages: mlock, mlockall) */
+  /* both refused: pages past a block must read as zero all the same */
+  MSI_HEAP_VG_QUIET(memset((void *)addr, 0, bytes));
+  return false;
+}
+static void slot_decommit_count(size_t bytes, bool returned) {
+  count_decommit(bytes);
+  if (returned) atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+}
 /* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
-  bool d = dense(k); /* (read once: data_limit_lowered may turn it off meanwhile) */
-  if (d) count_decommit(bytes); /* (decommit counts the others) */
-  if (!d) {
-    decommit(addr, bytes);
-  } else if (bytes && ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true)
-                                        : msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0) ||
-                        dense_map(addr, bytes))) {
-    /* (both advices are refused on locked pages: mlock, mlockall) */
-    atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
-  } else if (bytes) { /* both refused: pages past a block must read as zero all the same */
-    MSI_HEAP_VG_QUIET(memset((void *)addr, 0, bytes));
-  }
+  slot_decommit_count(bytes, slot_decommit_pages(dense(k), addr, bytes));
 }
 /* a fresh slot's first pages for a block of `need` bytes: a dense slot taken from the bump is committed whole */
 static bool slot_commit_fresh(unsigned k, uintptr_t addr, size_t need, bool bumped) {
@@ -603,13 +613,57 @@ static uint32_t cached_find(const lclass_t *c, uint32_t idx) {
   return j < c->ncached ? j : c->ncached;
 }
 
-/* takes the `n` oldest entries out of class c's cache (class lock held), their indexes into old[] and committed
-   bytes into bytes[]: one move of the rest, however many go */
+/* Slots going back to the system (a freed block the cache does not keep, cached slots the purge or the trim drops)
+   leave the class lock for their system calls (slot_give_back): a fork meanwhile (another thread's) would leave
+   them to the child neither free nor cached, their pages mapped and counted committed for ever. Their entries say
+   so (SLOT_DROPPING, set and cleared under the class lock with dropping_n) and the child finishes them
+   (msi_large_unlock_all), unless a drop of its own thread's is under way (dropping_here: a signal handler forked,
+   and the drop resumes in the child, which finishes its own). */
+MSI_COLD_BSS static _Atomic uint32_t dropping_n;
+static _Thread_local uint32_t dropping_here;
+void (*msi_large_drop_hook)(void);
+/* slot idx of class c, neither live nor cached, is going back (class lock held) */
+static void slot_dropping(lclass_t *c, uint32_t idx) {
+  meta_at(c, idx)->pages |= SLOT_DROPPING;
+  atomic_fetch_add_explicit(&dropping_n, 1, memory_order_relaxed);
+  dropping_here++;
+}
+/* slot idx of class c (slot_dropping), its first `bytes` committed, given back and free again */
+static void slot_give_back(lclass_t *c, uint32_t idx, size_t bytes) {
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+  if (msi_large_drop_hook) msi_large_drop_hook();
+  bool returned = slot_decommit_pages(dense(k), c->base + ((uintptr_t)idx << k), bytes);
+  msi_lock(lock_of(c));
+  slot_decommit_count(bytes, returned);
+  slot_put_fresh(c, idx);
+  atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+  dropping_here--;
+  msi_unlock(lock_of(c));
+}
+/* in a forked child holding every class lock: the slots other threads were giving back, given back */
+static void dropping_finish(void) {
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES && atomic_load_explicit(&dropping_n, memory_order_relaxed); i++) {
+    lclass_t *c = &classes[i];
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    for (uint64_t idx = 0; idx < c->bump; idx++) {
+      uint32_t pg = meta_at(c, idx)->pages;
+      if (!(pg & SLOT_DROPPING)) continue;
+      size_t bytes = (size_t)(pg & SLOT_PAGES) << page_shift;
+      slot_decommit_count(bytes, slot_decommit_pages(dense(k), c->base + ((uintptr_t)idx << k), bytes));
+      slot_put_fresh(c, (uint32_t)idx);
+      atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+    }
+  }
+}
+
+/* takes the `n` oldest entries out of class c's cache (class lock held) to be given back (slot_dropping), their
+   indexes into old[] and committed bytes into bytes[]: one move of the rest, however many go */
 static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
   for (uint32_t j = 0; j < n; j++) {
     bool clean;
     old[j] = c->cached[j].idx;
     bytes[j] = cached_unlink(c, old[j], &clean);
+    slot_dropping(c, old[j]);
   }
   memmove(&c->cached[0], &c->cached[n], (c->ncached - n) * sizeof c->cached[0]);
   c->ncached -= n;
@@ -618,14 +672,10 @@ static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
 /* the cached slots' committed bytes given back so far (slot_drop_cached), by any thread: not those a new block took */
 MSI_COLD_BSS static _Atomic uint64_t dropped_bytes;
 uint64_t msi_large_dropped_bytes(void) { return atomic_load_explicit(&dropped_bytes, memory_order_relaxed); }
-/* a slot taken out of the cache goes back to the system: decommitted and free again; its bytes */
+/* a slot taken out of the cache (slot_dropping) goes back to the system: decommitted and free again; its bytes */
 static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
-  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
-  slot_decommit(k, c->base + ((uintptr_t)idx << k), bytes);
+  slot_give_back(c, idx, bytes);
   atomic_fetch_add_explicit(&dropped_bytes, bytes, memory_order_relaxed);
-  msi_lock(lock_of(c));
-  slot_put_fresh(c, idx);
-  msi_unlock(lock_of(c));
   return bytes;
 }
 
@@ -1049,7 +1099,6 @@ MSI_HOT_TEXT void msi_large_free(void *p) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
-  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   msi_lock(lock_of(c));
   slot_meta_t *m = meta_at(c, idx);
   if (!(m->pages & SLOT_LIVE)) {
@@ -1066,12 +1115,10 @@ MSI_HOT_TEXT void msi_large_free(void *p) {
     msi_heap_maybe_purge();
     return;
   }
-  m->pages = 0; /* neither live nor cached: a second free is caught */
+  m->pages = have; /* neither live nor cached: a second free is caught */
+  slot_dropping(c, idx);
   msi_unlock(lock_of(c));
-  slot_decommit(k, (uintptr_t)p, bytes);
-  msi_lock(lock_of(c));
-  slot_put_fresh(c, idx);
-  msi_unlock(lock_of(c));
+  slot_give_back(c, idx, bytes);
   msi_heap_maybe_purge(); /* the program holds less: the cache's budget too */
 }
 
@@ -1385,6 +1432,7 @@ void msi_large_trim(uint64_t keep) {
     }
     bool clean;
     cached_remove(c, j, &clean);
+    slot_dropping(c, idx);
     msi_unlock(lock_of(c));
     slot_drop_cached(c, idx, bytes);
   }
@@ -1509,6 +1557,7 @@ void msi_large_lock_all(void) {
   msi_direct_lock();
 }
 void msi_large_unlock_all(bool child) {
+  if (child && atomic_load_explicit(&dropping_n, memory_order_relaxed) && !dropping_here) dropping_finish();
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     if (child) msi_lock_reset(lock_of(&classes[i]));
