@@ -46,7 +46,8 @@ static size_t cap, count; /* cap: a power of two (0 until the first block) */
 #define FREED_RING 64
 MSI_COLD_BSS static uintptr_t freed[FREED_RING]; /* (written only by a direct block's free) */
 static unsigned freed_next;
-MSI_START_BSS static _Atomic bool used; /* read without the lock: false = no direct block was ever made, nothing to look up */
+/* read without the lock: false = no direct block was ever made, nothing to look up */
+MSI_START_BSS static _Atomic bool used;
 static uint64_t bytes;
 #define direct_lock (msi_fork_page.direct) /* internal.h: msi_fork_page_t */
 

@@ -8,13 +8,14 @@ MSI_START_DATA bool msi_heap_checks = MSI_HEAP_CHECKS_BUILD;
 /* a local free with checks on: the block must not already be on the span's free list (the cookie catches most
    double frees; this catches one whose cookie was overwritten), and debug builds poison the freed bytes */
 void msi_heap_check_free(msi_span_t *s, msi_block_t *b) { /* the caller has checked the cookie */
-  /* the cookie catches a double free unless the program wrote over the freed block; the walk also catches the
-     most recent frees then. Only the debug build walks the whole list (up to 4096 blocks: too slow for a default build) */
+  /* the cookie catches a double free unless the program wrote over the freed block; the walk also catches the most
+     recent frees then. Only the debug build walks the whole list (up to 4096 blocks: too slow for a default build) */
   const unsigned walk = MEMSPACE_DEBUG ? 4096 : 8;
   unsigned n = 0;
   for (msi_block_t *f = s->free; f != msi_span_list_end(s) && n < walk; f = msi_block_next(s, f), n++) /* checked */
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
-  for (msi_block_t *f = s->rfree; f && f != msi_span_list_end(s) && n < walk; f = msi_block_next(s, f), n++) /* remote */
+  /* remote */
+  for (msi_block_t *f = s->rfree; f && f != msi_span_list_end(s) && n < walk; f = msi_block_next(s, f), n++)
     if (f == b) msi_heap_bad_pointer(b, "free(): double free");
 #if MEMSPACE_DEBUG
   if (s->block_size > sizeof(msi_block_t)) memset(b + 1, 0xdf, s->block_size - sizeof(msi_block_t));

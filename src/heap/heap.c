@@ -32,7 +32,8 @@ static inline bool mini_class(unsigned cls) { return MSI_HEAP_MINI && cls < MSI_
    local free of the class's current mini span makes it leave; then the fast path's free (an invalid p aborts) */
 MSI_HOT_TEXT static void mini_free(msi_heap_t *h, void *p, msi_span_t *s) {
   unsigned c = s->cls;
-  if (msi_heap_is_current(h, c, s) && ++s->cached_ms >= MINI_FREES) { /* (a mini span is never cached: its count here) */
+  /* (a mini span is never cached: its count here) */
+  if (msi_heap_is_current(h, c, s) && ++s->cached_ms >= MINI_FREES) {
     msi_heap_set_current_empty(h, c);
     h->mini_taken[c] = MINI_DONE;
   }
@@ -155,7 +156,8 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
   msi_span_t *sp = msi_heap_current_empty(h, cls) ? spare_take(h, cls) : NULL; /* the class's span set aside */
   if (sp) {
     msi_heap_set_current(h, cls, sp);
-    if (span_free_empty(sp) && !span_take_rfree(sp)) msi_heap_span_carve(h, sp); /* uncarved (else its blocks are linked) */
+    /* uncarved (else its blocks are linked) */
+    if (span_free_empty(sp) && !span_take_rfree(sp)) msi_heap_span_carve(h, sp);
     else spare_note(sp);
     return alloc_from(sp);
   }

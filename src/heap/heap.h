@@ -415,6 +415,10 @@ size_t msi_large_purge(uint64_t now_ms, uint32_t delay, bool force); /* cached s
 void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed);
 uint64_t msi_large_dirty_bytes(void); /* cached large slots' bytes that may hold pages */
 uint64_t msi_large_cached_bytes(void); /* cached large slots' committed bytes (the purge gives them back) */
+uint64_t msi_large_dropped_bytes(void); /* cached slots' bytes given back since start (not those reused) */
+/* tests only (NULL otherwise): called as a slot leaving its cache, or a freed block's, goes back (large.c slot_give_back),
+   before its system calls */
+extern void (*msi_large_drop_hook)(void);
 uint64_t msi_large_live_bytes(void);  /* in large blocks in use, slots and direct */
 void msi_large_trim(uint64_t keep);   /* drops the longest-cached slots' pages until at most `keep` such bytes */
 bool msi_large_move_into(void *d, void *p, size_t old, size_t len); /* a block's pages into a new mapping */

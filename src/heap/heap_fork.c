@@ -22,16 +22,16 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
   if (phase == MSI_FORK_PREPARE) {
     msi_lock(&init_lock);
     msi_lock(&heaps_lock);
-    /* orphans another thread holds off the list (msi_heap_orphans_collect's list, msi_heap_orphan_span_take's orphan: heaps_lock not
-       held while it works on them) would be lost to the child with their spans: waited for, as a lock is. The
-       holder takes no lock held by now (the earlier parts' and init_lock: the heap takes none of them there), so
-       its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU), for
-       at most a second: a holder stopped in a signal handler that waits for this fork (its own fork, a lock the
-       prepare holds) would hang both, and a child without that orphan only leaks its spans. A
-       hold of this thread's own (a fork from a signal handler that interrupted it) cannot end first: it resumes
-       after the fork in both processes, the child's count kept for it (below). Meanwhile the list is kept aside,
-       and so are the orphans put back or made (threads exiting) during each wait, so that no new hold begins
-       (threads taking spans one after another would keep the count up). */
+    /* orphans another thread holds off the list (msi_heap_orphans_collect's list, msi_heap_orphan_span_take's orphan:
+       heaps_lock not held while it works on them) would be lost to the child with their spans: waited for, as a lock
+       is. The holder takes no lock held by now (the earlier parts' and init_lock: the heap takes none of them there),
+       so its hold ends; yields first, then sleeps of 1 ms (a real-time thread forking leaves the holder its CPU), for
+       at most a second: a holder stopped in a signal handler that waits for this fork (its own fork, a lock the prepare
+       holds) would hang both, and a child without that orphan only leaks its spans. A hold of this thread's own (a fork
+       from a signal handler that interrupted it) cannot end first: it resumes after the fork in both processes, the
+       child's count kept for it (below). Meanwhile the list is kept aside, and so are the orphans put back or made
+       (threads exiting) during each wait, so that no new hold begins (threads taking spans one after another would keep
+       the count up). */
     if (msi_heap_orphans_held_elsewhere()) {
       msi_heap_t *aside = msi_heap_orphans;
       msi_heap_orphans = NULL;
@@ -69,7 +69,8 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
     msi_lock_reset(&global_lock);
     for (msi_heap_t *h = atomic_load(&msi_heap_all); h; h = h->next_all) {
       msi_lock_reset(&h->cache_lock);
-      if (h != msi_tls_heap && !atomic_load_explicit(&h->gone, memory_order_relaxed)) /* its thread is not the child's */
+      /* its thread is not the child's */
+      if (h != msi_tls_heap && !atomic_load_explicit(&h->gone, memory_order_relaxed))
         atomic_store_explicit(&h->gone, true, memory_order_relaxed);
     }
     /* the blocks the parent's other threads had chained for remote spans stay out of use in the child (at most
@@ -79,11 +80,14 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
       if (h != msi_tls_heap && h->rb_span) h->rb_span = NULL; /* (written only if set: a page copied at fork) */
     msi_lock_reset(&heaps_lock);
     msi_lock_reset(&init_lock);
-    atomic_store_explicit(&msi_heap_release_running, 0, memory_order_relaxed); /* (a pass of another thread's: not the child's) */
+    /* (a pass of another thread's: not the child's) */
+    atomic_store_explicit(&msi_heap_release_running, 0, memory_order_relaxed);
     atomic_store_explicit(&msi_heap_release_quiet_until, 0, memory_order_relaxed);
-    if (msi_heap_seg_pending_n && !msi_heap_reclaim_here) msi_heap_reclaim_pending_finish(); /* (another thread's pass held segments) */
+    /* (another thread's pass held segments) */
+    if (msi_heap_seg_pending_n && !msi_heap_reclaim_here) msi_heap_reclaim_pending_finish();
     if (msi_heap_seg_purging_n) msi_heap_purge_pending_finish();   /* (or chunks) */
-    if (msi_heap_orphans_busy != msi_heap_orphans_held_here) msi_heap_orphans_busy = msi_heap_orphans_held_here; /* (this thread's holds end there) */
+    /* (this thread's holds end there) */
+    if (msi_heap_orphans_busy != msi_heap_orphans_held_here) msi_heap_orphans_busy = msi_heap_orphans_held_here;
     /* (the parent's passes: their held work finished above, but for a pass of this thread's own, interrupted by
        the handler that forked, which resumes in the child, finishes its work and counts itself out) */
     if (msi_heap_purges_running != msi_heap_purges_here) msi_heap_purges_running = msi_heap_purges_here;

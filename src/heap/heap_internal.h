@@ -20,7 +20,8 @@
 /* every name declared here is the library's own (heap.h: a direct rip-relative access, no GOT load) */
 #pragma GCC visibility push(hidden)
 
-/* the heap's locks, on the page fork.c's handlers write (internal.h: msi_fork_page_t); their order is docs/design.md's */
+/* the heap's locks, on the page fork.c's handlers write (internal.h: msi_fork_page_t); their order is
+   docs/design.md's */
 #define init_lock (msi_fork_page.heap_init)     /* start-up */
 #define heaps_lock (msi_fork_page.heap_heaps)   /* the list of thread heaps, the orphans */
 #define global_lock (msi_fork_page.heap_global) /* the global span cache */
@@ -127,7 +128,8 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
 /* the single-threaded purge's first budget of large bytes (purge.c st_large_budget; the fork child's reset) */
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 
-/* mini spans (taken in segment.c, freed in heap.c): the granules a class takes at most, and its mark once it takes no more */
+/* mini spans (taken in segment.c, freed in heap.c): the granules a class takes at most, and its mark once it takes no
+   more */
 #define MINI_PER_CLASS 4
 #define MINI_DONE UINT8_MAX
 
@@ -188,10 +190,10 @@ static inline void spare_note(msi_span_t *s) {
 static inline bool span_remote_waits(const msi_span_t *s) {
   return atomic_load_explicit(&s->xfree, memory_order_relaxed) > 1;
 }
-/* a full span leaves the current slot (owner context, nothing parked: msi_heap_span_collect just ran): the owner's first
-   local free takes the slow path (used_floor, heap.h), which puts the span on the partial list. Remote frees
-   reach the partial list through the owner's remote-span stack (msi_heap_remote_process), which collects the span
-   and so clears the mark */
+/* a full span leaves the current slot (owner context, nothing parked: msi_heap_span_collect just ran): the owner's
+   first local free takes the slow path (used_floor, heap.h), which puts the span on the partial list. Remote frees
+   reach the partial list through the owner's remote-span stack (msi_heap_remote_process), which collects the span and
+   so clears the mark */
 static inline void span_detach_full(msi_span_t *s) { msi_span_set_floor(s, msi_span_used(s) - 1); }
 /* `free` is empty: the collected remote frees become it */
 static inline bool span_take_rfree(msi_span_t *s) {
@@ -203,8 +205,9 @@ static inline bool span_take_rfree(msi_span_t *s) {
 }
 static inline bool span_has_free(const msi_span_t *s) { return s->free != msi_span_list_end(s) || s->rfree; }
 static inline bool span_free_empty(const msi_span_t *s) { return s->free == msi_span_list_end(s); }
-/* pushes s, its queued bit set, on its owner's remote-span stack: at the first remote free into it (the push that
-   set the bit), or handed on by the heap whose stack it was queued on before its owner changed (msi_heap_orphan_span_take) */
+/* pushes s, its queued bit set, on its owner's remote-span stack: at the first remote free into it (the push that set
+   the bit), or handed on by the heap whose stack it was queued on before its owner changed
+   (msi_heap_orphan_span_take) */
 static inline void span_queue(msi_span_t *s) {
   msi_heap_t *owner = MSI_SEEN(s->owner);
   msi_span_t *top = atomic_load_explicit(&owner->remote, memory_order_relaxed);

@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* large.c: blocks above MSI_HEAP_SMALL_MAX. Each lives at the start of a power-of-two slot (2^k bytes, aligned to
-   2^k, so any alignment up to the slot size comes free) in the sub-region of its slot size. A side table holds
-   each slot's committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an
-   impossible request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves
-   to a bigger slot with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see
-   dense()). Freed slots stay committed in a small
-   per-size cache (preset; reused best-fit: cached_take), and are decommitted by the purge after
-   MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure build keeps the
-   last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past the block
-   (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a mapping of
-   its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a mapping
-   of its own in direct.c) is decided in one place: place(); realloc's growth of a dense block alone may take the
-   next size's cached slot instead (grown_into_next). */
+/* large.c: blocks above MSI_HEAP_SMALL_MAX. Each lives at the start of a power-of-two slot (2^k bytes, aligned to 2^k,
+   so any alignment up to the slot size comes free) in the sub-region of its slot size. A side table holds each slot's
+   committed pages and state. Memory is committed with mmap(MAP_FIXED) (accounted by the kernel, so an impossible
+   request fails with ENOMEM like glibc's mmap), grows and shrinks in place inside the slot, and moves to a bigger slot
+   with mremap (page tables move, bytes are never copied; slots up to 1 MiB are dense, see dense()). Freed slots stay
+   committed in a small per-size cache (preset; reused best-fit: cached_take), and are decommitted by the purge after
+   MEMSPACE_PURGE_DELAY; a single-threaded program's budget may drop their pages first (msi_large_trim). The secure
+   build keeps the last page of every slot (MSI_HEAP_GUARD) unusable: in a dense slot guard markers cover the pages past
+   the block (dense_guard), elsewhere the PROT_NONE reservation itself is the guard (the committed part is then a
+   mapping of its own). Which of these mechanisms serves a block (a cached slot, a fresh dense or split slot, or a
+   mapping of its own in direct.c) is decided in one place: place(); realloc's growth of a dense block alone may take
+   the next size's cached slot instead (grown_into_next). */
 #include "heap.h"
 #include "os.h"
 #include "track.h"
@@ -23,7 +22,10 @@
 #define SLOT_LIVE 0x80000000u
 #define SLOT_CACHED 0x40000000u
 #define SLOT_CLEAN 0x20000000u /* cached, its pages dropped (msi_large_trim): they read as zero */
-#define SLOT_PAGES 0x1FFFFFFFu
+#define SLOT_SPLIT 0x10000000u /* live, counted in split_live (split_add) */
+#define SLOT_DROPPING 0x08000000u /* neither live nor cached: going back to the system (slot_dropping) */
+#define SLOT_PAGES 0x07FFFFFFu
+_Static_assert(((uint64_t)1 << (MSI_HEAP_LARGE_MAX_SHIFT - 12)) <= SLOT_PAGES, "the largest slot's pages fit SLOT_PAGES");
 #define CACHE_MAX 64           /* cached slots of a size above the dense ones */
 #define CACHE_MAX_DENSE 2048   /* of a dense size: see mid_cache_room */
 
@@ -41,7 +43,8 @@ typedef struct lclass_s {
   uint32_t cache_max;       /* room of cached[] where it lies now: CACHE_HEAD, or cache_room() once moved */
   size_t cached_bytes;      /* committed bytes of the cached slots */
   struct cache_entry_s *cached; /* the cached slots, oldest first (large_meta.cache_head, then cache_store) */
-  size_t meta_off;    /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
+  /* where the table's mapping holds its entries past the first TABLE_HEAD, less TABLE_HEAD (meta_at) */
+  size_t meta_off;
 } lclass_t;
 
 /* the slot table's entries kept in .lbss per class (see table_head below) */
@@ -74,7 +77,8 @@ MSI_START_BSS static _Atomic uint64_t dirty_bytes; /* of cached_bytes, in slots 
 /* (cached_bytes and dirty_bytes change under the class lock with the cache itself, so a fork, which holds every
    class lock, gives the child totals that agree with its classes) */
 MSI_START_BSS static size_t page_size, page_shift;
-MSI_START_BSS static bool dense_ok; /* dense slots possible in this build (see dense()); on once the overcommit mode allows */
+/* dense slots possible in this build (see dense()); on once the overcommit mode allows */
+MSI_START_BSS static bool dense_ok;
 #define LARGE_DENSE_MAX_SHIFT 20 /* see dense() */
 /* the classes' cached[] once past CACHE_HEAD entries (BSS: a page of it is touched only by a cache that reaches
    it); a slot's index and the time it was cached side by side, so that a class's first entries lie on one page */
@@ -87,7 +91,8 @@ static inline size_t cache_store_at(unsigned i) {
   return i < CACHE_DENSE_CLASSES ? (size_t)i * CACHE_MAX_DENSE
                                  : (size_t)CACHE_DENSE_CLASSES * CACHE_MAX_DENSE + (size_t)(i - CACHE_DENSE_CLASSES) * CACHE_MAX;
 }
-MSI_START_BSS static _Atomic uint64_t mid_cached_bytes; /* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
+/* of cached_bytes, in slots of the dense sizes (mid_cache_room) */
+MSI_START_BSS static _Atomic uint64_t mid_cached_bytes;
 /* strict overcommit (mode 2: every committed page is charged, MAP_NORESERVE ignored), read when the heap
    initialises and fixed for the process */
 MSI_START_BSS static bool strict;
@@ -112,7 +117,8 @@ MSI_START_BSS static size_t table_bytes;
 MSI_START_BSS static _Atomic(slot_meta_t *) table;
 static _Atomic bool table_refused; /* too large a share of RLIMIT_DATA's room (table_get): not mapped for now */
 static _Atomic uint32_t table_refusals; /* table_get calls answered NULL since the refusal (a look every 256th) */
-MSI_START_BSS static _Atomic uintptr_t table_place; /* its place in the reservation until a table_get or the release takes it */
+/* its place in the reservation until a table_get or the release takes it */
+MSI_START_BSS static _Atomic uintptr_t table_place;
 
 /* class i's slots with sub-regions of 2^shift bytes */
 static uint64_t class_slots(unsigned i, size_t shift) {
@@ -369,16 +375,17 @@ void msi_large_set_map_limit(unsigned long max_map_count) {
   unsigned long q = max_map_count / 4;
   atomic_store_explicit(&split_max, q > UINT32_MAX ? UINT32_MAX : (uint32_t)q, memory_order_relaxed);
 }
-static void split_count(unsigned k, int delta) {
+/* a new block of slot size 2^k, its slot's entry m: counted when its slot is not dense, and marked so (SLOT_SPLIT),
+   so that its free takes back what was counted, whether dense slots were turned off in between
+   (data_limit_lowered) or not */
+static void split_add(slot_meta_t *m, unsigned k) {
   if (dense(k)) return;
-  if (delta > 0) {
-    atomic_fetch_add_explicit(&split_live, (uint32_t)delta, memory_order_relaxed);
-    return;
-  }
-  /* (never below zero: a block taken in a dense slot, freed after data_limit_lowered, was not counted) */
-  uint32_t n = atomic_load_explicit(&split_live, memory_order_relaxed), d = (uint32_t)-delta;
-  while (n && !atomic_compare_exchange_weak_explicit(&split_live, &n, n > d ? n - d : 0, memory_order_relaxed,
-                                                     memory_order_relaxed)) {}
+  m->pages |= SLOT_SPLIT;
+  atomic_fetch_add_explicit(&split_live, 1, memory_order_relaxed);
+}
+/* a block leaving its slot, its entry's pages as they were */
+static void split_sub(uint32_t pages) {
+  if (pages & SLOT_SPLIT) atomic_fetch_sub_explicit(&split_live, 1, memory_order_relaxed);
 }
 static bool split_full(void) {
   return atomic_load_explicit(&split_live, memory_order_relaxed) >= atomic_load_explicit(&split_max, memory_order_relaxed);
@@ -444,20 +451,29 @@ static void *slot_commit(unsigned k, uintptr_t addr, size_t bytes) {
   errno = ENOMEM;
   return NULL;
 }
+/* the system calls that give the pages [addr, addr + bytes) of a slot back, d: a dense slot (dense(), read once:
+   data_limit_lowered may turn it off meanwhile); their counts are slot_decommit_count's. Done again, they change
+   nothing more. true: the pages went back */
+static bool slot_decommit_pages(bool d, uintptr_t addr, size_t bytes) {
+  if (!bytes) return false;
+  if (!d) {
+    reserve(addr, bytes + dense_rest(addr + bytes)); /* (refused: its fallback drops them) */
+    return true;
+  }
+  if ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true) : msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0) ||
+      dense_map(addr, bytes))
+    return true; /* (both advices are refused on locked pages: mlock, mlockall) */
+  /* both refused: pages past a block must read as zero all the same */
+  MSI_HEAP_VG_QUIET(memset((void *)addr, 0, bytes));
+  return false;
+}
+static void slot_decommit_count(size_t bytes, bool returned) {
+  count_decommit(bytes);
+  if (returned) atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
+}
 /* the pages [addr, addr + bytes) of a slot of size 2^k go back to the system */
 static void slot_decommit(unsigned k, uintptr_t addr, size_t bytes) {
-  bool d = dense(k); /* (read once: data_limit_lowered may turn it off meanwhile) */
-  if (d) count_decommit(bytes); /* (decommit counts the others) */
-  if (!d) {
-    decommit(addr, bytes);
-  } else if (bytes && ((MSI_HEAP_SECURE ? dense_guard(addr, bytes, true)
-                                        : msi_os_madvise((void *)addr, bytes, MADV_DONTNEED) == 0) ||
-                        dense_map(addr, bytes))) {
-    /* (both advices are refused on locked pages: mlock, mlockall) */
-    atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
-  } else if (bytes) { /* both refused: pages past a block must read as zero all the same */
-    MSI_HEAP_VG_QUIET(memset((void *)addr, 0, bytes));
-  }
+  slot_decommit_count(bytes, slot_decommit_pages(dense(k), addr, bytes));
 }
 /* a fresh slot's first pages for a block of `need` bytes: a dense slot taken from the bump is committed whole */
 static bool slot_commit_fresh(unsigned k, uintptr_t addr, size_t need, bool bumped) {
@@ -597,25 +613,69 @@ static uint32_t cached_find(const lclass_t *c, uint32_t idx) {
   return j < c->ncached ? j : c->ncached;
 }
 
-/* takes the `n` oldest entries out of class c's cache (class lock held), their indexes into old[] and committed
-   bytes into bytes[]: one move of the rest, however many go */
+/* Slots going back to the system (a freed block the cache does not keep, cached slots the purge or the trim drops)
+   leave the class lock for their system calls (slot_give_back): a fork meanwhile (another thread's) would leave
+   them to the child neither free nor cached, their pages mapped and counted committed for ever. Their entries say
+   so (SLOT_DROPPING, set and cleared under the class lock with dropping_n) and the child finishes them
+   (msi_large_unlock_all), unless a drop of its own thread's is under way (dropping_here: a signal handler forked,
+   and the drop resumes in the child, which finishes its own). */
+MSI_COLD_BSS static _Atomic uint32_t dropping_n;
+static _Thread_local uint32_t dropping_here;
+void (*msi_large_drop_hook)(void);
+/* slot idx of class c, neither live nor cached, is going back (class lock held) */
+static void slot_dropping(lclass_t *c, uint32_t idx) {
+  meta_at(c, idx)->pages |= SLOT_DROPPING;
+  atomic_fetch_add_explicit(&dropping_n, 1, memory_order_relaxed);
+  dropping_here++;
+}
+/* slot idx of class c (slot_dropping), its first `bytes` committed, given back and free again */
+static void slot_give_back(lclass_t *c, uint32_t idx, size_t bytes) {
+  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
+  if (msi_large_drop_hook) msi_large_drop_hook();
+  bool returned = slot_decommit_pages(dense(k), c->base + ((uintptr_t)idx << k), bytes);
+  msi_lock(lock_of(c));
+  slot_decommit_count(bytes, returned);
+  slot_put_fresh(c, idx);
+  atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+  dropping_here--;
+  msi_unlock(lock_of(c));
+}
+/* in a forked child holding every class lock: the slots other threads were giving back, given back */
+static void dropping_finish(void) {
+  for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES && atomic_load_explicit(&dropping_n, memory_order_relaxed); i++) {
+    lclass_t *c = &classes[i];
+    unsigned k = MSI_HEAP_LARGE_MIN_SHIFT + i;
+    for (uint64_t idx = 0; idx < c->bump; idx++) {
+      uint32_t pg = meta_at(c, idx)->pages;
+      if (!(pg & SLOT_DROPPING)) continue;
+      size_t bytes = (size_t)(pg & SLOT_PAGES) << page_shift;
+      slot_decommit_count(bytes, slot_decommit_pages(dense(k), c->base + ((uintptr_t)idx << k), bytes));
+      slot_put_fresh(c, (uint32_t)idx);
+      atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+    }
+  }
+}
+
+/* takes the `n` oldest entries out of class c's cache (class lock held) to be given back (slot_dropping), their
+   indexes into old[] and committed bytes into bytes[]: one move of the rest, however many go */
 static void cached_cut(lclass_t *c, uint32_t n, uint32_t *old, size_t *bytes) {
   for (uint32_t j = 0; j < n; j++) {
     bool clean;
     old[j] = c->cached[j].idx;
     bytes[j] = cached_unlink(c, old[j], &clean);
+    slot_dropping(c, old[j]);
   }
   memmove(&c->cached[0], &c->cached[n], (c->ncached - n) * sizeof c->cached[0]);
   c->ncached -= n;
 }
 
-/* a slot taken out of the cache goes back to the system: decommitted and free again; its bytes */
+/* the cached slots' committed bytes given back so far (slot_drop_cached), by any thread: not those a new block took */
+MSI_COLD_BSS static _Atomic uint64_t dropped_bytes;
+uint64_t msi_large_dropped_bytes(void) { return atomic_load_explicit(&dropped_bytes, memory_order_relaxed); }
+/* a slot taken out of the cache (slot_dropping) goes back to the system: decommitted and free again; its bytes */
 static size_t slot_drop_cached(lclass_t *c, uint32_t idx, size_t bytes) {
-  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
-  slot_decommit(k, c->base + ((uintptr_t)idx << k), bytes);
-  msi_lock(lock_of(c));
-  slot_put_fresh(c, idx);
-  msi_unlock(lock_of(c));
+  slot_give_back(c, idx, bytes);
+  atomic_fetch_add_explicit(&dropped_bytes, bytes, memory_order_relaxed);
   return bytes;
 }
 
@@ -632,11 +692,11 @@ static bool mid_cache_room(size_t bytes) {
   return atomic_load_explicit(&mid_cached_bytes, memory_order_relaxed) + bytes <= msi_heap_limits.large_mid_bytes;
 }
 
-/* Caches slot idx of class c with its `have` committed (dirty) pages, cached at `ms`, when the preset's limits
-   allow it (class lock held); false: not cached. Entries stay oldest first (the purge and the trim rely on it): a
-   donor's rest (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of
-   16-25 MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's
-   malloc-large, which then committed afresh.) */
+/* Caches slot idx of class c with its `have` committed (dirty) pages, cached at `ms`, when the preset's limits allow it
+   (class lock held); false: not cached. Entries stay oldest first (the purge and the trim rely on it): a donor's rest
+   (borrow_pages) goes back where its time puts it. (The limit counts committed bytes, not slot sizes: blocks of 16-25
+   MiB in slots of 32 MiB fitted 4 to the 128 MiB of the default preset, too few for mimalloc-bench's malloc-large,
+   which then committed afresh.) */
 MSI_HOT_TEXT static bool cache_put(lclass_t *c, uint32_t idx, uint32_t have, uint32_t ms) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   size_t bytes = (size_t)have << page_shift;
@@ -953,7 +1013,7 @@ static void *cached_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages
   if (have < npages) have = npages;
   m->pages = SLOT_LIVE | have;
   atomic_fetch_add_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
-  split_count(k, 1);
+  split_add(m, k);
   return (void *)addr;
 }
 
@@ -1008,7 +1068,7 @@ static void *fresh_ready(lclass_t *c, unsigned k, uint32_t idx, uint32_t npages,
   }
   meta_at(c, idx)->pages = SLOT_LIVE | npages;
   atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
-  split_count(k, 1);
+  split_add(meta_at(c, idx), k);
   return (void *)addr;
 }
 
@@ -1039,7 +1099,6 @@ MSI_HOT_TEXT void msi_large_free(void *p) {
   uint32_t idx;
   lclass_t *c = slot_lookup(p, &idx);
   if (!c) msi_heap_bad_pointer(p, "free(): invalid pointer");
-  unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
   msi_lock(lock_of(c));
   slot_meta_t *m = meta_at(c, idx);
   if (!(m->pages & SLOT_LIVE)) {
@@ -1049,19 +1108,17 @@ MSI_HOT_TEXT void msi_large_free(void *p) {
   uint32_t have = m->pages & SLOT_PAGES;
   size_t bytes = (size_t)have << page_shift;
   atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
-  split_count(k, -1);
+  split_sub(m->pages);
   if (cache_put(c, idx, have, msi_heap_now_ms())) {
     msi_unlock(lock_of(c));
     msi_maint_kick();
     msi_heap_maybe_purge();
     return;
   }
-  m->pages = 0; /* neither live nor cached: a second free is caught */
+  m->pages = have; /* neither live nor cached: a second free is caught */
+  slot_dropping(c, idx);
   msi_unlock(lock_of(c));
-  slot_decommit(k, (uintptr_t)p, bytes);
-  msi_lock(lock_of(c));
-  slot_put_fresh(c, idx);
-  msi_unlock(lock_of(c));
+  slot_give_back(c, idx, bytes);
   msi_heap_maybe_purge(); /* the program holds less: the cache's budget too */
 }
 
@@ -1097,12 +1154,12 @@ static size_t one_mapping(uintptr_t from, size_t len) {
    (before 5.7) move plainly, with the moment's hole. Returns the bytes moved (fewer only when the kernel
    refused, errno set). */
 #define LARGE_MOVE_PIECE ((size_t)64 << 20)
-/* The pieces (kernel mappings) of the block a move made last: the ones it moved, then its committed tail
-   (move_block). A block growing by realloc moves again and again (SQLite's and Python's growing buffers), each
-   time one piece more; with this record each piece costs one probe that confirms it, where one_mapping's
-   search halves from the whole length, a failed probe a step, down to a small piece. Owned by one thread at a time (hint_busy
-   taken with an exchange: a thread finding it taken moves without it); a piece that no longer matches (the
-   block changed since) is searched for as before. */
+/* The pieces (kernel mappings) of the block a move made last: the ones it moved, then its committed tail (move_block).
+   A block growing by realloc moves again and again (SQLite's and Python's growing buffers), each time one piece more;
+   with this record each piece costs one probe that confirms it, where one_mapping's search halves from the whole
+   length, a failed probe a step, down to a small piece. Owned by one thread at a time (hint_busy taken with an
+   exchange: a thread finding it taken moves without it); a piece that no longer matches (the block changed since) is
+   searched for as before. */
 #define HINT_PIECES 8
 static struct { uintptr_t at; uint32_t n; uint32_t pages[HINT_PIECES]; } hint;
 static _Atomic bool hint_busy;
@@ -1224,10 +1281,10 @@ static void *move_to_direct(void *p, size_t old_bytes, size_t size) {
 }
 
 /* a live block's slot after its pages moved out (its range reserved again by the move) */
-static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
+static void slot_vacate(lclass_t *c, uint32_t idx, uint32_t have) {
   atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
   count_decommit((size_t)have << page_shift);
-  split_count(k, -1);
+  split_sub(meta_at(c, idx)->pages);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -1236,7 +1293,7 @@ static void slot_vacate(lclass_t *c, uint32_t idx, unsigned k, uint32_t have) {
 /* a block leaving its slot for a mapping of its own (move_to_direct), or NULL */
 static void *realloc_to_direct(lclass_t *c, uint32_t idx, unsigned k, uint32_t have, size_t size) {
   void *q = move_to_direct((void *)(c->base + ((uintptr_t)idx << k)), (size_t)have << page_shift, size);
-  if (q) slot_vacate(c, idx, k, have);
+  if (q) slot_vacate(c, idx, have);
   return q;
 }
 
@@ -1266,7 +1323,7 @@ void *msi_large_realloc(void *p, size_t size) {
     } else {
       return p; /* what is committed stays usable */
     }
-    meta_at(c, idx)->pages = SLOT_LIVE | npages;
+    meta_at(c, idx)->pages = (meta_at(c, idx)->pages & SLOT_SPLIT) | SLOT_LIVE | npages;
     atomic_fetch_add_explicit(&live_bytes, (uint64_t)npages << page_shift, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, (uint64_t)have << page_shift, memory_order_relaxed);
     return p;
@@ -1297,7 +1354,7 @@ void *msi_large_realloc(void *p, size_t size) {
     return realloc_to_direct(c, idx, k, have, size);
   }
   atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);
-  meta_at(c2, idx2)->pages = SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
+  meta_at(c2, idx2)->pages = (meta_at(c, idx)->pages & SLOT_SPLIT) | SLOT_LIVE | (uint32_t)(new_bytes >> page_shift);
   msi_lock(lock_of(c));
   slot_put_fresh(c, idx);
   msi_unlock(lock_of(c));
@@ -1375,6 +1432,7 @@ void msi_large_trim(uint64_t keep) {
     }
     bool clean;
     cached_remove(c, j, &clean);
+    slot_dropping(c, idx);
     msi_unlock(lock_of(c));
     slot_drop_cached(c, idx, bytes);
   }
@@ -1499,6 +1557,7 @@ void msi_large_lock_all(void) {
   msi_direct_lock();
 }
 void msi_large_unlock_all(bool child) {
+  if (child && atomic_load_explicit(&dropping_n, memory_order_relaxed) && !dropping_here) dropping_finish();
   msi_direct_unlock(child);
   for (unsigned i = 0; i < MSI_HEAP_LARGE_CLASSES; i++) {
     if (child) msi_lock_reset(lock_of(&classes[i]));

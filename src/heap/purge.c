@@ -14,11 +14,11 @@ static void purge_task_run(uint64_t now_ns);
    replaces its threads (a server's pool, larson, mstress) would keep a second generation of spans cached beside
    the one in use. The newest are kept (the cache is newest first): the spans a new thread takes next. */
 #define GLOBAL_KEEP_MIN (16 * MSI_HEAP_CHUNK)
-/* With the maintenance thread the spans in use are tallied (msi_heap_spans_tally: every span descriptor of every segment,
-   the owners' hot lines among them, read at each pass: a line its owner writes at its next malloc or free then
-   comes back from this core's cache). A pass that finds the global cache as the last tally left it (no span put
-   in or taken since: msi_heap_global_hold.ops) keeps that tally's `keep` instead: spans then arrive in bulk only through
-   the cache, and those it holds still go after the purge delay. Under global_lock */
+/* With the maintenance thread the spans in use are tallied (msi_heap_spans_tally: every span descriptor of every
+   segment, the owners' hot lines among them, read at each pass: a line its owner writes at its next malloc or free then
+   comes back from this core's cache). A pass that finds the global cache as the last tally left it (no span put in or
+   taken since: msi_heap_global_hold.ops) keeps that tally's `keep` instead: spans then arrive in bulk only through the
+   cache, and those it holds still go after the purge delay. Under global_lock */
 static struct { uint32_t ops; bool valid; size_t keep; } keep_memo;
 static msi_span_t *list_cut_excess(msi_span_list_t *l, size_t keep) {
   msi_span_t *s = l->head, *prev = NULL;
@@ -40,7 +40,8 @@ _Atomic uint64_t msi_heap_forced_passes;
    cut from a cache, chunks being dropped: seg->purging, segments being given back: seg_pending_*) until it ends,
    and the other pass leaves those alone */
 _Atomic unsigned msi_heap_purges_running;
-_Thread_local unsigned msi_heap_purges_here; /* those of msi_heap_purges_running this thread runs (as msi_heap_orphans_held_here) */
+/* those of msi_heap_purges_running this thread runs (as msi_heap_orphans_held_here) */
+_Thread_local unsigned msi_heap_purges_here;
 static void purge_pass(uint64_t now_ms_in, bool force, bool force_large);
 static void purge(uint64_t now_ms_in, bool force, bool force_large) {
   if (msi_opt(MS_OPTION_PURGE_DELAY) < 0 && !force) return;
@@ -106,7 +107,8 @@ static void purge_pass(uint64_t now_ms_in, bool force, bool force_large) {
   msi_unlock(&global_lock);
   for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++) {
     msi_heap_release_chain(old[n]);
-    for (msi_span_t *s = excess[n], *next; s; s = next) { /* idle since the delay ago: msi_heap_segments_purge takes them */
+    /* idle since the delay ago: msi_heap_segments_purge takes them */
+    for (msi_span_t *s = excess[n], *next; s; s = next) {
       next = s->next;
       msi_heap_segment_release_span(s, false, now - delay);
     }
@@ -122,14 +124,13 @@ void msi_heap_purge(uint64_t now_ms, bool force) {
   purge(now_ms, force, force);
 }
 
-/* ms_heap_collect(1): all of it back on return. A forced pass that another pass (the maintenance thread's)
-   overlaps leaves what that pass holds to it (purge_pass), and that pass, preempted mid-way (it runs SCHED_BATCH
-   or SCHED_IDLE: on a loaded machine for many ms), would give it back only after the call returned, up to every
-   idle segment of a burst of threads that exited. So the call waits for the passes under way to end, and passes
-   again when one overlapped its own (another pass began meanwhile, or was under way at its start): a few rounds
-   at most (the maintenance thread passes every msi_heap_purge_task.period_ms), each one's overlapping passes waited out.
-   A pass of the calling thread's own (a signal handler's call that interrupted it) is not waited for: it ends
-   after the handler returns. */
+/* ms_heap_collect(1): all of it back on return. A forced pass that another pass (the maintenance thread's) overlaps
+   leaves what that pass holds to it (purge_pass), and that pass, preempted mid-way (it runs SCHED_BATCH or SCHED_IDLE:
+   on a loaded machine for many ms), would give it back only after the call returned, up to every idle segment of a
+   burst of threads that exited. So the call waits for the passes under way to end, and passes again when one overlapped
+   its own (another pass began meanwhile, or was under way at its start): a few rounds at most (the maintenance thread
+   passes every msi_heap_purge_task.period_ms), each one's overlapping passes waited out. A pass of the calling thread's
+   own (a signal handler's call that interrupted it) is not waited for: it ends after the handler returns. */
 void msi_heap_purge_all(void) {
   for (int round = 0;; round++) {
     uint64_t pass = atomic_load_explicit(&msi_heap_counters.purges, memory_order_relaxed);
@@ -146,8 +147,9 @@ void msi_heap_purge_all(void) {
    orphans', the global ones, forced) and every idle segment is released whole, none kept mapped (segments_release
    maps them read-only: no charge), and so are the large blocks' cached slots and the dense slot sizes with no
    block in use (msi_large_release_free). Another size then finds the room a freed one left, as glibc's coalesced
-   free memory gives it. True when a segment or a large slot's mapping went back, or another thread's pass ended
-   meanwhile: the caller tries again. A request larger than all of that (the segments mapped, the large slots
+   free memory gives it. True when a segment or a large slot's mapping went back meanwhile (by this pass or
+   another thread's; a cached slot that another thread's new block took gives nothing back), or another thread's
+   pass ended meanwhile: the caller tries again. A request larger than all of that (the segments mapped, the large slots
    cached or taken) could not fit in what the pass gives back: no pass (a program halving a refused size until it
    fits keeps its caches). One pass at a time (the others wait for it, then try
    again); a pass that released nothing makes the next ones wait ten times its length (at most 100 ms), so a
@@ -182,12 +184,12 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   msi_lock(&seg_lock);
   size_t before = msi_heap_seg_released_n;
   msi_unlock(&seg_lock);
-  uint64_t cached = msi_large_cached_bytes();
+  uint64_t dropped = msi_large_dropped_bytes();
   msi_heap_thread_collect(true);
   msi_heap_orphans_flush();
   msi_heap_purge(msi_heap_now_ms(), true);
   msi_heap_segments_reclaim(0);
-  bool released = msi_large_release_free() > 0 || msi_large_cached_bytes() < cached;
+  bool released = msi_large_release_free() > 0 || msi_large_dropped_bytes() > dropped;
   msi_lock(&seg_lock);
   released = released || msi_heap_seg_released_n > before;
   msi_unlock(&seg_lock);
@@ -206,13 +208,13 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
 static void purge_task_run(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, false); }
 /* memory pressure (maint.c): every cache (threads', global, free chunks, large slots) back to the OS now */
 static void purge_on_pressure(uint64_t now_ns) { msi_heap_purge(now_ns / 1000000u, true); }
-/* The maintenance thread's questions (maint.c plan). The purge has work while anything is cached that a pass
-   gives back after the delay: a span in a thread's or the global cache, a segment's resident free chunk, a cached
-   large slot, an orphaned heap kept whole at its thread's exit (flushed by a later pass, heap_keep_at_exit), or
-   blocks other threads freed into an orphaned heap (collected by the pass). Each of these wakes a sleeping thread
-   where it begins (msi_heap_span_cache_put, msi_heap_segment_release_span, large.c cache_put, msi_heap_thread_exit's kick, the remote
-   free that queues a span on an orphan). Relaxed loads (heaps_lock for the orphan list): a pass decides under
-   the locks. */
+/* The maintenance thread's questions (maint.c plan). The purge has work while anything is cached that a pass gives back
+   after the delay: a span in a thread's or the global cache, a segment's resident free chunk, a cached large slot, an
+   orphaned heap kept whole at its thread's exit (flushed by a later pass, heap_keep_at_exit), or blocks other threads
+   freed into an orphaned heap (collected by the pass). Each of these wakes a sleeping thread where it begins
+   (msi_heap_span_cache_put, msi_heap_segment_release_span, large.c cache_put, msi_heap_thread_exit's kick, the remote
+   free that queues a span on an orphan). Relaxed loads (heaps_lock for the orphan list): a pass decides under the
+   locks. */
 static bool purge_task_busy(void) {
   for (msi_heap_t *h = atomic_load_explicit(&msi_heap_all, memory_order_acquire); h; h = h->next_all)
     for (unsigned n = 1; n <= MSI_HEAP_MAX_SPAN_CHUNKS; n++)
@@ -222,7 +224,8 @@ static bool purge_task_busy(void) {
     msi_lock(&heaps_lock);
     for (msi_heap_t *h = msi_heap_orphans; h && !remote; h = h->next_orphan)
       remote = h->intact || atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL ||
-               (h->idle_seen && !h->reclaimed) || h->minis_idle_seen; /* (msi_heap_orphans_collect reclaims after the delay) */
+               /* (msi_heap_orphans_collect reclaims after the delay) */
+               (h->idle_seen && !h->reclaimed) || h->minis_idle_seen;
     msi_unlock(&heaps_lock);
     if (remote) return true;
   }
@@ -268,13 +271,13 @@ static inline void pressure_check(void) {
 /* bytes of idle spans: cached, or free chunks resident in their segment (msi_heap_note_idle) */
 MSI_START_BSS _Atomic int64_t msi_heap_idle_spans, msi_heap_active_spans;
 
-/* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving
-   a class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go back
-   (msi_large_trim), down to 3/4 of it. Counted from the heap's own figures, not the resident size: reading that
+/* A single-threaded program's cached large slots may hold as many bytes as the rest of its heap (its spans serving a
+   class and large blocks in use), between ST_LARGE_MIN and ST_LARGE_MAX; past it the pages of the longest-cached go
+   back (msi_large_trim), down to 3/4 of it. Counted from the heap's own figures, not the resident size: reading that
    (/proc/self/statm) on a free would kill a sandboxed program that forbids open() (test_heap_unit:
-   large_blocks_in_a_sandbox), so blocks in use count by their size, touched or not. Measured only when the cache
-   rose a step above the lowest it was since the last measurement, when the large blocks in use fell a step below
-   the most they were since, or after a purge of the spans (force): most frees read three atomics. */
+   large_blocks_in_a_sandbox), so blocks in use count by their size, touched or not. Measured only when the cache rose a
+   step above the lowest it was since the last measurement, when the large blocks in use fell a step below the most they
+   were since, or after a purge of the spans (force): most frees read three atomics. */
 #define ST_LARGE_MAX (4 * MSI_HEAP_ST_PURGE_BYTES)
 #define ST_LARGE_STEP (MSI_HEAP_ST_PURGE_BYTES / 2)
 _Atomic uint64_t msi_heap_st_large_check = ST_LARGE_MIN;
@@ -305,7 +308,8 @@ MSI_HOT_TEXT static void st_large_budget(bool force) {
    task), and this thread's empty current spans go too, straight back with them (into the caches they would wait
    for the next look that finds pressure, or the purge delay). */
 #define ST_PRESSURE_MIN (MSI_HEAP_ST_PURGE_BYTES / 4)
-MSI_START_BSS static _Atomic uint64_t st_pressure_next; /* (the poll has its own rate limit: this only spares the sums) */
+/* (the poll has its own rate limit: this only spares the sums) */
+MSI_START_BSS static _Atomic uint64_t st_pressure_next;
 static void st_pressure(uint64_t now_ns) {
   if (now_ns < atomic_load_explicit(&st_pressure_next, memory_order_relaxed)) return;
   atomic_store_explicit(&st_pressure_next, now_ns + 25000000u, memory_order_relaxed);
@@ -350,7 +354,8 @@ MSI_HOT_TEXT void msi_heap_maybe_purge(void) {
   /* the delay counts from the first look with something idle (0: none yet) */
   uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
   if (!last) atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now | 1, memory_order_relaxed, memory_order_relaxed);
-  /* (signed: a pass stamped later than this thread's clock reading, by another thread or a test's own clock, is recent) */
+  /* (signed: a pass stamped later than this thread's clock reading, by another thread or a test's own clock, is
+     recent) */
   if (!spans && (int32_t)(now - atomic_load_explicit(&last_purge_ms, memory_order_relaxed)) < (int32_t)(d < 10 ? 10 : d)) return;
   purge(now, spans, false);
   if (spans) st_large_budget(true); /* the program holds less now */

@@ -115,10 +115,10 @@ static bool seg_share_first(uintptr_t top) {
   return limit != SIZE_MAX && top >= limit / 4;
 }
 
-/* Released segments (msi_heap_segments_reclaim): an idle segment beyond those kept for the next threads goes back whole, its
-   range mapped afresh read-only and MAP_NORESERVE (no page, no commit charge; the address stays the heap's, so no
-   other mapping lands inside the segment area, and a read of its header finds zeros: no room, no span, which every
-   scan of the segments takes as an unused segment). A heap needing room maps the lowest one read-write again
+/* Released segments (msi_heap_segments_reclaim): an idle segment beyond those kept for the next threads goes back
+   whole, its range mapped afresh read-only and MAP_NORESERVE (no page, no commit charge; the address stays the heap's,
+   so no other mapping lands inside the segment area, and a read of its header finds zeros: no room, no span, which
+   every scan of the segments takes as an unused segment). A heap needing room maps the lowest one read-write again
    before it maps a new segment (segment_pick). Under seg_lock; the bitmap's words are read unlocked by the scans
    (MSI_SEEN) to skip them. */
 MSI_COLD_BSS static uint64_t seg_released[MAX_SEGMENTS / 64];
@@ -139,8 +139,8 @@ static void seg_released_set(size_t i, bool on) {
 }
 /* Segments a reclaim pass took out of the free masks (msi_heap_segments_reclaim) and has not yet given back: to release
    whole (segments_release) or to make bare. The pass works on them without seg_lock, so a fork meanwhile (another
-   thread's) would leave them to the child neither in the free masks nor released, counted segments forever: the
-   child finishes that work (msi_heap_reclaim_pending_finish, from msi_fork_heap). Under seg_lock; their returned bytes are
+   thread's) would leave them to the child neither in the free masks nor released, counted segments forever: the child
+   finishes that work (msi_heap_reclaim_pending_finish, from msi_fork_heap). Under seg_lock; their returned bytes are
    counted when the pass takes them (the child does not count them again). */
 MSI_COLD_BSS static uint64_t seg_pending_release[MAX_SEGMENTS / 64], seg_pending_bare[MAX_SEGMENTS / 64];
 size_t msi_heap_seg_pending_n;
@@ -234,7 +234,8 @@ MSI_HOT_TEXT msi_span_t *msi_heap_segment_alloc_span(msi_heap_t *h, unsigned n) 
   for (unsigned i = 0; i < n; i++) MSI_SEEN_SET(seg->map[at + i], msi_seg_map_of(at));
   msi_unlock(&seg_lock);
 #if MSI_HEAP_SECURE
-  s->guarded = msi_heap_guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD); /* stays while it is cached */
+  /* stays while it is cached */
+  s->guarded = msi_heap_guard_install(s->base + (size_t)n * MSI_HEAP_CHUNK - MSI_HEAP_GUARD);
 #endif
   return s;
 }
@@ -305,10 +306,10 @@ void msi_heap_chunks_purged(size_t bytes) {
   atomic_fetch_add_explicit(&msi_heap_counters.returned_bytes, bytes, memory_order_relaxed);
 }
 /* The pages of chunk 0 past its first that a pass gave back and counted returned and that nothing wrote since
-   (hdr_back): all of them when the segment goes bare (msi_heap_segments_reclaim), pages of the mini area when an orphan's
-   mini spans leave (orphan_minis_reclaim); a span's descriptor and a mini span's pages taken later clear theirs
-   (hdr_touch). A later give-back of that chunk counts only the rest, so "returned" counts each byte once per use.
-   Under seg_lock, or on a segment out of the free masks (the pass's own) */
+   (hdr_back): all of them when the segment goes bare (msi_heap_segments_reclaim), pages of the mini area when an
+   orphan's mini spans leave (orphan_minis_reclaim); a span's descriptor and a mini span's pages taken later clear
+   theirs (hdr_touch). A later give-back of that chunk counts only the rest, so "returned" counts each byte once per
+   use. Under seg_lock, or on a segment out of the free masks (the pass's own) */
 #if MSI_HEAP_MINI
 #define MINI_AREA_BYTES (MSI_HEAP_CHUNK - MSI_HEAP_GUARD - MSI_HEAP_MINI_BASE)
 /* the mini area's pages (none when its start is not on a page: pages larger than 16 KiB) */
@@ -337,10 +338,10 @@ static void hdr_touch(msi_segment_t *seg, const void *p, size_t n) {
 }
 
 /* Pages of a span's chunks its trims gave back and counted returned (span_trim, span_trim_tail): marked in
-   segment->chunk_back, so the later give-back of the chunks (msi_heap_segments_purge, or msi_heap_segment_release_span at once)
-   counts only the rest, also when a span taking the dirty chunks meanwhile never wrote those pages. A span writes
-   only below `touched` (msi_heap_span_carve), so its marks below it are stale: span_back_written drops them whenever the
-   span trims again or leaves its chunks. [from, to) page-aligned, inside one span */
+   segment->chunk_back, so the later give-back of the chunks (msi_heap_segments_purge, or msi_heap_segment_release_span
+   at once) counts only the rest, also when a span taking the dirty chunks meanwhile never wrote those pages. A span
+   writes only below `touched` (msi_heap_span_carve), so its marks below it are stale: span_back_written drops them
+   whenever the span trims again or leaves its chunks. [from, to) page-aligned, inside one span */
 static void span_back_mark(msi_segment_t *seg, uintptr_t from, uintptr_t to, bool on) {
   size_t ps = msi_os_page_size();
   while (from < to) {
@@ -416,13 +417,13 @@ void msi_heap_segment_release_span(msi_span_t *s, bool purge_now, uint32_t idle_
   if (!purge_now) msi_maint_wake(); /* resident chunks for the purge (a sleeping maintenance thread wakes) */
 }
 
-/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment
-   without dirty chunks, as its mask reads unlocked (MSI_SEEN: a chunk made dirty meanwhile waits for the next pass),
-   costs no trip through the segments' lock: each pass of the maintenance thread would otherwise take it once per
-   segment, against the threads taking spans. The pass drops the pages without seg_lock, so a fork meanwhile
-   (another thread's) would leave the chunks to the child neither free nor dirty, never used again: they are
-   noted in segment->purging (msi_heap_seg_purging_n of them) and a child finishes the pass (msi_heap_purge_pending_finish, from
-   msi_fork_heap). Their returned bytes are counted when the pass takes them (the child does not count them again) */
+/* returns idle dirty chunks to the OS; the chunks leave the free mask while their pages are dropped. A segment without
+   dirty chunks, as its mask reads unlocked (MSI_SEEN: a chunk made dirty meanwhile waits for the next pass), costs no
+   trip through the segments' lock: each pass of the maintenance thread would otherwise take it once per segment,
+   against the threads taking spans. The pass drops the pages without seg_lock, so a fork meanwhile (another thread's)
+   would leave the chunks to the child neither free nor dirty, never used again: they are noted in segment->purging
+   (msi_heap_seg_purging_n of them) and a child finishes the pass (msi_heap_purge_pending_finish, from msi_fork_heap).
+   Their returned bytes are counted when the pass takes them (the child does not count them again) */
 size_t msi_heap_seg_purging_n; /* (under seg_lock) */
 /* the segment whose chunks this thread's pass holds (msi_heap_segments_purge): a child forked by a signal handler that
    interrupted the pass leaves them to it, since the pass resumes there and finishes them itself */
@@ -486,15 +487,14 @@ void msi_heap_purge_pending_finish(void) {
   }
 }
 
-/* Idle segments. A segment with every chunk free and purged (idle for the purge delay: msi_heap_segments_purge) and no mini
-   span, serving no live thread, holds only its header's pages: a program whose burst of threads has ended
-   (a thread-per-connection server after a burst of connections) would keep a segment per thread of the burst,
-   4 MiB mapped and a few pages resident each, however long it idles. Each pass keeps the lowest SEG_KEEP of them
-   mapped with chunk 0 past its first page given back (bare: the next threads' spans take them without a system
-   call) and releases the rest whole (segment_release, read back by segment_revive). SEG_KEEP is twice the CPUs
-   the process may run on, 4 to 64: a burst of new threads runs that many at a time at most, and the next burst's
-   first threads find their segments mapped; each further one maps its segment again (one mmap, beside the one for
-   its stack glibc makes past its stack cache). */
+/* Idle segments. A segment with every chunk free and purged (idle for the purge delay: msi_heap_segments_purge) and no
+   mini span, serving no live thread, holds only its header's pages: a program whose burst of threads has ended (a
+   thread-per-connection server after a burst of connections) would keep a segment per thread of the burst, 4 MiB mapped
+   and a few pages resident each, however long it idles. Each pass keeps the lowest SEG_KEEP of them mapped with chunk 0
+   past its first page given back (bare: the next threads' spans take them without a system call) and releases the rest
+   whole (segment_release, read back by segment_revive). SEG_KEEP is twice the CPUs the process may run on, 4 to 64: a
+   burst of new threads runs that many at a time at most, and the next burst's first threads find their segments mapped;
+   each further one maps its segment again (one mmap, beside the one for its stack glibc makes past its stack cache). */
 static _Atomic unsigned seg_keep_n;
 unsigned msi_heap_seg_keep(void) {
   unsigned k = atomic_load_explicit(&seg_keep_n, memory_order_relaxed);
@@ -505,8 +505,8 @@ unsigned msi_heap_seg_keep(void) {
   }
   return k;
 }
-/* n neighbouring idle segments from seg (msi_heap_segments_reclaim), out of the free masks, go back whole in one call (see
-   seg_released) */
+/* n neighbouring idle segments from seg (msi_heap_segments_reclaim), out of the free masks, go back whole in one call
+   (see seg_released) */
 static void segments_release(msi_segment_t *seg, size_t n) {
   if (msi_heap_reclaim_hook) msi_heap_reclaim_hook(seg, n);
   size_t bytes = n * MSI_HEAP_SEG_SIZE;
@@ -542,8 +542,9 @@ static void segments_release(msi_segment_t *seg, size_t n) {
   }
   msi_unlock(&seg_lock);
 }
-/* an idle segment a pass took (msi_heap_segments_reclaim) to keep mapped: the descriptors past its first page and the mini
-   spans' area (a guard's page at its end left alone) go back; then, under seg_lock, it is back in the free masks */
+/* an idle segment a pass took (msi_heap_segments_reclaim) to keep mapped: the descriptors past its first page and
+   the mini spans' area (a guard's page at its end left alone) go back; then, under seg_lock, it is back in the free
+   masks */
 static void segment_bare(msi_segment_t *seg) {
   uintptr_t ps = msi_os_page_size();
   msi_os_madvise((char *)seg + ps, MSI_HEAP_CHUNK - MSI_HEAP_GUARD - ps, MADV_DONTNEED);

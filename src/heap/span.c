@@ -23,8 +23,8 @@ static uint32_t carve_random(uint32_t bound) {
 }
 #endif
 
-/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0). Every block it
-   carved is on its free lists then: they stay linked while it is cached (kept), for msi_heap_span_init to take back if the
+/* an empty span leaves its class (never while a remote free may still queue it: xfree must be 0). Every block it carved
+   is on its free lists then: they stay linked while it is cached (kept), for msi_heap_span_init to take back if the
    same class takes the span again; its segment drops them (msi_heap_segment_release_span) */
 void msi_heap_span_retire(msi_heap_t *h, msi_span_t *s, bool to_thread_cache) {
   if (msi_span_is_mini(s)) return; /* stays its heap's (msi_heap_mini_take) */
@@ -161,7 +161,8 @@ void msi_heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) {
   msi_span_t *s = atomic_exchange_explicit(&h->remote, NULL, memory_order_acquire);
   while (s) {
     msi_span_t *next = atomic_load_explicit(&s->rnext, memory_order_relaxed);
-    if (MSI_UNLIKELY(MSI_SEEN(s->owner) != h)) { /* queued here before another heap took it (msi_heap_orphan_span_take) */
+    /* queued here before another heap took it (msi_heap_orphan_span_take) */
+    if (MSI_UNLIKELY(MSI_SEEN(s->owner) != h)) {
       span_queue(s);
       s = next;
       continue;
@@ -175,8 +176,9 @@ void msi_heap_remote_process(msi_heap_t *h, bool to_thread_cache, bool park) {
   }
 }
 
-/* a span taken from a cache or its segment serves class cls: with no block handed out, or, kept by cls (msi_heap_span_retire),
-   with the blocks it carved for cls still linked (its free lists then hold them all: used is 0) */
+/* a span taken from a cache or its segment serves class cls: with no block handed out, or, kept by cls
+   (msi_heap_span_retire), with the blocks it carved for cls still linked (its free lists then hold them all: used is
+   0) */
 MSI_HOT_TEXT void msi_heap_span_init(msi_heap_t *h, msi_span_t *s, unsigned cls) {
   uint32_t bs = msi_heap_class_size[cls];
   s->owner = h;

@@ -27,8 +27,8 @@ msi_span_t *msi_heap_list_cut_old(msi_span_list_t *l, uint32_t now, uint32_t del
   l->count = kept;
   return s;
 }
-/* cached spans back to their segments as dirty chunks idle since they were cached: the msi_heap_segments_purge that follows
-   every call (msi_heap_purge) returns them, neighbouring chunks in one madvise (one call per span would make a
+/* cached spans back to their segments as dirty chunks idle since they were cached: the msi_heap_segments_purge that
+   follows every call (msi_heap_purge) returns them, neighbouring chunks in one madvise (one call per span would make a
    program like sqlite3 pay one system call per 64 KiB) */
 void msi_heap_release_chain(msi_span_t *s) {
   while (s) {
@@ -38,16 +38,15 @@ void msi_heap_release_chain(msi_span_t *s) {
   }
 }
 
-/* A span entering the global cache leaves its thread, and the thread that takes it next may serve another class
-   there. A program that replaces its threads (mstress, larson) moves each dead thread's spans through it by the
-   dozen; a span keeping every page a former class carved (`touched`) would carry most of a chunk resident to a
-   class with one live block. So a span arriving with more than TRIM_ABOVE bytes resident past what its last class
-   needed gives the rest back to the OS (one madvise; the chunks stay the span's): a class that carved a quarter of
-   the span or more keeps what it carved (a busy class: the next thread's spans of its size are as full, larson's),
-   one that carved less keeps the first page (what the next class carves is faulted in again). The thread caches
-   keep their pages: a thread reusing its own spans faults nothing in again. Blocks a kept span (msi_heap_span_retire) has
-   linked in the pages given back lose their links: such a span is no longer kept, and its next class carves it
-   afresh. */
+/* A span entering the global cache leaves its thread, and the thread that takes it next may serve another class there.
+   A program that replaces its threads (mstress, larson) moves each dead thread's spans through it by the dozen; a span
+   keeping every page a former class carved (`touched`) would carry most of a chunk resident to a class with one live
+   block. So a span arriving with more than TRIM_ABOVE bytes resident past what its last class needed gives the rest
+   back to the OS (one madvise; the chunks stay the span's): a class that carved a quarter of the span or more keeps
+   what it carved (a busy class: the next thread's spans of its size are as full, larson's), one that carved less keeps
+   the first page (what the next class carves is faulted in again). The thread caches keep their pages: a thread reusing
+   its own spans faults nothing in again. Blocks a kept span (msi_heap_span_retire) has linked in the pages given back
+   lose their links: such a span is no longer kept, and its next class carves it afresh. */
 #define TRIM_KEEP ((uintptr_t)4096)
 #define TRIM_ABOVE ((uintptr_t)16384)
 static void span_trim(msi_span_t *s) {
@@ -146,10 +145,10 @@ static inline void hold_miss(msi_cache_hold_t *c, unsigned n) {
     atomic_store_explicit(&c->refilled, 1, memory_order_relaxed);
 }
 
-/* a cached span for class cls (NULL: none cached): among the newest CACHE_LOOK, one that served cls and kept its blocks linked (no
-   carving: msi_heap_span_init), else the newest. A program allocating batches that outgrow a class's current span retires
-   the class's other span at every batch's end and takes one at the next: with the newest of any class, every
-   batch carved each such span afresh (a store of both header words per block) */
+/* a cached span for class cls (NULL: none cached): among the newest CACHE_LOOK, one that served cls and kept its blocks
+   linked (no carving: msi_heap_span_init), else the newest. A program allocating batches that outgrow a class's current
+   span retires the class's other span at every batch's end and takes one at the next: with the newest of any class,
+   every batch carved each such span afresh (a store of both header words per block) */
 #define CACHE_LOOK 8
 static msi_span_t *list_take(msi_span_list_t *l, unsigned cls) {
   msi_span_t *prev = NULL, *s = l->head;

@@ -18,9 +18,10 @@ __thread msi_heap_t *msi_tls_heap = MSI_EMPTY_HEAP;
 MSI_START_BSS msi_heap_t *_Atomic msi_heap_all;
 MSI_START_BSS msi_heap_t *_Atomic msi_heap_orphans;
 MSI_START_BSS static uint32_t heap_count;
-int msi_heap_orphans_busy; /* orphans a collector or a span's taker holds off the list (msi_heap_orphans_collect, msi_heap_orphan_span_take) */
-/* those of msi_heap_orphans_busy this thread holds: a fork (msi_fork_heap) or a signal handler's call on it (malloc_trim)
-   waits for the others only, since the thread's own end only after the handler returns */
+/* orphans a collector or a span's taker holds off the list (msi_heap_orphans_collect, msi_heap_orphan_span_take) */
+int msi_heap_orphans_busy;
+/* those of msi_heap_orphans_busy this thread holds: a fork (msi_fork_heap) or a signal handler's call on it
+   (malloc_trim) waits for the others only, since the thread's own end only after the handler returns */
 _Thread_local int msi_heap_orphans_held_here;
 /* d orphans (or lists) taken off the list (1) or put back (-1) by this thread; under heaps_lock */
 static void orphans_hold(int d) {
@@ -129,16 +130,15 @@ void msi_heap_flush(msi_heap_t *h, bool orphaning) {
    destructor, maybe in glibc's last round of them */
 __thread bool msi_heap_exited;
 
-/* A program that starts a thread per task (a server's thread per connection, python's ThreadingHTTPServer) has a
-   new thread take the heap of the one that just exited. Flushed at the exit, each such thread would give its
-   empty spans to the global cache (trimmed there: a madvise) and the next one would take them back from it,
-   faulting the pages in again, a few page faults and a system call per thread. So the heap stays whole at the
-   exit (its current spans, partial lists and span cache: the next thread goes on where the last one stopped,
-   with no lock, system call or page fault) while a maintenance thread is there to flush it: the purge pass that
-   finds it an orphan for a whole period (msi_heap_orphans_collect) does what the exit did, so a dead thread's spans reach
-   the global cache at most two periods (delay/8 each, 10 ms-1 s) later. Flushed at once without that thread (a
-   process's first exit, a forked child, MEMSPACE_PURGE_DELAY=-1), while memory is tight, or with no global cache
-   (preset `none`: nothing is kept). */
+/* A program that starts a thread per task (a server's thread per connection, python's ThreadingHTTPServer) has a new
+   thread take the heap of the one that just exited. Flushed at the exit, each such thread would give its empty spans to
+   the global cache (trimmed there: a madvise) and the next one would take them back from it, faulting the pages in
+   again, a few page faults and a system call per thread. So the heap stays whole at the exit (its current spans,
+   partial lists and span cache: the next thread goes on where the last one stopped, with no lock, system call or page
+   fault) while a maintenance thread is there to flush it: the purge pass that finds it an orphan for a whole period
+   (msi_heap_orphans_collect) does what the exit did, so a dead thread's spans reach the global cache at most two
+   periods (delay/8 each, 10 ms-1 s) later. Flushed at once without that thread (a process's first exit, a forked child,
+   MEMSPACE_PURGE_DELAY=-1), while memory is tight, or with no global cache (preset `none`: nothing is kept). */
 static bool heap_keep_at_exit(void) {
   return msi_maint_running() && msi_opt(MS_OPTION_PURGE_DELAY) >= 0 && msi_heap_limits.global_bucket &&
          !(atomic_load_explicit(&msi_maint_tight, memory_order_relaxed) & MSI_TIGHT_MEMORY);
@@ -168,11 +168,11 @@ void msi_heap_thread_exit(void *arg) {
    The list is taken off while it works (msi_heap_orphans_busy counts such lists, under heaps_lock): a thread starting
    meanwhile makes a heap of its own. */
 
-/* An orphan flushed (not kept whole) that holds no live block: no span serving a class (spans_held counts those
-   on its partial lists, the full ones detached from them and the spares), nothing on its remote-span stack, and
-   every mini span of its own empty (they are never filed: found through mini_seg[]). The caller holds the orphan
-   off the list (msi_heap_orphans_collect): no thread adopts it meanwhile, and no other thread frees into it (every block
-   it handed out was seen free) */
+/* An orphan flushed (not kept whole) that holds no live block: no span serving a class (spans_held counts those on its
+   partial lists, the full ones detached from them and the spares), nothing on its remote-span stack, and every mini
+   span of its own empty (they are never filed: found through mini_seg[]). The caller holds the orphan off the list
+   (msi_heap_orphans_collect): no thread adopts it meanwhile, and no other thread frees into it (every block it handed
+   out was seen free) */
 static bool orphan_empty(msi_heap_t *h) {
   if (h->intact || atomic_load_explicit(&h->spans_held, memory_order_relaxed) ||
       atomic_load_explicit(&h->remote, memory_order_acquire))
@@ -198,11 +198,11 @@ static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsig
          !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
 }
 #endif
-/* A flushed orphan's mini spans that hold no block leave it (state free, no owner: a free of one of their blocks
-   is a double free, msi_heap_bad_small); all: every one of them (the orphan holds none). A segment whose mini spans
-   all left has its mini area taken back and given back whole, unless it is idle now (msi_heap_segments_reclaim gives back
-   its pages); else the area's pages that hold no mini span in use go back. Under seg_lock: no heap takes a mini
-   span there meanwhile. */
+/* A flushed orphan's mini spans that hold no block leave it (state free, no owner: a free of one of their blocks is a
+   double free, msi_heap_bad_small); all: every one of them (the orphan holds none). A segment whose mini spans all left
+   has its mini area taken back and given back whole, unless it is idle now (msi_heap_segments_reclaim gives back its
+   pages); else the area's pages that hold no mini span in use go back. Under seg_lock: no heap takes a mini span there
+   meanwhile. */
 static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
 #if MSI_HEAP_MINI
   size_t ps = msi_os_page_size();
@@ -256,7 +256,8 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
   (void)h, (void)all;
 #endif
 }
-/* the orphan has mini spans of its own that hold no block (msi_heap_orphans_collect: it holds a live block elsewhere) */
+/* the orphan has mini spans of its own that hold no block (msi_heap_orphans_collect: it holds a live block
+   elsewhere) */
 static bool orphan_minis_idle(const msi_heap_t *h) {
 #if MSI_HEAP_MINI
   for (unsigned i = 0; i < h->mini_nseg; i++)
@@ -268,8 +269,8 @@ static bool orphan_minis_idle(const msi_heap_t *h) {
   return false;
 }
 /* An empty orphan idle for the purge delay goes back to a new heap's state: its mini spans leave it
-   (orphan_minis_reclaim). Its segments, once every chunk is free, are then idle segments (msi_heap_segments_reclaim). The
-   heap itself stays on the orphan list, for the next new thread. */
+   (orphan_minis_reclaim). Its segments, once every chunk is free, are then idle segments (msi_heap_segments_reclaim).
+   The heap itself stays on the orphan list, for the next new thread. */
 static void orphan_reclaim(msi_heap_t *h) {
   int saved = errno;
   msi_lock(&seg_lock);
@@ -382,7 +383,8 @@ MSI_NOINLINE void *msi_heap_alloc_exiting(size_t size) {
   void *p = msi_heap_small_alloc_slow(size);
   msi_heap_t *h = msi_tls_heap;
   if (h != MSI_EMPTY_HEAP) {
-    if (msi_heap_key_ok) pthread_setspecific(msi_heap_key, NULL); /* orphaned here: the key's destructor must not again */
+    /* orphaned here: the key's destructor must not again */
+    if (msi_heap_key_ok) pthread_setspecific(msi_heap_key, NULL);
     msi_heap_thread_exit(h);
   }
   msi_heap_exited = true;

@@ -7,11 +7,16 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include "ms_test.h"
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "heap.h"
 
 static long minor_faults(void) {
@@ -272,6 +277,72 @@ static void bounded_in_bytes(void **state) {
   assert_true(cached >= 2 * MSI_MiB);
 }
 
+/* A fork while another thread gives a cached slot back (the purge paused by the test's hook between the slot's
+   leaving the cache and its return to the free list) leaves the slot to the child given back: after a forced purge
+   the child holds the committed large bytes the parent holds, none more */
+#define DROP_BLOCK (3u << 20)
+static sem_t drop_in, drop_go;
+static _Atomic int drop_armed;
+static void drop_paused(void) {
+  int one = 1;
+  if (!atomic_compare_exchange_strong(&drop_armed, &one, 0)) return;
+  sem_post(&drop_in);
+  while (sem_wait(&drop_go) != 0) {}
+}
+static void *drop_pass(void *arg) {
+  (void)arg;
+  msi_large_purge(0, 0, true);
+  if (atomic_exchange(&drop_armed, 0)) sem_post(&drop_in); /* (no slot met: the test fails below) */
+  return NULL;
+}
+static uint64_t large_committed(void) {
+  uint64_t allocated, cached, committed;
+  msi_large_purge(0, 0, true);
+  msi_large_stats(&allocated, &cached, &committed);
+  return committed;
+}
+static void fork_while_dropping(void **state) {
+  (void)state;
+  char *p = ms_malloc(DROP_BLOCK);
+  assert_non_null(p);
+  if (!msi_heap_in_large(p)) {
+    ms_free(p);
+    ms_skip_refused(0, "no large-slot area (a reservation cut down: RLIMIT_AS, a sanitizer)");
+  }
+  memset(p, 1, DROP_BLOCK);
+  ms_free(p); /* cached */
+  assert_int_equal(sem_init(&drop_in, 0, 0), 0);
+  assert_int_equal(sem_init(&drop_go, 0, 0), 0);
+  atomic_store(&drop_armed, 1);
+  msi_large_drop_hook = drop_paused;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, drop_pass, NULL), 0);
+  while (sem_wait(&drop_in) != 0) {}
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork(); /* the drop paused in another thread, its slot out of the cache */
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    uint64_t c = large_committed();
+    _exit(write(fds[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
+  }
+  close(fds[1]);
+  sem_post(&drop_go);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  msi_large_drop_hook = NULL;
+  uint64_t parent = large_committed(), child = UINT64_MAX;
+  assert_int_equal(read(fds[0], &child, sizeof child), (ssize_t)sizeof child);
+  close(fds[0]);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  print_message("committed large bytes after a forced purge: parent %llu KiB, child %llu KiB\n",
+                (unsigned long long)parent >> 10, (unsigned long long)child >> 10);
+  assert_int_equal(child, parent);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(malloc_free_loop_faults_nothing),
@@ -281,6 +352,7 @@ int main(void) {
       cmocka_unit_test(realloc_growth_takes_next_cached),
       cmocka_unit_test(numpy_churn_reuses_cached_pages),
       cmocka_unit_test(bounded_in_bytes),
+      cmocka_unit_test(fork_while_dropping),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
