@@ -186,10 +186,49 @@ static void test_pace_does_not_sweep(void **state) {
   bud.cg.limit = limit_found;
 }
 
+/* the pages of [p, p + len) in the page cache (mincore: a file mapping's pages are counted whether mapped or not) */
+static size_t cached_pages(const void *p, size_t len) {
+  unsigned char vec[SP_UNIT / 4096];
+  assert_true(len <= sizeof vec * 4096);
+  assert_int_equal(mincore((void *)p, len, vec), 0);
+  size_t n = 0;
+  for (size_t i = 0; i < len / 4096; i++) n += vec[i] & 1;
+  return n;
+}
+
+/* A block smaller than its slot (5 MiB in an 8 MiB slot: units 0 to 2 hold it, unit 3 lies past its end), filled:
+   the sweeps take every unit of it, its last one (the block's end, half written) included, and evict it; the unit
+   past its end stays unjudged. Taken as a fill's front (its next unit, past the block's end, is never touched),
+   the last unit would keep its write-back started every sweep and stay cached. */
+static void test_last_unit_is_block_end(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = 5 * MiB;
+  unsigned char *b = msi_spill_malloc(len, 0, false);
+  assert_non_null(b);
+  sp_class_t *k = &sp.cls[ceil_log2(len)];
+  assert_int_equal((size_t)1 << (k - sp.cls), 8 * MiB);
+  size_t u0 = (size_t)((uintptr_t)b - k->start) / SP_UNIT;
+  memset(b, 5, len);
+  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  for (size_t u = 0; u < 3; u++) assert_int_equal(atomic_load(&k->behind[u0 + u]), 2);
+  assert_int_equal(atomic_load(&k->behind[u0 + 3]), 0);
+  size_t n = cached_pages(b + 2 * SP_UNIT, SP_UNIT);
+  print_message("pages of the block's last unit cached after the sweeps: %zu of 512\n", n);
+  assert_true(n < 128); /* evicted (cached whole: 512) */
+  assert_true(flag(b + len - 4096, "nh"));
+  assert_int_equal(b[0], 5);
+  assert_int_equal(b[len - 1], 5);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
                                      cmocka_unit_test(test_random_write_amplification),
                                      cmocka_unit_test(test_sparse_block_mappings),
-                                     cmocka_unit_test(test_pace_does_not_sweep)};
+                                     cmocka_unit_test(test_pace_does_not_sweep),
+                                     cmocka_unit_test(test_last_unit_is_block_end)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
