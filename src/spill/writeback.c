@@ -124,8 +124,30 @@ MSI_RARE static void sweep_error(int err) {
    each sweep waiting for at most SP_SWEEP_WAIT of write-back, so a short pass keeps the program's other maintenance
    (heap purges, the pressure response) waiting little behind the disk. A failed wait is reported once and its
    unit is not evicted here (the kernel marked its pages clean: reclaim may drop them; the error is the file's, so
-   it can surface at a later unit's wait).
+   it can surface at a later unit's wait). The sweep holds no lock while it judges a unit or waits: the unit's
+   mark and advice are set under the lock (sweep_lock), and a unit whose slot a new block took while its
+   write-back was waited for keeps the new block's mark (0, unjudged).
    Keeps errno. */
+void (*msi_sp_sweep_hook)(sp_class_t *k, size_t off, bool waiting);
+/* The sweep judges a unit without spill's lock, and marks and advises it under the lock (tried: a busy lock leaves
+   the unit to a later sweep), at normal priority (an idle-priority thread holding it would stall the program on a
+   busy machine), once no new block took a slot or advice switched since the judgement began (sp.behind_gen, set
+   by msi_sp_behind_clear under the lock): else the sweep's MADV_NOHUGEPAGE would override the advice the new
+   block's slot was given (spill's, or the program's own right after its malloc), and its mark would count the
+   new block's unit as swept. false: not locked. */
+static bool sweep_lock(uint64_t gen) {
+  msi_maint_set_idle(false);
+  if (msi_trylock(&sp_lock)) {
+    if (atomic_load_explicit(&sp.behind_gen, memory_order_relaxed) == gen) return true;
+    msi_unlock(&sp_lock);
+  }
+  msi_maint_set_idle(bud.idle);
+  return false;
+}
+static void sweep_unlock(void) {
+  msi_unlock(&sp_lock);
+  msi_maint_set_idle(bud.idle);
+}
 static void behind_sweep(int fd, bool force) {
   static uint64_t last_ns;
   uint64_t now = msi_now_ns();
@@ -140,6 +162,7 @@ static void behind_sweep(int fd, bool force) {
     size_t lo = msi_round_up(k->floor, SP_UNIT);
     if (small_class(c) || m == 0) continue;
     for (size_t a = lo; a + SP_UNIT <= m && waited < SP_SWEEP_WAIT && !lost; a += SP_UNIT) {
+      uint64_t gen = atomic_load_explicit(&sp.behind_gen, memory_order_acquire); /* before the judgement */
       _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
       unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
       if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data, &lost))) continue;
@@ -147,21 +170,36 @@ static void behind_sweep(int fd, bool force) {
       off_t fo = (off_t)file_off(k, a);
       size_t bend = s0 + msi_round_up(__atomic_load_n(&k->meta[s0 >> c], __ATOMIC_RELAXED), SP_UNIT);
       bool last = next >= bend || next == s0 + slot || next + SP_UNIT > m; /* (the block's end, not its slot's) */
-      if (v == 0 && (last || !unit_touched(k, fd, next, &data, &lost))) { /* the front: write-back started */
-        if (lost) break;
+      bool front = v == 0 && (last || !unit_touched(k, fd, next, &data, &lost));
+      if (lost) break;
+      if (front && !last) { /* write-back started (no mark, no advice: no lock) */
         msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
-        if (last) atomic_store_explicit(st, 1, memory_order_relaxed);
+        continue;
+      }
+      if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, false);
+      if (!sweep_lock(gen)) { /* busy, or the unit was given to a new block since: judged at a later sweep */
+        data = 0;
+        continue;
+      }
+      if (front) { /* a block's last unit, first seen touched: swept at a later sweep */
+        atomic_store_explicit(st, 1, memory_order_relaxed);
+        sweep_unlock();
+        msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
         continue;
       }
       s0 = s0 > lo ? s0 : lo;
       msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
       msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      atomic_store_explicit(st, 3, memory_order_relaxed); /* being swept: a new block's slot clears it (0) */
+      sweep_unlock();
+      if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, true);
       int r = msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT,
                                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
       waited += SP_UNIT;
       if (r == 0) msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
       else sweep_error(errno);
-      atomic_store_explicit(st, 2, memory_order_relaxed);
+      unsigned char sweeping = 3;
+      atomic_compare_exchange_strong_explicit(st, &sweeping, 2, memory_order_relaxed, memory_order_relaxed);
     }
   }
   errno = e;

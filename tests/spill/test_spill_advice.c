@@ -224,11 +224,71 @@ static void test_last_unit_is_block_end(void **state) {
   bud.cg.limit = limit_found;
 }
 
+/* the race tests' block: freed and its slot given to a new block (advised MADV_HUGEPAGE, as numpy does) by the
+   sweep's hook at the point race_waiting names (false: the sweep has judged a unit of the block, not acted yet;
+   true: it has advised and marked the unit and waits for its write-back); no assertion here (a failed one would
+   leave the pass running) */
+static unsigned char *race_old, *race_new;
+static size_t race_len;
+static bool race_waiting;
+static void reuse_slot(sp_class_t *k, size_t off, bool waiting) {
+  if (waiting != race_waiting || k->start + off < (uintptr_t)race_old || k->start + off >= (uintptr_t)race_old + race_len)
+    return;
+  msi_sp_sweep_hook = NULL;
+  msi_spill_free(race_old);
+  race_new = msi_spill_malloc(race_len, 0, false);
+  if (race_new) madvise(race_new, race_len, MADV_HUGEPAGE);
+}
+
+/* The sweep judges a unit without spill's lock, and waits for its write-back without it; the program frees the
+   unit's block and a new block takes its slot (advised MADV_HUGEPAGE by the program) at either moment: the new
+   block keeps the program's advice and its units stay unjudged (not marked swept), and once filled they are swept
+   as any block's. */
+static void sweep_slot_reused(bool waiting) {
+  unsigned char *warm = beyond_memory();
+  race_len = 4 * SP_UNIT;
+  race_old = msi_spill_malloc(race_len, 0, false);
+  assert_non_null(race_old);
+  memset(race_old, 6, race_len);
+  sp_class_t *k = &sp.cls[ceil_log2(race_len)];
+  size_t u0 = (size_t)((uintptr_t)race_old - k->start) / SP_UNIT;
+  race_new = NULL;
+  race_waiting = waiting;
+  msi_sp_sweep_hook = reuse_slot;
+  tick(50);
+  msi_sp_sweep_hook = NULL;
+  assert_ptr_equal(race_new, race_old); /* the freed slot, reused */
+  unsigned char *b = race_new;
+  for (size_t u = 0; u < 4; u++) {
+    assert_true(flag(b + u * SP_UNIT, "hg") && flag(b + u * SP_UNIT + SP_UNIT - 4096, "hg"));
+    assert_int_equal(atomic_load(&k->behind[u0 + u]), 0);
+  }
+  assert_int_equal(b[0], 0);
+  memset(b, 7, race_len);
+  for (unsigned i = 2; i <= 10; i++) tick(i * 50);
+  for (size_t u = 0; u < 4; u++) assert_int_equal(atomic_load(&k->behind[u0 + u]), 2);
+  assert_true(flag(b, "nh") && flag(b + race_len - 4096, "nh"));
+  for (size_t i = 0; i < race_len; i += 4096) assert_int_equal(b[i], 7);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+static void test_sweep_slot_reused_judged(void **state) {
+  (void)state;
+  sweep_slot_reused(false);
+}
+static void test_sweep_slot_reused_waiting(void **state) {
+  (void)state;
+  sweep_slot_reused(true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
                                      cmocka_unit_test(test_random_write_amplification),
                                      cmocka_unit_test(test_sparse_block_mappings),
                                      cmocka_unit_test(test_pace_does_not_sweep),
-                                     cmocka_unit_test(test_last_unit_is_block_end)};
+                                     cmocka_unit_test(test_last_unit_is_block_end),
+                                     cmocka_unit_test(test_sweep_slot_reused_judged),
+                                     cmocka_unit_test(test_sweep_slot_reused_waiting)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
