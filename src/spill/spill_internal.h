@@ -68,8 +68,9 @@ typedef struct sp_class_s {
   uint8_t *stale;              /* slot -> 1 when a free slot's contents may not read as zero (see SP_FOLIO_MAX) */
   _Atomic unsigned char *behind; /* SP_UNIT -> 2 once the write-back beyond memory swept it (advised 4 KiB
                                   folios, unmapped, evicted; kept cached after a write-back error), 3 while the
-                                  sweep waits for its write-back, 1 while a block's last unit waits for a later
-                                  sweep (writeback.c behind_sweep); cleared at each new block and advice switch.
+                                  sweep waits for its write-back, 4 once advised and unmapped, until a sweep waits
+                                  for it, 1 while a block's last unit waits for a later sweep (writeback.c
+                                  behind_sweep); cleared at each new block and advice switch.
                                   Classes from SP_FOLIO_MAX up only */
   uint32_t *dseq;              /* slot -> the fork generation a freed block waits for (fork.c), 0 = none */
   size_t *dneed;               /* slot -> a deferred block's bytes */

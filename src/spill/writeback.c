@@ -122,7 +122,12 @@ MSI_RARE static void sweep_error(int err) {
    a later sweep. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
    done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
    each sweep waiting for at most SP_SWEEP_WAIT of write-back, so a short pass keeps the program's other maintenance
-   (heap purges, the pressure response) waiting little behind the disk. A failed wait is reported once and its
+   (heap purges, the pressure response) waiting little behind the disk. The units it moved past beyond that are
+   advised MADV_NOHUGEPAGE and unmapped in the same sweep, without a wait (`behind` 4), and evicted where already
+   clean, at that sweep and every sweep after until one has the room to wait for them: a fill runs far ahead of
+   the sweeps, and reclaim evicts its written-back units meanwhile; with the program's advice left on such a
+   unit, each fault of the program's reads there read a 2 MiB folio (20 to 100 times the bytes of 4 KiB faults at
+   3x a cgroup's memory, numpy). A failed wait is reported once and its
    unit is not evicted here (the kernel marked its pages clean: reclaim may drop them; the error is the file's, so
    it can surface at a later unit's wait). The sweep holds no lock while it judges a unit or waits: the unit's
    mark and advice are set under the lock (sweep_lock), and a unit whose slot a new block took while its
@@ -156,24 +161,30 @@ static void behind_sweep(int fd, bool force) {
   int e = errno;
   size_t waited = 0;
   bool lost = false;
-  for (unsigned c = sp.min_shift; c <= sp.max_shift && waited < SP_SWEEP_WAIT && !lost; c++) {
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && !lost; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire), data = 0, slot = (size_t)1 << c;
     size_t lo = msi_round_up(k->floor, SP_UNIT);
     if (small_class(c) || m == 0) continue;
-    for (size_t a = lo; a + SP_UNIT <= m && waited < SP_SWEEP_WAIT && !lost; a += SP_UNIT) {
+    for (size_t a = lo; a + SP_UNIT <= m && !lost; a += SP_UNIT) {
+      bool evict = waited < SP_SWEEP_WAIT; /* else the unit is only advised */
       uint64_t gen = atomic_load_explicit(&sp.behind_gen, memory_order_acquire); /* before the judgement */
       _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
       unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
-      if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data, &lost))) continue;
+      if (v == 2 || v == 3 || (v == 1 && !evict)) continue;
+      if (v == 4 && !evict) { /* advised and unmapped: evicted once clean (no wait) */
+        msi_os_fadvise(fd, (off_t)file_off(k, a), (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
+        continue;
+      }
+      if (v == 0 && !unit_touched(k, fd, a, &data, &lost)) continue;
       size_t s0 = a & ~(slot - 1), next = a + SP_UNIT;
       off_t fo = (off_t)file_off(k, a);
       size_t bend = s0 + msi_round_up(__atomic_load_n(&k->meta[s0 >> c], __ATOMIC_RELAXED), SP_UNIT);
       bool last = next >= bend || next == s0 + slot || next + SP_UNIT > m; /* (the block's end, not its slot's) */
       bool front = v == 0 && (last || !unit_touched(k, fd, next, &data, &lost));
       if (lost) break;
-      if (front && !last) { /* write-back started (no mark, no advice: no lock) */
-        msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
+      if (front && (!last || !evict)) { /* write-back started (no mark, no advice: no lock) */
+        if (evict) msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
         continue;
       }
       if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, false);
@@ -190,6 +201,12 @@ static void behind_sweep(int fd, bool force) {
       s0 = s0 > lo ? s0 : lo;
       msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
       msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      if (!evict) { /* advised and unmapped, evicted only if already clean (no wait): a later sweep evicts the rest */
+        atomic_store_explicit(st, 4, memory_order_relaxed);
+        sweep_unlock();
+        msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
+        continue;
+      }
       atomic_store_explicit(st, 3, memory_order_relaxed); /* being swept: a new block's slot clears it (0) */
       sweep_unlock();
       if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, true);

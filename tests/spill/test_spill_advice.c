@@ -88,16 +88,20 @@ static void test_advice_after_madvise(void **state) {
   bud.cg.limit = limit_found;
 }
 
-static unsigned long long write_bytes(void) {
+/* the counter `key` ("read_bytes", "write_bytes") of /proc/self/io; 0 when unreadable */
+static unsigned long long io_count(const char *key) {
   FILE *f = fopen("/proc/self/io", "r");
   if (!f) return 0;
   char line[128];
   unsigned long long v = 0;
+  size_t kl = strlen(key);
   while (fgets(line, sizeof line, f))
-    if (sscanf(line, "write_bytes: %llu", &v) == 1) break;
+    if (strncmp(line, key, kl) == 0 && line[kl] == ':' && sscanf(line + kl + 1, "%llu", &v) == 1) break;
   fclose(f);
   return v;
 }
+static unsigned long long write_bytes(void) { return io_count("write_bytes"); }
+static unsigned long long read_bytes(void) { return io_count("read_bytes"); }
 
 /* A block filled under the program's MADV_HUGEPAGE (2 MiB folios), written back by the passes, then one 4 KiB write
    into each of its 2 MiB units: the bytes the process dirties for those writes (write_bytes, counted when a folio
@@ -282,6 +286,60 @@ static void test_sweep_slot_reused_waiting(void **state) {
   sweep_slot_reused(true);
 }
 
+/* the sweeps' order of work over the block of test_evicted_before_sweep: the units whose write-back they waited for
+   so far, and for each unit of the block how many there were when a sweep first judged it */
+static uintptr_t order_block;
+static size_t order_waits, order_seen[64];
+static void order_hook(sp_class_t *k, size_t off, bool waiting) {
+  size_t u = (size_t)(k->start + off - order_block) / SP_UNIT;
+  if (k->start + off < order_block || u >= 64) return;
+  if (waiting) order_waits++;
+  else if (order_seen[u] == SIZE_MAX) order_seen[u] = order_waits;
+}
+
+/* A block the program advised MADV_HUGEPAGE, filled, then one maintenance pass: its first sweep waits for the
+   write-back of 32 MiB (16 units) and advises the rest of what the fill has moved past MADV_NOHUGEPAGE (and unmaps
+   it) at once, without waiting, so when reclaim evicts those units before a later sweep does, each fault there
+   reads 4 KiB from the file, not a 2 MiB folio (read here after evicting units as reclaim would: unmapped,
+   written back, dropped). */
+static void test_evicted_before_sweep(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t units = 64, len = units * SP_UNIT, first = 40, n = 20;
+  unsigned char *b = hg_block(len);
+  memset(b, 8, len);
+  sp_class_t *k = &sp.cls[ceil_log2(len)];
+  size_t off = (size_t)((uintptr_t)b - k->start);
+  order_block = (uintptr_t)b;
+  order_waits = 0;
+  for (size_t u = 0; u < units; u++) order_seen[u] = SIZE_MAX;
+  msi_sp_sweep_hook = order_hook;
+  tick(50);
+  msi_sp_sweep_hook = NULL;
+  for (size_t u = 16; u < units - 1; u++) assert_int_equal(order_seen[u], 16); /* in the first sweep */
+  if (read_bytes() == 0 && access("/proc/self/io", R_OK) != 0)
+    ms_skip_refused(errno, "this kernel keeps no per-process I/O accounting (/proc/self/io read_bytes)");
+  for (size_t u = first; u < first + n; u++) assert_true(flag(b + u * SP_UNIT, "nh"));
+  assert_int_equal(madvise(b + first * SP_UNIT, n * SP_UNIT, MADV_DONTNEED), 0); /* as reclaim: unmapped, */
+  int fd = atomic_load(&sp.fd);
+  off_t fo = (off_t)file_off(k, off + first * SP_UNIT);
+  assert_int_equal(sync_file_range(fd, fo, (off_t)(n * SP_UNIT), SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                   SYNC_FILE_RANGE_WAIT_AFTER), 0); /* written back, */
+  assert_int_equal(posix_fadvise(fd, fo, (off_t)(n * SP_UNIT), POSIX_FADV_DONTNEED), 0); /* dropped */
+  size_t cached = cached_pages(b + first * SP_UNIT, SP_UNIT);
+  unsigned long long r0 = read_bytes();
+  unsigned sum = 0;
+  for (size_t u = first; u < first + n; u++) sum += b[u * SP_UNIT + 4096 * 7];
+  unsigned long long r1 = read_bytes();
+  print_message("bytes read for one byte in each of %zu evicted units: %llu (pages of the first still cached before: %zu)\n",
+                n, r1 - r0, cached);
+  assert_int_equal(sum, 8 * n);
+  assert_true(r1 - r0 <= (unsigned long long)n * 64 * 1024); /* 4 KiB a unit (16 pages: generous); 2 MiB folios: 512 */
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
                                      cmocka_unit_test(test_random_write_amplification),
@@ -289,6 +347,7 @@ int main(void) {
                                      cmocka_unit_test(test_pace_does_not_sweep),
                                      cmocka_unit_test(test_last_unit_is_block_end),
                                      cmocka_unit_test(test_sweep_slot_reused_judged),
-                                     cmocka_unit_test(test_sweep_slot_reused_waiting)};
+                                     cmocka_unit_test(test_sweep_slot_reused_waiting),
+                                     cmocka_unit_test(test_evicted_before_sweep)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
