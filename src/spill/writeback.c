@@ -17,8 +17,8 @@
    is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on. A program's own MADV_HUGEPAGE on its block (numpy gives
    it every array of 4 MiB or more, right after the malloc) stands until the program has written past it: nothing
    re-advises a unit at or after the front of the program's writes, so such a fill faults 2 MiB folios, and a
-   fill without it 4 KiB pages (a block's last unit, swept a period after it was first seen touched, may refault
-   the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
+   fill without it 4 KiB pages (a fill's front or a block's last unit, swept a period after it was first seen
+   touched, may refault the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
    and evicts them once written back (behind_sweep): they refault at their next touch. */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
@@ -116,10 +116,11 @@ MSI_RARE static void sweep_error(int err) {
    one range per block, so a block touched sparsely stays two mappings (VMAs) however many of its units were swept
    (one per unit would reach vm.max_map_count with large sparse arrays); untouched units before the last swept
    one lose the program's advice with it, units after it keep theirs (advise_range). A touched unit followed by
-   an untouched one of its block (the front of a fill, which the program may be writing now) only has its
-   write-back started, every sweep, and keeps its advice until the program touches the next unit (writeback_range
-   may unmap it: its pages fault back from the page cache); a block's last unit (the block's end), when first seen touched, only has its write-back started too (`behind` 1), and is swept at
-   a later sweep. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
+   an untouched one of its block (the front of a fill, which the program may be writing now, or a touched unit of
+   a sparse block) and a block's last unit (the block's end), when first seen touched, only have their write-back
+   started (`behind` 1), and are swept at a later sweep (writeback_range may unmap them meanwhile: their pages fault
+   back from the page cache): a fill at the front a period later refaults the rest of its unit 4 KiB at a time, and
+   a sparse block's touched units are not left cached with their 2 MiB folios for ever. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
    done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
    each sweep waiting for at most SP_SWEEP_WAIT of write-back, so a short pass keeps the program's other maintenance
    (heap purges, the pressure response) waiting little behind the disk. The units it moved past beyond that are
@@ -183,16 +184,13 @@ static void behind_sweep(int fd, bool force) {
       bool last = next >= bend || next == s0 + slot || next + SP_UNIT > m; /* (the block's end, not its slot's) */
       bool front = v == 0 && (last || !unit_touched(k, fd, next, &data, &lost));
       if (lost) break;
-      if (front && (!last || !evict)) { /* write-back started (no mark, no advice: no lock) */
-        if (evict) msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
-        continue;
-      }
+      if (front && !evict) continue;
       if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, false);
       if (!sweep_lock(gen)) { /* busy, or the unit was given to a new block since: judged at a later sweep */
         data = 0;
         continue;
       }
-      if (front) { /* a block's last unit, first seen touched: swept at a later sweep */
+      if (front) { /* first seen as a fill's front or a block's last unit: swept at a later sweep */
         atomic_store_explicit(st, 1, memory_order_relaxed);
         sweep_unlock();
         msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
