@@ -102,10 +102,14 @@ static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data, bo
 }
 /* A sweep waits for at most this much write-back; the units left wait for the next sweep. */
 #define SP_SWEEP_WAIT ((size_t)32 << 20)
-MSI_RARE static void sweep_error(int err) {
+/* a wait for write-back failed (the sweep's or the write-behind's): said once. The error is the file's (errseq:
+   the first wait on the descriptor after it reports it, whatever range it waits for), so the message names no
+   block. */
+MSI_RARE static void wait_error(int err) {
   static _Atomic int told;
   if (!atomic_exchange(&told, 1))
-    msi_warning("spill: writing back spilled data failed (%s): such units are not evicted by spill", MSI_ERRNO(err));
+    msi_warning("spill: writing spilled data back to its file failed (%s): a spilled block may have lost data (the "
+                "error is the file's, its block unknown)", MSI_ERRNO(err));
 }
 /* Beyond memory, behind the program's writes (classes from SP_FOLIO_MAX up): each 2 MiB unit the program has
    touched and moved past is unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once per block
@@ -130,7 +134,7 @@ MSI_RARE static void sweep_error(int err) {
    unit, each fault of the program's reads there read a 2 MiB folio (20 to 100 times the bytes of 4 KiB faults at
    3x a cgroup's memory, numpy). A failed wait is reported once and its
    unit is not evicted here (the kernel marked its pages clean: reclaim may drop them; the error is the file's, so
-   it can surface at a later unit's wait). The sweep holds no lock while it judges a unit or waits: the unit's
+   it can surface at a later unit's wait, or at the write-behind's, and the unit that failed may be evicted). The sweep holds no lock while it judges a unit or waits: the unit's
    mark and advice are set under the lock (sweep_lock), and a unit whose slot a new block took while its
    write-back was waited for keeps the new block's mark (0, unjudged).
    Keeps errno. */
@@ -212,7 +216,7 @@ static void behind_sweep(int fd, bool force) {
                                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
       waited += SP_UNIT;
       if (r == 0) msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
-      else sweep_error(errno);
+      else wait_error(errno);
       unsigned char sweeping = 3;
       atomic_compare_exchange_strong_explicit(st, &sweeping, 2, memory_order_relaxed, memory_order_relaxed);
     }
@@ -366,8 +370,9 @@ void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
     wb.head = (wb.head + 1) % WB_QUEUE;
     wb.n--;
     wb.pending -= o.len;
-    msi_os_sync_file_range(fd, (off_t)o.off, (off_t)o.len,
-                           SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    if (msi_os_sync_file_range(fd, (off_t)o.off, (off_t)o.len,
+                               SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+      wait_error(errno); /* (else the file's error would be taken here unseen: no later wait reports it) */
     atomic_fetch_add_explicit(&wb.waits, 1, memory_order_relaxed);
   }
   atomic_store_explicit(&wb_busy, 0, memory_order_release);
