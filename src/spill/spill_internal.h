@@ -67,9 +67,11 @@ typedef struct sp_class_s {
   uint32_t *stack;             /* free slots */
   uint8_t *stale;              /* slot -> 1 when a free slot's contents may not read as zero (see SP_FOLIO_MAX) */
   _Atomic unsigned char *behind; /* SP_UNIT -> 2 once the write-back beyond memory swept it (advised 4 KiB
-                                  folios, unmapped, evicted; kept cached after a write-back error), 1 while a
-                                  block's last unit waits for a later sweep (writeback.c behind_sweep); cleared at each new block and advice switch. Classes from
-                                  SP_FOLIO_MAX up only */
+                                  folios, unmapped, evicted; kept cached after a write-back error), 3 while the
+                                  sweep waits for its write-back, 4 once advised and unmapped, until a sweep waits
+                                  for it, 1 while a block's last unit waits for a later sweep (writeback.c
+                                  behind_sweep); cleared at each new block and advice switch.
+                                  Classes from SP_FOLIO_MAX up only */
   uint32_t *dseq;              /* slot -> the fork generation a freed block waits for (fork.c), 0 = none */
   size_t *dneed;               /* slot -> a deferred block's bytes */
   size_t ndefer;               /* deferred slots */
@@ -102,6 +104,7 @@ typedef struct {
                                   the advice of data that fits (advise_range) */
   _Atomic uint64_t advice_switches;
   _Atomic uint64_t deferred;   /* bytes of blocks freed while a forked child may still read them (fork.c) */
+  _Atomic uint64_t behind_gen; /* msi_sp_behind_clear's calls (under the lock; writeback.c sweep_lock) */
   _Atomic uint64_t maint_passes; /* runs of the maintenance task (tests wait for them instead of sleeping) */
 } sp_state_t;
 extern sp_state_t msi_spill_state; /* spill.c */
@@ -120,6 +123,7 @@ static inline bool small_class(unsigned c) { return ((size_t)1 << c) < SP_FOLIO_
 /* the units [off, off + len) of class k's region are the write-back's to judge anew (writeback.c behind_sweep):
    only units set are written, so a page never set stays untouched */
 static inline void msi_sp_behind_clear(sp_class_t *k, size_t off, size_t len) {
+  atomic_fetch_add_explicit(&sp.behind_gen, 1, memory_order_release); /* a sweep's judgement under way is void */
   for (size_t u = off / SP_UNIT; u < (off + len) / SP_UNIT; u++)
     if (atomic_load_explicit(&k->behind[u], memory_order_relaxed))
       atomic_store_explicit(&k->behind[u], 0, memory_order_relaxed);
@@ -213,6 +217,10 @@ bool msi_sp_writeback_running(void);
 void msi_sp_writeback_reset_child(void);
 void msi_sp_sync_pace(void);
 void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond);
+/* tests only (NULL otherwise): called by behind_sweep with the unit at region offset `off` of class k it judged to
+   sweep or to mark as a block's last unit, before it takes the lock to act on it (writeback.c sweep_lock; waiting
+   false), and once it has advised and marked a unit to sweep, before it waits for its write-back (waiting true) */
+extern void (*msi_sp_sweep_hook)(sp_class_t *k, size_t off, bool waiting);
 uint64_t msi_sp_write_behind_blocks(void);
 uint64_t msi_sp_write_behind_waits(void);
 /* budget.c */

@@ -17,8 +17,8 @@
    is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on. A program's own MADV_HUGEPAGE on its block (numpy gives
    it every array of 4 MiB or more, right after the malloc) stands until the program has written past it: nothing
    re-advises a unit at or after the front of the program's writes, so such a fill faults 2 MiB folios, and a
-   fill without it 4 KiB pages (a block's last unit, swept a period after it was first seen touched, may refault
-   the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
+   fill without it 4 KiB pages (a fill's front or a block's last unit, swept a period after it was first seen
+   touched, may refault the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
    and evicts them once written back (behind_sweep): they refault at their next touch. */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
@@ -102,10 +102,14 @@ static bool unit_touched(const sp_class_t *k, int fd, size_t a, size_t *data, bo
 }
 /* A sweep waits for at most this much write-back; the units left wait for the next sweep. */
 #define SP_SWEEP_WAIT ((size_t)32 << 20)
-MSI_RARE static void sweep_error(int err) {
+/* a wait for write-back failed (the sweep's or the write-behind's): said once. The error is the file's (errseq:
+   the first wait on the descriptor after it reports it, whatever range it waits for), so the message names no
+   block. */
+MSI_RARE static void wait_error(int err) {
   static _Atomic int told;
   if (!atomic_exchange(&told, 1))
-    msi_warning("spill: writing back spilled data failed (%s): such units are not evicted by spill", MSI_ERRNO(err));
+    msi_warning("spill: writing spilled data back to its file failed (%s): a spilled block may have lost data (the "
+                "error is the file's, its block unknown)", MSI_ERRNO(err));
 }
 /* Beyond memory, behind the program's writes (classes from SP_FOLIO_MAX up): each 2 MiB unit the program has
    touched and moved past is unmapped, written back (waited for) and evicted (POSIX_FADV_DONTNEED), once per block
@@ -116,16 +120,44 @@ MSI_RARE static void sweep_error(int err) {
    one range per block, so a block touched sparsely stays two mappings (VMAs) however many of its units were swept
    (one per unit would reach vm.max_map_count with large sparse arrays); untouched units before the last swept
    one lose the program's advice with it, units after it keep theirs (advise_range). A touched unit followed by
-   an untouched one of its block (the front of a fill, which the program may be writing now) only has its
-   write-back started, every sweep, and keeps its advice until the program touches the next unit (writeback_range
-   may unmap it: its pages fault back from the page cache); a block's last unit (the block's end), when first seen touched, only has its write-back started too (`behind` 1), and is swept at
-   a later sweep. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
+   an untouched one of its block (the front of a fill, which the program may be writing now, or a touched unit of
+   a sparse block) and a block's last unit (the block's end), when first seen touched, only have their write-back
+   started (`behind` 1), and are swept at a later sweep (writeback_range may unmap them meanwhile: their pages fault
+   back from the page cache): a fill at the front a period later refaults the rest of its unit 4 KiB at a time, and
+   a sparse block's touched units are not left cached with their 2 MiB folios for ever. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
    done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
    each sweep waiting for at most SP_SWEEP_WAIT of write-back, so a short pass keeps the program's other maintenance
-   (heap purges, the pressure response) waiting little behind the disk. A failed wait is reported once and its
+   (heap purges, the pressure response) waiting little behind the disk. The units it moved past beyond that are
+   advised MADV_NOHUGEPAGE and unmapped in the same sweep, without a wait (`behind` 4), and evicted where already
+   clean, at that sweep and every sweep after until one has the room to wait for them: a fill runs far ahead of
+   the sweeps, and reclaim evicts its written-back units meanwhile; with the program's advice left on such a
+   unit, each fault of the program's reads there read a 2 MiB folio (20 to 100 times the bytes of 4 KiB faults at
+   3x a cgroup's memory, numpy). A failed wait is reported once and its
    unit is not evicted here (the kernel marked its pages clean: reclaim may drop them; the error is the file's, so
-   it can surface at a later unit's wait).
+   it can surface at a later unit's wait, or at the write-behind's, and the unit that failed may be evicted). The sweep holds no lock while it judges a unit or waits: the unit's
+   mark and advice are set under the lock (sweep_lock), and a unit whose slot a new block took while its
+   write-back was waited for keeps the new block's mark (0, unjudged).
    Keeps errno. */
+void (*msi_sp_sweep_hook)(sp_class_t *k, size_t off, bool waiting);
+/* The sweep judges a unit without spill's lock, and marks and advises it under the lock (tried: a busy lock leaves
+   the unit to a later sweep), at normal priority (an idle-priority thread holding it would stall the program on a
+   busy machine), once no new block took a slot or advice switched since the judgement began (sp.behind_gen, set
+   by msi_sp_behind_clear under the lock): else the sweep's MADV_NOHUGEPAGE would override the advice the new
+   block's slot was given (spill's, or the program's own right after its malloc), and its mark would count the
+   new block's unit as swept. false: not locked. */
+static bool sweep_lock(uint64_t gen) {
+  msi_maint_set_idle(false);
+  if (msi_trylock(&sp_lock)) {
+    if (atomic_load_explicit(&sp.behind_gen, memory_order_relaxed) == gen) return true;
+    msi_unlock(&sp_lock);
+  }
+  msi_maint_set_idle(bud.idle);
+  return false;
+}
+static void sweep_unlock(void) {
+  msi_unlock(&sp_lock);
+  msi_maint_set_idle(bud.idle);
+}
 static void behind_sweep(int fd, bool force) {
   static uint64_t last_ns;
   uint64_t now = msi_now_ns();
@@ -134,34 +166,59 @@ static void behind_sweep(int fd, bool force) {
   int e = errno;
   size_t waited = 0;
   bool lost = false;
-  for (unsigned c = sp.min_shift; c <= sp.max_shift && waited < SP_SWEEP_WAIT && !lost; c++) {
+  for (unsigned c = sp.min_shift; c <= sp.max_shift && !lost; c++) {
     sp_class_t *k = &sp.cls[c];
     size_t m = atomic_load_explicit(&k->mapped, memory_order_acquire), data = 0, slot = (size_t)1 << c;
     size_t lo = msi_round_up(k->floor, SP_UNIT);
     if (small_class(c) || m == 0) continue;
-    for (size_t a = lo; a + SP_UNIT <= m && waited < SP_SWEEP_WAIT && !lost; a += SP_UNIT) {
+    for (size_t a = lo; a + SP_UNIT <= m && !lost; a += SP_UNIT) {
+      bool evict = waited < SP_SWEEP_WAIT; /* else the unit is only advised */
+      uint64_t gen = atomic_load_explicit(&sp.behind_gen, memory_order_acquire); /* before the judgement */
       _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
       unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
-      if (v >= 2 || (v == 0 && !unit_touched(k, fd, a, &data, &lost))) continue;
+      if (v == 2 || v == 3 || (v == 1 && !evict)) continue;
+      if (v == 4 && !evict) { /* advised and unmapped: evicted once clean (no wait) */
+        msi_os_fadvise(fd, (off_t)file_off(k, a), (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
+        continue;
+      }
+      if (v == 0 && !unit_touched(k, fd, a, &data, &lost)) continue;
       size_t s0 = a & ~(slot - 1), next = a + SP_UNIT;
       off_t fo = (off_t)file_off(k, a);
       size_t bend = s0 + msi_round_up(__atomic_load_n(&k->meta[s0 >> c], __ATOMIC_RELAXED), SP_UNIT);
       bool last = next >= bend || next == s0 + slot || next + SP_UNIT > m; /* (the block's end, not its slot's) */
-      if (v == 0 && (last || !unit_touched(k, fd, next, &data, &lost))) { /* the front: write-back started */
-        if (lost) break;
+      bool front = v == 0 && (last || !unit_touched(k, fd, next, &data, &lost));
+      if (lost) break;
+      if (front && !evict) continue;
+      if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, false);
+      if (!sweep_lock(gen)) { /* busy, or the unit was given to a new block since: judged at a later sweep */
+        data = 0;
+        continue;
+      }
+      if (front) { /* first seen as a fill's front or a block's last unit: swept at a later sweep */
+        atomic_store_explicit(st, 1, memory_order_relaxed);
+        sweep_unlock();
         msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
-        if (last) atomic_store_explicit(st, 1, memory_order_relaxed);
         continue;
       }
       s0 = s0 > lo ? s0 : lo;
       msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
       msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
+      if (!evict) { /* advised and unmapped, evicted only if already clean (no wait): a later sweep evicts the rest */
+        atomic_store_explicit(st, 4, memory_order_relaxed);
+        sweep_unlock();
+        msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
+        continue;
+      }
+      atomic_store_explicit(st, 3, memory_order_relaxed); /* being swept: a new block's slot clears it (0) */
+      sweep_unlock();
+      if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, true);
       int r = msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT,
                                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
       waited += SP_UNIT;
       if (r == 0) msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
-      else sweep_error(errno);
-      atomic_store_explicit(st, 2, memory_order_relaxed);
+      else wait_error(errno);
+      unsigned char sweeping = 3;
+      atomic_compare_exchange_strong_explicit(st, &sweeping, 2, memory_order_relaxed, memory_order_relaxed);
     }
   }
   errno = e;
@@ -313,8 +370,9 @@ void msi_sp_write_behind(uintptr_t addr, size_t off, size_t len, bool beyond) {
     wb.head = (wb.head + 1) % WB_QUEUE;
     wb.n--;
     wb.pending -= o.len;
-    msi_os_sync_file_range(fd, (off_t)o.off, (off_t)o.len,
-                           SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    if (msi_os_sync_file_range(fd, (off_t)o.off, (off_t)o.len,
+                               SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+      wait_error(errno); /* (else the file's error would be taken here unseen: no later wait reports it) */
     atomic_fetch_add_explicit(&wb.waits, 1, memory_order_relaxed);
   }
   atomic_store_explicit(&wb_busy, 0, memory_order_release);
