@@ -10,6 +10,7 @@
 #include "../space/space_internal.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -53,6 +54,20 @@ struct ms_dma_buffer_s {
 static msi_lock_t pin_lock = MSI_LOCK_INIT;
 static msi_lock_t reg_lock = MSI_LOCK_INIT;
 static struct ms_dma_buffer_s *reg_head;
+/* reg_lock taken and given back with a mark of this thread's set around the hold (as the spaces' registry): the
+   statistics of a signal handler (malloc_stats) that interrupted this thread there, even between the lock's taking
+   and its holder's record, see the mark and print no buffer line instead of waiting for themselves */
+static _Thread_local volatile sig_atomic_t reg_here;
+static void reg_enter(void) {
+  reg_here = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  msi_lock(&reg_lock);
+}
+static void reg_leave(void) {
+  msi_unlock(&reg_lock);
+  atomic_signal_fence(memory_order_seq_cst);
+  reg_here = 0;
+}
 static struct {
   _Atomic uint64_t buffers, pinned, huge, base_bytes, m2_bytes, g1_bytes, registered, fallbacks, translations,
       moved, allocs, frees;
@@ -72,22 +87,22 @@ static void account(const struct ms_dma_buffer_s *b, bool add) {
 }
 
 static void reg_link(struct ms_dma_buffer_s *b) {
-  msi_lock(&reg_lock);
+  reg_enter();
   b->prev = NULL;
   b->next = reg_head;
   if (reg_head) reg_head->prev = b;
   reg_head = b;
   account(b, true);
-  msi_unlock(&reg_lock);
+  reg_leave();
 }
 
 static void reg_unlink(struct ms_dma_buffer_s *b) {
-  msi_lock(&reg_lock);
+  reg_enter();
   if (b->prev) b->prev->next = b->next;
   else reg_head = b->next;
   if (b->next) b->next->prev = b->prev;
   account(b, false);
-  msi_unlock(&reg_lock);
+  reg_leave();
 }
 
 static bool valid(const ms_dma_buffer_t *b) { return b && b->magic == DMA_MAGIC; }
@@ -185,18 +200,19 @@ MSI_COLD void msi_fork_dma(msi_fork_phase_t phase, bool locking) {
   if (!locking) return;
   if (phase == MSI_FORK_PREPARE) {
     msi_lock(&pin_lock);
-    msi_lock(&reg_lock);
+    reg_enter();
     for (struct ms_dma_buffer_s *b = reg_head; b; b = b->next) msi_lock(&b->lock);
     msi_lock(&desc_lock);
   } else if (phase == MSI_FORK_PARENT) {
     msi_unlock(&desc_lock);
     for (struct ms_dma_buffer_s *b = reg_head; b; b = b->next) msi_unlock(&b->lock);
-    msi_unlock(&reg_lock);
+    reg_leave();
     msi_unlock(&pin_lock);
   } else {
     msi_lock_reset(&desc_lock);
     for (struct ms_dma_buffer_s *b = reg_head; b; b = b->next) msi_lock_reset(&b->lock);
     msi_lock_reset(&reg_lock);
+    reg_here = 0;
     msi_lock_reset(&pin_lock);
   }
 }
@@ -660,13 +676,13 @@ static struct ms_dma_buffer_s *overlapping(struct ms_dma_buffer_s *o, uintptr_t 
 
 /* true when live buffers cover [a, e): their pins are memspace's (caller holds pin_lock) */
 static bool buffers_cover(uintptr_t a, uintptr_t e) {
-  msi_lock(&reg_lock);
+  reg_enter();
   for (bool moved = true; a < e && moved;) {
     moved = false;
     for (struct ms_dma_buffer_s *o = NULL; (o = overlapping(o, a, a + 1, false));)
       a = (uintptr_t)o->addr + o->mapped, moved = true;
   }
-  msi_unlock(&reg_lock);
+  reg_leave();
   return a >= e;
 }
 
@@ -860,7 +876,7 @@ static ms_dma_buffer_t *register_locked(void *memory, size_t size, const ms_dma_
    covers stay pinned, and it takes over undoing them when it is freed. b has left the registry; caller holds
    pin_lock. */
 static void unpin_uncovered(struct ms_dma_buffer_s *b) {
-  msi_lock(&reg_lock);
+  reg_enter();
   uintptr_t cur = (uintptr_t)b->addr, end = cur + b->size;
   for (struct ms_dma_buffer_s *o = NULL; (o = overlapping(o, cur, end, true));) {
     o->locked |= b->locked;
@@ -879,7 +895,7 @@ static void unpin_uncovered(struct ms_dma_buffer_s *b) {
     if (b->locked) msi_pages_unlock((void *)cur, next - cur);
     cur = next;
   }
-  msi_unlock(&reg_lock);
+  reg_leave();
 }
 
 /* a live registration overlapping allocated buffer b, or NULL (caller holds reg_lock) */
@@ -899,10 +915,10 @@ static void release_pages(struct ms_dma_buffer_s *b) {
 static void release_pending(uintptr_t s, uintptr_t e) {
   for (;;) {
     struct ms_dma_buffer_s *z = NULL;
-    msi_lock(&reg_lock);
+    reg_enter();
     for (struct ms_dma_buffer_s *o = NULL; !z && (o = overlapping(o, s, e, false));)
       if (o->pending && !registered_in(o)) z = o;
-    msi_unlock(&reg_lock);
+    reg_leave();
     if (!z) return;
     reg_unlink(z);
     release_pages(z);
@@ -927,7 +943,7 @@ void ms_dma_free(ms_dma_buffer_t *b) {
   }
   INC(frees, 1);
   if (!b->registered) {
-    msi_lock(&reg_lock);
+    reg_enter();
     struct ms_dma_buffer_s *in = registered_in(b);
     if (in) {
       /* unmapping now would leave `in` describing pages the kernel hands to the next mapping (a device writing
@@ -935,14 +951,14 @@ void ms_dma_free(ms_dma_buffer_t *b) {
          registry, until release_pending finds no registration inside */
       b->pending = true;
       b->magic = DMA_DEAD;
-      msi_unlock(&reg_lock);
+      reg_leave();
       msi_unlock(&pin_lock);
       msi_verbose("dma: ms_dma_free(%p): the buffer at %p holds memory registered as %p, still live; its pages "
                   "are released when the last registration inside them is freed", (void *)b, (void *)b->addr,
                   (void *)in);
       return;
     }
-    msi_unlock(&reg_lock);
+    reg_leave();
   }
   reg_unlink(b);
   b->magic = DMA_DEAD;
@@ -1021,7 +1037,8 @@ static void dma_print(msi_stats_writer_t *w) {
      a re-entry), and a buffer it makes or frees between two lines neither repeats a line nor drops one */
   char text[PRINT_BUFFERS][192];
   int n = 0;
-  msi_lock(&reg_lock);
+  if (reg_here) return; /* (see reg_enter) */
+  reg_enter();
   for (struct ms_dma_buffer_s *b = reg_head; b && n < PRINT_BUFFERS; b = b->next, n++) {
     msi_lock(&b->lock); /* lock order: registry, then buffer */
     size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
@@ -1031,7 +1048,7 @@ static void dma_print(msi_stats_writer_t *w) {
                  b->registered ? ", registered" : "", b->fallback ? ", fallback" : "",
                  b->pending ? ", freed (registrations inside)" : "", segs);
   }
-  msi_unlock(&reg_lock);
+  reg_leave();
   for (int i = 0; i < n; i++) {
     char name[32];
     msi_snprintf(name, sizeof name, "buffer_%d", i);

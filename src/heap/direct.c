@@ -48,7 +48,8 @@ MSI_COLD_BSS static uintptr_t freed[FREED_RING]; /* (written only by a direct bl
 static unsigned freed_next;
 /* read without the lock: false = no direct block was ever made, nothing to look up */
 MSI_START_BSS static _Atomic bool used;
-static uint64_t bytes;
+/* the blocks' bytes: changed under the lock, read without it (msi_direct_bytes) */
+static _Atomic uint64_t bytes;
 #define direct_lock (msi_fork_page.direct) /* internal.h: msi_fork_page_t */
 
 static size_t slot_of(uintptr_t a) { return (size_t)((a >> 12) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
@@ -174,7 +175,7 @@ void *msi_direct_alloc(size_t size, size_t alignment) {
   }
   insert(a, f);
   count++;
-  bytes += len;
+  atomic_fetch_add_explicit(&bytes, len, memory_order_relaxed);
   msi_os_count_commit(len);
   atomic_store_explicit(&used, true, memory_order_relaxed);
   msi_unlock(&direct_lock);
@@ -225,7 +226,7 @@ bool msi_direct_free(void *p) {
   size_t f = table[i].len, len = len_of(f);
   remove_at((size_t)i);
   count--;
-  bytes -= len;
+  atomic_fetch_sub_explicit(&bytes, len, memory_order_relaxed);
   msi_os_count_decommit(len);
   remember_freed((uintptr_t)p);
   msi_unlock(&direct_lock);
@@ -272,7 +273,7 @@ void *msi_direct_realloc(void *p, size_t size) {
     return NULL;
   }
   size_t nf = len | (g ? guard_put((uintptr_t)q + len) : 0);
-  bytes += len - old; /* modulo 2^64: a shrink subtracts */
+  atomic_fetch_add_explicit(&bytes, len - old, memory_order_relaxed); /* modulo 2^64: a shrink subtracts */
   if (len > old) msi_os_count_commit(len - old);
   else msi_os_count_decommit(old - len);
   if (len > old) msi_maint_wake(); /* the heap grew (as msi_direct_alloc) */
@@ -289,12 +290,11 @@ void *msi_direct_realloc(void *p, size_t size) {
 
 bool msi_direct_was_freed(const void *p) { return ask_locked(p, in_freed); }
 
+/* without the lock: the statistics of a signal handler (mallinfo2, malloc_stats) that interrupted this thread's
+   direct block call read it too */
 MSI_HOT_TEXT uint64_t msi_direct_bytes(void) {
   if (!atomic_load_explicit(&used, memory_order_relaxed)) return 0;
-  msi_lock(&direct_lock);
-  uint64_t b = bytes;
-  msi_unlock(&direct_lock);
-  return b;
+  return atomic_load_explicit(&bytes, memory_order_relaxed);
 }
 
 void msi_direct_lock(void) { msi_lock(&direct_lock); }

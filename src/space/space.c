@@ -179,7 +179,10 @@ static bool registry_remove(ms_space_t *s) {
   return true;
 }
 bool msi_space_owner_name(const void *p, char *name, size_t cap) {
-  registry_mark(true); /* (around a lock that is only tried: an abort path never waits) */
+  /* (around a lock that is only tried: an abort path never waits; a handler's look-up nested in this thread's
+     registry call, a foreign block's free, leaves that call's mark set) */
+  bool nested = registry_here;
+  registry_mark(true);
   const ms_space_t *s = NULL;
   if (msi_trylock(&registry_lock)) {
     s = registry;
@@ -187,7 +190,7 @@ bool msi_space_owner_name(const void *p, char *name, size_t cap) {
     if (s) msi_snprintf(name, cap, "%s", space_name(s));
     msi_unlock(&registry_lock);
   }
-  registry_mark(false);
+  if (!nested) registry_mark(false);
   return s != NULL;
 }
 /* a handle that is not a live space was given: reported naming it, errno EINVAL; fatal in strict mode */

@@ -362,18 +362,18 @@ int ms_spill_is(const void *ptr) {
 }
 
 /* ---- statistics ---- */
-/* like ms_spill_is, reads the slots' sizes without the lock: a sample */
-static uint64_t resident_bytes(void) {
-  static unsigned char vec[4096];
-  msi_sp_mark_used();
+/* the resident pages of live blocks, counted with mincore into `vec` (`cap` pages a call) over each region's slots
+   taken so far (its bump: the mapped extent past it holds no block); like ms_spill_is, reads the slots' sizes
+   without the lock: a sample */
+static uint64_t resident_scan(unsigned char *vec, size_t cap) {
   size_t ps = msi_os_page_size();
   uint64_t total = 0;
-  msi_lock(&msi_sp_vec_lock);
   for (unsigned c = sp.min_shift; c <= sp.max_shift && atomic_load(&sp.state) == 1; c++) {
     sp_class_t *k = &sp.cls[c];
-    size_t m = atomic_load(&k->mapped);
-    for (size_t off = 0; off < m; off += sizeof vec * ps) {
-      size_t len = m - off < sizeof vec * ps ? m - off : sizeof vec * ps;
+    size_t m = atomic_load(&k->mapped), used = __atomic_load_n(&k->next, __ATOMIC_RELAXED) << c;
+    if (used < m) m = used;
+    for (size_t off = 0; off < m; off += cap * ps) {
+      size_t len = m - off < cap * ps ? m - off : cap * ps;
       if (msi_os_mincore((void *)(k->start + off), len, vec) != 0) break;
       /* pages of live blocks only: readahead also caches (clean, zero) pages past a block's end in its slot */
       for (size_t i = 0; i < len / ps; i++) {
@@ -382,8 +382,21 @@ static uint64_t resident_bytes(void) {
       }
     }
   }
-  msi_unlock(&msi_sp_vec_lock);
   return total * ps;
+}
+/* The vector is a static one that one call at a time takes (tried, never waited for): a call that finds it taken,
+   by another thread or by the one a signal handler's statistics (mallinfo2, malloc_stats) interrupted on this
+   thread, counts with a small one on its stack (more mincore calls, the same count). */
+static uint64_t resident_bytes(void) {
+  static unsigned char vec[4096];
+  msi_sp_mark_used();
+  if (!msi_trylock(&msi_sp_vec_lock)) {
+    unsigned char small[64];
+    return resident_scan(small, sizeof small);
+  }
+  uint64_t total = resident_scan(vec, sizeof vec);
+  msi_unlock(&msi_sp_vec_lock);
+  return total;
 }
 
 static uint64_t disk_bytes(void) {
