@@ -251,6 +251,11 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   if (!seg && (seg = segment_pick(h, 1, &at))) /* a new heap's first span: the segment its spans will come from */
     seg_avail_bit(seg); /* (its room seen by a heap looking for some: its chunks are all free, it stays h's) */
   unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (2 KiB ones 2 KiB-aligned) */
+  unsigned from = seg ? seg->mini_used : 0; /* the first granule whose map entry this span sets */
+  if (k == 1 && seg) /* a 1 KiB span takes the granule a 2 KiB one's alignment skipped, if one is left (at most one:
+                        every 1 KiB span takes it first), so a short process's classes pack into fewer pages */
+    for (unsigned i = 0; i < seg->mini_used; i++)
+      if (seg->mini_map[i] == MSI_HEAP_MINI_NONE) { g = from = i; break; }
   /* (a heap whose spans moved to another segment would find room in its mini area too: the heap's own total
      keeps its mini spans to one area's worth, what docs/heap.md bounds) */
   unsigned si = 0; /* (its place in h's mini_seg[]: a heap's mini spans are found there, orphan_empty) */
@@ -264,11 +269,11 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: msi_heap_segments_reclaim) */
   if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
-    hdr_touch(seg, &seg->mini_map[seg->mini_used], g + k - seg->mini_used);
+    hdr_touch(seg, &seg->mini_map[from], g + k - from);
     hdr_touch(seg, msi_seg_mini(seg, g), sizeof(msi_span_t));
     hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
-  for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
+  for (unsigned i = from; i < g; i++) MSI_SEEN_SET(seg->mini_map[i], MSI_HEAP_MINI_NONE);
   msi_span_t *s = msi_seg_mini(seg, g);
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */
@@ -288,7 +293,10 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   s->cached_ms = 0; /* (its local frees while current: mini_free) */
   s->touched = (uint32_t)(k * MSI_HEAP_MINI_SIZE); /* resident with the header's chunk: carved whole, never populated */
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
-  MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k)); /* (its blocks are handed out after this: any free finds it) */
+  /* (its blocks are handed out after this: any free finds it; a skipped granule's span is found once its map entry is
+     set, after its descriptor) */
+  for (unsigned i = g; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], (uint8_t)g);
+  if (g + k > seg->mini_used) MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k));
   msi_unlock(&seg_lock);
   h->mini_total = (uint8_t)(h->mini_total + k);
   h->mini_taken[cls] = h->mini_taken[cls] + k >= MINI_PER_CLASS ? MINI_DONE : (uint8_t)(h->mini_taken[cls] + k);
