@@ -233,7 +233,7 @@ fi
 # more (the fork handlers write nothing, src/core/fork.c: its fault on their text, and the margin for where the
 # kernel's fault-around windows fall on it), one that makes a malloc and a free first at most 2 too (the same
 # window holds the malloc's text; its block and its span's descriptor are written as glibc's block and its tcache
-# are; the class table is read, on a page of constants a child's page table does not hold), 3 in the secure build.
+# are; the class table is read, on a page of constants a child's page table does not hold).
 # A fork page or .bss variable a child's handler wrote would be one more each.
 if [ -n "$floor" ]; then
   for m in exit malloc; do
@@ -243,9 +243,8 @@ if [ -n "$floor" ]; then
     if [ "$at" = refused ] || [ "$with" = refused ]; then
       ms_part_refused "personality(ADDR_NO_RANDOMIZE) refused: counts taken with randomisation move by one"; continue
     fi
-    most=2; [ $m = malloc ] && [ "$build" = secure ] && most=3
-    check "a fork child ($m): at most $most page faults more than with an empty library preloaded" \
-      '[ -n "$at" ] && [ -n "$with" ] && [ $((with - at)) -le $most ]'
+    check "a fork child ($m): at most 2 page faults more than with an empty library preloaded" \
+      '[ -n "$at" ] && [ -n "$with" ] && [ $((with - at)) -le 2 ]'
   done
 fi
 # Nor does its fork write a page of the library's writable segment, in the child or in the parent (each such page
