@@ -128,7 +128,7 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 
 /* mini spans (taken in segment.c, freed in heap.c): the granules a class takes at most, and its mark once it takes no more */
-#define MINI_PER_CLASS 4
+#define MINI_PER_CLASS (4096 / MSI_HEAP_MINI_SIZE) /* (4 KiB) */
 #define MINI_DONE UINT8_MAX
 
 /* a span's xfree word: bit 0 says the span is queued on its owner's remote stack; bits 4..47 are the first

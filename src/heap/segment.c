@@ -244,24 +244,31 @@ MSI_HOT_TEXT msi_span_t *msi_heap_segment_alloc_span(msi_heap_t *h, unsigned n) 
 MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
 #if MSI_HEAP_MINI
   uint32_t bs = msi_heap_class_size[cls];
-  unsigned k = bs > MSI_HEAP_MINI_SIZE ? 2 : 1; /* granules */
+  unsigned k = msi_heap_mini_granules(bs);
   msi_lock(&seg_lock);
   msi_segment_t *seg = h->seg;
   int at;
   if (!seg && (seg = segment_pick(h, 1, &at))) /* a new heap's first span: the segment its spans will come from */
     seg_avail_bit(seg); /* (its room seen by a heap looking for some: its chunks are all free, it stays h's) */
-  unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (2 KiB ones 2 KiB-aligned) */
+  unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (on a multiple of its granules) */
   unsigned from = seg ? seg->mini_used : 0; /* the first granule whose map entry this span sets */
-  if (k == 1 && seg) /* a 1 KiB span takes the granule a 2 KiB one's alignment skipped, if one is left (at most one:
-                        every 1 KiB span takes it first), so a short process's classes pack into fewer pages */
-    for (unsigned i = 0; i < seg->mini_used; i++)
-      if (seg->mini_map[i] == MSI_HEAP_MINI_NONE) { g = from = i; break; }
+  /* granules a larger span's alignment skipped go to the next span that fits them, so a short process's classes
+     pack without gaps */
+  for (unsigned i = 0; seg && i + k <= seg->mini_used; i += k) {
+    unsigned j = 0;
+    while (j < k && seg->mini_map[i + j] == MSI_HEAP_MINI_NONE) j++;
+    if (j == k) {
+      g = from = i;
+      break;
+    }
+  }
+  unsigned d = seg ? seg->mini_descs : 0;
   /* (a heap whose spans moved to another segment would find room in its mini area too: the heap's own total
      keeps its mini spans to one area's worth, what docs/heap.md bounds) */
   unsigned si = 0; /* (its place in h's mini_seg[]: a heap's mini spans are found there, orphan_empty) */
   while (si < h->mini_nseg && h->mini_seg[si] != seg) si++;
-  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || h->mini_total + k > MSI_HEAP_MINI_SPANS ||
-      si == sizeof h->mini_seg / sizeof h->mini_seg[0]) {
+  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || d >= MSI_HEAP_MINI_DESCS ||
+      h->mini_total + k > MSI_HEAP_MINI_SPANS || si == sizeof h->mini_seg / sizeof h->mini_seg[0]) {
     msi_unlock(&seg_lock);
     h->mini_taken[cls] = MINI_DONE;
     return NULL;
@@ -269,12 +276,12 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: msi_heap_segments_reclaim) */
   if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
-    hdr_touch(seg, &seg->mini_map[from], g + k - from);
-    hdr_touch(seg, msi_seg_mini(seg, g), sizeof(msi_span_t));
+    if (g + k > from) hdr_touch(seg, &seg->mini_map[from], g + k - from);
+    hdr_touch(seg, msi_seg_mini(seg, d), sizeof(msi_span_t));
     hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
   for (unsigned i = from; i < g; i++) MSI_SEEN_SET(seg->mini_map[i], MSI_HEAP_MINI_NONE);
-  msi_span_t *s = msi_seg_mini(seg, g);
+  msi_span_t *s = msi_seg_mini(seg, d);
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */
   MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields msi_heap_spans_tally reads from other threads: MSI_SEEN) */
@@ -295,7 +302,8 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
   /* (its blocks are handed out after this: any free finds it; a skipped granule's span is found once its map entry is
      set, after its descriptor) */
-  for (unsigned i = g; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], (uint8_t)g);
+  MSI_SEEN_SET(seg->mini_descs, (uint8_t)(d + 1));
+  for (unsigned i = g; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], (uint8_t)d);
   if (g + k > seg->mini_used) MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k));
   msi_unlock(&seg_lock);
   h->mini_total = (uint8_t)(h->mini_total + k);
