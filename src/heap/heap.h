@@ -154,6 +154,8 @@ typedef struct msi_segment_s {
                                         the chunk: its span's owner, or the pass or lock that took it */
 #if MSI_HEAP_MINI
   uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's descriptor (msi_seg_mini; MSI_HEAP_MINI_NONE: none) */
+  uint64_t mini_skipped[2];          /* granules below mini_used that a span's alignment skipped and no span took
+                                        since (bit g % 64 of word g / 64; under the segment lock) */
 #endif
   /* the descriptors (msi_seg_span, msi_seg_mini): desc[0] an always-empty one (where map[] sends a chunk outside
      any span), then that of the span starting at chunk 1 (MSI_HEAP_FRONT_SPANS), the mini spans', then the other
@@ -179,6 +181,7 @@ static inline msi_span_t *msi_seg_mini(const msi_segment_t *seg, size_t d) {
 #define MSI_HEAP_MINI_BASE ((sizeof(msi_segment_t) + 2048 - 1) & ~(size_t)(2048 - 1))
 _Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK,
                "the mini spans fit in chunk 0");
+_Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_SPANS <= 128, "mini_skipped has a bit per granule");
 /* the first granule of mini span m */
 static inline unsigned msi_seg_mini_granule(const msi_segment_t *seg, const msi_span_t *m) {
   return (unsigned)((m->base - (uintptr_t)seg - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT);

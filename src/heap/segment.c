@@ -253,12 +253,14 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (on a multiple of its granules) */
   unsigned from = seg ? seg->mini_used : 0; /* the first granule whose map entry this span sets */
   /* granules a larger span's alignment skipped go to the next span that fits them, so a short process's classes
-     pack without gaps */
-  for (unsigned i = 0; seg && i + k <= seg->mini_used; i += k) {
-    unsigned j = 0;
-    while (j < k && seg->mini_map[i + j] == MSI_HEAP_MINI_NONE) j++;
-    if (j == k) {
-      g = from = i;
+     pack without gaps: k of them on a multiple of k (the groups never straddle a word) */
+  for (unsigned w = 0; seg && w < 2; w++) {
+    uint64_t m = seg->mini_skipped[w];
+    if (k >= 2) m &= m >> 1;
+    if (k >= 4) m &= m >> 2;
+    m &= k == 1 ? ~(uint64_t)0 : k == 2 ? 0x5555555555555555u : 0x1111111111111111u;
+    if (m) {
+      g = from = w * 64 + (unsigned)__builtin_ctzll(m);
       break;
     }
   }
@@ -276,11 +278,15 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: msi_heap_segments_reclaim) */
   if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
-    if (g + k > from) hdr_touch(seg, &seg->mini_map[from], g + k - from);
+    hdr_touch(seg, &seg->mini_map[from], g + k - from);
     hdr_touch(seg, msi_seg_mini(seg, d), sizeof(msi_span_t));
     hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
-  for (unsigned i = from; i < g; i++) MSI_SEEN_SET(seg->mini_map[i], MSI_HEAP_MINI_NONE);
+  for (unsigned i = from; i < g; i++) {
+    MSI_SEEN_SET(seg->mini_map[i], MSI_HEAP_MINI_NONE);
+    seg->mini_skipped[i / 64] |= (uint64_t)1 << (i % 64);
+  }
+  seg->mini_skipped[g / 64] &= ~((((uint64_t)1 << k) - 1) << (g % 64)); /* (taken, if they were skipped) */
   msi_span_t *s = msi_seg_mini(seg, d);
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */

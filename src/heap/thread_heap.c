@@ -235,6 +235,7 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
       if (seg->mini_used) {
         MSI_SEEN_SET(seg->mini_used, 0);
         MSI_SEEN_SET(seg->mini_descs, 0);
+        seg->mini_skipped[0] = seg->mini_skipped[1] = 0;
       }
       if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
     }
