@@ -77,7 +77,7 @@ _Static_assert(CLS_COLOURS(7) == 1 && CLS_COLOURS(95) == 1, "the powers of two f
 #if MSI_HEAP_MINI
 _Static_assert(CLS_SIZE(MSI_HEAP_MINI_CLASSES - 1) == MSI_HEAP_MINI_MAX && CLS_SIZE(MSI_HEAP_MINI_CLASSES) > MSI_HEAP_MINI_MAX,
                "the mini classes are those up to MSI_HEAP_MINI_MAX");
-_Static_assert(MSI_HEAP_MINI_MAX <= 2 * MSI_HEAP_MINI_SIZE, "a mini span holds a block of its class");
+_Static_assert(MSI_HEAP_MINI_MAX <= 4 * MSI_HEAP_MINI_SIZE, "a mini span holds a block of its class");
 #endif
 
 MSI_STARTUP_TEXT void msi_heap_set_preset(int preset) {

@@ -45,11 +45,12 @@ _Noreturn void msi_heap_bad_small(const void *p, const char *call) {
   const msi_segment_t *seg = (const msi_segment_t *)((uintptr_t)p & ~(MSI_HEAP_SEG_SIZE - 1));
   uintptr_t off = (uintptr_t)p & (MSI_HEAP_SEG_SIZE - 1);
   if (off >= MSI_HEAP_MINI_BASE && off < MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE) {
-    uint8_t first = MSI_SEEN(seg->mini_map[(off - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT]);
-    const msi_span_t *m = first < MSI_HEAP_MINI_SPANS ? msi_seg_mini(seg, first) : NULL;
+    unsigned g = (unsigned)((off - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT);
+    uint8_t d = MSI_SEEN(seg->mini_map[g]);
+    const msi_span_t *m = d < MSI_HEAP_MINI_DESCS ? msi_seg_mini(seg, d) : NULL;
     again = m && MSI_SEEN(m->state) == MSI_SPAN_FREE && !MSI_SEEN(m->owner) && m->block_size &&
-            m->base == (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)first * MSI_HEAP_MINI_SIZE &&
-            msi_span_block_start(m, p);
+            (uintptr_t)p >= m->base && msi_seg_mini_granule(seg, m) <= g &&
+            g < msi_seg_mini_granule(seg, m) + msi_heap_mini_granules(m->block_size) && msi_span_block_start(m, p);
   }
 #endif
   msi_error("%s(): %s: %p (memspace heap); aborting", call,

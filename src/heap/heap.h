@@ -110,19 +110,24 @@ _Static_assert(__builtin_offsetof(msi_span_t, xfree) == 64, "the owner's hot fie
 _Static_assert(sizeof(msi_span_t) == 128, "a span descriptor takes two cache lines");
 
 /* Mini spans (docs/heap.md "Mini spans"): a thread heap's first blocks of a class of at most MSI_HEAP_MINI_MAX
-   bytes come from spans of 1 KiB (2 KiB for classes over 1 KiB) carved from the tail of chunk 0, after the
+   bytes come from spans of 512 bytes to 2 KiB (msi_heap_mini_granules) carved from the tail of chunk 0, after the
    header, so a program that uses a few blocks of many classes shares pages among them, where a span of its own
    per class would take a page each. map[0] is 0, so a free of such a block finds desc[0] (no owner, never ACTIVE) and
    takes the free slow path, which finds the mini span's descriptor by the block's offset (msi_heap_span_of). Left
    out of the secure build (a guard page per span). */
 #define MSI_HEAP_MINI (!MSI_HEAP_SECURE)
-#define MSI_HEAP_MINI_SHIFT 10
+#define MSI_HEAP_MINI_SHIFT 9
 #define MSI_HEAP_MINI_SIZE ((size_t)1 << MSI_HEAP_MINI_SHIFT) /* a granule of the mini area */
-#define MSI_HEAP_MINI_SPANS 48          /* granules per segment: blocks from after the header to chunk 0's end */
+#define MSI_HEAP_MINI_SPANS 96          /* granules per segment: blocks from after the header to chunk 0's end */
+#define MSI_HEAP_MINI_DESCS 48          /* mini spans per segment (their descriptors, handed out in order) */
 #define MSI_HEAP_MINI_MAX 2048          /* largest class served from mini spans */
 #define MSI_HEAP_MINI_CLASSES 40        /* the classes up to MSI_HEAP_MINI_MAX */
 #define MSI_HEAP_MINI_NONE 0xFF         /* mini_map: a granule of no mini span */
-#define MSI_HEAP_MINI_DESC (MSI_HEAP_MINI ? MSI_HEAP_MINI_SPANS : 0) /* mini descriptors in a segment */
+#define MSI_HEAP_MINI_DESC (MSI_HEAP_MINI ? MSI_HEAP_MINI_DESCS : 0) /* mini descriptors in a segment */
+/* the granules of a mini span of blocks of bs bytes: 1 KiB up to 80 bytes (a short program uses tens of such blocks),
+   512 bytes up to 512 (it uses a few: 512 bytes hold 1-5), 1 KiB up to 1 KiB, 2 KiB above; a span starts on a
+   multiple of its granules, so a block whose size is a power of two is aligned as its size */
+static inline unsigned msi_heap_mini_granules(uint32_t bs) { return bs <= 80 ? 2 : bs <= 512 ? 1 : bs <= 1024 ? 2 : 4; }
 /* chunk spans whose descriptors come before the mini spans' (msi_segment_t desc[]): chunk 1's */
 #define MSI_HEAP_FRONT_SPANS (MSI_HEAP_MINI ? 1 : 0)
 
@@ -133,6 +138,8 @@ typedef struct msi_segment_s {
   uint32_t dirty_ms;                 /* when the first of them became free */
   uint8_t mini_used;                 /* granules of mini spans handed out (under the segment lock; read by any
                                         thread, after mini_map) */
+  uint8_t mini_descs;                /* mini spans' descriptors handed out (under the segment lock; read by any
+                                        thread, after the descriptor) */
   uint8_t bare;                      /* every chunk free, no mini span, and chunk 0's pages past its first given
                                         back (segment.c msi_heap_segments_reclaim; under the segment lock, read by the pass) */
   uint16_t hdr_back;                 /* pages of chunk 0 past its first (bit n: page n) given back and counted
@@ -146,12 +153,14 @@ typedef struct msi_segment_s {
                                         span_back_mark; chunk_back[0] unused: hdr_back). Written by whoever holds
                                         the chunk: its span's owner, or the pass or lock that took it */
 #if MSI_HEAP_MINI
-  uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's first granule (MSI_HEAP_MINI_NONE: none) */
+  uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's descriptor (msi_seg_mini; MSI_HEAP_MINI_NONE: none) */
+  uint64_t mini_skipped[2];          /* granules below mini_used that a span's alignment skipped and no span took
+                                        since (bit g % 64 of word g / 64; under the segment lock) */
 #endif
   /* the descriptors (msi_seg_span, msi_seg_mini): desc[0] an always-empty one (where map[] sends a chunk outside
      any span), then that of the span starting at chunk 1 (MSI_HEAP_FRONT_SPANS), the mini spans', then the other
-     chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The first 27 mini spans' share the header's
-     first page with map[], desc[0] and chunk 1's: a short process's blocks (`sort` or `head`: 25-26 mini spans and
+     chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The first 27 mini spans' (descriptors are
+     handed out in order) share the header's first page with map[], desc[0] and chunk 1's: a short process's blocks (`sort` or `head`: 25-26 mini spans and
      one span at chunk 1, which a block of 4 KiB such as stdio's buffer takes) write one page of the header, not
      two (chunk 1's descriptor after the mini spans' would lie on the next page) */
   _Alignas(64) msi_span_t desc[1 + MSI_HEAP_MINI_DESC + MSI_HEAP_SEG_CHUNKS - 1];
@@ -164,14 +173,19 @@ static inline uint8_t msi_seg_map_of(unsigned at) {
 static inline msi_span_t *msi_seg_span(const msi_segment_t *seg, unsigned at) {
   return (msi_span_t *)&seg->desc[at ? msi_seg_map_of(at) : 0];
 }
-/* the mini span whose first granule is g */
-static inline msi_span_t *msi_seg_mini(const msi_segment_t *seg, size_t g) {
-  return (msi_span_t *)&seg->desc[1 + MSI_HEAP_FRONT_SPANS] + g;
+/* the mini span of descriptor d (mini_map[]'s entry for its granules) */
+static inline msi_span_t *msi_seg_mini(const msi_segment_t *seg, size_t d) {
+  return (msi_span_t *)&seg->desc[1 + MSI_HEAP_FRONT_SPANS] + d;
 }
 /* the mini area's offset in its segment: 2 KiB-aligned, as a 2 KiB mini span is (its block aligned as its size) */
-#define MSI_HEAP_MINI_BASE ((sizeof(msi_segment_t) + 2 * MSI_HEAP_MINI_SIZE - 1) & ~(2 * MSI_HEAP_MINI_SIZE - 1))
+#define MSI_HEAP_MINI_BASE ((sizeof(msi_segment_t) + 2048 - 1) & ~(size_t)(2048 - 1))
 _Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_BASE + MSI_HEAP_MINI_SPANS * MSI_HEAP_MINI_SIZE <= MSI_HEAP_CHUNK,
                "the mini spans fit in chunk 0");
+_Static_assert(!MSI_HEAP_MINI || MSI_HEAP_MINI_SPANS <= 128, "mini_skipped has a bit per granule");
+/* the first granule of mini span m */
+static inline unsigned msi_seg_mini_granule(const msi_segment_t *seg, const msi_span_t *m) {
+  return (unsigned)((m->base - (uintptr_t)seg - MSI_HEAP_MINI_BASE) >> MSI_HEAP_MINI_SHIFT);
+}
 
 typedef struct msi_span_list_s {
   msi_span_t *_Atomic head; /* written under a lock, peeked at without */

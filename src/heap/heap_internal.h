@@ -128,9 +128,9 @@ static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI
 /* the single-threaded purge's first budget of large bytes (purge.c st_large_budget; the fork child's reset) */
 #define ST_LARGE_MIN (MSI_HEAP_ST_PURGE_BYTES / 2)
 
-/* mini spans (taken in segment.c, freed in heap.c): the granules a class takes at most, and its mark once it takes no
-   more */
-#define MINI_PER_CLASS 4
+/* mini spans (taken in segment.c, freed in heap.c): the granules a class takes at most (4 KiB), and its mark once it
+   takes no more */
+#define MINI_PER_CLASS (4096 / MSI_HEAP_MINI_SIZE)
 #define MINI_DONE UINT8_MAX
 
 /* a span's xfree word: bit 0 says the span is queued on its owner's remote stack; bits 4..47 are the first

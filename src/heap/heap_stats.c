@@ -33,8 +33,8 @@ void msi_heap_spans_tally(ms_stats_t *st, uint64_t *idle, uint64_t *active) {
       if (st) tally_blocks(st, s);
     }
 #if MSI_HEAP_MINI
-    for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); st && g < n; g++) /* (no bytes: the header's chunk) */
-      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(msi_seg_mini(seg, g)->state) == MSI_SPAN_ACTIVE) tally_blocks(st, msi_seg_mini(seg, g));
+    for (unsigned d = 0, n = MSI_SEEN(seg->mini_descs); st && d < n; d++) /* (no bytes: the header's chunk) */
+      if (MSI_SEEN(msi_seg_mini(seg, d)->state) == MSI_SPAN_ACTIVE) tally_blocks(st, msi_seg_mini(seg, d));
 #endif
   }
 }

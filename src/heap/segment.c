@@ -245,19 +245,33 @@ MSI_HOT_TEXT msi_span_t *msi_heap_segment_alloc_span(msi_heap_t *h, unsigned n) 
 MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
 #if MSI_HEAP_MINI
   uint32_t bs = msi_heap_class_size[cls];
-  unsigned k = bs > MSI_HEAP_MINI_SIZE ? 2 : 1; /* granules */
+  unsigned k = msi_heap_mini_granules(bs);
   msi_lock(&seg_lock);
   msi_segment_t *seg = h->seg;
   int at;
   if (!seg && (seg = segment_pick(h, 1, &at))) /* a new heap's first span: the segment its spans will come from */
     seg_avail_bit(seg); /* (its room seen by a heap looking for some: its chunks are all free, it stays h's) */
-  unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (2 KiB ones 2 KiB-aligned) */
+  unsigned g = seg ? (unsigned)(seg->mini_used + k - 1) & ~(k - 1) : 0; /* (on a multiple of its granules) */
+  unsigned from = seg ? seg->mini_used : 0; /* the first granule whose map entry this span sets */
+  /* granules a larger span's alignment skipped go to the next span that fits them, so a short process's classes
+     pack without gaps: k of them on a multiple of k (the groups never straddle a word) */
+  for (unsigned w = 0; seg && w < 2; w++) {
+    uint64_t m = seg->mini_skipped[w];
+    if (k >= 2) m &= m >> 1;
+    if (k >= 4) m &= m >> 2;
+    m &= k == 1 ? ~(uint64_t)0 : k == 2 ? 0x5555555555555555u : 0x1111111111111111u;
+    if (m) {
+      g = from = w * 64 + (unsigned)__builtin_ctzll(m);
+      break;
+    }
+  }
+  unsigned d = seg ? seg->mini_descs : 0;
   /* (a heap whose spans moved to another segment would find room in its mini area too: the heap's own total
      keeps its mini spans to one area's worth, what docs/heap.md bounds) */
   unsigned si = 0; /* (its place in h's mini_seg[]: a heap's mini spans are found there, orphan_empty) */
   while (si < h->mini_nseg && h->mini_seg[si] != seg) si++;
-  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || h->mini_total + k > MSI_HEAP_MINI_SPANS ||
-      si == sizeof h->mini_seg / sizeof h->mini_seg[0]) {
+  if (!seg || seg->owner != h || g + k > MSI_HEAP_MINI_SPANS || d >= MSI_HEAP_MINI_DESCS ||
+      h->mini_total + k > MSI_HEAP_MINI_SPANS || si == sizeof h->mini_seg / sizeof h->mini_seg[0]) {
     msi_unlock(&seg_lock);
     h->mini_taken[cls] = MINI_DONE;
     return NULL;
@@ -265,12 +279,16 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   if (si == h->mini_nseg) h->mini_seg[h->mini_nseg++] = seg;
   if (seg->bare) MSI_SEEN_SET(seg->bare, 0); /* (in use again: msi_heap_segments_reclaim) */
   if (seg->hdr_back) { /* the pages written here are in use again (header_back) */
-    hdr_touch(seg, &seg->mini_map[seg->mini_used], g + k - seg->mini_used);
-    hdr_touch(seg, msi_seg_mini(seg, g), sizeof(msi_span_t));
+    hdr_touch(seg, &seg->mini_map[from], g + k - from);
+    hdr_touch(seg, msi_seg_mini(seg, d), sizeof(msi_span_t));
     hdr_touch(seg, (char *)seg + MSI_HEAP_MINI_BASE + (size_t)g * MSI_HEAP_MINI_SIZE, k * MSI_HEAP_MINI_SIZE);
   }
-  for (unsigned i = seg->mini_used; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], i < g ? MSI_HEAP_MINI_NONE : (uint8_t)g);
-  msi_span_t *s = msi_seg_mini(seg, g);
+  for (unsigned i = from; i < g; i++) {
+    MSI_SEEN_SET(seg->mini_map[i], MSI_HEAP_MINI_NONE);
+    seg->mini_skipped[i / 64] |= (uint64_t)1 << (i % 64);
+  }
+  seg->mini_skipped[g / 64] &= ~((((uint64_t)1 << k) - 1) << (g % 64)); /* (taken, if they were skipped) */
+  msi_span_t *s = msi_seg_mini(seg, d);
   s->base = (uintptr_t)seg + MSI_HEAP_MINI_BASE + (uintptr_t)g * MSI_HEAP_MINI_SIZE;
   MSI_SEEN_SET(s->owner, h); /* (read by the purge pass looking at an orphan's mini spans: orphan_empty) */
   MSI_SEEN_SET(s->cls, (uint8_t)cls); /* (the fields msi_heap_spans_tally reads from other threads: MSI_SEEN) */
@@ -289,7 +307,11 @@ MSI_HOT_TEXT msi_span_t *msi_heap_mini_take(msi_heap_t *h, unsigned cls) {
   s->cached_ms = 0; /* (its local frees while current: mini_free) */
   s->touched = (uint32_t)(k * MSI_HEAP_MINI_SIZE); /* resident with the header's chunk: carved whole, never populated */
   MSI_SEEN_SET(s->state, MSI_SPAN_ACTIVE);
-  MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k)); /* (its blocks are handed out after this: any free finds it) */
+  /* (its blocks are handed out after this: any free finds it; a skipped granule's span is found once its map entry is
+     set, after its descriptor) */
+  MSI_SEEN_SET(seg->mini_descs, (uint8_t)(d + 1));
+  for (unsigned i = g; i < g + k; i++) MSI_SEEN_SET(seg->mini_map[i], (uint8_t)d);
+  if (g + k > seg->mini_used) MSI_SEEN_SET(seg->mini_used, (uint8_t)(g + k));
   msi_unlock(&seg_lock);
   h->mini_total = (uint8_t)(h->mini_total + k);
   h->mini_taken[cls] = h->mini_taken[cls] + k >= MINI_PER_CLASS ? MINI_DONE : (uint8_t)(h->mini_taken[cls] + k);

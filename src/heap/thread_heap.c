@@ -180,9 +180,9 @@ static bool orphan_empty(msi_heap_t *h) {
 #if MSI_HEAP_MINI
   for (unsigned i = 0; i < h->mini_nseg; i++) {
     msi_segment_t *seg = h->mini_seg[i];
-    for (unsigned g = 0, n = MSI_SEEN(seg->mini_used); g < n; g++) {
-      msi_span_t *m = msi_seg_mini(seg, g);
-      if (MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h &&
+    for (unsigned d = 0, n = MSI_SEEN(seg->mini_descs); d < n; d++) {
+      msi_span_t *m = msi_seg_mini(seg, d);
+      if (MSI_SEEN(m->owner) == h &&
           (msi_span_used(m) || atomic_load_explicit(&m->xfree, memory_order_acquire)))
         return false;
     }
@@ -192,9 +192,9 @@ static bool orphan_empty(msi_heap_t *h) {
 }
 #if MSI_HEAP_MINI
 /* a mini span of h that holds no block (an orphan's: no thread allocates from it again) */
-static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned g) {
-  const msi_span_t *m = msi_seg_mini(seg, g);
-  return MSI_SEEN(seg->mini_map[g]) == g && MSI_SEEN(m->owner) == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
+static bool mini_span_empty(const msi_heap_t *h, const msi_segment_t *seg, unsigned d) {
+  const msi_span_t *m = msi_seg_mini(seg, d);
+  return MSI_SEEN(m->owner) == h && MSI_SEEN(m->state) == MSI_SPAN_ACTIVE &&
          !msi_span_used(m) && !atomic_load_explicit(&m->xfree, memory_order_acquire);
 }
 #endif
@@ -212,17 +212,16 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
     uint16_t busy = 0; /* pages holding a mini span in use (another heap's, or this one's with blocks) */
     bool kept = false; /* a mini span of h's stays here (one with blocks) */
     unsigned used = seg->mini_used;
-    for (unsigned g = 0, n = used; g < n; g++) {
-      msi_span_t *m = msi_seg_mini(seg, g);
-      if (seg->mini_map[g] != g) continue;
-      if (MSI_SEEN(m->owner) == h && (all || mini_span_empty(h, seg, g))) {
+    for (unsigned d = 0, n = seg->mini_descs; d < n; d++) {
+      msi_span_t *m = msi_seg_mini(seg, d);
+      if (MSI_SEEN(m->owner) == h && (all || mini_span_empty(h, seg, d))) {
         MSI_SEEN_SET(m->owner, NULL);
         MSI_SEEN_SET(m->state, MSI_SPAN_FREE);
         continue;
       }
       kept |= MSI_SEEN(m->owner) == h;
       if (m->state == MSI_SPAN_ACTIVE && per_page) {
-        unsigned k = m->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
+        unsigned g = msi_seg_mini_granule(seg, m), k = msi_heap_mini_granules(m->block_size);
         busy = (uint16_t)(busy | 1u << (g / per_page) | 1u << ((g + k - 1) / per_page));
       } else if (m->state == MSI_SPAN_ACTIVE) {
         busy = 1;
@@ -233,7 +232,11 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
       h->mini_seg[i--] = h->mini_seg[--h->mini_nseg];
     }
     if (!busy) {
-      if (seg->mini_used) MSI_SEEN_SET(seg->mini_used, 0);
+      if (seg->mini_used) {
+        MSI_SEEN_SET(seg->mini_used, 0);
+        MSI_SEEN_SET(seg->mini_descs, 0);
+        seg->mini_skipped[0] = seg->mini_skipped[1] = 0;
+      }
       if (seg->free_mask == SEG_ALL_FREE) continue; /* an idle segment now */
     }
     /* the pages to give back, in runs: free of spans in use, not given back since their last use, and holding a
@@ -261,8 +264,8 @@ static void orphan_minis_reclaim(msi_heap_t *h, bool all) {
 static bool orphan_minis_idle(const msi_heap_t *h) {
 #if MSI_HEAP_MINI
   for (unsigned i = 0; i < h->mini_nseg; i++)
-    for (unsigned g = 0, n = MSI_SEEN(h->mini_seg[i]->mini_used); g < n; g++)
-      if (mini_span_empty(h, h->mini_seg[i], g)) return true;
+    for (unsigned d = 0, n = MSI_SEEN(h->mini_seg[i]->mini_descs); d < n; d++)
+      if (mini_span_empty(h, h->mini_seg[i], d)) return true;
 #else
   (void)h;
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_heap_mini.c: mini spans (heap.h MSI_HEAP_MINI, docs/heap.md "Mini spans"). A thread's first blocks of the
-   classes up to 2 KiB come from 1-2 KiB spans in the tail of its segment's chunk 0, so blocks of many classes
+   classes up to 2 KiB come from spans of 512 bytes to 2 KiB in the tail of its segment's chunk 0, so blocks of many classes
    share pages (a span per class would take a page each). Their frees take the free slow path, which finds the mini
    span; every check of a normal block holds on them (double free, a pointer inside a block, a block never
    handed out, realloc, usable size, remote frees, statistics). A class leaves its mini span after 64 local frees
@@ -25,8 +25,9 @@ static void skip_without_minis(void) {
 
 static bool in_chunk0(const void *p) { return (((uintptr_t)p >> MSI_HEAP_CHUNK_SHIFT) & (MSI_HEAP_SEG_CHUNKS - 1)) == 0; }
 
-/* one block of each class up to MSI_HEAP_MINI_MAX from a fresh thread: all in mini spans, in at most 12 pages
-   (48 KiB of mini area: 32 classes of one 1 KiB span, 8 of one 2 KiB span); a span per class would take 40 pages */
+/* one block of each class up to MSI_HEAP_MINI_MAX from a fresh thread: all in mini spans, in at most 10 pages
+   (38.5 KiB of mini area: 5 classes of one 1 KiB span, 19 of 512 bytes, 8 of 1 KiB, 8 of 2 KiB); a span per class
+   would take 40 pages */
 #define NCLS MSI_HEAP_MINI_CLASSES
 static uintptr_t pages_of[NCLS];
 static void *one_of_each(void *arg) {
@@ -54,7 +55,7 @@ static int layout_child(void) {
     if (!seen) pages_of[pages++] = pg;
   }
   print_message("blocks of %u classes in %u pages\n", NCLS, pages);
-  if (pages > 12) return 6;
+  if (pages > 10) return 6;
   for (unsigned c = 0; c < NCLS; c++) ms_free(b[c]); /* (a dead thread's heap: remote frees) */
   return 0;
 }
@@ -62,6 +63,42 @@ static void first_blocks_share_pages(void **state) {
   (void)state;
   skip_without_minis();
   assert_int_equal(ms_test_in_child(layout_child), 0);
+}
+
+/* a 2 KiB mini span starts on a multiple of 2 KiB; the 1 KiB its alignment skips goes to the next mini span that
+   fits it, not left unused (segment.c msi_heap_mini_take): blocks of 16, 2048, 32 and 48 bytes from a fresh thread
+   take spans of 1, 2, 1 and 1 KiB at 0, 2, 1 and 4 KiB into the area, so the four classes lie in 5 KiB of it, and
+   each block is found and freed */
+static void *hole_blocks(void *arg) {
+  void **b = arg;
+  static const size_t sizes[] = {16, 2048, 32, 48};
+  for (unsigned i = 0; i < 4; i++) {
+    b[i] = ms_malloc(sizes[i]);
+    if (b[i]) memset(b[i], 1, sizes[i]);
+  }
+  return NULL;
+}
+static int hole_child(void) {
+  void *b[4];
+  pthread_t t;
+  if (pthread_create(&t, NULL, hole_blocks, b) != 0 || pthread_join(t, NULL) != 0) return 1;
+  uintptr_t g[4];
+  for (unsigned i = 0; i < 4; i++) {
+    if (!b[i]) return 2;
+    msi_span_t *s = msi_heap_span_of(b[i]);
+    if (!in_chunk0(b[i]) || !msi_span_is_mini(s) || (uintptr_t)b[i] - s->base >= 2048) return 3;
+    g[i] = (s->base - ((uintptr_t)b[i] & ~(MSI_HEAP_SEG_SIZE - 1)) - MSI_HEAP_MINI_BASE) / 1024;
+  }
+  print_message("the spans at %zu %zu %zu %zu KiB into the area\n", (size_t)g[0], (size_t)g[1], (size_t)g[2], (size_t)g[3]);
+  if (g[0] != 0 || g[1] != 2 || g[2] != 1 || g[3] != 4) return 4;
+  if (ms_usable_size(b[2]) != 32 || msi_heap_span_of(b[2])->block_size != 32) return 5;
+  for (unsigned i = 0; i < 4; i++) ms_free(b[i]); /* (a dead thread's heap: remote frees) */
+  return 0;
+}
+static void skipped_granule_taken(void **state) {
+  (void)state;
+  skip_without_minis();
+  assert_int_equal(ms_test_in_child(hole_child), 0);
 }
 
 /* a loop taking and freeing a block: its class leaves the mini span after 64 local frees (each one takes the free
@@ -150,19 +187,19 @@ static void remote_frees_come_back(void **state) {
    area in each segment */
 static void *spread_classes(void *arg) {
   unsigned *granules = arg;
-  msi_span_t *seen[NCLS * 4];
+  msi_span_t *seen[NCLS * 8];
   unsigned nseen = 0;
   for (unsigned c = 0; c < NCLS; c++) {
-    for (unsigned i = 0; i < 4 * MSI_HEAP_MINI_SIZE / msi_heap_class_size[c] + 1; i++) {
+    for (unsigned i = 0; i < 4096 / msi_heap_class_size[c] + 1; i++) { /* (past a class's 4 KiB of mini spans) */
       void *p = ms_malloc(msi_heap_class_size[c]);
       if (!p) return NULL;
       msi_span_t *s = msi_heap_span_of(p);
       if (!msi_span_is_mini(s)) break;
       bool known = false;
       for (unsigned j = 0; j < nseen; j++) known |= seen[j] == s;
-      if (!known && nseen < NCLS * 4) {
+      if (!known && nseen < NCLS * 8) {
         seen[nseen++] = s;
-        *granules += s->block_size > MSI_HEAP_MINI_SIZE ? 2 : 1;
+        *granules += msi_heap_mini_granules(s->block_size);
       }
     }
     if (c % 8 == 7) /* normal spans past the segment's chunks: the heap's next spans come from another segment */
@@ -176,7 +213,7 @@ static int bound_child(void) {
   pthread_t t;
   void *r;
   if (pthread_create(&t, NULL, spread_classes, &granules) != 0 || pthread_join(t, &r) != 0 || !r) return 1;
-  print_message("one heap's mini spans: %u KiB\n", granules);
+  print_message("one heap's mini spans: %zu KiB\n", granules * MSI_HEAP_MINI_SIZE / 1024);
   return granules <= MSI_HEAP_MINI_SPANS ? 0 : 2;
 }
 static void one_area_per_heap(void **state) {
@@ -274,6 +311,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(short_program_one_header_page),
       cmocka_unit_test(first_blocks_share_pages),
+      cmocka_unit_test(skipped_granule_taken),
       cmocka_unit_test(class_leaves_after_frees),
       cmocka_unit_test(realloc_and_alignment),
       cmocka_unit_test(remote_frees_come_back),

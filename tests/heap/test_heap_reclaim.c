@@ -277,11 +277,12 @@ static int empty_minis_of_live_orphan(void) {
   if (c[0] != 0x5a || c[msi_heap_class_size[0] - MSI_HEAP_CANARY - 1] != 0x5a) return 5;
   unsigned freed = 0;
 #if MSI_HEAP_MINI
-  for (unsigned g = 0; g < used; g++)
-    if (seg->mini_map[g] == g && msi_seg_mini(seg, g) != live) freed += msi_seg_mini(seg, g)->state == MSI_SPAN_FREE && !msi_seg_mini(seg, g)->owner;
+  for (unsigned d = 0; d < seg->mini_descs; d++)
+    if (msi_seg_mini(seg, d) != live) freed += msi_seg_mini(seg, d)->state == MSI_SPAN_FREE && !msi_seg_mini(seg, d)->owner;
 #endif
   if (freed + 1 < MSI_HEAP_MINI_CLASSES) return 6; /* every other mini span left the heap */
-  if (back < (npages - 1) * ps) return 7; /* every page but the live span's went back */
+  size_t handed = (used * MSI_HEAP_MINI_SIZE + ps - 1) / ps; /* (the pages past them were never written) */
+  if (back < (handed - 1) * ps) return 7; /* every page handed out but the live span's went back */
   unsigned char vec[16];
   if (mincore((char *)seg + MSI_HEAP_MINI_BASE, npages * ps, vec) != 0) return 8;
   for (size_t i = 1; i < npages; i++)
