@@ -95,12 +95,48 @@ static inline void span_push_remote(msi_span_t *s, msi_block_t *head, msi_block_
   if (!(x & 1)) span_queue(s);
 }
 
-/* the blocks h's thread freed into another heap's span and chained (heap.h rb_span) go to that span */
+/* pushes chain c of h (open) on its span's list; c is closed */
+static void chain_push(msi_heap_t *h, msi_rchain_t *c) {
+  msi_span_t *s = c->span;
+  c->span = NULL;
+  h->rb_open &= ~(1u << (c - h->rb));
+  span_push_remote(s, c->head, c->tail, c->lim - c->left);
+}
+
+/* b, freed by h's thread into s of another heap (validated), starts the chain of its slot c: the chain c held
+   (into another span) is pushed */
+static MSI_NOINLINE void chain_open(msi_heap_t *h, msi_rchain_t *c, msi_span_t *s, msi_block_t *b) {
+  if (MSI_UNLIKELY(h->rb == msi_heap_rchains_none)) { /* its first remote free */
+    if (!msi_heap_rchains_get(h)) {
+      msi_block_link(s, b, msi_span_list_end(s));
+      return span_push_remote(s, b, b, 1);
+    }
+    c = &h->rb[c - msi_heap_rchains_none];
+  }
+  msi_span_t *to = c->span;
+  msi_block_t *head = c->head, *tail = c->tail;
+  uint32_t n = c->lim - c->left;
+  msi_block_link(s, b, msi_span_list_end(s)); /* (free from here on: a second free of it is reported) */
+  c->span = s;
+  c->head = c->tail = b;
+  c->lim = s->block_size <= MSI_HEAP_RBYTES / MSI_HEAP_RBATCH ? MSI_HEAP_RBATCH : MSI_HEAP_RBYTES / s->block_size;
+  c->left = c->lim - 1;
+  h->rb_open |= 1u << (c - h->rb);
+  if (to) span_push_remote(to, head, tail, n);
+}
+
+/* b, as chain_open: one more block for its slot's chain when that chain is into s (plain stores, no atomic) */
+static inline void chain_add(msi_heap_t *h, msi_span_t *s, msi_block_t *b) {
+  msi_rchain_t *c = &h->rb[s->cls & (MSI_HEAP_RSLOTS - 1)];
+  if (MSI_UNLIKELY(c->span != s)) return chain_open(h, c, s, b);
+  msi_block_link(s, b, c->head);
+  c->head = b;
+  if (--c->left == 0) chain_push(h, c);
+}
+
+/* the blocks h's thread freed into other heaps' spans and chained (heap.h msi_heap_t rb) go to their spans */
 void msi_heap_remote_flush(msi_heap_t *h) {
-  msi_span_t *s = h->rb_span;
-  if (!s) return;
-  h->rb_span = NULL;
-  span_push_remote(s, h->rb_head, h->rb_tail, h->rb_n);
+  for (uint32_t open = h->rb_open; open; open &= open - 1) chain_push(h, &h->rb[__builtin_ctz(open)]);
 }
 
 MSI_HOT_TEXT static void *alloc_from(msi_span_t *s) {
@@ -149,7 +185,7 @@ MSI_HOT_TEXT void *msi_heap_small_alloc_slow(size_t size) {
     h = msi_heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
   }
-  if (h->rb_span) msi_heap_remote_flush(h);
+  if (h->rb_open) msi_heap_remote_flush(h);
   unsigned cls = msi_heap_class_of(size);
   msi_span_t *s = msi_heap_current(h, cls);
   if (!span_free_empty(s) || span_take_rfree(s)) return alloc_from(s);
@@ -211,78 +247,70 @@ MSI_HOT_TEXT bool msi_heap_small_valid(const void *p, msi_span_t **span_out) {
   return true;
 }
 
-/* free of a block whose span is not owned by the calling thread's heap, or a local free needing bookkeeping */
-MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
-  msi_heap_t *h = msi_tls_heap;
-  if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
-    s = msi_heap_mini_of(p); /* map[] led to desc[0]: p lies in chunk 0, maybe in a mini span */
-    if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_small(p, "free");
-    if (MSI_SEEN(s->owner) == h) return mini_free(h, p, s); /* (a mini span's owner changes at adoption) */
-    goto remote;
-  }
-  if (MSI_SEEN(s->owner) == h) { /* (a mini span's too, from mini_free: its owner is written relaxed) */
-    /* local free already linked by the fast path: file the span */
-    if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
-      msi_span_set_floor(s, 0);
-      if (span_remote_waits(s)) msi_heap_span_collect(s, true, false); /* (a full span's first free: mostly nothing) */
-    }
-    if (msi_span_is_mini(s)) return; /* (never filed: msi_heap_mini_take) */
-    if (msi_heap_is_current(h, s->cls, s)) {
-      if (msi_span_used(s) != 0) return;
-      uint32_t tight;
-      if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
-          atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
-        msi_heap_set_current_empty(h, s->cls);
-        msi_heap_span_retire(h, s, true);
-        msi_maint_kick();
-      } else if (s->touched > SPARE_MIN + s->block_size &&
-                 (tight = atomic_load_explicit(&msi_maint_tight, memory_order_relaxed)) != 0 &&
-                 atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
-        msi_heap_span_empty_current(h, s); /* kept where a forced purge can take it, or with little resident */
-        if (tight & MSI_TIGHT_UNSEEN) msi_maint_kick(); /* the maintenance thread's start: its look reads the limit */
-      }
-      return;
-    }
-    if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
-      msi_heap_span_retire(h, s, true);
-      msi_maint_kick();
-      msi_heap_maybe_purge();
-    } else if (!s->in_partial) {
-      partial_push(h, s);
-    }
-    return;
-  }
-  /* remote free: validate, then push on the span's list; the first push queues the span on its owner */
-remote:
-  if (MSI_UNLIKELY(!msi_span_block_start(s, p))) msi_heap_bad_pointer(p, "free(): invalid pointer");
-  msi_block_t *b = p;
-  if (MSI_UNLIKELY(msi_block_is_free(s, b))) msi_heap_freed_again(s, p, "free");
-  if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
-    msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
-  if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP) && !msi_heap_exited) { /* a thread that only frees: a heap for its chain */
+/* a remote free (validated) by a thread without a heap: it gets one for its chains (or the block is pushed alone) */
+static MSI_NOINLINE MSI_COLD void remote_free_heapless(void *p, msi_span_t *s) {
+  msi_heap_t *h = MSI_EMPTY_HEAP;
+  if (!msi_heap_exited) {
     int saved = errno; /* (free leaves errno alone: a refused mapping or key must not show) */
     h = msi_heap_thread_init();
     errno = saved;
     if (h && MSI_SEEN(s->owner) == h) return msi_heap_free_small(p); /* (it adopted the orphan owning the block) */
   }
   MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
-  msi_span_t *to = s; /* the chain to push now: this block alone, or the one it ends */
-  msi_block_t *head = b, *tail = b;
-  uint32_t n = 1;
-  if (MSI_LIKELY(h && h != MSI_EMPTY_HEAP)) {
-    if (h->rb_span == s) { /* one more for the pending chain: a plain store, no atomic */
-      msi_block_link(s, b, h->rb_head);
-      h->rb_head = b;
-      if (++h->rb_n >= MSI_HEAP_RBATCH) msi_heap_remote_flush(h);
-      return;
-    }
-    to = h->rb_span, head = h->rb_head, tail = h->rb_tail, n = h->rb_n;
-    msi_block_link(s, b, msi_span_list_end(s)); /* (free from here on: a second free of it is reported) */
-    h->rb_span = s; /* a new chain */
-    h->rb_head = h->rb_tail = b;
-    h->rb_n = 1;
-    if (!to) return;
-  }
-  span_push_remote(to, head, tail, n);
+  if (h && h != MSI_EMPTY_HEAP) return chain_add(h, s, p);
+  msi_block_link(s, p, msi_span_list_end(s));
+  span_push_remote(s, p, p, 1);
 }
 
+/* a local free that needs bookkeeping (msi_heap_free_local: the block is linked): the span s of h is filed */
+static MSI_NOINLINE MSI_HOT_TEXT void local_file(msi_heap_t *h, msi_span_t *s) {
+  if (MSI_UNLIKELY(s->used_floor) && s->held == 0) { /* a parked list (maybe empty now), or full */
+    msi_span_set_floor(s, 0);
+    if (span_remote_waits(s)) msi_heap_span_collect(s, true, false); /* (a full span's first free: mostly nothing) */
+  }
+  if (msi_span_is_mini(s)) return; /* (never filed: msi_heap_mini_take) */
+  if (msi_heap_is_current(h, s->cls, s)) {
+    if (msi_span_used(s) != 0) return;
+    uint32_t tight;
+    if ((!msi_heap_limits.keep_empty_current || pressure_retire(h, s->cls)) &&
+        atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      msi_heap_set_current_empty(h, s->cls);
+      msi_heap_span_retire(h, s, true);
+      msi_maint_kick();
+    } else if (s->touched > SPARE_MIN + s->block_size &&
+               (tight = atomic_load_explicit(&msi_maint_tight, memory_order_relaxed)) != 0 &&
+               atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+      msi_heap_span_empty_current(h, s); /* kept where a forced purge can take it, or with little resident */
+      if (tight & MSI_TIGHT_UNSEEN) msi_maint_kick(); /* the maintenance thread's start: its look reads the limit */
+    }
+    return;
+  }
+  if (msi_span_used(s) == 0 && atomic_load_explicit(&s->xfree, memory_order_acquire) == 0) {
+    msi_heap_span_retire(h, s, true);
+    msi_maint_kick();
+    msi_heap_maybe_purge();
+  } else if (!s->in_partial) {
+    partial_push(h, s);
+  }
+}
+
+/* free of a block whose span is not owned by the calling thread's heap, or a local free needing bookkeeping. The
+   remote free's common case (a block for an open chain) calls nothing: no register saved */
+MSI_HOT_TEXT void msi_heap_small_free_slow(void *p, msi_span_t *s) {
+  msi_heap_t *h = msi_tls_heap;
+  if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) {
+    s = msi_heap_mini_of(p); /* map[] led to desc[0]: p lies in chunk 0, maybe in a mini span */
+    if (MSI_UNLIKELY(s->state != MSI_SPAN_ACTIVE)) msi_heap_bad_small(p, "free");
+    if (MSI_SEEN(s->owner) == h) return mini_free(h, p, s); /* (a mini span's owner changes at adoption) */
+  } else if (MSI_SEEN(s->owner) == h) { /* (a mini span's too, from mini_free: its owner is written relaxed) */
+    return local_file(h, s);
+  }
+  /* remote free: validate, then chain it (heap.h msi_heap_t rb) */
+  if (MSI_UNLIKELY(!msi_span_block_start(s, p))) msi_heap_bad_pointer(p, "free(): invalid pointer");
+  if (MSI_UNLIKELY(msi_block_is_free(s, p))) msi_heap_freed_again(s, p, "free");
+  if (MSI_HEAP_SECURE && MSI_UNLIKELY(!msi_block_canary_ok(s, p)))
+    msi_heap_bad_pointer(p, "free(): canary after the block overwritten (heap buffer overflow)");
+  if (MSI_UNLIKELY(h == MSI_EMPTY_HEAP || !h)) return remote_free_heapless(p, s);
+  MSI_TRACK_FREE(p); /* before the push: once published, the owner may hand the block out again at once */
+  chain_add(h, s, p);
+}

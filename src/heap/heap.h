@@ -202,6 +202,17 @@ typedef struct msi_cache_hold_s {
   uint8_t shift;             /* while the cache is busy its spans wait the purge delay << shift */
 } msi_cache_hold_t;
 
+/* a chain of blocks a thread freed into one span of another heap, not yet on the span's list (msi_heap_t rb) */
+#define MSI_HEAP_RSLOTS 32
+#define MSI_HEAP_RBATCH 64          /* blocks a chain holds at most */
+#define MSI_HEAP_RBYTES (64 * 1024) /* and bytes: a chain of blocks above RBYTES / RBATCH bytes holds fewer */
+typedef struct msi_rchain_s {
+  msi_span_t *span;                 /* NULL: no chain */
+  msi_block_t *head, *tail;
+  uint32_t lim, left;               /* its blocks: lim - left; pushed when left reaches 0 */
+} msi_rchain_t;
+_Static_assert(MSI_HEAP_RSLOTS <= 32 && (MSI_HEAP_RSLOTS & (MSI_HEAP_RSLOTS - 1)) == 0, "one bit a slot in rb_open");
+_Static_assert(MSI_HEAP_RBYTES / MSI_HEAP_SMALL_MAX >= 2, "a chain holds two blocks of any class");
 typedef struct msi_heap_s {
   /* the span allocations of each class come from, as its address less the heap's (msi_heap_current); never none:
      the heap's own empty span (MSI_HEAP_EMPTY_AT). The empty heap's entries are then link-time constants, no table
@@ -243,6 +254,16 @@ typedef struct msi_heap_s {
   struct msi_segment_s *mini_seg[4]; /* the segments its mini spans lie in (segment.c msi_heap_mini_take: no mini span elsewhere) */
   uint8_t mini_nseg;
   uint32_t id;
+  /* blocks this thread freed into spans of other heaps, chained per slot (a span's class modulo MSI_HEAP_RSLOTS: a
+     thread freeing blocks of mixed sizes keeps one chain per class) and each pushed on its span's remote list with
+     one CAS (heap.c msi_heap_remote_flush): at the next remote free into another span of the same slot, when the
+     chain reaches its limit (msi_rchain_t lim: MSI_HEAP_RBATCH blocks, fewer above MSI_HEAP_RBYTES bytes), at the
+     thread's next allocation slow path, collect and exit. The slots lie out of the heap (the first heap is static
+     storage: its pages are the library's), taken at the thread's first remote free (thread_heap.c
+     msi_heap_rchains_get); until then rb is msi_heap_rchains_none. Written by its own thread only (or by whoever
+     owns the heap: its adopter; a forked child drops the chains of the parent's other threads unread) */
+  uint32_t rb_open;                  /* the slots holding a chain, one bit each */
+  msi_rchain_t *rb;
   uint64_t carved_bytes;             /* bytes of blocks its spans carved, ever (span.c span_populate) */
   struct msi_segment_s *seg;         /* the segment it takes fresh spans from first (under the segment lock) */
   uint8_t mini_taken[MSI_HEAP_MINI_CLASSES]; /* granules of mini spans a class took (segment.c msi_heap_mini_take; MINI_DONE: no more) */
@@ -255,15 +276,7 @@ typedef struct msi_heap_s {
      takes it back at its next allocation of the class, a forced purge (memory pressure) from any thread; whoever
      exchanges the pointer for NULL owns the span. Non-NULL only while current_at[] names the empty span */
   msi_span_t *_Atomic spare[MSI_HEAP_CLASSES];
-  /* blocks this thread freed into one span of another heap, chained here and pushed on that span's remote list
-     with one CAS (heap.c msi_heap_remote_flush): at the next remote free into another span, past MSI_HEAP_RBATCH blocks,
-     at the thread's next allocation slow path, collect and exit. Written by its own thread only (or by whoever
-     owns the heap: its adopter; a forked child drops the chains of the parent's other threads unread) */
-  msi_span_t *rb_span;               /* NULL: nothing pending */
-  msi_block_t *rb_head, *rb_tail;
-  uint32_t rb_n;
 } msi_heap_t;
-#define MSI_HEAP_RBATCH 64
 _Static_assert(__builtin_offsetof(msi_heap_t, cache_lock) - __builtin_offsetof(msi_heap_t, remote) >= MSI_CACHE_LINE,
                "the remote-span stack shares no line with the owner's span cache");
 

@@ -117,6 +117,10 @@ extern _Atomic int msi_heap_init_state;
 extern pthread_key_t msi_heap_key;
 extern bool msi_heap_key_ok;
 void msi_heap_remote_flush(msi_heap_t *h);
+/* the chains' slots of h, taken from the heaps' pool when it has none yet (heap.h msi_heap_t rb); false: no memory
+   (h's remote frees are pushed one by one). errno kept */
+bool msi_heap_rchains_get(msi_heap_t *h);
+extern const msi_rchain_t msi_heap_rchains_none[MSI_HEAP_RSLOTS];
 
 /* the first chunk of a span (its blocks start at a colour past it) */
 static inline uintptr_t span_chunk(const msi_span_t *s) { return s->base & ~(MSI_HEAP_CHUNK - 1); }

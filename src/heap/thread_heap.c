@@ -44,6 +44,41 @@ static void heap_reset_current(msi_heap_t *h) {
   for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) msi_heap_set_current_empty(h, c);
 }
 
+/* sz bytes (rounded up to cache lines) of zeroed pool memory, never given back; NULL: no memory (errno set).
+   Under heaps_lock */
+static void *pool_take(size_t sz) {
+  sz = msi_align_up(sz, MSI_CACHE_LINE);
+  if (heap_pool_left < sz) {
+    int saved = errno;
+    void *p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (msi_heap_fit_limit_locked) */
+      p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) errno = saved;
+    }
+    if (p == MAP_FAILED) return NULL;
+    heap_pool = p;
+    heap_pool_left = 256 * MSI_KiB;
+  }
+  void *p = heap_pool;
+  heap_pool += sz;
+  heap_pool_left -= sz;
+  return p;
+}
+
+/* the chains of a heap that has none (heap.h msi_heap_t rb): read-only, no span */
+const msi_rchain_t msi_heap_rchains_none[MSI_HEAP_RSLOTS];
+
+bool msi_heap_rchains_get(msi_heap_t *h) {
+  int saved = errno;
+  msi_lock(&heaps_lock);
+  msi_rchain_t *rb = pool_take(sizeof(msi_rchain_t) * MSI_HEAP_RSLOTS);
+  msi_unlock(&heaps_lock);
+  errno = saved; /* (free leaves errno alone) */
+  if (!rb) return false;
+  h->rb = rb;
+  return true;
+}
+
 static msi_heap_t *heap_new(void) {
   msi_lock(&heaps_lock);
   msi_heap_t *h = msi_heap_orphans;
@@ -58,30 +93,18 @@ static msi_heap_t *heap_new(void) {
     msi_unlock(&heaps_lock);
     return h;
   }
-  size_t sz = msi_align_up(sizeof(msi_heap_t), MSI_CACHE_LINE);
   if (!first_heap_taken) {
     first_heap_taken = true;
     h = &first_heap;
-  } else {
-    if (heap_pool_left < sz) {
-      int saved = errno;
-      void *p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED && msi_heap_fit_limit()) { /* RLIMIT_AS lowered (msi_heap_fit_limit_locked) */
-        p = msi_os_commit_map(NULL, 256 * MSI_KiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED) errno = saved;
-      }
-      if (p == MAP_FAILED) { msi_unlock(&heaps_lock); return NULL; }
-      heap_pool = p;
-      heap_pool_left = 256 * MSI_KiB;
-    }
-    h = (msi_heap_t *)heap_pool;
-    heap_pool += sz;
-    heap_pool_left -= sz;
+  } else if (!(h = pool_take(sizeof(msi_heap_t)))) {
+    msi_unlock(&heaps_lock);
+    return NULL;
   }
   /* h is zero already: the first heap is static storage, the others fresh anonymous pages of the pool, each handed
      out once (a heap whose thread ends is kept as an orphan, never given back). No memset: a compiler may make it
      a call into the C library, one more symbol for the loader to bind in every process (test_startup) */
   heap_reset_current(h);
+  h->rb = (msi_rchain_t *)msi_heap_rchains_none; /* (never written through: msi_heap_rchains_get replaces it) */
   h->id = ++heap_count;
   h->next_all = atomic_load_explicit(&msi_heap_all, memory_order_relaxed);
   atomic_store_explicit(&msi_heap_all, h, memory_order_release);

@@ -181,15 +181,22 @@ static void remote_frees_taken_before_carving(void **state) {
     if (msi_heap_span_of(v[i]) != s) ms_free(v[i]);
 }
 
-/* ---- chained remote frees (heap.h rb_span): a thread's remote frees into one span are chained in its own heap
-   and pushed on the span's list with one CAS: at a free into another span, past MSI_HEAP_RBATCH blocks, at the
-   thread's next allocation slow path, ms_heap_collect and its exit (the tests above: after a join); in a forked
-   child, the parent's other threads' chains by the fork handler ---- */
+/* ---- chained remote frees (heap.h msi_heap_t rb): a thread's remote frees into one span are chained in its own
+   heap, one chain per slot (the span's class modulo MSI_HEAP_RSLOTS), and pushed on the span's list with one CAS:
+   at a free into another span of the same slot, past the chain's limit (MSI_HEAP_RBATCH blocks, MSI_HEAP_RBYTES
+   bytes), at the thread's next allocation slow path, ms_heap_collect and its exit (the tests above: after a join);
+   in a forked child, the parent's other threads' chains by the fork handler ---- */
 static uint32_t xfree_count(msi_span_t *s) { return (uint32_t)(atomic_load(&s->xfree) >> 48); }
 
-/* n blocks of `size` bytes in one span (the calling thread's), in v */
-static msi_span_t *blocks_of_one_span(void **v, size_t n, size_t size) {
-  void *first = ms_malloc(size);
+/* n blocks of `size` bytes in one span (the calling thread's), in v; not `avoid` (NULL: any span) */
+static msi_span_t *blocks_of_span_but(void **v, size_t n, size_t size, msi_span_t *avoid) {
+  static void *kept[4096]; /* blocks of `avoid`, kept until the class moved on to another span */
+  size_t nkept = 0;
+  void *first;
+  while (msi_heap_span_of(first = ms_malloc(size)) == avoid) {
+    assert_true(nkept < sizeof kept / sizeof kept[0]);
+    kept[nkept++] = first;
+  }
   assert_non_null(first);
   msi_span_t *s = msi_heap_span_of(first);
   v[0] = first;
@@ -199,8 +206,10 @@ static msi_span_t *blocks_of_one_span(void **v, size_t n, size_t size) {
     if (msi_heap_span_of(p) == s) v[k++] = p;
     else ms_free(p); /* (another span: the class moved on) */
   }
+  while (nkept) ms_free(kept[--nkept]);
   return s;
 }
+static msi_span_t *blocks_of_one_span(void **v, size_t n, size_t size) { return blocks_of_span_but(v, n, size, NULL); }
 
 enum { THEN_HOLD, THEN_COLLECT, THEN_ALLOC, THEN_OTHER_SPAN };
 typedef struct {
@@ -244,8 +253,8 @@ static void chained_frees_reach_the_span(void **state) {
   for (size_t i = 0; i < sizeof thens / sizeof thens[0]; i++) {
     size_t n = thens[i] == THEN_HOLD ? MSI_HEAP_RBATCH : 10; /* THEN_HOLD: the batch's limit pushes it */
     msi_span_t *s = blocks_of_one_span(v, n, 64);
-    void *other = ms_malloc(3000);
-    assert_non_null(other);
+    void *other; /* a block of another span of the class: the same slot */
+    blocks_of_span_but(&other, 1, 64, s);
     uint32_t before = xfree_count(s);
     hold_job_t j = {.v = v, .n = n, .then = thens[i], .other = other};
     pthread_t t;
@@ -253,6 +262,61 @@ static void chained_frees_reach_the_span(void **state) {
     assert_int_equal(xfree_count(s), before + n);
     hold_end(&j, t);
     if (thens[i] != THEN_OTHER_SPAN) ms_free(other);
+  }
+  ms_heap_collect(1);
+}
+
+/* blocks of mixed sizes freed remotely in turn: each class keeps its chain open while the others grow (none is
+   pushed until the thread's allocation slow path) */
+static void *free_list_then_alloc(void *arg) {
+  hold_job_t *j = arg;
+  for (size_t i = 0; i < j->n; i++) ms_free(j->v[i]);
+  sem_post(&j->done);
+  sem_wait(&j->go);
+  ms_free(ms_malloc(5000)); /* a class it has no span of: the allocation slow path */
+  sem_post(&j->done);
+  sem_wait(&j->go);
+  return NULL;
+}
+static void chains_of_classes_side_by_side(void **state) {
+  (void)state;
+  enum { KINDS = 3, EACH = 8 };
+  const size_t sizes[KINDS] = {32, 64, 200}; /* (classes 1, 3, 12: three slots) */
+  static void *v[KINDS][EACH], *order[KINDS * EACH];
+  msi_span_t *s[KINDS];
+  uint32_t before[KINDS];
+  for (size_t k = 0; k < KINDS; k++) {
+    s[k] = blocks_of_one_span(v[k], EACH, sizes[k]);
+    before[k] = xfree_count(s[k]);
+  }
+  for (size_t i = 0; i < EACH; i++)
+    for (size_t k = 0; k < KINDS; k++) order[i * KINDS + k] = v[k][i];
+  hold_job_t j = {.v = order, .n = KINDS * EACH};
+  pthread_t t;
+  hold_start_with(&j, &t, free_list_then_alloc);
+  for (size_t k = 0; k < KINDS; k++) assert_int_equal(xfree_count(s[k]), before[k]); /* all chained */
+  sem_post(&j.go);
+  while (sem_wait(&j.done) != 0) {}
+  for (size_t k = 0; k < KINDS; k++) assert_int_equal(xfree_count(s[k]), before[k] + EACH);
+  hold_end(&j, t);
+  ms_heap_collect(1);
+}
+
+/* a chain of large blocks holds at most MSI_HEAP_RBYTES: the free that reaches it pushes the chain, one below
+   it leaves the chain open */
+static void chain_of_large_blocks_bounded(void **state) {
+  (void)state;
+  enum { SIZE = 16384, LIM = MSI_HEAP_RBYTES / SIZE };
+  static void *v[LIM];
+  for (size_t n = LIM; n >= LIM - 1; n--) {
+    msi_span_t *s = blocks_of_one_span(v, n, SIZE - MSI_HEAP_CANARY);
+    assert_int_equal(s->block_size, SIZE);
+    uint32_t before = xfree_count(s);
+    hold_job_t j = {.v = v, .n = n, .then = THEN_HOLD};
+    pthread_t t;
+    hold_start(&j, &t);
+    assert_int_equal(xfree_count(s), n == LIM ? before + LIM : before);
+    hold_end(&j, t);
   }
   ms_heap_collect(1);
 }
@@ -333,6 +397,8 @@ int main(void) {
       cmocka_unit_test(parked_list_then_local_frees),
       cmocka_unit_test(remote_frees_taken_before_carving),
       cmocka_unit_test(chained_frees_reach_the_span),
+      cmocka_unit_test(chains_of_classes_side_by_side),
+      cmocka_unit_test(chain_of_large_blocks_bounded),
       cmocka_unit_test(chain_left_in_forked_child),
       cmocka_unit_test(chained_block_freed_again),
   };
