@@ -1040,13 +1040,16 @@ static void dma_print(msi_stats_writer_t *w) {
   if (reg_here) return; /* (see reg_enter) */
   reg_enter();
   for (struct ms_dma_buffer_s *b = reg_head; b && n < PRINT_BUFFERS; b = b->next, n++) {
-    msi_lock(&b->lock); /* lock order: registry, then buffer */
-    size_t segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
-    msi_unlock(&b->lock);
-    msi_snprintf(text[n], sizeof text[n], "%zu bytes at %p, %s pages, %s%s%s%s, %zu segments", b->size,
-                 (void *)b->addr, msi_pages_name(b->page), b->movable ? "movable" : "stable",
-                 b->registered ? ", registered" : "", b->fallback ? ", fallback" : "",
-                 b->pending ? ", freed (registrations inside)" : "", segs);
+    /* the buffer's lock only tried (order: registry, then buffer): a handler's print that interrupted this
+       thread inside ms_dma_info/verify/phys/segments on it would wait for ever */
+    char segs[32] = "segments being read";
+    if (msi_trylock(&b->lock)) {
+      msi_snprintf(segs, sizeof segs, "%zu segments", atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0);
+      msi_unlock(&b->lock);
+    }
+    msi_snprintf(text[n], sizeof text[n], "%zu bytes at %p, %s pages, %s%s%s%s, %s", b->size, (void *)b->addr,
+                 msi_pages_name(b->page), b->movable ? "movable" : "stable", b->registered ? ", registered" : "",
+                 b->fallback ? ", fallback" : "", b->pending ? ", freed (registrations inside)" : "", segs);
   }
   reg_leave();
   for (int i = 0; i < n; i++) {

@@ -107,7 +107,9 @@ static void chain_push(msi_heap_t *h, msi_rchain_t *c) {
    (into another span) is pushed */
 static MSI_NOINLINE void chain_open(msi_heap_t *h, msi_rchain_t *c, msi_span_t *s, msi_block_t *b) {
   if (MSI_UNLIKELY(h->rb == msi_heap_rchains_none)) { /* its first remote free */
-    if (!msi_heap_rchains_get(h)) {
+    static _Thread_local uint16_t refused; /* frees left before the table is asked for again after a refusal */
+    if (refused || !msi_heap_rchains_get(h)) { /* (no table: each block pushed alone, no system call a free) */
+      refused = refused ? refused - 1 : 1023;
       msi_block_link(s, b, msi_span_list_end(s));
       return span_push_remote(s, b, b, 1);
     }

@@ -12,8 +12,9 @@
    the test's environment), the handler every 3 ms: spill's resident-page count, which the handler's mallinfo2 runs
    again. direct: under an RLIMIT_AS of 4 GiB set before the first block, blocks of 300,000,000 B are mapped on their
    own (direct.c), one malloc'd and freed in a loop, mallinfo2 every 200 us: that table's lock. dma: DMA buffers of
-   8 KiB (base pages) allocated and freed in a loop, malloc_stats every 200 us (standard error sent to /dev/null
-   meanwhile), whose DMA section lists the buffers under the lock of their registry. 300 handler calls each.
+   8 KiB (base pages) allocated and freed in a loop, and ms_dma_info, ms_dma_verify and ms_dma_phys on a kept buffer
+   of 1 MiB, malloc_stats every 200 us (standard error sent to /dev/null meanwhile), whose DMA section lists the
+   buffers under the lock of their registry and reads each one's segments under its own. 300 handler calls each.
    Exit 0: every handler returned; a signal: the abort (SIGABRT) or the hang (SIGALRM, at 50 s). */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -34,6 +35,7 @@ static volatile sig_atomic_t hits;
 #define FOREIGN 60000
 static void *foreign[FOREIGN]; /* blocks of the C library's malloc, freed one by each handler (foreign mode) */
 static volatile sig_atomic_t foreign_n;
+static ms_dma_buffer_t *kept; /* dma: the buffer the loop reads (its own lock) */
 static void handler(int sig) {
   (void)sig;
   if (foreign_n > 0) free(foreign[--foreign_n]);
@@ -62,6 +64,12 @@ static bool work(size_t big) {
     ms_dma_buffer_t *b = ms_dma_alloc(8192, &cfg);
     if (!b) return false;
     ms_dma_free(b);
+    ms_dma_info_t info;
+    size_t moved;
+    uint64_t phys;
+    if (ms_dma_info(kept, &info) != 0) return false;
+    (void)ms_dma_verify(kept, &moved); /* (refused without the right to read physical addresses: called all the same) */
+    (void)ms_dma_phys(kept, 0, &phys);
   } else {
     ms_space_t *s = ms_space_create_in(buf, sizeof buf, 0);
     if (!s) return false;
@@ -87,6 +95,8 @@ int main(int argc, char **argv) {
     struct rlimit rl = {(rlim_t)4 << 30, (rlim_t)4 << 30};
     if (setrlimit(RLIMIT_AS, &rl) != 0) { perror("setrlimit"); return 2; }
   } else if (mode == DMA) {
+    ms_dma_config_t cfg = {.page_size = 4096, .numa_node = -1};
+    if (!(kept = ms_dma_alloc(1 << 20, &cfg))) { perror("ms_dma_alloc"); return 2; }
     int null = open("/dev/null", O_WRONLY);
     if (null < 0 || (err = dup(2)) < 0 || dup2(null, 2) < 0) return 2;
     close(null);
@@ -116,5 +126,6 @@ int main(int argc, char **argv) {
   if (err >= 0) dup2(err, 2);
   printf("%s: %ld rounds, %s in %d handlers\n", names[mode], n, mode == DMA ? "malloc_stats" : "mallinfo2", (int)hits);
   free(keep);
+  if (kept) ms_dma_free(kept);
   return 0;
 }
