@@ -144,9 +144,9 @@ void (*msi_sp_sweep_hook)(sp_class_t *k, size_t off, bool waiting);
    busy machine), once no new block took a slot or advice switched since the judgement began (sp.behind_gen, set
    by msi_sp_behind_clear under the lock): else the sweep's MADV_NOHUGEPAGE would override the advice the new
    block's slot was given (spill's, or the program's own right after its malloc), and its mark would count the
-   new block's unit as swept. false: not locked. */
+   new block's unit as swept. false: not locked (also while the thread could not leave idle priority). */
 static bool sweep_lock(uint64_t gen) {
-  msi_maint_set_idle(false);
+  if (!msi_maint_set_idle(false)) return false; /* leaving SCHED_IDLE refused: the thread stays idle */
   if (msi_trylock(&sp_lock)) {
     if (atomic_load_explicit(&sp.behind_gen, memory_order_relaxed) == gen) return true;
     msi_unlock(&sp_lock);
