@@ -70,14 +70,15 @@ static _Thread_local bool in_maint, idle_ok, idle_now;
 void msi_maint_yield(void) {
   if (in_maint) msi_os_yield();
 }
-void msi_maint_set_idle(bool idle) {
-  if (!idle_ok || idle == idle_now) return;
+bool msi_maint_set_idle(bool idle) {
+  if (!idle_ok || idle == idle_now) return idle == idle_now;
   if (msi_os_sched_idle(idle) == 0) {
     idle_now = idle;
   } else if (!idle) {
-    idle_ok = false; /* cannot come back: never go idle again (stays idle now, holding no lock) */
+    idle_ok = false; /* cannot come back: never go idle again (stays idle now: false, a caller takes no lock) */
     msi_verbose("maintenance thread: leaving SCHED_IDLE refused (%s)", MSI_ERRNO(errno));
   }
+  return idle == idle_now;
 }
 
 /* ---- memory pressure (internal.h) ---- */

@@ -183,8 +183,10 @@ void msi_maint_note_thread(void);                        /* call when a second t
    thread holding one would stall every thread waiting for it on a busy machine. No-op outside the maintenance
    thread, and where the thread could not come back (not SCHED_OTHER or SCHED_BATCH to begin with, or neither
    CAP_SYS_NICE nor an RLIMIT_NICE of 20: Linux treats SCHED_IDLE as nice 20). Going idle does not hand the CPU
-   to a thread already waiting for it: msi_maint_yield does. */
-void msi_maint_set_idle(bool idle);
+   to a thread already waiting for it: msi_maint_yield does. Returns whether the thread runs at the asked
+   priority now: false after false when leaving SCHED_IDLE was refused (the thread stays idle: a caller about to
+   take a lock takes none). */
+bool msi_maint_set_idle(bool idle);
 /* From a task, between the pieces of long background work: a thread already waiting for this CPU gets it now.
    Linux re-picks the running thread at a wake-up or a tick (up to 4-10 ms), not when a policy changes or a slice
    is spent, and a kernel without preemption never inside a system call: an interactive process preempted for a

@@ -69,8 +69,9 @@ typedef struct sp_class_s {
   _Atomic unsigned char *behind; /* SP_UNIT -> 2 once the write-back beyond memory swept it (advised 4 KiB
                                   folios, unmapped, evicted; kept cached after a write-back error), 3 while the
                                   sweep waits for its write-back, 4 once advised and unmapped, until a sweep waits
-                                  for it, 1 while a block's last unit waits for a later sweep (writeback.c
-                                  behind_sweep); cleared at each new block and advice switch.
+                                  for it, SP_BEHIND_FRONT + a sweep's number (mod 128) while a fill's front or a
+                                  block's last unit waits for a later sweep (writeback.c behind_sweep); cleared at
+                                  each new block and advice switch.
                                   Classes from SP_FOLIO_MAX up only */
   uint32_t *dseq;              /* slot -> the fork generation a freed block waits for (fork.c), 0 = none */
   size_t *dneed;               /* slot -> a deferred block's bytes */
@@ -78,6 +79,11 @@ typedef struct sp_class_s {
   size_t nfree;
   size_t live;                 /* live blocks */
 } sp_class_t;
+/* behind: a fill's front or a block's last unit, first seen by the sweep numbered by the low 7 bits */
+#define SP_BEHIND_FRONT 128u
+/* behind_sweep takes a front unit once its block's next unit is touched, or once it has stayed a front this many
+   sweeps (about 1 s: a sweep about every period, 50 ms; less than 128) */
+#define SP_FRONT_SWEEPS 20u
 
 #define sp_lock (msi_fork_page.spill) /* internal.h: msi_fork_page_t */
 

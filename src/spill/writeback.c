@@ -17,9 +17,10 @@
    is MADV_RANDOM and MADV_NOHUGEPAGE from its mapping on. A program's own MADV_HUGEPAGE on its block (numpy gives
    it every array of 4 MiB or more, right after the malloc) stands until the program has written past it: nothing
    re-advises a unit at or after the front of the program's writes, so such a fill faults 2 MiB folios, and a
-   fill without it 4 KiB pages (a fill's front or a block's last unit, swept a period after it was first seen
-   touched, may refault the rest 4 KiB at a time). Behind the fill the write-back advises the touched units 4 KiB folios, unmaps them
-   and evicts them once written back (behind_sweep): they refault at their next touch. */
+   fill without it 4 KiB pages (a fill's front is swept once the fill moved past it, or after about a second: a
+   fill slower than that faults the rest of that unit from the file, 4 KiB major faults). Behind the fill the
+   write-back advises the touched units 4 KiB folios, unmaps them and evicts them once written back
+   (behind_sweep): they fault again at their next touch. */
 void msi_sp_advise_range(const sp_class_t *k, uintptr_t start, size_t len, bool random) {
   if (random) {
     msi_os_madvise((void *)start, len, MADV_RANDOM);
@@ -122,19 +123,25 @@ MSI_RARE static void wait_error(int err) {
    one lose the program's advice with it, units after it keep theirs (advise_range). A touched unit followed by
    an untouched one of its block (the front of a fill, which the program may be writing now, or a touched unit of
    a sparse block) and a block's last unit (the block's end), when first seen touched, only have their write-back
-   started (`behind` 1), and are swept at a later sweep (writeback_range may unmap them meanwhile: their pages fault
-   back from the page cache): a fill at the front a period later refaults the rest of its unit 4 KiB at a time, and
-   a sparse block's touched units are not left cached with their 2 MiB folios for ever. Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units, none for units
+   started (`behind` SP_BEHIND_FRONT and the sweep's number), and are swept once the next unit of their block is
+   touched (the fill moved past), or once they have stayed a front for SP_FRONT_SWEEPS sweeps (about 1 s: a sparse
+   block's touched units, a block's end, are not left cached with their 2 MiB folios for ever). writeback_range
+   may unmap them meanwhile: their pages fault back from the page cache (minor faults). Swept mid-fill, a unit's
+   folio is written back with its unwritten part (zeros) and evicted, and the fill's writes after it fault its
+   pages back from the file, 4 KiB major faults (disk reads); a fill that stays 1 s within one unit pays that.
+   Cheap where nothing changed: one lseek(SEEK_DATA) per run of untouched units and per front, none for units
    done. At the start of every maintenance pass and every SP_WB_CHECK bytes of a long one (at most every period),
    each sweep waiting for at most SP_SWEEP_WAIT of write-back, so a short pass keeps the program's other maintenance
    (heap purges, the pressure response) waiting little behind the disk. The units it moved past beyond that are
    advised MADV_NOHUGEPAGE and unmapped in the same sweep, without a wait (`behind` 4), and evicted where already
-   clean, at that sweep and every sweep after until one has the room to wait for them: a fill runs far ahead of
+   clean, at that sweep, and whole at the later sweep that has the room to wait for them: a fill runs far ahead of
    the sweeps, and reclaim evicts its written-back units meanwhile; with the program's advice left on such a
    unit, each fault of the program's reads there read a 2 MiB folio (20 to 100 times the bytes of 4 KiB faults at
-   3x a cgroup's memory, numpy). A failed wait is reported once and its
-   unit is not evicted here (the kernel marked its pages clean: reclaim may drop them; the error is the file's, so
-   it can surface at a later unit's wait, or at the write-behind's, and the unit that failed may be evicted). The sweep holds no lock while it judges a unit or waits: the unit's
+   3x a cgroup's memory, numpy). A failed wait is reported once, and the unit whose wait reported it gets no
+   POSIX_FADV_DONTNEED from that wait (the kernel marked its pages clean: reclaim may drop them). That is no
+   promise for the unit that failed: the error is the file's, so it can surface at a later unit's wait, or at the
+   write-behind's, and the unit that failed may have been evicted, by an earlier wait or, swept without a wait
+   (`behind` 4), by the POSIX_FADV_DONTNEED of its clean pages then. The sweep holds no lock while it judges a unit or waits: the unit's
    mark and advice are set under the lock (sweep_lock), and a unit whose slot a new block took while its
    write-back was waited for keeps the new block's mark (0, unjudged).
    Keeps errno. */
@@ -144,9 +151,9 @@ void (*msi_sp_sweep_hook)(sp_class_t *k, size_t off, bool waiting);
    busy machine), once no new block took a slot or advice switched since the judgement began (sp.behind_gen, set
    by msi_sp_behind_clear under the lock): else the sweep's MADV_NOHUGEPAGE would override the advice the new
    block's slot was given (spill's, or the program's own right after its malloc), and its mark would count the
-   new block's unit as swept. false: not locked. */
+   new block's unit as swept. false: not locked (also while the thread could not leave idle priority). */
 static bool sweep_lock(uint64_t gen) {
-  msi_maint_set_idle(false);
+  if (!msi_maint_set_idle(false)) return false; /* leaving SCHED_IDLE refused: the thread stays idle */
   if (msi_trylock(&sp_lock)) {
     if (atomic_load_explicit(&sp.behind_gen, memory_order_relaxed) == gen) return true;
     msi_unlock(&sp_lock);
@@ -160,9 +167,11 @@ static void sweep_unlock(void) {
 }
 static void behind_sweep(int fd, bool force) {
   static uint64_t last_ns;
+  static unsigned sweeps; /* this sweep's number: a front's mark holds the one that first saw it */
   uint64_t now = msi_now_ns();
   if (!force && now - last_ns < SP_SYNC_PERIOD_NS) return;
   last_ns = now;
+  sweeps++;
   int e = errno;
   size_t waited = 0;
   bool lost = false;
@@ -176,26 +185,27 @@ static void behind_sweep(int fd, bool force) {
       uint64_t gen = atomic_load_explicit(&sp.behind_gen, memory_order_acquire); /* before the judgement */
       _Atomic unsigned char *st = &k->behind[a / SP_UNIT];
       unsigned char v = atomic_load_explicit(st, memory_order_relaxed);
-      if (v == 2 || v == 3 || (v == 1 && !evict)) continue;
-      if (v == 4 && !evict) { /* advised and unmapped: evicted once clean (no wait) */
-        msi_os_fadvise(fd, (off_t)file_off(k, a), (off_t)SP_UNIT, POSIX_FADV_DONTNEED);
-        continue;
-      }
+      bool marked = v >= SP_BEHIND_FRONT; /* a front since sweep v - SP_BEHIND_FRONT (mod 128) */
+      if (v == 2 || v == 3 || ((v == 4 || marked) && !evict)) continue; /* (4: evicted at its wait) */
       if (v == 0 && !unit_touched(k, fd, a, &data, &lost)) continue;
       size_t s0 = a & ~(slot - 1), next = a + SP_UNIT;
       off_t fo = (off_t)file_off(k, a);
       size_t bend = s0 + msi_round_up(__atomic_load_n(&k->meta[s0 >> c], __ATOMIC_RELAXED), SP_UNIT);
       bool last = next >= bend || next == s0 + slot || next + SP_UNIT > m; /* (the block's end, not its slot's) */
-      bool front = v == 0 && (last || !unit_touched(k, fd, next, &data, &lost));
+      bool front = (v == 0 || marked) && (last || !unit_touched(k, fd, next, &data, &lost));
       if (lost) break;
+      if (front && marked) { /* still a front: swept once it has been one for SP_FRONT_SWEEPS sweeps */
+        if (((sweeps - v) & 127) < SP_FRONT_SWEEPS) continue;
+        front = false;
+      }
       if (front && !evict) continue;
       if (msi_sp_sweep_hook) msi_sp_sweep_hook(k, a, false);
       if (!sweep_lock(gen)) { /* busy, or the unit was given to a new block since: judged at a later sweep */
         data = 0;
         continue;
       }
-      if (front) { /* first seen as a fill's front or a block's last unit: swept at a later sweep */
-        atomic_store_explicit(st, 1, memory_order_relaxed);
+      if (front) { /* first seen as a fill's front or a block's last unit: swept later (above) */
+        atomic_store_explicit(st, (unsigned char)(SP_BEHIND_FRONT | (sweeps & 127)), memory_order_relaxed);
         sweep_unlock();
         msi_os_sync_file_range(fd, fo, (off_t)SP_UNIT, SYNC_FILE_RANGE_WRITE);
         continue;
@@ -203,7 +213,7 @@ static void behind_sweep(int fd, bool force) {
       s0 = s0 > lo ? s0 : lo;
       msi_os_madvise((void *)(k->start + s0), next - s0, MADV_NOHUGEPAGE); /* one range: merges with the last */
       msi_os_madvise((void *)(k->start + a), SP_UNIT, MADV_DONTNEED);
-      if (!evict) { /* advised and unmapped, evicted only if already clean (no wait): a later sweep evicts the rest */
+      if (!evict) { /* advised and unmapped, evicted where already clean (no wait): the sweep that waits, the rest */
         atomic_store_explicit(st, 4, memory_order_relaxed);
         sweep_unlock();
         msi_os_fadvise(fd, fo, (off_t)SP_UNIT, POSIX_FADV_DONTNEED);

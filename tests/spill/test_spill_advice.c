@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
@@ -69,8 +70,8 @@ static void test_advice_after_madvise(void **state) {
   for (unsigned i = 1; i <= 20; i++) tick(i * 50); /* full passes over the untouched block */
   assert_true(flag(b, "hg") && flag(b + BLOCK - 4096, "hg"));
   memset(b, 7, BLOCK / 2); /* the fill's first half */
-  for (unsigned i = 21; i <= 40; i++) tick(i * 50);
-  /* the fill's front unit too, swept at the sweep after the one that first saw it (the fill stopped there) */
+  for (unsigned i = 21; i <= 21 + SP_FRONT_SWEEPS; i++) tick(i * 50);
+  /* the fill's front unit too, swept once it has stayed the front SP_FRONT_SWEEPS sweeps (the fill stopped there) */
   assert_true(flag(b, "nh") && flag(b + BLOCK / 2 - 4096, "nh"));
   /* the units after it keep the program's advice */
   assert_true(flag(b + BLOCK / 2, "hg") && flag(b + BLOCK - 4096, "hg"));
@@ -119,7 +120,8 @@ static void test_random_write_amplification(void **state) {
   if (pmd == 0)
     ms_skip_refused(0, "the spill file's filesystem gives this kernel's page cache no 2 MiB folios (FilePmdMapped 0 "
                        "after a MADV_HUGEPAGE fill): no folio to amplify a write");
-  for (unsigned i = 1; i <= 10; i++) tick(i * 50); /* passes: written back (and, behind the fill, evicted) */
+  for (unsigned i = 1; i <= SP_FRONT_SWEEPS + 2; i++) tick(i * 50); /* passes: written back and evicted (the last
+                                                                      unit too, a front for SP_FRONT_SWEEPS sweeps) */
   unsigned long long w0 = write_bytes();
   for (size_t u = 0; u < UNITS; u++) b[u * SP_UNIT + ((u * 97 + 13) % 512) * 4096 + 8] = 2;
   unsigned long long w1 = write_bytes();
@@ -181,7 +183,7 @@ static void test_pace_does_not_sweep(void **state) {
   msi_sp_sync_pace();
   for (size_t u = 0; u < UNITS; u++) swept += atomic_load(&k->behind[u0 + u]) != 0;
   assert_int_equal(swept, 0);
-  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  for (unsigned i = 1; i <= SP_FRONT_SWEEPS + 2; i++) tick(i * 50);
   for (size_t u = 0; u < UNITS; u++) swept += atomic_load(&k->behind[u0 + u]) == 2;
   assert_int_equal(swept, UNITS); /* the maintenance task's sweeps: every unit, the last one included */
   assert_int_equal(b[len - 1], 4);
@@ -214,7 +216,7 @@ static void test_last_unit_is_block_end(void **state) {
   assert_int_equal((size_t)1 << (k - sp.cls), 8 * MiB);
   size_t u0 = (size_t)((uintptr_t)b - k->start) / SP_UNIT;
   memset(b, 5, len);
-  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  for (unsigned i = 1; i <= SP_FRONT_SWEEPS + 2; i++) tick(i * 50);
   for (size_t u = 0; u < 3; u++) assert_int_equal(atomic_load(&k->behind[u0 + u]), 2);
   assert_int_equal(atomic_load(&k->behind[u0 + 3]), 0);
   size_t n = cached_pages(b + 2 * SP_UNIT, SP_UNIT);
@@ -269,7 +271,7 @@ static void sweep_slot_reused(bool waiting) {
   }
   assert_int_equal(b[0], 0);
   memset(b, 7, race_len);
-  for (unsigned i = 2; i <= 10; i++) tick(i * 50);
+  for (unsigned i = 2; i <= SP_FRONT_SWEEPS + 3; i++) tick(i * 50);
   for (size_t u = 0; u < 4; u++) assert_int_equal(atomic_load(&k->behind[u0 + u]), 2);
   assert_true(flag(b, "nh") && flag(b + race_len - 4096, "nh"));
   for (size_t i = 0; i < race_len; i += 4096) assert_int_equal(b[i], 7);
@@ -341,7 +343,7 @@ static void test_evicted_before_sweep(void **state) {
 }
 
 /* A block the program advised MADV_HUGEPAGE and touched every other unit, swept: each touched unit (its next
-   unit untouched, as a fill's front) is swept at a later sweep and evicted, so a 4 KiB write into each dirties
+   unit untouched, as a fill's front) is swept once it has stayed so SP_FRONT_SWEEPS sweeps, and evicted, so a 4 KiB write into each dirties
    about 4 KiB, not its 2 MiB folio (16 writes: 32 MiB with the folios left cached). */
 static void test_sparse_block_swept(void **state) {
   (void)state;
@@ -351,7 +353,7 @@ static void test_sparse_block_swept(void **state) {
   for (size_t u = 0; u < UNITS; u += 2) memset(b + u * SP_UNIT, 3, SP_UNIT);
   if (ms_test_smaps_kb(b, "FilePmdMapped") == 0)
     ms_skip_refused(0, "the spill file's filesystem gives this kernel's page cache no 2 MiB folios: none to leave cached");
-  for (unsigned i = 1; i <= 10; i++) tick(i * 50);
+  for (unsigned i = 1; i <= SP_FRONT_SWEEPS + 2; i++) tick(i * 50);
   sp_class_t *k = &sp.cls[ceil_log2(len)];
   size_t u0 = (size_t)((uintptr_t)b - k->start) / SP_UNIT, cached = 0;
   for (size_t u = 0; u < UNITS; u++) assert_int_equal(atomic_load(&k->behind[u0 + u]), u % 2 ? 0 : 2);
@@ -369,6 +371,52 @@ static void test_sparse_block_swept(void **state) {
   bud.cg.limit = limit_found;
 }
 
+/* major page faults of this process so far (getrusage) */
+static long major_faults(void) {
+  struct rusage ru;
+  assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+  return ru.ru_majflt;
+}
+
+/* A fill that stays within one unit across sweeps: a 4-unit block the program advised MADV_HUGEPAGE, filled to
+   1.5 units, three sweeps, then the rest of unit 1 written. The sweeps take unit 0 (moved past) and leave unit 1,
+   the fill's front, cached (its written half at least) and unswept, so the rest of the fill faults no page from
+   the file (swept, its folio written back with the unwritten half and evicted: 256 major faults, 1 MiB read);
+   once the fill touches unit 2, the next sweep takes unit 1. */
+static void test_front_kept_while_filled(void **state) {
+  (void)state;
+  unsigned char *warm = beyond_memory();
+  size_t len = 4 * SP_UNIT;
+  unsigned char *b = hg_block(len);
+  sp_class_t *k = &sp.cls[ceil_log2(len)];
+  size_t u0 = (size_t)((uintptr_t)b - k->start) / SP_UNIT;
+  memset(b, 9, SP_UNIT + SP_UNIT / 2);
+  for (unsigned i = 1; i <= 3; i++) tick(i * 50);
+  assert_int_equal(atomic_load(&k->behind[u0]), 2);
+  assert_true(atomic_load(&k->behind[u0 + 1]) >= SP_BEHIND_FRONT); /* the front, its write-back started */
+  size_t cached = cached_pages(b + SP_UNIT, SP_UNIT);
+  assert_true(cached >= 256);
+  long f0 = major_faults();
+  unsigned long long r0 = read_bytes();
+  memset(b + SP_UNIT + SP_UNIT / 2, 9, SP_UNIT / 2); /* the rest of unit 1 */
+  long f1 = major_faults();
+  unsigned long long r1 = read_bytes();
+  print_message("front unit after 3 sweeps: %zu of 512 pages cached; the rest of its fill: %ld major faults, %llu bytes "
+                "read\n", cached, f1 - f0, r1 - r0);
+  assert_true(f1 - f0 < 16); /* swept mid-fill: 256 */
+  assert_true(r1 - r0 < 64 * 1024); /* swept mid-fill: 1 MiB */
+  for (unsigned i = 4; i <= 5; i++) tick(i * 50);
+  assert_true(atomic_load(&k->behind[u0 + 1]) >= SP_BEHIND_FRONT); /* still the front: unit 2 untouched */
+  b[2 * SP_UNIT] = 9; /* the fill moves past it */
+  tick(300);
+  assert_int_equal(atomic_load(&k->behind[u0 + 1]), 2);
+  assert_true(flag(b + 2 * SP_UNIT - 4096, "nh") && flag(b + 3 * SP_UNIT, "hg"));
+  for (size_t i = 0; i < 2 * SP_UNIT; i += 4096) assert_int_equal(b[i], 9);
+  msi_spill_free(b);
+  msi_spill_free(warm);
+  bud.cg.limit = limit_found;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_advice_after_madvise),
                                      cmocka_unit_test(test_random_write_amplification),
@@ -378,6 +426,7 @@ int main(void) {
                                      cmocka_unit_test(test_sweep_slot_reused_judged),
                                      cmocka_unit_test(test_sweep_slot_reused_waiting),
                                      cmocka_unit_test(test_evicted_before_sweep),
-                                     cmocka_unit_test(test_sparse_block_swept)};
+                                     cmocka_unit_test(test_sparse_block_swept),
+                                     cmocka_unit_test(test_front_kept_while_filled)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
