@@ -154,13 +154,21 @@ void msi_heap_purge_all(void) {
    fits keeps its caches). One pass at a time (the others wait for it, then try
    again); a pass that released nothing makes the next ones wait ten times its length (at most 100 ms), so a
    program taking NULL in a loop spends at most about a tenth of its time in them, unless large blocks were freed
-   meanwhile (the large cache holds more than at the window's start: the program filled the limit, freed, and asks
-   for another size at once). */
+   meanwhile (the large cache holds more than at the window's start) or small blocks' spans went back to their
+   segments (the program filled the limit, freed, and asks for another size at once: a pass preempted for long on a
+   loaded machine would otherwise leave it NULL for the window's 100 ms). */
 MSI_COLD_BSS _Atomic int msi_heap_release_running;
 MSI_COLD_BSS _Atomic uint64_t msi_heap_release_quiet_until; /* msi_now_ns: no pass before (the last released nothing) */
 MSI_COLD_BSS static _Atomic uint64_t release_quiet_cached; /* msi_large_cached_bytes when that window began */
+MSI_COLD_BSS static _Atomic uint64_t release_quiet_returned; /* spans_returned when that window began */
 static _Thread_local bool release_here; /* this thread's pass is under way (a signal handler allocating in it) */
 #define RELEASE_QUIET_MAX_NS 100000000u /* (a pass stopped or preempted for long: its quiet window stays short) */
+/* spans given back to their segments so far (msi_heap_returned_spans): grows as frees empty spans */
+static uint64_t spans_returned(void) {
+  uint64_t n = 0;
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) n += atomic_load_explicit(&msi_heap_returned_spans[c], memory_order_relaxed);
+  return n;
+}
 MSI_RARE bool msi_heap_release_idle(size_t want) {
   if (!msi_heap_ready_seen() || release_here ||
       want > atomic_load_explicit(&msi_heap_counters.segments, memory_order_relaxed) * MSI_HEAP_SEG_SIZE +
@@ -170,7 +178,8 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   msi_heap_thread_collect(true); /* (the caller's own empty spans: a pass of another thread's leaves them) */
   uint64_t t0 = msi_now_ns();
   if (t0 < atomic_load_explicit(&msi_heap_release_quiet_until, memory_order_relaxed) &&
-      msi_large_cached_bytes() <= atomic_load_explicit(&release_quiet_cached, memory_order_relaxed)) {
+      msi_large_cached_bytes() <= atomic_load_explicit(&release_quiet_cached, memory_order_relaxed) &&
+      spans_returned() <= atomic_load_explicit(&release_quiet_returned, memory_order_relaxed)) {
     errno = saved;
     return false;
   }
@@ -196,6 +205,7 @@ MSI_RARE bool msi_heap_release_idle(size_t want) {
   if (!released) {
     uint64_t t1 = msi_now_ns(), d = 10 * (t1 - t0);
     atomic_store_explicit(&release_quiet_cached, msi_large_cached_bytes(), memory_order_relaxed);
+    atomic_store_explicit(&release_quiet_returned, spans_returned(), memory_order_relaxed);
     atomic_store_explicit(&msi_heap_release_quiet_until, t1 + (d < RELEASE_QUIET_MAX_NS ? d : RELEASE_QUIET_MAX_NS),
                           memory_order_relaxed);
   }
