@@ -1,7 +1,7 @@
 command: build/memspace bench all
 part: heap
 mode: default
-date: 2026-11-29T17:23:17Z
+date: 2026-11-29T20:02:57Z
 environment:
 host: free page reporting min_free_ms=300000 (was 0) max_waiting_mib=65536 (was 1024)
 machine: cpu="AMD EPYC" cores=2 memory_bytes=25276059648 kernel="Linux 6.18.44-fc-v857" arch=x86_64
@@ -33,7 +33,7 @@ child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/
 child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
 child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
 child rptest_cross: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 2 --loops 3 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0 --cross
-section rptest: 37.9 s
+section rptest: 40.0 s
 child rptest_long: /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
 child rptest_long: LD_PRELOAD=/work/benchclone/build/libmemspace.so MEMSPACE_CACHE=performance /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
 child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 1 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
@@ -46,8 +46,8 @@ child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/b
 child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
 child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
 child rptest_long: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_rptest --threads 2 --warmup 0 --loops 30 --blocks 150000 --ops 75000 --min 16 --max 16000 --idle-ms 0
-section rptest_long: 131.2 s
-heap program runs: python_pymalloc=10 python_malloc=10 python_numpy=10 sqlite3=10 gcc=10 shell=10 git=10 shell_script=10 http_server=10 rscript=10 (glibc, memspace, preload-floor, mimalloc; the others 5)
+section rptest_long: 151.4 s
+heap program runs: python_pymalloc=10 python_malloc=10 python_numpy=8 sqlite3=6 gcc=10 shell=10 git=10 shell_script=10 http_server=10 rscript=10 (glibc, memspace, preload-floor, mimalloc; the others 5)
 child python_pymalloc: /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
 child python_pymalloc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
 child python_pymalloc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_churn.py 1 25000
@@ -69,20 +69,20 @@ child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/b
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
 child python_numpy: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
 child python_numpy: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /usr/bin/python3 /work/benchclone/build/bench/heap_numpy_churn.py 30
-child sqlite3: /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child sqlite3: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child sqlite3: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-FKMvS6/bench.db .read /dev/shm/memspace-bench-heap-FKMvS6/build.sql
-child gcc: /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
-child gcc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
-child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
-child gcc: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-FKMvS6/generated.c -o /dev/shm/memspace-bench-heap-FKMvS6/generated.o
+child sqlite3: /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child sqlite3: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child sqlite3: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child sqlite3: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /usr/bin/sqlite3 -bail /dev/shm/memspace-bench-heap-lm3R4h/bench.db .read /dev/shm/memspace-bench-heap-lm3R4h/build.sql
+child gcc: /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
+child gcc: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
+child gcc: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
+child gcc: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /usr/bin/gcc -O2 -c /dev/shm/memspace-bench-heap-lm3R4h/generated.c -o /dev/shm/memspace-bench-heap-lm3R4h/generated.o
 child shell: /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
@@ -90,20 +90,20 @@ child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c i=
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
 child shell: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /bin/sh -c i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done; echo $i
-child git: /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child git: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /bin/sh -c cd '/dev/shm/memspace-bench-heap-FKMvS6/tree' && export HOME='/dev/shm/memspace-bench-heap-FKMvS6' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
-child shell_script: /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
-child shell_script: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
-child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
-child shell_script: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /bin/sh /dev/shm/memspace-bench-heap-FKMvS6/script.sh
+child git: /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child git: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /bin/sh -c cd '/dev/shm/memspace-bench-heap-lm3R4h/tree' && export HOME='/dev/shm/memspace-bench-heap-lm3R4h' GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.com GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' && rm -rf .git mod && git -c init.defaultBranch=main init -q && git add -A && git commit -q -m base && mkdir mod && i=0 && while [ $i -lt 10 ]; do echo "change $i" > mod/f$i && git add -A && git commit -q -m "c $i" || exit 1; i=$((i + 1)); done && git status --short | wc -l && git log -p | wc -l && git rev-parse HEAD
+child shell_script: /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
+child shell_script: LD_PRELOAD=/work/benchclone/build/libmemspace.so /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
+child shell_script: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
+child shell_script: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /bin/sh /dev/shm/memspace-bench-heap-lm3R4h/script.sh
 child http_server: /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
 child http_server: LD_PRELOAD=/work/benchclone/build/libmemspace.so /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
 child http_server: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/bin/python3 /work/benchclone/build/bench/heap_http_load.py 60
@@ -118,7 +118,7 @@ child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /usr/bin/Rs
 child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
 child rscript: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
 child rscript: LD_PRELOAD=/work/benchclone/build/bench/libheap_floor.so /usr/bin/Rscript --vanilla /work/benchclone/build/bench/heap_r_growth.R 4000
-section programs: 170.2 s
+section programs: 165.6 s
 child realloc_step_1m: /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
 child realloc_step_1m: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
 child realloc_step_1m: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --step 1048576 --max 1073741824 --limit-s 1.5
@@ -131,7 +131,7 @@ child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /wor
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
 child realloc_double: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 /work/benchclone/build/bench/heap_realloc_grow --double --start 1048576 --max 1073741824 --limit-s 1.5
-section realloc: 15.2 s
+section realloc: 16.0 s
 heap workloads: rounds=5 threads=2 scales=larson:6,xmalloc:2,cache_scratch:5,cache_thrash:5,mstress:1.6,glibc_simple:6,glibc_thread:5,sh6bench:6,sh8bench:1.5,alloc_test:3.5,cxx_map:4,malloc_large:0.4
 child larson: /work/benchclone/build/bench/heap_larson --threads 2 --scale 6
 child larson: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_larson --threads 2 --scale 6
@@ -205,9 +205,9 @@ child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 /work/
 child malloc_large: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.4
 child malloc_large: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.4
 child malloc_large: /work/benchclone/build/bench/heap_malloc_large --threads 1 --scale 0.4
-section workloads: 391.2 s
+section workloads: 419.9 s
 child cgroup_purge: /work/benchclone/build/bench/heap_cgroup_purge
 child cgroup_purge: LD_PRELOAD=/work/benchclone/build/libmemspace.so /work/benchclone/build/bench/heap_cgroup_purge
-section cgroup: 16.3 s
-seconds: 762.0
+section cgroup: 16.5 s
+seconds: 809.5
 exit: 0
