@@ -1044,7 +1044,8 @@ static void dma_print(msi_stats_writer_t *w) {
        thread inside ms_dma_info/verify/phys/segments on it would wait for ever */
     char segs[32] = "segments being read";
     if (msi_trylock(&b->lock)) {
-      msi_snprintf(segs, sizeof segs, "%zu segments", atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0);
+      size_t n_segs = atomic_load_explicit(&b->built, memory_order_acquire) ? b->count : 0;
+      msi_snprintf(segs, sizeof segs, "%zu segments", n_segs);
       msi_unlock(&b->lock);
     }
     msi_snprintf(text[n], sizeof text[n], "%zu bytes at %p, %s pages, %s%s%s%s, %s", b->size, (void *)b->addr,

@@ -15,8 +15,8 @@ MSI_START_BSS bool msi_heap_key_ok;
 
 /* Mini spans (heap.h MSI_HEAP_MINI): a class of at most MSI_HEAP_MINI_MAX bytes that needs a span takes one of 512
    bytes to 2 KiB (msi_heap_mini_granules) from its heap's segment's chunk 0 first, up to MINI_PER_CLASS granules (4
-   KiB) of them, while the segment has room: a short-lived program (a shell's commands) using a few blocks of many classes shares a page of blocks among
-   several classes, where a span of its own per class would take a page each (a program such as `head` would touch
+   KiB) of them, while the segment has room: a short-lived program (a shell's commands) using a few blocks of many
+   classes shares a page of blocks among several classes, where a span of its own per class would take a page each (a program such as `head` would touch
    several times the pages glibc's heap does). A mini span serves its class while it is current and leaves it when it
    runs out of blocks or took MINI_FREES local frees while current (counted in its cached_ms, which a span that is never
    cached does not use: a count in the heap would write its page at every such free, a copy-on-write fault in a shell's

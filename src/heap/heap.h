@@ -153,15 +153,16 @@ typedef struct msi_segment_s {
                                         span_back_mark; chunk_back[0] unused: hdr_back). Written by whoever holds
                                         the chunk: its span's owner, or the pass or lock that took it */
 #if MSI_HEAP_MINI
-  uint8_t mini_map[MSI_HEAP_MINI_SPANS]; /* granule -> its mini span's descriptor (msi_seg_mini; MSI_HEAP_MINI_NONE: none) */
+  /* granule -> its mini span's descriptor (msi_seg_mini; MSI_HEAP_MINI_NONE: none) */
+  uint8_t mini_map[MSI_HEAP_MINI_SPANS];
   uint64_t mini_skipped[2];          /* granules below mini_used that a span's alignment skipped and no span took
                                         since (bit g % 64 of word g / 64; under the segment lock) */
 #endif
   /* the descriptors (msi_seg_span, msi_seg_mini): desc[0] an always-empty one (where map[] sends a chunk outside
      any span), then that of the span starting at chunk 1 (MSI_HEAP_FRONT_SPANS), the mini spans', then the other
      chunk spans' (map[] holds a descriptor's index: msi_seg_map_of). The first 27 mini spans' (descriptors are
-     handed out in order) share the header's first page with map[], desc[0] and chunk 1's: a short process's blocks (`sort` or `head`: 25-26 mini spans and
-     one span at chunk 1, which a block of 4 KiB such as stdio's buffer takes) write one page of the header, not
+     handed out in order) share the header's first page with map[], desc[0] and chunk 1's: a short process's blocks
+     (`sort` or `head`: 25-26 mini spans and one span at chunk 1, which a block of 4 KiB such as stdio's buffer takes) write one page of the header, not
      two (chunk 1's descriptor after the mini spans' would lie on the next page) */
   _Alignas(64) msi_span_t desc[1 + MSI_HEAP_MINI_DESC + MSI_HEAP_SEG_CHUNKS - 1];
 } msi_segment_t;
@@ -443,8 +444,8 @@ void msi_large_stats(uint64_t *allocated, uint64_t *cached, uint64_t *committed)
 uint64_t msi_large_dirty_bytes(void); /* cached large slots' bytes that may hold pages */
 uint64_t msi_large_cached_bytes(void); /* cached large slots' committed bytes (the purge gives them back) */
 uint64_t msi_large_dropped_bytes(void); /* cached slots' bytes given back since start (not those reused) */
-/* tests only (NULL otherwise): called as a slot leaving its cache, or a freed block's, goes back (large.c slot_give_back),
-   before its system calls */
+/* tests only (NULL otherwise): called as a slot leaving its cache, or a freed block's, goes back (large.c
+   slot_give_back), before its system calls */
 extern void (*msi_large_drop_hook)(void);
 uint64_t msi_large_live_bytes(void);  /* in large blocks in use, slots and direct */
 void msi_large_trim(uint64_t keep);   /* drops the longest-cached slots' pages until at most `keep` such bytes */

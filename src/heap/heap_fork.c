@@ -74,8 +74,9 @@ MSI_COLD void msi_fork_heap(msi_fork_phase_t phase, bool locking) {
         atomic_store_explicit(&h->gone, true, memory_order_relaxed);
     }
     /* the blocks the parent's other threads had chained for remote spans stay out of use in the child (at most
-       MSI_HEAP_RSLOTS chains of MSI_HEAP_RBYTES each a thread, in spans that stay in use): such a thread took no lock, so the fork may have
-       copied its chain half written (a new span with the old head), and a push of it would corrupt a span */
+       MSI_HEAP_RSLOTS chains of MSI_HEAP_RBYTES each a thread, in spans that stay in use): such a thread took no
+       lock, so the fork may have copied its chain half written (a new span with the old head), and a push of it
+       would corrupt a span */
     for (msi_heap_t *h = atomic_load(&msi_heap_all); h; h = h->next_all) {
       if (h == msi_tls_heap || h->rb == msi_heap_rchains_none) continue;
       for (unsigned i = 0; i < MSI_HEAP_RSLOTS; i++) /* (each slot: its bit in rb_open may not be written yet) */

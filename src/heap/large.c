@@ -25,7 +25,8 @@
 #define SLOT_SPLIT 0x10000000u /* live, counted in split_live (split_add) */
 #define SLOT_DROPPING 0x08000000u /* neither live nor cached: going back to the system (slot_dropping) */
 #define SLOT_PAGES 0x07FFFFFFu
-_Static_assert(((uint64_t)1 << (MSI_HEAP_LARGE_MAX_SHIFT - 12)) <= SLOT_PAGES, "the largest slot's pages fit SLOT_PAGES");
+_Static_assert(((uint64_t)1 << (MSI_HEAP_LARGE_MAX_SHIFT - 12)) <= SLOT_PAGES,
+               "the largest slot's pages fit SLOT_PAGES");
 #define CACHE_MAX 64           /* cached slots of a size above the dense ones */
 #define CACHE_MAX_DENSE 2048   /* of a dense size: see mid_cache_room */
 

@@ -166,7 +166,8 @@ static _Thread_local bool release_here; /* this thread's pass is under way (a si
 /* spans given back to their segments so far (msi_heap_returned_spans): grows as frees empty spans */
 static uint64_t spans_returned(void) {
   uint64_t n = 0;
-  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++) n += atomic_load_explicit(&msi_heap_returned_spans[c], memory_order_relaxed);
+  for (unsigned c = 0; c < MSI_HEAP_CLASSES; c++)
+    n += atomic_load_explicit(&msi_heap_returned_spans[c], memory_order_relaxed);
   return n;
 }
 MSI_RARE bool msi_heap_release_idle(size_t want) {

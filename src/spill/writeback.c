@@ -141,9 +141,9 @@ MSI_RARE static void wait_error(int err) {
    POSIX_FADV_DONTNEED from that wait (the kernel marked its pages clean: reclaim may drop them). That is no
    promise for the unit that failed: the error is the file's, so it can surface at a later unit's wait, or at the
    write-behind's, and the unit that failed may have been evicted, by an earlier wait or, swept without a wait
-   (`behind` 4), by the POSIX_FADV_DONTNEED of its clean pages then. The sweep holds no lock while it judges a unit or waits: the unit's
-   mark and advice are set under the lock (sweep_lock), and a unit whose slot a new block took while its
-   write-back was waited for keeps the new block's mark (0, unjudged).
+   (`behind` 4), by the POSIX_FADV_DONTNEED of its clean pages then. The sweep holds no lock while it judges a
+   unit or waits: the unit's mark and advice are set under the lock (sweep_lock), and a unit whose slot a new
+   block took while its write-back was waited for keeps the new block's mark (0, unjudged).
    Keeps errno. */
 void (*msi_sp_sweep_hook)(sp_class_t *k, size_t off, bool waiting);
 /* The sweep judges a unit without spill's lock, and marks and advises it under the lock (tried: a busy lock leaves
