@@ -629,6 +629,11 @@ static void slot_dropping(lclass_t *c, uint32_t idx) {
   atomic_fetch_add_explicit(&dropping_n, 1, memory_order_relaxed);
   dropping_here++;
 }
+/* slot idx of class c (slot_dropping), its pages given back and counted, free again (class lock held) */
+static void slot_dropped(lclass_t *c, uint32_t idx) {
+  slot_put_fresh(c, idx);
+  atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+}
 /* slot idx of class c (slot_dropping), its first `bytes` committed, given back and free again */
 static void slot_give_back(lclass_t *c, uint32_t idx, size_t bytes) {
   unsigned k = (unsigned)(c - classes) + MSI_HEAP_LARGE_MIN_SHIFT;
@@ -636,8 +641,7 @@ static void slot_give_back(lclass_t *c, uint32_t idx, size_t bytes) {
   bool returned = slot_decommit_pages(dense(k), c->base + ((uintptr_t)idx << k), bytes);
   msi_lock(lock_of(c));
   slot_decommit_count(bytes, returned);
-  slot_put_fresh(c, idx);
-  atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+  slot_dropped(c, idx);
   dropping_here--;
   msi_unlock(lock_of(c));
 }
@@ -649,10 +653,8 @@ static void dropping_finish(void) {
     for (uint64_t idx = 0; idx < c->bump; idx++) {
       uint32_t pg = meta_at(c, idx)->pages;
       if (!(pg & SLOT_DROPPING)) continue;
-      size_t bytes = (size_t)(pg & SLOT_PAGES) << page_shift;
-      slot_decommit_count(bytes, slot_decommit_pages(dense(k), c->base + ((uintptr_t)idx << k), bytes));
-      slot_put_fresh(c, (uint32_t)idx);
-      atomic_fetch_sub_explicit(&dropping_n, 1, memory_order_relaxed);
+      slot_decommit(k, c->base + ((uintptr_t)idx << k), (size_t)(pg & SLOT_PAGES) << page_shift);
+      slot_dropped(c, (uint32_t)idx);
     }
   }
 }
